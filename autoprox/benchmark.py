@@ -220,7 +220,7 @@ def default_bench_path(space: str) -> Path:
     name = BENCH_FILE_NAMES[space]
     for directory in bench_search_dirs():
         if (directory / name).is_file():
-            return directory / name
+            return (directory / name).resolve()
     looked = ", ".join(str(d) for d in bench_search_dirs())
     raise BenchmarkError(
         f"{name} not found (looked in {looked}); pass --bench FILE or set {BENCH_DIR_ENV}"

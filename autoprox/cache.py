@@ -202,10 +202,8 @@ class StatisticsCache:
 
 
 def _compute_into_cache(root: str, precision: str, space: str, config: dict, spec: dict,
-                        seed: int, num_classes: int, threads: int) -> float:
+                        seed: int, num_classes: int) -> float:
     """Worker body for :func:`build_cache` (plain arguments so it crosses processes cheaply)."""
-    if threads:
-        torch.set_num_threads(threads)
     cache = StatisticsCache(root, precision)
     request = StatsRequest(parse_arch(config, space), InputSpec(**spec), seed, num_classes)
     start = time.perf_counter()
@@ -230,11 +228,10 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
         progress(done, len(requests))
     seconds: list[float] = []
     if missing:
-        threads = max(1, (os.cpu_count() or 1) // workers) if workers > 1 else 0
         jobs = (
             delayed(_compute_into_cache)(
                 str(cache.root), cache.precision, r.arch.space, arch_to_config(r.arch),
-                r.spec.to_json(), r.seed, r.num_classes, threads,
+                r.spec.to_json(), r.seed, r.num_classes,
             )
             for r in missing
         )

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import numpy as np
 import torch
@@ -190,12 +191,29 @@ def statistics_of_model(model: torch.nn.Module, images: torch.Tensor, labels: to
     return stats
 
 
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run a block with ``count`` intra-op threads, restoring the previous setting after.
+
+    Statistics and fitness run single-threaded: a parallel reduction sums in an order
+    that depends on the thread count, and the results must not depend on how many
+    workers a user asks for. Parallelism comes from running architectures side by side.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def compute_statistics(arch, spec: InputSpec, seed: int, num_classes: int) -> list[BlockStats]:
     """Statistics of ``arch`` built with initialisation seed ``seed`` on the batch of ``spec``."""
-    model = build_model(arch, num_classes=num_classes, seed=derived_seed(seed, "model"))
-    model.train()
-    images, labels = make_batch(spec, num_classes, seed)
-    return statistics_of_model(model, images, labels)
+    with torch_threads(1):
+        model = build_model(arch, num_classes=num_classes, seed=derived_seed(seed, "model"))
+        model.train()
+        images, labels = make_batch(spec, num_classes, seed)
+        return statistics_of_model(model, images, labels)
 
 
 def describe_statistics(stats: list[BlockStats]) -> Mapping[str, list]:

@@ -1,0 +1,174 @@
+"""Fitness: how well a genome's scores rank architectures by their true accuracies.
+
+A genome is scored on cached statistics only (never by re-running a network). The
+fitness is the joint correlation metric (JCM) over the chosen targets; Spearman and
+Pearson are kept beside Kendall. A genome is invalid when any architecture's score is
+NaN or inf, a shape does not fit, or all scores are equal. Results are memoised by
+the genome's canonical form.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from autoprox.cache import StatisticsCache, StatsRequest
+from autoprox.correlation import correlate, jcm
+from autoprox.genome import InvalidProxy, canonical_string, genome_to_string, score_architecture
+from autoprox.statistics import BlockStats, InputSpec
+
+#: Statistics sets are keyed by (initialisation seed, class count).
+StatsKey = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class StatsPlan:
+    """Which statistics sets a search or ranking uses.
+
+    One set per (seed, class count): several ``seeds`` average each architecture's
+    score over initialisations; ``target_classes`` maps each target to the class
+    count of the statistics it is scored with (all 100 by default: one shared set).
+    """
+
+    spec: InputSpec
+    seeds: tuple[int, ...]
+    target_classes: Mapping[str, int]
+
+    @property
+    def class_counts(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.target_classes.values())))
+
+    def keys(self) -> list[StatsKey]:
+        return [(seed, classes) for seed in self.seeds for classes in self.class_counts]
+
+    def requests(self, archs: Sequence) -> list[StatsRequest]:
+        return [StatsRequest(arch, self.spec, seed, classes) for arch in archs for seed, classes in self.keys()]
+
+    def to_json(self) -> dict:
+        return {"input": self.spec.to_json(), "seeds": list(self.seeds), "target_classes": dict(self.target_classes)}
+
+
+def load_statistics(cache: StatisticsCache, plan: StatsPlan, archs: Sequence,
+                    progress: Callable[[int, int], None] | None = None) -> dict[StatsKey, list[list[BlockStats]]]:
+    """Load (computing what is missing) every statistics set of ``plan`` for ``archs``."""
+    loaded: dict[StatsKey, list[list[BlockStats]]] = {key: [] for key in plan.keys()}
+    total, done = len(archs) * len(loaded), 0
+    for arch in archs:
+        for seed, classes in plan.keys():
+            loaded[(seed, classes)].append(cache.get(StatsRequest(arch, plan.spec, seed, classes)))
+            done += 1
+            if progress:
+                progress(done, total)
+    return loaded
+
+
+@dataclass
+class FitnessRecord:
+    """The outcome of evaluating one genome on one set of architectures."""
+
+    genome: str
+    canonical: str
+    valid: bool
+    jcm: float = math.nan
+    kendall: dict[str, float] = field(default_factory=dict)
+    spearman: dict[str, float] = field(default_factory=dict)
+    pearson: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in data.items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> "FitnessRecord":
+        values = dict(data)
+        if values.get("jcm") is None:
+            values["jcm"] = math.nan
+        return cls(**values)
+
+
+def figures(scores: np.ndarray | Mapping[int, np.ndarray], accuracies: Mapping[str, np.ndarray],
+            targets: Sequence[str], target_classes: Mapping[str, int] | None = None,
+            weights: Mapping[str, float] | None = None) -> dict:
+    """Per-target Kendall/Spearman/Pearson and the JCM of ``scores``.
+
+    ``scores`` is one array, or a mapping class count -> array with ``target_classes``
+    saying which one each target uses.
+    """
+    per_target = {}
+    for target in targets:
+        values = scores if isinstance(scores, np.ndarray) else scores[target_classes[target]]
+        per_target[target] = correlate(values, accuracies[target])
+    kendalls = {t: per_target[t]["kendall"] for t in targets}
+    return {"targets": per_target, "jcm": jcm(kendalls, weights)}
+
+
+class FitnessEvaluator:
+    """Scores genomes on in-memory statistics of a fixed set of architectures."""
+
+    def __init__(self, stats: Mapping[StatsKey, Sequence[Sequence[BlockStats]]],
+                 accuracies: Mapping[str, np.ndarray], targets: Sequence[str],
+                 target_classes: Mapping[str, int], weights: Mapping[str, float] | None = None) -> None:
+        self.stats = stats
+        self.accuracies = accuracies
+        self.targets = list(targets)
+        self.target_classes = dict(target_classes)
+        self.weights = dict(weights or {})
+        sizes = {len(v) for v in stats.values()}
+        if len(sizes) != 1:
+            raise ValueError("every statistics set must hold the same architectures")
+        self.size = sizes.pop()
+        self.memo: dict[str, FitnessRecord] = {}
+        self.evaluations = 0
+        self.seconds = 0.0
+
+    def architecture_scores(self, tree) -> dict[int, np.ndarray]:
+        """Scores per class count, each the mean over seeds; raises InvalidProxy."""
+        by_classes: dict[int, list[np.ndarray]] = {}
+        for (seed, classes), archs in self.stats.items():
+            values = np.fromiter((score_architecture(tree, s) for s in archs), dtype=np.float64, count=len(archs))
+            by_classes.setdefault(classes, []).append(values)
+        return {classes: np.mean(runs, axis=0) for classes, runs in by_classes.items()}
+
+    def evaluate(self, tree) -> FitnessRecord:
+        """The genome's fitness record (memoised by canonical form)."""
+        canonical = canonical_string(tree)
+        if canonical in self.memo:
+            return self.memo[canonical]
+        start = time.perf_counter()
+        record = self._evaluate(tree, canonical)
+        self.seconds += time.perf_counter() - start
+        self.evaluations += 1
+        self.memo[canonical] = record
+        return record
+
+    def _evaluate(self, tree, canonical: str) -> FitnessRecord:
+        text = genome_to_string(tree)
+        try:
+            scores = self.architecture_scores(tree)
+        except InvalidProxy as exc:
+            return FitnessRecord(text, canonical, False, reason=f"invalid: {exc}"[:200])
+        if any(np.ptp(v) == 0 for v in scores.values()):
+            return FitnessRecord(text, canonical, False, reason="all scores equal")
+        result = figures(scores, self.accuracies, self.targets, self.target_classes, self.weights)
+        per_target = result["targets"]
+        if any(math.isnan(per_target[t]["kendall"]) for t in self.targets):
+            return FitnessRecord(text, canonical, False, reason="undefined correlation")
+        return FitnessRecord(
+            genome=text,
+            canonical=canonical,
+            valid=True,
+            jcm=result["jcm"],
+            kendall={t: per_target[t]["kendall"] for t in self.targets},
+            spearman={t: per_target[t]["spearman"] for t in self.targets},
+            pearson={t: per_target[t]["pearson"] for t in self.targets},
+        )
+
+    def remember(self, records: Iterable[FitnessRecord]) -> None:
+        """Pre-fill the memo (a resumed run reloads what it already evaluated)."""
+        for record in records:
+            self.memo.setdefault(record.canonical, record)
