@@ -20,6 +20,7 @@ import json
 import math
 import os
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -103,30 +104,47 @@ def _read_entries(path: Path) -> list:
     if not path.is_file():
         raise BenchmarkError(f"benchmark file not found: {path}")
     suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start}); expected JSON") from None
     if suffix == ".jsonl":
         entries = []
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    try:
-                        entries.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise BenchmarkError(f"{path}: line {number} is not JSON ({exc.msg})") from None
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    entries.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise BenchmarkError(f"{path}: line {number} is not JSON ({exc.msg})") from None
         return entries
     if suffix == ".json":
         try:
-            with open(path, encoding="utf-8") as handle:
-                return json.load(handle)
+            return json.loads(text)
         except json.JSONDecodeError as exc:
             raise BenchmarkError(f"{path}: not a JSON file ({exc.msg} at line {exc.lineno})") from None
+    import pickle
+
     import torch  # the released format only; plain-text files need no torch
 
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any failure means "not a benchmark file"
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()  # torch adds terminal colours
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", message)
+        if isinstance(exc, pickle.UnpicklingError) and found:
+            # weights_only=True refused an object that is not plain data; never retry unsafely.
+            raise BenchmarkError(
+                f"{path}: refused: the file holds an object of type {found.group(1)}; benchmark "
+                "files are loaded with torch.load(weights_only=True) only (lists, dicts, numbers, strings)"
+            ) from None
+        unpickler = re.search(r"WeightsUnpickler error:\s*(\S.*)", message)
+        if unpickler:  # torch wraps the real reason in paragraphs of advice: keep the reason
+            message = unpickler.group(1)
+        detail = message.splitlines()[0][:200] if message else ""
         raise BenchmarkError(
-            f"{path}: not a ViT-Bench-101 file readable with torch.load(weights_only=True): {first[:200]}"
+            f"{path}: not a ViT-Bench-101 .pth file (a PyTorch archive readable with "
+            f"torch.load(weights_only=True)): {type(exc).__name__}: {detail}"
         ) from None
 
 
@@ -200,12 +218,13 @@ def write_benchmark_jsonl(bench: Benchmark, path: str | os.PathLike) -> None:
 def bench_search_dirs() -> list[Path]:
     """Where released files are looked for, in order.
 
-    ``$AUTOPROX_BENCH_DIR``, ``./vit-bench-101``, then ``../shared/vit-bench-101``
-    relative to the working directory and to this checkout.
+    ``$AUTOPROX_BENCH_DIR`` alone when it is set (an explicit choice is never
+    silently replaced by another copy); otherwise ``./vit-bench-101``, then
+    ``../shared/vit-bench-101`` relative to the working directory and to this checkout.
     """
-    dirs = []
     if os.environ.get(BENCH_DIR_ENV):
-        dirs.append(Path(os.environ[BENCH_DIR_ENV]))
+        return [Path(os.environ[BENCH_DIR_ENV])]
+    dirs = []
     repo_root = Path(__file__).resolve().parent.parent
     for base in (Path.cwd(), repo_root):
         dirs.append(base / "vit-bench-101")
@@ -222,6 +241,11 @@ def default_bench_path(space: str) -> Path:
         if (directory / name).is_file():
             return (directory / name).resolve()
     looked = ", ".join(str(d) for d in bench_search_dirs())
+    if os.environ.get(BENCH_DIR_ENV):
+        raise BenchmarkError(
+            f"{name} not found in ${BENCH_DIR_ENV}={os.environ[BENCH_DIR_ENV]}; "
+            f"put the file there, unset {BENCH_DIR_ENV}, or pass --bench FILE"
+        )
     raise BenchmarkError(
         f"{name} not found (looked in {looked}); pass --bench FILE or set {BENCH_DIR_ENV}"
     )

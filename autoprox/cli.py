@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--seed", type=int, default=0, help="seed of the evolution")
     defaults = EvolutionConfig()
     search.add_argument("--population", type=int, default=defaults.population_size)
-    search.add_argument("--iterations", type=int, default=defaults.iterations)
+    search.add_argument("--iterations", type=int, default=None,
+                        help=f"iterations (default {defaults.iterations}; with --resume, a new total)")
     search.add_argument("--sample-ratio", type=float, default=defaults.sample_ratio, help="share of the population sampled per iteration")
     search.add_argument("--top-k", type=int, default=defaults.top_k, help="parent drawn among the sample's top k")
     search.add_argument("--margin", type=float, default=defaults.margin, help="a child joins if JCM(child) - JCM(parent) >= margin")
@@ -141,14 +142,15 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.resume:
         if not args.out:
             raise RunDirError("--resume needs --out RUN_DIR")
-        extend = args.iterations if args.iterations != EvolutionConfig().iterations else None
-        report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=extend)
+        report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=args.iterations)
     else:
         if not args.space and not args.bench:
             raise BenchmarkError("give --space autoformer|pit or --bench FILE")
         bench_path = _bench_path(args)
         evolution = EvolutionConfig(
-            population_size=args.population, iterations=args.iterations, sample_ratio=args.sample_ratio,
+            population_size=args.population,
+            iterations=args.iterations if args.iterations is not None else EvolutionConfig().iterations,
+            sample_ratio=args.sample_ratio,
             top_k=args.top_k, margin=args.margin, retry_cap=args.retry_cap,
             gene_probability=args.gene_probability, seed=args.seed,
         )
@@ -199,7 +201,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
     if proxy.needs_statistics and not args.json:
         print(f"scoring {len(indices)} architectures with {proxy.name}", file=sys.stderr)
-    result = evaluate_on_split(proxy, bench, indices, targets, plan, cache, {}, workers=args.workers)
+    progress = Progress("statistics", every=15) if proxy.needs_statistics else None
+    result = evaluate_on_split(proxy, bench, indices, targets, plan, cache, {}, workers=args.workers, progress=progress)
     if "invalid" in result:
         raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {result['invalid']}")
     per_target = result["targets"]

@@ -21,6 +21,9 @@ def correlate(scores: Sequence[float], accuracies: Sequence[float]) -> dict:
     """
     x = np.asarray(scores, dtype=np.float64)
     y = np.asarray(accuracies, dtype=np.float64)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"scores and accuracies must be two 1-D arrays of one length, "
+                         f"got shapes {x.shape} and {y.shape}")
     keep = ~np.isnan(y)
     x, y = x[keep], y[keep]
     result = {"kendall": math.nan, "spearman": math.nan, "pearson": math.nan, "n": int(len(x))}
@@ -43,7 +46,7 @@ def jcm(kendalls: Mapping[str, float], weights: Mapping[str, float] | None = Non
         raise ValueError("no target to compute the joint correlation metric over")
     weights = weights or {}
     total = sum(weights.get(t, 1.0) for t in kendalls)
-    if total <= 0:
+    if not total > 0:  # also refuses a NaN total
         raise ValueError("target weights must sum to a positive number")
     return sum(weights.get(t, 1.0) * tau for t, tau in kendalls.items()) / total
 

@@ -19,7 +19,7 @@ import numpy as np
 from autoprox.cache import StatisticsCache, StatsRequest
 from autoprox.correlation import correlate, jcm
 from autoprox.genome import InvalidProxy, canonical_string, genome_to_string, score_architecture
-from autoprox.statistics import BlockStats, InputSpec
+from autoprox.statistics import BlockStats, InputSpec, torch_threads
 
 #: Statistics sets are keyed by (initialisation seed, class count).
 StatsKey = tuple[int, int]
@@ -80,15 +80,26 @@ class FitnessRecord:
     reason: str = ""
 
     def to_json(self) -> dict:
-        data = asdict(self)
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in data.items()}
+        """A JSON-safe dict: NaN (here and in the per-target figures) becomes None."""
+        return {k: _nan_to_none(v) for k, v in asdict(self).items()}
 
     @classmethod
     def from_json(cls, data: Mapping) -> "FitnessRecord":
         values = dict(data)
         if values.get("jcm") is None:
             values["jcm"] = math.nan
+        for name in ("kendall", "spearman", "pearson"):
+            if name in values:
+                values[name] = {t: (math.nan if v is None else v) for t, v in (values[name] or {}).items()}
         return cls(**values)
+
+
+def _nan_to_none(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nan_to_none(v) for k, v in value.items()}
+    return value
 
 
 def figures(scores: np.ndarray | Mapping[int, np.ndarray], accuracies: Mapping[str, np.ndarray],
@@ -122,16 +133,36 @@ class FitnessEvaluator:
         if len(sizes) != 1:
             raise ValueError("every statistics set must hold the same architectures")
         self.size = sizes.pop()
+        # Misconfiguration is caught here: evaluate() must only ever fail on the genome.
+        if not self.targets:
+            raise ValueError("no target to evaluate genomes on")
+        loaded_classes = {classes for _, classes in stats}
+        for target in self.targets:
+            if target not in self.accuracies:
+                raise ValueError(f"no accuracies for target {target!r}")
+            if len(self.accuracies[target]) != self.size:
+                raise ValueError(f"target {target!r} has {len(self.accuracies[target])} accuracies "
+                                 f"for {self.size} architectures")
+            if self.target_classes.get(target) not in loaded_classes:
+                raise ValueError(f"target {target!r} needs {self.target_classes.get(target)}-class statistics; "
+                                 f"loaded: {sorted(loaded_classes)}")
         self.memo: dict[str, FitnessRecord] = {}
         self.evaluations = 0
         self.seconds = 0.0
 
     def architecture_scores(self, tree) -> dict[int, np.ndarray]:
-        """Scores per class count, each the mean over seeds; raises InvalidProxy."""
+        """Scores per class count, each the mean over seeds; raises InvalidProxy.
+
+        Computed single-threaded whatever the caller's torch setting, so that they are
+        the very numbers :func:`autoprox.proxies.score_archs` gives (a parallel
+        reduction sums in another order and moves the last bits).
+        """
         by_classes: dict[int, list[np.ndarray]] = {}
-        for (seed, classes), archs in self.stats.items():
-            values = np.fromiter((score_architecture(tree, s) for s in archs), dtype=np.float64, count=len(archs))
-            by_classes.setdefault(classes, []).append(values)
+        with torch_threads(1):
+            for (seed, classes), archs in self.stats.items():
+                values = np.fromiter((score_architecture(tree, s) for s in archs), dtype=np.float64,
+                                     count=len(archs))
+                by_classes.setdefault(classes, []).append(values)
         return {classes: np.mean(runs, axis=0) for classes, runs in by_classes.items()}
 
     def evaluate(self, tree) -> FitnessRecord:

@@ -20,7 +20,8 @@ Persistence is a plain token string such as
 ``block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)),
 element_wise_sqrt(sigmoid(F4g)))))``, parsed against the primitive table (no
 ``eval``): each token must be a known operation, statistic or aggregation, and the
-typed form of each operation is inferred from its arguments.
+typed form of each operation is inferred from its arguments (an explicit typed name
+such as ``sigmoid.s`` is accepted only where it is the form its arguments imply).
 """
 
 from __future__ import annotations
@@ -129,8 +130,15 @@ def _tokenize(text: str) -> list[str]:
     return tokens
 
 
-def _parse_expr(tokens: list[str], position: int) -> tuple[list, type, int]:
+#: Deepest nesting a genome string may have (far beyond any real genome; it keeps a
+#: hostile or corrupt string from exhausting Python's recursion limit).
+MAX_DEPTH = 100
+
+
+def _parse_expr(tokens: list[str], position: int, depth: int = 0) -> tuple[list, type, int]:
     """Parse one expression; return (prefix nodes, its type, next position)."""
+    if depth > MAX_DEPTH:
+        raise GenomeError(f"genome nested deeper than {MAX_DEPTH} levels")
     if position >= len(tokens):
         raise GenomeError("genome ends too early")
     token = tokens[position]
@@ -140,7 +148,10 @@ def _parse_expr(tokens: list[str], position: int) -> tuple[list, type, int]:
     if token in STAT_NAMES:
         return [pset.mapping[token]], Matrix, position + 1
     op = op_name(token)
-    if op not in UNARY and op not in BINARY and op not in AGGREGATIONS:
+    typed_token = token != op
+    if (op not in UNARY and op not in BINARY and op not in AGGREGATIONS) or (
+        typed_token and not isinstance(pset.mapping.get(token), gp.Primitive)
+    ):
         known = ", ".join([*STAT_NAMES, *AGGREGATIONS, *UNARY, *BINARY])
         raise GenomeError(f"unknown token {token!r} in genome; known tokens: {known}")
     if position + 1 >= len(tokens) or tokens[position + 1] != "(":
@@ -148,7 +159,7 @@ def _parse_expr(tokens: list[str], position: int) -> tuple[list, type, int]:
     position += 2
     children, types = [], []
     while True:
-        nodes, node_type, position = _parse_expr(tokens, position)
+        nodes, node_type, position = _parse_expr(tokens, position, depth + 1)
         children.append(nodes)
         types.append(node_type)
         if position >= len(tokens):
@@ -163,12 +174,17 @@ def _parse_expr(tokens: list[str], position: int) -> tuple[list, type, int]:
     if len(children) != arity:
         raise GenomeError(f"{op} takes {arity} argument(s), got {len(children)}")
     prim = typed_form(op, types)
+    if typed_token and prim.name != token:
+        # An explicit typed form (``sigmoid.s``) must be the one its arguments imply.
+        raise GenomeError(f"{token} does not fit its arguments; they call for {prim.name}")
     return [prim] + [n for c in children for n in c], prim.ret, position
 
 
 def parse_genome(text: str) -> gp.PrimitiveTree:
     """Parse a token string into a typed tree; wraps a per-block expression in ``block_mean``."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        raise GenomeError(f"a genome must be a string, got {type(text).__name__}")
+    if not text.strip():
         raise GenomeError("empty genome string")
     tokens = _tokenize(text)
     nodes, node_type, position = _parse_expr(tokens, 0)
@@ -272,16 +288,34 @@ def random_template(rng: random.Random) -> gp.PrimitiveTree:
     return template_tree(TemplateGenes(**genes))
 
 
+#: Redraw rounds before :func:`mutate_template` stops waiting for a change by chance.
+MUTATION_ROUNDS = 1000
+
+
 def mutate_template(tree: gp.PrimitiveTree, rng: random.Random, gene_probability: float = 0.5) -> gp.PrimitiveTree:
-    """Redraw each gene with ``gene_probability``; at least one gene always changes."""
+    """Redraw each gene with ``gene_probability``; at least one gene always changes.
+
+    Rounds where nothing changed are drawn again (the paper's "mutate again"). With a
+    probability so small that :data:`MUTATION_ROUNDS` rounds changed nothing, one
+    gene is changed instead, chosen as the limit of that rejection sampling would
+    (weighted by its chance of a new value), so that the call always ends.
+    """
+    if not 0.0 < gene_probability <= 1.0:
+        raise ValueError(f"gene probability must be in (0, 1], got {gene_probability}")
     genes = template_genes(tree).__dict__.copy()
-    while True:
+    for _ in range(MUTATION_ROUNDS):
         child = dict(genes)
         for name, choices in GENE_CHOICES.items():
             if rng.random() < gene_probability:
                 child[name] = rng.choice(choices)
         if child != genes:
             return template_tree(TemplateGenes(**child))
+    names = list(GENE_CHOICES)
+    weights = [(len(GENE_CHOICES[n]) - 1) / len(GENE_CHOICES[n]) for n in names]
+    name = rng.choices(names, weights=weights)[0]
+    child = dict(genes)
+    child[name] = rng.choice([c for c in GENE_CHOICES[name] if c != genes[name]])
+    return template_tree(TemplateGenes(**child))
 
 
 def tree_size(tree: gp.PrimitiveTree) -> int:

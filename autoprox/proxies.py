@@ -49,7 +49,7 @@ def resolve_proxy(text: str) -> Proxy:
             raise ProxyError(f"proxy file not found: {path}")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
             raise ProxyError(f"{path}: not a JSON proxy file ({exc})") from None
         if not isinstance(data, dict) or not isinstance(data.get("genome"), str):
             raise ProxyError(f"{path}: no 'genome' string in this proxy file")
@@ -77,17 +77,19 @@ def score_archs(proxy: Proxy, archs: Sequence, cache: StatisticsCache, plan: Sta
     """
     if not proxy.needs_statistics:
         values = np.array([ARCHITECTURE_PROXIES[proxy.name](a) for a in archs], dtype=np.float64)
-        return {classes: values for classes in plan.class_counts}
+        return {classes: values.copy() for classes in plan.class_counts}
     build_cache(cache, plan.requests(archs), workers=workers, progress=progress)
     from autoprox.statistics import torch_threads
 
-    sums = {classes: np.zeros(len(archs)) for classes in plan.class_counts}
+    # per class count, one row per seed; averaged as FitnessEvaluator does, to the last bit
+    runs = {classes: np.zeros((len(plan.seeds), len(archs))) for classes in plan.class_counts}
     with torch_threads(1):
         for index, arch in enumerate(archs):
-            for seed, classes in plan.keys():
-                stats = cache.get(StatsRequest(arch, plan.spec, seed, classes))
-                sums[classes][index] += score_architecture(proxy.genome, stats)
-    return {classes: total / len(plan.seeds) for classes, total in sums.items()}
+            for row, seed in enumerate(plan.seeds):
+                for classes in plan.class_counts:
+                    stats = cache.get(StatsRequest(arch, plan.spec, seed, classes))
+                    runs[classes][row, index] = score_architecture(proxy.genome, stats)
+    return {classes: np.mean(values, axis=0) for classes, values in runs.items()}
 
 
 __all__ = ["ARCHITECTURE_PROXIES", "InvalidProxy", "Proxy", "ProxyError", "resolve_proxy", "score_archs"]

@@ -84,11 +84,11 @@ def split_figures(scores: Mapping[int, "object"], bench: Benchmark, indices: Seq
 
 def evaluate_on_split(proxy: Proxy, bench: Benchmark, indices: Sequence[int], targets: Sequence[str],
                       plan: StatsPlan, cache: StatisticsCache, weights: Mapping[str, float],
-                      workers: int = 1) -> dict:
+                      workers: int = 1, progress: Callable[[int, int], None] | None = None) -> dict:
     """Figures of ``proxy`` on the architectures ``indices`` of ``bench``."""
     archs = [bench.archs[i] for i in indices]
     try:
-        scores = score_archs(proxy, archs, cache, plan, workers=workers)
+        scores = score_archs(proxy, archs, cache, plan, workers=workers, progress=progress)
     except InvalidProxy as exc:
         return {"invalid": str(exc)}
     return split_figures(scores, bench, indices, targets, plan, weights)

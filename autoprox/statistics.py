@@ -74,6 +74,8 @@ class InputSpec:
             raise InputSpecError(f"batch size must be at least 1, got {self.batch_size}")
         if (self.kind == "images") != (self.image_dir is not None):
             raise InputSpecError("an image folder goes with, and only with, the images input")
+        if self.kind == "images" and not str(self.image_dir).strip():
+            raise InputSpecError("images input needs a folder: images:DIR")
 
     @classmethod
     def parse(cls, text: str, batch_size: int = 8) -> "InputSpec":
@@ -86,7 +88,7 @@ class InputSpec:
         """Everything about the input that determines the statistics (for cache keys)."""
         data: dict = {"kind": self.kind, "batch_size": self.batch_size}
         if self.kind == "images":
-            data["images_sha256"] = _folder_digest(_image_files(self.image_dir))
+            data["images_sha256"] = _folder_digest(_image_files(self.image_dir), Path(self.image_dir))
         return data
 
     def to_json(self) -> dict:
@@ -97,16 +99,17 @@ def _image_files(image_dir: str | None) -> list[Path]:
     folder = Path(image_dir or "")
     if not folder.is_dir():
         raise InputSpecError(f"image folder not found: {folder}")
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
     if not files:
         raise InputSpecError(f"no images ({', '.join(IMAGE_SUFFIXES)}) in {folder}")
     return files
 
 
-def _folder_digest(files: list[Path]) -> str:
+def _folder_digest(files: list[Path], root: Path) -> str:
+    """Digest of the images and their paths relative to ``root`` (their order picks the batch)."""
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.name.encode())
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -118,7 +121,10 @@ def derived_seed(seed: int, purpose: str) -> int:
 
 
 def _load_images(files: list[Path], count: int, generator: torch.Generator) -> torch.Tensor:
-    from PIL import Image  # Pillow, only for the real-image input
+    try:
+        from PIL import Image  # Pillow, only for the real-image input
+    except ImportError:
+        raise InputSpecError("the images:DIR input needs Pillow (pip install pillow)") from None
 
     picks = torch.randperm(len(files), generator=generator)[:count].tolist()
     while len(picks) < count:  # fewer images than the batch: repeat them in order
@@ -127,9 +133,12 @@ def _load_images(files: list[Path], count: int, generator: torch.Generator) -> t
     std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
     tensors = []
     for index in picks:
-        with Image.open(files[index]) as image:
-            rgb = image.convert("RGB").resize((IMAGE_SIZE, IMAGE_SIZE), Image.BILINEAR)
-            array = np.asarray(rgb, dtype=np.float32) / 255.0
+        try:
+            with Image.open(files[index]) as image:
+                rgb = image.convert("RGB").resize((IMAGE_SIZE, IMAGE_SIZE), Image.BILINEAR)
+                array = np.asarray(rgb, dtype=np.float32) / 255.0
+        except (OSError, ValueError) as exc:  # PIL.UnidentifiedImageError is an OSError
+            raise InputSpecError(f"cannot read image {files[index]}: {exc}") from None
         tensors.append((torch.from_numpy(array).permute(2, 0, 1) - mean) / std)
     return torch.stack(tensors)
 

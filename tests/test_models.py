@@ -12,7 +12,7 @@ from torch import nn
 from autoprox.models import Attention, Block, Mlp, build_model, transformer_blocks
 from autoprox.spaces import count_macs, count_params, parse_arch, sample_arch, transformer_widths
 
-from test_spaces import TABLE
+from tests.test_spaces import TABLE
 
 torch.set_num_threads(1)
 

@@ -1,0 +1,81 @@
+"""One genome's fitness on cached statistics of the 60 AutoFormer search-split architectures.
+
+Reports the median seconds per evaluation over valid random template genomes and the
+published Auto-Prox genome (4 targets, single-threaded as the search runs it), the
+time to compute the same statistics afresh (what the released reference code does
+for every evaluation) and their ratio, and the resident memory of the loaded
+statistics. The cache must be warm (``autoprox cache build --space autoformer``).
+Usage: python benchmarks/bench_fitness.py [--genomes 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import machine, peak_rss_mb  # noqa: E402
+
+from autoprox.benchmark import default_bench_path, load_benchmark, split_benchmark  # noqa: E402
+from autoprox.cache import StatisticsCache  # noqa: E402
+from autoprox.fitness import FitnessEvaluator, StatsPlan, load_statistics  # noqa: E402
+from autoprox.genome import parse_genome, random_template  # noqa: E402
+from autoprox.statistics import InputSpec, compute_statistics, torch_threads  # noqa: E402
+
+PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
+             "element_wise_sqrt(sigmoid(F4g)))))")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--genomes", type=int, default=30, help="valid random genomes to time")
+    parser.add_argument("--fresh-archs", type=int, default=10, help="architectures timed for the fresh-statistics baseline")
+    args = parser.parse_args()
+    bench = load_benchmark(default_bench_path("autoformer"))
+    split = split_benchmark(len(bench))
+    targets = bench.default_targets()
+    plan = StatsPlan(InputSpec(), (0,), {t: 100 for t in targets})
+    archs = [bench.archs[i] for i in split.search]
+    rss_before = peak_rss_mb()
+    start = time.perf_counter()
+    stats = load_statistics(StatisticsCache(), plan, archs)
+    load_seconds = time.perf_counter() - start
+    rss_after = peak_rss_mb()
+    accuracies = {t: bench.accuracies[t][list(split.search)] for t in targets}
+    evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes)
+    rng = random.Random(0)
+    valid_times, invalid_times = [], []
+    with torch_threads(1):
+        trees = [parse_genome(PUBLISHED)]
+        while len(valid_times) < args.genomes:
+            tree = trees.pop() if trees else random_template(rng)
+            evaluator.memo.clear()
+            t0 = time.perf_counter()
+            record = evaluator.evaluate(tree)
+            elapsed = time.perf_counter() - t0
+            (valid_times if record.valid else invalid_times).append(elapsed)
+        fresh = []
+        for arch in archs[: args.fresh_archs]:
+            t0 = time.perf_counter()
+            compute_statistics(arch, plan.spec, 0, 100)
+            fresh.append(time.perf_counter() - t0)
+    fresh_total = statistics.mean(fresh) * len(archs)
+    median = statistics.median(valid_times)
+    print(f"machine: {machine()}")
+    print(f"architectures: {len(archs)}, targets: {len(targets)}, batch {plan.spec.batch_size}")
+    print(f"loading cached statistics: {load_seconds:.1f} s, resident memory {rss_before:.0f} -> {rss_after:.0f} MB")
+    print(f"valid genomes: median {median:.3f} s per evaluation (n={len(valid_times)}, "
+          f"p90 {sorted(valid_times)[int(0.9 * len(valid_times))]:.3f} s, max {max(valid_times):.3f} s)")
+    print(f"invalid genomes: median {statistics.median(invalid_times):.4f} s (n={len(invalid_times)})")
+    print(f"fresh statistics for the same {len(archs)} architectures: {fresh_total:.1f} s "
+          f"(mean {statistics.mean(fresh):.2f} s over {len(fresh)} timed)")
+    print(f"ratio fresh / cached: {fresh_total / median:.0f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Shared fixtures: the real shared benchmark and small, real statistics.
+
+Statistics here use batch 2 (not the default 8) so that the suite stays fast; they
+are computed by the real models into a temporary cache once per session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autoprox.benchmark import load_benchmark
+from autoprox.cache import StatisticsCache
+from autoprox.statistics import InputSpec
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH_DIR = REPO.parent / "shared" / "vit-bench-101"
+AF_FILE = BENCH_DIR / "gt_autoformer.pth"
+PIT_FILE = BENCH_DIR / "gt_pit.pth"
+SMALL_SPEC = InputSpec("gaussian", batch_size=2)
+
+
+@pytest.fixture(scope="session")
+def af_bench():
+    return load_benchmark(AF_FILE)
+
+
+@pytest.fixture(scope="session")
+def pit_bench():
+    return load_benchmark(PIT_FILE)
+
+
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory) -> StatisticsCache:
+    """A statistics cache shared by the whole session (float16, the default precision)."""
+    return StatisticsCache(tmp_path_factory.mktemp("stats-cache"))
+
+
+@pytest.fixture(scope="session")
+def small_spec() -> InputSpec:
+    return SMALL_SPEC
+
+
+@pytest.fixture(scope="session")
+def af_small(af_bench):
+    """The AutoFormer benchmark cut to its 16 smallest architectures (fast statistics)."""
+    from autoprox.spaces import count_params
+
+    order = sorted(range(len(af_bench)), key=lambda i: count_params(af_bench.archs[i]))
+    return af_bench.subset(sorted(order[:16]))
+
+
+@pytest.fixture(scope="session")
+def pit_small(pit_bench):
+    """The PiT benchmark cut to its 12 smallest architectures."""
+    from autoprox.spaces import count_params
+
+    order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))
+    return pit_bench.subset(sorted(order[:12]))

@@ -1,0 +1,282 @@
+"""The statistics cache: hits, precision, keys, pickle-free entries, corruption, atomic writes,
+and parallel building that gives the same numbers whatever the number of workers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import autoprox.atomic
+import autoprox.cache as cache_module
+from autoprox.cache import (
+    CACHE_DIR_ENV,
+    STATS_VERSION,
+    StatisticsCache,
+    StatsRequest,
+    build_cache,
+    default_cache_dir,
+)
+from autoprox.statistics import STAT_NAMES, InputSpec, compute_statistics
+
+
+def _same(a, b) -> bool:
+    return len(a) == len(b) and all(torch.equal(x[n], y[n]) for x, y in zip(a, b) for n in STAT_NAMES)
+
+
+def _leftovers(root) -> list:
+    """Anything under ``root`` that is not a finished entry (temporary files above all)."""
+    return [p for p in root.rglob("*") if p.is_file() and (p.suffix != ".npz" or p.name.startswith("."))]
+
+
+@pytest.fixture(scope="module")
+def pit_request(pit_small, small_spec):
+    return StatsRequest(pit_small.archs[0], small_spec, 0, 100)
+
+
+@pytest.fixture(scope="module")
+def af_request(af_small, small_spec):
+    return StatsRequest(af_small.archs[0], small_spec, 0, 100)
+
+
+@pytest.fixture(scope="module")
+def pit_direct(pit_request):
+    r = pit_request
+    return compute_statistics(r.arch, r.spec, r.seed, r.num_classes)
+
+
+@pytest.fixture
+def pit_entry(tmp_path, pit_request):
+    """A fresh cache holding the PiT entry: (cache, path, what it decodes to)."""
+    cache = StatisticsCache(tmp_path / "cache")
+    stats = cache.get(pit_request)
+    return cache, cache.path(pit_request), stats
+
+
+def _load_quietly(cache, request):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a valid entry loads without any warning
+        return cache.load(request)
+
+
+# --- hits and precision ----------------------------------------------------------------
+def test_get_computes_then_loads_identical(tmp_path, pit_request, pit_direct, monkeypatch):
+    cache = StatisticsCache(tmp_path)
+    assert not cache.contains(pit_request) and cache.load(pit_request) is None
+    first = cache.get(pit_request)
+    path = cache.path(pit_request)
+    assert path.is_file() and path.parent.parent.name == "pit"
+    assert path.name == cache.key(pit_request) + ".npz"
+    stamp = path.stat().st_mtime_ns
+
+    def must_not_compute(*_args, **_kwargs):
+        raise AssertionError("a cache hit recomputed the statistics")
+
+    monkeypatch.setattr(cache_module, "compute_statistics", must_not_compute)
+    second = cache.get(pit_request)
+    assert _same(first, second)
+    assert path.stat().st_mtime_ns == stamp
+    assert len(first) == len(pit_direct)
+    for a, b in zip(first, pit_direct):
+        assert [a[n].shape for n in STAT_NAMES] == [b[n].shape for n in STAT_NAMES]
+        assert all(a[n].dtype == torch.float32 for n in STAT_NAMES)
+
+
+def test_float16_relative_error_below_1e3(session_cache, af_request, pit_request, pit_direct):
+    assert session_cache.precision == "float16"
+    r = af_request
+    af_direct = compute_statistics(r.arch, r.spec, r.seed, r.num_classes)
+    tiny_seen = False
+    for request, direct in ((af_request, af_direct), (pit_request, pit_direct)):
+        cached = session_cache.get(request)
+        assert len(cached) == len(direct)
+        for index, (c, d) in enumerate(zip(cached, direct)):
+            for name in STAT_NAMES:
+                x, y = d[name].double(), c[name].double()
+                peak = float(x.abs().max())
+                assert float((y - x).abs().max()) / peak < 1e-3, (index, name)
+                big = x.abs() >= peak * 1e-6  # float16 carries ~11 bits relative to the peak
+                rel = ((y - x).abs()[big] / x.abs()[big]).max()
+                assert float(rel) < 1e-3, (index, name)
+            # F4g: tiny values (down to ~1e-11) keep their relative precision, none flushes to 0
+            g, h = d["F4g"].double(), c["F4g"].double()
+            assert torch.equal(g == 0, h == 0), index
+            nonzero = g != 0
+            assert float(((h - g).abs()[nonzero] / g.abs()[nonzero]).max()) < 1e-3, index
+            tiny_seen = tiny_seen or bool(((g != 0) & (g.abs() < 1e-9)).any())
+    assert tiny_seen  # the AutoFormer F4g reaches below 1e-9, so this test covered them
+
+
+def test_float32_is_exact(tmp_path, pit_request, pit_direct):
+    cache = StatisticsCache(tmp_path, precision="float32")
+    assert _same(cache.get(pit_request), pit_direct)
+    assert _same(cache.load(pit_request), pit_direct)
+    half = StatisticsCache(tmp_path, precision="float16")
+    half.get(pit_request)
+    ratio = cache.size_bytes(pit_request) / half.size_bytes(pit_request)
+    assert 1.8 < ratio < 2.1  # float16 entries are half the size
+    with pytest.raises(ValueError, match="unknown cache precision"):
+        StatisticsCache(tmp_path, precision="bfloat16")
+
+
+# --- keys ------------------------------------------------------------------------------
+def test_key_changes_with_each_ingredient(tmp_path, pit_small, small_spec, pit_request):
+    cache = StatisticsCache(tmp_path)
+    base = pit_request
+    assert cache.key(base) == cache.key(StatsRequest(pit_small.archs[0], InputSpec("gaussian", 2), 0, 100))
+    variants = {
+        "arch": StatsRequest(pit_small.archs[1], small_spec, 0, 100),
+        "input kind": StatsRequest(base.arch, InputSpec("ones", small_spec.batch_size), 0, 100),
+        "batch size": StatsRequest(base.arch, InputSpec("gaussian", small_spec.batch_size + 1), 0, 100),
+        "seed": StatsRequest(base.arch, small_spec, 1, 100),
+        "classes": StatsRequest(base.arch, small_spec, 0, 4),
+    }
+    keys = {"base": cache.key(base)}
+    keys.update({name: cache.key(r) for name, r in variants.items()})
+    keys["precision"] = StatisticsCache(tmp_path, precision="float32").key(base)
+    assert len(set(keys.values())) == len(keys), keys
+    assert all(len(k) == 64 for k in keys.values())
+    fields = base.key_fields("float16")
+    assert fields["version"] == STATS_VERSION and fields["space"] == "pit"
+
+
+def test_entries_are_pickle_free(pit_entry, pit_request):
+    cache, path, stats = pit_entry
+    with np.load(path, allow_pickle=False) as archive:
+        names = sorted(archive.files)
+        arrays = {n: archive[n] for n in names}
+    assert all(a.dtype != object for a in arrays.values())
+    meta = json.loads(bytes(arrays.pop("meta")).decode())
+    assert meta["key"] == cache.key(pit_request) and meta["precision"] == "float16"
+    assert meta["blocks"] == len(stats) == sum(pit_request.arch.depth)
+    assert len(arrays) == 8 * len(stats)
+    assert {a.dtype for a in arrays.values()} == {np.dtype(np.float16)}
+    # stored value times 2^exponent is the statistic
+    label = "b0_F4g"
+    decoded = np.ldexp(arrays[label].astype(np.float32), meta["exponents"][label])
+    np.testing.assert_array_equal(decoded, stats[0]["F4g"].numpy())
+
+
+# --- damaged entries -------------------------------------------------------------------------
+def test_truncated_entry_is_detected_and_recomputed(pit_entry, pit_request):
+    cache, path, stats = pit_entry
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.warns(UserWarning, match="corrupt cache entry"):
+        assert cache.load(pit_request) is None
+    assert not path.exists()  # the corrupt entry is removed
+    path.write_bytes(data[:-10])
+    with pytest.warns(UserWarning, match="corrupt cache entry"):
+        again = cache.get(pit_request)  # recomputes
+    assert _same(again, stats)
+    assert _same(_load_quietly(cache, pit_request), stats)  # valid again
+
+
+def test_byte_flipped_entry_is_detected_and_recomputed(pit_entry, pit_request):
+    cache, path, stats = pit_entry
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10  # inside an array's data: only the zip CRC can tell
+    path.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="corrupt cache entry"):
+        assert cache.load(pit_request) is None
+    path.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="corrupt cache entry"):
+        again = cache.get(pit_request)
+    assert _same(again, stats)
+    assert _same(_load_quietly(cache, pit_request), stats)
+
+
+def test_any_flipped_byte_is_harmless_or_detected(tmp_path, pit_request):
+    """Flip every byte of a (small, real-format) entry: load() never raises and never
+    returns different numbers; it returns the same statistics or warns and gives None."""
+    cache = StatisticsCache(tmp_path)
+    g = torch.Generator().manual_seed(0)
+    stats = [{n: torch.randn(2, 3, generator=g) * 1e-6 for n in STAT_NAMES}]
+    path = cache.save(pit_request, stats)
+    good = path.read_bytes()
+    reference = _load_quietly(cache, pit_request)
+    outcomes = {"same": 0, "detected": 0}
+    for i in range(len(good)):
+        data = bytearray(good)
+        data[i] ^= 0xFF
+        path.write_bytes(bytes(data))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loaded = cache.load(pit_request)  # must not raise
+        if loaded is None:
+            assert caught and "corrupt cache entry" in str(caught[0].message), i
+            outcomes["detected"] += 1
+        else:
+            assert _same(loaded, reference), f"byte {i} changed the numbers undetected"
+            outcomes["same"] += 1
+    assert outcomes["detected"] > len(good) // 2
+
+
+def test_entry_under_another_key_is_rejected(pit_entry, pit_request, pit_small, small_spec):
+    cache, path, _ = pit_entry
+    other = StatsRequest(pit_small.archs[1], small_spec, 0, 100)
+    target = cache.path(other)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, target)  # a valid entry, but for another request
+    with pytest.warns(UserWarning, match="metadata does not match its key"):
+        assert cache.load(other) is None
+    assert not target.exists()
+
+
+# --- atomic writes ------------------------------------------------------------------------
+def test_atomic_writes_leave_no_temporary_files(pit_entry, pit_request, monkeypatch):
+    cache, path, stats = pit_entry
+    cache.save(pit_request, stats)  # overwrite in place
+    assert _leftovers(cache.root) == []
+    before = path.read_bytes()
+
+    def crash(*_args, **_kwargs):
+        raise OSError("disk vanished at the rename")
+
+    monkeypatch.setattr(autoprox.atomic.os, "replace", crash)
+    with pytest.raises(OSError, match="disk vanished"):
+        cache.save(pit_request, [{n: t * 2 for n, t in b.items()} for b in stats])
+    monkeypatch.undo()
+    assert _leftovers(cache.root) == []  # the half-done temporary file is gone
+    assert path.read_bytes() == before  # and the old entry is untouched
+    assert _same(_load_quietly(cache, pit_request), stats)
+
+
+# --- building in parallel ------------------------------------------------------------------
+def test_build_cache_workers_give_identical_results(tmp_path, af_small, pit_small, small_spec):
+    archs = [af_small.archs[0], pit_small.archs[0], pit_small.archs[1]]
+    requests = [StatsRequest(a, small_spec, 3, 100) for a in archs]
+    parallel = StatisticsCache(tmp_path / "two", precision="float32")
+    calls = []
+    result = build_cache(parallel, requests, workers=2, progress=lambda d, t: calls.append((d, t)))
+    assert result["requests"] == 3 and result["computed"] == 3 and len(result["seconds"]) == 3
+    assert calls[0] == (0, 3) and calls[-1] == (3, 3) and len(calls) == 4
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    assert all(parallel.contains(r) for r in requests)
+    assert _leftovers(parallel.root) == []
+
+    calls.clear()
+    again = build_cache(parallel, requests, workers=2, progress=lambda d, t: calls.append((d, t)))
+    assert again["computed"] == 0 and again["seconds"] == [] and calls == [(3, 3)]
+
+    serial = StatisticsCache(tmp_path / "one", precision="float32")
+    assert build_cache(serial, requests, workers=1)["computed"] == 3
+    for request in requests:
+        from_two, from_one = _load_quietly(parallel, request), _load_quietly(serial, request)
+        assert _same(from_two, from_one), request.arch
+    # and the same as computing here, in this process
+    direct = compute_statistics(archs[1], small_spec, 3, 100)
+    assert _same(_load_quietly(parallel, requests[1]), direct)
+
+
+def test_default_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "here"))
+    assert default_cache_dir() == tmp_path / "here"
+    assert StatisticsCache().root == tmp_path / "here"
+    monkeypatch.delenv(CACHE_DIR_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "autoprox"

@@ -1,0 +1,113 @@
+"""The command line: rank's table and JSON, cache build, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from autoprox.benchmark import write_benchmark_jsonl
+from autoprox.cli import main
+from tests.conftest import AF_FILE, PIT_FILE
+
+#: Kendall tau-b of the parameter count, as printed in ../shared/vit-bench-101/README.md.
+README_PARAMS_KENDALL = {
+    AF_FILE: {"c100_kd": 0.548, "flower_kd": 0.700, "chaoyang_kd": 0.315, "imagenet_super": -0.218, "c100_base": -0.324},
+    PIT_FILE: {"c100_kd": 0.817, "flower_kd": 0.865, "chaoyang_kd": 0.564, "c100_base": 0.716},
+}
+PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
+             "element_wise_sqrt(sigmoid(F4g)))))")
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("bench_file", [AF_FILE, PIT_FILE], ids=["autoformer", "pit"])
+def test_rank_params_reproduces_the_benchmark_readme(capsys, bench_file):
+    code, out, _ = run_cli(capsys, "rank", "--proxy", "params", "--bench", str(bench_file), "--json")
+    assert code == 0
+    result = json.loads(out)
+    for target, kendall in README_PARAMS_KENDALL[bench_file].items():
+        assert round(result[target]["kendall"], 3) == kendall
+        assert result[target]["n"] == 100
+        assert set(result[target]) == {"kendall", "spearman", "pearson", "n"}
+
+
+def test_rank_table_and_splits(capsys):
+    code, out, _ = run_cli(capsys, "rank", "--proxy", "flops", "--bench", str(PIT_FILE), "--split", "test")
+    assert code == 0
+    assert "split test, 40 architectures" in out
+    assert "c100_kd" in out and "kendall" in out
+
+
+@pytest.fixture(scope="module")
+def small_jsonl(af_small, tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "af16.jsonl"
+    write_benchmark_jsonl(af_small.subset(range(8)), path)
+    return path
+
+
+def test_rank_a_genome_and_a_proxy_file(capsys, small_jsonl, session_cache, tmp_path):
+    common = ["--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
+              "--workers", "1", "--json", "--targets", "c100_kd,flower_kd"]
+    code, out, _ = run_cli(capsys, "rank", "--proxy", PUBLISHED, *common)
+    assert code == 0
+    from_string = json.loads(out)
+    assert set(from_string) == {"c100_kd", "flower_kd"} and from_string["c100_kd"]["n"] == 8
+    proxy_file = tmp_path / "best.json"
+    proxy_file.write_text(json.dumps({"genome": PUBLISHED}))
+    code, out, _ = run_cli(capsys, "rank", "--proxy", str(proxy_file), *common)
+    assert code == 0 and json.loads(out) == from_string
+
+
+def test_cache_build_reports_what_it_computed(capsys, small_jsonl, tmp_path):
+    args = ["cache", "build", "--bench", str(small_jsonl), "--batch-size", "1", "--cache-dir", str(tmp_path),
+            "--workers", "2", "--targets", "c100_kd"]
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and "8 computed" in out
+    assert len(list(tmp_path.rglob("*.npz"))) == 8
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and "0 computed" in out and "8 already cached" in out
+
+
+def _bad_pth(tmp_path):
+    path = tmp_path / "weights.pth"
+    torch.save({"w": torch.zeros(2)}, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv_factory, message",
+    [
+        (lambda p: ["rank", "--proxy", "params", "--bench", str(p / "missing.pth")], "not found"),
+        (lambda p: ["rank", "--proxy", "params", "--bench", str(_bad_pth(p))], "list of benchmark entries"),
+        (lambda p: ["rank", "--proxy", "params", "--bench", str(AF_FILE), "--targets", "c10_kd"], "unknown target 'c10_kd'"),
+        (lambda p: ["rank", "--proxy", "block_mean(to_mean_scalar(F9))", "--bench", str(AF_FILE)], "unknown token 'F9'"),
+        (lambda p: ["rank", "--proxy", "snip_like_thing", "--bench", str(AF_FILE)], "unknown proxy"),
+        (lambda p: ["rank", "--proxy", str(p / "nothing.json"), "--bench", str(AF_FILE)], "proxy file not found"),
+        (lambda p: ["search", "--resume", "--out", str(p)], "not a run directory"),
+        (lambda p: ["search", "--bench", str(AF_FILE), "--input", "images:" + str(p / "none"), "--out", str(p / "r")],
+         "image folder not found"),
+    ],
+    ids=["missing-file", "not-a-benchmark", "unknown-target", "unknown-token", "unknown-proxy", "missing-proxy-file",
+         "resume-non-run", "missing-image-folder"],
+)
+def test_user_errors_are_one_line_with_status_2(capsys, tmp_path, argv_factory, message):
+    code, out, err = run_cli(capsys, *argv_factory(tmp_path))
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("autoprox: error:") and message in lines[-1]
+    assert "Traceback" not in err
+
+
+def test_malformed_arch_in_a_benchmark_names_entry_and_key(capsys, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    good = {"arch": {"base_dim": 16, "mlp_ratio": 6, "depth": [2, 8, 4], "num_heads": [2, 4, 4]}, "c100_kd_acc": 70.0}
+    bad = {"arch": {"base_dim": 17, "mlp_ratio": 6, "depth": [2, 8, 4], "num_heads": [2, 4, 4]}, "c100_kd_acc": 71.0}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", str(path))
+    assert code == 2 and "entry 1" in err and "base_dim" in err

@@ -1,0 +1,139 @@
+"""Proxies by name, genome string or JSON file, and scoring architectures with them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from autoprox.cache import StatsRequest
+from autoprox.fitness import FitnessEvaluator, StatsPlan, load_statistics
+from autoprox.genome import InvalidProxy, genome_to_string, parse_genome, score_architecture
+from autoprox.proxies import ARCHITECTURE_PROXIES, Proxy, ProxyError, resolve_proxy, score_archs
+from autoprox.spaces import count_macs, count_params
+from autoprox.statistics import torch_threads
+
+PUBLISHED = (
+    "block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
+    "element_wise_sqrt(sigmoid(F4g)))))"
+)
+NAN_GENOME = "block_mean(to_mean_scalar(element_wise_log(element_wise_revert(element_wise_abs(F1)))))"
+
+
+@pytest.mark.parametrize("name", ["params", "flops"])
+def test_builtin_proxies(name):
+    proxy = resolve_proxy(name)
+    assert proxy == Proxy(name)
+    assert proxy.genome is None and not proxy.needs_statistics
+    assert set(ARCHITECTURE_PROXIES) == {"params", "flops"}
+
+
+def test_genome_string_proxy():
+    proxy = resolve_proxy(PUBLISHED)
+    assert proxy.needs_statistics
+    assert proxy.name == PUBLISHED == genome_to_string(proxy.genome)
+    bare = resolve_proxy("to_mean_scalar(F1)")
+    assert bare.name == "block_mean(to_mean_scalar(F1))"
+
+
+def test_json_proxy_file(tmp_path):
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({"genome": PUBLISHED, "run": "run-7", "jcm": 0.41, "split": {"seed": 0}}))
+    proxy = resolve_proxy(str(path))
+    assert proxy.needs_statistics and proxy.name == PUBLISHED
+    assert proxy.provenance == {"file": str(path), "run": "run-7", "split": {"seed": 0}}
+    assert [n.name for n in proxy.genome] == [n.name for n in parse_genome(PUBLISHED)]
+    # a file that does not end in .json is still read as one
+    other = tmp_path / "proxy.txt"
+    other.write_text(json.dumps({"genome": "to_mean_scalar(F2g)"}))
+    assert resolve_proxy(str(other)).name == "block_mean(to_mean_scalar(F2g))"
+
+
+def test_unknown_name_is_a_clear_error():
+    with pytest.raises(ProxyError, match=r"unknown proxy 'synflow'.*params, flops.*not a genome.*unknown token 'synflow'"):
+        resolve_proxy("synflow")
+    with pytest.raises(ProxyError, match="unknown proxy"):
+        resolve_proxy("")
+    with pytest.raises(ProxyError, match="unexpected character"):
+        resolve_proxy('__import__("os")')
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (json.dumps({"jcm": 0.4}), r"no 'genome' string"),
+        (json.dumps({"genome": 42}), r"no 'genome' string"),
+        (json.dumps([PUBLISHED]), r"no 'genome' string"),
+        (json.dumps({"genome": "block_mean(to_mean_scalar(F7))"}), r"unknown token 'F7'"),
+        (json.dumps({"genome": "sigmoid(F1)"}), r"reduce each block"),
+        ("{not json", r"not a JSON proxy file"),
+    ],
+)
+def test_bad_json_files_are_clear_errors(tmp_path, content, message):
+    path = tmp_path / "proxy.json"
+    path.write_text(content)
+    with pytest.raises(ProxyError, match=message) as info:
+        resolve_proxy(str(path))
+    assert str(path) in str(info.value)
+
+
+def test_missing_json_file(tmp_path):
+    path = tmp_path / "nowhere" / "best.json"
+    with pytest.raises(ProxyError, match="proxy file not found"):
+        resolve_proxy(str(path))
+
+
+@pytest.fixture(scope="module")
+def plan(small_spec):
+    return StatsPlan(small_spec, (0,), {"c100_kd": 100})
+
+
+def test_score_archs_for_builtins(af_small, session_cache, small_spec):
+    plan = StatsPlan(small_spec, (0,), {"c100_kd": 100, "chaoyang_kd": 4})
+    archs = af_small.archs
+    params = score_archs(resolve_proxy("params"), archs, session_cache, plan)
+    assert set(params) == {4, 100}
+    expected = np.array([count_params(a) for a in archs], dtype=np.float64)
+    np.testing.assert_array_equal(params[100], expected)
+    np.testing.assert_array_equal(params[4], expected)  # the built-ins use the 100-class head
+    params[4][0] = -1.0  # each class count has its own array
+    assert params[100][0] == expected[0]
+    flops = score_archs(resolve_proxy("flops"), archs, session_cache, plan)
+    np.testing.assert_array_equal(flops[100], [count_macs(a) for a in archs])
+    assert not np.array_equal(flops[100], params[100])
+
+
+def test_score_archs_for_a_genome(af_small, session_cache, small_spec, plan):
+    proxy = resolve_proxy(PUBLISHED)
+    archs = af_small.archs[:4]
+    scores = score_archs(proxy, archs, session_cache, plan)
+    assert set(scores) == {100}
+    with torch_threads(1):
+        expected = [score_architecture(proxy.genome, session_cache.get(StatsRequest(a, small_spec, 0, 100)))
+                    for a in archs]
+    np.testing.assert_array_equal(scores[100], expected)
+    assert np.ptp(scores[100]) > 0
+    # the very numbers fitness works with, whatever the caller's thread count
+    stats = load_statistics(session_cache, plan, archs)
+    evaluator = FitnessEvaluator(stats, {"c100_kd": af_small.accuracies["c100_kd"][:4]}, ["c100_kd"], {"c100_kd": 100})
+    for threads in (1, 2):
+        with torch_threads(threads):
+            np.testing.assert_array_equal(evaluator.architecture_scores(proxy.genome)[100], scores[100])
+
+
+def test_score_archs_averages_seeds(af_small, session_cache, small_spec):
+    proxy = resolve_proxy("block_mean(frobenius_norm(F1g))")
+    archs = af_small.archs[:2]
+    plan = StatsPlan(small_spec, (0, 1), {"c100_kd": 100})
+    scores = score_archs(proxy, archs, session_cache, plan)[100]
+    with torch_threads(1):
+        per_seed = np.array([[score_architecture(proxy.genome, session_cache.get(StatsRequest(a, small_spec, seed, 100)))
+                              for a in archs] for seed in (0, 1)])
+    assert not np.allclose(per_seed[0], per_seed[1])
+    np.testing.assert_array_equal(scores, (per_seed[0] + per_seed[1]) / 2)
+
+
+def test_score_archs_raises_invalid_proxy(af_small, session_cache, plan):
+    with pytest.raises(InvalidProxy):
+        score_archs(resolve_proxy(NAN_GENOME), af_small.archs[:2], session_cache, plan)
