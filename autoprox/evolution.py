@@ -47,6 +47,8 @@ class EvolutionConfig:
             raise ValueError("sample ratio must be in (0, 1]")
         if self.top_k < 1 or self.retry_cap < 1 or self.iterations < 0:
             raise ValueError("top-k and retry cap must be positive, iterations not negative")
+        if not 0 < self.gene_probability <= 1:
+            raise ValueError(f"gene probability must be in (0, 1], got {self.gene_probability}")
 
 
 @dataclass
