@@ -55,3 +55,34 @@ def correlate_targets(scores: Sequence[float], accuracies: Mapping[str, np.ndarr
                       targets: Sequence[str]) -> dict[str, dict]:
     """:func:`correlate` for each target."""
     return {t: correlate(scores, accuracies[t]) for t in targets}
+
+
+def paired_bootstrap(scores_a: Sequence[float], scores_b: Sequence[float], accuracies: Sequence[float],
+                     samples: int = 1000, seed: int = 0) -> dict:
+    """Kendall(a) - Kendall(b) against the same accuracies, over bootstrap resamples of the
+    architectures (the same resample for both, so the difference is paired).
+
+    Returns the observed difference, the bootstrap mean and standard deviation, and the
+    share of resamples where ``a`` is ahead.
+    """
+    a = np.asarray(scores_a, dtype=np.float64)
+    b = np.asarray(scores_b, dtype=np.float64)
+    y = np.asarray(accuracies, dtype=np.float64)
+    keep = ~np.isnan(y)
+    a, b, y = a[keep], b[keep], y[keep]
+    rng = np.random.default_rng(seed)
+    differences = []
+    for _ in range(samples):
+        pick = rng.integers(0, len(y), len(y))
+        ta, tb = correlate(a[pick], y[pick])["kendall"], correlate(b[pick], y[pick])["kendall"]
+        if not (math.isnan(ta) or math.isnan(tb)):
+            differences.append(ta - tb)
+    values = np.asarray(differences)
+    observed = correlate(a, y)["kendall"] - correlate(b, y)["kendall"]
+    return {
+        "difference": observed,
+        "mean": float(values.mean()) if len(values) else math.nan,
+        "std": float(values.std(ddof=1)) if len(values) > 1 else math.nan,
+        "ahead": float((values > 0).mean()) if len(values) else math.nan,
+        "samples": int(len(values)),
+    }

@@ -14,12 +14,13 @@ checkpoint, so a resumed search continues exactly where it stopped.
 from __future__ import annotations
 
 import random
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 from autoprox.fitness import FitnessEvaluator, FitnessRecord
-from autoprox.genome import mutate_template, parse_genome, random_template
+from autoprox.genome import PAPER_SPACE, GenomeError, GenomeSpace, mutate_template, parse_genome, random_template
 
 
 class SearchError(RuntimeError):
@@ -39,6 +40,8 @@ class EvolutionConfig:
     gene_probability: float = 0.5
     seed: int = 0
     max_init_attempts: int = 5000
+    #: Parsimony tie-break: at equal JCM the proxy with fewer nodes ranks higher.
+    parsimony: bool = False
 
     def __post_init__(self) -> None:
         if self.population_size < 2:
@@ -83,8 +86,18 @@ class EvolutionState:
             elapsed=float(data["elapsed"]),
         )
 
-    def best(self) -> FitnessRecord:
-        return max(self.population, key=lambda m: m.jcm)
+    def best(self, parsimony: bool = False) -> FitnessRecord:
+        return max(self.population, key=lambda m: rank_key(m, parsimony))
+
+
+def complexity(record: FitnessRecord) -> int:
+    """Nodes of the record's canonical genome (each token of the canonical string is one node)."""
+    return len(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", record.canonical))
+
+
+def rank_key(record: FitnessRecord, parsimony: bool = False) -> tuple:
+    """Sort key, larger is better: the JCM, then (with parsimony) fewer nodes."""
+    return (record.jcm, -complexity(record)) if parsimony else (record.jcm,)
 
 
 def rng_state_to_json(rng: random.Random) -> list:
@@ -102,9 +115,29 @@ def rng_from_json(state: list) -> random.Random:
 EvaluationHook = Callable[[FitnessRecord, int], None]
 
 
+def random_genome(rng: random.Random, space: GenomeSpace):
+    """A random genome of ``space`` (template genes, or a free-form tree)."""
+    if space.kind == "free":
+        from autoprox.freetree import random_tree
+
+        return random_tree(rng, space)
+    return random_template(rng, space)
+
+
+def make_child(parent_tree, rng: random.Random, config: EvolutionConfig, space: GenomeSpace,
+               population_trees: Callable[[], list] | None = None):
+    """One mutated child of ``parent_tree`` in ``space``."""
+    if space.kind == "free":
+        from autoprox.freetree import vary
+
+        return vary(parent_tree, rng, space, partners=population_trees() if population_trees else [])
+    return mutate_template(parent_tree, rng, config.gene_probability, space)
+
+
 def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng: random.Random,
                        seeds: list[str] | None = None, on_evaluation: EvaluationHook | None = None,
-                       progress: Callable[[int, int], None] | None = None) -> tuple[list[FitnessRecord], int, int]:
+                       progress: Callable[[int, int], None] | None = None,
+                       space: GenomeSpace = PAPER_SPACE) -> tuple[list[FitnessRecord], int, int]:
     """Fill a population with distinct valid genomes (``seeds`` first, then random ones).
 
     Returns (population, fresh evaluations, invalid count).
@@ -130,7 +163,10 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
                 progress(len(population), config.population_size)
 
     for text in seeds or []:
-        consider(parse_genome(text))
+        tree = parse_genome(text)
+        if not space.contains(tree):
+            raise GenomeError(f"seed proxy {text} uses an aggregation or input outside this search's genome space")
+        consider(tree)
     attempts = 0
     while len(population) < config.population_size:
         if attempts >= config.max_init_attempts:
@@ -139,19 +175,20 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
                 "check the statistics and targets"
             )
         attempts += 1
-        consider(random_template(rng))
+        consider(random_genome(rng, space))
     return population, evaluations, invalid
 
 
 def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: EvolutionConfig,
-                rng: random.Random, on_evaluation: EvaluationHook | None = None) -> dict:
+                rng: random.Random, on_evaluation: EvaluationHook | None = None,
+                space: GenomeSpace = PAPER_SPACE) -> dict:
     """One iteration of Algorithm 1 on ``state`` (modified in place); returns its log record."""
     start = time.perf_counter()
     iteration = state.iteration + 1
     population = state.population
     sample_size = max(1, round(config.sample_ratio * len(population)))
     sample = rng.sample(population, sample_size)
-    top = sorted(sample, key=lambda m: m.jcm, reverse=True)[: config.top_k]
+    top = sorted(sample, key=lambda m: rank_key(m, config.parsimony), reverse=True)[: config.top_k]
     parent = rng.choice(top)
     parent_tree = parse_genome(parent.genome)
     members = {m.canonical for m in population}
@@ -159,7 +196,8 @@ def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: Evol
     accepted: FitnessRecord | None = None
     while attempts < config.retry_cap:
         attempts += 1
-        child_tree = mutate_template(parent_tree, rng, config.gene_probability)
+        child_tree = make_child(parent_tree, rng, config, space,
+                                lambda: [parse_genome(m.genome) for m in top if m is not parent])
         before = evaluator.evaluations
         child = evaluator.evaluate(child_tree)
         if evaluator.evaluations > before:
@@ -176,14 +214,14 @@ def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: Evol
             break
     if accepted is not None:
         population.append(accepted)
-        worst = min(range(len(population)), key=lambda i: population[i].jcm)
+        worst = min(range(len(population)), key=lambda i: rank_key(population[i], config.parsimony))
         population.pop(worst)
     state.iteration = iteration
     state.evaluations += fresh
     state.invalid += invalid
     state.elapsed += time.perf_counter() - start
     state.rng_state = rng_state_to_json(rng)
-    best = state.best()
+    best = state.best(config.parsimony)
     jcms = [m.jcm for m in population]
     return {
         "iteration": iteration,

@@ -26,19 +26,28 @@ such as ``sigmoid.s`` is accepted only where it is the form its arguments imply)
 
 from __future__ import annotations
 
+import math
 import random
 import re
+from collections import ChainMap
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from deap import gp
 
 from primitives import BINARY, UNARY
+from autoprox.descriptors import TERMINAL_PREFIX, terminal_names
 from autoprox.statistics import STAT_NAMES
 
+#: Architecture-level scalar terminals (``A_params``, ``A_log_depth``, ...).
+ARCH_TERMINALS = tuple(terminal_names())
+
 TEMPLATE = "template"
-AGGREGATIONS = ("block_mean",)
+#: Aggregations over blocks: the paper's mean; the sum (a depth-aware total); a
+#: depth-weighted mean (block l of L weighs l, so deep blocks count more); the standard
+#: deviation over blocks (how much the blocks differ).
+AGGREGATIONS = ("block_mean", "block_sum", "block_wmean", "block_std")
 DEFAULT_AGGREGATION = "block_mean"
 TEMPLATE_REDUCTION = "to_mean_scalar"
 COMMUTATIVE = frozenset({"element_wise_sum", "element_wise_product"})
@@ -75,6 +84,8 @@ def primitive_set() -> gp.PrimitiveSetTyped:
     pset = gp.PrimitiveSetTyped("proxy", [], Score)
     for name in STAT_NAMES:
         pset.addTerminal(name, Matrix, name=name)
+    for name in ARCH_TERMINALS:
+        pset.addTerminal(name, Scalar, name=name)
     for name, prim in UNARY.items():
         matrix_out = Scalar if prim.output_kind == "scalar" else Matrix
         pset.addPrimitive(prim.function, [Matrix], matrix_out, name=name)
@@ -147,12 +158,14 @@ def _parse_expr(tokens: list[str], position: int, depth: int = 0) -> tuple[list,
     pset = primitive_set()
     if token in STAT_NAMES:
         return [pset.mapping[token]], Matrix, position + 1
+    if token in ARCH_TERMINALS:
+        return [pset.mapping[token]], Scalar, position + 1
     op = op_name(token)
     typed_token = token != op
     if (op not in UNARY and op not in BINARY and op not in AGGREGATIONS) or (
         typed_token and not isinstance(pset.mapping.get(token), gp.Primitive)
     ):
-        known = ", ".join([*STAT_NAMES, *AGGREGATIONS, *UNARY, *BINARY])
+        known = ", ".join([*STAT_NAMES, *ARCH_TERMINALS, *AGGREGATIONS, *UNARY, *BINARY])
         raise GenomeError(f"unknown token {token!r} in genome; known tokens: {known}")
     if position + 1 >= len(tokens) or tokens[position + 1] != "(":
         raise GenomeError(f"operation {op} needs its arguments in parentheses")
@@ -258,6 +271,60 @@ GENE_CHOICES = {
 }
 
 
+@dataclass(frozen=True)
+class GenomeSpace:
+    """Which genomes a search explores.
+
+    The default is the paper's: template trees, the mean over blocks, the eight
+    statistics as the only inputs. ``aggregations`` with more than one entry makes the
+    aggregation a gene; ``arch_terminals`` lets an input be an architecture-level
+    scalar (parameter count, depth, ... and their logarithms, :mod:`autoprox.descriptors`).
+    """
+
+    kind: str = TEMPLATE
+    aggregations: tuple[str, ...] = (DEFAULT_AGGREGATION,)
+    arch_terminals: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in (TEMPLATE, "free"):
+            raise GenomeError(f"unknown genome kind {self.kind!r}; use template or free")
+        if not self.aggregations:
+            raise GenomeError("at least one aggregation is needed")
+        for name in self.aggregations:
+            if name not in AGGREGATIONS:
+                raise GenomeError(f"unknown aggregation {name!r}; known: {', '.join(AGGREGATIONS)}")
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return STAT_NAMES + (ARCH_TERMINALS if self.arch_terminals else ())
+
+    def gene_choices(self) -> dict[str, tuple[str, ...]]:
+        """The template's genes and the values each may take in this space."""
+        choices = dict(GENE_CHOICES, input_a=self.inputs, input_b=self.inputs)
+        if len(self.aggregations) > 1:
+            choices["aggregation"] = self.aggregations
+        return choices
+
+    def contains(self, tree: gp.PrimitiveTree) -> bool:
+        """Whether ``tree`` uses only this space's aggregations and inputs."""
+        names = [op_name(n.name) for n in tree]
+        if names[0] not in self.aggregations:
+            return False
+        return all(n not in ARCH_TERMINALS for n in names) or self.arch_terminals
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "aggregations": list(self.aggregations), "arch_terminals": self.arch_terminals}
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> "GenomeSpace":
+        if not data:
+            return cls()
+        return cls(data["kind"], tuple(data["aggregations"]), bool(data["arch_terminals"]))
+
+
+PAPER_SPACE = GenomeSpace()
+
+
 def template_tree(genes: TemplateGenes) -> gp.PrimitiveTree:
     return parse_genome(genes.to_string())
 
@@ -270,8 +337,8 @@ def template_genes(tree: gp.PrimitiveTree) -> TemplateGenes:
         and names[0] in AGGREGATIONS
         and names[1] == TEMPLATE_REDUCTION
         and names[2] in BINARY
-        and names[3] in UNARY and names[4] in UNARY and names[5] in STAT_NAMES
-        and names[6] in UNARY and names[7] in UNARY and names[8] in STAT_NAMES
+        and names[3] in UNARY and names[4] in UNARY and names[5] in STAT_NAMES + ARCH_TERMINALS
+        and names[6] in UNARY and names[7] in UNARY and names[8] in STAT_NAMES + ARCH_TERMINALS
     )
     if not shaped:
         raise GenomeError(f"not a template genome: {genome_to_string(tree)}")
@@ -282,9 +349,11 @@ def template_genes(tree: gp.PrimitiveTree) -> TemplateGenes:
     )
 
 
-def random_template(rng: random.Random) -> gp.PrimitiveTree:
-    """A template genome with every gene drawn uniformly."""
-    genes = {name: rng.choice(choices) for name, choices in GENE_CHOICES.items()}
+def random_template(rng: random.Random, space: GenomeSpace = PAPER_SPACE) -> gp.PrimitiveTree:
+    """A template genome with every gene drawn uniformly from ``space``'s choices."""
+    genes = {name: rng.choice(choices) for name, choices in space.gene_choices().items()}
+    if "aggregation" not in genes:
+        genes["aggregation"] = space.aggregations[0]
     return template_tree(TemplateGenes(**genes))
 
 
@@ -292,7 +361,8 @@ def random_template(rng: random.Random) -> gp.PrimitiveTree:
 MUTATION_ROUNDS = 1000
 
 
-def mutate_template(tree: gp.PrimitiveTree, rng: random.Random, gene_probability: float = 0.5) -> gp.PrimitiveTree:
+def mutate_template(tree: gp.PrimitiveTree, rng: random.Random, gene_probability: float = 0.5,
+                    space: GenomeSpace = PAPER_SPACE) -> gp.PrimitiveTree:
     """Redraw each gene with ``gene_probability``; at least one gene always changes.
 
     Rounds where nothing changed are drawn again (the paper's "mutate again"). With a
@@ -303,18 +373,19 @@ def mutate_template(tree: gp.PrimitiveTree, rng: random.Random, gene_probability
     if not 0.0 < gene_probability <= 1.0:
         raise ValueError(f"gene probability must be in (0, 1], got {gene_probability}")
     genes = template_genes(tree).__dict__.copy()
+    gene_choices = space.gene_choices()
     for _ in range(MUTATION_ROUNDS):
         child = dict(genes)
-        for name, choices in GENE_CHOICES.items():
+        for name, choices in gene_choices.items():
             if rng.random() < gene_probability:
                 child[name] = rng.choice(choices)
         if child != genes:
             return template_tree(TemplateGenes(**child))
-    names = list(GENE_CHOICES)
-    weights = [(len(GENE_CHOICES[n]) - 1) / len(GENE_CHOICES[n]) for n in names]
+    names = list(gene_choices)
+    weights = [(len(gene_choices[n]) - 1) / len(gene_choices[n]) for n in names]
     name = rng.choices(names, weights=weights)[0]
     child = dict(genes)
-    child[name] = rng.choice([c for c in GENE_CHOICES[name] if c != genes[name]])
+    child[name] = rng.choice([c for c in gene_choices[name] if c != genes[name]])
     return template_tree(TemplateGenes(**child))
 
 
@@ -330,7 +401,7 @@ class InvalidProxy(ValueError):
     """A proxy whose value is not usable on some architecture (NaN, inf, shape mismatch)."""
 
 
-def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: dict) -> tuple[object, int]:
+def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: Mapping) -> tuple[object, int]:
     node = tree[position]
     if isinstance(node, gp.Terminal):
         return block[node.name], position + 1
@@ -342,16 +413,37 @@ def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: dict) -> tuple
     return primitive_set().context[node.name](*args), position
 
 
-def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict]) -> list[float]:
-    """The per-block scalar of ``tree`` (below its aggregation) for each block."""
+def uses_arch_terminals(tree: gp.PrimitiveTree) -> bool:
+    return any(isinstance(n, gp.Terminal) and n.name.startswith(TERMINAL_PREFIX) for n in tree)
+
+
+def terminal_tensors(values: Mapping[str, float]) -> dict:
+    """Architecture-level terminal values as 0-d float32 tensors (the statistics' dtype)."""
+    import torch
+
+    return {name: torch.tensor(value, dtype=torch.float32) for name, value in values.items()}
+
+
+def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
+                 terminals: Mapping[str, float] | None = None) -> list[float]:
+    """The per-block scalar of ``tree`` (below its aggregation) for each block.
+
+    ``terminals`` gives the architecture-level terminal values (:mod:`autoprox.descriptors`),
+    needed only when the tree uses them.
+    """
     import torch
 
     from primitives import InvalidResult
 
+    extra = {}
+    if uses_arch_terminals(tree):
+        if terminals is None:
+            raise GenomeError("this genome uses architecture-level terminals; their values are needed")
+        extra = terminal_tensors(terminals)
     values = []
     for block in stats:
         try:
-            value, _ = _evaluate_block(tree, 1, block)
+            value, _ = _evaluate_block(tree, 1, ChainMap(block, extra) if extra else block)
         except InvalidResult as exc:
             raise InvalidProxy(str(exc)) from None
         except RuntimeError as exc:  # torch's own shape errors
@@ -366,13 +458,23 @@ def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict]) -> list[float]:
 
 
 def aggregate(aggregation: str, values: Sequence[float]) -> float:
-    """Combine per-block values into the architecture's score."""
+    """Combine per-block values into the architecture's score (see :data:`AGGREGATIONS`)."""
+    count = len(values)
     if aggregation == "block_mean":
-        return sum(values) / len(values)
+        return sum(values) / count
+    if aggregation == "block_sum":
+        return float(sum(values))
+    if aggregation == "block_wmean":
+        return sum((i + 1) * v for i, v in enumerate(values)) / (count * (count + 1) / 2)
+    if aggregation == "block_std":
+        mean = sum(values) / count
+        return math.sqrt(sum((v - mean) ** 2 for v in values) / count)
     raise GenomeError(f"unknown aggregation {aggregation!r}")
 
 
-def score_architecture(tree: gp.PrimitiveTree, stats: Sequence[dict]) -> float:
-    """The proxy score of one architecture from its per-block statistics."""
+def score_architecture(tree: gp.PrimitiveTree, stats: Sequence[dict],
+                       terminals: Mapping[str, float] | None = None) -> float:
+    """The proxy score of one architecture from its per-block statistics (and, for genomes
+    that use them, its architecture-level terminal values)."""
     aggregation = op_name(tree[0].name)
-    return aggregate(aggregation, block_values(tree, stats))
+    return aggregate(aggregation, block_values(tree, stats, terminals))

@@ -24,8 +24,10 @@ from autoprox.evolution import (
     rng_from_json,
     rng_state_to_json,
 )
-from autoprox.fitness import FitnessEvaluator, FitnessRecord, StatsPlan, figures, load_statistics
-from autoprox.genome import InvalidProxy, parse_genome
+from autoprox.fitness import FitnessEvaluator, FitnessRecord, StatsPlan, figures, load_statistics, make_folds
+from autoprox.descriptors import beyond_size, terminal_values
+from autoprox.genome import GenomeSpace, InvalidProxy, parse_genome
+from autoprox.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.progress import Progress
 from autoprox.proxies import Proxy, score_archs
 from autoprox.rundir import RunDirectory
@@ -50,9 +52,16 @@ class SearchSettings:
     workers: int = 1
     seed_proxies: tuple[str, ...] = ()
     evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
+    #: The genome space (GenomeSpace.to_json()); empty: the paper's template, mean, statistics only.
+    genome: Mapping = field(default_factory=dict)
+    #: Cross-validated fitness: folds of the search split (0: none, the paper's) and how
+    #: fold JCMs combine (mean, or worst fold).
+    cv_folds: int = 0
+    cv_mode: str = "mean"
 
     def to_json(self) -> dict:
         data = asdict(self)
+        data["genome"] = GenomeSpace.from_json(self.genome).to_json()
         data["targets"] = list(self.targets)
         data["stat_seeds"] = list(self.stat_seeds)
         data["seed_proxies"] = list(self.seed_proxies)
@@ -66,7 +75,12 @@ class SearchSettings:
         values["stat_seeds"] = tuple(values["stat_seeds"])
         values["seed_proxies"] = tuple(values.get("seed_proxies", ()))
         values["evolution"] = EvolutionConfig(**values["evolution"])
+        values["genome"] = dict(values.get("genome") or {})
         return cls(**values)
+
+    @property
+    def genome_space(self) -> GenomeSpace:
+        return GenomeSpace.from_json(self.genome)
 
 
 def stats_plan(settings: SearchSettings, targets: Sequence[str]) -> StatsPlan:
@@ -128,9 +142,34 @@ def best_report(record: FitnessRecord, bench: Benchmark, split: Split, targets: 
             "search": evaluate_on_split(params, bench, split.search, targets, plan, cache, settings.weights),
             "test": evaluate_on_split(params, bench, split.test, targets, plan, cache, settings.weights),
         },
+        "genome_space": settings.genome_space.to_json(),
+        "cv": {"folds": settings.cv_folds, "mode": settings.cv_mode, "fitness": record.jcm,
+               "fold_jcm": record.fold_jcm} if settings.cv_folds else None,
         "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if "jcm" in report["search"] and "jcm" in report["test"]:
+        report["generalisation_gap"] = report["search"]["jcm"] - report["test"]["jcm"]
+    report["beyond_size"] = {
+        name: beyond_size_of(proxy, bench, indices, targets, plan, cache)
+        for name, indices in (("search", split.search), ("test", split.test))
+    }
     return _clean(report)
+
+
+def beyond_size_of(proxy: Proxy, bench: Benchmark, indices: Sequence[int], targets: Sequence[str],
+                   plan: StatsPlan, cache: StatisticsCache) -> dict:
+    """:func:`autoprox.descriptors.beyond_size` of a proxy on ``indices`` of ``bench``."""
+    archs = [bench.archs[i] for i in indices]
+    try:
+        scores = score_archs(proxy, archs, cache, plan)
+    except InvalidProxy as exc:
+        return {"invalid": str(exc)}
+    by_target = {}
+    for target in targets:
+        values = scores[plan.target_classes[target]]
+        accuracies = {target: bench.accuracies[target][list(indices)]}
+        by_target.update(beyond_size(values, archs, accuracies, [target]))
+    return by_target
 
 
 def _log(message: str, quiet: bool) -> None:
@@ -192,11 +231,21 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     search_archs = [bench.archs[i] for i in split.search]
     stats = load_statistics(cache, plan, search_archs)
     accuracies = {t: bench.accuracies[t][list(split.search)] for t in targets}
-    evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes, settings.weights)
+    space = settings.genome_space
+    folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
+    evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes, settings.weights,
+                                 terminals=[terminal_values(a) for a in search_archs], folds=folds,
+                                 fold_mode=settings.cv_mode)
     evo = settings.evolution
+
+    # The hall of fame sees every fresh evaluation; on resume it is rebuilt from
+    # evaluations.jsonl (cut back to the checkpoint), so it ends as in an uninterrupted run.
+    hall = HallOfFame()
 
     def on_evaluation(record: FitnessRecord, iteration: int) -> None:
         run.append_evaluation(record.to_json() | {"iteration": iteration})
+        if hall.consider(record, iteration):
+            write_hall_of_fame(run, hall)
 
     with torch_threads(1):
         checkpoint = run.checkpoint() if resume else None
@@ -204,18 +253,23 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             rng = random.Random(evo.seed)
             if resume:
                 run.truncate_logs(-1)
+            write_hall_of_fame(run, hall)
             population, fresh, invalid = initial_population(
                 evaluator, evo, rng, list(settings.seed_proxies), on_evaluation,
-                progress=None if quiet else Progress("initial population", every=15),
+                progress=None if quiet else Progress("initial population", every=15), space=space,
             )
+            write_hall_of_fame(run, hall)
             state = EvolutionState(0, population, rng_state_to_json(rng), fresh, invalid, evaluator.seconds)
             run.write_checkpoint(state.to_json())
         else:
             state = EvolutionState.from_json(checkpoint)
             rng = rng_from_json(state.rng_state)
             run.truncate_logs(state.iteration)
+            records = run.evaluations()
             evaluator.remember(FitnessRecord.from_json({k: v for k, v in r.items() if k != "iteration"})
-                               for r in run.evaluations())
+                               for r in records)
+            hall = HallOfFame.from_evaluations(records, capacity=hall.capacity)
+            write_hall_of_fame(run, hall)
             _log(f"resuming at iteration {state.iteration} of {evo.iterations}", quiet)
 
         ticker = None if quiet else Progress("evolution", every=30)
@@ -225,8 +279,9 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
                 if stop_after is not None and state.iteration >= stop_after:
                     interrupted = True
                     break
-                record = evolve_step(state, evaluator, evo, rng, on_evaluation)
+                record = evolve_step(state, evaluator, evo, rng, on_evaluation, space=space)
                 run.append_log(_clean(record))
+                write_hall_of_fame(run, hall)
                 run.write_checkpoint(state.to_json())
                 if ticker:
                     ticker(state.iteration, evo.iterations)
@@ -234,7 +289,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             interrupted = True
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
             state = EvolutionState.from_json(run.checkpoint())
-    best = state.best()
+    best = state.best(evo.parsimony)
     report = best_report(best, bench, split, targets, plan, cache, settings, run, state.iteration)
     report["finished"] = not interrupted
     run.write_best(report)

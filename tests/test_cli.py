@@ -111,3 +111,55 @@ def test_malformed_arch_in_a_benchmark_names_entry_and_key(capsys, tmp_path):
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", str(path))
     assert code == 2 and "entry 1" in err and "base_dim" in err
+
+
+# --- the proxy zoo and the ranking table (issue 3) -------------------------------------
+
+
+def test_rank_table_of_a_comma_list_in_each_format(capsys, small_jsonl, session_cache):
+    common = ["--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
+              "--workers", "1", "--targets", "c100_kd"]
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params,synflow,autoprox_p", *common)
+    assert code == 0 and "ranking 3 proxies on 8 architectures" in err
+    assert "| proxy | target | Kendall |" in out and "| synflow | c100_kd |" in out and "| autoprox_p | c100_kd |" in out
+    code, out, _ = run_cli(capsys, "rank", "--proxy", "params,synflow", "--seeds", "0,1", "--format", "csv", *common)
+    assert code == 0 and out.splitlines()[0].startswith("proxy,kind,target,n,kendall_mean,kendall_std")
+    assert len(out.splitlines()) == 3
+    code, out, _ = run_cli(capsys, "rank", "--proxy", "synflow", "--seeds", "0", "--format", "json", *common)
+    table = json.loads(out)
+    assert table["seeds"] == [0] and table["proxies"][0]["proxy"] == "synflow"
+
+
+def test_rank_single_zoo_proxy_keeps_the_single_proxy_output(capsys, small_jsonl, session_cache):
+    common = ["--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
+              "--workers", "1", "--targets", "c100_kd,flower_kd"]
+    code, out, err = run_cli(capsys, "rank", "--proxy", "tvt", "--json", *common)
+    assert code == 0 and "no teacher given" in err
+    result = json.loads(out)
+    assert set(result) == {"c100_kd", "flower_kd"} and set(result["c100_kd"]) == {"kendall", "spearman", "pearson", "n"}
+    code, out, _ = run_cli(capsys, "rank", "--proxy", "tvt_l2", "--json", *common)
+    assert json.loads(out) == result
+
+
+def test_rank_unknown_name_in_a_list_names_the_known_ones(capsys):
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params,snipp", "--bench", str(AF_FILE))
+    assert code == 2 and "unknown proxy 'snipp'" in err and "snip, grasp, synflow" in err and "autoprox_p" in err
+
+
+def test_search_seed_proxies_autoprox_a_and_p_and_refusals(capsys, small_jsonl, session_cache, tmp_path):
+    from autoprox.proxies import AUTOPROX_A, AUTOPROX_P
+    from autoprox.rundir import RunDirectory
+
+    common = ["search", "--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
+              "--workers", "1", "--population", "3", "--iterations", "0", "--search-fraction", "0.75", "--quiet"]
+    code, out, err = run_cli(capsys, *common, "--out", str(tmp_path / "run"), "--seed-proxies", "autoprox_a,autoprox_p")
+    assert code == 0, err
+    run = RunDirectory(tmp_path / "run")
+    assert run.config()["settings"]["seed_proxies"] == [AUTOPROX_A, AUTOPROX_P]
+    evaluated = [r["genome"] for r in run.evaluations()]
+    assert evaluated[:2] == [AUTOPROX_A, AUTOPROX_P]
+    code, _, err = run_cli(capsys, *common, "--out", str(tmp_path / "no"), "--seed-proxies", "autoprox_a,snip")
+    assert code == 2 and "snip cannot seed the search: it is a hand-crafted proxy" in err
+    assert not (tmp_path / "no").exists()
+    code, _, err = run_cli(capsys, *common, "--out", str(tmp_path / "no"), "--seed-proxies", "params")
+    assert code == 2 and "computed from the architecture alone" in err

@@ -11,6 +11,7 @@ from deap import gp
 
 from autoprox.cache import StatsRequest
 from autoprox.genome import (
+    ARCH_TERMINALS,
     GENE_CHOICES,
     GenomeError,
     InvalidProxy,
@@ -84,9 +85,10 @@ def test_primitive_set_has_the_statistics_and_every_form_of_every_op():
         for typed, (args, ret) in expected.items():
             assert pset.mapping[typed].args == args and pset.mapping[typed].ret is ret, typed
             assert pset.context[typed] is prim.function
-    assert [p.name for p in pset.primitives[Score]] == ["block_mean"]
-    # 24 unary x 2 forms + 4 binary x 4 forms + the aggregation, nothing else
-    assert sum(len(v) for v in pset.primitives.values()) == 24 * 2 + 4 * 4 + 1
+    assert [p.name for p in pset.primitives[Score]] == ["block_mean", "block_sum", "block_wmean", "block_std"]
+    assert sorted(t.name for t in pset.terminals[Scalar]) == sorted(ARCH_TERMINALS)
+    # 24 unary x 2 forms + 4 binary x 4 forms + the four aggregations, nothing else
+    assert sum(len(v) for v in pset.primitives.values()) == 24 * 2 + 4 * 4 + 4
     assert primitive_set() is pset  # built once
 
 

@@ -51,8 +51,8 @@ def test_json_proxy_file(tmp_path):
 
 
 def test_unknown_name_is_a_clear_error():
-    with pytest.raises(ProxyError, match=r"unknown proxy 'synflow'.*params, flops.*not a genome.*unknown token 'synflow'"):
-        resolve_proxy("synflow")
+    with pytest.raises(ProxyError, match=r"unknown proxy 'synflowx'.*params, flops, snip.*not a genome.*unknown token 'synflowx'"):
+        resolve_proxy("synflowx")
     with pytest.raises(ProxyError, match="unknown proxy"):
         resolve_proxy("")
     with pytest.raises(ProxyError, match="unexpected character"):

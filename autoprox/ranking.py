@@ -1,0 +1,360 @@
+"""The ranking table: many proxies, one benchmark, the same architectures, seeds and statistics.
+
+For each proxy and target: Kendall tau-b, Spearman and Pearson of the proxy's scores
+against the target's accuracies; with several seeds the mean and standard deviation over
+seeds (sample std, ddof 1), each seed being one network initialisation and one minibatch
+(``make_batch`` / ``build_model`` with that seed, the statistics cache's seed). Two
+columns none of the papers has say whether a proxy knows anything beyond size:
+
+``tau_params``
+    the proxy's own Kendall tau-b with the parameter count;
+``partial_tau``
+    its **partial Kendall tau** with the accuracy given the parameter count (Kendall
+    1942): ``(t_xy - t_xz t_yz) / sqrt((1 - t_xz^2)(1 - t_yz^2))`` with x the scores, y the
+    accuracies, z the parameter counts and every t a Kendall tau-b, all over the
+    architectures where the target is measured. It is undefined (blank) when the proxy
+    or the accuracy ranks exactly as the parameter count does (|t| = 1).
+
+Seconds per architecture are the wall time of scoring one architecture (single-threaded):
+network build, batch and the proxy's own passes for the zoo; reading the cached statistics
+and evaluating the tree for genome proxies (``autoprox_a``, ``autoprox_p``, discovered
+ones), which need no fresh forward/backward once the statistics cache holds them; the
+arithmetic alone for ``params`` and ``flops``. The ``fresh`` field says which passes a
+proxy needed. A proxy that fails on an architecture is reported failed with the reason;
+the other proxies still finish.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+from autoprox.benchmark import Benchmark
+from autoprox.cache import StatisticsCache, build_cache
+from autoprox.correlation import correlate
+from autoprox.fitness import StatsPlan
+from autoprox.genome import InvalidProxy
+from autoprox.progress import Progress
+from autoprox.proxies import ARCHITECTURE_PROXIES, Proxy, score_archs, zoo_name
+from autoprox.spaces import count_params
+from autoprox.statistics import InputSpec
+from autoprox.zoo import NO_TEACHER_NOTE, ZOO, ZooScoreCache, compute_raw_values, set_scores
+
+METRICS = ("kendall", "spearman", "pearson", "tau_params", "partial_tau")
+FORMATS = ("markdown", "csv", "json")
+PARTIAL_DEFINITION = (
+    "partial Kendall tau of the score x with the accuracy y given the parameter count z (Kendall 1942): "
+    "(t_xy - t_xz t_yz) / sqrt((1 - t_xz^2)(1 - t_yz^2)), each t a Kendall tau-b over the architectures "
+    "where the target is measured"
+)
+
+
+# ------------------------------------------------------------------ correlations
+
+
+def kendall(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall tau-b; NaN when either side is constant or has fewer than 2 values."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(sps.kendalltau(x, y).statistic)
+
+
+def partial_kendall(x: Sequence[float], y: Sequence[float], z: Sequence[float]) -> float:
+    """Partial Kendall tau of x and y given z (see the module docstring); NaN when undefined."""
+    t_xy, t_xz, t_yz = kendall(x, y), kendall(x, z), kendall(y, z)
+    denominator = (1.0 - t_xz * t_xz) * (1.0 - t_yz * t_yz)
+    if not denominator > 1e-12:  # also NaN
+        return math.nan
+    return (t_xy - t_xz * t_yz) / math.sqrt(denominator)
+
+
+def seed_figures(scores: np.ndarray, accuracies: np.ndarray, params: np.ndarray) -> dict:
+    """One seed's figures for one target: correlate() plus tau_params and partial_tau."""
+    result = correlate(scores, accuracies)
+    keep = ~np.isnan(accuracies)
+    x, y, z = scores[keep], accuracies[keep], params[keep]
+    result["tau_params"] = kendall(x, z)
+    result["partial_tau"] = partial_kendall(x, y, z)
+    return result
+
+
+def summarise(values: Sequence[float]) -> dict:
+    """Mean and sample std (ddof 1; None with one seed) over seeds; NaN seeds make them None."""
+    array = np.asarray(values, dtype=np.float64)
+    if len(array) == 0 or np.isnan(array).any():
+        return {"mean": None, "std": None, "per_seed": [_none(v) for v in array.tolist()]}
+    std = float(np.std(array, ddof=1)) if len(array) > 1 else None
+    return {"mean": float(np.mean(array)), "std": std, "per_seed": array.tolist()}
+
+
+def _none(value):
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+# ----------------------------------------------------------------------- the table
+
+
+def _log(message: str, quiet: bool) -> None:
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)
+
+
+def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int], targets: Sequence[str],
+               seeds: Sequence[int], spec: InputSpec, target_classes: Mapping[str, int], cache: StatisticsCache,
+               workers: int = 1, teacher=None, quiet: bool = True, split: str = "all") -> dict:
+    """The ranking table of ``proxies`` on the architectures ``indices`` of ``bench``, as JSON-ready data.
+
+    Each seed in ``seeds`` is one repetition (network initialisation and minibatch).
+    Zoo raw values are read from / stored in the score cache beside the statistics
+    cache; genome proxies use the statistics cache. ``teacher`` (an ``nn.Module``
+    returning (B, C, H, W) feature maps) enables ``tvt``'s teacher-aware term.
+    """
+    if not seeds:
+        raise ValueError("no seed given")
+    archs = [bench.archs[i] for i in indices]
+    params = np.array([count_params(a, num_classes=100) for a in archs], dtype=np.float64)
+    accuracies = {t: bench.accuracies[t][list(indices)] for t in targets}
+    class_counts = sorted(set(target_classes[t] for t in targets))
+    names = [p.name for p in proxies]
+    rows: dict[str, dict] = {}
+    # scores[name][seed][classes] -> array
+    scores: dict[str, dict[int, dict[int, np.ndarray]]] = {}
+
+    for proxy in proxies:
+        rows[proxy.name] = {
+            "proxy": proxy.name, "kind": proxy.kind, "source": proxy.source, "status": "ok", "reason": "",
+            "note": "", "input": "", "fresh": "", "seconds_per_arch": None,
+            **({"genome": _genome_text(proxy)} if proxy.kind == "genome" else {}),
+        }
+
+    # --- architecture-level
+    for proxy in (p for p in proxies if p.kind == "architecture"):
+        start = time.perf_counter()
+        values = np.array([ARCHITECTURE_PROXIES[proxy.name](a) for a in archs], dtype=np.float64)
+        row = rows[proxy.name]
+        row.update(input="architecture", fresh="no: architecture only",
+                   seconds_per_arch=(time.perf_counter() - start) / len(archs))
+        scores[proxy.name] = {s: {c: values for c in class_counts} for s in seeds}
+
+    # --- zoo
+    zoo_proxies = [p for p in proxies if p.kind == "zoo"]
+    computed: dict[str, str] = {}  # proxy name -> zoo name computed
+    for proxy in zoo_proxies:
+        row = rows[proxy.name]
+        actual = zoo_name(proxy, teacher)
+        entry = ZOO[actual]
+        row.update(input=entry.input,
+                   fresh=f"yes: {entry.passes}" if entry.passes else "no pass: initialised weights only")
+        if proxy.zoo == "tvt" and teacher is None:
+            if "tvt_l2" in names:
+                row.update(status="skipped", reason="no teacher given; tvt_l2 is its teacher-free part",
+                           note=NO_TEACHER_NOTE, fresh="", input="")
+                continue
+            row["note"] = NO_TEACHER_NOTE
+        computed[proxy.name] = actual
+    if computed:
+        score_cache = ZooScoreCache(cache.root)
+        to_compute = sorted(set(computed.values()), key=list(ZOO).index)
+        raw: dict[str, dict[int, dict[int, list]]] = {n: {} for n in to_compute}
+        for seed in seeds:
+            for classes in class_counts:
+                progress = None if quiet else Progress(f"zoo ({len(to_compute)} proxies), seed {seed}", every=30)
+                results = compute_raw_values(to_compute, archs, spec, seed, classes, teacher=teacher,
+                                             workers=workers, score_cache=score_cache, progress=progress)
+                for name, values in results.items():
+                    raw[name].setdefault(seed, {})[classes] = values
+        for proxy_name, actual in computed.items():
+            row = rows[proxy_name]
+            all_results = [r for per_seed in raw[actual].values() for values in per_seed.values() for r in values]
+            row["seconds_per_arch"] = float(np.mean([r.seconds for r in all_results]))
+            cached = sum(r.cached for r in all_results)
+            if cached == len(all_results):
+                row["fresh"] += " (values read from the score cache)"
+            elif cached:
+                row["fresh"] += f" ({cached} of {len(all_results)} values read from the score cache)"
+            failures = [(seed, classes, index, r.error) for seed, per_seed in raw[actual].items()
+                        for classes, values in per_seed.items() for index, r in enumerate(values) if not r.ok]
+            if failures:
+                seed, _, index, reason = failures[0]
+                failed_archs = len({f[2] for f in failures})
+                row.update(status="failed", reason=(
+                    f"failed on {failed_archs} of {len(archs)} architectures; first: architecture "
+                    f"{indices[index]} (seed {seed}): {reason}"))
+                continue
+            scores[proxy_name] = {
+                seed: {classes: set_scores(actual, [r.raw for r in values]) for classes, values in per_seed.items()}
+                for seed, per_seed in raw[actual].items()
+            }
+
+    # --- genomes (statistics cache)
+    for proxy in (p for p in proxies if p.kind == "genome"):
+        row = rows[proxy.name]
+        row["input"] = f"statistics ({spec.kind}, batch {spec.batch_size})"
+        missing = 0
+        per_seed: dict[int, dict[int, np.ndarray]] = {}
+        elapsed = 0.0
+        try:
+            for seed in seeds:
+                plan = StatsPlan(spec, (seed,), {t: target_classes[t] for t in targets})
+                requests = plan.requests(archs)
+                absent = [r for r in requests if not cache.contains(r)]
+                if absent:
+                    missing += len(absent)
+                    _log(f"{proxy.name}: computing {len(absent)} missing statistics entries (seed {seed})", quiet)
+                    build_cache(cache, absent, workers=workers,
+                                progress=None if quiet else Progress("statistics", every=30))
+                start = time.perf_counter()
+                per_seed[seed] = score_archs(proxy, archs, cache, plan)
+                elapsed += time.perf_counter() - start
+        except InvalidProxy as exc:
+            row.update(status="failed", reason=f"invalid: {exc}")
+            continue
+        row["seconds_per_arch"] = elapsed / (len(archs) * len(seeds))
+        row["fresh"] = ("no: statistics cache" if not missing else
+                        f"statistics: {missing} entries computed (one forward/backward each), then cached")
+        scores[proxy.name] = per_seed
+
+    # --- figures
+    for name, row in rows.items():
+        row["targets"] = {}
+        if name not in scores:
+            continue
+        constant = [s for s, by_classes in scores[name].items() if any(np.ptp(v) == 0 for v in by_classes.values())]
+        if constant:
+            row.update(status="failed", reason=f"all scores equal (seed {constant[0]})")
+            continue
+        for target in targets:
+            classes = target_classes[target]
+            per_seed = [seed_figures(scores[name][seed][classes], accuracies[target], params) for seed in seeds]
+            row["targets"][target] = {
+                "n": per_seed[0]["n"], **{metric: summarise([f[metric] for f in per_seed]) for metric in METRICS}}
+
+    return {
+        "benchmark": {"file": Path(bench.source).name, "path": str(bench.source), "sha256": bench.sha256,
+                      "space": bench.space},
+        "split": split,
+        "architectures": len(archs),
+        "seeds": list(seeds),
+        "input": spec.to_json(),
+        "target_classes": {t: target_classes[t] for t in targets},
+        "targets": list(targets),
+        "partial_tau": PARTIAL_DEFINITION,
+        "std": "sample standard deviation over seeds (ddof 1)",
+        "proxies": [rows[p.name] for p in proxies],
+    }
+
+
+def _genome_text(proxy: Proxy) -> str:
+    from autoprox.genome import genome_to_string
+
+    return genome_to_string(proxy.genome)
+
+
+# -------------------------------------------------------------------------- output
+
+
+def _cell(summary: Mapping | None, seeds: int) -> str:
+    if not summary or summary.get("mean") is None:
+        return ""
+    text = f"{summary['mean']:+.3f}"
+    if seeds > 1 and summary.get("std") is not None:
+        text += f" ± {summary['std']:.3f}"
+    return text
+
+
+def _seconds(value) -> str:
+    if value is None:
+        return ""
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def format_markdown(table: Mapping) -> str:
+    """The table in Markdown, one row per proxy and target, then the notes."""
+    seeds = len(table["seeds"])
+    spec = table["input"]
+    lines = [
+        f"{table['benchmark']['space']}: {table['benchmark']['file']}, {table['architectures']} architectures "
+        f"(split {table['split']}), seeds {', '.join(map(str, table['seeds']))}; statistics input {spec['kind']}, "
+        f"batch {spec['batch_size']}" + ("; mean ± std over seeds" if seeds > 1 else ""),
+        "",
+        "| proxy | target | Kendall | Spearman | Pearson | τ with params | partial τ given params | s/arch | fresh pass |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for row in table["proxies"]:
+        if row["status"] != "ok":
+            lines.append(f"| {row['proxy']} | all | {row['status']}: {row['reason']} |  |  |  |  | "
+                         f"{_seconds(row['seconds_per_arch'])} | {row['fresh']} |")
+        else:
+            for target, figs in row["targets"].items():
+                cells = [_cell(figs[m], seeds) for m in METRICS]
+                lines.append(f"| {row['proxy']} | {target} | " + " | ".join(cells)
+                             + f" | {_seconds(row['seconds_per_arch'])} | {row['fresh']} |")
+        if row.get("note") and row["status"] == "ok":
+            notes.append(f"- {row['proxy']}: {row['note']}")
+        if row.get("genome"):
+            notes.append(f"- {row['proxy']}: `{row['genome']}`")
+    lines += ["", f"Partial τ: {table['partial_tau']}."]
+    if notes:
+        lines += [""] + notes
+    return "\n".join(lines) + "\n"
+
+
+CSV_COLUMNS = ["proxy", "kind", "target", "n",
+               *[f"{m}_{s}" for m in METRICS for s in ("mean", "std")],
+               "seconds_per_arch", "fresh", "input", "status", "reason"]
+
+
+def format_csv(table: Mapping) -> str:
+    """The table as CSV, one row per proxy and target (a failed proxy: one row, target empty)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in table["proxies"]:
+        base = {"proxy": row["proxy"], "kind": row["kind"], "seconds_per_arch": row["seconds_per_arch"],
+                "fresh": row["fresh"], "input": row["input"], "status": row["status"], "reason": row["reason"]}
+        if not row["targets"]:
+            writer.writerow(base)
+        for target, figs in row["targets"].items():
+            values = {f"{m}_{s}": figs[m][s] for m in METRICS for s in ("mean", "std")}
+            writer.writerow(base | {"target": target, "n": figs["n"]} | values)
+    return buffer.getvalue()
+
+
+def _json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def format_json(table: Mapping) -> str:
+    return json.dumps(_json_safe(table), indent=2) + "\n"
+
+
+def format_table(table: Mapping, fmt: str) -> str:
+    if fmt == "markdown":
+        return format_markdown(table)
+    if fmt == "csv":
+        return format_csv(table)
+    if fmt == "json":
+        return format_json(table)
+    raise ValueError(f"unknown format {fmt!r}; use {', '.join(FORMATS)}")
+
+
+__all__ = ["FORMATS", "METRICS", "PARTIAL_DEFINITION", "format_csv", "format_json", "format_markdown",
+           "format_table", "kendall", "partial_kendall", "rank_table", "seed_figures", "summarise"]

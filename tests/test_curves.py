@@ -1,0 +1,119 @@
+"""Evolution curves: PNG and CSV from log.jsonl, overlay of runs, parameter-count reference, errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import struct
+from dataclasses import replace
+
+import pytest
+
+from autoprox.benchmark import write_benchmark_jsonl
+from autoprox.cli import main
+from autoprox.curves import load_curves, rolling_rate
+from autoprox.evolution import EvolutionConfig
+from autoprox.rundir import RunDirectory
+from autoprox.search import SearchSettings, run_search
+
+EVOLUTION = EvolutionConfig(population_size=4, iterations=5, retry_cap=3, top_k=2, seed=1)
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def runs(af_small, session_cache, tmp_path_factory):
+    bench = tmp_path_factory.mktemp("bench") / "af16.jsonl"
+    write_benchmark_jsonl(af_small, bench)
+    settings = SearchSettings(bench=str(bench), batch_size=2, cache_dir=str(session_cache.root), workers=1,
+                              search_fraction=0.75, evolution=EVOLUTION)
+    folder = tmp_path_factory.mktemp("runs")
+    run_search(settings, folder / "seed1", quiet=True)
+    run_search(replace(settings, evolution=replace(EVOLUTION, seed=2, iterations=4)), folder / "seed2", quiet=True)
+    return folder / "seed1", folder / "seed2"
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _csv_rows(path) -> list[dict]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _png_size(path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC
+    return struct.unpack(">II", data[16:24])
+
+
+def test_curves_png_and_csv_hold_the_logged_numbers(runs, capsys, tmp_path):
+    run, _ = runs
+    out = tmp_path / "curves.png"
+    code, text, err = run_cli(capsys, "curves", str(run), "--out", str(out), "--csv")
+    assert code == 0, err
+    width, height = _png_size(out)
+    assert width > 500 and height > 500
+    rows = _csv_rows(tmp_path / "curves.csv")
+    log = RunDirectory(run).log()
+    assert [int(r["iteration"]) for r in rows] == [r["iteration"] for r in log] == list(range(1, 6))
+    best = json.loads((run / "best.json").read_text())
+    for row, record in zip(rows, log):
+        assert float(row["best_jcm"]) == record["best_jcm"] and float(row["mean_jcm"]) == record["mean_jcm"]
+        for target, tau in record["best_kendall"].items():
+            assert float(row[f"kendall_{target}"]) == tau
+        assert int(row["accepted"]) == int(record["accepted"]) and int(row["attempts"]) == record["attempts"]
+        assert float(row["params_jcm"]) == best["params"]["search"]["jcm"]
+    window = log[-5:]
+    expected = sum(r["accepted"] for r in window) / sum(r["attempts"] for r in window)
+    assert float(rows[-1]["acceptance_rate"]) == pytest.approx(expected)
+    assert "wrote" in text
+
+
+def test_rolling_acceptance_rate():
+    assert rolling_rate([True, False, False, True], [2, 4, 4, 1], window=2) == [0.5, 1 / 6, 0.0, 1 / 5]
+    assert math.isnan(rolling_rate([False], [0], window=3)[0])
+
+
+def test_parameter_count_reference_is_computed_when_best_json_is_missing(runs, tmp_path):
+    run, _ = runs
+    going = tmp_path / "going"
+    shutil.copytree(run, going)
+    expected = json.loads((going / "best.json").read_text())["params"]["search"]["jcm"]
+    (going / "best.json").unlink()
+    with open(going / "log.jsonl", "a") as handle:
+        handle.write('{"iteration": 6, "best_jc')  # a run in progress: torn last line
+    curves = load_curves(going)
+    assert curves.iterations == [1, 2, 3, 4, 5]
+    assert curves.params_note == "computed from the benchmark"
+    assert curves.params_jcm == pytest.approx(expected, abs=1e-12)
+
+
+def test_several_runs_are_overlaid(runs, capsys, tmp_path):
+    out = tmp_path / "both.png"
+    code, _, err = run_cli(capsys, "curves", *map(str, runs), "--out", str(out), "--csv", str(tmp_path / "n.csv"))
+    assert code == 0, err
+    _png_size(out)
+    rows = _csv_rows(tmp_path / "n.csv")
+    assert [r["run"] for r in rows] == ["seed1"] * 5 + ["seed2"] * 4
+    single = tmp_path / "single.png"
+    run_cli(capsys, "curves", str(runs[0]), "--out", str(single))
+    assert out.read_bytes() != single.read_bytes()
+
+
+def test_curves_errors_are_one_line(runs, capsys, tmp_path):
+    code, _, err = run_cli(capsys, "curves", str(tmp_path), "--out", str(tmp_path / "c.png"))
+    assert code == 2 and "not a run directory" in err and len(err.strip().splitlines()) == 1
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run_cli(capsys, "curves", str(runs[0]), "--out", str(blocker / "c.png"))
+    assert code == 2 and err.startswith("autoprox: error: cannot write") and len(err.strip().splitlines()) == 1
+    empty = tmp_path / "empty"
+    shutil.copytree(runs[0], empty)
+    (empty / "log.jsonl").write_text("")
+    code, _, err = run_cli(capsys, "curves", str(empty), "--out", str(tmp_path / "e.png"))
+    assert code == 2 and "no iteration" in err

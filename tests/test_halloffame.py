@@ -1,0 +1,240 @@
+"""Hall of fame: best distinct proxies ever evaluated, Pareto front, resume, rebuild, ``autoprox show``."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from autoprox.benchmark import write_benchmark_jsonl
+from autoprox.cli import main
+from autoprox.evolution import EvolutionConfig
+from autoprox.fitness import FitnessRecord
+from autoprox.genome import canonical_string, parse_genome, tree_size
+from autoprox.halloffame import HALL_OF_FAME, HallOfFame, load_hall_of_fame
+from autoprox.rundir import RunDirectory
+from autoprox.search import SearchSettings, run_search
+
+EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
+
+
+@pytest.fixture(scope="module")
+def settings(af_small, session_cache, tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "af16.jsonl"
+    write_benchmark_jsonl(af_small, path)
+    return SearchSettings(bench=str(path), batch_size=2, cache_dir=str(session_cache.root), workers=1,
+                          search_fraction=0.75, evolution=EVOLUTION)
+
+
+@pytest.fixture(scope="module")
+def full_run(settings, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "full"
+    report = run_search(settings, out, quiet=True)
+    return out, report
+
+
+def _valid_records(out):
+    return [r for r in RunDirectory(out).evaluations() if r["valid"]]
+
+
+def _hall_file(out) -> dict:
+    return json.loads((out / HALL_OF_FAME).read_text())
+
+
+def test_the_search_writes_the_best_distinct_proxies_it_ever_evaluated(full_run):
+    out, report = full_run
+    hall = _hall_file(out)
+    valid = _valid_records(out)
+    assert len(valid) > EVOLUTION.population_size, "the run evaluated more than its final population"
+    expected = sorted(valid, key=lambda r: (-r["jcm"], tree_size(parse_genome(r["canonical"])), r["canonical"]))
+    expected = expected[: hall["capacity"]]
+    assert [e["canonical"] for e in hall["entries"]] == [r["canonical"] for r in expected]
+    assert [e["rank"] for e in hall["entries"]] == list(range(1, len(expected) + 1))
+    assert len({e["canonical"] for e in hall["entries"]}) == len(hall["entries"])
+    for entry, record in zip(hall["entries"], expected):
+        assert entry["jcm"] == record["jcm"] and entry["kendall"] == record["kendall"]
+        assert entry["complexity"] == tree_size(parse_genome(record["canonical"]))
+        assert entry["iteration"] == record["iteration"]
+    # not only the last population: it holds genomes the population no longer (or never) held
+    population = {m["canonical"] for m in RunDirectory(out).checkpoint()["population"]}
+    assert {e["canonical"] for e in hall["entries"]} - population
+    assert hall["entries"][0]["jcm"] >= report["search"]["jcm"] - 1e-12
+    assert hall["evaluated"] == len(RunDirectory(out).evaluations())
+    assert hall["valid"] == len(valid)
+
+
+def test_pareto_front_is_the_non_dominated_set_of_all_valid_genomes(full_run):
+    out, _ = full_run
+    points = {}
+    for r in _valid_records(out):
+        points[r["canonical"]] = (r["jcm"], tree_size(parse_genome(r["canonical"])))
+
+    def dominated(p):
+        return any(q[0] >= p[0] and q[1] <= p[1] and (q[0] > p[0] or q[1] < p[1]) for q in points.values())
+
+    expected = {c for c, p in points.items() if not dominated(p)}
+    front = _hall_file(out)["pareto"]
+    assert {e["canonical"] for e in front} == expected
+    assert [e["complexity"] for e in front] == sorted(e["complexity"] for e in front)
+
+
+def test_complexity_does_not_count_no_op():
+    record = FitnessRecord("block_mean(to_mean_scalar(element_wise_sum(no_op(no_op(F1)), sigmoid(no_op(F1)))))",
+                           "", True, 0.5, {"c100_kd": 0.5})
+    record.canonical = canonical_string(parse_genome(record.genome))
+    hall = HallOfFame()
+    assert hall.consider(record, 0)
+    assert hall.entries[0].complexity == 6  # block_mean, to_mean_scalar, sum, F1, sigmoid, F1
+
+
+def test_capacity_ties_and_invalid_records():
+    def record(genome, jcm, valid=True):
+        return FitnessRecord(genome, canonical_string(parse_genome(genome)), valid, jcm if valid else math.nan,
+                             {"t": jcm} if valid else {})
+
+    a = record("block_mean(to_mean_scalar(F1))", 0.3)
+    b = record("block_mean(to_mean_scalar(sigmoid(F1)))", 0.3)
+    c = record("block_mean(to_mean_scalar(element_wise_exp(sigmoid(F1))))", 0.5)
+    d = record("block_mean(to_mean_scalar(element_wise_log(F1)))", 0.0, valid=False)
+    orders = [[a, b, c, d], [d, c, b, a], [b, d, a, c]]
+    halls = []
+    for order in orders:
+        hall = HallOfFame(capacity=2)
+        for r in order:
+            hall.consider(r, 1)
+        halls.append(hall.to_json())
+    assert halls[0] == halls[1] == halls[2], "the hall of fame does not depend on the order of evaluations"
+    assert [e["canonical"] for e in halls[0]["entries"]] == [c.canonical, a.canonical]  # tie: fewer nodes first
+    assert halls[0]["evaluated"] == 4 and halls[0]["valid"] == 3
+    assert {e["canonical"] for e in halls[0]["pareto"]} == {a.canonical, c.canonical}
+
+
+def test_rebuilt_from_evaluations_equals_the_file_the_search_wrote(full_run):
+    out, _ = full_run
+    rebuilt = HallOfFame.from_evaluations(RunDirectory(out).evaluations())
+    assert rebuilt.to_json() == _hall_file(out)
+    loaded = load_hall_of_fame(out)
+    assert loaded.source == "file" and loaded.hall.to_json() == _hall_file(out)
+
+
+def test_resumed_run_ends_with_the_same_hall_of_fame(settings, full_run, tmp_path):
+    out, _ = full_run
+    stopped = tmp_path / "resumed"
+    run_search(settings, stopped, stop_after=2, quiet=True)
+    assert _hall_file(stopped) != _hall_file(out)
+    run_search(None, stopped, resume=True, quiet=True)
+    assert _hall_file(stopped) == _hall_file(out)
+
+
+def test_resume_after_a_crash_mid_iteration_cuts_the_hall_back(settings, full_run, tmp_path):
+    """Evaluations of an iteration that never reached the checkpoint leave the hall of fame on resume."""
+    out, _ = full_run
+    crashed = tmp_path / "crashed"
+    run_search(settings, crashed, stop_after=2, quiet=True)
+    run = RunDirectory(crashed)
+    ghost = "block_mean(to_mean_scalar(element_wise_tanh(element_wise_tanh(F1))))"
+    record = FitnessRecord(ghost, canonical_string(parse_genome(ghost)), True, 0.99, {"c100_kd": 0.99})
+    run.append_evaluation(record.to_json() | {"iteration": 3})  # iteration 3 crashed before its checkpoint
+    hall = HallOfFame.from_evaluations(run.evaluations())
+    (crashed / HALL_OF_FAME).write_text(json.dumps(hall.to_json()))
+    assert _hall_file(crashed)["entries"][0]["genome"] == ghost
+    run_search(None, crashed, resume=True, quiet=True)
+    assert _hall_file(crashed) == _hall_file(out)
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_show_prints_the_table_and_marks_best_json(full_run, capsys):
+    out, report = full_run
+    code, text, _ = run_cli(capsys, "show", str(out), "--top", "5")
+    assert code == 0
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("rank"))
+    assert all(t in lines[header] for t in ("JCM", "c100_kd", "imagenet_super", "nodes", "formula"))
+    rows = lines[header + 1: header + 6]
+    hall = _hall_file(out)
+    for rank, row in enumerate(rows, start=1):
+        entry = hall["entries"][rank - 1]
+        assert row.split()[0].rstrip("*") == str(rank)
+        assert f"{entry['jcm']:+.3f}" in row and "1/L * sum_l (" in row
+    best_rank = next(e["rank"] for e in hall["entries"] if e["canonical"] == report["canonical"])
+    marked = [row for row in rows if row.split()[0].endswith("*")]
+    if best_rank <= 5:
+        assert len(marked) == 1 and marked[0].split()[0] == f"{best_rank}*"
+    assert "Pareto front" in text and "W_qkv = F1" in text
+
+
+def test_show_works_while_a_run_is_going(full_run, capsys, tmp_path):
+    """No best.json nor hall_of_fame.json yet, torn last lines: rebuilt from evaluations.jsonl."""
+    out, _ = full_run
+    going = tmp_path / "going"
+    shutil.copytree(out, going)
+    (going / "best.json").unlink()
+    (going / HALL_OF_FAME).unlink()
+    for name in ("evaluations.jsonl", "log.jsonl"):
+        with open(going / name, "a") as handle:
+            handle.write('{"genome": "block_mean(to_mean_sc')
+    code, text, _ = run_cli(capsys, "show", str(going), "--no-simplify")
+    assert code == 0
+    assert "rebuilt from evaluations.jsonl" in text
+    assert "best.json not written yet" in text
+    first_row = next(line for line in text.splitlines() if line.split() and line.split()[0] == "1")
+    assert f"{_hall_file(out)['entries'][0]['jcm']:+.3f}" in first_row
+    assert not (going / HALL_OF_FAME).exists(), "show only reads"
+    code, _, _ = run_cli(capsys, "show", str(going), "--no-simplify", "--save")
+    assert code == 0 and json.loads((going / HALL_OF_FAME).read_text()) == _hall_file(out)
+
+
+def test_show_rebuilds_an_unreadable_or_stale_hall_file(full_run, capsys, tmp_path):
+    out, _ = full_run
+    broken = tmp_path / "broken"
+    shutil.copytree(out, broken)
+    (broken / HALL_OF_FAME).write_text('{"format": "autoprox-hall-of-fame", "entries": [')
+    loaded = load_hall_of_fame(broken)
+    assert loaded.source == "rebuilt" and "unreadable" in loaded.note
+    assert loaded.hall.to_json() == _hall_file(out)
+    stale = _hall_file(out) | {"evaluated": 1, "entries": []}
+    (broken / HALL_OF_FAME).write_text(json.dumps(stale))
+    assert load_hall_of_fame(broken).hall.to_json() == _hall_file(out)
+
+
+def test_show_errors_are_one_line(capsys, tmp_path, full_run):
+    code, _, err = run_cli(capsys, "show", str(tmp_path))
+    assert code == 2 and err.startswith("autoprox: error:") and "not a run directory" in err
+    assert len(err.strip().splitlines()) == 1
+    out, _ = full_run
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    (bad / HALL_OF_FAME).unlink()
+    with open(bad / "evaluations.jsonl", "a") as handle:
+        record = {"genome": "block_mean(to_mean_scalar(bogus_op(F1)))", "canonical": "block_mean(to_mean_scalar(bogus_op(F1)))",
+                  "valid": True, "jcm": 0.9, "kendall": {}, "spearman": {}, "pearson": {}, "reason": "", "iteration": 9}
+        handle.write(json.dumps(record) + "\n")
+    code, _, err = run_cli(capsys, "show", str(bad), "--no-simplify")
+    assert code == 2 and "bogus_op" in err and len(err.strip().splitlines()) == 1
+
+
+def test_show_simplifies_and_prints_latex(full_run, capsys):
+    out, _ = full_run
+    code, text, _ = run_cli(capsys, "show", str(out), "--top", "2", "--latex")
+    assert code == 0
+    assert "LaTeX:" in text and r"\frac{1}{L} \sum_{l=1}^{L}" in text
+
+
+def test_a_seeded_proxy_enters_the_hall_with_its_fitness(settings, tmp_path):
+    published = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
+                 "element_wise_sqrt(sigmoid(F4g)))))")
+    seeded = replace(settings, seed_proxies=(published,), evolution=replace(EVOLUTION, iterations=0))
+    run_search(seeded, tmp_path / "seeded", quiet=True)
+    hall = _hall_file(tmp_path / "seeded")
+    canonical = canonical_string(parse_genome(published))
+    record = next(r for r in RunDirectory(tmp_path / "seeded").evaluations() if r["canonical"] == canonical)
+    entry = next(e for e in hall["entries"] if e["canonical"] == canonical)
+    assert entry["jcm"] == record["jcm"] and entry["iteration"] == 0

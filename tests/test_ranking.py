@@ -1,0 +1,192 @@
+"""The ranking table: partial Kendall by hand, the table's figures against direct
+computation, the score and statistics caches, failures, and the three formats."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from autoprox.correlation import correlate
+from autoprox.fitness import StatsPlan
+from autoprox.proxies import resolve_proxies, resolve_proxy, score_archs
+from autoprox.ranking import (
+    CSV_COLUMNS,
+    format_table,
+    kendall,
+    partial_kendall,
+    rank_table,
+    seed_figures,
+    summarise,
+)
+from autoprox.spaces import count_params
+from autoprox.statistics import InputSpec
+from autoprox.zoo import raw_value, set_scores
+
+SPEC = InputSpec("gaussian", batch_size=2)
+
+
+def test_partial_kendall_by_hand():
+    """x = 1,2,3,4; y = 1,3,2,4; z = 2,1,3,4 (no ties).
+
+    Pairs: t_xy = (5 - 1)/6 = 2/3, t_xz = (5 - 1)/6 = 2/3, t_yz = (4 - 2)/6 = 1/3, so
+    (2/3 - 2/9) / sqrt((5/9)(8/9)) = 4 / sqrt(40).
+    """
+    x, y, z = [1, 2, 3, 4], [1, 3, 2, 4], [2, 1, 3, 4]
+    assert kendall(x, y) == pytest.approx(2 / 3)
+    assert kendall(x, z) == pytest.approx(2 / 3)
+    assert kendall(y, z) == pytest.approx(1 / 3)
+    assert partial_kendall(x, y, z) == pytest.approx(4 / math.sqrt(40), rel=1e-12)
+    # z = 2,4,1,3 has tau 0 with 1,2,3,4 (3 concordant, 3 discordant pairs): nothing to remove
+    assert kendall([1, 2, 3, 4], [2, 4, 1, 3]) == 0.0
+    assert partial_kendall([1, 2, 3, 4], [1, 2, 3, 4], [2, 4, 1, 3]) == pytest.approx(1.0)
+
+
+def test_partial_kendall_undefined_cases():
+    assert math.isnan(partial_kendall([1, 2, 3], [3, 1, 2], [10, 20, 30]))  # x ranks as z does
+    assert math.isnan(kendall([1, 1, 1], [1, 2, 3]))
+    figures = seed_figures(np.array([1.0, 2.0, 3.0, 5.0]), np.array([1.0, np.nan, 2.0, 4.0]),
+                           np.array([4.0, 3.0, 2.0, 1.0]))
+    assert figures["n"] == 3 and figures["tau_params"] == pytest.approx(-1.0)  # over measured entries only
+    assert math.isnan(figures["partial_tau"])
+
+
+def test_summarise_mean_and_sample_std():
+    assert summarise([0.2, 0.4, 0.6]) == {"mean": pytest.approx(0.4), "std": pytest.approx(0.2), "per_seed": [0.2, 0.4, 0.6]}
+    assert summarise([0.3])["std"] is None
+    assert summarise([0.3, math.nan])["mean"] is None
+
+
+@pytest.fixture(scope="module")
+def small(af_small):
+    return af_small.subset(range(6))
+
+
+@pytest.fixture(scope="module")
+def table(small, session_cache):
+    proxies = resolve_proxies("params,snip,tvt_l2,autoprox_a")
+    return rank_table(proxies, small, range(len(small)), ["c100_kd", "flower_kd"], (0, 1), SPEC,
+                      {"c100_kd": 100, "flower_kd": 100}, session_cache, workers=1)
+
+
+def _row(table, name):
+    return next(r for r in table["proxies"] if r["proxy"] == name)
+
+
+def test_table_figures_match_direct_computation(table, small, session_cache):
+    params = np.array([count_params(a) for a in small.archs], dtype=float)
+    acc = small.accuracies["c100_kd"]
+    row = _row(table, "params")
+    assert row["targets"]["c100_kd"]["kendall"]["mean"] == pytest.approx(correlate(params, acc)["kendall"])
+    assert row["targets"]["c100_kd"]["kendall"]["std"] == 0.0 and row["targets"]["c100_kd"]["tau_params"]["mean"] == 1.0
+    assert row["targets"]["c100_kd"]["partial_tau"]["mean"] is None
+    # a zoo proxy: per seed, the raw values of fresh networks
+    snip = _row(table, "snip")["targets"]["c100_kd"]
+    for position, seed in enumerate((0, 1)):
+        values = np.array([raw_value("snip", a, SPEC, seed, 100) for a in small.archs])
+        assert snip["kendall"]["per_seed"][position] == pytest.approx(correlate(values, acc)["kendall"])
+        assert snip["partial_tau"]["per_seed"][position] == pytest.approx(partial_kendall(values, acc, params))
+    assert snip["kendall"]["mean"] == pytest.approx(np.mean(snip["kendall"]["per_seed"]))
+    assert snip["kendall"]["std"] == pytest.approx(np.std(snip["kendall"]["per_seed"], ddof=1))
+    # a published genome: the very numbers of the search's evaluator path (score_archs on cached statistics)
+    plan = StatsPlan(SPEC, (1,), {"c100_kd": 100})
+    scores = score_archs(resolve_proxy("autoprox_a"), list(small.archs), session_cache, plan)[100]
+    assert _row(table, "autoprox_a")["targets"]["c100_kd"]["kendall"]["per_seed"][1] == pytest.approx(
+        correlate(scores, acc)["kendall"], abs=0)
+
+
+def test_table_says_what_needed_a_fresh_pass(table):
+    assert _row(table, "params")["fresh"] == "no: architecture only"
+    assert _row(table, "snip")["fresh"].startswith("yes: forward/backward")
+    assert _row(table, "tvt_l2")["fresh"].startswith("no pass: initialised weights only")
+    assert _row(table, "autoprox_a")["fresh"].startswith(("no: statistics cache", "statistics:"))
+    for row in table["proxies"]:
+        assert row["status"] == "ok" and row["seconds_per_arch"] >= 0
+
+
+def test_second_run_reads_the_caches(table, small, session_cache):
+    again = rank_table(resolve_proxies("snip,autoprox_a"), small, range(len(small)), ["c100_kd", "flower_kd"], (0, 1),
+                       SPEC, {"c100_kd": 100, "flower_kd": 100}, session_cache)
+    assert _row(again, "snip")["fresh"].endswith("(values read from the score cache)")
+    assert _row(again, "autoprox_a")["fresh"] == "no: statistics cache"
+    assert _row(again, "snip")["targets"] == _row(table, "snip")["targets"]
+    assert _row(again, "snip")["seconds_per_arch"] == _row(table, "snip")["seconds_per_arch"]  # measured when computed
+
+
+def test_tvt_normalises_over_the_ranked_set(small):
+    raws = [raw_value("tvt_l2", a, SPEC, 0, 100) for a in small.archs]
+    full = set_scores("tvt_l2", raws)
+    assert full.min() == 0.0 and full.max() == 2.0
+    part = set_scores("tvt_l2", raws[:3])
+    assert part.min() == 0.0 and part.max() == 2.0  # the min-max is over the ranked set, whatever it is
+    assert np.array_equal(np.argsort(part), np.argsort(full[:3]))
+
+
+def test_a_failing_proxy_is_reported_and_the_others_finish(small, tmp_path):
+    """Batch 1: ZiCo needs two gradient samples, a bad teacher fails TVT; params and synflow go on."""
+    from autoprox.cache import StatisticsCache
+
+    archs = small.subset(range(3))
+    bad_teacher = nn.Flatten()
+    table = rank_table(resolve_proxies("zico,tvt,synflow,params"), archs, range(3), ["c100_kd"], (0,),
+                       InputSpec("gaussian", 1), {"c100_kd": 100}, StatisticsCache(tmp_path), teacher=bad_teacher)
+    zico, tvt = _row(table, "zico"), _row(table, "tvt")
+    assert zico["status"] == "failed" and "failed on 3 of 3 architectures" in zico["reason"]
+    assert "at least 2 images" in zico["reason"] and not zico["targets"]
+    assert tvt["status"] == "failed" and "teacher must return" in tvt["reason"]
+    assert _row(table, "synflow")["status"] == "ok" and _row(table, "params")["status"] == "ok"
+    markdown = format_table(table, "markdown")
+    assert "| zico | all | failed: failed on 3 of 3" in markdown
+
+
+def test_tvt_without_a_teacher(small, session_cache):
+    table = rank_table(resolve_proxies("tvt,tvt_l2"), small, range(len(small)), ["c100_kd"], (0,), SPEC,
+                       {"c100_kd": 100}, session_cache)
+    assert _row(table, "tvt")["status"] == "skipped" and "no teacher" in _row(table, "tvt")["reason"]
+    alone = rank_table(resolve_proxies("tvt,params"), small, range(len(small)), ["c100_kd"], (0,), SPEC,
+                       {"c100_kd": 100}, session_cache)
+    row = _row(alone, "tvt")
+    assert row["status"] == "ok" and "no teacher given" in row["note"] and "tvt_l2" in row["note"]
+    assert row["targets"] == _row(table, "tvt_l2")["targets"]
+    teacher = nn.Sequential(nn.Conv2d(3, 2, 16, stride=16))
+    torch.manual_seed(0)
+    with_teacher = rank_table(resolve_proxies("tvt"), small, range(len(small)), ["c100_kd"], (0,), SPEC,
+                              {"c100_kd": 100}, session_cache, teacher=teacher)
+    assert _row(with_teacher, "tvt")["status"] == "ok" and _row(with_teacher, "tvt")["note"] == ""
+
+
+def test_formats(table):
+    markdown = format_table(table, "markdown")
+    assert "| proxy | target | Kendall | Spearman | Pearson | τ with params | partial τ given params |" in markdown
+    assert " ± " in markdown and "Partial τ: partial Kendall tau" in markdown
+    assert "| snip | c100_kd |" in markdown and "autoprox_a: `block_mean(" in markdown
+    rows = list(csv.DictReader(io.StringIO(format_table(table, "csv"))))
+    assert list(rows[0]) == CSV_COLUMNS and len(rows) == 4 * 2
+    snip = next(r for r in rows if r["proxy"] == "snip" and r["target"] == "flower_kd")
+    assert float(snip["kendall_mean"]) == pytest.approx(_row(table, "snip")["targets"]["flower_kd"]["kendall"]["mean"])
+    data = json.loads(format_table(table, "json"))
+    assert data["seeds"] == [0, 1] and [p["proxy"] for p in data["proxies"]] == ["params", "snip", "tvt_l2", "autoprox_a"]
+    assert data["proxies"][0]["targets"]["c100_kd"]["partial_tau"]["mean"] is None  # NaN -> null
+    with pytest.raises(ValueError, match="unknown format"):
+        format_table(table, "xml")
+
+
+def test_proxy_lists_all_and_genomes_with_commas():
+    from autoprox.proxies import AUTOPROX_A, BUILTIN_PROXIES, ProxyError, split_proxy_list
+
+    assert split_proxy_list(f" snip ,{AUTOPROX_A}, dss") == ["snip", AUTOPROX_A, "dss"]
+    everything = resolve_proxies("all")
+    assert [p.name for p in everything] == list(BUILTIN_PROXIES) and len(BUILTIN_PROXIES) == 16
+    assert {p.kind for p in everything} == {"architecture", "zoo", "genome"}
+    assert [p.name for p in resolve_proxies("dss,all,dss")][:3] == ["dss", "params", "flops"]
+    assert len(resolve_proxies("dss,all,dss")) == 16
+    with pytest.raises(ProxyError, match=r"unknown proxy 'nope'.*params, flops, snip, grasp.*autoprox_p"):
+        resolve_proxies("snip,nope")
+    with pytest.raises(ProxyError, match="no proxy given"):
+        resolve_proxies(" , ")

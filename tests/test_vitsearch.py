@@ -1,0 +1,168 @@
+"""Training-free ViT search: sampling under a budget, scoring, resuming, and picks on the benchmark."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import autoprox
+from autoprox.cli import main
+from autoprox.fitness import StatsPlan
+from autoprox.genome import score_architecture
+from autoprox.proxies import resolve_proxy
+from autoprox.rundir import RunDirError, read_jsonl
+from autoprox.spaces import count_params, param_range, parse_arch
+from autoprox.statistics import compute_statistics, torch_threads
+from autoprox.vitsearch import (
+    VitSearchError,
+    VitSearchSettings,
+    parse_budget,
+    pick_on_bench,
+    pick_quality,
+    run_vit_search,
+    sample_candidates,
+)
+from tests.conftest import PIT_FILE, SMALL_SPEC
+
+TINY_PIT = (0.1e6, 0.6e6)
+
+
+def test_parse_budget():
+    assert parse_budget("4:9") == (4e6, 9e6)
+    assert parse_budget("0.5:2.5") == (0.5e6, 2.5e6)
+    for bad in ("4-9", "9:4", "a:b", "4"):
+        with pytest.raises(VitSearchError, match="MIN:MAX"):
+            parse_budget(bad)
+
+
+def test_impossible_budget_names_the_feasible_range():
+    low, high = param_range("autoformer")
+    with pytest.raises(VitSearchError, match=f"{low / 1e6:.2f}M to {high / 1e6:.2f}M"):
+        sample_candidates("autoformer", 5, (1e6, 2e6), seed=0)
+
+
+def test_candidates_are_distinct_within_budget_and_seeded():
+    first = sample_candidates("pit", 30, (2e6, 25e6), seed=1)
+    assert len({json.dumps(autoprox_arch(a), sort_keys=True) for a in first}) == 30
+    assert all(2e6 <= count_params(a) <= 25e6 for a in first)
+    assert sample_candidates("pit", 30, (2e6, 25e6), seed=1) == first
+    assert sample_candidates("pit", 30, (2e6, 25e6), seed=2) != first
+
+
+def autoprox_arch(arch):
+    from autoprox.spaces import arch_to_config
+
+    return arch_to_config(arch)
+
+
+def test_too_many_samples_for_a_narrow_budget_says_so():
+    with pytest.raises(VitSearchError, match="distinct"):
+        sample_candidates("pit", 500, (0.1e6, 0.2e6), seed=0, max_draws_per_sample=20)
+
+
+def _settings(tmp_path, **changes) -> VitSearchSettings:
+    base = VitSearchSettings(space="pit", proxy="params", samples=20, budget=(2e6, 25e6), top=5, seed=0,
+                             batch_size=2, cache_dir=str(tmp_path / "cache"), workers=1)
+    return replace(base, **changes)
+
+
+def test_params_search_ranks_by_size_and_writes_top(tmp_path):
+    settings = _settings(tmp_path)
+    summary = run_vit_search(settings, resolve_proxy("params"), tmp_path / "run")
+    candidates = sample_candidates("pit", 20, (2e6, 25e6), 0)
+    expected = sorted((count_params(a) for a in candidates), reverse=True)[:5]
+    assert [row["params"] for row in summary["top"]] == expected
+    assert [row["rank"] for row in summary["top"]] == [1, 2, 3, 4, 5]
+    assert summary["finished"] and summary["scored"] == 20 and summary["failed"] == 0
+    written = json.loads((tmp_path / "run" / "top.json").read_text())
+    assert written["top"] == summary["top"]
+    csv_lines = (tmp_path / "run" / "top.csv").read_text().splitlines()
+    assert csv_lines[0] == "rank,score,params,macs,arch" and len(csv_lines) == 6
+
+
+def test_stopped_search_resumes_without_rescoring(tmp_path):
+    settings = _settings(tmp_path)
+    proxy = resolve_proxy("params")
+    partial = run_vit_search(settings, proxy, tmp_path / "run", chunk=4, stop_after=8)
+    assert not partial["finished"] and partial["scored"] == 8
+    full = run_vit_search(settings, proxy, tmp_path / "run", chunk=4)
+    indices = [r["index"] for r in read_jsonl(tmp_path / "run" / "scores.jsonl")]
+    assert sorted(indices) == list(range(20)), "every candidate scored exactly once"
+    straight = run_vit_search(settings, proxy, tmp_path / "straight")
+    assert full["top"] == straight["top"] and full["finished"]
+
+
+def test_a_different_search_in_the_same_directory_is_refused(tmp_path):
+    run_vit_search(_settings(tmp_path, samples=4), resolve_proxy("params"), tmp_path / "run")
+    with pytest.raises(RunDirError, match="different ViT search"):
+        run_vit_search(_settings(tmp_path, samples=4, seed=5), resolve_proxy("params"), tmp_path / "run")
+
+
+def test_genome_scores_match_the_engine(tmp_path):
+    genome = "block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), element_wise_sqrt(sigmoid(F4g)))))"
+    proxy = resolve_proxy(genome)
+    settings = _settings(tmp_path, proxy=proxy.name, samples=3, budget=TINY_PIT, keep_statistics=False,
+                         cache_precision="float32")
+    summary = run_vit_search(settings, proxy, tmp_path / "run")
+    candidates = sample_candidates("pit", 3, TINY_PIT, 0)
+    with torch_threads(1):  # the engine scores single-threaded
+        expected = {i: score_architecture(proxy.genome, compute_statistics(a, SMALL_SPEC, 0, 100))
+                    for i, a in enumerate(candidates)}
+    for row in summary["top"]:
+        assert row["score"] == pytest.approx(expected[row["index"]], rel=1e-9)
+    assert not list((tmp_path / "cache").rglob("*.npz")), "--no-keep-statistics stores nothing"
+
+
+def test_a_failing_proxy_is_recorded_and_skipped(tmp_path):
+    proxy = resolve_proxy("block_mean(to_mean_scalar(element_wise_log(F1)))")  # log of negative weights: NaN
+    settings = _settings(tmp_path, proxy=proxy.name, samples=2, budget=TINY_PIT, keep_statistics=False)
+    summary = run_vit_search(settings, proxy, tmp_path / "run")
+    assert summary["failed"] == 2 and summary["scored"] == 0 and summary["top"] == []
+    assert all("invalid" in f["error"] for f in summary["failures"])
+
+
+def test_pick_quality_by_hand():
+    accuracies = np.array([70.0, 80.0, np.nan, 60.0, 75.0])
+    quality = pick_quality(accuracies, 4)
+    assert quality == {"pick": 75.0, "best": 80.0, "median": 72.5, "random": 71.25, "percentile": 75.0}
+    assert pick_quality(accuracies, 2)["pick"] is None
+
+
+def test_pick_on_bench_with_params(pit_bench, session_cache):
+    indices = list(range(0, 100, 3))
+    plan = StatsPlan(SMALL_SPEC, (0,), {"c100_kd": 100})
+    (pick,) = pick_on_bench([resolve_proxy("params")], pit_bench, indices, ["c100_kd"], plan, session_cache)
+    largest = max(indices, key=lambda i: count_params(pit_bench.archs[i]))
+    assert pick.index == largest
+    quality = pick.targets["c100_kd"]
+    values = pit_bench.accuracies["c100_kd"][indices]
+    assert quality["pick"] == pit_bench.accuracies["c100_kd"][largest]
+    assert quality["best"] == values.max() and quality["random"] == pytest.approx(values.mean())
+
+
+def test_build_vit_from_a_search_result(tmp_path):
+    run_vit_search(_settings(tmp_path, samples=3, budget=TINY_PIT), resolve_proxy("params"), tmp_path / "run")
+    top = json.loads((tmp_path / "run" / "top.json").read_text())["top"]
+    model = autoprox.build_vit(tmp_path / "run" / "top.json")
+    assert sum(p.numel() for p in model.parameters()) == top[0]["params"]
+    assert sum(p.numel() for p in autoprox.build_vit(top[1]).parameters()) == top[1]["params"]
+    assert sum(p.numel() for p in autoprox.build_vit(top[1]["arch"]).parameters()) == count_params(parse_arch(top[1]["arch"]))
+
+
+def test_cli_vit_search_and_on_bench(capsys, tmp_path):
+    code = main(["vit-search", "--space", "pit", "--proxy", "params", "--samples", "6", "--params", "0.1:0.6",
+                 "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--workers", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "6 scored, 0 failed" in out and "top.json" in out
+    code = main(["vit-search", "--space", "autoformer", "--proxy", "params", "--params", "1:2",
+                 "--out", str(tmp_path / "impossible")])
+    err = capsys.readouterr().err
+    assert code == 2 and "the space spans" in err
+    assert not (tmp_path / "impossible").exists(), "nothing is written for an impossible budget"
+    code = main(["vit-search", "--on-bench", str(PIT_FILE), "--proxy", "params,flops", "--split", "test",
+                 "--targets", "c100_kd,flower_kd"])
+    out = capsys.readouterr().out
+    assert code == 0 and "| params |" in out and "| flops |" in out and "random pick" in out

@@ -1,0 +1,306 @@
+"""The proxy zoo: every proxy against a value derived by hand on a tiny network, then a
+smoke run on one small real architecture of each space."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from autoprox import zoo
+from autoprox.models import Attention, Block, Mlp
+from autoprox.spaces import count_params
+from autoprox.statistics import InputSpec, compute_statistics, derived_seed, make_batch
+
+# --------------------------------------------------------------- a linear classifier
+# logits z = W x (no bias), L = mean cross-entropy: dL/dW = (P - Y)^T X / B in closed form.
+
+W = np.array([[0.5, -1.0, 0.2], [0.3, 0.4, -0.6]])
+X = np.array([[1.0, 2.0, -1.0], [0.5, -1.5, 2.0]])
+Y = np.array([0, 1])
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _linear_net(weight: np.ndarray = W) -> nn.Module:
+    net = nn.Sequential(nn.Linear(weight.shape[1], weight.shape[0], bias=False)).double()
+    with torch.no_grad():
+        net[0].weight.copy_(torch.from_numpy(weight))
+    return net
+
+
+def _batch(x: np.ndarray = X, y: np.ndarray = Y):
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def _hand_gradient(x=X, y=Y, w=W):
+    p = _softmax(x @ w.T)
+    onehot = np.eye(w.shape[0])[y]
+    return (p - onehot).T @ x / len(x), p, onehot
+
+
+def test_snip_plain_grad_norm_by_hand():
+    g, _, _ = _hand_gradient()
+    assert zoo.snip(_linear_net(), *_batch()) == pytest.approx(np.abs(g * W).sum(), rel=1e-12)
+    assert zoo.plain(_linear_net(), *_batch()) == pytest.approx((g * W).sum(), rel=1e-12)
+    assert zoo.grad_norm(_linear_net(), *_batch()) == pytest.approx(np.sqrt((g ** 2).sum()), rel=1e-12)
+
+
+def test_grasp_by_hand():
+    """H g for softmax regression: mean_n (diag(p_n) - p_n p_n^T) (g x_n) x_n^T."""
+    g, p, _ = _hand_gradient()
+    hg = np.zeros_like(W)
+    for n in range(len(X)):
+        curvature = np.diag(p[n]) - np.outer(p[n], p[n])
+        hg += np.outer(curvature @ (g @ X[n]), X[n]) / len(X)
+    assert zoo.grasp(_linear_net(), *_batch()) == pytest.approx(-(W * hg).sum(), rel=1e-10)
+
+
+def test_fisher_by_hand():
+    """The layer output is the logits z; dL/dz = (P - Y) / B; 0.5 mean_n sum_c (z g)^2."""
+    _, p, onehot = _hand_gradient()
+    z = X @ W.T
+    dz = (p - onehot) / len(X)
+    expected = 0.5 * ((z * dz) ** 2).mean(axis=0).sum()
+    assert zoo.fisher(_linear_net(), *_batch()) == pytest.approx(expected, rel=1e-10)
+
+
+def test_zico_by_hand():
+    """Two groups of one image: per weight mean|g| / std(g) with std = |g1 - g2| / 2."""
+    g1, _, _ = _hand_gradient(X[:1], Y[:1])
+    g2, _, _ = _hand_gradient(X[1:], Y[1:])
+    mean_abs = (np.abs(g1) + np.abs(g2)) / 2
+    std = np.abs(g1 - g2) / 2
+    keep = std != 0
+    expected = math.log((mean_abs[keep] / std[keep]).sum())
+    assert zoo.zico(_linear_net(), *_batch(), groups=2) == pytest.approx(expected, rel=1e-10)
+    with pytest.raises(zoo.ProxyFailure, match="at least 2 images"):
+        zoo.zico(_linear_net(), *_batch(X[:1], Y[:1]))
+
+
+def test_te_nas_by_hand():
+    """d(sum of logits)/dW = 1 x_n^T, so NTK = C X X^T: X = [e1, 2 e2] gives cond 4."""
+    x = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0]])
+    assert zoo.te_nas(_linear_net(), torch.from_numpy(x)) == pytest.approx(-4.0, rel=1e-12)
+    with pytest.raises(zoo.ProxyFailure, match="singular"):
+        zoo.te_nas(_linear_net(), torch.from_numpy(np.array([[1.0, 0, 0], [2.0, 0, 0]])))
+
+
+def test_synflow_by_hand_and_signs_restored():
+    """Bias-free linear chain: every layer's sum |dR/dw * w| equals R = 1^T |W2||W1| 1."""
+    w1 = np.array([[0.5, -1.0, 0.2], [-0.3, 0.4, 0.6]])
+    w2 = np.array([[2.0, -0.5]])
+    net = nn.Sequential(nn.Linear(3, 2, bias=False), nn.Linear(2, 1, bias=False)).double()
+    with torch.no_grad():
+        net[0].weight.copy_(torch.from_numpy(w1))
+        net[1].weight.copy_(torch.from_numpy(w2))
+    r = (np.abs(w2) @ np.abs(w1) @ np.ones(3)).sum()
+    assert zoo.synflow(net, torch.ones(1, 3)) == pytest.approx(2 * r, rel=1e-12)
+    np.testing.assert_array_equal(net[0].weight.detach().numpy(), w1)  # signs restored
+
+
+def _mlp_only(hidden_weight: np.ndarray) -> nn.Module:
+    class MlpNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mlp = Mlp(2, 3)
+
+        def forward(self, x):
+            return self.mlp(x).mean(dim=1)
+
+    net = MlpNet().double()
+    with torch.no_grad():
+        net.mlp.fc1.weight.copy_(torch.from_numpy(hidden_weight))
+        net.mlp.fc1.bias.zero_()
+    return net
+
+
+def test_nwot_by_hand():
+    """Codes (1,0,0), (0,1,1), (1,1,1) of 3 units: K = [[3,0,1],[0,3,2],[1,2,3]], det 12."""
+    net = _mlp_only(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+    images = torch.tensor([[[1.0, -1.0]], [[-1.0, 2.0]], [[2.0, 1.0]]], dtype=torch.float64)  # (B, tokens, dim)
+    assert zoo.nwot(net, images) == pytest.approx(math.log(12.0), rel=1e-12)
+    same = torch.tensor([[[1.0, -1.0]], [[1.0, -1.0]]], dtype=torch.float64)
+    with pytest.raises(zoo.ProxyFailure, match="singular"):
+        zoo.nwot(net, same)
+
+
+class _TinyViT(nn.Module):
+    """One attention module then one MLP (GELU replaced by identity), no residual: with a
+    single token the attention output is v, so the network is a linear chain."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention(2, 1)
+        self.mlp = Mlp(2, 2)
+        self.mlp.act = nn.Identity()
+
+    def forward(self, x):
+        return self.mlp(self.attn(x))
+
+
+def test_dss_by_hand():
+    a, b, c, d, e, f, g, h = 0.5, 2.0, 1.5, 0.25, 3.0, 0.5, 1.0, 2.0
+    q_k = np.array([[0.3, -0.2], [-0.1, 0.4], [0.2, 0.2], [-0.5, 0.1]])
+    qkv = np.vstack([q_k, [[-a, 0.0], [0.0, b]]])  # v rows diag(a, b), one sign flipped
+    net = _TinyViT().double()
+    with torch.no_grad():
+        for layer, weight in ((net.attn.qkv, qkv), (net.attn.proj, np.diag([c, -d])),
+                              (net.mlp.fc1, np.diag([e, f])), (net.mlp.fc2, np.diag([g, -h]))):
+            layer.weight.copy_(torch.from_numpy(weight))
+            layer.bias.zero_()
+    r = g * e * c * a + h * f * d * b  # R = 1^T |fc2||fc1||proj||Wv| 1
+    # proj's gradient is (e g, f h)^T (a, b), rank one; qkv's v rows get (c e g, d f h)^T (1, 1), q and k none
+    nuc_grad_proj = math.hypot(e * g, f * h) * math.hypot(a, b)
+    nuc_grad_qkv = math.hypot(c * e * g, d * f * h) * math.sqrt(2)
+    gram = np.abs(qkv).T @ np.abs(qkv)  # nuclear norm of a 6x2 matrix: sqrt(tr M + 2 sqrt(det M))
+    nuc_qkv = math.sqrt(np.trace(gram) + 2 * math.sqrt(np.linalg.det(gram)))
+    expected = nuc_grad_qkv * nuc_qkv + nuc_grad_proj * (c + d) + 2 * r  # MLP saliency: R per layer
+    assert zoo.dss(net, torch.ones(1, 1, 2)) == pytest.approx(expected, rel=1e-9)
+    assert float(net.mlp.fc2.weight.detach()[1, 1]) == -h  # signs restored
+
+
+def test_tvt_student_capability_by_hand():
+    blocks = nn.Sequential(Block(2, 1, 2.0), Block(2, 1, 2.0))
+    with torch.no_grad():
+        for module in blocks.modules():
+            if isinstance(module, nn.Linear):
+                module.weight.fill_(0.5)
+    # per block 12 + 4 + 8 + 8 = 32 weights of 0.5: sqrt(32 / 4) = sqrt(8); biases and LayerNorms left out
+    assert zoo.student_capability(blocks) == pytest.approx(2 * math.sqrt(8), rel=1e-12)
+
+
+def test_tvt_teacher_distance_by_hand():
+    tokens = torch.zeros(1, 5, 2)
+    tokens[0, 0] = 9.0  # the class token, dropped
+    tokens[0, 1, 0] = 1.0  # grid position (0, 0)
+    grid = zoo.tokens_to_grid(tokens)
+    assert grid.shape == (1, 2, 2, 2) and float(grid[0, 0, 0, 0]) == 1.0 and float(grid.abs().sum()) == 1.0
+    # student map (1, 0, 0, 0); teacher map (1, 1, 1, 1) / 2: distance sqrt(4 * 0.25) = 1
+    assert zoo.teacher_distance(grid, torch.ones(1, 3, 2, 2)) == pytest.approx(1.0, rel=1e-12)
+    # a teacher map of another size is resized (bilinear) before the mapping
+    assert zoo.teacher_distance(grid, torch.ones(1, 3, 8, 8)) == pytest.approx(1.0, rel=1e-12)
+    with pytest.raises(zoo.ProxyFailure, match=r"\(B, C, H, W\)"):
+        zoo.teacher_distance(grid, torch.ones(1, 3))
+    with pytest.raises(zoo.ProxyFailure, match="square grid"):
+        zoo.tokens_to_grid(torch.zeros(1, 7, 2))
+
+
+def test_tvt_min_max_combination_by_hand():
+    # f(M_s) = (0, .5, 1), f(M_t) = (1, 0, .5): 2 f(M_s) - 3 f(M_t)
+    np.testing.assert_allclose(zoo.tvt_combine([1, 2, 3], [0.5, 0.1, 0.3]), [-3.0, 1.0, 0.5])
+    np.testing.assert_allclose(zoo.tvt_combine([1, 2, 3], None), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(zoo.min_max([4.0, 4.0]), [0.0, 0.0])
+    raws = [{"capability": 1.0, "distance": 0.5}, {"capability": 3.0, "distance": 0.1}]
+    np.testing.assert_allclose(zoo.set_scores("tvt", raws), [-3.0, 2.0])
+    np.testing.assert_allclose(zoo.set_scores("tvt_l2", raws), [0.0, 2.0])
+
+
+def test_missing_layers_are_failures():
+    with pytest.raises(zoo.ProxyFailure, match="no MLP"):
+        zoo.nwot(_linear_net(), torch.from_numpy(X))
+    with pytest.raises(zoo.ProxyFailure, match="no attention"):
+        zoo.dss(_linear_net(), torch.ones(1, 3))
+    with pytest.raises(zoo.ProxyFailure, match="no Linear or Conv2d"):
+        zoo.snip(nn.Sequential(nn.Identity()), torch.ones(1, 3), torch.zeros(1, dtype=torch.long))
+
+
+# ------------------------------------------------------- real architectures, both spaces
+
+SPEC = InputSpec("gaussian", batch_size=2)
+
+
+@pytest.fixture(scope="module")
+def small_archs(af_bench, pit_bench):
+    return {b.space: min(b.archs, key=count_params) for b in (af_bench, pit_bench)}
+
+
+def test_same_seed_same_network_and_batch_as_the_statistics(small_archs):
+    arch = small_archs["autoformer"]
+    stats = compute_statistics(arch, SPEC, 3, 100)
+    model = zoo._network(arch, SPEC, 3, 100)
+    assert torch.equal(model.blocks[0].attn.qkv.weight.detach(), stats[0]["F1"])
+    images, labels = make_batch(SPEC, 100, 3)
+    again, _ = zoo._batch(SPEC, 3, 100)
+    assert torch.equal(images, again)
+    assert derived_seed(3, "model") != 3  # the model seed is derived, as in compute_statistics
+
+
+@pytest.mark.parametrize("space", ["autoformer", "pit"])
+def test_every_proxy_runs_on_a_real_architecture(small_archs, space):
+    arch = small_archs[space]
+    values = {}
+    for name in zoo.ZOO:
+        raw = zoo.raw_value(name, arch, SPEC, 0, 100)
+        value = raw["capability"] if isinstance(raw, dict) else raw
+        assert math.isfinite(value), name
+        values[name] = value
+    assert values["nwot"] > 0 and values["synflow"] > 0 and values["dss"] > 0 and values["te_nas"] < 0
+    assert values["tvt"] == values["tvt_l2"]  # no teacher: the student-capability part
+
+
+def test_values_do_not_depend_on_threads_and_repeat_exactly(small_archs):
+    arch = small_archs["pit"]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        first = zoo.raw_value("snip", arch, SPEC, 1, 100)
+        torch.set_num_threads(1)
+        second = zoo.raw_value("snip", arch, SPEC, 1, 100)
+    finally:
+        torch.set_num_threads(before)
+    assert first == second
+    assert zoo.raw_value("snip", arch, SPEC, 2, 100) != first  # another seed, another network
+
+
+def test_tvt_with_a_teacher_on_real_architectures(small_archs):
+    torch.manual_seed(0)
+    teacher = nn.Sequential(nn.Conv2d(3, 4, 16, stride=16), nn.ReLU())  # (B, 4, 14, 14)
+    for arch in small_archs.values():
+        raw = zoo.raw_value("tvt", arch, SPEC, 0, 100, teacher=teacher)
+        assert set(raw) == {"capability", "distance"} and 0.0 <= raw["distance"] <= 2.0
+    with pytest.raises(zoo.ProxyFailure, match=r"teacher must return a \(B, C, H, W\)"):
+        zoo.raw_value("tvt", small_archs["pit"], SPEC, 0, 100, teacher=nn.Flatten())
+
+
+def test_score_cache_round_trip_and_corrupt_entry(tmp_path, small_archs):
+    cache = zoo.ZooScoreCache(tmp_path)
+    arch = small_archs["pit"]
+    results = zoo.compute_raw_values(["synflow", "zico"], [arch], InputSpec("gaussian", 1), 0, 100,
+                                     score_cache=cache)
+    assert results["synflow"][0].ok and not results["synflow"][0].cached
+    assert not results["zico"][0].ok and "at least 2 images" in results["zico"][0].error  # failure kept, not cached
+    again = zoo.compute_raw_values(["synflow"], [arch], InputSpec("gaussian", 1), 0, 100, score_cache=cache)
+    assert again["synflow"][0].cached and again["synflow"][0].raw == results["synflow"][0].raw
+    path = cache.path("synflow", arch, InputSpec("gaussian", 1), 0, 100)
+    path.write_text("{not json")
+    assert cache.load("synflow", arch, InputSpec("gaussian", 1), 0, 100) is None and not path.exists()
+
+
+# ------------------------------------------- the published Auto-Prox proxies as genomes
+
+
+def test_autoprox_a_and_p_by_hand():
+    """Eq. 2 and 3 on hand-made statistics of two blocks, through the genome evaluator."""
+    from autoprox.genome import score_architecture, template_genes
+    from autoprox.proxies import resolve_proxy
+
+    a, p = resolve_proxy("autoprox_a"), resolve_proxy("autoprox_p")
+    assert a.kind == p.kind == "genome"
+    template_genes(a.genome), template_genes(p.genome)  # both fit the template the search mutates
+    block1 = {"F1g": torch.tensor([[1.0, -2.0], [3.0, -4.0]]), "F3g": torch.zeros(2, 3),
+              "F1": torch.zeros(3, 2), "F3": torch.tensor([[0.0, -math.log(3.0)]])}
+    block2 = {"F1g": torch.zeros(2, 2), "F3g": torch.full((1, 1), 100.0),
+              "F1": torch.full((1, 2), 100.0), "F3": torch.zeros(2, 2)}
+    # A: mean|F1g| + mean sigmoid(F3g): block1 2.5 + 0.5, block2 0 + 1
+    assert score_architecture(a.genome, [block1, block2]) == pytest.approx((3.0 + 1.0) / 2, rel=1e-6)
+    # P: ||sigmoid(F1)||_F - mean logsoftmax(|F3|) over each row
+    p1 = math.sqrt(6 * 0.25) - (math.log(3.0) - 2 * math.log(4.0)) / 2  # row |F3| = (0, ln 3): log(1/4), log(3/4)
+    p2 = math.sqrt(2.0) - math.log(0.5)  # sigmoid(100) = 1; a row of zeros: log(1/2) each
+    assert score_architecture(p.genome, [block1, block2]) == pytest.approx((p1 + p2) / 2, rel=1e-6)
