@@ -197,32 +197,33 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
                 for seed, per_seed in raw[actual].items()
             }
 
-    # --- genomes (statistics cache)
-    for proxy in (p for p in proxies if p.kind == "genome"):
+    # --- genomes (statistics cache): missing statistics are computed once, for all of them
+    genomes = [p for p in proxies if p.kind == "genome"]
+    missing = 0
+    if genomes:
+        plans = {seed: StatsPlan(spec, (seed,), {t: target_classes[t] for t in targets}) for seed in seeds}
+        absent = [r for plan in plans.values() for r in plan.requests(archs) if not cache.contains(r)]
+        if absent:
+            missing = len(absent)
+            _log(f"genome proxies: computing {missing} missing statistics entries", quiet)
+            build_cache(cache, absent, workers=workers, progress=None if quiet else Progress("statistics", every=30))
+    for proxy in genomes:
         row = rows[proxy.name]
         row["input"] = f"statistics ({spec.kind}, batch {spec.batch_size})"
-        missing = 0
         per_seed: dict[int, dict[int, np.ndarray]] = {}
         elapsed = 0.0
         try:
             for seed in seeds:
-                plan = StatsPlan(spec, (seed,), {t: target_classes[t] for t in targets})
-                requests = plan.requests(archs)
-                absent = [r for r in requests if not cache.contains(r)]
-                if absent:
-                    missing += len(absent)
-                    _log(f"{proxy.name}: computing {len(absent)} missing statistics entries (seed {seed})", quiet)
-                    build_cache(cache, absent, workers=workers,
-                                progress=None if quiet else Progress("statistics", every=30))
                 start = time.perf_counter()
-                per_seed[seed] = score_archs(proxy, archs, cache, plan)
+                per_seed[seed] = score_archs(proxy, archs, cache, plans[seed])
                 elapsed += time.perf_counter() - start
         except InvalidProxy as exc:
             row.update(status="failed", reason=f"invalid: {exc}")
             continue
         row["seconds_per_arch"] = elapsed / (len(archs) * len(seeds))
         row["fresh"] = ("no: statistics cache" if not missing else
-                        f"statistics: {missing} entries computed (one forward/backward each), then cached")
+                        f"statistics: {missing} entries computed in this run (one forward/backward each, "
+                        "shared by every genome proxy), then cached")
         scores[proxy.name] = per_seed
 
     # --- figures

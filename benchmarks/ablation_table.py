@@ -64,7 +64,7 @@ def run_row(run: Path, samples: int) -> dict:
 def markdown(rows: list[dict]) -> str:
     targets = list(rows[0]["targets"])
     head = ("| configuration | " + " | ".join(f"{t}: tau (diff to params +- sd)" for t in targets)
-            + " | test JCM | search fitness | gap |")
+            + " | test JCM | search JCM | gap |")
     lines = [head, "|" + "---|" * (len(targets) + 4)]
     params = rows[0]["targets"]
     lines.append("| *parameter count* | " + " | ".join(f"{params[t]['params']:.3f}" for t in targets)
