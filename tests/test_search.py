@@ -137,7 +137,7 @@ def test_ctrl_c_saves_and_the_run_resumes(small_bench_file, session_cache, tmp_p
     out = tmp_path / "interrupted"
     env = dict(os.environ, AUTOPROX_CACHE=str(session_cache.root))
     command = [sys.executable, "-m", "autoprox.cli", "search", "--bench", str(small_bench_file), "--out", str(out),
-               "--batch-size", "2", "--workers", "1", "--population", "5", "--iterations", "400",
+               "--batch-size", "2", "--workers", "1", "--population", "5", "--iterations", "1000000",
                "--retry-cap", "4", "--search-fraction", "0.75", "--quiet"]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
