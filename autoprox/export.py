@@ -283,7 +283,11 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
 
     tree = genome if isinstance(genome, gp.PrimitiveTree) else parse_genome(genome)
     if op_name(tree[0].name) != "block_mean":
-        raise ExportError(f"only block_mean genomes can be exported, not {op_name(tree[0].name)}")
+        raise ExportError(f"only block_mean genomes can be exported so far, not {op_name(tree[0].name)}")
+    from autoprox.genome import uses_arch_terminals
+
+    if uses_arch_terminals(tree):
+        raise ExportError("genomes with architecture-level terminals (A_...) cannot be exported so far")
     genome_text = genome_to_string(tree)
     info = info or ExportInfo()
     date = date or _dt.datetime.now(_dt.timezone.utc).date().isoformat()

@@ -65,6 +65,7 @@ from autoprox.sympy_worker import node_count
 #: Statistic -> the SymPy symbol's name.
 SYMBOL_NAMES = dict(zip(STAT_NAMES, sympy_worker.STAT_SYMBOL_NAMES))
 SYMBOLS = {stat: sympy_worker.make_symbol(name) for stat, name in SYMBOL_NAMES.items()}
+SYMBOLS.update({name: sympy_worker.make_symbol(name) for name in sympy_worker.ARCH_SYMBOL_NAMES})
 STATISTIC_OF_SYMBOL = {name: stat for stat, name in SYMBOL_NAMES.items()}
 EPS_SYMBOL = sympy_worker.make_symbol(sympy_worker.EPS_NAME)
 LATEX_NAMES = {
@@ -161,12 +162,16 @@ def expression_latex(expr: sympy.Expr) -> str:
 def aggregate_text(aggregation: str, expr: sympy.Expr) -> str:
     if aggregation == "block_mean":
         return f"1/L * sum_l ( {expression_text(expr)} )"
+    if aggregation == "block_sum":
+        return f"sum_l ( {expression_text(expr)} )"
     return f"{aggregation}( {expression_text(expr)} )"
 
 
 def aggregate_latex(aggregation: str, expr: sympy.Expr) -> str:
     if aggregation == "block_mean":
         return rf"\frac{{1}}{{L}} \sum_{{l=1}}^{{L}} \left( {expression_latex(expr)} \right)"
+    if aggregation == "block_sum":
+        return rf"\sum_{{l=1}}^{{L}} \left( {expression_latex(expr)} \right)"
     return rf"\operatorname{{{aggregation}}}\left( {expression_latex(expr)} \right)"
 
 
@@ -250,7 +255,8 @@ def evaluate(expr: sympy.Basic, block: dict):
         if expr == EPS_SYMBOL:
             return torch.tensor(1e-9, dtype=dtype)
         if expr.name not in STATISTIC_OF_SYMBOL:
-            raise Unevaluable(f"unknown symbol {expr.name}")
+            # architecture terminals have no per-block statistic to check against
+            raise Unevaluable(f"no statistic for symbol {expr.name}")
         return block[STATISTIC_OF_SYMBOL[expr.name]]
     if expr is sympy.nan:
         return torch.tensor(float("nan"), dtype=dtype)
@@ -300,9 +306,11 @@ def expression_score(expr: sympy.Expr, aggregation: str, stats: Sequence[dict], 
             if not isinstance(value, torch.Tensor) or value.dim() != 0:
                 raise Unevaluable("a block's value is not a scalar")
             values.append(float(value))
-    if aggregation != "block_mean":
+    from autoprox.genome import aggregate
+
+    if aggregation not in AGGREGATIONS:
         raise Unevaluable(f"unknown aggregation {aggregation}")
-    score = sum(values) / len(values)
+    score = aggregate(aggregation, values)
     return score if math.isfinite(score) else math.nan
 
 

@@ -19,6 +19,10 @@ from sympy.core.function import AppliedUndef
 
 #: The eight statistics as SymPy symbols are named for what they are (see autoprox.simplify).
 STAT_SYMBOL_NAMES = ("W_qkv", "G_qkv", "W_proj", "G_proj", "W_fc1", "G_fc1", "A_mlp", "G_A_mlp")
+#: Architecture-level terminals (scalars; ``A_params``, ``A_log_depth``, ...), kept in sync with
+#: ``autoprox.descriptors.terminal_names`` (a test checks it). Descriptors are positive.
+ARCH_SYMBOL_NAMES = tuple(f"A_{log}{name}" for name in ("params", "macs", "depth", "width", "heads", "mlp_ratio")
+                          for log in ("", "log_"))
 EPS_NAME = "eps"
 #: Named functions that reduce a matrix to a scalar.
 REDUCTIONS = frozenset({"mean", "std", "frobenius", "l1", "sum_norm"})
@@ -52,6 +56,8 @@ def make_symbol(name: str) -> sympy.Symbol:
         return sympy.Symbol(EPS_NAME, positive=True)
     if name in STAT_SYMBOL_NAMES:
         return sympy.Symbol(name, real=True)
+    if name in ARCH_SYMBOL_NAMES:
+        return sympy.Symbol(name, positive=True) if "log_" not in name else sympy.Symbol(name, real=True)
     raise Unsupported(f"unknown symbol {name!r}")
 
 

@@ -87,7 +87,10 @@ def test_statistics_are_named_symbols_and_reductions_named_functions():
     assert formula.text == "1/L * sum_l ( mean(frobenius(minmax(W_proj)) + 1/sqrt(1 + exp(-G_A_mlp))) )"
     assert formula.latex.startswith(r"\frac{1}{L} \sum_{l=1}^{L} \left(")
     assert r"W^{\mathrm{proj}}_{l}" in formula.latex and r"\operatorname{frobenius}" in formula.latex
-    assert {SYMBOLS[s].name for s in SYMBOLS} == set(sympy_worker.STAT_SYMBOL_NAMES)
+    assert {SYMBOLS[s].name for s in SYMBOLS} == set(sympy_worker.STAT_SYMBOL_NAMES) | set(sympy_worker.ARCH_SYMBOL_NAMES)
+    from autoprox.descriptors import terminal_names
+
+    assert set(sympy_worker.ARCH_SYMBOL_NAMES) == set(terminal_names())
 
 
 def test_simplification_runs_checked_and_keeps_the_original_when_not_smaller(stats):
@@ -166,3 +169,11 @@ def test_expressions_cross_processes_only_through_the_whitelist():
             sympy_worker.from_data(bad)
     with pytest.raises(sympy_worker.Unsupported):
         sympy_worker.to_data(sympy.Integral(SYMBOLS["F1"]))
+
+
+def test_issue6_genomes_have_formulas():
+    """Aggregations beyond the mean and architecture terminals render and score like the engine."""
+    formula = readable_formula("block_sum(element_wise_sum(A_log_params, to_mean_scalar(F1g)))", simplify=False)
+    assert formula.text.startswith("sum_l (") and "A_log_params" in formula.text
+    tree_std = "block_std(to_mean_scalar(element_wise_abs(F1)))"
+    assert "block_std" in readable_formula(tree_std, simplify=False).text
