@@ -139,15 +139,23 @@ def test_ctrl_c_saves_and_the_run_resumes(small_bench_file, session_cache, tmp_p
     command = [sys.executable, "-m", "autoprox.cli", "search", "--bench", str(small_bench_file), "--out", str(out),
                "--batch-size", "2", "--workers", "1", "--population", "5", "--iterations", "1000000",
                "--retry-cap", "4", "--search-fraction", "0.75", "--quiet"]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        checkpoint = out / "checkpoint.json"
-        if checkpoint.is_file() and json.loads(checkpoint.read_text())["iteration"] >= 2:
-            break
-        time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
+    # A shell that runs the tests in the background (as CI may) ignores SIGINT, and children
+    # inherit that; give the search the default disposition so Python turns it into Ctrl-C.
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            checkpoint = out / "checkpoint.json"
+            if checkpoint.is_file() and json.loads(checkpoint.read_text())["iteration"] >= 2:
+                break
+            time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:  # never leave a million-iteration search running
+            process.kill()
+            process.wait()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     best = json.loads((out / "best.json").read_text())
