@@ -229,10 +229,11 @@ def score_archs(proxy: Proxy, archs: Sequence, cache: StatisticsCache, plan: Sta
     runs = {classes: np.zeros((len(plan.seeds), len(archs))) for classes in plan.class_counts}
     with torch_threads(1):
         for index, arch in enumerate(archs):
+            terminals = terminal_values(arch)
             for row, seed in enumerate(plan.seeds):
                 for classes in plan.class_counts:
                     stats = cache.get(StatsRequest(arch, plan.spec, seed, classes))
-                    runs[classes][row, index] = score_architecture(proxy.genome, stats, terminal_values(arch))
+                    runs[classes][row, index] = score_architecture(proxy.genome, stats, terminals)
     return {classes: np.mean(values, axis=0) for classes, values in runs.items()}
 
 

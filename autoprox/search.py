@@ -126,6 +126,20 @@ def best_report(record: FitnessRecord, bench: Benchmark, split: Split, targets: 
     tree = parse_genome(record.genome)
     proxy = Proxy(record.genome, tree)
     params = Proxy("params")
+    # Score the proxy once per split; its figures and its beyond-size report both read them.
+    scores = {}
+    for name, indices in (("search", split.search), ("test", split.test)):
+        try:
+            scores[name] = score_archs(proxy, [bench.archs[i] for i in indices], cache, plan, workers=settings.workers)
+        except InvalidProxy as exc:
+            scores[name] = InvalidProxy(str(exc))
+    splits = {"search": split.search, "test": split.test}
+
+    def on_split(name: str, summary: Callable) -> dict:
+        if isinstance(scores[name], InvalidProxy):
+            return {"invalid": str(scores[name])}
+        return summary(scores[name], splits[name])
+
     report = {
         "genome": record.genome,
         "canonical": record.canonical,
@@ -136,8 +150,8 @@ def best_report(record: FitnessRecord, bench: Benchmark, split: Split, targets: 
         "weights": dict(settings.weights),
         "stats": plan.to_json(),
         "split": split.to_json(),
-        "search": evaluate_on_split(proxy, bench, split.search, targets, plan, cache, settings.weights, settings.workers),
-        "test": evaluate_on_split(proxy, bench, split.test, targets, plan, cache, settings.weights, settings.workers),
+        "search": on_split("search", lambda v, i: split_figures(v, bench, i, targets, plan, settings.weights)),
+        "test": on_split("test", lambda v, i: split_figures(v, bench, i, targets, plan, settings.weights)),
         "params": {
             "search": evaluate_on_split(params, bench, split.search, targets, plan, cache, settings.weights),
             "test": evaluate_on_split(params, bench, split.test, targets, plan, cache, settings.weights),
@@ -150,8 +164,7 @@ def best_report(record: FitnessRecord, bench: Benchmark, split: Split, targets: 
     if "jcm" in report["search"] and "jcm" in report["test"]:
         report["generalisation_gap"] = report["search"]["jcm"] - report["test"]["jcm"]
     report["beyond_size"] = {
-        name: beyond_size_of(proxy, bench, indices, targets, plan, cache)
-        for name, indices in (("search", split.search), ("test", split.test))
+        name: on_split(name, lambda v, i: beyond_size_from_scores(v, bench, i, targets, plan)) for name in splits
     }
     return _clean(report)
 
@@ -159,11 +172,17 @@ def best_report(record: FitnessRecord, bench: Benchmark, split: Split, targets: 
 def beyond_size_of(proxy: Proxy, bench: Benchmark, indices: Sequence[int], targets: Sequence[str],
                    plan: StatsPlan, cache: StatisticsCache) -> dict:
     """:func:`autoprox.descriptors.beyond_size` of a proxy on ``indices`` of ``bench``."""
-    archs = [bench.archs[i] for i in indices]
     try:
-        scores = score_archs(proxy, archs, cache, plan)
+        scores = score_archs(proxy, [bench.archs[i] for i in indices], cache, plan)
     except InvalidProxy as exc:
         return {"invalid": str(exc)}
+    return beyond_size_from_scores(scores, bench, indices, targets, plan)
+
+
+def beyond_size_from_scores(scores: Mapping[int, "object"], bench: Benchmark, indices: Sequence[int],
+                            targets: Sequence[str], plan: StatsPlan) -> dict:
+    """:func:`autoprox.descriptors.beyond_size` of scores given for ``indices`` of ``bench``."""
+    archs = [bench.archs[i] for i in indices]
     by_target = {}
     for target in targets:
         values = scores[plan.target_classes[target]]
