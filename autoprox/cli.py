@@ -1,4 +1,4 @@
-"""The ``autoprox`` command line: ``search``, ``rank`` and ``cache build``.
+"""The ``autoprox`` command line: ``search``, ``transfer``, ``rank``, ``cache build``, reports and ``vit-search``.
 
 User errors (a bad file, an unknown target, a malformed genome) print one line
 ``autoprox: error: ...`` and exit with status 2; nothing already computed is lost.
@@ -82,16 +82,12 @@ def _bench_path(args: argparse.Namespace) -> str:
     raise BenchmarkError("give --bench FILE (or --space to use the released file for that space)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="autoprox", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    search = sub.add_parser("search", help="evolve a zero-cost proxy on a benchmark",
-                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+def _add_search_options(search: argparse.ArgumentParser, out_help: str, resume_help: str) -> None:
+    """Options of ``search``, shared by ``transfer`` (which runs one search per held-out target)."""
     search.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="search space (picks its released benchmark file)")
     search.add_argument("--bench", help="benchmark file (default: the space's released file, found without flags)")
-    search.add_argument("--out", help="run directory (default runs/<space>-seed<seed>)")
-    search.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
+    search.add_argument("--out", help=out_help)
+    search.add_argument("--resume", action="store_true", help=resume_help)
     search.add_argument("--targets", type=_str_list, default=(),
                         help="comma-separated targets (default: the KD columns plus imagenet_super)")
     search.add_argument("--weights", type=_weights, default={}, help="JCM weights, e.g. c100_kd=2,flower_kd=1 (default equal)")
@@ -126,6 +122,25 @@ def build_parser() -> argparse.ArgumentParser:
                         help="combine fold JCMs by their mean or take the worst fold")
     genome.add_argument("--parsimony", action="store_true", help="at equal JCM the smaller proxy ranks higher")
     _add_stats_options(search)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="autoprox", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    search = sub.add_parser("search", help="evolve a zero-cost proxy on a benchmark",
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    _add_search_options(search, out_help="run directory (default runs/<space>-seed<seed>)",
+                        resume_help="continue the run in --out where it stopped")
+
+    transfer = sub.add_parser(
+        "transfer", help="search on all targets but one and report the held-out one, for each target in turn",
+        description="For each target in turn: a whole search on the other targets into OUT/holdout-<target>, then "
+                    "the discovered proxy's Kendall on the held-out target (search and test split) beside the "
+                    "parameter count and the best coarse descriptor. Takes every option of 'search'.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    _add_search_options(transfer, out_help="study directory (default runs/transfer-<space>-seed<seed>)",
+                        resume_help="continue the study in --out where it stopped")
 
     rank = sub.add_parser("rank", help="correlate a proxy's scores with a benchmark's accuracies")
     rank.add_argument("--proxy", required=True,
@@ -163,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--timeout", type=float, default=None, help="seconds allowed to simplify one formula (default 10)")
     show.add_argument("--save", action="store_true",
                       help="write the hall of fame into the run directory (for runs made before hall_of_fame.json)")
+    show.add_argument("--beyond-size", action="store_true",
+                      help="also compute, for each shown entry, its Kendall with the parameter count and the depth, its "
+                           "partial Kendall given each, and the best coarse descriptor per target, on the run's search "
+                           "split (scores from the statistics cache; takes a while, progress on stderr)")
 
     export = sub.add_parser("export", help="write a proxy as a standalone Python module (torch only)")
     export.add_argument("source", help="a run directory (its best.json), a proxy JSON, or a genome string")
@@ -197,37 +216,62 @@ def _genome_space(args: argparse.Namespace):
     return GenomeSpace(args.genome, tuple(names), args.arch_terminals)
 
 
+def _search_settings(args: argparse.Namespace):
+    """SearchSettings of a new search (or transfer study) from the command line."""
+    from autoprox.search import SearchSettings
+
+    if not args.space and not args.bench:
+        raise BenchmarkError("give --space autoformer|pit or --bench FILE")
+    evolution = EvolutionConfig(
+        population_size=args.population,
+        iterations=args.iterations if args.iterations is not None else EvolutionConfig().iterations,
+        sample_ratio=args.sample_ratio,
+        top_k=args.top_k, margin=args.margin, retry_cap=args.retry_cap,
+        gene_probability=args.gene_probability, seed=args.seed, parsimony=args.parsimony,
+    )
+    space = _genome_space(args)
+    seed_genomes = tuple(seed_genome(p) for p in args.seed_proxies)
+    return SearchSettings(
+        bench=_bench_path(args), targets=tuple(args.targets), weights=args.weights, split_seed=args.split_seed,
+        search_fraction=args.search_fraction, input=args.input, batch_size=args.batch_size,
+        stat_seeds=tuple(args.stat_seeds), per_target_stats=args.per_target_stats, cache_dir=args.cache_dir,
+        cache_precision=args.cache_precision, workers=args.workers, seed_proxies=seed_genomes,
+        evolution=evolution, genome=space.to_json(), cv_folds=args.cv_folds, cv_mode=args.cv_mode,
+    )
+
+
 def cmd_search(args: argparse.Namespace) -> int:
-    from autoprox.search import SearchSettings, run_search
+    from autoprox.search import run_search
 
     if args.resume:
         if not args.out:
             raise RunDirError("--resume needs --out RUN_DIR")
         report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=args.iterations)
     else:
-        if not args.space and not args.bench:
-            raise BenchmarkError("give --space autoformer|pit or --bench FILE")
-        bench_path = _bench_path(args)
-        evolution = EvolutionConfig(
-            population_size=args.population,
-            iterations=args.iterations if args.iterations is not None else EvolutionConfig().iterations,
-            sample_ratio=args.sample_ratio,
-            top_k=args.top_k, margin=args.margin, retry_cap=args.retry_cap,
-            gene_probability=args.gene_probability, seed=args.seed, parsimony=args.parsimony,
-        )
-        space = _genome_space(args)
-        seed_genomes = tuple(seed_genome(p) for p in args.seed_proxies)
-        settings = SearchSettings(
-            bench=bench_path, targets=tuple(args.targets), weights=args.weights, split_seed=args.split_seed,
-            search_fraction=args.search_fraction, input=args.input, batch_size=args.batch_size,
-            stat_seeds=tuple(args.stat_seeds), per_target_stats=args.per_target_stats, cache_dir=args.cache_dir,
-            cache_precision=args.cache_precision, workers=args.workers, seed_proxies=seed_genomes,
-            evolution=evolution, genome=space.to_json(), cv_folds=args.cv_folds, cv_mode=args.cv_mode,
-        )
-        out = args.out or f"runs/{load_benchmark(bench_path).space}-seed{args.seed}"
+        settings = _search_settings(args)
+        out = args.out or f"runs/{load_benchmark(settings.bench).space}-seed{args.seed}"
         report = run_search(settings, out, quiet=args.quiet)
     _print_best(report)
     return 0 if report.get("finished") else 130
+
+
+def cmd_transfer(args: argparse.Namespace) -> int:
+    from autoprox.transfer import TRANSFER_FILE, format_transfer, run_transfer
+
+    if args.resume:
+        if not args.out:
+            raise RunDirError("--resume needs --out STUDY_DIR")
+        if args.iterations is not None:
+            raise ValueError("--iterations cannot change on --resume of a transfer study")
+        study = run_transfer(None, args.out, resume=True, quiet=args.quiet)
+        out = Path(args.out)
+    else:
+        settings = _search_settings(args)
+        out = Path(args.out or f"runs/transfer-{load_benchmark(settings.bench).space}-seed{args.seed}")
+        study = run_transfer(settings, out, quiet=args.quiet)
+    print(format_transfer(study, "test"), end="")
+    print(f"written to {out / TRANSFER_FILE}")
+    return 0 if study.get("finished") else 130
 
 
 def _fmt(value) -> str:
@@ -277,7 +321,11 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    from autoprox.search import evaluate_on_split
+    """``rank --proxy P``: one proxy's correlations per target, and its beyond-size figures beside them."""
+    from autoprox.genome import InvalidProxy
+    from autoprox.proxies import score_archs
+    from autoprox.ranking import _json_safe
+    from autoprox.search import beyond_size_from_scores, split_figures
 
     if _wants_table(args):
         return cmd_rank_table(args)
@@ -296,19 +344,32 @@ def cmd_rank(args: argparse.Namespace) -> int:
     if proxy.kind != "architecture" and not args.json:
         print(f"scoring {len(indices)} architectures with {proxy.name}", file=sys.stderr)
     progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) if proxy.kind != "architecture" else None
-    result = evaluate_on_split(proxy, bench, indices, targets, plan, cache, {}, workers=args.workers, progress=progress)
-    if "invalid" in result:
-        raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {result['invalid']}")
-    per_target = result["targets"]
+    try:  # scored once; the correlations and the beyond-size report both read these scores
+        scores = score_archs(proxy, [bench.archs[i] for i in indices], cache, plan, workers=args.workers,
+                             progress=progress)
+    except InvalidProxy as exc:
+        raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {exc}") from None
+    per_target = split_figures(scores, bench, indices, targets, plan, {})["targets"]
+    beyond = beyond_size_from_scores(scores, bench, indices, targets, plan)
+    keys = ("kendall_with_params", "kendall_with_depth", "partial_given_params", "partial_given_depth", "bar",
+            "beats_bar")
+    per_target = {t: m | {k: beyond[t][k] for k in keys} for t, m in per_target.items()}
     if args.json:
-        clean = {t: {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in m.items()}
-                 for t, m in per_target.items()}
-        print(json.dumps(clean, indent=2))
+        print(json.dumps(_json_safe(per_target), indent=2))
         return 0
     print(f"proxy {proxy.name} on {Path(bench.source).name} ({bench.space}, split {args.split}, {len(indices)} architectures)")
-    print(f"{'target':<16}{'kendall':>9}{'spearman':>10}{'pearson':>9}{'n':>5}")
+    print(f"{'target':<16}{'kendall':>9}{'spearman':>10}{'pearson':>9}{'n':>5}"
+          f"{'tau params':>12}{'tau depth':>11}{'partial|params':>16}{'partial|depth':>15}  {'bar':<16}{'beats bar':>9}")
     for target, m in per_target.items():
-        print(f"{target:<16}{_fmt(m['kendall']):>9}{_fmt(m['spearman']):>10}{_fmt(m['pearson']):>9}{m['n']:>5}")
+        bar = m["bar"]
+        bar_text = f"{bar['descriptor']} {_fmt(bar['kendall'])}"
+        print(f"{target:<16}{_fmt(m['kendall']):>9}{_fmt(m['spearman']):>10}{_fmt(m['pearson']):>9}{m['n']:>5}"
+              f"{_fmt(m['kendall_with_params']):>12}{_fmt(m['kendall_with_depth']):>11}"
+              f"{_fmt(m['partial_given_params']):>16}{_fmt(m['partial_given_depth']):>15}  {bar_text:<16}"
+              f"{'yes' if m['beats_bar'] else 'no':>9}")
+    print("tau params, tau depth: the proxy's Kendall with the parameter count, the depth; partial|params, "
+          "partial|depth: its partial Kendall\nwith the target given them (nan: undefined); bar: the best coarse "
+          "descriptor for the target (params, depth, width, macs) on these architectures")
     return 0
 
 
@@ -329,7 +390,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from autoprox.halloffame import show_run
 
     print(show_run(args.run, top=args.top, simplify=not args.no_simplify, latex=args.latex,
-                   timeout=args.timeout, save=args.save), end="")
+                   timeout=args.timeout, save=args.save, beyond_size=args.beyond_size), end="")
     return 0
 
 
@@ -462,6 +523,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return REPORT_COMMANDS[args.command](args)
         if args.command == "search":
             return cmd_search(args)
+        if args.command == "transfer":
+            return cmd_transfer(args)
         if args.command == "rank":
             return cmd_rank(args)
         if args.command == "vit-search":

@@ -240,9 +240,98 @@ def _best_json(run: RunDirectory) -> dict | None:
         return None
 
 
+#: Beyond-size table: (header, key in a beyond_size target block, width).
+_BEYOND_COLUMNS = (("proxy", "kendall", 8), ("w/ params", "kendall_with_params", 11),
+                   ("w/ depth", "kendall_with_depth", 10), ("partial|params", "partial_given_params", 16),
+                   ("partial|depth", "partial_given_depth", 15))
+BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Kendall with the parameter count, the depth; "
+                      "partial|params, partial|depth: its partial Kendall with the target given them;\n"
+                      "  bar: the best coarse descriptor for the target (params, depth, width, macs) on the same "
+                      "architectures, the Kendall the proxy has to clear")
+
+
+def format_beyond_size(blocks: Mapping[str, Mapping], label: str = "split") -> list[str]:
+    """Lines of a beyond-size table: one row per (row label, target).
+
+    ``blocks`` maps a row label (a split, a hall-of-fame rank) to a
+    :func:`autoprox.descriptors.beyond_size` report ({target: figures}) or to
+    ``{"invalid": reason}``.
+    """
+    width = max([len(label)] + [len(str(k)) for k in blocks])
+    targets = [t for block in blocks.values() for t in block if t != "invalid"]
+    target_width = max([6] + [len(t) for t in targets])
+    header = f"  {label:<{width}}  {'target':<{target_width}}" + "".join(
+        f"{name:>{w}}" for name, _, w in _BEYOND_COLUMNS) + f"  {'bar (tau)':<18}beats it?"
+    lines = [header]
+    for name, block in blocks.items():
+        if "invalid" in block:
+            lines.append(f"  {name:<{width}}  invalid: {block['invalid']}")
+            continue
+        for target, figures in block.items():
+            bar = figures.get("bar") or {}
+            bar_text = f"{bar.get('descriptor', '?')} ({_tau(bar.get('kendall'))})"
+            beats = figures.get("beats_bar")
+            lines.append(f"  {name:<{width}}  {target:<{target_width}}" + "".join(
+                f"{_tau(figures.get(key)):>{w}}" for _, key, w in _BEYOND_COLUMNS)
+                + f"  {bar_text:<18}{'n/a' if beats is None else ('yes' if beats else 'no')}")
+    return lines
+
+
+def hall_beyond_size(run: RunDirectory, entries: Iterable[Entry], targets: Iterable[str] = (),
+                     progress: bool = True) -> tuple[dict[str, dict], int]:
+    """:func:`autoprox.search.beyond_size_of` of each entry on the run's search split.
+
+    The benchmark, the split and the statistics plan are the run's (``config.json``);
+    scores come from the statistics cache (what is missing is computed first, with a
+    progress line on stderr). Only the search split is read. Returns ({canonical genome:
+    report}, number of search architectures).
+    """
+    import sys
+
+    from autoprox.benchmark import BenchmarkError, load_benchmark, split_benchmark
+    from autoprox.cache import StatisticsCache, build_cache
+    from autoprox.progress import Progress
+    from autoprox.proxies import Proxy
+    from autoprox.search import SearchSettings, beyond_size_of, stats_plan
+
+    config = run.config()
+    try:
+        settings = SearchSettings.from_json(config["settings"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunDirError(f"{run.file('config.json')}: no readable search settings ({exc})") from None
+    bench = load_benchmark(settings.bench)
+    recorded = (config.get("benchmark") or {}).get("sha256")
+    if recorded and bench.sha256 != recorded:
+        raise BenchmarkError(f"{settings.bench} changed since the run was made (sha256 differs)")
+    targets = bench.check_targets(list(settings.targets) or list(targets) or bench.default_targets())
+    indices = split_benchmark(len(bench), settings.split_seed, settings.search_fraction).search
+    plan = stats_plan(settings, targets)
+    cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
+    entries = list(entries)
+    requests = plan.requests([bench.archs[i] for i in indices])
+    missing = sum(not cache.contains(r) for r in requests)
+    if missing:
+        if progress:
+            print(f"beyond size: computing {missing} missing statistics entries of the search split", file=sys.stderr)
+        build_cache(cache, requests, workers=settings.workers,
+                    progress=Progress("statistics", every=15) if progress else None)
+    ticker = Progress(f"beyond size of {len(entries)} proxies, search split", every=5) if progress else None
+    reports = {}
+    if ticker:
+        ticker(0, len(entries))
+    for done, entry in enumerate(entries, start=1):
+        proxy = Proxy(entry.genome, parse_genome(entry.genome))
+        reports[entry.canonical] = beyond_size_of(proxy, bench, indices, targets, plan, cache)
+        if ticker:
+            ticker(done, len(entries))
+    return reports, len(indices)
+
+
 def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool = False,
-             timeout: float | None = None, save: bool = False) -> str:
-    """The text ``autoprox show`` prints: the hall of fame as a table, its notes, the Pareto front."""
+             timeout: float | None = None, save: bool = False, beyond_size: bool = False) -> str:
+    """The text ``autoprox show`` prints: the hall of fame as a table, its notes, the Pareto front, and
+    the beyond-size report of ``best.json`` (``beyond_size``: also computed for each shown entry on the
+    search split)."""
     from autoprox.simplify import DEFAULT_TIMEOUT, LEGEND, readable_formulas, statistics_for_check
 
     if top < 1:
@@ -311,4 +400,25 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         lines.append("LaTeX:")
         lines += [f"  #{rank}: {by_canonical[e.canonical].latex}" for rank, e in enumerate(rows, start=1)]
     lines.append(LEGEND)
+    if best is not None:
+        block = best.get("beyond_size")
+        if isinstance(block, Mapping) and block:
+            lines.append("beyond size of the proxy best.json holds (*), on the search split and the test split "
+                         "(the test split chose nothing):")
+            lines += format_beyond_size({name: block[name] for name in ("search", "test") if name in block})
+            if not beyond_size:  # else once, after the hall of fame's block
+                lines.append(BEYOND_SIZE_LEGEND)
+        else:
+            lines.append("best.json has no beyond-size report (written before it existed)"
+                         + ("" if beyond_size else "; --beyond-size computes one for the hall of fame"))
+    if beyond_size:
+        reports, count = hall_beyond_size(run, rows, hall.targets)
+        lines.append(f"beyond size of the hall of fame, computed now on the search split ({count} architectures, "
+                     "the run's statistics):")
+        labels = {}
+        for rank, entry in enumerate(rows, start=1):
+            mark = "*" if entry.canonical == best_canonical else ""
+            labels[f"#{rank}{mark}"] = reports[entry.canonical]
+        lines += format_beyond_size(labels, label="rank")
+        lines.append(BEYOND_SIZE_LEGEND)
     return "\n".join(lines) + "\n"

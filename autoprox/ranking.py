@@ -3,17 +3,23 @@
 For each proxy and target: Kendall tau-b, Spearman and Pearson of the proxy's scores
 against the target's accuracies; with several seeds the mean and standard deviation over
 seeds (sample std, ddof 1), each seed being one network initialisation and one minibatch
-(``make_batch`` / ``build_model`` with that seed, the statistics cache's seed). Two
-columns none of the papers has say whether a proxy knows anything beyond size:
+(``make_batch`` / ``build_model`` with that seed, the statistics cache's seed). Columns
+none of the papers has say whether a proxy knows anything beyond size and depth:
 
-``tau_params``
-    the proxy's own Kendall tau-b with the parameter count;
-``partial_tau``
-    its **partial Kendall tau** with the accuracy given the parameter count (Kendall
-    1942): ``(t_xy - t_xz t_yz) / sqrt((1 - t_xz^2)(1 - t_yz^2))`` with x the scores, y the
-    accuracies, z the parameter counts and every t a Kendall tau-b, all over the
-    architectures where the target is measured. It is undefined (blank) when the proxy
-    or the accuracy ranks exactly as the parameter count does (|t| = 1).
+``tau_params`` / ``tau_depth``
+    the proxy's own Kendall tau-b with the parameter count / with the depth (number of
+    transformer blocks);
+``partial_tau`` / ``partial_tau_depth``
+    its **partial Kendall tau** with the accuracy given the parameter count / the depth
+    (Kendall 1942): ``(t_xy - t_xz t_yz) / sqrt((1 - t_xz^2)(1 - t_yz^2))`` with x the
+    scores, y the accuracies, z the parameter counts (depths) and every t a Kendall
+    tau-b, all over the architectures where the target is measured. It is undefined
+    (blank) when the proxy or the accuracy ranks exactly as z does (|t| = 1);
+the **bar** of each target
+    the best coarse descriptor for it (parameter count, depth, width or
+    multiply-accumulates, :func:`autoprox.descriptors.beyond_size`) and its Kendall on
+    the same architectures: the figure a proxy has to clear (``beats_bar``: the proxy's
+    mean Kendall over seeds is above it).
 
 Seconds per architecture are the wall time of scoring one architecture (single-threaded):
 network build, batch and the proxy's own passes for the zoo; reading the cached statistics
@@ -41,6 +47,7 @@ from scipy import stats as sps
 from autoprox.benchmark import Benchmark
 from autoprox.cache import StatisticsCache, build_cache
 from autoprox.correlation import correlate
+from autoprox.descriptors import beyond_size, describe
 from autoprox.fitness import StatsPlan
 from autoprox.genome import InvalidProxy
 from autoprox.progress import Progress
@@ -49,12 +56,18 @@ from autoprox.spaces import count_params
 from autoprox.statistics import InputSpec
 from autoprox.zoo import NO_TEACHER_NOTE, ZOO, ZooScoreCache, compute_raw_values, set_scores
 
-METRICS = ("kendall", "spearman", "pearson", "tau_params", "partial_tau")
+METRICS = ("kendall", "spearman", "pearson", "tau_params", "tau_depth", "partial_tau", "partial_tau_depth")
 FORMATS = ("markdown", "csv", "json")
 PARTIAL_DEFINITION = (
     "partial Kendall tau of the score x with the accuracy y given the parameter count z (Kendall 1942): "
     "(t_xy - t_xz t_yz) / sqrt((1 - t_xz^2)(1 - t_yz^2)), each t a Kendall tau-b over the architectures "
     "where the target is measured"
+)
+PARTIAL_DEPTH_DEFINITION = "the same with z the depth (number of transformer blocks)"
+BAR_DEFINITION = (
+    "the best coarse descriptor for the target (parameter count, depth, width, multiply-accumulates) and its "
+    "Kendall tau-b on the same architectures: the figure a proxy has to clear; beats_bar compares the proxy's "
+    "mean Kendall over seeds with it"
 )
 
 
@@ -79,14 +92,30 @@ def partial_kendall(x: Sequence[float], y: Sequence[float], z: Sequence[float]) 
     return (t_xy - t_xz * t_yz) / math.sqrt(denominator)
 
 
-def seed_figures(scores: np.ndarray, accuracies: np.ndarray, params: np.ndarray) -> dict:
-    """One seed's figures for one target: correlate() plus tau_params and partial_tau."""
+def seed_figures(scores: np.ndarray, accuracies: np.ndarray, params: np.ndarray,
+                 depth: np.ndarray | None = None) -> dict:
+    """One seed's figures for one target: correlate() plus tau_params and partial_tau (and,
+    with ``depth``, tau_depth and partial_tau_depth)."""
     result = correlate(scores, accuracies)
     keep = ~np.isnan(accuracies)
     x, y, z = scores[keep], accuracies[keep], params[keep]
     result["tau_params"] = kendall(x, z)
     result["partial_tau"] = partial_kendall(x, y, z)
+    if depth is not None:
+        result["tau_depth"] = kendall(x, depth[keep])
+        result["partial_tau_depth"] = partial_kendall(x, y, depth[keep])
     return result
+
+
+def coarse_bars(archs: Sequence, accuracies: Mapping[str, np.ndarray], targets: Sequence[str]) -> dict:
+    """Per target, the bar: the best coarse descriptor and its Kendall on ``archs``.
+
+    Read from :func:`autoprox.descriptors.beyond_size` (the parameter count stands in for
+    the scores; the bar does not depend on them), so it is the very bar ``best.json`` holds.
+    """
+    params = np.array([count_params(a, num_classes=100) for a in archs], dtype=np.float64)
+    report = beyond_size(params, archs, accuracies, targets)
+    return {t: {**report[t]["bar"], "n": report[t]["n"]} for t in targets}
 
 
 def summarise(values: Sequence[float]) -> dict:
@@ -124,7 +153,9 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
         raise ValueError("no seed given")
     archs = [bench.archs[i] for i in indices]
     params = np.array([count_params(a, num_classes=100) for a in archs], dtype=np.float64)
+    depth = np.array([describe(a)["depth"] for a in archs], dtype=np.float64)
     accuracies = {t: bench.accuracies[t][list(indices)] for t in targets}
+    bars = coarse_bars(archs, accuracies, targets)
     class_counts = sorted(set(target_classes[t] for t in targets))
     names = [p.name for p in proxies]
     rows: dict[str, dict] = {}
@@ -237,9 +268,12 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
             continue
         for target in targets:
             classes = target_classes[target]
-            per_seed = [seed_figures(scores[name][seed][classes], accuracies[target], params) for seed in seeds]
-            row["targets"][target] = {
-                "n": per_seed[0]["n"], **{metric: summarise([f[metric] for f in per_seed]) for metric in METRICS}}
+            per_seed = [seed_figures(scores[name][seed][classes], accuracies[target], params, depth)
+                        for seed in seeds]
+            figs = {"n": per_seed[0]["n"], **{metric: summarise([f[metric] for f in per_seed]) for metric in METRICS}}
+            mean, bar = figs["kendall"]["mean"], bars[target]["kendall"]
+            figs["beats_bar"] = None if mean is None or bar is None or math.isnan(bar) else bool(mean > bar)
+            row["targets"][target] = figs
 
     return {
         "benchmark": {"file": Path(bench.source).name, "path": str(bench.source), "sha256": bench.sha256,
@@ -251,6 +285,9 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
         "target_classes": {t: target_classes[t] for t in targets},
         "targets": list(targets),
         "partial_tau": PARTIAL_DEFINITION,
+        "partial_tau_depth": PARTIAL_DEPTH_DEFINITION,
+        "bar": BAR_DEFINITION,
+        "bars": bars,
         "std": "sample standard deviation over seeds (ddof 1)",
         "proxies": [rows[p.name] for p in proxies],
     }
@@ -280,33 +317,55 @@ def _seconds(value) -> str:
     return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
 
 
+def _bar_text(bar: Mapping | None) -> str:
+    if not bar or bar.get("kendall") is None or (isinstance(bar["kendall"], float) and math.isnan(bar["kendall"])):
+        return ""
+    return f"{bar['descriptor']} {bar['kendall']:+.3f}"
+
+
+def _yes_no(value) -> str:
+    return "" if value is None else ("yes" if value else "no")
+
+
+#: Markdown header cells of the figures, in METRICS order.
+MARKDOWN_METRICS = ("Kendall", "Spearman", "Pearson", "τ with params", "τ with depth", "partial τ given params",
+                    "partial τ given depth")
+
+
 def format_markdown(table: Mapping) -> str:
-    """The table in Markdown, one row per proxy and target, then the notes."""
+    """The table in Markdown, one row per proxy and target, then the bars and the notes."""
     seeds = len(table["seeds"])
     spec = table["input"]
+    bars = table.get("bars") or {}
+    header = ["proxy", "target", *MARKDOWN_METRICS, "bar (best descriptor τ)", "beats bar", "s/arch", "fresh pass"]
     lines = [
         f"{table['benchmark']['space']}: {table['benchmark']['file']}, {table['architectures']} architectures "
         f"(split {table['split']}), seeds {', '.join(map(str, table['seeds']))}; statistics input {spec['kind']}, "
         f"batch {spec['batch_size']}" + ("; mean ± std over seeds" if seeds > 1 else ""),
         "",
-        "| proxy | target | Kendall | Spearman | Pearson | τ with params | partial τ given params | s/arch | fresh pass |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
     ]
     notes = []
     for row in table["proxies"]:
         if row["status"] != "ok":
-            lines.append(f"| {row['proxy']} | all | {row['status']}: {row['reason']} |  |  |  |  | "
-                         f"{_seconds(row['seconds_per_arch'])} | {row['fresh']} |")
+            lines.append(f"| {row['proxy']} | all | {row['status']}: {row['reason']} |" + "  |" * (len(METRICS) + 1)
+                         + f" {_seconds(row['seconds_per_arch'])} | {row['fresh']} |")
         else:
             for target, figs in row["targets"].items():
                 cells = [_cell(figs[m], seeds) for m in METRICS]
+                cells += [_bar_text(bars.get(target)), _yes_no(figs.get("beats_bar"))]
                 lines.append(f"| {row['proxy']} | {target} | " + " | ".join(cells)
                              + f" | {_seconds(row['seconds_per_arch'])} | {row['fresh']} |")
         if row.get("note") and row["status"] == "ok":
             notes.append(f"- {row['proxy']}: {row['note']}")
         if row.get("genome"):
             notes.append(f"- {row['proxy']}: `{row['genome']}`")
-    lines += ["", f"Partial τ: {table['partial_tau']}."]
+    if bars:
+        lines += ["", f"Bar per target, the best coarse descriptor (parameter count, depth, width, multiply-accumulates) "
+                      f"on these architectures: " + "; ".join(f"{t} {_bar_text(b) or 'undefined'}" for t, b in bars.items())
+                  + f". A proxy beats the bar when its {'mean ' if seeds > 1 else ''}Kendall is above it."]
+    lines += ["", f"Partial τ: {table['partial_tau']}; given depth: {table.get('partial_tau_depth', PARTIAL_DEPTH_DEFINITION)}."]
     if notes:
         lines += [""] + notes
     return "\n".join(lines) + "\n"
@@ -314,6 +373,7 @@ def format_markdown(table: Mapping) -> str:
 
 CSV_COLUMNS = ["proxy", "kind", "target", "n",
                *[f"{m}_{s}" for m in METRICS for s in ("mean", "std")],
+               "bar_descriptor", "bar_kendall", "beats_bar",
                "seconds_per_arch", "fresh", "input", "status", "reason"]
 
 
@@ -329,6 +389,9 @@ def format_csv(table: Mapping) -> str:
             writer.writerow(base)
         for target, figs in row["targets"].items():
             values = {f"{m}_{s}": figs[m][s] for m in METRICS for s in ("mean", "std")}
+            bar = (table.get("bars") or {}).get(target) or {}
+            values |= {"bar_descriptor": bar.get("descriptor"), "bar_kendall": _none(bar.get("kendall")),
+                       "beats_bar": figs.get("beats_bar")}
             writer.writerow(base | {"target": target, "n": figs["n"]} | values)
     return buffer.getvalue()
 
@@ -357,5 +420,6 @@ def format_table(table: Mapping, fmt: str) -> str:
     raise ValueError(f"unknown format {fmt!r}; use {', '.join(FORMATS)}")
 
 
-__all__ = ["FORMATS", "METRICS", "PARTIAL_DEFINITION", "format_csv", "format_json", "format_markdown",
-           "format_table", "kendall", "partial_kendall", "rank_table", "seed_figures", "summarise"]
+__all__ = ["BAR_DEFINITION", "FORMATS", "METRICS", "PARTIAL_DEFINITION", "PARTIAL_DEPTH_DEFINITION", "coarse_bars",
+           "format_csv", "format_json", "format_markdown", "format_table", "kendall", "partial_kendall", "rank_table",
+           "seed_figures", "summarise"]

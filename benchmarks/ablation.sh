@@ -23,9 +23,9 @@ for name in "${names[@]}"; do
   resume=""; [ -f "$out/config.json" ] && resume="--resume"
   echo "== $out: ${CONFIGS[$name]}"
   if [ -n "$resume" ]; then
-    /usr/bin/time -v .venv/bin/autoprox search --resume --out "$out" --quiet
+    /usr/bin/time -v ${AUTOPROX:-.venv/bin/autoprox} search --resume --out "$out" --quiet
   else
     # shellcheck disable=SC2086
-    /usr/bin/time -v .venv/bin/autoprox search --space "$space" --out "$out" --quiet ${CONFIGS[$name]}
+    /usr/bin/time -v ${AUTOPROX:-.venv/bin/autoprox} search --space "$space" --out "$out" --quiet ${CONFIGS[$name]}
   fi
 done

@@ -238,3 +238,106 @@ def test_a_seeded_proxy_enters_the_hall_with_its_fitness(settings, tmp_path):
     record = next(r for r in RunDirectory(tmp_path / "seeded").evaluations() if r["canonical"] == canonical)
     entry = next(e for e in hall["entries"] if e["canonical"] == canonical)
     assert entry["jcm"] == record["jcm"] and entry["iteration"] == 0
+
+
+# --- beyond size in ``autoprox show`` (issue 6, item 5) ---------------------------------------------------
+
+
+def _beyond_rows(text: str, header_start: str) -> dict[tuple[str, str], list[str]]:
+    """Rows of the beyond-size table whose header begins with ``header_start``: (label, target) -> cells."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == [header_start, "target"])
+    rows = {}
+    for line in lines[start + 1:]:
+        cells = line.split()
+        if not line.startswith("  ") or cells[0] == "Kendall" or cells[0] == "bar:":
+            break
+        rows[(cells[0], cells[1])] = cells[2:]
+    return rows
+
+
+def _expected_cells(figures) -> list[str]:
+    bar = figures["bar"]
+    return [f"{figures[k]:+.3f}" for k in ("kendall", "kendall_with_params", "kendall_with_depth",
+                                           "partial_given_params", "partial_given_depth")] + [
+        bar["descriptor"], f"({bar['kendall']:+.3f})", "yes" if figures["beats_bar"] else "no"]
+
+
+def test_show_prints_the_beyond_size_report_of_best_json(full_run, capsys):
+    out, report = full_run
+    code, text, _ = run_cli(capsys, "show", str(out), "--top", "2", "--no-simplify")
+    assert code == 0
+    assert "beyond size of the proxy best.json holds (*)" in text
+    rows = _beyond_rows(text, "split")
+    block = report["beyond_size"]
+    assert set(rows) == {(split, t) for split in ("search", "test") for t in report["targets"]}
+    for (split, target), cells in rows.items():
+        figures = block[split][target]
+        assert cells == _expected_cells(figures)
+        assert figures["kendall"] == pytest.approx(report[split]["targets"][target]["kendall"])
+    assert "the best coarse descriptor for the target (params, depth, width, macs)" in text
+
+
+def test_show_of_a_run_without_the_report_says_so_in_one_line(full_run, capsys, tmp_path):
+    out, _ = full_run
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    best = json.loads((old / "best.json").read_text())
+    del best["beyond_size"]
+    (old / "best.json").write_text(json.dumps(best))
+    code, text, _ = run_cli(capsys, "show", str(old), "--top", "2", "--no-simplify")
+    assert code == 0
+    notes = [line for line in text.splitlines() if "beyond-size" in line or "beyond size" in line]
+    assert notes == ["best.json has no beyond-size report (written before it existed); "
+                     "--beyond-size computes one for the hall of fame"]
+
+
+def test_show_beyond_size_computes_it_for_the_hall_of_fame_on_the_search_split(full_run, settings, capsys):
+    """Each shown entry's Kendall is the search-split Kendall the search recorded; the bar is the best of the
+    four descriptors on the search split; the entry best.json holds gets best.json's search-split figures."""
+    import numpy as np
+    from scipy.stats import kendalltau
+
+    from autoprox.benchmark import load_benchmark, split_benchmark
+    from autoprox.descriptors import describe
+
+    out, report = full_run
+    code, text, err = run_cli(capsys, "show", str(out), "--top", "3", "--no-simplify", "--beyond-size")
+    assert code == 0
+    assert "beyond size of 3 proxies, search split" in err and "3/3" in err
+    bench = load_benchmark(settings.bench)
+    search = split_benchmark(len(bench), settings.split_seed, settings.search_fraction).search
+    assert f"computed now on the search split ({len(search)} architectures" in text
+    rows = _beyond_rows(text, "rank")
+    hall = _hall_file(out)
+    described = [describe(bench.archs[i]) for i in search]
+    for rank, entry in enumerate(hall["entries"][:3], start=1):
+        label = f"#{rank}*" if entry["canonical"] == report["canonical"] else f"#{rank}"
+        for target in report["targets"]:
+            cells = rows[(label, target)]
+            assert cells[0] == f"{entry['kendall'][target]:+.3f}"  # the very figure the search recorded
+            acc = bench.accuracies[target][list(search)]
+            keep = ~np.isnan(acc)
+            taus = {name: kendalltau(np.array([d[name] for d in described])[keep], acc[keep]).statistic
+                    for name in ("params", "depth", "width", "macs")}
+            assert cells[5] == max(taus, key=taus.get) and cells[6] == f"({max(taus.values()):+.3f})"
+            assert cells[7] == ("yes" if entry["kendall"][target] > max(taus.values()) else "no")
+            if label.endswith("*"):
+                assert cells == _expected_cells(report["beyond_size"]["search"][target])
+    assert len(rows) == 3 * len(report["targets"])
+
+
+def test_show_committed_runs(capsys):
+    """A committed run with a beyond-size block shows it; the paper-setting reference run predates it."""
+    from pathlib import Path
+
+    runs = Path(__file__).resolve().parent.parent / "runs"
+    code, text, _ = run_cli(capsys, "show", str(runs / "ablation" / "pit-sum"), "--top", "1", "--no-simplify")
+    assert code == 0
+    best = json.loads((runs / "ablation" / "pit-sum" / "best.json").read_text())
+    rows = _beyond_rows(text, "split")
+    assert rows[("test", "chaoyang_kd")] == _expected_cells(best["beyond_size"]["test"]["chaoyang_kd"])
+    assert rows[("test", "chaoyang_kd")][5:] == ["macs", "(+0.707)", "no"]
+    assert rows[("test", "flower_kd")][5:] == ["params", "(+0.883)", "yes"]
+    code, text, _ = run_cli(capsys, "show", str(runs / "pit-reference"), "--top", "1", "--no-simplify")
+    assert code == 0 and "best.json has no beyond-size report" in text

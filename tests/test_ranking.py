@@ -163,16 +163,34 @@ def test_tvt_without_a_teacher(small, session_cache):
 
 def test_formats(table):
     markdown = format_table(table, "markdown")
-    assert "| proxy | target | Kendall | Spearman | Pearson | τ with params | partial τ given params |" in markdown
-    assert " ± " in markdown and "Partial τ: partial Kendall tau" in markdown
+    assert ("| proxy | target | Kendall | Spearman | Pearson | τ with params | τ with depth | partial τ given params "
+            "| partial τ given depth | bar (best descriptor τ) | beats bar | s/arch | fresh pass |") in markdown
+    assert " ± " in markdown and "Partial τ: partial Kendall tau" in markdown and "given depth: the same" in markdown
     assert "| snip | c100_kd |" in markdown and "autoprox_a: `block_mean(" in markdown
+    bars = table["bars"]
+    assert "Bar per target, the best coarse descriptor" in markdown
+    for target, bar in bars.items():
+        assert f"{target} {bar['descriptor']} {bar['kendall']:+.3f}" in markdown
+    snip_line = next(line for line in markdown.splitlines() if line.startswith("| snip | flower_kd |"))
+    snip = _row(table, "snip")["targets"]["flower_kd"]
+    assert snip_line.count("|") == markdown.splitlines()[2].count("|")  # as many cells as the header
+    assert f"| {bars['flower_kd']['descriptor']} {bars['flower_kd']['kendall']:+.3f} | " \
+           f"{'yes' if snip['beats_bar'] else 'no'} |" in snip_line
+    assert f"{snip['tau_depth']['mean']:+.3f} ± {snip['tau_depth']['std']:.3f}" in snip_line
     rows = list(csv.DictReader(io.StringIO(format_table(table, "csv"))))
     assert list(rows[0]) == CSV_COLUMNS and len(rows) == 4 * 2
-    snip = next(r for r in rows if r["proxy"] == "snip" and r["target"] == "flower_kd")
-    assert float(snip["kendall_mean"]) == pytest.approx(_row(table, "snip")["targets"]["flower_kd"]["kendall"]["mean"])
+    assert {"tau_depth_mean", "partial_tau_depth_std", "bar_descriptor", "bar_kendall", "beats_bar"} <= set(CSV_COLUMNS)
+    snip_csv = next(r for r in rows if r["proxy"] == "snip" and r["target"] == "flower_kd")
+    assert float(snip_csv["kendall_mean"]) == pytest.approx(snip["kendall"]["mean"])
+    assert float(snip_csv["partial_tau_depth_mean"]) == pytest.approx(snip["partial_tau_depth"]["mean"])
+    assert snip_csv["bar_descriptor"] == bars["flower_kd"]["descriptor"]
+    assert float(snip_csv["bar_kendall"]) == pytest.approx(bars["flower_kd"]["kendall"])
+    assert snip_csv["beats_bar"] == str(snip["beats_bar"])
     data = json.loads(format_table(table, "json"))
     assert data["seeds"] == [0, 1] and [p["proxy"] for p in data["proxies"]] == ["params", "snip", "tvt_l2", "autoprox_a"]
     assert data["proxies"][0]["targets"]["c100_kd"]["partial_tau"]["mean"] is None  # NaN -> null
+    assert data["bars"]["c100_kd"]["descriptor"] == bars["c100_kd"]["descriptor"]
+    assert set(data["proxies"][1]["targets"]["c100_kd"]) >= {"tau_depth", "partial_tau_depth", "beats_bar"}
     with pytest.raises(ValueError, match="unknown format"):
         format_table(table, "xml")
 
@@ -190,3 +208,130 @@ def test_proxy_lists_all_and_genomes_with_commas():
         resolve_proxies("snip,nope")
     with pytest.raises(ProxyError, match="no proxy given"):
         resolve_proxies(" , ")
+
+
+# --- beyond size: depth, partial tau given depth, the bar of each target (issue 6, item 5) ---------------
+
+
+def _independent_bars(archs, accuracies):
+    """The bar by hand: the highest Kendall tau-b of the four coarse descriptors (scipy, NaN accuracies dropped)."""
+    from scipy.stats import kendalltau
+
+    from autoprox.descriptors import describe
+
+    described = [describe(a) for a in archs]
+    bars = {}
+    for target, acc in accuracies.items():
+        keep = ~np.isnan(acc)
+        taus = {name: float(kendalltau(np.array([d[name] for d in described])[keep], acc[keep]).statistic)
+                for name in ("params", "depth", "width", "macs")}
+        best = max(taus, key=taus.get)
+        bars[target] = (best, taus[best], taus)
+    return bars
+
+
+def test_table_depth_columns_and_bars_match_direct_computation(table, small):
+    from autoprox.descriptors import describe
+
+    params = np.array([count_params(a) for a in small.archs], dtype=float)
+    depth = np.array([describe(a)["depth"] for a in small.archs])
+    assert np.ptp(depth) > 0, "the architectures differ in depth, or the depth columns test nothing"
+    for target in ("c100_kd", "flower_kd"):
+        acc = small.accuracies[target]
+        figs = _row(table, "params")["targets"][target]
+        assert figs["tau_params"]["mean"] == 1.0 and figs["partial_tau"]["mean"] is None  # params given params: undefined
+        assert figs["tau_depth"]["mean"] == pytest.approx(kendall(params, depth))
+        assert figs["partial_tau_depth"]["mean"] == pytest.approx(partial_kendall(params, acc, depth))
+        snip = _row(table, "snip")["targets"][target]
+        for position, seed in enumerate((0, 1)):
+            values = np.array([raw_value("snip", a, SPEC, seed, 100) for a in small.archs])
+            assert snip["tau_depth"]["per_seed"][position] == pytest.approx(kendall(values, depth))
+            assert snip["partial_tau_depth"]["per_seed"][position] == pytest.approx(partial_kendall(values, acc, depth))
+    bars = _independent_bars(small.archs, {t: small.accuracies[t] for t in ("c100_kd", "flower_kd")})
+    for target, (name, tau, taus) in bars.items():
+        assert table["bars"][target]["kendall"] == pytest.approx(max(taus.values()))
+        assert taus[table["bars"][target]["descriptor"]] == pytest.approx(tau)
+        assert table["bars"][target]["n"] == len(small)
+        for row in table["proxies"]:
+            figs = row["targets"][target]
+            assert figs["beats_bar"] == (figs["kendall"]["mean"] > tau)
+
+
+def test_seed_figures_without_depth_keeps_its_old_keys():
+    figures = seed_figures(np.array([1.0, 2.0, 3.0]), np.array([1.0, 3.0, 2.0]), np.array([3.0, 2.0, 1.0]))
+    assert "tau_depth" not in figures and figures["tau_params"] == pytest.approx(-1.0)
+    with_depth = seed_figures(np.array([1.0, 2.0, 3.0]), np.array([1.0, 3.0, 2.0]), np.array([3.0, 2.0, 1.0]),
+                              np.array([1.0, 1.0, 2.0]))
+    assert with_depth["tau_depth"] == pytest.approx(kendall([1, 2, 3], [1, 1, 2]))
+
+
+def _cli(capsys, *argv):
+    from autoprox.cli import main
+
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_rank_single_proxy_reports_beyond_size(capsys, af_bench):
+    """``rank --proxy params``: the old figures unchanged, tau with params 1, partial given params undefined,
+    and per target the bar, the best of the four descriptors on the same architectures."""
+    from tests.conftest import AF_FILE
+
+    from autoprox.descriptors import describe
+
+    code, out, _ = _cli(capsys, "rank", "--proxy", "params", "--bench", str(AF_FILE), "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert round(result["c100_kd"]["kendall"], 3) == 0.548 and result["c100_kd"]["n"] == 100  # the README's figure
+    params = np.array([count_params(a) for a in af_bench.archs], dtype=float)
+    depth = np.array([describe(a)["depth"] for a in af_bench.archs])
+    bars = _independent_bars(af_bench.archs, {t: af_bench.accuracies[t] for t in result})
+    for target, figs in result.items():
+        assert {"kendall", "spearman", "pearson", "n"} <= set(figs)
+        acc = af_bench.accuracies[target]
+        assert figs["kendall_with_params"] == pytest.approx(1.0)
+        assert figs["partial_given_params"] is None  # undefined: the proxy ranks exactly as the parameter count
+        assert figs["kendall_with_depth"] == pytest.approx(kendall(params, depth))
+        assert figs["partial_given_depth"] == pytest.approx(partial_kendall(params, acc, depth))
+        name, tau, taus = bars[target]
+        assert figs["bar"]["kendall"] == pytest.approx(max(taus.values())) and taus[figs["bar"]["descriptor"]] == tau
+        assert figs["beats_bar"] == (figs["kendall"] > tau)
+    # on this space c100_kd follows depth, flower_kd the parameter count (which cannot beat itself)
+    assert result["c100_kd"]["bar"]["descriptor"] == "depth" and result["c100_kd"]["beats_bar"] is False
+    assert result["flower_kd"]["bar"]["descriptor"] == "params"
+    assert result["flower_kd"]["bar"]["kendall"] == pytest.approx(result["flower_kd"]["kendall"])
+    assert result["flower_kd"]["beats_bar"] is False
+    code, text, _ = _cli(capsys, "rank", "--proxy", "params", "--bench", str(AF_FILE), "--targets", "c100_kd,flower_kd")
+    assert code == 0
+    lines = text.splitlines()
+    assert lines[1].split()[:5] == ["target", "kendall", "spearman", "pearson", "n"]
+    assert "tau params" in lines[1] and "partial|depth" in lines[1] and "beats bar" in lines[1]
+    c100 = lines[2].split()
+    assert c100[:2] == ["c100_kd", "+0.548"] and c100[5:7] == ["+1.000", f"{kendall(params, depth):+.3f}"]
+    assert c100[7] == "nan" and c100[9:] == ["depth", f"{result['c100_kd']['bar']['kendall']:+.3f}", "no"]
+
+
+def test_rank_single_genome_beyond_size_equals_the_search_report(capsys, af_small, session_cache, tmp_path):
+    """A genome on a small benchmark: the figures are those best.json would hold (beyond_size_of)."""
+    from autoprox.benchmark import write_benchmark_jsonl
+    from autoprox.proxies import AUTOPROX_A
+    from autoprox.search import beyond_size_of
+
+    path = tmp_path / "af8.jsonl"
+    small = af_small.subset(range(8))
+    write_benchmark_jsonl(small, path)
+    code, out, _ = _cli(capsys, "rank", "--proxy", "autoprox_a", "--bench", str(path), "--batch-size", "2",
+                        "--cache-dir", str(session_cache.root), "--workers", "1", "--json", "--targets", "c100_kd,flower_kd")
+    assert code == 0
+    result = json.loads(out)
+    plan = StatsPlan(SPEC, (0,), {"c100_kd": 100, "flower_kd": 100})
+    expected = beyond_size_of(resolve_proxy(AUTOPROX_A), small, range(8), ["c100_kd", "flower_kd"], plan, session_cache)
+    for target in ("c100_kd", "flower_kd"):
+        for key in ("kendall", "kendall_with_params", "kendall_with_depth", "partial_given_params",
+                    "partial_given_depth"):
+            assert result[target][key] == pytest.approx(expected[target][key]), key
+        assert result[target]["bar"]["descriptor"] == expected[target]["bar"]["descriptor"]
+        assert result[target]["bar"]["kendall"] == pytest.approx(expected[target]["bar"]["kendall"])
+        assert result[target]["beats_bar"] == expected[target]["beats_bar"]
+        assert abs(result[target]["kendall_with_params"]) < 1  # a statistics proxy, not size itself
