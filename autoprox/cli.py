@@ -399,7 +399,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     path, formula = export_proxy(args.source, args.out, rank=args.rank, simplify=not args.no_simplify,
                                  timeout=args.timeout)
-    print(f"wrote {path}: score(model, inputs, targets) -> float, depends on torch only")
+    print(f"wrote {path}: score(model, inputs, targets) -> float, depends on torch only "
+          f"(architecture terminals, if any, are read from the model; pass descriptors=... to give them)")
     print(f"score = {formula.text}")
     if formula.note:
         print(f"({formula.note})")

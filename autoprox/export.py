@@ -4,17 +4,32 @@ The module holds, copied verbatim, the source of the primitives the genome uses
 (``Primitive.source``) and what they need (``primitives.export_preamble()``), the
 genome written as nested calls of those functions, and::
 
-    score(model, inputs, targets, loss_fn=None, train=True) -> float
+    score(model, inputs, targets, loss_fn=None, train=True, descriptors=None, head_classes=100) -> float
 
 which registers hooks, runs one forward/backward pass, collects the eight
 statistics per transformer block exactly as :mod:`autoprox.statistics` does (F4
 and F4g are the MLP hidden activation, the output of ``mlp.act``, and its
-gradient, each averaged over the batch) and applies the formula, averaged over
-blocks. Blocks are found by the timm naming that both of this project's spaces
-follow: a module with ``attn.qkv``, ``attn.proj``, ``mlp.fc1`` and ``mlp.act``
-(or, without ``act``, the input of ``mlp.fc2``); a model without one is refused
-with a clear error. The docstring carries the readable formula and the proxy's
-provenance (run, JCM, date).
+gradient, each averaged over the batch), applies the formula to each block and
+combines the blocks' values by the genome's aggregation, computed as
+:func:`autoprox.genome.aggregate` does (mean, sum, depth-weighted mean or standard
+deviation, in the blocks' registration order). Blocks are found by the timm naming
+that both of this project's spaces follow: a module with ``attn.qkv``,
+``attn.proj``, ``mlp.fc1`` and ``mlp.act`` (or, without ``act``, the input of
+``mlp.fc2``); a model without one is refused with a clear error. The docstring
+carries the readable formula and the proxy's provenance (run, JCM, date).
+
+Architecture-level terminals (``A_params``, ``A_log_depth``, ...) are computed from
+the model itself, in the same pass, as :mod:`autoprox.descriptors` computes them
+from an architecture config: the parameter count and the multiply-accumulates
+with a classifier head of ``head_classes`` (default 100, the engine's convention;
+the head is the Linear layer whose output the model returns), MACs by forward hooks
+(Linear and convolution layers plus the attention matmuls, ``count_macs``'s
+convention, for one input like the ones given), depth, and the mean width, heads
+and MLP ratio over blocks. ``descriptors={...}`` gives any of them explicitly, for
+a model the introspection does not understand (an ``UnknownDescriptors`` error says
+which one is missing otherwise). Only the descriptors the genome reads are computed.
+Free-form trees (:mod:`autoprox.freetree`) use the same primitives and typed forms
+as template trees and export the same way.
 
 Every value written into the generated source is either a token checked against
 the primitive table or a Python literal made by ``repr``; text read from a file
@@ -36,7 +51,8 @@ from deap import gp
 
 from autoprox import __version__
 from autoprox.atomic import atomic_write_text
-from autoprox.genome import genome_to_string, op_name, parse_genome
+from autoprox.descriptors import DESCRIPTORS, TERMINAL_PREFIX
+from autoprox.genome import ARCH_TERMINALS, genome_to_string, op_name, parse_genome
 from autoprox.simplify import LEGEND, Formula
 from autoprox.statistics import STAT_DESCRIPTIONS, STAT_NAMES
 
@@ -107,7 +123,8 @@ def _fmt(value) -> str:
     return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:+.4f}"
 
 
-def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str) -> str:
+def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggregation: str = "block_mean",
+               terminals: tuple[str, ...] = ()) -> str:
     lines = [
         f"Zero-cost proxy for Vision Transformers, exported by autoprox {__version__} on {date}.",
         "",
@@ -117,6 +134,13 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str) -> st
     lines += ["    score = " + _doc_safe(line) for line in [formula.text]]
     lines += [""]
     lines += textwrap.wrap(_doc_safe(LEGEND), 88)
+    lines += [""] + textwrap.wrap(f"Over blocks ({aggregation}): {_AGGREGATE[aggregation][0]}", 88)
+    if terminals:
+        meanings = "; ".join(f"{t} = {'log of the ' if '_log_' in t else ''}"
+                             f"{DESCRIPTORS[t[len(TERMINAL_PREFIX):].removeprefix('log_')]}" for t in terminals)
+        lines += [""] + textwrap.wrap(f"Architecture-level terminals (the same value in every block): {meanings}. "
+                                      "score() reads them from the model (see its docstring) or takes them as "
+                                      "descriptors={...}.", 88)
     if formula.note:
         lines += [""] + textwrap.wrap("Formula: " + _doc_safe(formula.note), 88)
     if formula.outer:
@@ -144,6 +168,8 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str) -> st
         "",
         "    import proxy  # this file",
         "    value = proxy.score(model, images, labels)  # one forward/backward pass",
+        *(["    value = proxy.score(model, images, labels, descriptors={'params': 5.7e6})  # given, not read"]
+          if terminals else []),
         "",
         "The model's transformer blocks are found by the timm naming: a module with",
         "attn.qkv, attn.proj, mlp.fc1 and mlp.act (or mlp.fc2). Per block:",
@@ -166,6 +192,10 @@ _RUNTIME = '''
 
 class NoTransformerBlocks(ValueError):
     """A model without blocks following the timm naming."""
+
+
+class UnknownDescriptors(ValueError):
+    """An architecture descriptor this proxy needs that cannot be read from the model."""
 
 
 def _linear_weight(module, path):
@@ -198,9 +228,133 @@ def find_blocks(model):
     return blocks
 
 
-def block_statistics(model, inputs, targets, loss_fn=None, train=True):
-    """The eight statistics of every block after one forward/backward pass."""
+# ----------------------------------------------------------- architecture descriptors
+
+#: Every descriptor an architecture-level terminal can stand for (A_NAME and A_log_NAME).
+DESCRIPTOR_NAMES = ("params", "macs", "depth", "width", "heads", "mlp_ratio")
+_LAYERS = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+
+
+class _Meter:
+    """Forward hooks that count, during a pass, what the descriptors need.
+
+    ``macs``: for every Linear and convolution, (output elements) x (inputs per
+    output), plus q @ k^T and attn @ v of every block (2 x tokens^2 x width per
+    sequence, read from the input of attn.qkv); norms, activations, softmax and
+    additions are free. ``last``: the last Linear called and its output, which is
+    the classifier head when that output is the model's.
+    """
+
+    def __init__(self, model, blocks, macs, head):
+        self.macs = 0
+        self.last = None
+        self.handles = []
+        for module in model.modules():
+            if macs and isinstance(module, _LAYERS):
+                self.handles.append(module.register_forward_hook(self._count))
+            if head and isinstance(module, torch.nn.Linear):
+                self.handles.append(module.register_forward_hook(self._keep))
+        if macs:
+            for _, block in blocks:
+                self.handles.append(block.attn.qkv.register_forward_pre_hook(self._attention))
+
+    def _count(self, module, args, output):
+        fan_in = module.in_features if isinstance(module, torch.nn.Linear) else module.weight[0].numel()
+        self.macs += output.numel() * fan_in
+
+    def _keep(self, module, args, output):
+        self.last = (module, output)
+
+    def _attention(self, module, args):
+        tokens = args[0].shape[-2]
+        sequences = args[0].numel() // (tokens * module.in_features)
+        self.macs += sequences * 2 * tokens * tokens * module.in_features
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+
+def _given_descriptors(descriptors):
+    given = {}
+    for key, value in dict(descriptors or {}).items():
+        name = key[2:] if isinstance(key, str) and key.startswith("A_") else key
+        if name not in DESCRIPTOR_NAMES:
+            raise ValueError(f"unknown descriptor {key!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"descriptor {key!r} must be a positive finite number, got {value!r}")
+        given[name] = float(value)
+    return given
+
+
+def _batch_size(inputs, outputs):
+    for value in (inputs, outputs):
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] > 0:
+            return int(value.shape[0])
+    raise UnknownDescriptors("cannot tell the batch size from the inputs or the outputs: "
+                             "pass descriptors={'macs': ...}")
+
+
+def _head(meter, outputs, head_classes):
+    if meter.last is None or meter.last[1] is not outputs:
+        raise UnknownDescriptors(
+            f"the model's output is not the output of a Linear layer, so its classifier head cannot be "
+            f"resized to {head_classes} classes: pass head_classes=None to count the model as it is, "
+            f"or descriptors={{'params': ..., 'macs': ...}}")
+    return meter.last[0]
+
+
+def _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes):
+    """The descriptors ``names``: ``given`` ones as given, the others read from the model."""
+    values = {}
+    widths = [block.attn.qkv.weight.shape[1] for _, block in blocks]
+    depth = len(blocks)
+    for name in names:
+        if name in given:
+            values[name] = given[name]
+        elif name == "params":
+            count = sum(p.numel() for p in model.parameters())
+            if head_classes is not None:
+                head = _head(meter, outputs, head_classes)
+                count += (head_classes - head.out_features) * (head.in_features + (head.bias is not None))
+            values[name] = float(count)
+        elif name == "macs":
+            total = meter.macs
+            if head_classes is not None:
+                head = _head(meter, outputs, head_classes)
+                rows = meter.last[1].numel() // head.out_features
+                total += rows * head.in_features * (head_classes - head.out_features)
+            values[name] = total / _batch_size(inputs, outputs)
+        elif name == "depth":
+            values[name] = float(depth)
+        elif name == "width":
+            values[name] = sum(widths) / depth
+        elif name == "heads":
+            heads = []
+            for (block_name, block), width in zip(blocks, widths):
+                count = getattr(block.attn, "num_heads", None)
+                if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
+                    raise UnknownDescriptors(
+                        f"block {block_name}: no attn.num_heads to read the number of heads from: "
+                        "pass descriptors={'heads': ...}")
+                heads.append(count)
+            values[name] = sum(heads) / depth
+        elif name == "mlp_ratio":
+            hidden = [block.mlp.fc1.weight.shape[0] for _, block in blocks]
+            values[name] = sum(h / d for h, d in zip(hidden, widths)) / depth
+        else:
+            raise ValueError(f"unknown descriptor {name!r}")
+    return values
+
+
+def _pass(model, inputs, targets, loss_fn, train, descriptors, head_classes, names):
+    """One forward/backward pass: (per-block statistics, the descriptors ``names``)."""
     blocks = find_blocks(model)
+    given = _given_descriptors(descriptors)
+    missing = [name for name in names if name not in given]
+    sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
+    meter = _Meter(model, blocks, "macs" in missing, sized) if missing else None
     loss_fn = loss_fn if loss_fn is not None else torch.nn.functional.cross_entropy
     hidden = [None] * len(blocks)
 
@@ -223,11 +377,14 @@ def block_statistics(model, inputs, targets, loss_fn=None, train=True):
             model.train(bool(train))
         model.zero_grad(set_to_none=True)
         with torch.enable_grad():
-            loss = loss_fn(model(inputs), targets)
+            outputs = model(inputs)
+            loss = loss_fn(outputs, targets)
             loss.backward()
     finally:
         for handle in handles:
             handle.remove()
+        if meter is not None:
+            meter.remove()
         for module, mode in modes.items():
             module.training = mode
     stats = []
@@ -244,7 +401,49 @@ def block_statistics(model, inputs, targets, loss_fn=None, train=True):
             "F4": act.detach().mean(dim=0),
             "F4g": act.grad.detach().mean(dim=0),
         })
-    return stats
+    values = _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes)
+    return stats, values
+
+
+def block_statistics(model, inputs, targets, loss_fn=None, train=True):
+    """The eight statistics of every block after one forward/backward pass."""
+    return _pass(model, inputs, targets, loss_fn, train, None, None, ())[0]
+
+
+def architecture_descriptors(model, inputs, names=None, head_classes=100, descriptors=None):
+    """Descriptors ``names`` (default: those this proxy reads) of ``model``, by one forward pass
+    without gradients (MACs are those of one input like ``inputs``; see :func:`score`)."""
+    names = tuple(DESCRIPTORS if names is None else names)
+    for name in names:
+        if name not in DESCRIPTOR_NAMES:
+            raise ValueError(f"unknown descriptor {name!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+    blocks = find_blocks(model)
+    given = _given_descriptors(descriptors)
+    missing = [name for name in names if name not in given]
+    meter = _Meter(model, blocks, "macs" in missing,
+                   head_classes is not None and any(name in missing for name in ("params", "macs")))
+    try:
+        with torch.no_grad():
+            outputs = model(inputs)
+    finally:
+        meter.remove()
+    return _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes)
+
+
+def terminal_values(descriptors):
+    """The architecture-level terminals this proxy reads (0-d float32 tensors, as the engine's)."""
+    values = {}
+    for terminal in ARCH_TERMINALS:
+        name = terminal[len("A_log_"):] if terminal.startswith("A_log_") else terminal[len("A_"):]
+        if name not in descriptors:
+            raise UnknownDescriptors(f"no value for descriptor {name!r} (terminal {terminal})")
+        value = float(descriptors[name])
+        values[terminal] = torch.tensor(math.log(value) if terminal.startswith("A_log_") else value,
+                                        dtype=torch.float32)
+    return values
+
+
+# ------------------------------------------------------------------------ the score
 
 
 def block_score(s):
@@ -252,29 +451,85 @@ def block_score(s):
     return __BLOCK_SCORE__
 
 
-def score_statistics(stats):
-    """The proxy's score from per-block statistics: the mean of the blocks' values."""
+def aggregate(values):
+    """__AGGREGATE_DOC__"""
+__AGGREGATE_BODY__
+
+
+def score_statistics(stats, terminals=None):
+    """The proxy's score from per-block statistics (in block order) and, for a proxy that
+    reads architecture-level terminals, their values (:func:`terminal_values`)."""
+    if ARCH_TERMINALS and terminals is None:
+        raise UnknownDescriptors(f"this proxy reads {', '.join(ARCH_TERMINALS)}: pass their values")
     values = []
     for index, block in enumerate(stats):
-        value = block_score(block)
+        try:
+            value = block_score(dict(block, **terminals) if ARCH_TERMINALS else block)
+        except RuntimeError as exc:  # torch's own shape errors: the engine's proxy is invalid there too
+            raise InvalidResult(f"block {index}: {(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
         if not isinstance(value, torch.Tensor) or value.dim() != 0:
             raise InvalidResult(f"block {index}: the value is not a scalar")
         number = float(value)
         if not math.isfinite(number):
             raise InvalidResult(f"block {index}: the value is NaN or inf")
         values.append(number)
-    return sum(values) / len(values)
+    return aggregate(values)
 
 
-def score(model, inputs, targets, loss_fn=None, train=True) -> float:
+def score(model, inputs, targets, loss_fn=None, train=True, descriptors=None, head_classes=100) -> float:
     """The proxy's score of ``model`` from one minibatch (higher ranks higher).
 
-    ``loss_fn(outputs, targets)`` defaults to cross-entropy. Raises InvalidResult
-    when the proxy is NaN or inf on this model, NoTransformerBlocks when the model
-    has no block to read.
+    ``loss_fn(outputs, targets)`` defaults to cross-entropy.
+
+    __DESCRIPTOR_DOC__
+
+    Raises InvalidResult when the proxy is NaN or inf on this model,
+    NoTransformerBlocks when the model has no block to read, UnknownDescriptors when
+    a descriptor the proxy needs can neither be read nor was given.
     """
-    return score_statistics(block_statistics(model, inputs, targets, loss_fn, train))
+    stats, values = _pass(model, inputs, targets, loss_fn, train, descriptors, head_classes, DESCRIPTORS)
+    return score_statistics(stats, terminal_values(values) if ARCH_TERMINALS else None)
 '''
+
+#: How each aggregation over blocks is computed: exactly :func:`autoprox.genome.aggregate`.
+_AGGREGATE = {
+    "block_mean": ("The mean of the blocks' values.",
+                   "    return sum(values) / len(values)"),
+    "block_sum": ("The sum of the blocks' values.",
+                  "    return float(sum(values))"),
+    "block_wmean": ("The depth-weighted mean: block l of L (registration order) weighs l.",
+                    "    count = len(values)\n"
+                    "    return sum((i + 1) * v for i, v in enumerate(values)) / (count * (count + 1) / 2)"),
+    "block_std": ("The (population) standard deviation of the blocks' values.",
+                  "    count = len(values)\n"
+                  "    mean = sum(values) / count\n"
+                  "    return math.sqrt(sum((v - mean) ** 2 for v in values) / count)"),
+}
+
+_DESCRIPTOR_DOC_NONE = ("This proxy reads no architecture-level terminal: ``descriptors`` and\n"
+                        "    ``head_classes`` are accepted and unused.")
+_DESCRIPTOR_DOC = """The architecture-level terminals (ARCH_TERMINALS) are computed from
+    the descriptors (DESCRIPTORS) of the model, read in the same pass as
+    autoprox.descriptors computes them from an architecture config: params = the
+    number of parameters (every nn.Parameter); macs = multiply-accumulates of one
+    input like ``inputs`` (Linear and convolution layers, plus q @ k^T and attn @ v:
+    2 x tokens^2 x width in each block; norms, activations and softmax are free);
+    both with the classifier head (the Linear layer whose output the model returns)
+    resized to ``head_classes`` outputs: the default 100 is the engine's convention
+    (that of the search; ``autoprox vitsearch --classes C`` uses C; None counts the
+    model's own head); depth = the number of blocks; width, heads and mlp_ratio = the mean over
+    blocks of attn.qkv's input width, attn.num_heads and mlp.fc1's width / the block's
+    width. ``descriptors={'params': ..., 'heads': ...}`` gives any of them (positive
+    numbers, by name) for a model whose structure does not tell; the others are read."""
+
+
+def used_descriptors(tree: gp.PrimitiveTree) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(architecture-level terminals, the descriptors behind them) a genome reads, in table order."""
+    names = {node.name for node in tree if isinstance(node, gp.Terminal)}
+    terminals = tuple(t for t in ARCH_TERMINALS if t in names)
+    descriptors = tuple(d for d in DESCRIPTORS if f"{TERMINAL_PREFIX}{d}" in terminals
+                        or f"{TERMINAL_PREFIX}log_{d}" in terminals)
+    return terminals, descriptors
 
 
 def export_source(genome, formula: Formula, info: ExportInfo | None = None, date: str | None = None) -> str:
@@ -282,17 +537,19 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
     from primitives import PRIMITIVES, export_preamble
 
     tree = genome if isinstance(genome, gp.PrimitiveTree) else parse_genome(genome)
-    if op_name(tree[0].name) != "block_mean":
-        raise ExportError(f"only block_mean genomes can be exported so far, not {op_name(tree[0].name)}")
-    from autoprox.genome import uses_arch_terminals
-
-    if uses_arch_terminals(tree):
-        raise ExportError("genomes with architecture-level terminals (A_...) cannot be exported so far")
+    aggregation = op_name(tree[0].name)
+    if aggregation not in _AGGREGATE:  # parse_genome admits no other; a hand-made tree might
+        raise ExportError(f"unknown aggregation over blocks {aggregation!r}")
+    terminals, descriptors = used_descriptors(tree)
     genome_text = genome_to_string(tree)
     info = info or ExportInfo()
     date = date or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
     call, _ = _call_source(tree, 1)
-    docstring = _docstring(genome_text, formula, info, date)
+    docstring = _docstring(genome_text, formula, info, date, aggregation, terminals)
+    doc, body = _AGGREGATE[aggregation]
+    runtime = (_RUNTIME.replace("__BLOCK_SCORE__", call).replace("__AGGREGATE_DOC__", doc)
+               .replace("__AGGREGATE_BODY__", body)
+               .replace("__DESCRIPTOR_DOC__", _DESCRIPTOR_DOC if terminals else _DESCRIPTOR_DOC_NONE))
     parts = [
         f'"""{docstring}\n"""\n',
         "from __future__ import annotations\n",
@@ -303,7 +560,10 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
         f"FORMULA = {formula.text!r}",
         f"FORMULA_LATEX = {formula.latex!r}",
         f"PROVENANCE = {info.to_literal()!r}",
-        _RUNTIME.replace("__BLOCK_SCORE__", call),
+        f"#: How the per-block values become the score (see aggregate).\nAGGREGATION = {aggregation!r}",
+        f"#: The architecture-level terminals this proxy reads, and the descriptors behind them.\n"
+        f"ARCH_TERMINALS = {terminals!r}\nDESCRIPTORS = {descriptors!r}",
+        runtime,
     ]
     source = "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
     try:

@@ -32,7 +32,9 @@ under a wall-clock timeout; on timeout the unsimplified formula is shown, and
 said so. The simplified form replaces the original only when it has fewer nodes
 and, evaluated numerically on real statistics, gives the same scores as the
 original (relative error below 1e-6 in float64); otherwise the original is shown
-with the reason.
+with the reason. Architecture-level terminals (``A_params``, ``A_log_depth``, ...)
+are positive (``A_log_...``: real) scalar symbols, the same in every block; the
+check substitutes each architecture's values (:class:`CheckStatistics`).
 
 Rank-preserving outer operations: the score is ``1/L * sum_l f_l``; when ``f`` is
 ``c * h + d`` with constants ``c > 0`` and ``d``, the score is ``c * (1/L * sum_l h_l) + d``,
@@ -228,6 +230,17 @@ class Unevaluable(ValueError):
     """A SymPy expression with a node the numeric evaluator does not know."""
 
 
+class CheckStatistics(list):
+    """One architecture's per-block statistics (a list of dicts, as the engine's) and, in
+    ``terminals``, its architecture-level terminal values
+    (:func:`autoprox.descriptors.terminal_values`), with which formulas that read them
+    are checked."""
+
+    def __init__(self, blocks=(), terminals=None):
+        super().__init__(blocks)
+        self.terminals = dict(terminals) if terminals is not None else None
+
+
 _ELEMENTWISE = {
     sympy.exp: "exp", sympy.log: "log", sympy.tanh: "tanh", sympy.Abs: "abs", sympy.sign: "sign",
     sympy.sinh: "sinh", sympy.cosh: "cosh", sympy.atan: "atan",
@@ -239,12 +252,14 @@ _NAMED = {
 }
 
 
-def evaluate(expr: sympy.Basic, block: dict):
+def evaluate(expr: sympy.Basic, block: dict, terminals=None):
     """Evaluate a per-block expression on one block's statistics (torch tensors).
 
     Named functions are the primitives themselves; sums and products follow the
-    primitives' shape rules. Raises Unevaluable for a node it does not know and
-    ``primitives.InvalidResult`` for a shape mismatch.
+    primitives' shape rules. Architecture-level symbols (``A_params``, ...) take
+    their values from ``terminals`` (name -> number). Raises Unevaluable for a node
+    it does not know or a terminal without a value, and ``primitives.InvalidResult``
+    for a shape mismatch.
     """
     import torch
 
@@ -254,15 +269,18 @@ def evaluate(expr: sympy.Basic, block: dict):
     if isinstance(expr, sympy.Symbol):
         if expr == EPS_SYMBOL:
             return torch.tensor(1e-9, dtype=dtype)
+        if expr.name in sympy_worker.ARCH_SYMBOL_NAMES:
+            if not terminals or expr.name not in terminals:
+                raise Unevaluable(f"no value for the architecture-level terminal {expr.name}")
+            return torch.tensor(float(terminals[expr.name]), dtype=dtype)
         if expr.name not in STATISTIC_OF_SYMBOL:
-            # architecture terminals have no per-block statistic to check against
             raise Unevaluable(f"no statistic for symbol {expr.name}")
         return block[STATISTIC_OF_SYMBOL[expr.name]]
     if expr is sympy.nan:
         return torch.tensor(float("nan"), dtype=dtype)
     if expr.is_Number or expr.is_NumberSymbol:
         return torch.tensor(float(expr), dtype=dtype)
-    args = [evaluate(arg, block) for arg in expr.args]
+    args = [evaluate(arg, block, terminals) for arg in expr.args]
     if isinstance(expr, sympy.Add):
         value = args[0]
         for arg in args[1:]:
@@ -291,18 +309,25 @@ def evaluate(expr: sympy.Basic, block: dict):
     raise Unevaluable(f"cannot evaluate {type(expr).__name__}")
 
 
-def expression_score(expr: sympy.Expr, aggregation: str, stats: Sequence[dict], dtype=None) -> float:
-    """The architecture's score from a per-block expression (in float64 unless ``dtype``; NaN when not finite)."""
+def expression_score(expr: sympy.Expr, aggregation: str, stats: Sequence[dict], dtype=None,
+                     terminals=None) -> float:
+    """The architecture's score from a per-block expression (in float64 unless ``dtype``; NaN when not finite).
+
+    ``terminals``: the architecture-level terminal values, by default those ``stats``
+    carries (a :class:`CheckStatistics`).
+    """
     import torch
 
     from autoprox.statistics import torch_threads
 
     dtype = dtype or torch.float64
+    if terminals is None:
+        terminals = getattr(stats, "terminals", None)
     values = []
     with torch_threads(1):  # as the engine: small tensors, and no fight over the cores
         for block in stats:
             converted = {name: tensor.to(dtype) for name, tensor in block.items()}
-            value = evaluate(expr, converted)
+            value = evaluate(expr, converted, terminals)
             if not isinstance(value, torch.Tensor) or value.dim() != 0:
                 raise Unevaluable("a block's value is not a scalar")
             values.append(float(value))
@@ -323,11 +348,14 @@ def check_equivalent(original: sympy.Expr, candidate: sympy.Expr, aggregation: s
     """
     from primitives import InvalidResult
 
-    checked = 0
+    checked, unevaluable = 0, None
     for stats in check_stats:
         try:
             expected = expression_score(original, aggregation, stats)
-        except (Unevaluable, InvalidResult, RuntimeError):
+        except Unevaluable as exc:
+            unevaluable = str(exc)
+            continue
+        except (InvalidResult, RuntimeError):
             continue
         if math.isnan(expected):
             continue
@@ -341,6 +369,8 @@ def check_equivalent(original: sympy.Expr, candidate: sympy.Expr, aggregation: s
             return False, f"the simplified form gives {got!r} where the original gives {expected!r}"
         checked += 1
     if not checked:
+        if unevaluable is not None:
+            return None, f"the original formula cannot be evaluated on the statistics given ({unevaluable})"
         return None, "no statistics on which the original formula is finite"
     return True, f"checked on {checked} architecture(s)"
 
@@ -556,11 +586,14 @@ def statistics_for_check(config: dict | None = None, space: str | None = None, c
     A run's ``config``: the cached statistics of its first ``count`` search
     architectures (only those already in its cache: nothing is computed). Failing
     that, statistics of ``count`` seeded random architectures of ``space`` (default
-    AutoFormer), computed here with a batch of 2.
+    AutoFormer), computed here with a batch of 2. Each is a :class:`CheckStatistics`
+    carrying its architecture's terminal values (``A_params``, ... as the engine
+    computes them), so that formulas with architecture-level terminals are checked too.
     """
     import random
 
     from autoprox.benchmark import load_benchmark
+    from autoprox.descriptors import terminal_values
     from autoprox.cache import StatisticsCache, StatsRequest
     from autoprox.search import SearchSettings, stats_plan
     from autoprox.spaces import sample_arch
@@ -577,7 +610,7 @@ def statistics_for_check(config: dict | None = None, space: str | None = None, c
                 request = StatsRequest(bench.archs[index], plan.spec, plan.seeds[0], plan.class_counts[0])
                 stats = cache.load(request)
                 if stats is not None:
-                    found.append(stats)
+                    found.append(CheckStatistics(stats, terminal_values(bench.archs[index])))
             space = space or bench.space
         except (KeyError, TypeError, ValueError, OSError, IndexError):
             found = []
@@ -586,4 +619,6 @@ def statistics_for_check(config: dict | None = None, space: str | None = None, c
         return found
     space = space if space in ("autoformer", "pit") else "autoformer"
     spec = InputSpec("gaussian", batch_size=2)
-    return [compute_statistics(sample_arch(space, random.Random(seed)), spec, seed, 100) for seed in range(count)]
+    archs = [sample_arch(space, random.Random(seed)) for seed in range(count)]
+    return [CheckStatistics(compute_statistics(arch, spec, seed, 100), terminal_values(arch))
+            for seed, arch in enumerate(archs)]

@@ -15,7 +15,8 @@ import torch
 
 from autoprox.cli import main
 from autoprox.export import ExportInfo, export_source, write_export
-from autoprox.genome import parse_genome, score_architecture
+from autoprox.descriptors import DESCRIPTORS, describe, terminal_values
+from autoprox.genome import AGGREGATIONS, GenomeError, GenomeSpace, parse_genome, score_architecture, template_genes
 from autoprox.simplify import readable_formula
 from autoprox.spaces import arch_to_config
 from autoprox.statistics import InputSpec, compute_statistics, torch_threads
@@ -32,7 +33,36 @@ PROXIES = {
                     "element_wise_abs(F4g))))"),
     "scalar_forms": ("block_mean(element_wise_difference(frobenius_norm(normalize(F3)), "
                      "element_wise_log(l1_norm(F1g))))"),
+    # every aggregation over blocks (autoprox.genome.AGGREGATIONS)
+    "block_sum": ("block_sum(to_mean_scalar(element_wise_product(element_wise_abs(element_wise_revert(F2)), "
+                  "to_std_scalar(logsoftmax(F4)))))"),
+    "block_wmean": ("block_wmean(to_mean_scalar(element_wise_sum(element_wise_abs(F1g), "
+                    "element_wise_normalized_sum(sigmoid(F3g)))))"),
+    "block_std": "block_std(frobenius_norm(F1g))",
+    # every architecture-level terminal, read from the model
+    "every_descriptor": ("block_wmean(element_wise_sum(element_wise_sum(element_wise_sum(A_log_params, "
+                         "A_log_macs), element_wise_sum(A_depth, A_width)), element_wise_sum(element_wise_sum("
+                         "A_heads, A_mlp_ratio), element_wise_product(element_wise_sum(A_log_depth, element_wise_sum(A_log_width, "
+                         "element_wise_sum(A_log_heads, A_log_mlp_ratio))), element_wise_product(element_wise_sum("
+                         "A_macs, A_params), to_mean_scalar(F1g))))))"),
 }
+#: Issue-6 genomes of the committed runs (their best.json): free trees and a template with a terminal.
+RUN_GENOMES = {
+    # runs/pit-best (= runs/ablation/pit-free-gene-arch-cv): a free tree
+    "pit_best_free": ("block_sum(frobenius_norm(element_wise_sqrt(element_wise_exp(element_wise_swish("
+                      "element_wise_sum(element_wise_sum(A_log_width, F2g), A_log_params))))))"),
+    # runs/ablation/autoformer-free-gene-arch-cv: a free tree
+    "autoformer_free": ("block_sum(element_wise_product(element_wise_sum(element_wise_sum(A_log_heads, "
+                        "to_std_scalar(min_max_normalize(F1))), A_depth), A_params))"),
+    # runs/ablation/autoformer-gene-arch-cv: a template
+    "autoformer_gene_arch": ("block_sum(to_mean_scalar(element_wise_sum(frobenius_norm(normalize(F4)), "
+                             "l1_norm(no_op(A_width)))))"),
+    # runs/ablation/pit-gene-arch-cv: scalar forms only (matrix_multiplication.s)
+    "pit_gene_arch": ("block_mean(to_mean_scalar(matrix_multiplication(element_wise_pow("
+                      "element_wise_normalized_sum(A_log_params)), "
+                      "element_wise_swish(element_wise_abslog(A_width)))))"),
+}
+PROXIES.update(RUN_GENOMES)
 SEED = 0
 SPEC = InputSpec("gaussian", batch_size=2)
 
@@ -68,7 +98,10 @@ CHILD = textwrap.dedent('''
         for name, module in modules.items():
             model = build_model(config, num_classes=100, seed=derived_seed(job["seed"], "model"))
             images, labels = make_batch(InputSpec("gaussian", job["batch"]), 100, job["seed"])
-            scores[f"{arch_name}/{name}"] = module.score(model, images, labels)
+            try:
+                scores[f"{arch_name}/{name}"] = module.score(model, images, labels)
+            except ValueError as exc:  # InvalidResult: a proxy invalid on the other space's architecture
+                scores[f"{arch_name}/{name}"] = f"{type(exc).__name__}: {exc}"
     print(json.dumps({"scores": scores, "leaked": leaked}))
 ''')
 
@@ -102,7 +135,7 @@ def test_exported_modules_reproduce_the_engine_in_a_fresh_interpreter(exported, 
         stats = compute_statistics(arch, SPEC, SEED, 100)  # fresh float32 statistics, not the float16 cache
         for name, genome in PROXIES.items():
             with torch_threads(1):
-                engine = score_architecture(parse_genome(genome), stats)
+                engine = score_architecture(parse_genome(genome), stats, terminal_values(arch))
             got = answer["scores"][f"{arch_name}/{name}"]
             assert abs(got - engine) <= 1e-5 * abs(engine), (arch_name, name, got, engine)
             checked += 1
@@ -209,6 +242,110 @@ def test_a_model_without_transformer_blocks_is_refused_clearly(exported):
         module.score(model, torch.randn(2, 3, 4), torch.tensor([0, 1]))
 
 
+def test_the_cases_cover_every_aggregation_terminal_and_free_trees():
+    from autoprox.freetree import check_tree
+    from autoprox.genome import ARCH_TERMINALS, op_name
+
+    trees = {name: parse_genome(genome) for name, genome in PROXIES.items()}
+    assert {op_name(tree[0].name) for tree in trees.values()} == set(AGGREGATIONS)
+    assert {n.name for tree in trees.values() for n in tree} >= set(ARCH_TERMINALS)
+    free_space = GenomeSpace("free", AGGREGATIONS, True)
+    for name in ("pit_best_free", "autoformer_free"):
+        check_tree(trees[name], free_space)  # a well-typed free tree of the issue-6 space ...
+        with pytest.raises(GenomeError, match="not a template"):
+            template_genes(trees[name])  # ... that no template can express
+    committed = {"pit_best_free": "pit-best", "autoformer_free": "ablation/autoformer-free-gene-arch-cv",
+                 "autoformer_gene_arch": "ablation/autoformer-gene-arch-cv",
+                 "pit_gene_arch": "ablation/pit-gene-arch-cv"}
+    for name, run in committed.items():
+        best = RUNS / run / "best.json"
+        if best.is_file():
+            assert json.loads(best.read_text())["genome"] == RUN_GENOMES[name]
+
+
+def test_exported_module_documents_its_aggregation_and_terminals(exported):
+    module = _load(exported["every_descriptor"])
+    assert module.AGGREGATION == "block_wmean"
+    assert set(module.DESCRIPTORS) == set(module.DESCRIPTOR_NAMES) == set(DESCRIPTORS)
+    assert len(module.ARCH_TERMINALS) == 12
+    doc = module.__doc__
+    assert "Over blocks (block_wmean): The depth-weighted mean" in doc
+    assert "A_log_params = log of the parameter count (100-class head)" in doc
+    plain = _load(exported["published"])
+    assert plain.ARCH_TERMINALS == () and plain.DESCRIPTORS == () and plain.AGGREGATION == "block_mean"
+    assert "Architecture-level terminals" not in plain.__doc__
+
+
+def test_descriptors_read_from_the_models_equal_the_engines(exported, af_small, pit_small):
+    """Parameters, MACs, depth, width, heads and MLP ratio of real models, read by the exported
+    module, equal autoprox.descriptors' values from the configs, to the last bit."""
+    from autoprox.models import build_model
+
+    module = _load(exported["every_descriptor"])
+    images = torch.randn(1, 3, 224, 224)
+    checked = 0
+    with torch_threads(1):
+        for bench in (af_small, pit_small):
+            for arch in bench.archs:
+                model = build_model(arch, num_classes=100, seed=0)
+                values = module.architecture_descriptors(model, images)
+                assert values == describe(arch), arch
+                tensors = module.terminal_values(values)
+                assert {k: v.item() for k, v in tensors.items()} == {
+                    k: torch.tensor(v, dtype=torch.float32).item() for k, v in terminal_values(arch).items()}
+                checked += 1
+            # another head: resized to the engine's 100 classes by default, counted as it is with None
+            arch = bench.archs[0]
+            model = build_model(arch, num_classes=10, seed=0)
+            assert module.architecture_descriptors(model, torch.randn(2, 3, 224, 224)) == describe(arch)
+            assert module.architecture_descriptors(model, images, head_classes=None) == describe(arch, 10)
+    assert checked == len(af_small.archs) + len(pit_small.archs)
+
+
+def test_descriptors_can_be_given_when_the_model_does_not_tell(exported, af_small):
+    from autoprox.models import build_model
+
+    module = _load(exported["every_descriptor"])
+    torch.manual_seed(0)
+    tiny = _TinyViT(with_act=True)  # its attention has no num_heads
+    inputs, targets = torch.randn(2, 5, 4), torch.tensor([0, 2])
+    with pytest.raises(module.UnknownDescriptors, match=r"attn\.num_heads.*descriptors=\{'heads'"):
+        module.score(tiny, inputs, targets)
+    value = module.score(tiny, inputs, targets, descriptors={"heads": 2})
+    read = module.architecture_descriptors(tiny, inputs, descriptors={"heads": 2})
+    assert read["heads"] == 2.0 and read["depth"] == 2.0 and read["width"] == 8.0 and read["mlp_ratio"] == 2.0
+    # 4->8 embed, per block qkv/proj/fc1/fc2 and 2 x 5^2 x 8 for the attention; a 100-class head on one row
+    assert read["macs"] == 5 * 4 * 8 + 2 * (5 * (8 * 24 + 8 * 8 + 8 * 16 + 16 * 8) + 2 * 25 * 8) + 8 * 100
+    assert read["params"] == sum(p.numel() for p in tiny.parameters()) + (100 - 3) * (8 + 1)
+    stats = module.block_statistics(tiny, inputs, targets)
+    assert value == module.score_statistics(stats, module.terminal_values(read))
+    with pytest.raises(module.UnknownDescriptors, match="pass their values"):
+        module.score_statistics(stats)
+
+    class Doubled(torch.nn.Module):  # its output is not a Linear layer's: the head cannot be resized
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            return 2 * self.inner(x)
+
+    with pytest.raises(module.UnknownDescriptors, match="head_classes=None"):
+        module.score(Doubled(tiny), inputs, targets, descriptors={"heads": 2})
+    module.score(Doubled(tiny), inputs, targets, descriptors={"heads": 2}, head_classes=None)
+    for bad in ({"heads": 0}, {"heads": float("nan")}, {"layers": 3}, {"A_log_params": 1.0}):
+        with pytest.raises(ValueError):
+            module.score(tiny, inputs, targets, descriptors=bad)
+
+    arch = af_small.archs[0]  # given values replace what is read; the engine's values change nothing
+    from autoprox.statistics import derived_seed, make_batch
+
+    images, labels = make_batch(SPEC, 100, SEED)
+    model = build_model(arch, num_classes=100, seed=derived_seed(SEED, "model"))
+    with torch_threads(1):
+        assert module.score(model, images, labels) == module.score(model, images, labels, descriptors=describe(arch))
+
+
 def run_cli(capsys, *argv):
     code = main(list(argv))
     captured = capsys.readouterr()
@@ -259,28 +396,32 @@ def test_export_cli_from_a_run_directory(capsys, tmp_path):
     assert module.PROVENANCE["iteration"] == 12 and module.PROVENANCE["source"] == str(run)
 
 
-REFERENCE_RUNS = sorted(p.parent for p in (Path(__file__).resolve().parent.parent / "runs").glob("*-reference/best.json"))
+RUNS = Path(__file__).resolve().parent.parent / "runs"
+REFERENCE_RUNS = sorted(p.parent for p in RUNS.glob("*-reference/best.json"))
+#: The committed runs of issue 6: other aggregations, architecture terminals, free trees.
+ISSUE6_RUNS = sorted(p.parent for p in [*RUNS.glob("*-best/best.json"), *RUNS.glob("ablation/*/best.json")])
 
 
 @pytest.mark.skipif(not REFERENCE_RUNS, reason="no committed reference run")
 def test_reference_runs_export_proxies_that_reproduce_the_engine(capsys, tmp_path, af_small, pit_small):
-    files, archs, genomes = {}, {}, {}
-    for run in REFERENCE_RUNS:
+    files, genomes, spaces = {}, {}, {}
+    for run in REFERENCE_RUNS + ISSUE6_RUNS:
         best = json.loads((run / "best.json").read_text())
-        out = tmp_path / f"{run.name}.py"
+        key = f"{run.parent.name}_{run.name}".replace("-", "_")
+        out = tmp_path / f"{key}.py"
         code, _, err = run_cli(capsys, "export", str(run), "--out", str(out), "--no-simplify")
-        assert code == 0, err
-        files[run.name] = str(out)
-        genomes[run.name] = best["genome"]
-        archs[run.name] = (af_small if best["space"] == "autoformer" else pit_small).archs[1]
+        assert code == 0, (run, err)
+        files[key], genomes[key], spaces[key] = str(out), best["genome"], best["space"]
+    archs = {"autoformer": af_small.archs[1], "pit": pit_small.archs[1]}
     job = {"files": files, "seed": SEED, "batch": SPEC.batch_size,
            "archs": {name: arch_to_config(arch) for name, arch in archs.items()}}
     result = subprocess.run([sys.executable, "-c", CHILD, json.dumps(job)], capture_output=True, text=True,
-                            timeout=300)
+                            timeout=600)
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)["scores"]
-    for name, arch in archs.items():
-        stats = compute_statistics(arch, SPEC, SEED, 100)
+    stats = {space: compute_statistics(arch, SPEC, SEED, 100) for space, arch in archs.items()}
+    for key, genome in genomes.items():
+        space = spaces[key]
         with torch_threads(1):
-            engine = score_architecture(parse_genome(genomes[name]), stats)
-        assert abs(scores[f"{name}/{name}"] - engine) <= 1e-5 * abs(engine)
+            engine = score_architecture(parse_genome(genome), stats[space], terminal_values(archs[space]))
+        assert abs(scores[f"{space}/{key}"] - engine) <= 1e-5 * abs(engine), (key, scores[f"{space}/{key}"], engine)

@@ -177,3 +177,54 @@ def test_issue6_genomes_have_formulas():
     assert formula.text.startswith("sum_l (") and "A_log_params" in formula.text
     tree_std = "block_std(to_mean_scalar(element_wise_abs(F1)))"
     assert "block_std" in readable_formula(tree_std, simplify=False).text
+
+
+# sigmoid(x) + sigmoid(-x) = 1 again, around a sum with an architecture terminal: mean(A_log_params + G_qkv)
+SIMPLIFIABLE_ARCH = ("block_sum(to_mean_scalar(element_wise_product(element_wise_sum(sigmoid(F1), "
+                     "sigmoid(element_wise_revert(F1))), element_wise_sum(F1g, A_log_params))))")
+
+
+@pytest.fixture(scope="module")
+def arch_stats(stats, af_small):
+    """The same statistics, each with its architecture's terminal values (as the engine computes them)."""
+    from autoprox.descriptors import terminal_values
+    from autoprox.simplify import CheckStatistics
+
+    return [CheckStatistics(s, terminal_values(af_small.archs[i])) for s, i in zip(stats, (0, 5, 9))]
+
+
+def test_formulas_with_architecture_terminals_are_checked_numerically(arch_stats, af_small):
+    from autoprox.descriptors import terminal_values
+
+    mean = sympy.Function("mean", real=True)
+    (formula,) = readable_formulas([SIMPLIFIABLE_ARCH], check_stats=arch_stats)
+    assert formula.status == "simplified", formula.note
+    assert formula.shown in (mean(SYMBOLS["A_log_params"] + SYMBOLS["F1g"]),
+                             SYMBOLS["A_log_params"] + mean(SYMBOLS["F1g"]))
+    assert "checked on 3 architecture(s)" in formula.note
+    # the formula scores as the engine does, with the descriptors substituted
+    for genome in (SIMPLIFIABLE_ARCH, "block_wmean(element_wise_product(A_depth, frobenius_norm(F2g)))",
+                   "block_std(element_wise_sum(A_log_macs, l1_norm(element_wise_product(A_width, F3))))"):
+        tree = parse_genome(genome)
+        for s, i in zip(arch_stats, (0, 5, 9)):
+            with torch_threads(1):
+                expected = _score_architecture(tree, s, terminal_values(af_small.archs[i]))
+            got = expression_score(block_expression(tree), genome.split("(")[0], s, dtype=torch.float32)
+            assert got == pytest.approx(expected, rel=1e-4), genome
+    # a wrong simplification is caught through the terminal too
+    original = block_expression(SIMPLIFIABLE_ARCH)
+    wrong = 2 * SYMBOLS["A_log_params"] + mean(SYMBOLS["F1g"])
+    agrees, how = check_equivalent(original, wrong, "block_sum", arch_stats)
+    assert agrees is False and "gives" in how
+    # without the architectures' values nothing can be checked, and it says why
+    agrees, how = check_equivalent(original, formula.shown, "block_sum", [list(s) for s in arch_stats])
+    assert agrees is None and "A_log_params" in how
+
+
+def test_statistics_for_check_carry_the_architectures_terminal_values():
+    from autoprox.simplify import CheckStatistics, statistics_for_check
+
+    (found,) = statistics_for_check(None, "pit", count=1)
+    assert isinstance(found, CheckStatistics) and isinstance(found, list) and isinstance(found[0], dict)
+    assert set(found.terminals) == set(sympy_worker.ARCH_SYMBOL_NAMES)
+    assert found.terminals["A_depth"] == len(found)
