@@ -58,3 +58,13 @@ def pit_small(pit_bench):
 
     order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))
     return pit_bench.subset(sorted(order[:12]))
+
+
+@pytest.fixture(scope="session")
+def af_small_file(af_small, tmp_path_factory):
+    """The 16 small AutoFormer architectures of ``af_small`` in the project's plain-text format."""
+    from autoprox.benchmark import write_benchmark_jsonl
+
+    path = tmp_path_factory.mktemp("bench") / "af16.jsonl"
+    write_benchmark_jsonl(af_small, path)
+    return path

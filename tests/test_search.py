@@ -12,7 +12,6 @@ from dataclasses import replace
 
 import pytest
 
-from autoprox.benchmark import write_benchmark_jsonl
 from autoprox.evolution import EvolutionConfig
 from autoprox.rundir import RunDirError, RunDirectory
 from autoprox.search import SearchSettings, run_search
@@ -21,11 +20,8 @@ EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=
 
 
 @pytest.fixture(scope="module")
-def small_bench_file(af_small, tmp_path_factory):
-    """16 small AutoFormer architectures in the project's plain-text format."""
-    path = tmp_path_factory.mktemp("bench") / "af16.jsonl"
-    write_benchmark_jsonl(af_small, path)
-    return path
+def small_bench_file(af_small_file):
+    return af_small_file
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from autoprox.benchmark import load_benchmark, split_benchmark, write_benchmark_jsonl
+from autoprox.benchmark import load_benchmark, split_benchmark
 from autoprox.cache import StatisticsCache
 from autoprox.cli import main
 from autoprox.evolution import EvolutionConfig
@@ -22,10 +22,8 @@ EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=
 
 
 @pytest.fixture(scope="module")
-def small_bench_file(af_small, tmp_path_factory):
-    path = tmp_path_factory.mktemp("bench") / "af16.jsonl"
-    write_benchmark_jsonl(af_small, path)
-    return path
+def small_bench_file(af_small_file):
+    return af_small_file
 
 
 @pytest.fixture(scope="module")
