@@ -151,13 +151,13 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
         one = fold_settings(settings, targets, held_out)
         _log(f"transfer fold {number}/{len(targets)}: search on {', '.join(one.targets)}, hold out {held_out}", quiet)
         best_path = run_dir / "best.json"
-        best = read_json(best_path) if best_path.exists() else None
-        if best is None or not best.get("finished"):
-            if RunDirectory(run_dir).exists():
-                _check_fold_matches(run_dir, one)
+        if RunDirectory(run_dir).exists():  # left by an earlier start, or by a plain search with these settings
+            _check_fold_matches(run_dir, one)
+            best = read_json(best_path) if best_path.exists() else None
+            if best is None or not best.get("finished"):
                 best = run_search(None, run_dir, resume=True, quiet=quiet)
-            else:
-                best = run_search(one, run_dir, quiet=quiet)
+        else:
+            best = run_search(one, run_dir, quiet=quiet)
         if not best.get("finished"):
             _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {out}", quiet)
             return study

@@ -111,6 +111,11 @@ def test_refusals(settings, study, tmp_path):
     run_search(other, fold_directory(clash, TARGETS[0]), stop_after=0, quiet=True)
     with pytest.raises(RunDirError, match="other settings"):
         run_transfer(settings, clash, quiet=True)
+    finished = tmp_path / "finished-clash"  # a finished fold is checked too, not taken as it is
+    run_search(replace(other, evolution=replace(EVOLUTION, seed=6, iterations=0)), fold_directory(finished, TARGETS[0]),
+               quiet=True)
+    with pytest.raises(RunDirError, match="other settings"):
+        run_transfer(settings, finished, quiet=True)
 
 
 def test_table_and_cli(study, small_bench_file, session_cache, tmp_path, capsys):
