@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
+
+import numpy as np
 
 
 @contextmanager
@@ -44,3 +47,16 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def atomic_write_json(path: str | os.PathLike, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def json_safe(value: Any) -> Any:
+    """JSON-safe copy: NaN and infinities become None (strict JSON has neither), NumPy scalars plain numbers."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value

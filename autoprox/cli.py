@@ -324,7 +324,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     """``rank --proxy P``: one proxy's correlations per target, and its beyond-size figures beside them."""
     from autoprox.genome import InvalidProxy
     from autoprox.proxies import score_archs
-    from autoprox.ranking import _json_safe
+    from autoprox.atomic import json_safe
     from autoprox.search import beyond_size_from_scores, split_figures
 
     if _wants_table(args):
@@ -355,7 +355,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
             "beats_bar")
     per_target = {t: m | {k: beyond[t][k] for k in keys} for t, m in per_target.items()}
     if args.json:
-        print(json.dumps(_json_safe(per_target), indent=2))
+        print(json.dumps(json_safe(per_target), indent=2))
         return 0
     print(f"proxy {proxy.name} on {Path(bench.source).name} ({bench.space}, split {args.split}, {len(indices)} architectures)")
     print(f"{'target':<16}{'kendall':>9}{'spearman':>10}{'pearson':>9}{'n':>5}"

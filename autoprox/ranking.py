@@ -44,6 +44,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats as sps
 
+from autoprox.atomic import json_safe
 from autoprox.benchmark import Benchmark
 from autoprox.cache import StatisticsCache, build_cache
 from autoprox.correlation import correlate
@@ -362,8 +363,8 @@ def format_markdown(table: Mapping) -> str:
         if row.get("genome"):
             notes.append(f"- {row['proxy']}: `{row['genome']}`")
     if bars:
-        lines += ["", f"Bar per target, the best coarse descriptor (parameter count, depth, width, multiply-accumulates) "
-                      f"on these architectures: " + "; ".join(f"{t} {_bar_text(b) or 'undefined'}" for t, b in bars.items())
+        lines += ["", "Bar per target, the best coarse descriptor (parameter count, depth, width, multiply-accumulates) "
+                      "on these architectures: " + "; ".join(f"{t} {_bar_text(b) or 'undefined'}" for t, b in bars.items())
                   + f". A proxy beats the bar when its {'mean ' if seeds > 1 else ''}Kendall is above it."]
     lines += ["", f"Partial τ: {table['partial_tau']}; given depth: {table.get('partial_tau_depth', PARTIAL_DEPTH_DEFINITION)}."]
     if notes:
@@ -396,18 +397,8 @@ def format_csv(table: Mapping) -> str:
     return buffer.getvalue()
 
 
-def _json_safe(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def format_json(table: Mapping) -> str:
-    return json.dumps(_json_safe(table), indent=2) + "\n"
+    return json.dumps(json_safe(table), indent=2) + "\n"
 
 
 def format_table(table: Mapping, fmt: str) -> str:

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import random
 import sys
 from dataclasses import asdict, dataclass, field
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from autoprox import __version__
+from autoprox.atomic import json_safe
 from autoprox.benchmark import Benchmark, BenchmarkError, Split, load_benchmark, split_benchmark, target_classes
 from autoprox.cache import STATS_VERSION, StatisticsCache, build_cache
 from autoprox.evolution import (
@@ -108,17 +108,6 @@ def evaluate_on_split(proxy: Proxy, bench: Benchmark, indices: Sequence[int], ta
     return split_figures(scores, bench, indices, targets, plan, weights)
 
 
-def _clean(value):
-    """JSON-safe copy: NaN -> None."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 def best_report(record: FitnessRecord, bench: Benchmark, split: Split, targets: Sequence[str],
                 plan: StatsPlan, cache: StatisticsCache, settings: SearchSettings, run: RunDirectory,
                 iteration: int) -> dict:
@@ -166,7 +155,7 @@ def best_report(record: FitnessRecord, bench: Benchmark, split: Split, targets: 
     report["beyond_size"] = {
         name: on_split(name, lambda v, i: beyond_size_from_scores(v, bench, i, targets, plan)) for name in splits
     }
-    return _clean(report)
+    return json_safe(report)
 
 
 def beyond_size_of(proxy: Proxy, bench: Benchmark, indices: Sequence[int], targets: Sequence[str],
@@ -299,7 +288,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
                     interrupted = True
                     break
                 record = evolve_step(state, evaluator, evo, rng, on_evaluation, space=space)
-                run.append_log(_clean(record))
+                run.append_log(json_safe(record))
                 write_hall_of_fame(run, hall)
                 run.write_checkpoint(state.to_json())
                 if ticker:

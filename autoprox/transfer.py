@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from autoprox import __version__
-from autoprox.atomic import atomic_write_json
+from autoprox.atomic import atomic_write_json, json_safe
 from autoprox.benchmark import Benchmark, load_benchmark, split_benchmark
 from autoprox.cache import StatisticsCache
 from autoprox.genome import InvalidProxy, parse_genome
 from autoprox.proxies import Proxy, score_archs
 from autoprox.rundir import RunDirectory, RunDirError, read_json
-from autoprox.search import SearchSettings, _clean, beyond_size_from_scores, run_search, split_figures, stats_plan
+from autoprox.search import SearchSettings, beyond_size_from_scores, run_search, split_figures, stats_plan
 
 TRANSFER_FILE = "transfer.json"
 
@@ -144,7 +144,7 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
         "finished": False,
     }
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, _clean(study))
+    atomic_write_json(path, json_safe(study))
     cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
     for number, held_out in enumerate(targets, 1):
         run_dir = fold_directory(out, held_out)
@@ -163,10 +163,10 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
             return study
         held = held_out_report(best, bench, held_out, one, cache)
         study["folds"].append(_fold_summary(best, held_out, run_dir, held))
-        atomic_write_json(path, _clean(study))
+        atomic_write_json(path, json_safe(study))
     study["finished"] = True
     study["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    study = _clean(study)
+    study = json_safe(study)
     atomic_write_json(path, study)
     return study
 

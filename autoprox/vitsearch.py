@@ -28,7 +28,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.atomic import atomic_write_json, atomic_write_text
+from autoprox.atomic import atomic_write_json, atomic_write_text, json_safe
 from autoprox.benchmark import Benchmark
 from autoprox.cache import StatisticsCache, StatsRequest
 from autoprox.descriptors import terminal_values
@@ -206,18 +206,6 @@ def final_scores(proxy: Proxy, raws: Sequence, teacher=None) -> np.ndarray:
     return np.mean(per_seed, axis=0)
 
 
-def _json_safe(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, np.floating):
-        return _json_safe(float(value))
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, teacher=None,
                    progress: Callable[[int, int], None] | None = None, chunk: int | None = None,
                    stop_after: int | None = None) -> dict:
@@ -231,12 +219,12 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
     candidates = sample_candidates(settings.space, settings.samples, settings.budget, settings.seed, settings.classes)
     if config_path.is_file():
         recorded = read_json(config_path)
-        if recorded.get("identity") != _json_safe(settings.identity()):
+        if recorded.get("identity") != json_safe(settings.identity()):
             raise RunDirError(f"{out} holds a different ViT search ({config_path.name} differs); choose another --out")
     else:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(config_path, {
-            "settings": settings.to_json(), "identity": _json_safe(settings.identity()), "proxy": proxy.name,
+            "settings": settings.to_json(), "identity": json_safe(settings.identity()), "proxy": proxy.name,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "command": sys.argv,
         })
     done = {int(r["index"]): r for r in read_jsonl(out / SCORES) if "index" in r}
@@ -255,7 +243,7 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
             for index, (raw, seconds, error) in zip(indices, outcomes):
                 record = {"index": index, "arch": arch_to_config(candidates[index]), "raw": raw,
                           "seconds": seconds, "wall": wall / len(indices), "error": error}
-                log.write(json.dumps(_json_safe(record)) + "\n")
+                log.write(json.dumps(json_safe(record)) + "\n")
                 done[index] = record
             log.flush()
             if progress:
@@ -281,7 +269,7 @@ def summarise(settings: VitSearchSettings, proxy: Proxy, candidates: Sequence, d
                     "params": count_params(arch, settings.classes), "macs": count_macs(arch, settings.classes),
                     "arch": arch_to_config(arch)})
     total = sum(float(r.get("wall") or 0.0) for r in done.values())
-    return _json_safe({
+    return json_safe({
         "space": settings.space, "proxy": proxy.name, "samples": len(candidates), "scored": len(scored),
         "failed": len(failures), "finished": finished,
         "budget_millions": [settings.budget[0] / 1e6, settings.budget[1] / 1e6],

@@ -9,7 +9,6 @@ import random
 
 import numpy as np
 import pytest
-import torch
 
 from autoprox.benchmark import write_benchmark_jsonl
 from autoprox.cache import StatsRequest
