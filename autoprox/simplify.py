@@ -12,8 +12,8 @@ primitive table (``Primitive.sympy``); no text is ever handed to ``sympify``.
   F2g    ``G_proj``  its gradient
   F3     ``W_fc1``   MLP fc1 weight
   F3g    ``G_fc1``   its gradient
-  F4     ``A_mlp``   MLP hidden activation after GELU (mean over the batch)
-  F4g    ``G_A_mlp`` gradient of the loss w.r.t. it
+  F4     ``H_mlp``   MLP hidden activation after GELU (mean over the batch)
+  F4g    ``G_H_mlp`` gradient of the loss w.r.t. it
   ====== =========== ============================================================
 
   A symbol stands for a whole matrix; element-wise operations act on it as on a
@@ -74,7 +74,7 @@ LATEX_NAMES = {
     "F1": r"W^{\mathrm{qkv}}_{l}", "F1g": r"G^{\mathrm{qkv}}_{l}",
     "F2": r"W^{\mathrm{proj}}_{l}", "F2g": r"G^{\mathrm{proj}}_{l}",
     "F3": r"W^{\mathrm{fc1}}_{l}", "F3g": r"G^{\mathrm{fc1}}_{l}",
-    "F4": r"A^{\mathrm{mlp}}_{l}", "F4g": r"G^{A,\mathrm{mlp}}_{l}",
+    "F4": r"H^{\mathrm{mlp}}_{l}", "F4g": r"G^{H,\mathrm{mlp}}_{l}",
 }
 DEFAULT_TIMEOUT = 10.0
 CHECK_RTOL = 1e-6

@@ -18,7 +18,7 @@ import sympy
 from sympy.core.function import AppliedUndef
 
 #: The eight statistics as SymPy symbols are named for what they are (see autoprox.simplify).
-STAT_SYMBOL_NAMES = ("W_qkv", "G_qkv", "W_proj", "G_proj", "W_fc1", "G_fc1", "A_mlp", "G_A_mlp")
+STAT_SYMBOL_NAMES = ("W_qkv", "G_qkv", "W_proj", "G_proj", "W_fc1", "G_fc1", "H_mlp", "G_H_mlp")
 #: Architecture-level terminals (scalars; ``A_params``, ``A_log_depth``, ...), kept in sync with
 #: ``autoprox.descriptors.terminal_names`` (a test checks it). Descriptors are positive.
 ARCH_SYMBOL_NAMES = tuple(f"A_{log}{name}" for name in ("params", "macs", "depth", "width", "heads", "mlp_ratio")

@@ -81,10 +81,10 @@ def test_formula_evaluates_to_the_engine_score_for_every_primitive_and_form(stat
 def test_statistics_are_named_symbols_and_reductions_named_functions():
     formula = readable_formula(PUBLISHED, simplify=False)
     names = {s.name for s in formula.original.free_symbols}
-    assert names == {"W_proj", "G_A_mlp"}
+    assert names == {"W_proj", "G_H_mlp"}
     functions = {f.func.__name__ for f in formula.original.atoms(sympy.core.function.AppliedUndef)}
     assert functions == {"mean", "frobenius", "minmax"}
-    assert formula.text == "1/L * sum_l ( mean(frobenius(minmax(W_proj)) + 1/sqrt(1 + exp(-G_A_mlp))) )"
+    assert formula.text == "1/L * sum_l ( mean(frobenius(minmax(W_proj)) + 1/sqrt(1 + exp(-G_H_mlp))) )"
     assert formula.latex.startswith(r"\frac{1}{L} \sum_{l=1}^{L} \left(")
     assert r"W^{\mathrm{proj}}_{l}" in formula.latex and r"\operatorname{frobenius}" in formula.latex
     assert {SYMBOLS[s].name for s in SYMBOLS} == set(sympy_worker.STAT_SYMBOL_NAMES) | set(sympy_worker.ARCH_SYMBOL_NAMES)
