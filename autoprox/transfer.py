@@ -28,7 +28,9 @@ from autoprox.cache import StatisticsCache
 from autoprox.genome import InvalidProxy, parse_genome
 from autoprox.proxies import Proxy, score_archs
 from autoprox.rundir import RunDirectory, RunDirError, read_json
-from autoprox.search import SearchSettings, beyond_size_from_scores, run_search, split_figures, stats_plan
+from autoprox.search import (
+    SearchSettings, beyond_size_from_scores, evaluate_on_split, run_search, split_figures, stats_plan,
+)
 
 TRANSFER_FILE = "transfer.json"
 
@@ -67,8 +69,7 @@ def held_out_report(best: Mapping, bench: Benchmark, held_out: str, settings: Se
             report[name] = {"invalid": str(exc)}
             continue
         proxy_figures = split_figures(scores, bench, indices, [held_out], plan, {})["targets"][held_out]
-        params_scores = score_archs(params, archs, cache, plan)
-        params_figures = split_figures(params_scores, bench, indices, [held_out], plan, {})["targets"][held_out]
+        params_figures = evaluate_on_split(params, bench, indices, [held_out], plan, cache, {})["targets"][held_out]
         beyond = beyond_size_from_scores(scores, bench, indices, [held_out], plan)[held_out]
         report[name] = {
             "proxy": proxy_figures,
@@ -146,6 +147,8 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, json_safe(study))
     cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
+    # Held-out figures of folds finished before a resume are kept, not scored again.
+    reported = {fold["held_out"]: fold for fold in previous["folds"]} if resume else {}
     for number, held_out in enumerate(targets, 1):
         run_dir = fold_directory(out, held_out)
         one = fold_settings(settings, targets, held_out)
@@ -161,8 +164,10 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
         if not best.get("finished"):
             _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {out}", quiet)
             return study
-        held = held_out_report(best, bench, held_out, one, cache)
-        study["folds"].append(_fold_summary(best, held_out, run_dir, held))
+        earlier = reported.get(held_out)
+        if earlier is None or earlier["genome"] != best["genome"]:
+            earlier = _fold_summary(best, held_out, run_dir, held_out_report(best, bench, held_out, one, cache))
+        study["folds"].append(earlier)
         atomic_write_json(path, json_safe(study))
     study["finished"] = True
     study["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -20,7 +20,7 @@ import argparse
 import json
 from pathlib import Path
 
-from autoprox.benchmark import load_benchmark, split_benchmark
+from autoprox.benchmark import Benchmark, load_benchmark, split_benchmark
 from autoprox.cache import StatisticsCache
 from autoprox.correlation import correlate, paired_bootstrap
 from autoprox.descriptors import beyond_size
@@ -35,9 +35,10 @@ def _load(run: Path) -> tuple[dict, SearchSettings]:
     return best, SearchSettings.from_json(config["settings"])
 
 
-def test_figures(genome: str, settings: SearchSettings, target: str, samples: int) -> dict:
+def test_figures(genome: str, settings: SearchSettings, bench: Benchmark, target: str, samples: int) -> dict:
     """Kendall of ``genome`` with ``target`` on the test split, the bar, and the bootstrap difference to params."""
-    bench = load_benchmark(settings.bench)
+    if Path(settings.bench).resolve() != Path(bench.source).resolve():
+        raise SystemExit(f"{settings.bench} is not the joint run's benchmark {bench.source}")
     split = split_benchmark(len(bench), settings.split_seed, settings.search_fraction)
     plan = stats_plan(settings, [target])
     cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
@@ -69,6 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     joint_run = Path(args.joint or f"runs/{args.space}-best")
     joint_best, joint_settings = _load(joint_run)
+    bench = load_benchmark(joint_settings.bench)
     transfer_path = Path(f"runs/transfer/{args.space}/transfer.json")
     transfer = json.loads(transfer_path.read_text()) if transfer_path.exists() else {"folds": []}
     held_out = {fold["held_out"]: fold for fold in transfer["folds"]}
@@ -79,13 +81,13 @@ def main() -> None:
           "| chosen on the search split | chosen beats the bar on test? | transferred (held out): test |")
     print("|---|---|---|---|---|---|---|---|")
     for target in joint_settings.targets:
-        joint = test_figures(joint_best["genome"], joint_settings, target, args.samples)
+        joint = test_figures(joint_best["genome"], joint_settings, bench, target, args.samples)
         joint_search = joint_best["search"]["targets"][target]["kendall"]
         per_run = Path(f"runs/per-target/{args.space}-{target}")
         per_cell, chosen, chosen_test = "not run", "joint", joint
         if (per_run / "best.json").exists():
             per_best, per_settings = _load(per_run)
-            per = test_figures(per_best["genome"], per_settings, target, args.samples)
+            per = test_figures(per_best["genome"], per_settings, bench, target, args.samples)
             per_search = per_best["search"]["targets"][target]["kendall"]
             per_cell = f"{per_search:.3f} / {_cell(per)}"
             if per_search > joint_search:
@@ -93,7 +95,7 @@ def main() -> None:
         fold = held_out.get(target)
         transfer_cell = "not run"
         if fold is not None:
-            transferred = test_figures(fold["genome"], joint_settings, target, args.samples)
+            transferred = test_figures(fold["genome"], joint_settings, bench, target, args.samples)
             transfer_cell = _cell(transferred)
         bar = joint["bar"]
         print(f"| {target} | {joint['params']:.3f} | {bar['descriptor']} ({bar['kendall']:.3f}) "

@@ -22,14 +22,9 @@ EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=
 
 
 @pytest.fixture(scope="module")
-def small_bench_file(af_small_file):
-    return af_small_file
-
-
-@pytest.fixture(scope="module")
-def settings(small_bench_file, session_cache):
+def settings(af_small_file, session_cache):
     return SearchSettings(
-        bench=str(small_bench_file), targets=TARGETS, weights={"c100_kd": 2.0}, batch_size=2,
+        bench=str(af_small_file), targets=TARGETS, weights={"c100_kd": 2.0}, batch_size=2,
         cache_dir=str(session_cache.root), workers=1, search_fraction=0.75, evolution=EVOLUTION,
     )
 
@@ -86,7 +81,7 @@ def test_fold_search_is_the_search_of_the_other_targets(study, settings, tmp_pat
     assert alone["targets"] == fold["searched_on"]
 
 
-def test_resume_keeps_finished_folds_and_finishes_an_interrupted_one(study, settings, tmp_path):
+def test_resume_keeps_finished_folds_and_finishes_an_interrupted_one(study, settings, tmp_path, monkeypatch):
     out, result = study
     partial = tmp_path / "partial"
     first = TARGETS[0]
@@ -95,6 +90,11 @@ def test_resume_keeps_finished_folds_and_finishes_an_interrupted_one(study, sett
     assert resumed["finished"] is True
     assert [f["genome"] for f in resumed["folds"]] == [f["genome"] for f in result["folds"]]
     log_before = (fold_directory(partial, first) / "log.jsonl").read_text()
+
+    def scored_again(*args, **kwargs):
+        raise AssertionError("a finished fold's held-out figures were computed again on resume")
+
+    monkeypatch.setattr("autoprox.transfer.held_out_report", scored_again)
     again = run_transfer(None, partial, resume=True, quiet=True)
     assert (fold_directory(partial, first) / "log.jsonl").read_text() == log_before
     assert again["folds"] == resumed["folds"]
@@ -118,12 +118,12 @@ def test_refusals(settings, study, tmp_path):
         run_transfer(settings, finished, quiet=True)
 
 
-def test_table_and_cli(study, small_bench_file, session_cache, tmp_path, capsys):
+def test_table_and_cli(study, af_small_file, session_cache, tmp_path, capsys):
     _, result = study
     table = format_transfer(result)
     for target in TARGETS:
         assert target in table
-    code = main(["transfer", "--bench", str(small_bench_file), "--targets", "c100_kd,flower_kd",
+    code = main(["transfer", "--bench", str(af_small_file), "--targets", "c100_kd,flower_kd",
                  "--out", str(tmp_path / "cli"), "--batch-size", "2", "--workers", "1", "--population", "4",
                  "--iterations", "1", "--retry-cap", "2", "--search-fraction", "0.75", "--quiet",
                  "--cache-dir", str(session_cache.root)])
@@ -131,5 +131,5 @@ def test_table_and_cli(study, small_bench_file, session_cache, tmp_path, capsys)
     assert code == 0
     assert "held-out target" in printed and "flower_kd" in printed
     assert (tmp_path / "cli" / "holdout-c100_kd" / "best.json").is_file()
-    assert main(["transfer", "--bench", str(small_bench_file), "--targets", "c100_kd", "--out",
+    assert main(["transfer", "--bench", str(af_small_file), "--targets", "c100_kd", "--out",
                  str(tmp_path / "cli1")]) == 2
