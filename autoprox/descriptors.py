@@ -67,6 +67,30 @@ def _kendall(x, y) -> float:
     return correlate(x, y)["kendall"]
 
 
+def descriptor_columns(archs) -> dict:
+    """Every descriptor of ``archs`` as a column: name -> float array, one value per architecture."""
+    import numpy as np
+
+    described = [describe(a) for a in archs]
+    return {name: np.array([d[name] for d in described], dtype=np.float64) for name in DESCRIPTORS}
+
+
+def coarse_bar(columns, accuracies) -> dict:
+    """The bar for one target: the best of :data:`BAR_DESCRIPTORS` (``columns`` from
+    :func:`descriptor_columns`) by Kendall with ``accuracies``.
+
+    Architectures whose accuracy is not measured (NaN) are left out. Returns
+    ``{"descriptor", "kendall", "n"}``; a NaN Kendall never wins over a defined one.
+    """
+    import numpy as np
+
+    acc = np.asarray(accuracies, dtype=np.float64)
+    keep = ~np.isnan(acc)
+    bars = {name: _kendall(columns[name][keep], acc[keep]) for name in BAR_DESCRIPTORS}
+    name = max(bars, key=lambda n: (bars[n] if bars[n] == bars[n] else -2.0))
+    return {"descriptor": name, "kendall": bars[name], "n": int(keep.sum())}
+
+
 def beyond_size(scores, archs, accuracies, targets) -> dict:
     """Does a proxy know more than size? Per target, on the given architectures:
 
@@ -85,16 +109,14 @@ def beyond_size(scores, archs, accuracies, targets) -> dict:
     from autoprox.ranking import partial_kendall
 
     scores = np.asarray(scores, dtype=np.float64)
-    described = [describe(a) for a in archs]
-    columns = {name: np.array([d[name] for d in described]) for name in DESCRIPTORS}
+    columns = descriptor_columns(archs)
     report = {}
     for target in targets:
         acc = np.asarray(accuracies[target], dtype=np.float64)
         keep = ~np.isnan(acc)
         s, a = scores[keep], acc[keep]
         params, depth = columns["params"][keep], columns["depth"][keep]
-        bars = {name: _kendall(columns[name][keep], a) for name in BAR_DESCRIPTORS}
-        bar_name = max(bars, key=lambda n: (bars[n] if bars[n] == bars[n] else -2.0))
+        bar = coarse_bar(columns, acc)
         kendall = _kendall(s, a)
         report[target] = {
             "kendall": kendall,
@@ -102,8 +124,8 @@ def beyond_size(scores, archs, accuracies, targets) -> dict:
             "kendall_with_depth": _kendall(s, depth),
             "partial_given_params": partial_kendall(s, a, params),
             "partial_given_depth": partial_kendall(s, a, depth),
-            "bar": {"descriptor": bar_name, "kendall": bars[bar_name]},
-            "beats_bar": bool(kendall > bars[bar_name]),
+            "bar": {"descriptor": bar["descriptor"], "kendall": bar["kendall"]},
+            "beats_bar": bool(kendall > bar["kendall"]),
             "n": int(keep.sum()),
         }
     return report

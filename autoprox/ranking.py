@@ -48,12 +48,11 @@ from autoprox.atomic import json_safe
 from autoprox.benchmark import Benchmark
 from autoprox.cache import StatisticsCache, build_cache
 from autoprox.correlation import correlate
-from autoprox.descriptors import beyond_size, describe
+from autoprox.descriptors import coarse_bar, descriptor_columns
 from autoprox.fitness import StatsPlan
 from autoprox.genome import InvalidProxy
 from autoprox.progress import Progress
 from autoprox.proxies import ARCHITECTURE_PROXIES, Proxy, score_archs, zoo_name
-from autoprox.spaces import count_params
 from autoprox.statistics import InputSpec
 from autoprox.zoo import NO_TEACHER_NOTE, ZOO, ZooScoreCache, compute_raw_values, set_scores
 
@@ -108,17 +107,6 @@ def seed_figures(scores: np.ndarray, accuracies: np.ndarray, params: np.ndarray,
     return result
 
 
-def coarse_bars(archs: Sequence, accuracies: Mapping[str, np.ndarray], targets: Sequence[str]) -> dict:
-    """Per target, the bar: the best coarse descriptor and its Kendall on ``archs``.
-
-    Read from :func:`autoprox.descriptors.beyond_size` (the parameter count stands in for
-    the scores; the bar does not depend on them), so it is the very bar ``best.json`` holds.
-    """
-    params = np.array([count_params(a, num_classes=100) for a in archs], dtype=np.float64)
-    report = beyond_size(params, archs, accuracies, targets)
-    return {t: {**report[t]["bar"], "n": report[t]["n"]} for t in targets}
-
-
 def summarise(values: Sequence[float]) -> dict:
     """Mean and sample std (ddof 1; None with one seed) over seeds; NaN seeds make them None."""
     array = np.asarray(values, dtype=np.float64)
@@ -153,10 +141,10 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
     if not seeds:
         raise ValueError("no seed given")
     archs = [bench.archs[i] for i in indices]
-    params = np.array([count_params(a, num_classes=100) for a in archs], dtype=np.float64)
-    depth = np.array([describe(a)["depth"] for a in archs], dtype=np.float64)
+    columns = descriptor_columns(archs)  # params: 100-class head, as everywhere in the engine
+    params, depth = columns["params"], columns["depth"]
     accuracies = {t: bench.accuracies[t][list(indices)] for t in targets}
-    bars = coarse_bars(archs, accuracies, targets)
+    bars = {t: coarse_bar(columns, accuracies[t]) for t in targets}
     class_counts = sorted(set(target_classes[t] for t in targets))
     names = [p.name for p in proxies]
     rows: dict[str, dict] = {}
@@ -411,6 +399,6 @@ def format_table(table: Mapping, fmt: str) -> str:
     raise ValueError(f"unknown format {fmt!r}; use {', '.join(FORMATS)}")
 
 
-__all__ = ["BAR_DEFINITION", "FORMATS", "METRICS", "PARTIAL_DEFINITION", "PARTIAL_DEPTH_DEFINITION", "coarse_bars",
+__all__ = ["BAR_DEFINITION", "FORMATS", "METRICS", "PARTIAL_DEFINITION", "PARTIAL_DEPTH_DEFINITION",
            "format_csv", "format_json", "format_markdown", "format_table", "kendall", "partial_kendall", "rank_table",
            "seed_figures", "summarise"]
