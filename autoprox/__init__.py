@@ -18,14 +18,15 @@ def build_vit(arch, num_classes: int = 100, seed: int | None = None):
     import json
     from pathlib import Path
 
-    from autoprox.models import build_model
-    from autoprox.spaces import parse_arch
+    from autoprox.core.errors import VitSearchError
+    from autoprox.networks.models import build_model
+    from autoprox.spaces.architectures import parse_arch
 
     if isinstance(arch, (str, Path)):
         arch = json.loads(Path(arch).read_text(encoding="utf-8"))
         if isinstance(arch, dict) and isinstance(arch.get("top"), list):
             if not arch["top"]:
-                raise ValueError("this ViT search result holds no scored architecture")
+                raise VitSearchError("this ViT search result holds no scored architecture")
             arch = arch["top"][0]
     if isinstance(arch, dict) and isinstance(arch.get("arch"), dict):
         arch = arch["arch"]

@@ -14,11 +14,11 @@ import json
 import sys
 from pathlib import Path
 
-from autoprox.benchmark import load_benchmark, split_benchmark
-from autoprox.cache import StatisticsCache
-from autoprox.correlation import correlate, paired_bootstrap
-from autoprox.proxies import Proxy, score_archs
-from autoprox.search import SearchSettings, stats_plan
+from autoprox.core.correlation import correlate, paired_bootstrap
+from autoprox.genome.tree import parse_genome
+from autoprox.proxies.proxy import Proxy
+from autoprox.search.context import RunContext
+from autoprox.search.settings import SearchSettings
 
 
 def describe_config(settings: SearchSettings) -> str:
@@ -33,26 +33,18 @@ def describe_config(settings: SearchSettings) -> str:
 
 
 def run_row(run: Path, samples: int) -> dict:
-    config = json.loads((run / "config.json").read_text())
     best = json.loads((run / "best.json").read_text())
-    settings = SearchSettings.from_json(config["settings"])
-    bench = load_benchmark(settings.bench)
-    split = split_benchmark(len(bench), settings.split_seed, settings.search_fraction)
-    targets = list(settings.targets)
-    plan = stats_plan(settings, targets)
-    cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
-    archs = [bench.archs[i] for i in split.test]
-    from autoprox.genome import parse_genome
-
-    proxy_scores = score_archs(Proxy(best["genome"], parse_genome(best["genome"])), archs, cache, plan)
-    param_scores = score_archs(Proxy("params"), archs, cache, plan)
+    context = RunContext.open(run)
+    settings, targets, plan = context.settings, list(context.targets), context.plan
+    proxy_scores = context.score(Proxy(best["genome"], parse_genome(best["genome"])), "test")
+    param_scores = context.score(Proxy("params"), "test")
     row = {"run": str(run), "config": describe_config(settings), "genome": best["genome"],
            "finished": best.get("finished"), "iteration": best.get("iteration"),
            "search_jcm": best["search"].get("jcm"), "test_jcm": best["test"].get("jcm"),
            "params_test_jcm": best["params"]["test"].get("jcm"), "targets": {}}
     for target in targets:
         classes = plan.target_classes[target]
-        accuracies = bench.accuracies[target][list(split.test)]
+        accuracies = context.accuracies("test", [target])[target]
         row["targets"][target] = {
             "kendall": correlate(proxy_scores[classes], accuracies)["kendall"],
             "params": correlate(param_scores[classes], accuracies)["kendall"],

@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import machine, median_seconds  # noqa: E402
 
-from autoprox.benchmark import default_bench_path, load_benchmark  # noqa: E402
-from autoprox.cache import StatisticsCache, StatsRequest  # noqa: E402
-from autoprox.spaces import count_params  # noqa: E402
-from autoprox.statistics import InputSpec, compute_statistics  # noqa: E402
+from autoprox.data.benchmark import default_bench_path, load_benchmark  # noqa: E402
+from autoprox.data.cache import StatisticsCache, StatsRequest  # noqa: E402
+from autoprox.networks.statistics import InputSpec, compute_statistics  # noqa: E402
+from autoprox.spaces.architectures import count_params  # noqa: E402
 
 
 def main() -> None:

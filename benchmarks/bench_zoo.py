@@ -20,13 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import machine, median_seconds, peak_rss_mb  # noqa: E402
 
-from autoprox.benchmark import default_bench_path, load_benchmark  # noqa: E402
-from autoprox.cache import StatisticsCache, StatsRequest  # noqa: E402
-from autoprox.genome import score_architecture  # noqa: E402
-from autoprox.proxies import ARCHITECTURE_PROXIES, BUILTIN_PROXIES, resolve_proxy  # noqa: E402
-from autoprox.spaces import count_params  # noqa: E402
-from autoprox.statistics import InputSpec, torch_threads  # noqa: E402
-from autoprox.zoo import ZOO, raw_value  # noqa: E402
+from autoprox.data.benchmark import default_bench_path, load_benchmark  # noqa: E402
+from autoprox.data.cache import StatisticsCache, StatsRequest  # noqa: E402
+from autoprox.genome.tree import score_architecture  # noqa: E402
+from autoprox.networks.statistics import InputSpec, torch_threads  # noqa: E402
+from autoprox.networks.zoo import ZOO, raw_value  # noqa: E402
+from autoprox.proxies.proxy import ARCHITECTURE_PROXIES, BUILTIN_PROXIES, resolve_proxy  # noqa: E402
+from autoprox.spaces.architectures import count_params  # noqa: E402
 
 
 def main() -> None:

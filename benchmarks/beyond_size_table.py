@@ -11,25 +11,18 @@ import json
 import sys
 from pathlib import Path
 
-from autoprox.benchmark import load_benchmark, split_benchmark
-from autoprox.cache import StatisticsCache
-from autoprox.genome import parse_genome
-from autoprox.proxies import Proxy
-from autoprox.search import SearchSettings, beyond_size_of, stats_plan
+from autoprox.genome.tree import parse_genome
+from autoprox.proxies.proxy import Proxy
+from autoprox.search.context import RunContext
 
 
 def main() -> None:
     print("| run | target | proxy tau (test) | best coarse descriptor (tau) | beats it? | tau with params | partial tau given params |")
     print("|---|---|---|---|---|---|---|")
     for run in map(Path, sys.argv[1:]):
-        config = json.loads((run / "config.json").read_text())
         best = json.loads((run / "best.json").read_text())
-        settings = SearchSettings.from_json(config["settings"])
-        bench = load_benchmark(settings.bench)
-        split = split_benchmark(len(bench), settings.split_seed, settings.search_fraction)
-        plan = stats_plan(settings, settings.targets)
-        report = beyond_size_of(Proxy(best["genome"], parse_genome(best["genome"])), bench, split.test,
-                                settings.targets, plan, StatisticsCache(settings.cache_dir, settings.cache_precision))
+        context = RunContext.open(run)
+        report = context.beyond_size(context.score(Proxy(best["genome"], parse_genome(best["genome"])), "test"), "test")
         for target, row in report.items():
             bar = row["bar"]
             print(f"| {run.name} | {target} | {row['kendall']:.3f} | {bar['descriptor']} ({bar['kendall']:.3f}) "

@@ -20,33 +20,28 @@ import argparse
 import json
 from pathlib import Path
 
-from autoprox.benchmark import Benchmark, load_benchmark, split_benchmark
-from autoprox.cache import StatisticsCache
-from autoprox.correlation import correlate, paired_bootstrap
-from autoprox.descriptors import beyond_size
-from autoprox.genome import parse_genome
-from autoprox.proxies import Proxy, score_archs
-from autoprox.search import SearchSettings, stats_plan
+from autoprox.core.correlation import correlate, paired_bootstrap
+from autoprox.data.benchmark import Benchmark
+from autoprox.genome.tree import parse_genome
+from autoprox.proxies.figures import beyond_size
+from autoprox.proxies.proxy import Proxy
+from autoprox.search.context import RunContext
 
 
-def _load(run: Path) -> tuple[dict, SearchSettings]:
+def _load(run: Path) -> tuple[dict, RunContext]:
     best = json.loads((run / "best.json").read_text())
-    config = json.loads((run / "config.json").read_text())
-    return best, SearchSettings.from_json(config["settings"])
+    return best, RunContext.open(run)
 
 
-def test_figures(genome: str, settings: SearchSettings, bench: Benchmark, target: str, samples: int) -> dict:
+def test_figures(genome: str, context: RunContext, bench: Benchmark, target: str, samples: int) -> dict:
     """Kendall of ``genome`` with ``target`` on the test split, the bar, and the bootstrap difference to params."""
-    if Path(settings.bench).resolve() != Path(bench.source).resolve():
-        raise SystemExit(f"{settings.bench} is not the joint run's benchmark {bench.source}")
-    split = split_benchmark(len(bench), settings.split_seed, settings.search_fraction)
-    plan = stats_plan(settings, [target])
-    cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
-    archs = [bench.archs[i] for i in split.test]
-    classes = plan.target_classes[target]
-    scores = score_archs(Proxy(genome, parse_genome(genome)), archs, cache, plan)[classes]
-    params = score_archs(Proxy("params"), archs, cache, plan)[classes]
-    accuracies = bench.accuracies[target][list(split.test)]
+    if context.bench.sha256 != bench.sha256:
+        raise SystemExit(f"{context.settings.bench} is not the joint run's benchmark {bench.source}")
+    archs = context.archs("test")
+    classes = context.plan.target_classes[target]
+    scores = context.score(Proxy(genome, parse_genome(genome)), "test")[classes]
+    params = context.score(Proxy("params"), "test")[classes]
+    accuracies = context.accuracies("test", [target])[target]
     beyond = beyond_size(scores, archs, {target: accuracies}, [target])[target]
     return {
         "kendall": beyond["kendall"],
@@ -69,8 +64,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=1000)
     args = parser.parse_args()
     joint_run = Path(args.joint or f"runs/{args.space}-best")
-    joint_best, joint_settings = _load(joint_run)
-    bench = load_benchmark(joint_settings.bench)
+    joint_best, joint_context = _load(joint_run)
+    bench = joint_context.bench
     transfer_path = Path(f"runs/transfer/{args.space}/transfer.json")
     transfer = json.loads(transfer_path.read_text()) if transfer_path.exists() else {"folds": []}
     held_out = {fold["held_out"]: fold for fold in transfer["folds"]}
@@ -80,14 +75,14 @@ def main() -> None:
     print("| target | parameter count | bar: best coarse descriptor | joint: search / test | per-target: search / test "
           "| chosen on the search split | chosen beats the bar on test? | transferred (held out): test |")
     print("|---|---|---|---|---|---|---|---|")
-    for target in joint_settings.targets:
-        joint = test_figures(joint_best["genome"], joint_settings, bench, target, args.samples)
+    for target in joint_context.targets:
+        joint = test_figures(joint_best["genome"], joint_context, bench, target, args.samples)
         joint_search = joint_best["search"]["targets"][target]["kendall"]
         per_run = Path(f"runs/per-target/{args.space}-{target}")
         per_cell, chosen, chosen_test = "not run", "joint", joint
         if (per_run / "best.json").exists():
-            per_best, per_settings = _load(per_run)
-            per = test_figures(per_best["genome"], per_settings, bench, target, args.samples)
+            per_best, per_context = _load(per_run)
+            per = test_figures(per_best["genome"], per_context, bench, target, args.samples)
             per_search = per_best["search"]["targets"][target]["kendall"]
             per_cell = f"{per_search:.3f} / {_cell(per)}"
             if per_search > joint_search:
@@ -95,7 +90,7 @@ def main() -> None:
         fold = held_out.get(target)
         transfer_cell = "not run"
         if fold is not None:
-            transferred = test_figures(fold["genome"], joint_settings, bench, target, args.samples)
+            transferred = test_figures(fold["genome"], joint_context, bench, target, args.samples)
             transfer_cell = _cell(transferred)
         bar = joint["bar"]
         print(f"| {target} | {joint['params']:.3f} | {bar['descriptor']} ({bar['kendall']:.3f}) "

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from autoprox.benchmark import load_benchmark
-from autoprox.cache import StatisticsCache
-from autoprox.statistics import InputSpec
+from autoprox.data.benchmark import load_benchmark
+from autoprox.data.cache import StatisticsCache
+from autoprox.networks.statistics import InputSpec
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO.parent / "shared" / "vit-bench-101"
@@ -45,7 +45,7 @@ def small_spec() -> InputSpec:
 @pytest.fixture(scope="session")
 def af_small(af_bench):
     """The AutoFormer benchmark cut to its 16 smallest architectures (fast statistics)."""
-    from autoprox.spaces import count_params
+    from autoprox.spaces.architectures import count_params
 
     order = sorted(range(len(af_bench)), key=lambda i: count_params(af_bench.archs[i]))
     return af_bench.subset(sorted(order[:16]))
@@ -54,7 +54,7 @@ def af_small(af_bench):
 @pytest.fixture(scope="session")
 def pit_small(pit_bench):
     """The PiT benchmark cut to its 12 smallest architectures."""
-    from autoprox.spaces import count_params
+    from autoprox.spaces.architectures import count_params
 
     order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))
     return pit_bench.subset(sorted(order[:12]))
@@ -63,7 +63,7 @@ def pit_small(pit_bench):
 @pytest.fixture(scope="session")
 def af_small_file(af_small, tmp_path_factory):
     """The 16 small AutoFormer architectures of ``af_small`` in the project's plain-text format."""
-    from autoprox.benchmark import write_benchmark_jsonl
+    from autoprox.data.benchmark import write_benchmark_jsonl
 
     path = tmp_path_factory.mktemp("bench") / "af16.jsonl"
     write_benchmark_jsonl(af_small, path)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-import autoprox.benchmark as benchmark_module
-from autoprox.benchmark import (
+import autoprox.data.benchmark as benchmark_module
+from autoprox.core.correlation import correlate
+from autoprox.data.benchmark import (
     BENCH_DIR_ENV,
     Benchmark,
     BenchmarkError,
@@ -21,9 +22,12 @@ from autoprox.benchmark import (
     target_classes,
     write_benchmark_jsonl,
 )
-from autoprox.correlation import correlate
-from autoprox.spaces import AutoFormerArch, PiTArch, arch_to_config, count_params
-
+from autoprox.spaces.architectures import (
+    AutoFormerArch,
+    PiTArch,
+    arch_to_config,
+    count_params,
+)
 from tests.conftest import AF_FILE, PIT_FILE
 
 AF_SHA = "712ad277546d9f7f565ce07885be7e0b98dcd8d0724fdd1120f595b517436eca"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-import autoprox.atomic
-import autoprox.cache as cache_module
-from autoprox.cache import (
+import autoprox.core.atomic
+import autoprox.data.cache as cache_module
+from autoprox.data.cache import (
     CACHE_DIR_ENV,
     STATS_VERSION,
     StatisticsCache,
@@ -21,7 +21,7 @@ from autoprox.cache import (
     build_cache,
     default_cache_dir,
 )
-from autoprox.statistics import STAT_NAMES, InputSpec, compute_statistics
+from autoprox.networks.statistics import STAT_NAMES, InputSpec, compute_statistics
 
 
 def _same(a, b) -> bool:
@@ -237,7 +237,7 @@ def test_atomic_writes_leave_no_temporary_files(pit_entry, pit_request, monkeypa
     def crash(*_args, **_kwargs):
         raise OSError("disk vanished at the rename")
 
-    monkeypatch.setattr(autoprox.atomic.os, "replace", crash)
+    monkeypatch.setattr(autoprox.core.atomic.os, "replace", crash)
     with pytest.raises(OSError, match="disk vanished"):
         cache.save(pit_request, [{n: t * 2 for n, t in b.items()} for b in stats])
     monkeypatch.undo()

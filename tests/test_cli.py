@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from autoprox.benchmark import write_benchmark_jsonl
-from autoprox.cli import main
+from autoprox.cli.main import main
+from autoprox.data.benchmark import write_benchmark_jsonl
 from tests.conftest import AF_FILE, PIT_FILE
 
 #: Kendall tau-b of the parameter count, as printed in ../shared/vit-bench-101/README.md.
@@ -147,8 +147,8 @@ def test_rank_unknown_name_in_a_list_names_the_known_ones(capsys):
 
 
 def test_search_seed_proxies_autoprox_a_and_p_and_refusals(capsys, small_jsonl, session_cache, tmp_path):
-    from autoprox.proxies import AUTOPROX_A, AUTOPROX_P
-    from autoprox.rundir import RunDirectory
+    from autoprox.proxies.proxy import AUTOPROX_A, AUTOPROX_P
+    from autoprox.search.rundir import RunDirectory
 
     common = ["search", "--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
               "--workers", "1", "--population", "3", "--iterations", "0", "--search-fraction", "0.75", "--quiet"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from autoprox.correlation import METRICS, correlate, correlate_targets, jcm
+from autoprox.core.correlation import METRICS, correlate, correlate_targets, jcm
 
 
 def test_tau_b_by_hand_on_a_tiny_example_with_ties():

@@ -11,12 +11,13 @@ from dataclasses import replace
 
 import pytest
 
-from autoprox.benchmark import write_benchmark_jsonl
-from autoprox.cli import main
-from autoprox.curves import load_curves, rolling_rate
-from autoprox.evolution import EvolutionConfig
-from autoprox.rundir import RunDirectory
-from autoprox.search import SearchSettings, run_search
+from autoprox.cli.main import main
+from autoprox.data.benchmark import write_benchmark_jsonl
+from autoprox.reports.curves import load_curves, rolling_rate
+from autoprox.search.engine import run_search
+from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.rundir import RunDirectory
+from autoprox.search.settings import SearchSettings
 
 EVOLUTION = EvolutionConfig(population_size=4, iterations=5, retry_cap=3, top_k=2, seed=1)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

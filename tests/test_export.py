@@ -13,13 +13,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from autoprox.cli import main
-from autoprox.export import ExportInfo, export_source, write_export
-from autoprox.descriptors import DESCRIPTORS, describe, terminal_values
-from autoprox.genome import AGGREGATIONS, GenomeError, GenomeSpace, parse_genome, score_architecture, template_genes
-from autoprox.simplify import readable_formula
-from autoprox.spaces import arch_to_config
-from autoprox.statistics import InputSpec, compute_statistics, torch_threads
+from autoprox.cli.main import main
+from autoprox.genome.tree import (
+    AGGREGATIONS,
+    GenomeError,
+    GenomeSpace,
+    parse_genome,
+    score_architecture,
+    template_genes,
+)
+from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads
+from autoprox.reports.export import ExportInfo, export_source, write_export
+from autoprox.reports.simplify import readable_formula
+from autoprox.spaces.architectures import arch_to_config
+from autoprox.spaces.descriptors import DESCRIPTORS, describe, terminal_values
 
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
              "element_wise_sqrt(sigmoid(F4g)))))")
@@ -33,7 +40,7 @@ PROXIES = {
                     "element_wise_abs(F4g))))"),
     "scalar_forms": ("block_mean(element_wise_difference(frobenius_norm(normalize(F3)), "
                      "element_wise_log(l1_norm(F1g))))"),
-    # every aggregation over blocks (autoprox.genome.AGGREGATIONS)
+    # every aggregation over blocks (autoprox.genome.tree.AGGREGATIONS)
     "block_sum": ("block_sum(to_mean_scalar(element_wise_product(element_wise_abs(element_wise_revert(F2)), "
                   "to_std_scalar(logsoftmax(F4)))))"),
     "block_wmean": ("block_wmean(to_mean_scalar(element_wise_sum(element_wise_abs(F1g), "
@@ -90,8 +97,8 @@ CHILD = textwrap.dedent('''
 
     import torch
     torch.set_num_threads(1)
-    from autoprox.models import build_model
-    from autoprox.statistics import InputSpec, derived_seed, make_batch
+    from autoprox.networks.models import build_model
+    from autoprox.networks.statistics import InputSpec, derived_seed, make_batch
 
     scores = {}
     for arch_name, config in job["archs"].items():
@@ -243,8 +250,8 @@ def test_a_model_without_transformer_blocks_is_refused_clearly(exported):
 
 
 def test_the_cases_cover_every_aggregation_terminal_and_free_trees():
-    from autoprox.freetree import check_tree
-    from autoprox.genome import ARCH_TERMINALS, op_name
+    from autoprox.genome.free import check_tree
+    from autoprox.genome.tree import ARCH_TERMINALS, op_name
 
     trees = {name: parse_genome(genome) for name, genome in PROXIES.items()}
     assert {op_name(tree[0].name) for tree in trees.values()} == set(AGGREGATIONS)
@@ -278,8 +285,8 @@ def test_exported_module_documents_its_aggregation_and_terminals(exported):
 
 def test_descriptors_read_from_the_models_equal_the_engines(exported, af_small, pit_small):
     """Parameters, MACs, depth, width, heads and MLP ratio of real models, read by the exported
-    module, equal autoprox.descriptors' values from the configs, to the last bit."""
-    from autoprox.models import build_model
+    module, equal autoprox.spaces.descriptors' values from the configs, to the last bit."""
+    from autoprox.networks.models import build_model
 
     module = _load(exported["every_descriptor"])
     images = torch.randn(1, 3, 224, 224)
@@ -303,7 +310,7 @@ def test_descriptors_read_from_the_models_equal_the_engines(exported, af_small, 
 
 
 def test_descriptors_can_be_given_when_the_model_does_not_tell(exported, af_small):
-    from autoprox.models import build_model
+    from autoprox.networks.models import build_model
 
     module = _load(exported["every_descriptor"])
     torch.manual_seed(0)
@@ -338,7 +345,7 @@ def test_descriptors_can_be_given_when_the_model_does_not_tell(exported, af_smal
             module.score(tiny, inputs, targets, descriptors=bad)
 
     arch = af_small.archs[0]  # given values replace what is read; the engine's values change nothing
-    from autoprox.statistics import derived_seed, make_batch
+    from autoprox.networks.statistics import derived_seed, make_batch
 
     images, labels = make_batch(SPEC, 100, SEED)
     model = build_model(arch, num_classes=100, seed=derived_seed(SEED, "model"))

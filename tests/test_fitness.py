@@ -10,9 +10,11 @@ import pytest
 import torch
 from scipy import stats as sps
 
-from autoprox.fitness import FitnessEvaluator, FitnessRecord, StatsPlan, figures, load_statistics
-from autoprox.genome import parse_genome, score_architecture
-from autoprox.statistics import torch_threads
+from autoprox.data.cache import StatsPlan, load_statistics
+from autoprox.genome.tree import parse_genome, score_architecture
+from autoprox.networks.statistics import torch_threads
+from autoprox.proxies.figures import figures
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
 
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super")
 ALL_100 = {t: 100 for t in TARGETS}

@@ -11,24 +11,8 @@ from collections import Counter
 import pytest
 from deap import gp
 
-from autoprox.cache import StatsRequest
-from autoprox.descriptors import terminal_values
-from autoprox.genome import (
-    AGGREGATIONS,
-    ARCH_TERMINALS,
-    GenomeError,
-    GenomeSpace,
-    InvalidProxy,
-    Matrix,
-    Scalar,
-    canonical_string,
-    genome_to_string,
-    parse_genome,
-    primitive_set,
-    score_architecture,
-    uses_arch_terminals,
-)
-from autoprox.freetree import (
+from autoprox.data.cache import StatsRequest
+from autoprox.genome.free import (
     DEFAULT_LIMITS,
     EXCLUDED_FORMS,
     FreeTreeLimits,
@@ -44,6 +28,22 @@ from autoprox.freetree import (
     vary,
     within_limits,
 )
+from autoprox.genome.tree import (
+    AGGREGATIONS,
+    ARCH_TERMINALS,
+    GenomeError,
+    GenomeSpace,
+    InvalidProxy,
+    Matrix,
+    Scalar,
+    canonical_string,
+    genome_to_string,
+    parse_genome,
+    primitive_set,
+    score_architecture,
+    uses_arch_terminals,
+)
+from autoprox.spaces.descriptors import terminal_values
 
 STATS_ONLY = GenomeSpace("free", AGGREGATIONS, arch_terminals=False)
 WITH_ARCH = GenomeSpace("free", AGGREGATIONS, arch_terminals=True)

@@ -10,13 +10,10 @@ import random
 import numpy as np
 import pytest
 
-from autoprox.benchmark import write_benchmark_jsonl
-from autoprox.cache import StatsRequest
-from autoprox.correlation import correlate, paired_bootstrap
-from autoprox.descriptors import beyond_size, describe, terminal_names, terminal_values
-from autoprox.evolution import EvolutionConfig, complexity, rank_key
-from autoprox.fitness import FitnessEvaluator, FitnessRecord, StatsPlan, load_statistics, make_folds
-from autoprox.genome import (
+from autoprox.core.correlation import correlate, paired_bootstrap
+from autoprox.data.benchmark import write_benchmark_jsonl
+from autoprox.data.cache import StatsPlan, StatsRequest, load_statistics
+from autoprox.genome.tree import (
     AGGREGATIONS,
     ARCH_TERMINALS,
     GenomeError,
@@ -30,9 +27,14 @@ from autoprox.genome import (
     score_architecture,
     template_genes,
 )
-from autoprox.search import SearchSettings, run_search
-from autoprox.spaces import count_macs, count_params
-from autoprox.statistics import torch_threads
+from autoprox.networks.statistics import torch_threads
+from autoprox.proxies.figures import beyond_size
+from autoprox.search.engine import run_search
+from autoprox.search.evolution import EvolutionConfig, complexity, rank_key
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
+from autoprox.search.settings import SearchSettings
+from autoprox.spaces.architectures import count_macs, count_params
+from autoprox.spaces.descriptors import describe, terminal_names, terminal_values
 
 TARGETS = ["c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super"]
 
@@ -232,7 +234,7 @@ def test_free_tree_search_runs(af_small, session_cache, tmp_path):
     )
     report = run_search(settings, tmp_path / "free", quiet=True)
     tree = parse_genome(report["genome"])
-    from autoprox.freetree import check_tree
+    from autoprox.genome.free import check_tree
 
     check_tree(tree, GenomeSpace("free", AGGREGATIONS, True), allow_excluded=False)
     assert report["finished"]

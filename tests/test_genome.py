@@ -9,8 +9,8 @@ import pytest
 import torch
 from deap import gp
 
-from autoprox.cache import StatsRequest
-from autoprox.genome import (
+from autoprox.data.cache import StatsRequest
+from autoprox.genome.tree import (
     ARCH_TERMINALS,
     GENE_CHOICES,
     GenomeError,
@@ -31,7 +31,7 @@ from autoprox.genome import (
     template_tree,
     tree_size,
 )
-from autoprox.statistics import STAT_NAMES
+from autoprox.networks.statistics import STAT_NAMES
 from primitives import BINARY, UNARY
 
 PUBLISHED = (

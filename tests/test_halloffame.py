@@ -9,14 +9,15 @@ from dataclasses import replace
 
 import pytest
 
-from autoprox.benchmark import write_benchmark_jsonl
-from autoprox.cli import main
-from autoprox.evolution import EvolutionConfig
-from autoprox.fitness import FitnessRecord
-from autoprox.genome import canonical_string, parse_genome, tree_size
-from autoprox.halloffame import HALL_OF_FAME, HallOfFame, load_hall_of_fame
-from autoprox.rundir import RunDirectory
-from autoprox.search import SearchSettings, run_search
+from autoprox.cli.main import main
+from autoprox.data.benchmark import write_benchmark_jsonl
+from autoprox.genome.tree import canonical_string, parse_genome, tree_size
+from autoprox.search.engine import run_search
+from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.fitness import FitnessRecord
+from autoprox.search.halloffame import HALL_OF_FAME, HallOfFame, load_hall_of_fame
+from autoprox.search.rundir import RunDirectory
+from autoprox.search.settings import SearchSettings
 
 EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
 
@@ -298,8 +299,8 @@ def test_show_beyond_size_computes_it_for_the_hall_of_fame_on_the_search_split(f
     import numpy as np
     from scipy.stats import kendalltau
 
-    from autoprox.benchmark import load_benchmark, split_benchmark
-    from autoprox.descriptors import describe
+    from autoprox.data.benchmark import load_benchmark, split_benchmark
+    from autoprox.spaces.descriptors import describe
 
     out, report = full_run
     code, text, err = run_cli(capsys, "show", str(out), "--top", "3", "--no-simplify", "--beyond-size")

@@ -9,9 +9,20 @@ import pytest
 import torch
 from torch import nn
 
-from autoprox.models import Attention, Block, Mlp, build_model, transformer_blocks
-from autoprox.spaces import count_macs, count_params, parse_arch, sample_arch, transformer_widths
-
+from autoprox.networks.models import (
+    Attention,
+    Block,
+    Mlp,
+    build_model,
+    transformer_blocks,
+)
+from autoprox.spaces.architectures import (
+    count_macs,
+    count_params,
+    parse_arch,
+    sample_arch,
+    transformer_widths,
+)
 from tests.test_spaces import TABLE
 
 torch.set_num_threads(1)

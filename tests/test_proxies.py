@@ -7,12 +7,23 @@ import json
 import numpy as np
 import pytest
 
-from autoprox.cache import StatsRequest
-from autoprox.fitness import FitnessEvaluator, StatsPlan, load_statistics
-from autoprox.genome import InvalidProxy, genome_to_string, parse_genome, score_architecture
-from autoprox.proxies import ARCHITECTURE_PROXIES, Proxy, ProxyError, resolve_proxy, score_archs
-from autoprox.spaces import count_macs, count_params
-from autoprox.statistics import torch_threads
+from autoprox.data.cache import StatsPlan, StatsRequest, load_statistics
+from autoprox.genome.tree import (
+    InvalidProxy,
+    genome_to_string,
+    parse_genome,
+    score_architecture,
+)
+from autoprox.networks.statistics import torch_threads
+from autoprox.proxies.proxy import (
+    ARCHITECTURE_PROXIES,
+    Proxy,
+    ProxyError,
+    resolve_proxy,
+    score_archs,
+)
+from autoprox.search.fitness import FitnessEvaluator
+from autoprox.spaces.architectures import count_macs, count_params
 
 PUBLISHED = (
     "block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "

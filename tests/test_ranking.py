@@ -13,21 +13,19 @@ import pytest
 import torch
 from torch import nn
 
-from autoprox.correlation import correlate
-from autoprox.fitness import StatsPlan
-from autoprox.proxies import resolve_proxies, resolve_proxy, score_archs
-from autoprox.ranking import (
+from autoprox.apps.ranking import (
     CSV_COLUMNS,
     format_table,
-    kendall,
-    partial_kendall,
     rank_table,
     seed_figures,
     summarise,
 )
-from autoprox.spaces import count_params
-from autoprox.statistics import InputSpec
-from autoprox.zoo import raw_value, set_scores
+from autoprox.core.correlation import correlate, kendall, partial_kendall
+from autoprox.data.cache import StatsPlan
+from autoprox.networks.statistics import InputSpec
+from autoprox.networks.zoo import raw_value, set_scores
+from autoprox.proxies.proxy import resolve_proxies, resolve_proxy, score_archs
+from autoprox.spaces.architectures import count_params
 
 SPEC = InputSpec("gaussian", batch_size=2)
 
@@ -130,7 +128,7 @@ def test_tvt_normalises_over_the_ranked_set(small):
 
 def test_a_failing_proxy_is_reported_and_the_others_finish(small, tmp_path):
     """Batch 1: ZiCo needs two gradient samples, a bad teacher fails TVT; params and synflow go on."""
-    from autoprox.cache import StatisticsCache
+    from autoprox.data.cache import StatisticsCache
 
     archs = small.subset(range(3))
     bad_teacher = nn.Flatten()
@@ -196,7 +194,12 @@ def test_formats(table):
 
 
 def test_proxy_lists_all_and_genomes_with_commas():
-    from autoprox.proxies import AUTOPROX_A, BUILTIN_PROXIES, ProxyError, split_proxy_list
+    from autoprox.proxies.proxy import (
+        AUTOPROX_A,
+        BUILTIN_PROXIES,
+        ProxyError,
+        split_proxy_list,
+    )
 
     assert split_proxy_list(f" snip ,{AUTOPROX_A}, dss") == ["snip", AUTOPROX_A, "dss"]
     everything = resolve_proxies("all")
@@ -217,7 +220,7 @@ def _independent_bars(archs, accuracies):
     """The bar by hand: the highest Kendall tau-b of the four coarse descriptors (scipy, NaN accuracies dropped)."""
     from scipy.stats import kendalltau
 
-    from autoprox.descriptors import describe
+    from autoprox.spaces.descriptors import describe
 
     described = [describe(a) for a in archs]
     bars = {}
@@ -231,7 +234,7 @@ def _independent_bars(archs, accuracies):
 
 
 def test_table_depth_columns_and_bars_match_direct_computation(table, small):
-    from autoprox.descriptors import describe
+    from autoprox.spaces.descriptors import describe
 
     params = np.array([count_params(a) for a in small.archs], dtype=float)
     depth = np.array([describe(a)["depth"] for a in small.archs])
@@ -266,7 +269,7 @@ def test_seed_figures_without_depth_keeps_its_old_keys():
 
 
 def _cli(capsys, *argv):
-    from autoprox.cli import main
+    from autoprox.cli.main import main
 
     code = main(list(argv))
     captured = capsys.readouterr()
@@ -276,9 +279,8 @@ def _cli(capsys, *argv):
 def test_rank_single_proxy_reports_beyond_size(capsys, af_bench):
     """``rank --proxy params``: the old figures unchanged, tau with params 1, partial given params undefined,
     and per target the bar, the best of the four descriptors on the same architectures."""
+    from autoprox.spaces.descriptors import describe
     from tests.conftest import AF_FILE
-
-    from autoprox.descriptors import describe
 
     code, out, _ = _cli(capsys, "rank", "--proxy", "params", "--bench", str(AF_FILE), "--json")
     assert code == 0
@@ -313,10 +315,10 @@ def test_rank_single_proxy_reports_beyond_size(capsys, af_bench):
 
 
 def test_rank_single_genome_beyond_size_equals_the_search_report(capsys, af_small, session_cache, tmp_path):
-    """A genome on a small benchmark: the figures are those best.json would hold (beyond_size_of)."""
-    from autoprox.benchmark import write_benchmark_jsonl
-    from autoprox.proxies import AUTOPROX_A
-    from autoprox.search import beyond_size_of
+    """A genome on a small benchmark: the figures are those of beyond_size on its scores."""
+    from autoprox.data.benchmark import write_benchmark_jsonl
+    from autoprox.proxies.figures import beyond_size
+    from autoprox.proxies.proxy import AUTOPROX_A, score_archs
 
     path = tmp_path / "af8.jsonl"
     small = af_small.subset(range(8))
@@ -326,7 +328,8 @@ def test_rank_single_genome_beyond_size_equals_the_search_report(capsys, af_smal
     assert code == 0
     result = json.loads(out)
     plan = StatsPlan(SPEC, (0,), {"c100_kd": 100, "flower_kd": 100})
-    expected = beyond_size_of(resolve_proxy(AUTOPROX_A), small, range(8), ["c100_kd", "flower_kd"], plan, session_cache)
+    scores = score_archs(resolve_proxy(AUTOPROX_A), list(small.archs), session_cache, plan)[100]
+    expected = beyond_size(scores, list(small.archs), small.accuracies, ["c100_kd", "flower_kd"])
     for target in ("c100_kd", "flower_kd"):
         for key in ("kendall", "kendall_with_params", "kendall_with_depth", "partial_given_params",
                     "partial_given_depth"):

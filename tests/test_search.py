@@ -12,9 +12,10 @@ from dataclasses import replace
 
 import pytest
 
-from autoprox.evolution import EvolutionConfig
-from autoprox.rundir import RunDirError, RunDirectory
-from autoprox.search import SearchSettings, run_search
+from autoprox.search.engine import run_search
+from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.rundir import RunDirectory, RunDirError
+from autoprox.search.settings import SearchSettings
 
 EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
 

@@ -6,11 +6,12 @@ import pytest
 import sympy
 import torch
 
-from autoprox import sympy_worker
-from autoprox.cache import StatsRequest
-from autoprox.genome import InvalidProxy, parse_genome
-from autoprox.genome import score_architecture as _score_architecture
-from autoprox.simplify import (
+from autoprox.data.cache import StatsRequest
+from autoprox.genome.tree import InvalidProxy, parse_genome
+from autoprox.genome.tree import score_architecture as _score_architecture
+from autoprox.networks.statistics import torch_threads
+from autoprox.reports import sympy_worker
+from autoprox.reports.simplify import (
     SYMBOLS,
     Formula,
     _simplify_into,
@@ -21,7 +22,6 @@ from autoprox.simplify import (
     readable_formula,
     readable_formulas,
 )
-from autoprox.statistics import torch_threads
 from primitives import UNARY
 
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
@@ -88,7 +88,7 @@ def test_statistics_are_named_symbols_and_reductions_named_functions():
     assert formula.latex.startswith(r"\frac{1}{L} \sum_{l=1}^{L} \left(")
     assert r"W^{\mathrm{proj}}_{l}" in formula.latex and r"\operatorname{frobenius}" in formula.latex
     assert {SYMBOLS[s].name for s in SYMBOLS} == set(sympy_worker.STAT_SYMBOL_NAMES) | set(sympy_worker.ARCH_SYMBOL_NAMES)
-    from autoprox.descriptors import terminal_names
+    from autoprox.spaces.descriptors import terminal_names
 
     assert set(sympy_worker.ARCH_SYMBOL_NAMES) == set(terminal_names())
 
@@ -187,14 +187,14 @@ SIMPLIFIABLE_ARCH = ("block_sum(to_mean_scalar(element_wise_product(element_wise
 @pytest.fixture(scope="module")
 def arch_stats(stats, af_small):
     """The same statistics, each with its architecture's terminal values (as the engine computes them)."""
-    from autoprox.descriptors import terminal_values
-    from autoprox.simplify import CheckStatistics
+    from autoprox.reports.simplify import CheckStatistics
+    from autoprox.spaces.descriptors import terminal_values
 
     return [CheckStatistics(s, terminal_values(af_small.archs[i])) for s, i in zip(stats, (0, 5, 9))]
 
 
 def test_formulas_with_architecture_terminals_are_checked_numerically(arch_stats, af_small):
-    from autoprox.descriptors import terminal_values
+    from autoprox.spaces.descriptors import terminal_values
 
     mean = sympy.Function("mean", real=True)
     (formula,) = readable_formulas([SIMPLIFIABLE_ARCH], check_stats=arch_stats)
@@ -222,7 +222,7 @@ def test_formulas_with_architecture_terminals_are_checked_numerically(arch_stats
 
 
 def test_statistics_for_check_carry_the_architectures_terminal_values():
-    from autoprox.simplify import CheckStatistics, statistics_for_check
+    from autoprox.reports.simplify import CheckStatistics, statistics_for_check
 
     (found,) = statistics_for_check(None, "pit", count=1)
     assert isinstance(found, CheckStatistics) and isinstance(found, list) and isinstance(found[0], dict)

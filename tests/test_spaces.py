@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprox.spaces import (
+from autoprox.spaces.architectures import (
     SPACES,
     ArchitectureError,
     AutoFormerArch,

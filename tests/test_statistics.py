@@ -7,10 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autoprox import statistics
-from autoprox.models import build_model, transformer_blocks
-from autoprox.spaces import pit_dims, pit_map_sizes, transformer_widths
-from autoprox.statistics import (
+from autoprox.networks import statistics
+from autoprox.networks.models import build_model, transformer_blocks
+from autoprox.networks.statistics import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     STAT_NAMES,
@@ -21,6 +20,7 @@ from autoprox.statistics import (
     make_batch,
     stats_fingerprint,
 )
+from autoprox.spaces.architectures import pit_dims, pit_map_sizes, transformer_widths
 
 SEED = 5
 CLASSES = 10

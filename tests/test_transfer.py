@@ -7,15 +7,22 @@ from dataclasses import replace
 
 import pytest
 
-from autoprox.benchmark import load_benchmark, split_benchmark
-from autoprox.cache import StatisticsCache
-from autoprox.cli import main
-from autoprox.evolution import EvolutionConfig
-from autoprox.genome import parse_genome
-from autoprox.proxies import Proxy
-from autoprox.rundir import RunDirError, RunDirectory
-from autoprox.search import SearchSettings, evaluate_on_split, run_search, stats_plan
-from autoprox.transfer import fold_directory, fold_settings, format_transfer, run_transfer
+from autoprox.apps.transfer import (
+    fold_directory,
+    fold_settings,
+    format_transfer,
+    run_transfer,
+)
+from autoprox.cli.main import main
+from autoprox.data.benchmark import load_benchmark, split_benchmark
+from autoprox.data.cache import StatisticsCache
+from autoprox.genome.tree import parse_genome
+from autoprox.proxies.figures import figures
+from autoprox.proxies.proxy import Proxy, score_archs
+from autoprox.search.engine import run_search
+from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.rundir import RunDirectory, RunDirError
+from autoprox.search.settings import SearchSettings, stats_plan
 
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
 EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=2, seed=5)
@@ -61,8 +68,11 @@ def test_held_out_figures_are_the_proxy_ranked_on_that_target(study, settings):
         plan = stats_plan(settings, [target])
         proxy = Proxy(fold["genome"], parse_genome(fold["genome"]))
         for name, indices in (("search", split.search), ("test", split.test)):
-            direct = evaluate_on_split(proxy, bench, indices, [target], plan, cache, {})["targets"][target]
-            params = evaluate_on_split(Proxy("params"), bench, indices, [target], plan, cache, {})["targets"][target]
+            archs, accuracies = [bench.archs[i] for i in indices], {target: bench.accuracies[target][list(indices)]}
+            direct = figures(score_archs(proxy, archs, cache, plan), accuracies, [target],
+                             plan.target_classes)["targets"][target]
+            params = figures(score_archs(Proxy("params"), archs, cache, plan), accuracies, [target],
+                             plan.target_classes)["targets"][target]
             reported = fold["held_out_figures"][name]
             assert reported["proxy"]["kendall"] == pytest.approx(direct["kendall"])
             assert reported["params"]["kendall"] == pytest.approx(params["kendall"])
@@ -94,7 +104,7 @@ def test_resume_keeps_finished_folds_and_finishes_an_interrupted_one(study, sett
     def scored_again(*args, **kwargs):
         raise AssertionError("a finished fold's held-out figures were computed again on resume")
 
-    monkeypatch.setattr("autoprox.transfer.held_out_report", scored_again)
+    monkeypatch.setattr("autoprox.apps.transfer.held_out_report", scored_again)
     again = run_transfer(None, partial, resume=True, quiet=True)
     assert (fold_directory(partial, first) / "log.jsonl").read_text() == log_before
     assert again["folds"] == resumed["folds"]

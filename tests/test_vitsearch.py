@@ -9,14 +9,7 @@ import numpy as np
 import pytest
 
 import autoprox
-from autoprox.cli import main
-from autoprox.fitness import StatsPlan
-from autoprox.genome import score_architecture
-from autoprox.proxies import resolve_proxy
-from autoprox.rundir import RunDirError, read_jsonl
-from autoprox.spaces import count_params, param_range, parse_arch
-from autoprox.statistics import compute_statistics, torch_threads
-from autoprox.vitsearch import (
+from autoprox.apps.vitsearch import (
     VitSearchError,
     VitSearchSettings,
     parse_budget,
@@ -25,6 +18,13 @@ from autoprox.vitsearch import (
     run_vit_search,
     sample_candidates,
 )
+from autoprox.cli.main import main
+from autoprox.data.cache import StatsPlan
+from autoprox.genome.tree import score_architecture
+from autoprox.networks.statistics import compute_statistics, torch_threads
+from autoprox.proxies.proxy import resolve_proxy
+from autoprox.search.rundir import RunDirError, read_jsonl
+from autoprox.spaces.architectures import count_params, param_range, parse_arch
 from tests.conftest import PIT_FILE, SMALL_SPEC
 
 TINY_PIT = (0.1e6, 0.6e6)
@@ -53,7 +53,7 @@ def test_candidates_are_distinct_within_budget_and_seeded():
 
 
 def autoprox_arch(arch):
-    from autoprox.spaces import arch_to_config
+    from autoprox.spaces.architectures import arch_to_config
 
     return arch_to_config(arch)
 

@@ -10,10 +10,15 @@ import pytest
 import torch
 from torch import nn
 
-from autoprox import zoo
-from autoprox.models import Attention, Block, Mlp
-from autoprox.spaces import count_params
-from autoprox.statistics import InputSpec, compute_statistics, derived_seed, make_batch
+from autoprox.networks import zoo
+from autoprox.networks.models import Attention, Block, Mlp
+from autoprox.networks.statistics import (
+    InputSpec,
+    compute_statistics,
+    derived_seed,
+    make_batch,
+)
+from autoprox.spaces.architectures import count_params
 
 # --------------------------------------------------------------- a linear classifier
 # logits z = W x (no bias), L = mean cross-entropy: dL/dW = (P - Y)^T X / B in closed form.
@@ -288,8 +293,8 @@ def test_score_cache_round_trip_and_corrupt_entry(tmp_path, small_archs):
 
 def test_autoprox_a_and_p_by_hand():
     """Eq. 2 and 3 on hand-made statistics of two blocks, through the genome evaluator."""
-    from autoprox.genome import score_architecture, template_genes
-    from autoprox.proxies import resolve_proxy
+    from autoprox.genome.tree import score_architecture, template_genes
+    from autoprox.proxies.proxy import resolve_proxy
 
     a, p = resolve_proxy("autoprox_a"), resolve_proxy("autoprox_p")
     assert a.kind == p.kind == "genome"

@@ -1,0 +1,206 @@
+"""Transfer across targets: search on all targets but one, report the one held out.
+
+A proxy searched jointly on several datasets is meant to rank architectures on a dataset
+it never saw. :func:`run_transfer` measures that: for each target in turn it runs a whole
+search (:func:`autoprox.search.engine.run_search`) on the other targets into
+``OUT/holdout-<target>/`` and scores the discovered proxy on the held-out target, on the
+search split and on the test split, beside the parameter count and the best coarse
+descriptor for that target. The held-out target never enters the fitness, and nothing
+is chosen on it.
+
+``OUT/transfer.json`` holds the settings and, once folds finish, their figures. Run the
+same command with ``--resume`` after an interruption: finished folds are kept, an
+unfinished one resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from autoprox import __version__
+from autoprox.core.atomic import atomic_write_json, json_safe
+from autoprox.core.errors import ConfigError
+from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
+from autoprox.genome.tree import InvalidProxy, parse_genome
+from autoprox.proxies.proxy import Proxy
+from autoprox.search.context import RunContext
+from autoprox.search.engine import (
+    run_search,
+)
+from autoprox.search.rundir import RunDirectory, RunDirError, read_json
+from autoprox.search.settings import SearchSettings
+
+TRANSFER_FILE = "transfer.json"
+
+
+def fold_directory(out: Path, held_out: str) -> Path:
+    """Run directory of the search that holds ``held_out`` back."""
+    return out / f"holdout-{held_out}"
+
+
+def fold_settings(settings: SearchSettings, targets: Sequence[str], held_out: str) -> SearchSettings:
+    """The search settings of one fold: every target but ``held_out``, weights restricted to them."""
+    searched = tuple(t for t in targets if t != held_out)
+    weights = {name: value for name, value in settings.weights.items() if name in searched}
+    return replace(settings, targets=searched, weights=weights)
+
+
+def held_out_report(best: Mapping, bench: Benchmark, held_out: str, settings: SearchSettings) -> dict:
+    """Figures of a fold's best proxy on its held-out target, per split.
+
+    Per split: the proxy's Kendall (and Spearman, Pearson) with the held-out target, the
+    parameter count's Kendall on the same architectures, and the beyond-size block (Kendall
+    with the parameter count and depth, partial Kendall given each, the best coarse
+    descriptor as the bar).
+    """
+    context = RunContext.from_settings(replace(settings, targets=(held_out,), weights={}), bench=bench)
+    proxy = Proxy(best["genome"], parse_genome(best["genome"]))
+    params = Proxy("params")
+    report = {}
+    for part in ("search", "test"):
+        try:
+            scores = context.score(proxy, part)
+        except InvalidProxy as exc:
+            report[part] = {"invalid": str(exc)}
+            continue
+        proxy_figures = context.figures(scores, part)["targets"][held_out]
+        params_figures = context.evaluate(params, part, workers=1)["targets"][held_out]
+        beyond = context.beyond_size(scores, part)[held_out]
+        report[part] = {
+            "proxy": proxy_figures,
+            "params": params_figures,
+            "beyond_size": beyond,
+            "beats_params": bool(proxy_figures["kendall"] > params_figures["kendall"]),
+        }
+    return report
+
+
+def _fold_summary(best: Mapping, held_out: str, run_dir: Path, held: Mapping) -> dict:
+    return {
+        "held_out": held_out,
+        "searched_on": list(best["targets"]),
+        "run": str(run_dir),
+        "genome": best["genome"],
+        "searched": {"search_jcm": best["search"].get("jcm"), "test_jcm": best["test"].get("jcm")},
+        "held_out_figures": held,
+    }
+
+
+def _check_fold_matches(run_dir: Path, expected: SearchSettings) -> None:
+    """A fold directory left by an earlier run must hold the search this transfer would make."""
+    recorded = RunDirectory(run_dir).config()["settings"]
+    wanted = expected.to_json()
+    differing = sorted(k for k in wanted if recorded.get(k) != wanted[k])
+    if differing:
+        raise RunDirError(f"{run_dir} holds a search with other settings ({', '.join(differing)}); "
+                          f"use a new --out")
+
+
+def _log(message: str, quiet: bool) -> None:
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)
+
+
+def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool = False,
+                 quiet: bool = False) -> dict:
+    """Run (or resume) a transfer study into ``out``; return the content of ``transfer.json``.
+
+    ``settings`` are a joint search's settings; its targets (default: the benchmark's
+    default targets, at least two) are held out one at a time.
+    """
+    out = Path(out)
+    path = out / TRANSFER_FILE
+    if resume:
+        previous = read_json(path)
+        settings = SearchSettings.from_json(previous["settings"])
+    else:
+        if settings is None:
+            raise ConfigError("settings are needed for a new transfer study")
+        if path.exists():
+            raise RunDirError(f"{out} already holds a transfer study; continue it with --resume or choose a new --out")
+    if resume:
+        bench = load_benchmark(locate_benchmark(settings.bench, previous.get("benchmark_sha256"), near=out))
+    else:
+        bench = load_benchmark(settings.bench)
+    context = RunContext.from_settings(settings, bench=bench)
+    settings, targets = context.settings, list(context.targets)
+    if len(targets) < 2:
+        raise ConfigError(f"transfer holds one target out of several: give at least two targets, got {len(targets)}")
+
+    study = {
+        "autoprox_version": __version__,
+        "created": previous["created"] if resume else _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
+        "space": bench.space,
+        "benchmark_sha256": bench.sha256,
+        "settings": settings.to_json(),
+        "targets": list(targets),
+        "folds": [],
+        "finished": False,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, json_safe(study))
+    # Held-out figures of folds finished before a resume are kept, not scored again.
+    reported = {fold["held_out"]: fold for fold in previous["folds"]} if resume else {}
+    for number, held_out in enumerate(targets, 1):
+        run_dir = fold_directory(out, held_out)
+        one = fold_settings(settings, targets, held_out)
+        _log(f"transfer fold {number}/{len(targets)}: search on {', '.join(one.targets)}, hold out {held_out}", quiet)
+        best_path = run_dir / "best.json"
+        if RunDirectory(run_dir).exists():  # left by an earlier start, or by a plain search with these settings
+            _check_fold_matches(run_dir, one)
+            best = read_json(best_path) if best_path.exists() else None
+            if best is None or not best.get("finished"):
+                best = run_search(None, run_dir, resume=True, quiet=quiet)
+        else:
+            best = run_search(one, run_dir, quiet=quiet)
+        if not best.get("finished"):
+            _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {out}", quiet)
+            return study
+        earlier = reported.get(held_out)
+        if earlier is None or earlier["genome"] != best["genome"]:
+            earlier = _fold_summary(best, held_out, run_dir, held_out_report(best, bench, held_out, one))
+        study["folds"].append(earlier)
+        atomic_write_json(path, json_safe(study))
+    study["finished"] = True
+    study["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    study = json_safe(study)
+    atomic_write_json(path, study)
+    return study
+
+
+def format_transfer(study: Mapping, split: str = "test") -> str:
+    """Plain-text table of a transfer study's held-out figures on ``split``."""
+    header = (f"{'held out':<16}{'searched on':<42}{'tau':>8}{'params':>8}{'bar':>18}"
+              f"{'beats params':>14}{'beats bar':>11}{'searched JCM':>14}")
+    lines = [f"held-out target, {split} split ({study.get('space', '?')}): tau is the Kendall of the proxy searched "
+             f"without it, params the parameter count's, bar the best coarse descriptor's; searched JCM is the "
+             f"proxy's JCM on the targets it was searched on", header]
+    for fold in study["folds"]:
+        figures = fold["held_out_figures"].get(split, {})
+        if "invalid" in figures:
+            lines.append(f"{fold['held_out']:<16}{', '.join(fold['searched_on']):<42}  invalid: {figures['invalid']}")
+            continue
+        bar = figures["beyond_size"]["bar"]
+        searched_jcm = fold["searched"].get(f"{split}_jcm")
+        lines.append(
+            f"{fold['held_out']:<16}{', '.join(fold['searched_on']):<42}"
+            f"{_num(figures['proxy']['kendall']):>8}{_num(figures['params']['kendall']):>8}"
+            f"{bar['descriptor'] + ' ' + _num(bar['kendall']):>18}"
+            f"{'yes' if figures['beats_params'] else 'no':>14}"
+            f"{'yes' if figures['beyond_size']['beats_bar'] else 'no':>11}{_num(searched_jcm):>14}"
+        )
+    if not study.get("finished"):
+        lines.append(f"({len(study['folds'])} of {len(study['targets'])} folds finished)")
+    return "\n".join(lines) + "\n"
+
+
+def _num(value) -> str:
+    return "nan" if value is None else f"{value:+.3f}"
+
+
+__all__ = ["TRANSFER_FILE", "fold_directory", "fold_settings", "format_transfer", "held_out_report", "run_transfer"]

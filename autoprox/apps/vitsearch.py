@@ -1,0 +1,366 @@
+"""Training-free ViT search: sample architectures under a parameter budget, score them
+with any proxy, keep the best (TF-TAS and Auto-Prox's use of a proxy).
+
+Two modes:
+
+* :func:`run_vit_search` samples ``samples`` distinct architectures of a space within a
+  parameter budget, scores each (statistics on the fly through the statistics cache,
+  in parallel), and writes the ranked top K. Scores are appended to
+  ``scores.jsonl`` as they come, so a stopped search resumes without rescoring.
+* :func:`pick_on_bench` chooses among a benchmark's architectures instead, and says
+  how good the pick really is (its true accuracy beside the best, the median and the
+  expected random pick).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import io
+import json
+import math
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from autoprox.core.atomic import atomic_write_json, atomic_write_text, json_safe
+from autoprox.core.errors import VitSearchError  # noqa: F401 (re-exported)
+from autoprox.data.benchmark import Benchmark
+from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest
+from autoprox.genome.tree import InvalidProxy, parse_genome, score_architecture
+from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads
+from autoprox.proxies.proxy import Proxy, score_archs
+from autoprox.search.rundir import RunDirError, read_json, read_jsonl
+from autoprox.spaces.architectures import (
+    ArchitectureError,
+    arch_key,
+    arch_to_config,
+    count_macs,
+    count_params,
+    param_range,
+    parse_arch,
+    sample_arch,
+)
+from autoprox.spaces.descriptors import terminal_values
+
+#: The papers' parameter budgets, in millions (AutoFormer-Ti 4-9M; PiT 2-25M).
+PAPER_BUDGETS = {"autoformer": (4.0, 9.0), "pit": (2.0, 25.0)}
+CONFIG = "vit_search.json"
+SCORES = "scores.jsonl"
+TOP_JSON = "top.json"
+TOP_CSV = "top.csv"
+
+
+
+def parse_budget(text: str) -> tuple[float, float]:
+    """``"4:9"`` (millions of parameters) -> (4e6, 9e6)."""
+    lo, sep, hi = text.partition(":")
+    try:
+        low, high = float(lo) * 1e6, float(hi) * 1e6
+    except ValueError:
+        raise VitSearchError(f"parameter budget looks like MIN:MAX in millions (e.g. 4:9), got {text!r}") from None
+    if not sep or low > high or low < 0:
+        raise VitSearchError(f"parameter budget looks like MIN:MAX in millions with MIN <= MAX, got {text!r}")
+    return low, high
+
+
+def check_budget(space: str, budget: tuple[float, float], num_classes: int) -> None:
+    """Refuse a budget no architecture of ``space`` can meet, naming the feasible range."""
+    lo, hi = param_range(space, num_classes)
+    if budget[1] < lo or budget[0] > hi:
+        raise VitSearchError(
+            f"no {space} architecture has {budget[0] / 1e6:g}M to {budget[1] / 1e6:g}M parameters "
+            f"({num_classes}-class head); the space spans {lo / 1e6:.2f}M to {hi / 1e6:.2f}M"
+        )
+
+
+def sample_candidates(space: str, count: int, budget: tuple[float, float], seed: int,
+                      num_classes: int = 100, max_draws_per_sample: int = 200) -> list:
+    """``count`` distinct architectures within ``budget``, reproducible from ``seed``."""
+    if count < 1:
+        raise VitSearchError("the number of samples must be at least 1")
+    check_budget(space, budget, num_classes)
+    rng = random.Random(seed)
+    chosen: dict[str, object] = {}
+    draws = 0
+    while len(chosen) < count:
+        if draws >= count * max_draws_per_sample:
+            raise VitSearchError(
+                f"only {len(chosen)} distinct {space} architectures found within "
+                f"{budget[0] / 1e6:g}M-{budget[1] / 1e6:g}M after {draws} draws; widen the budget or ask fewer"
+            )
+        draws += 1
+        try:
+            arch = sample_arch(space, rng, budget, num_classes)
+        except ArchitectureError as exc:
+            raise VitSearchError(str(exc)) from None
+        chosen.setdefault(arch_key(arch), arch)
+    return list(chosen.values())
+
+
+@dataclass(frozen=True)
+class VitSearchSettings:
+    """A sampled training-free search, as recorded in ``vit_search.json``."""
+
+    space: str
+    proxy: str
+    samples: int = 400
+    budget: tuple[float, float] = (4e6, 9e6)
+    classes: int = 100
+    top: int = 5
+    seed: int = 0
+    input: str = "gaussian"
+    batch_size: int = 8
+    stat_seeds: tuple[int, ...] = (0,)
+    cache_dir: str | None = None
+    cache_precision: str = "float16"
+    keep_statistics: bool = True
+    workers: int = 2
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["budget"] = list(self.budget)
+        data["stat_seeds"] = list(self.stat_seeds)
+        return data
+
+    def identity(self) -> dict:
+        """The fields that decide which scores a run holds (a resume must agree on them)."""
+        data = self.to_json()
+        for name in ("top", "workers", "cache_dir"):
+            data.pop(name)
+        return data
+
+
+def _genome_raw(genome: str, config: dict, space: str, spec: dict, seeds: Sequence[int], classes: int,
+                cache_root: str | None, precision: str, keep: bool) -> tuple[float | None, float, str]:
+    """Score one architecture with a genome (worker body): (score, seconds, error)."""
+    start = time.perf_counter()
+    try:
+        arch = parse_arch(config, space)
+        tree = parse_genome(genome)
+        input_spec = InputSpec(**spec)
+        cache = StatisticsCache(cache_root, precision)
+        values = []
+        with torch_threads(1):
+            for seed in seeds:
+                request = StatsRequest(arch, input_spec, seed, classes)
+                stats = cache.get(request) if keep else compute_statistics(arch, input_spec, seed, classes)
+                values.append(score_architecture(tree, stats, terminal_values(arch, classes)))
+        return float(np.mean(values)), time.perf_counter() - start, ""
+    except InvalidProxy as exc:
+        return None, time.perf_counter() - start, f"invalid: {exc}"[:300]
+    except Exception as exc:  # noqa: BLE001 - a failure is recorded and the search goes on
+        return None, time.perf_counter() - start, f"{type(exc).__name__}: {exc}"[:300]
+
+
+def raw_scores(proxy: Proxy, archs: Sequence, settings: VitSearchSettings, spec: InputSpec,
+               teacher=None) -> list[tuple[object, float, str]]:
+    """(raw value, seconds, error) for each architecture; failures never stop the others."""
+    if proxy.kind == "architecture":
+        function = count_params if proxy.name == "params" else count_macs
+        return [(float(function(a, settings.classes)), 0.0, "") for a in archs]
+    if proxy.kind == "zoo":
+        from autoprox.networks.zoo import ZooScoreCache, compute_raw_values
+        from autoprox.proxies.proxy import zoo_name
+
+        name = zoo_name(proxy, teacher)
+        score_cache = ZooScoreCache(StatisticsCache(settings.cache_dir).root)
+        runs = [compute_raw_values([name], archs, spec, seed, settings.classes, teacher=teacher,
+                                   workers=settings.workers, score_cache=score_cache)[name]
+                for seed in settings.stat_seeds]
+        outcomes = []
+        for index in range(len(archs)):
+            results = [run[index] for run in runs]
+            errors = [r.error for r in results if not r.ok]
+            raws = [r.raw for r in results] if not errors else None
+            outcomes.append((raws, float(sum(r.seconds for r in results if r.seconds == r.seconds)),
+                             errors[0] if errors else ""))
+        return outcomes
+    jobs = [(proxy.name, arch_to_config(a), a.space, spec.to_json(), list(settings.stat_seeds), settings.classes,
+             settings.cache_dir, settings.cache_precision, settings.keep_statistics) for a in archs]
+    if settings.workers > 1 and len(jobs) > 1:
+        from joblib import Parallel, delayed
+
+        return list(Parallel(n_jobs=settings.workers, backend="loky")(delayed(_genome_raw)(*job) for job in jobs))
+    return [_genome_raw(*job) for job in jobs]
+
+
+def final_scores(proxy: Proxy, raws: Sequence, teacher=None) -> np.ndarray:
+    """Scores from raw values (zoo proxies normalised over the whole candidate set, per seed)."""
+    if proxy.kind != "zoo":
+        return np.asarray(raws, dtype=np.float64)
+    from autoprox.networks.zoo import set_scores
+    from autoprox.proxies.proxy import zoo_name
+
+    name = zoo_name(proxy, teacher)
+    seeds = len(raws[0])
+    per_seed = [set_scores(name, [r[s] for r in raws]) for s in range(seeds)]
+    return np.mean(per_seed, axis=0)
+
+
+def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, teacher=None,
+                   progress: Callable[[int, int], None] | None = None, chunk: int | None = None,
+                   stop_after: int | None = None) -> dict:
+    """Sample, score and rank; resumable. Returns the summary (also written to ``top.json``).
+
+    ``stop_after`` stops once that many architectures are scored (as an interruption would).
+    """
+    out = Path(out)
+    config_path = out / CONFIG
+    spec = InputSpec.parse(settings.input, settings.batch_size)
+    candidates = sample_candidates(settings.space, settings.samples, settings.budget, settings.seed, settings.classes)
+    if config_path.is_file():
+        recorded = read_json(config_path)
+        if recorded.get("identity") != json_safe(settings.identity()):
+            raise RunDirError(f"{out} holds a different ViT search ({config_path.name} differs); choose another --out")
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(config_path, {
+            "settings": settings.to_json(), "identity": json_safe(settings.identity()), "proxy": proxy.name,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "command": sys.argv,
+        })
+    done = {int(r["index"]): r for r in read_jsonl(out / SCORES) if "index" in r}
+    todo = [i for i in range(len(candidates)) if i not in done]
+    step = chunk or max(8, 4 * settings.workers)
+    if progress:
+        progress(len(done), len(candidates))
+    with open(out / SCORES, "a", encoding="utf-8") as log:
+        for start in range(0, len(todo), step):
+            if stop_after is not None and len(done) >= stop_after:
+                break
+            indices = todo[start:start + step]
+            began = time.perf_counter()
+            outcomes = raw_scores(proxy, [candidates[i] for i in indices], settings, spec, teacher)
+            wall = time.perf_counter() - began
+            for index, (raw, seconds, error) in zip(indices, outcomes):
+                record = {"index": index, "arch": arch_to_config(candidates[index]), "raw": raw,
+                          "seconds": seconds, "wall": wall / len(indices), "error": error}
+                log.write(json.dumps(json_safe(record)) + "\n")
+                done[index] = record
+            log.flush()
+            if progress:
+                progress(len(done), len(candidates))
+    finished = len(done) == len(candidates)
+    summary = summarise(settings, proxy, candidates, done, finished, teacher)
+    atomic_write_json(out / TOP_JSON, summary)
+    atomic_write_text(out / TOP_CSV, top_csv(summary["top"]))
+    return summary
+
+
+def summarise(settings: VitSearchSettings, proxy: Proxy, candidates: Sequence, done: Mapping[int, dict],
+              finished: bool, teacher=None) -> dict:
+    """Rank what is scored so far; the top K with parameters, MACs, score and config."""
+    scored = sorted(i for i, r in done.items() if not r.get("error"))
+    failures = [{"index": i, "arch": done[i]["arch"], "error": done[i]["error"]} for i in sorted(done) if done[i].get("error")]
+    scores = final_scores(proxy, [done[i]["raw"] for i in scored], teacher) if scored else np.array([])
+    order = sorted(range(len(scored)), key=lambda k: (-scores[k], scored[k]))
+    top = []
+    for rank, k in enumerate(order[: settings.top], 1):
+        arch = candidates[scored[k]]
+        top.append({"rank": rank, "index": scored[k], "score": float(scores[k]),
+                    "params": count_params(arch, settings.classes), "macs": count_macs(arch, settings.classes),
+                    "arch": arch_to_config(arch)})
+    total = sum(float(r.get("wall") or 0.0) for r in done.values())
+    return json_safe({
+        "space": settings.space, "proxy": proxy.name, "samples": len(candidates), "scored": len(scored),
+        "failed": len(failures), "finished": finished,
+        "budget_millions": [settings.budget[0] / 1e6, settings.budget[1] / 1e6],
+        "search_seconds": total, "seconds_per_architecture": total / len(done) if done else None,
+        "top": top, "failures": failures,
+    })
+
+
+def top_csv(top: Sequence[Mapping]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["rank", "score", "params", "macs", "arch"])
+    for row in top:
+        writer.writerow([row["rank"], f"{row['score']:.10g}", row["params"], row["macs"], json.dumps(row["arch"])])
+    return buffer.getvalue()
+
+
+# ------------------------------------------------------------------ choosing on a benchmark
+
+
+@dataclass
+class BenchPick:
+    """How good one proxy's pick among a benchmark's architectures really is."""
+
+    proxy: str
+    index: int | None
+    arch: dict | None
+    targets: dict = field(default_factory=dict)
+    error: str = ""
+
+
+def pick_quality(accuracies: np.ndarray, pick: int) -> dict:
+    """The pick's accuracy beside the best, median and expected random pick, and its percentile.
+
+    The percentile is the share of architectures (with a measured accuracy) whose accuracy
+    is at most the pick's: 100 means the pick is the best one.
+    """
+    measured = accuracies[~np.isnan(accuracies)]
+    value = float(accuracies[pick])
+    if math.isnan(value) or not len(measured):
+        return {"pick": None, "best": float(measured.max()) if len(measured) else None,
+                "median": float(np.median(measured)) if len(measured) else None,
+                "random": float(measured.mean()) if len(measured) else None, "percentile": None}
+    return {"pick": value, "best": float(measured.max()), "median": float(np.median(measured)),
+            "random": float(measured.mean()), "percentile": float(100.0 * np.mean(measured <= value))}
+
+
+def proxy_label(proxy: Proxy) -> str:
+    """A short name for tables: the file a proxy came from, else its name."""
+    return str(proxy.provenance.get("file") or proxy.name) if proxy.provenance else proxy.name
+
+
+def pick_on_bench(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int], targets: Sequence[str],
+                  plan: StatsPlan, cache: StatisticsCache, workers: int = 1, teacher=None,
+                  progress_factory: Callable[[str], Callable[[int, int], None]] | None = None) -> list[BenchPick]:
+    """For each proxy, the benchmark architecture it scores highest, and how good it really is."""
+    archs = [bench.archs[i] for i in indices]
+    picks = []
+    for proxy in proxies:
+        progress = progress_factory(proxy.name) if progress_factory else None
+        try:
+            scores = score_archs(proxy, archs, cache, plan, workers=workers, progress=progress, teacher=teacher)
+        except InvalidProxy as exc:
+            picks.append(BenchPick(proxy_label(proxy), None, None, error=str(exc)))
+            continue
+        values = scores[plan.class_counts[0]]
+        best = int(np.argmax(values))
+        chosen = indices[best]
+        picks.append(BenchPick(proxy_label(proxy), chosen, arch_to_config(bench.archs[chosen]), {
+            t: pick_quality(bench.accuracies[t][list(indices)], best) for t in targets
+        }))
+    return picks
+
+
+def picks_table(picks: Sequence[BenchPick], targets: Sequence[str]) -> str:
+    """Markdown: per proxy, the pick's accuracy and percentile per target (Auto-Prox Table 3's form)."""
+    header = "| proxy | params of pick | " + " | ".join(f"{t} acc (pct)" for t in targets) + " |"
+    lines = [header, "|" + "---|" * (2 + len(targets))]
+    reference = next((p for p in picks if not p.error), None)
+    for pick in picks:
+        if pick.error:
+            lines.append(f"| {pick.proxy} | failed: {pick.error[:60]} |" + " |" * len(targets))
+            continue
+        params = count_params(parse_arch(pick.arch)) / 1e6
+        cells = []
+        for t in targets:
+            q = pick.targets[t]
+            cells.append("n/a" if q["pick"] is None else f"{q['pick']:.2f} ({q['percentile']:.0f})")
+        lines.append(f"| {pick.proxy} | {params:.2f}M | " + " | ".join(cells) + " |")
+    if reference:
+        for label in ("best", "median", "random"):
+            cells = [f"{reference.targets[t][label]:.2f}" if reference.targets[t][label] is not None else "n/a"
+                     for t in targets]
+            name = {"best": "best architecture", "median": "median architecture",
+                    "random": "random pick (expected)"}[label]
+            lines.append(f"| *{name}* | | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

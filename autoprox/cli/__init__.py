@@ -1,0 +1,1 @@
+"""Layer 9: the ``autoprox`` command line, one module per command."""

@@ -1,0 +1,33 @@
+"""``autoprox cache build``: precompute the statistics of a benchmark's architectures."""
+
+from __future__ import annotations
+
+import argparse
+
+from autoprox.cli.options import add_stats_options, bench_path, plan_from_args, str_list
+from autoprox.core.progress import Progress
+from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark
+from autoprox.data.cache import StatisticsCache, build_cache
+
+
+def add_parser(sub) -> None:
+    cache = sub.add_parser("cache", help="manage the statistics cache")
+    cache_sub = cache.add_subparsers(dest="cache_command", required=True)
+    build = cache_sub.add_parser("build", help="precompute the statistics of a benchmark's architectures")
+    build.add_argument("--bench", help="benchmark file")
+    build.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="use the space's released file as --bench")
+    build.add_argument("--targets", type=str_list, default=(), help="targets (matters with --per-target-stats)")
+    add_stats_options(build)
+
+
+def run(args: argparse.Namespace) -> int:
+    bench = load_benchmark(bench_path(args))
+    targets = bench.check_targets(list(args.targets) or bench.default_targets())
+    plan = plan_from_args(args, targets)
+    cache = StatisticsCache(args.cache_dir, args.cache_precision)
+    result = build_cache(cache, plan.requests(bench.archs), workers=args.workers, progress=Progress("statistics", every=15))
+    seconds = result["seconds"]
+    mean = sum(seconds) / len(seconds) if seconds else 0.0
+    print(f"{result['requests']} entries in {cache.root}: {result['computed']} computed"
+          + (f" ({mean:.2f} s each per worker)" if seconds else "") + f", {result['requests'] - result['computed']} already cached")
+    return 0

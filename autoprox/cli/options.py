@@ -1,0 +1,166 @@
+"""Options and helpers shared by several commands."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Sequence
+
+from autoprox.core.errors import BenchmarkError
+from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
+from autoprox.data.cache import PRECISIONS, StatsPlan
+from autoprox.proxies.proxy import seed_genome, split_proxy_list
+from autoprox.search.evolution import EvolutionConfig
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def str_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def proxy_list(text: str) -> tuple[str, ...]:
+    """Comma list of proxies, split at top-level commas only (genome strings hold commas)."""
+    return tuple(split_proxy_list(text))
+
+
+def weights_option(text: str) -> dict[str, float]:
+    weights = {}
+    for part in str_list(text):
+        name, _, value = part.partition("=")
+        try:
+            weights[name] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"weights look like c100_kd=1,flower_kd=0.5; got {part!r}") from None
+    return weights
+
+
+def add_stats_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("statistics")
+    group.add_argument("--input", default="gaussian",
+                       help="minibatch: gaussian (default), ones, or images:DIR (a folder of real images)")
+    group.add_argument("--batch-size", type=int, default=8, help="images per minibatch (default 8)")
+    group.add_argument("--stat-seeds", type=int_list, default=(0,),
+                       help="initialisation seeds, comma separated; scores are averaged over them (default 0)")
+    group.add_argument("--per-target-stats", action="store_true",
+                       help="one statistics set per target, with that dataset's class count (default: one 100-class set)")
+    group.add_argument("--cache-dir", default=None, help="statistics cache (default $AUTOPROX_CACHE or ~/.cache/autoprox)")
+    group.add_argument("--cache-precision", choices=PRECISIONS, default="float16",
+                       help="how statistics are stored (default float16 with a power-of-two scale)")
+    group.add_argument("--workers", type=int, default=2, help="parallel processes for statistics (default 2)")
+
+
+def bench_path(args: argparse.Namespace) -> str:
+    if args.bench:
+        return args.bench
+    if getattr(args, "space", None):
+        return str(default_bench_path(args.space))
+    raise BenchmarkError("give --bench FILE (or --space to use the released file for that space)")
+
+
+def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_help: str) -> None:
+    """Options of ``search``, shared by ``transfer`` (which runs one search per held-out target)."""
+    search.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="search space (picks its released benchmark file)")
+    search.add_argument("--bench", help="benchmark file (default: the space's released file, found without flags)")
+    search.add_argument("--out", help=out_help)
+    search.add_argument("--resume", action="store_true", help=resume_help)
+    search.add_argument("--targets", type=str_list, default=(),
+                        help="comma-separated targets (default: the KD columns plus imagenet_super)")
+    search.add_argument("--weights", type=weights_option, default={}, help="JCM weights, e.g. c100_kd=2,flower_kd=1 (default equal)")
+    search.add_argument("--split-seed", type=int, default=0, help="seed of the search/test split")
+    search.add_argument("--search-fraction", type=float, default=0.6, help="share of architectures searched on")
+    search.add_argument("--seed", type=int, default=0, help="seed of the evolution")
+    defaults = EvolutionConfig()
+    search.add_argument("--population", type=int, default=defaults.population_size)
+    search.add_argument("--iterations", type=int, default=None,
+                        help=f"iterations (default {defaults.iterations}; with --resume, a new total)")
+    search.add_argument("--sample-ratio", type=float, default=defaults.sample_ratio, help="share of the population sampled per iteration")
+    search.add_argument("--top-k", type=int, default=defaults.top_k, help="parent drawn among the sample's top k")
+    search.add_argument("--margin", type=float, default=defaults.margin, help="a child joins if JCM(child) - JCM(parent) >= margin")
+    search.add_argument("--retry-cap", type=int, default=defaults.retry_cap, help="mutations tried per iteration")
+    search.add_argument("--gene-probability", type=float, default=defaults.gene_probability, help="chance each gene is redrawn")
+    search.add_argument("--seed-proxies", type=proxy_list, default=(),
+                        help="comma list of autoprox_a, autoprox_p, genome strings or proxy JSON files put into the "
+                             "initial population (hand-crafted zoo proxies cannot be: they are refused with the reason)")
+    search.add_argument("--quiet", action="store_true", help="no progress output")
+    genome = search.add_argument_group("genome space and selection (beyond the paper; defaults are the paper's)")
+    genome.add_argument("--genome", choices=("template", "free"), default="template",
+                        help="the paper's template trees, or free-form typed trees")
+    genome.add_argument("--aggregation", default="mean",
+                        help="over blocks: mean (the paper), sum, wmean (depth-weighted mean), std, "
+                             "a comma list, or gene (all four, chosen by evolution)")
+    genome.add_argument("--arch-terminals", action="store_true",
+                        help="let genomes use architecture-level scalars (parameter count, MACs, depth, width, "
+                             "heads, MLP ratio and their logarithms)")
+    genome.add_argument("--cv-folds", type=int, default=0,
+                        help="cross-validated fitness over K folds of the search split (default 0: none)")
+    genome.add_argument("--cv-mode", choices=("mean", "worst"), default="mean",
+                        help="combine fold JCMs by their mean or take the worst fold")
+    genome.add_argument("--parsimony", action="store_true", help="at equal JCM the smaller proxy ranks higher")
+    add_stats_options(search)
+
+
+def plan_from_args(args: argparse.Namespace, targets: Sequence[str]) -> StatsPlan:
+    """The statistics plan the statistics options ask for."""
+    return StatsPlan.from_options(args.input, args.batch_size, args.stat_seeds, targets, args.per_target_stats)
+
+
+def evaluation_context(args: argparse.Namespace, proxy_split: dict | None = None, all_targets: bool = False):
+    """The :class:`~autoprox.search.context.RunContext` of ``rank``: the benchmark, targets, split and statistics
+    the options ask for. The split defaults to the proxy's run's (``proxy_split``), else seed 0 and 0.6."""
+    from autoprox.data.benchmark import load_benchmark
+    from autoprox.search.context import RunContext
+    from autoprox.search.settings import SearchSettings
+
+    run_split = proxy_split or {}
+    bench = load_benchmark(bench_path(args))
+    targets = tuple(args.targets) or tuple(bench.targets if all_targets else bench.default_targets())
+    settings = SearchSettings(
+        bench=bench_path(args), targets=targets,
+        split_seed=args.split_seed if args.split_seed is not None else run_split.get("seed", 0),
+        search_fraction=args.search_fraction if args.search_fraction is not None else run_split.get("search_fraction", 0.6),
+        input=args.input, batch_size=args.batch_size, stat_seeds=tuple(args.stat_seeds),
+        per_target_stats=args.per_target_stats, cache_dir=args.cache_dir, cache_precision=args.cache_precision,
+        workers=args.workers)
+    return RunContext.from_settings(settings, bench=bench)
+
+
+def genome_space(args: argparse.Namespace):
+    from autoprox.genome.tree import AGGREGATIONS, GenomeSpace
+
+    names = list(AGGREGATIONS) if args.aggregation == "gene" else [
+        a if a.startswith("block_") else f"block_{a}" for a in str_list(args.aggregation)]
+    return GenomeSpace(args.genome, tuple(names), args.arch_terminals)
+
+
+def search_settings(args: argparse.Namespace):
+    """SearchSettings of a new search (or transfer study) from the command line."""
+    from autoprox.search.settings import SearchSettings
+
+    if not args.space and not args.bench:
+        raise BenchmarkError("give --space autoformer|pit or --bench FILE")
+    evolution = EvolutionConfig(
+        population_size=args.population,
+        iterations=args.iterations if args.iterations is not None else EvolutionConfig().iterations,
+        sample_ratio=args.sample_ratio,
+        top_k=args.top_k, margin=args.margin, retry_cap=args.retry_cap,
+        gene_probability=args.gene_probability, seed=args.seed, parsimony=args.parsimony,
+    )
+    space = genome_space(args)
+    seed_genomes = tuple(seed_genome(p) for p in args.seed_proxies)
+    return SearchSettings(
+        bench=bench_path(args), targets=tuple(args.targets), weights=args.weights, split_seed=args.split_seed,
+        search_fraction=args.search_fraction, input=args.input, batch_size=args.batch_size,
+        stat_seeds=tuple(args.stat_seeds), per_target_stats=args.per_target_stats, cache_dir=args.cache_dir,
+        cache_precision=args.cache_precision, workers=args.workers, seed_proxies=seed_genomes,
+        evolution=evolution, genome=space.to_json(), cv_folds=args.cv_folds, cv_mode=args.cv_mode,
+    )
+
+
+def fmt(value) -> str:
+    return "   nan" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.3f}"

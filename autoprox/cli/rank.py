@@ -1,0 +1,118 @@
+"""``autoprox rank``: correlate a proxy's scores with a benchmark's accuracies, or rank many proxies."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from autoprox.cli.options import (
+    add_stats_options,
+    bench_path,
+    evaluation_context,
+    fmt,
+    int_list,
+    plan_from_args,
+    str_list,
+)
+from autoprox.core.errors import ConfigError, ProxyError
+from autoprox.core.progress import Progress
+from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
+from autoprox.data.cache import StatisticsCache
+from autoprox.proxies.proxy import resolve_proxies, resolve_proxy, split_proxy_list
+
+
+def add_parser(sub) -> None:
+    rank = sub.add_parser("rank", help="correlate a proxy's scores with a benchmark's accuracies")
+    rank.add_argument("--proxy", required=True,
+                      help="a built-in (params, flops, snip, grasp, synflow, grad_norm, fisher, plain, nwot, zico, te_nas, "
+                           "dss, tvt, tvt_l2, autoprox_a, autoprox_p), a genome string, a proxy JSON such as best.json; "
+                           "'all' or a comma list prints the ranking table")
+    rank.add_argument("--bench", help="benchmark file (.pth released format, or .jsonl/.json)")
+    rank.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="use the space's released file as --bench")
+    rank.add_argument("--split", choices=("all", "search", "test"), default="all", help="which architectures (default all)")
+    rank.add_argument("--split-seed", type=int, default=None, help="split seed (default: the proxy run's, else 0)")
+    rank.add_argument("--search-fraction", type=float, default=None, help="search share (default: the run's, else 0.6)")
+    rank.add_argument("--targets", type=str_list, default=(), help="comma-separated targets (default: all columns)")
+    rank.add_argument("--json", action="store_true", help="print JSON: target -> {kendall, spearman, pearson, n}")
+    rank.add_argument("--seeds", type=int_list, default=None,
+                      help="ranking table: seeds, each one repetition (network initialisation and minibatch); "
+                           "mean and std over them (default: --stat-seeds)")
+    rank.add_argument("--format", choices=("markdown", "csv", "json"), default=None,
+                      help="ranking table format (default markdown); giving it, --seeds, 'all' or a comma list selects "
+                           "the table, whose targets default to the KD columns plus imagenet_super")
+    add_stats_options(rank)
+
+
+def _wants_table(args: argparse.Namespace) -> bool:
+    names = split_proxy_list(args.proxy)
+    return args.seeds is not None or args.format is not None or len(names) != 1 or names[0] == "all"
+
+
+def cmd_rank_table(args: argparse.Namespace) -> int:
+    """``rank --proxy all|a,b,c [--seeds ...] [--format ...]``: the ranking table."""
+    from autoprox.apps.ranking import format_table, rank_table
+    from autoprox.networks.statistics import InputSpec
+
+    proxies = resolve_proxies(args.proxy)
+    bench = load_benchmark(bench_path(args))
+    targets = bench.check_targets(list(args.targets) or bench.default_targets())
+    split = split_benchmark(len(bench), args.split_seed if args.split_seed is not None else 0,
+                            args.search_fraction if args.search_fraction is not None else 0.6)
+    indices = split.indices(args.split, len(bench))
+    seeds = tuple(args.seeds) if args.seeds is not None else tuple(args.stat_seeds)
+    if args.seeds is not None and tuple(args.stat_seeds) != (0,):
+        raise ConfigError("the ranking table takes --seeds (each one repetition); --stat-seeds is for a single proxy")
+    plan = plan_from_args(args, targets)
+    cache = StatisticsCache(args.cache_dir, args.cache_precision)
+    fmt = args.format or ("json" if args.json else "markdown")
+    print(f"ranking {len(proxies)} proxies on {len(indices)} architectures of {Path(bench.source).name}, "
+          f"seeds {', '.join(map(str, seeds))}", file=sys.stderr)
+    table = rank_table(proxies, bench, indices, targets, seeds, InputSpec.parse(args.input, args.batch_size),
+                       plan.target_classes, cache, workers=args.workers, quiet=False, split=args.split)
+    sys.stdout.write(format_table(table, fmt))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """``rank --proxy P``: one proxy's correlations per target, and its beyond-size figures beside them."""
+    from autoprox.core.atomic import json_safe
+    from autoprox.genome.tree import InvalidProxy
+
+    if _wants_table(args):
+        return cmd_rank_table(args)
+    proxy = resolve_proxy(args.proxy)
+    if proxy.note:
+        print(f"{proxy.name}: {proxy.note}", file=sys.stderr)
+    context = evaluation_context(args, proxy.provenance.get("split"), all_targets=True)
+    bench, indices = context.bench, context.indices(args.split)
+    if proxy.kind != "architecture" and not args.json:
+        print(f"scoring {len(indices)} architectures with {proxy.name}", file=sys.stderr)
+    progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) if proxy.kind != "architecture" else None
+    try:  # scored once; the correlations and the beyond-size report both read these scores
+        scores = context.score(proxy, args.split, progress=progress)
+    except InvalidProxy as exc:
+        raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {exc}") from None
+    per_target = context.figures(scores, args.split, weights={})["targets"]
+    beyond = context.beyond_size(scores, args.split)
+    keys = ("kendall_with_params", "kendall_with_depth", "partial_given_params", "partial_given_depth", "bar",
+            "beats_bar")
+    per_target = {t: m | {k: beyond[t][k] for k in keys} for t, m in per_target.items()}
+    if args.json:
+        print(json.dumps(json_safe(per_target), indent=2))
+        return 0
+    print(f"proxy {proxy.name} on {Path(bench.source).name} ({bench.space}, split {args.split}, {len(indices)} architectures)")
+    print(f"{'target':<16}{'kendall':>9}{'spearman':>10}{'pearson':>9}{'n':>5}"
+          f"{'tau params':>12}{'tau depth':>11}{'partial|params':>16}{'partial|depth':>15}  {'bar':<16}{'beats bar':>9}")
+    for target, m in per_target.items():
+        bar = m["bar"]
+        bar_text = f"{bar['descriptor']} {fmt(bar['kendall'])}"
+        print(f"{target:<16}{fmt(m['kendall']):>9}{fmt(m['spearman']):>10}{fmt(m['pearson']):>9}{m['n']:>5}"
+              f"{fmt(m['kendall_with_params']):>12}{fmt(m['kendall_with_depth']):>11}"
+              f"{fmt(m['partial_given_params']):>16}{fmt(m['partial_given_depth']):>15}  {bar_text:<16}"
+              f"{'yes' if m['beats_bar'] else 'no':>9}")
+    print("tau params, tau depth: the proxy's Kendall with the parameter count, the depth; partial|params, "
+          "partial|depth: its partial Kendall\nwith the target given them (nan: undefined); bar: the best coarse "
+          "descriptor for the target (params, depth, width, macs) on these architectures")
+    return 0

@@ -1,0 +1,44 @@
+"""``autoprox search``: evolve a zero-cost proxy on a benchmark."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from autoprox.cli.options import add_search_options, fmt, search_settings
+from autoprox.core.errors import RunDirError
+from autoprox.data.benchmark import load_benchmark
+
+
+def add_parser(sub) -> None:
+    search = sub.add_parser("search", help="evolve a zero-cost proxy on a benchmark",
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_search_options(search, out_help="run directory (default runs/<space>-seed<seed>)",
+                        resume_help="continue the run in --out where it stopped")
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoprox.search.engine import run_search
+
+    if args.resume:
+        if not args.out:
+            raise RunDirError("--resume needs --out RUN_DIR")
+        report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=args.iterations)
+    else:
+        settings = search_settings(args)
+        out = args.out or f"runs/{load_benchmark(settings.bench).space}-seed{args.seed}"
+        report = run_search(settings, out, quiet=args.quiet)
+    _print_best(report)
+    return 0 if report.get("finished") else 130
+
+
+def _print_best(report: dict) -> None:
+    print(f"best proxy: {report['genome']}")
+    print(f"{'target':<16}{'search tau':>12}{'test tau':>10}{'params search':>15}{'params test':>13}")
+    for target in report["targets"]:
+        row = [report["search"], report["test"], report["params"]["search"], report["params"]["test"]]
+        cells = [fmt(r.get("targets", {}).get(target, {}).get("kendall")) for r in row]
+        print(f"{target:<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
+    cells = [fmt(r.get("jcm")) for r in (report["search"], report["test"], report["params"]["search"], report["params"]["test"])]
+    print(f"{'JCM':<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
+    print(f"written to {Path(report['run']) / 'best.json'}")

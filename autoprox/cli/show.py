@@ -1,0 +1,28 @@
+"""``autoprox show``: a run's hall of fame with readable formulas."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub) -> None:
+    show = sub.add_parser("show", help="print a run's hall of fame with readable formulas (works while it runs)")
+    show.add_argument("run", help="run directory")
+    show.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
+    show.add_argument("--latex", action="store_true", help="also print each formula as LaTeX")
+    show.add_argument("--no-simplify", action="store_true", help="print the formulas as built, without SymPy simplification")
+    show.add_argument("--timeout", type=float, default=None, help="seconds allowed to simplify one formula (default 10)")
+    show.add_argument("--save", action="store_true",
+                      help="write the hall of fame into the run directory (for runs made before hall_of_fame.json)")
+    show.add_argument("--beyond-size", action="store_true",
+                      help="also compute, for each shown entry, its Kendall with the parameter count and the depth, its "
+                           "partial Kendall given each, and the best coarse descriptor per target, on the run's search "
+                           "split (scores from the statistics cache; takes a while, progress on stderr)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoprox.reports.show import show_run
+
+    print(show_run(args.run, top=args.top, simplify=not args.no_simplify, latex=args.latex,
+                   timeout=args.timeout, save=args.save, beyond_size=args.beyond_size), end="")
+    return 0

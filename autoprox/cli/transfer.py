@@ -1,0 +1,40 @@
+"""``autoprox transfer``: search on all targets but one and report the held-out one."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from autoprox.cli.options import add_search_options, search_settings
+from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.data.benchmark import load_benchmark
+
+
+def add_parser(sub) -> None:
+    transfer = sub.add_parser(
+        "transfer", help="search on all targets but one and report the held-out one, for each target in turn",
+        description="For each target in turn: a whole search on the other targets into OUT/holdout-<target>, then "
+                    "the discovered proxy's Kendall on the held-out target (search and test split) beside the "
+                    "parameter count and the best coarse descriptor. Takes every option of 'search'.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_search_options(transfer, out_help="study directory (default runs/transfer-<space>-seed<seed>)",
+                        resume_help="continue the study in --out where it stopped")
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoprox.apps.transfer import TRANSFER_FILE, format_transfer, run_transfer
+
+    if args.resume:
+        if not args.out:
+            raise RunDirError("--resume needs --out STUDY_DIR")
+        if args.iterations is not None:
+            raise ConfigError("--iterations cannot change on --resume of a transfer study")
+        study = run_transfer(None, args.out, resume=True, quiet=args.quiet)
+        out = Path(args.out)
+    else:
+        settings = search_settings(args)
+        out = Path(args.out or f"runs/transfer-{load_benchmark(settings.bench).space}-seed{args.seed}")
+        study = run_transfer(settings, out, quiet=args.quiet)
+    print(format_transfer(study, "test"), end="")
+    print(f"written to {out / TRANSFER_FILE}")
+    return 0 if study.get("finished") else 130

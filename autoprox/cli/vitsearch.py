@@ -1,0 +1,116 @@
+"""``autoprox vit-search``: training-free ViT search under a parameter budget."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from autoprox.cli.options import add_stats_options, plan_from_args, str_list
+from autoprox.core.errors import BenchmarkError
+from autoprox.core.progress import Progress
+from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
+from autoprox.data.cache import StatisticsCache
+from autoprox.proxies.proxy import resolve_proxy
+
+
+def add_parser(sub) -> None:
+    from autoprox.apps.vitsearch import PAPER_BUDGETS
+
+    vit = sub.add_parser(
+        "vit-search", help="training-free ViT search: sample architectures under a budget, keep the proxy's best",
+        description="Sample --samples distinct architectures of --space within --params and rank them by --proxy; "
+                    "or, with --on-bench FILE, choose among a benchmark's architectures and report how good the pick "
+                    "really is. Paper budgets: " + ", ".join(f"{s} {lo:g}:{hi:g}" for s, (lo, hi) in PAPER_BUDGETS.items()),
+    )
+    vit.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="search space (sampling mode)")
+    vit.add_argument("--proxy", required=True,
+                     help="params, flops, a zoo proxy, autoprox_a/p, a genome string or a proxy JSON; "
+                          "with --on-bench also 'all' or a comma list")
+    vit.add_argument("--samples", type=int, default=400, help="distinct architectures to sample (default 400)")
+    vit.add_argument("--params", default=None,
+                     help="parameter budget MIN:MAX in millions (default: the paper's, autoformer 4:9, pit 2:25)")
+    vit.add_argument("--classes", type=int, default=100, help="classes of the head (default 100)")
+    vit.add_argument("--top", type=int, default=5, help="how many of the best to write (default 5)")
+    vit.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    vit.add_argument("--out", help="output directory (default runs/vit-<space>-<proxy>-seed<seed>)")
+    vit.add_argument("--no-keep-statistics", action="store_true",
+                     help="do not store sampled architectures' statistics in the cache (400 AutoFormer ones take ~11 GB)")
+    vit.add_argument("--on-bench", metavar="FILE", help="choose among this benchmark's architectures instead of sampling")
+    vit.add_argument("--split", choices=("all", "test"), default="all",
+                     help="with --on-bench: choose among all architectures or the test split only (default all)")
+    vit.add_argument("--split-seed", type=int, default=0, help="with --on-bench --split test: the split seed")
+    vit.add_argument("--targets", type=str_list, default=(), help="with --on-bench: targets to report (default all)")
+    vit.add_argument("--json", action="store_true", help="with --on-bench: print JSON instead of the table")
+    add_stats_options(vit)
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoprox.apps.vitsearch import (
+        PAPER_BUDGETS,
+        VitSearchSettings,
+        parse_budget,
+        run_vit_search,
+    )
+
+    if args.on_bench:
+        return _vit_search_on_bench(args)
+    if not args.space:
+        raise BenchmarkError("give --space autoformer|pit (or --on-bench FILE)")
+    budget = parse_budget(args.params) if args.params else tuple(x * 1e6 for x in PAPER_BUDGETS[args.space])
+    proxy = resolve_proxy(args.proxy)
+    settings = VitSearchSettings(
+        space=args.space, proxy=proxy.name, samples=args.samples, budget=budget, classes=args.classes, top=args.top,
+        seed=args.seed, input=args.input, batch_size=args.batch_size, stat_seeds=tuple(args.stat_seeds),
+        cache_dir=args.cache_dir, cache_precision=args.cache_precision,
+        keep_statistics=not args.no_keep_statistics, workers=args.workers,
+    )
+    label = Path(args.proxy).stem if args.proxy.endswith(".json") else (proxy.name if len(proxy.name) < 30 else "genome")
+    out = Path(args.out or f"runs/vit-{args.space}-{label}-seed{args.seed}")
+    print(f"scoring {args.samples} {args.space} architectures ({budget[0] / 1e6:g}M-{budget[1] / 1e6:g}M) "
+          f"with {proxy.name} into {out}", file=sys.stderr)
+    try:
+        summary = run_vit_search(settings, proxy, out, progress=Progress("vit-search", every=15))
+    except KeyboardInterrupt:
+        print(f"autoprox: interrupted; run the same command again to resume (scores so far are in {out})",
+              file=sys.stderr)
+        return 130
+    print(f"{summary['scored']} scored, {summary['failed']} failed, "
+          f"{summary['search_seconds']:.0f} s ({summary['seconds_per_architecture']:.2f} s per architecture)")
+    print(f"{'rank':>4} {'score':>14} {'params':>12} {'MACs':>15}  arch")
+    for row in summary["top"]:
+        print(f"{row['rank']:>4} {row['score']:>14.6g} {row['params']:>12,} {row['macs']:>15,}  {json.dumps(row['arch'])}")
+    print(f"written to {out / 'top.json'} and {out / 'top.csv'}")
+    return 0
+
+
+def _vit_search_on_bench(args: argparse.Namespace) -> int:
+    from autoprox.apps.vitsearch import parse_budget, pick_on_bench, picks_table
+    from autoprox.proxies.proxy import resolve_proxies
+    from autoprox.spaces.architectures import count_params
+
+    bench = load_benchmark(args.on_bench)
+    targets = bench.check_targets(list(args.targets) or bench.targets)
+    indices = split_benchmark(len(bench), args.split_seed).indices(args.split, len(bench))
+    if args.params:
+        low, high = parse_budget(args.params)
+        indices = [i for i in indices if low <= count_params(bench.archs[i]) <= high]
+        if not indices:
+            raise BenchmarkError(f"no architecture of {Path(bench.source).name} lies within {args.params}M parameters")
+    proxies = resolve_proxies(args.proxy)
+    plan = plan_from_args(args, targets)
+    cache = StatisticsCache(args.cache_dir, args.cache_precision)
+    picks = pick_on_bench(proxies, bench, indices, targets, plan, cache, workers=args.workers,
+                          progress_factory=lambda name: Progress(f"scoring {name}", every=15))
+    if args.json:
+        print(json.dumps([p.__dict__ for p in picks], indent=2))
+    else:
+        print(f"pick of each proxy among {len(indices)} architectures of {Path(bench.source).name} "
+              f"(split {args.split}); accuracy of the pick, and its percentile in brackets")
+        print(picks_table(picks, targets))
+    if args.out:
+        from autoprox.core.atomic import atomic_write_json
+
+        atomic_write_json(Path(args.out) / "picks.json", [p.__dict__ for p in picks])
+    return 0

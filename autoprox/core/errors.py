@@ -1,0 +1,83 @@
+"""The errors that mean bad input, as opposed to bugs.
+
+Every error the engine raises because of something a user gave it (a file, an option,
+a genome string, a run directory) derives from :class:`AutoproxError`. The command line
+prints such an error as one line, ``autoprox: error: ...``, and exits with status 2;
+anything else is a bug and keeps its traceback. Each subclass also derives from
+``ValueError`` (or ``RuntimeError`` where the old class did), so code that caught the
+built-in class keeps working.
+"""
+
+from __future__ import annotations
+
+
+class AutoproxError(Exception):
+    """Bad input: a file, an option, a name or a run that cannot be used as asked."""
+
+    #: Exit status of the command line for this error.
+    exit_status = 2
+
+
+class BenchmarkError(AutoproxError, ValueError):
+    """A benchmark file that cannot be read, or a target it does not have."""
+
+
+class ArchitectureError(AutoproxError, ValueError):
+    """An architecture config that does not belong to a known space."""
+
+
+class GenomeError(AutoproxError, ValueError):
+    """A genome string or tree that is not a valid proxy expression."""
+
+
+class ProxyError(AutoproxError, ValueError):
+    """A proxy name, genome or file that cannot be used."""
+
+
+class InputSpecError(AutoproxError, ValueError):
+    """A minibatch specification (``--input``, ``--batch-size``) that cannot be used."""
+
+
+class RunDirError(AutoproxError, ValueError):
+    """A run directory that cannot be used as asked."""
+
+
+class SearchError(AutoproxError, RuntimeError):
+    """A search that cannot start or go on as configured."""
+
+
+class CacheError(AutoproxError, OSError):
+    """A statistics cache that cannot be written or read."""
+
+
+class ExportError(AutoproxError, ValueError):
+    """A proxy that cannot be exported as asked."""
+
+
+class FormulaError(AutoproxError, ValueError):
+    """A genome whose formula cannot be built."""
+
+
+class CurvesError(AutoproxError, ValueError):
+    """Runs whose curves cannot be drawn."""
+
+
+class VitSearchError(AutoproxError, ValueError):
+    """A ViT search that cannot run as configured (budget, space, options)."""
+
+
+class ConfigError(AutoproxError, ValueError):
+    """Settings that contradict each other or a run's recorded settings."""
+
+
+def one_line(error: BaseException) -> str:
+    """The first line of an error's message (its class name when it has none)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+__all__ = [
+    "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
+    "ExportError", "FormulaError", "GenomeError", "InputSpecError", "ProxyError", "RunDirError", "SearchError",
+    "VitSearchError", "one_line",
+]

@@ -1,0 +1,1 @@
+"""Layer 4: expression-tree genomes over the ``primitives`` package: template and free trees."""

@@ -1,0 +1,478 @@
+"""Proxy genomes: typed expression trees on DEAP's ``gp`` module.
+
+A genome is a :class:`deap.gp.PrimitiveTree` over a strongly typed primitive set:
+
+* terminals: the eight statistics ``F1 ... F4g`` of one transformer block (type
+  :class:`Matrix`);
+* the 24 unary and 4 binary operations of the ``primitives`` package, each in its
+  matrix form and its scalar form (binary element-wise ops also broadcast a scalar
+  over a matrix);
+* at the root, an aggregation over blocks (``block_mean``, the paper's) turning the
+  per-block :class:`Scalar` into the architecture's :class:`Score`.
+
+The paper's template (Appendix C) is one shape of tree::
+
+    block_mean(to_mean_scalar(BOP(U2(U1(Fa)), U4(U3(Fb)))))
+
+Free-form trees use the same primitive set; only generation and mutation differ.
+
+Persistence is a plain token string such as
+``block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)),
+element_wise_sqrt(sigmoid(F4g)))))``, parsed against the primitive table (no
+``eval``): each token must be a known operation, statistic or aggregation, and the
+typed form of each operation is inferred from its arguments (an explicit typed name
+such as ``sigmoid.s`` is accepted only where it is the form its arguments imply).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections import ChainMap
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Mapping, Sequence
+
+from deap import gp
+
+from autoprox.core.errors import ConfigError, GenomeError  # noqa: F401 (re-exported)
+from autoprox.networks.statistics import STAT_NAMES
+from autoprox.spaces.descriptors import TERMINAL_PREFIX, terminal_names
+from primitives import BINARY, UNARY
+
+#: Architecture-level scalar terminals (``A_params``, ``A_log_depth``, ...).
+ARCH_TERMINALS = tuple(terminal_names())
+
+TEMPLATE = "template"
+#: Aggregations over blocks: the paper's mean; the sum (a depth-aware total); a
+#: depth-weighted mean (block l of L weighs l, so deep blocks count more); the standard
+#: deviation over blocks (how much the blocks differ).
+AGGREGATIONS = ("block_mean", "block_sum", "block_wmean", "block_std")
+DEFAULT_AGGREGATION = "block_mean"
+TEMPLATE_REDUCTION = "to_mean_scalar"
+COMMUTATIVE = frozenset({"element_wise_sum", "element_wise_product"})
+SCALAR_SUFFIX = ".s"
+BROADCAST_SUFFIXES = {("Matrix", "Scalar"): ".ms", ("Scalar", "Matrix"): ".sm"}
+
+
+class Matrix:
+    """Type tag: a 2-D statistic or intermediate value."""
+
+
+class Scalar:
+    """Type tag: a 0-d intermediate value."""
+
+
+class Score:
+    """Type tag: an architecture's score (after aggregation over blocks)."""
+
+
+
+TYPES = {"Matrix": Matrix, "Scalar": Scalar, "Score": Score}
+
+
+def _identity(x):
+    return x
+
+
+@lru_cache(maxsize=1)
+def primitive_set() -> gp.PrimitiveSetTyped:
+    """The typed primitive set shared by all genomes (built once, never mutated after)."""
+    pset = gp.PrimitiveSetTyped("proxy", [], Score)
+    for name in STAT_NAMES:
+        pset.addTerminal(name, Matrix, name=name)
+    for name in ARCH_TERMINALS:
+        pset.addTerminal(name, Scalar, name=name)
+    for name, prim in UNARY.items():
+        matrix_out = Scalar if prim.output_kind == "scalar" else Matrix
+        pset.addPrimitive(prim.function, [Matrix], matrix_out, name=name)
+        pset.addPrimitive(prim.function, [Scalar], Scalar, name=name + SCALAR_SUFFIX)
+    for name, prim in BINARY.items():
+        pset.addPrimitive(prim.function, [Matrix, Matrix], Matrix, name=name)
+        pset.addPrimitive(prim.function, [Scalar, Scalar], Scalar, name=name + SCALAR_SUFFIX)
+        for (left, right), suffix in BROADCAST_SUFFIXES.items():
+            pset.addPrimitive(prim.function, [TYPES[left], TYPES[right]], Matrix, name=name + suffix)
+    for name in AGGREGATIONS:
+        pset.addPrimitive(_identity, [Scalar], Score, name=name)
+    return pset
+
+
+def op_name(node_name: str) -> str:
+    """The operation a typed primitive's name stands for (``sigmoid.s`` -> ``sigmoid``)."""
+    return node_name.split(".", 1)[0]
+
+
+def typed_form(op: str, arg_types: Sequence[type]) -> gp.Primitive:
+    """The primitive of ``op`` that takes ``arg_types``; GenomeError if it has none."""
+    pset = primitive_set()
+    if op in AGGREGATIONS:
+        candidates = [op]
+    elif op in UNARY or op in BINARY:
+        candidates = [op, op + SCALAR_SUFFIX, *(op + s for s in BROADCAST_SUFFIXES.values())]
+    else:
+        raise GenomeError(f"unknown operation {op!r}")
+    for name in candidates:
+        prim = pset.mapping.get(name)
+        if isinstance(prim, gp.Primitive) and tuple(prim.args) == tuple(arg_types):
+            return prim
+    shown = ", ".join(t.__name__ for t in arg_types)
+    raise GenomeError(f"{op} cannot take ({shown})")
+
+
+# --------------------------------------------------------------------------- text form
+
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.]*)|(\()|(\))|(,))")
+
+
+def _tokenize(text: str) -> list[str]:
+    tokens, position = [], 0
+    text = text.strip()
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if not match or match.end() == position:
+            raise GenomeError(f"unexpected character {text[position]!r} at position {position} of genome")
+        tokens.append(next(g for g in match.groups() if g is not None))
+        position = match.end()
+        while position < len(text) and text[position].isspace():
+            position += 1
+    return tokens
+
+
+#: Deepest nesting a genome string may have (far beyond any real genome; it keeps a
+#: hostile or corrupt string from exhausting Python's recursion limit).
+MAX_DEPTH = 100
+
+
+def _parse_expr(tokens: list[str], position: int, depth: int = 0) -> tuple[list, type, int]:
+    """Parse one expression; return (prefix nodes, its type, next position)."""
+    if depth > MAX_DEPTH:
+        raise GenomeError(f"genome nested deeper than {MAX_DEPTH} levels")
+    if position >= len(tokens):
+        raise GenomeError("genome ends too early")
+    token = tokens[position]
+    if token in "(),":
+        raise GenomeError(f"unexpected {token!r} in genome")
+    pset = primitive_set()
+    if token in STAT_NAMES:
+        return [pset.mapping[token]], Matrix, position + 1
+    if token in ARCH_TERMINALS:
+        return [pset.mapping[token]], Scalar, position + 1
+    op = op_name(token)
+    typed_token = token != op
+    if (op not in UNARY and op not in BINARY and op not in AGGREGATIONS) or (
+        typed_token and not isinstance(pset.mapping.get(token), gp.Primitive)
+    ):
+        known = ", ".join([*STAT_NAMES, *ARCH_TERMINALS, *AGGREGATIONS, *UNARY, *BINARY])
+        raise GenomeError(f"unknown token {token!r} in genome; known tokens: {known}")
+    if position + 1 >= len(tokens) or tokens[position + 1] != "(":
+        raise GenomeError(f"operation {op} needs its arguments in parentheses")
+    position += 2
+    children, types = [], []
+    while True:
+        nodes, node_type, position = _parse_expr(tokens, position, depth + 1)
+        children.append(nodes)
+        types.append(node_type)
+        if position >= len(tokens):
+            raise GenomeError(f"missing ')' after the arguments of {op}")
+        if tokens[position] == ")":
+            position += 1
+            break
+        if tokens[position] != ",":
+            raise GenomeError(f"expected ',' or ')' after an argument of {op}, got {tokens[position]!r}")
+        position += 1
+    arity = 2 if op in BINARY else 1
+    if len(children) != arity:
+        raise GenomeError(f"{op} takes {arity} argument(s), got {len(children)}")
+    prim = typed_form(op, types)
+    if typed_token and prim.name != token:
+        # An explicit typed form (``sigmoid.s``) must be the one its arguments imply.
+        raise GenomeError(f"{token} does not fit its arguments; they call for {prim.name}")
+    return [prim] + [n for c in children for n in c], prim.ret, position
+
+
+def parse_genome(text: str) -> gp.PrimitiveTree:
+    """Parse a token string into a typed tree; wraps a per-block expression in ``block_mean``."""
+    if not isinstance(text, str):
+        raise GenomeError(f"a genome must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise GenomeError("empty genome string")
+    tokens = _tokenize(text)
+    nodes, node_type, position = _parse_expr(tokens, 0)
+    if position != len(tokens):
+        raise GenomeError(f"unexpected {tokens[position]!r} after the end of the genome")
+    if node_type is Scalar:
+        nodes = [typed_form(DEFAULT_AGGREGATION, [Scalar])] + nodes
+    elif node_type is Matrix:
+        raise GenomeError("a genome must reduce each block to a scalar (e.g. to_mean_scalar(...))")
+    return gp.PrimitiveTree(nodes)
+
+
+def _format(nodes: Sequence, position: int, canonical: bool) -> tuple[str, int]:
+    node = nodes[position]
+    if isinstance(node, gp.Terminal):
+        return node.name, position + 1
+    op = op_name(node.name)
+    position += 1
+    parts = []
+    for _ in range(node.arity):
+        text, position = _format(nodes, position, canonical)
+        parts.append(text)
+    if canonical:
+        if op == "no_op":
+            return parts[0], position
+        if op in COMMUTATIVE:
+            parts.sort()
+    return f"{op}({', '.join(parts)})", position
+
+
+def genome_to_string(tree: gp.PrimitiveTree) -> str:
+    """The token string of a tree (typed forms are implied by the arguments)."""
+    return _format(tree, 0, canonical=False)[0]
+
+
+def canonical_string(tree: gp.PrimitiveTree) -> str:
+    """A form equal for trees computing the same thing: no ``no_op``, sorted commutative operands."""
+    return _format(tree, 0, canonical=True)[0]
+
+
+# ---------------------------------------------------------------------- the template
+
+
+@dataclass(frozen=True)
+class TemplateGenes:
+    """The seven genes of the paper's template: two inputs, four unary ops, one binary op."""
+
+    input_a: str
+    unary_a1: str
+    unary_a2: str
+    input_b: str
+    unary_b1: str
+    unary_b2: str
+    binary: str
+    aggregation: str = DEFAULT_AGGREGATION
+
+    def to_string(self) -> str:
+        branch_a = f"{self.unary_a2}({self.unary_a1}({self.input_a}))"
+        branch_b = f"{self.unary_b2}({self.unary_b1}({self.input_b}))"
+        return f"{self.aggregation}({TEMPLATE_REDUCTION}({self.binary}({branch_a}, {branch_b})))"
+
+
+GENE_CHOICES = {
+    "input_a": STAT_NAMES,
+    "unary_a1": tuple(UNARY),
+    "unary_a2": tuple(UNARY),
+    "input_b": STAT_NAMES,
+    "unary_b1": tuple(UNARY),
+    "unary_b2": tuple(UNARY),
+    "binary": tuple(BINARY),
+}
+
+
+@dataclass(frozen=True)
+class GenomeSpace:
+    """Which genomes a search explores.
+
+    The default is the paper's: template trees, the mean over blocks, the eight
+    statistics as the only inputs. ``aggregations`` with more than one entry makes the
+    aggregation a gene; ``arch_terminals`` lets an input be an architecture-level
+    scalar (parameter count, depth, ... and their logarithms, :mod:`autoprox.spaces.descriptors`).
+    """
+
+    kind: str = TEMPLATE
+    aggregations: tuple[str, ...] = (DEFAULT_AGGREGATION,)
+    arch_terminals: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in (TEMPLATE, "free"):
+            raise GenomeError(f"unknown genome kind {self.kind!r}; use template or free")
+        if not self.aggregations:
+            raise GenomeError("at least one aggregation is needed")
+        for name in self.aggregations:
+            if name not in AGGREGATIONS:
+                raise GenomeError(f"unknown aggregation {name!r}; known: {', '.join(AGGREGATIONS)}")
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return STAT_NAMES + (ARCH_TERMINALS if self.arch_terminals else ())
+
+    def gene_choices(self) -> dict[str, tuple[str, ...]]:
+        """The template's genes and the values each may take in this space."""
+        choices = dict(GENE_CHOICES, input_a=self.inputs, input_b=self.inputs)
+        if len(self.aggregations) > 1:
+            choices["aggregation"] = self.aggregations
+        return choices
+
+    def contains(self, tree: gp.PrimitiveTree) -> bool:
+        """Whether ``tree`` uses only this space's aggregations and inputs."""
+        names = [op_name(n.name) for n in tree]
+        if names[0] not in self.aggregations:
+            return False
+        return all(n not in ARCH_TERMINALS for n in names) or self.arch_terminals
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "aggregations": list(self.aggregations), "arch_terminals": self.arch_terminals}
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> "GenomeSpace":
+        if not data:
+            return cls()
+        return cls(data["kind"], tuple(data["aggregations"]), bool(data["arch_terminals"]))
+
+
+PAPER_SPACE = GenomeSpace()
+
+
+def template_tree(genes: TemplateGenes) -> gp.PrimitiveTree:
+    return parse_genome(genes.to_string())
+
+
+def template_genes(tree: gp.PrimitiveTree) -> TemplateGenes:
+    """Read the genes of a template-shaped tree; GenomeError when it is not one."""
+    names = [op_name(n.name) for n in tree]
+    shaped = (
+        len(names) == 9
+        and names[0] in AGGREGATIONS
+        and names[1] == TEMPLATE_REDUCTION
+        and names[2] in BINARY
+        and names[3] in UNARY and names[4] in UNARY and names[5] in STAT_NAMES + ARCH_TERMINALS
+        and names[6] in UNARY and names[7] in UNARY and names[8] in STAT_NAMES + ARCH_TERMINALS
+    )
+    if not shaped:
+        raise GenomeError(f"not a template genome: {genome_to_string(tree)}")
+    return TemplateGenes(
+        input_a=names[5], unary_a1=names[4], unary_a2=names[3],
+        input_b=names[8], unary_b1=names[7], unary_b2=names[6],
+        binary=names[2], aggregation=names[0],
+    )
+
+
+def random_template(rng: random.Random, space: GenomeSpace = PAPER_SPACE) -> gp.PrimitiveTree:
+    """A template genome with every gene drawn uniformly from ``space``'s choices."""
+    genes = {name: rng.choice(choices) for name, choices in space.gene_choices().items()}
+    if "aggregation" not in genes:
+        genes["aggregation"] = space.aggregations[0]
+    return template_tree(TemplateGenes(**genes))
+
+
+#: Redraw rounds before :func:`mutate_template` stops waiting for a change by chance.
+MUTATION_ROUNDS = 1000
+
+
+def mutate_template(tree: gp.PrimitiveTree, rng: random.Random, gene_probability: float = 0.5,
+                    space: GenomeSpace = PAPER_SPACE) -> gp.PrimitiveTree:
+    """Redraw each gene with ``gene_probability``; at least one gene always changes.
+
+    Rounds where nothing changed are drawn again (the paper's "mutate again"). With a
+    probability so small that :data:`MUTATION_ROUNDS` rounds changed nothing, one
+    gene is changed instead, chosen as the limit of that rejection sampling would
+    (weighted by its chance of a new value), so that the call always ends.
+    """
+    if not 0.0 < gene_probability <= 1.0:
+        raise ConfigError(f"gene probability must be in (0, 1], got {gene_probability}")
+    genes = template_genes(tree).__dict__.copy()
+    gene_choices = space.gene_choices()
+    for _ in range(MUTATION_ROUNDS):
+        child = dict(genes)
+        for name, choices in gene_choices.items():
+            if rng.random() < gene_probability:
+                child[name] = rng.choice(choices)
+        if child != genes:
+            return template_tree(TemplateGenes(**child))
+    names = list(gene_choices)
+    weights = [(len(gene_choices[n]) - 1) / len(gene_choices[n]) for n in names]
+    name = rng.choices(names, weights=weights)[0]
+    child = dict(genes)
+    child[name] = rng.choice([c for c in gene_choices[name] if c != genes[name]])
+    return template_tree(TemplateGenes(**child))
+
+
+def tree_size(tree: gp.PrimitiveTree) -> int:
+    """Number of nodes (the complexity measure)."""
+    return len(tree)
+
+
+# ------------------------------------------------------------------------ evaluation
+
+
+class InvalidProxy(ValueError):
+    """A proxy whose value is not usable on some architecture (NaN, inf, shape mismatch)."""
+
+
+def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: Mapping) -> tuple[object, int]:
+    node = tree[position]
+    if isinstance(node, gp.Terminal):
+        return block[node.name], position + 1
+    position += 1
+    args = []
+    for _ in range(node.arity):
+        value, position = _evaluate_block(tree, position, block)
+        args.append(value)
+    return primitive_set().context[node.name](*args), position
+
+
+def uses_arch_terminals(tree: gp.PrimitiveTree) -> bool:
+    return any(isinstance(n, gp.Terminal) and n.name.startswith(TERMINAL_PREFIX) for n in tree)
+
+
+def terminal_tensors(values: Mapping[str, float]) -> dict:
+    """Architecture-level terminal values as 0-d float32 tensors (the statistics' dtype)."""
+    import torch
+
+    return {name: torch.tensor(value, dtype=torch.float32) for name, value in values.items()}
+
+
+def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
+                 terminals: Mapping[str, float] | None = None) -> list[float]:
+    """The per-block scalar of ``tree`` (below its aggregation) for each block.
+
+    ``terminals`` gives the architecture-level terminal values (:mod:`autoprox.spaces.descriptors`),
+    needed only when the tree uses them.
+    """
+    import torch
+
+    from primitives import InvalidResult
+
+    extra = {}
+    if uses_arch_terminals(tree):
+        if terminals is None:
+            raise GenomeError("this genome uses architecture-level terminals; their values are needed")
+        extra = terminal_tensors(terminals)
+    values = []
+    for block in stats:
+        try:
+            value, _ = _evaluate_block(tree, 1, ChainMap(block, extra) if extra else block)
+        except InvalidResult as exc:
+            raise InvalidProxy(str(exc)) from None
+        except RuntimeError as exc:  # torch's own shape errors
+            raise InvalidProxy(str(exc).splitlines()[0]) from None
+        if not isinstance(value, torch.Tensor) or value.dim() != 0:
+            raise InvalidProxy("a block's value is not a scalar")
+        number = float(value)
+        if number != number or number in (float("inf"), float("-inf")):
+            raise InvalidProxy("NaN or inf")
+        values.append(number)
+    return values
+
+
+def aggregate(aggregation: str, values: Sequence[float]) -> float:
+    """Combine per-block values into the architecture's score (see :data:`AGGREGATIONS`)."""
+    count = len(values)
+    if aggregation == "block_mean":
+        return sum(values) / count
+    if aggregation == "block_sum":
+        return float(sum(values))
+    if aggregation == "block_wmean":
+        return sum((i + 1) * v for i, v in enumerate(values)) / (count * (count + 1) / 2)
+    if aggregation == "block_std":
+        mean = sum(values) / count
+        return math.sqrt(sum((v - mean) ** 2 for v in values) / count)
+    raise GenomeError(f"unknown aggregation {aggregation!r}")
+
+
+def score_architecture(tree: gp.PrimitiveTree, stats: Sequence[dict],
+                       terminals: Mapping[str, float] | None = None) -> float:
+    """The proxy score of one architecture from its per-block statistics (and, for genomes
+    that use them, its architecture-level terminal values)."""
+    aggregation = op_name(tree[0].name)
+    return aggregate(aggregation, block_values(tree, stats, terminals))

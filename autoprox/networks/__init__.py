@@ -1,0 +1,1 @@
+"""Layer 2: PyTorch models of the spaces, their per-block statistics and the hand-crafted zoo measures."""

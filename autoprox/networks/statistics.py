@@ -1,0 +1,241 @@
+"""The eight per-block ViT statistics a proxy is computed from (one forward/backward pass).
+
+Per transformer block (``../shared/method.md``):
+
+====== ==========================================================
+F1     attention qkv Linear weight (3D x D); F1g its gradient
+F2     attention output projection weight (D x D); F2g its gradient
+F3     MLP fc1 weight (h x D); F3g its gradient
+F4     MLP hidden activation after GELU (tokens x h), mean over the batch
+F4g    gradient of the loss with respect to F4 (same reduction)
+====== ==========================================================
+
+The network is built with a seeded initialisation, one minibatch goes forward, the
+cross-entropy loss goes backward once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from autoprox.core.errors import InputSpecError  # noqa: F401 (re-exported)
+from autoprox.networks.models import build_model, transformer_blocks
+
+STAT_NAMES = ("F1", "F1g", "F2", "F2g", "F3", "F3g", "F4", "F4g")
+STAT_DESCRIPTIONS = {
+    "F1": "attention qkv weight",
+    "F1g": "gradient of the attention qkv weight",
+    "F2": "attention output projection weight",
+    "F2g": "gradient of the attention output projection weight",
+    "F3": "MLP fc1 weight",
+    "F3g": "gradient of the MLP fc1 weight",
+    "F4": "MLP hidden activation after GELU (mean over the batch)",
+    "F4g": "gradient of the loss w.r.t. the MLP hidden activation (mean over the batch)",
+}
+IMAGE_SIZE = 224
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+#: One architecture's statistics: per block, statistic name -> float32 tensor.
+BlockStats = dict[str, torch.Tensor]
+
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """What minibatch the statistics are computed on.
+
+    ``kind`` is ``gaussian`` (standard-normal images, the default), ``ones`` (every
+    pixel 1) or ``images`` (a folder of real images, resized to 224x224 and
+    normalised with the ImageNet mean and std). Labels are always seeded random
+    labels: zero-cost statistics do not need true labels, only a loss.
+    """
+
+    kind: str = "gaussian"
+    batch_size: int = 8
+    image_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("gaussian", "ones", "images"):
+            raise InputSpecError(f"unknown input kind {self.kind!r}; use gaussian, ones or images:DIR")
+        if self.batch_size < 1:
+            raise InputSpecError(f"batch size must be at least 1, got {self.batch_size}")
+        if (self.kind == "images") != (self.image_dir is not None):
+            raise InputSpecError("an image folder goes with, and only with, the images input")
+        if self.kind == "images" and not str(self.image_dir).strip():
+            raise InputSpecError("images input needs a folder: images:DIR")
+
+    @classmethod
+    def parse(cls, text: str, batch_size: int = 8) -> "InputSpec":
+        """Parse ``gaussian``, ``ones`` or ``images:DIR``."""
+        if text.startswith("images:"):
+            return cls("images", batch_size, text[len("images:"):])
+        return cls(text, batch_size)
+
+    def describe(self) -> dict:
+        """Everything about the input that determines the statistics (for cache keys)."""
+        data: dict = {"kind": self.kind, "batch_size": self.batch_size}
+        if self.kind == "images":
+            data["images_sha256"] = _folder_digest(_image_files(self.image_dir), Path(self.image_dir))
+        return data
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "batch_size": self.batch_size, "image_dir": self.image_dir}
+
+
+def _image_files(image_dir: str | None) -> list[Path]:
+    folder = Path(image_dir or "")
+    if not folder.is_dir():
+        raise InputSpecError(f"image folder not found: {folder}")
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+    if not files:
+        raise InputSpecError(f"no images ({', '.join(IMAGE_SUFFIXES)}) in {folder}")
+    return files
+
+
+def _folder_digest(files: list[Path], root: Path) -> str:
+    """Digest of the images and their paths relative to ``root`` (their order picks the batch)."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def derived_seed(seed: int, purpose: str) -> int:
+    """An independent seed for one purpose (model init, batch, labels) from the user's seed."""
+    words = [seed, *purpose.encode()]
+    return int(np.random.SeedSequence(words).generate_state(1, dtype=np.uint32)[0])
+
+
+def _load_images(files: list[Path], count: int, generator: torch.Generator) -> torch.Tensor:
+    try:
+        from PIL import Image  # Pillow, only for the real-image input
+    except ImportError:
+        raise InputSpecError("the images:DIR input needs Pillow (pip install pillow)") from None
+
+    picks = torch.randperm(len(files), generator=generator)[:count].tolist()
+    while len(picks) < count:  # fewer images than the batch: repeat them in order
+        picks.append(picks[len(picks) % len(files)])
+    mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
+    std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
+    tensors = []
+    for index in picks:
+        try:
+            with Image.open(files[index]) as image:
+                rgb = image.convert("RGB").resize((IMAGE_SIZE, IMAGE_SIZE), Image.BILINEAR)
+                array = np.asarray(rgb, dtype=np.float32) / 255.0
+        except (OSError, ValueError) as exc:  # PIL.UnidentifiedImageError is an OSError
+            raise InputSpecError(f"cannot read image {files[index]}: {exc}") from None
+        tensors.append((torch.from_numpy(array).permute(2, 0, 1) - mean) / std)
+    return torch.stack(tensors)
+
+
+def make_batch(spec: InputSpec, num_classes: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The minibatch (images, labels) for ``spec``, reproducible from ``seed``."""
+    generator = torch.Generator().manual_seed(derived_seed(seed, "batch"))
+    shape = (spec.batch_size, 3, IMAGE_SIZE, IMAGE_SIZE)
+    if spec.kind == "gaussian":
+        images = torch.randn(shape, generator=generator)
+    elif spec.kind == "ones":
+        images = torch.ones(shape)
+    else:
+        images = _load_images(_image_files(spec.image_dir), spec.batch_size, generator)
+    labels = torch.randint(0, num_classes, (spec.batch_size,), generator=generator)
+    return images, labels
+
+
+def statistics_of_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor) -> list[BlockStats]:
+    """Run one forward/backward pass of ``model`` and collect the eight statistics per block."""
+    blocks = transformer_blocks(model)
+    if not blocks:
+        raise ValueError("model has no transformer blocks (attn.qkv, attn.proj, mlp.fc1)")
+    activations: list[torch.Tensor | None] = [None] * len(blocks)
+    handles = []
+
+    def keep_activation(index: int):
+        def hook(_module, _inputs, output: torch.Tensor) -> None:
+            output.retain_grad()
+            activations[index] = output
+
+        return hook
+
+    for index, block in enumerate(blocks):
+        handles.append(block.mlp.act.register_forward_hook(keep_activation(index)))
+    try:
+        model.zero_grad(set_to_none=True)
+        logits = model(images)
+        loss = F.cross_entropy(logits, labels)
+        loss.backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    stats = []
+    for block, act in zip(blocks, activations):
+        assert act is not None and act.grad is not None
+        stats.append(
+            {
+                "F1": block.attn.qkv.weight.detach().clone(),
+                "F1g": block.attn.qkv.weight.grad.detach().clone(),
+                "F2": block.attn.proj.weight.detach().clone(),
+                "F2g": block.attn.proj.weight.grad.detach().clone(),
+                "F3": block.mlp.fc1.weight.detach().clone(),
+                "F3g": block.mlp.fc1.weight.grad.detach().clone(),
+                "F4": act.detach().mean(dim=0),
+                "F4g": act.grad.detach().mean(dim=0),
+            }
+        )
+    return stats
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run a block with ``count`` intra-op threads, restoring the previous setting after.
+
+    Statistics and fitness run single-threaded: a parallel reduction sums in an order
+    that depends on the thread count, and the results must not depend on how many
+    workers a user asks for. Parallelism comes from running architectures side by side.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def compute_statistics(arch, spec: InputSpec, seed: int, num_classes: int) -> list[BlockStats]:
+    """Statistics of ``arch`` built with initialisation seed ``seed`` on the batch of ``spec``."""
+    with torch_threads(1):
+        model = build_model(arch, num_classes=num_classes, seed=derived_seed(seed, "model"))
+        model.train()
+        images, labels = make_batch(spec, num_classes, seed)
+        return statistics_of_model(model, images, labels)
+
+
+def describe_statistics(stats: list[BlockStats]) -> Mapping[str, list]:
+    """Shapes per block, for logs and error messages."""
+    return {name: [list(block[name].shape) for block in stats] for name in STAT_NAMES}
+
+
+def stats_fingerprint(stats: list[BlockStats]) -> str:
+    """A short digest of statistics' values (tests and cache checks)."""
+    digest = hashlib.sha256()
+    for block in stats:
+        for name in STAT_NAMES:
+            digest.update(block[name].numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def spec_json(spec: InputSpec) -> str:
+    return json.dumps(spec.describe(), sort_keys=True)

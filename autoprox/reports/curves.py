@@ -1,0 +1,218 @@
+"""Evolution curves of one or more runs, from their unfiltered per-iteration ``log.jsonl``.
+
+Three panels against iteration:
+
+1. best and mean JCM of the population (search split), with the parameter count's
+   search-split JCM as a reference line;
+2. the best proxy's Kendall tau per target;
+3. the acceptance rate of mutations: children accepted per mutation tried, over a
+   rolling window of iterations (each iteration tries up to ``retry_cap`` mutations
+   and accepts at most one).
+
+Several runs are overlaid (one colour per run in panels 1 and 3; in panel 2 one
+colour per target and one line style per run). Drawn with Matplotlib's Agg backend
+into a PNG; the plotted numbers can be written as CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from autoprox.core.atomic import atomic_open, atomic_write_text
+from autoprox.core.errors import AutoproxError, CurvesError, one_line  # noqa: F401 (re-exported)
+from autoprox.search.rundir import BEST, RunDirectory, RunDirError, read_json
+
+DEFAULT_WINDOW = 10
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+
+@dataclass
+class RunCurves:
+    """The per-iteration numbers of one run."""
+
+    name: str
+    path: Path
+    iterations: list[int]
+    best_jcm: list[float]
+    mean_jcm: list[float]
+    kendall: dict[str, list[float]]
+    accepted: list[bool]
+    attempts: list[int]
+    acceptance_rate: list[float]
+    params_jcm: float | None
+    params_note: str = ""
+    targets: list[str] = field(default_factory=list)
+
+
+def _number(value) -> float:
+    return float(value) if isinstance(value, (int, float)) and value is not None else math.nan
+
+
+def rolling_rate(accepted: Sequence[bool], attempts: Sequence[int], window: int) -> list[float]:
+    """Accepted children per mutation tried over the last ``window`` iterations."""
+    rates = []
+    for end in range(1, len(accepted) + 1):
+        start = max(0, end - window)
+        tried = sum(attempts[start:end])
+        rates.append(sum(bool(a) for a in accepted[start:end]) / tried if tried else math.nan)
+    return rates
+
+
+def params_reference(run: RunDirectory, config: dict) -> tuple[float | None, str]:
+    """The parameter count's search-split JCM: from best.json, else computed from the benchmark."""
+    best_path = run.file(BEST)
+    if best_path.is_file():
+        try:
+            value = read_json(best_path)["params"]["search"]["jcm"]
+            if isinstance(value, (int, float)):
+                return float(value), "best.json"
+        except (RunDirError, KeyError, TypeError):
+            pass
+    try:
+        from autoprox.proxies.proxy import Proxy
+        from autoprox.search.context import RunContext
+
+        result = RunContext.open(run).evaluate(Proxy("params"), "search", workers=1)
+        return float(result["jcm"]), "computed from the benchmark"
+    except AutoproxError as exc:  # the reference line is optional; the plot says why it is missing
+        return None, f"no parameter-count reference ({one_line(exc)})"
+
+
+def load_curves(path: str | Path, window: int = DEFAULT_WINDOW) -> RunCurves:
+    """Read a run's log (a torn last line is skipped); RunDirError when it is not a run."""
+    run = RunDirectory(path)
+    config = run.config()
+    log = [r for r in run.log() if isinstance(r, dict) and isinstance(r.get("iteration"), int)]
+    if not log:
+        raise CurvesError(f"{run.path} has no iteration in its log.jsonl yet")
+    targets = list(config.get("settings", {}).get("targets") or [])
+    for record in log:
+        for target in record.get("best_kendall") or {}:
+            if target not in targets:
+                targets.append(target)
+    params_jcm, note = params_reference(run, config)
+    accepted = [bool(r.get("accepted")) for r in log]
+    attempts = [int(r.get("attempts") or 0) for r in log]
+    return RunCurves(
+        name=run.path.resolve().name,
+        path=run.path,
+        iterations=[int(r["iteration"]) for r in log],
+        best_jcm=[_number(r.get("best_jcm")) for r in log],
+        mean_jcm=[_number(r.get("mean_jcm")) for r in log],
+        kendall={t: [_number((r.get("best_kendall") or {}).get(t)) for r in log] for t in targets},
+        accepted=accepted,
+        attempts=attempts,
+        acceptance_rate=rolling_rate(accepted, attempts, window),
+        params_jcm=params_jcm,
+        params_note=note,
+        targets=targets,
+    )
+
+
+def _unique_names(runs: Sequence[RunCurves]) -> list[str]:
+    names = [r.name for r in runs]
+    if len(set(names)) == len(names):
+        return names
+    return [str(r.path) for r in runs]
+
+
+def draw(runs: Sequence[RunCurves], window: int = DEFAULT_WINDOW):
+    """The Matplotlib figure (Agg canvas) of the runs' curves."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    names = _unique_names(runs)
+    figure = Figure(figsize=(10, 11), layout="constrained")
+    FigureCanvasAgg(figure)
+    jcm_ax, tau_ax, rate_ax = figure.subplots(3, 1, sharex=True)
+    run_colors = [f"C{i % 10}" for i in range(len(runs))]
+    targets: list[str] = []
+    for run in runs:
+        targets += [t for t in run.targets if t not in targets]
+    target_colors = {t: f"C{i % 10}" for i, t in enumerate(targets)}
+    for run, name, color in zip(runs, names, run_colors):
+        jcm_ax.plot(run.iterations, run.best_jcm, color=color, lw=2, label=f"{name}: best JCM")
+        jcm_ax.plot(run.iterations, run.mean_jcm, color=color, lw=1, ls="--", label=f"{name}: mean JCM")
+        if run.params_jcm is not None:
+            jcm_ax.axhline(run.params_jcm, color=color, lw=1, ls=":",
+                           label=f"{name}: parameter count ({run.params_jcm:+.3f})")
+        rate_ax.plot(run.iterations, run.acceptance_rate, color=color, lw=1.5, label=name)
+    for index, (run, name) in enumerate(zip(runs, names)):
+        style = LINE_STYLES[index % len(LINE_STYLES)]
+        for target in run.targets:
+            label = target if len(runs) == 1 else f"{name}: {target}"
+            tau_ax.plot(run.iterations, run.kendall[target], color=target_colors[target], ls=style, lw=1.5, label=label)
+    jcm_ax.margins(y=0.08)
+    jcm_ax.set_ylabel("JCM (search split)")
+    jcm_ax.set_title("population: best and mean JCM; dotted: the parameter count's JCM")
+    tau_ax.set_ylabel("Kendall tau")
+    tau_ax.set_title("the best proxy's Kendall tau per target (search split)")
+    tau_ax.axhline(0.0, color="0.6", lw=0.8)
+    rate_ax.set_ylabel("accepted / mutations tried")
+    rate_ax.set_title(f"acceptance rate of mutations (rolling over {window} iterations)")
+    rate_ax.set_xlabel("iteration")
+    for axis in (jcm_ax, tau_ax, rate_ax):
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize=8, loc="best")
+    figure.suptitle("autoprox evolution: " + ", ".join(names))
+    return figure
+
+
+def curves_csv(runs: Sequence[RunCurves]) -> str:
+    """The plotted numbers, one row per run and iteration."""
+    targets: list[str] = []
+    for run in runs:
+        targets += [t for t in run.targets if t not in targets]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["run", "iteration", "best_jcm", "mean_jcm", *(f"kendall_{t}" for t in targets),
+                     "accepted", "attempts", "acceptance_rate", "params_jcm"])
+
+    def cell(value) -> str:
+        return "" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(value)
+
+    for run, name in zip(runs, _unique_names(runs)):
+        for i, iteration in enumerate(run.iterations):
+            writer.writerow([name, iteration, cell(run.best_jcm[i]), cell(run.mean_jcm[i]),
+                             *(cell(run.kendall[t][i]) if t in run.kendall else "" for t in targets),
+                             int(run.accepted[i]), run.attempts[i], cell(run.acceptance_rate[i]),
+                             cell(run.params_jcm)])
+    return buffer.getvalue()
+
+
+def _check_output(path: Path) -> None:
+    if path.is_dir():
+        raise CurvesError(f"cannot write {path}: it is a directory")
+
+
+def write_curves(paths: Sequence[str | Path], out: str | Path, csv_path: str | Path | None = None,
+                 window: int = DEFAULT_WINDOW, quiet: bool = False) -> list[RunCurves]:
+    """Draw the curves of ``paths`` into the PNG ``out`` (and the numbers into ``csv_path``)."""
+    if window < 1:
+        raise CurvesError(f"the rolling window must be at least 1 iteration, got {window}")
+    out = Path(out)
+    runs = [load_curves(p, window) for p in paths]
+    for run in runs:
+        if run.params_jcm is None and not quiet:
+            print(f"autoprox curves: {run.name}: {run.params_note}", file=sys.stderr)
+    figure = draw(runs, window)
+    targets = [(out, "png")] + ([(Path(csv_path), "csv")] if csv_path is not None else [])
+    for path, _ in targets:
+        _check_output(path)
+    for path, kind in targets:
+        try:
+            if kind == "png":
+                with atomic_open(path, "wb") as handle:
+                    figure.savefig(handle, format="png", dpi=110)
+            else:
+                atomic_write_text(path, curves_csv(runs))
+        except OSError as exc:
+            raise CurvesError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return runs

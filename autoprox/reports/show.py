@@ -1,0 +1,213 @@
+"""``autoprox show``: a run's hall of fame with readable formulas and, on request, the
+beyond-size figures of each entry."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from autoprox.core.errors import ConfigError
+from autoprox.genome.tree import InvalidProxy, canonical_string, parse_genome
+from autoprox.search.halloffame import (
+    HALL_OF_FAME,
+    Entry,
+    load_hall_of_fame,
+    write_hall_of_fame,
+)
+from autoprox.search.rundir import RunDirectory, RunDirError, read_json
+
+
+def format_beyond_size(blocks: Mapping[str, Mapping], label: str = "split") -> list[str]:
+    """Lines of a beyond-size table: one row per (row label, target).
+
+    ``blocks`` maps a row label (a split, a hall-of-fame rank) to a
+    :func:`autoprox.spaces.descriptors.beyond_size` report ({target: figures}) or to
+    ``{"invalid": reason}``.
+    """
+    width = max([len(label)] + [len(str(k)) for k in blocks])
+    targets = [t for block in blocks.values() for t in block if t != "invalid"]
+    target_width = max([6] + [len(t) for t in targets])
+    header = f"  {label:<{width}}  {'target':<{target_width}}" + "".join(
+        f"{name:>{w}}" for name, _, w in _BEYOND_COLUMNS) + f"  {'bar (tau)':<18}beats it?"
+    lines = [header]
+    for name, block in blocks.items():
+        if "invalid" in block:
+            lines.append(f"  {name:<{width}}  invalid: {block['invalid']}")
+            continue
+        for target, figures in block.items():
+            bar = figures.get("bar") or {}
+            bar_text = f"{bar.get('descriptor', '?')} ({_tau(bar.get('kendall'))})"
+            beats = figures.get("beats_bar")
+            lines.append(f"  {name:<{width}}  {target:<{target_width}}" + "".join(
+                f"{_tau(figures.get(key)):>{w}}" for _, key, w in _BEYOND_COLUMNS)
+                + f"  {bar_text:<18}{'n/a' if beats is None else ('yes' if beats else 'no')}")
+    return lines
+
+
+def hall_beyond_size(run: RunDirectory, entries: Iterable[Entry], progress: bool = True) -> tuple[dict[str, dict], int]:
+    """The beyond-size report of each entry on the run's search split.
+
+    The benchmark, the split and the statistics plan are the run's (``config.json``);
+    scores come from the statistics cache (what is missing is computed first, with a
+    progress line on stderr). Only the search split is read. Returns ({canonical genome:
+    report}, number of search architectures).
+    """
+    import sys
+
+    from autoprox.core.progress import Progress
+    from autoprox.data.cache import build_cache
+    from autoprox.proxies.proxy import Proxy
+    from autoprox.search.context import RunContext
+
+    context = RunContext.open(run)
+    indices = context.indices("search")
+    entries = list(entries)
+    requests = context.plan.requests(context.archs("search"))
+    missing = sum(not context.cache.contains(r) for r in requests)
+    if missing:
+        if progress:
+            print(f"beyond size: computing {missing} missing statistics entries of the search split", file=sys.stderr)
+        build_cache(context.cache, requests, workers=context.settings.workers,
+                    progress=Progress("statistics", every=15) if progress else None)
+    ticker = Progress(f"beyond size of {len(entries)} proxies, search split", every=5) if progress else None
+    reports = {}
+    if ticker:
+        ticker(0, len(entries))
+    for done, entry in enumerate(entries, start=1):
+        proxy = Proxy(entry.genome, parse_genome(entry.genome))
+        try:
+            reports[entry.canonical] = context.beyond_size(context.score(proxy, "search", workers=1), "search")
+        except InvalidProxy as exc:
+            reports[entry.canonical] = {"invalid": str(exc)}
+        if ticker:
+            ticker(done, len(entries))
+    return reports, len(indices)
+
+
+def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool = False,
+             timeout: float | None = None, save: bool = False, beyond_size: bool = False) -> str:
+    """The text ``autoprox show`` prints: the hall of fame as a table, its notes, the Pareto front, and
+    the beyond-size report of ``best.json`` (``beyond_size``: also computed for each shown entry on the
+    search split)."""
+    from autoprox.reports.simplify import (
+        DEFAULT_TIMEOUT,
+        LEGEND,
+        readable_formulas,
+        statistics_for_check,
+    )
+
+    if top < 1:
+        raise ConfigError(f"--top must be at least 1, got {top}")
+    run = RunDirectory(path)
+    config = run.config()
+    loaded = load_hall_of_fame(run)
+    hall = loaded.hall
+    if save:
+        write_hall_of_fame(run, hall)
+    best = _best_json(run)
+    best_canonical = None
+    if best and isinstance(best.get("genome"), str):
+        best_canonical = canonical_string(parse_genome(best["genome"]))
+    log = run.log()
+    iterations = (config.get("settings", {}).get("evolution") or {}).get("iterations")
+    done = log[-1].get("iteration", 0) if log else 0
+    status = "finished" if best and best.get("finished") else "in progress or interrupted"
+    lines = [f"run {run.path}: {config.get('space', '?')}, iteration {done} of {iterations} ({status}), "
+             f"{hall.evaluated} genomes evaluated, {hall.valid} valid"]
+    source = f"{HALL_OF_FAME}" if loaded.source == "file" else loaded.note
+    rows = hall.entries[:top]
+    if not rows:
+        lines.append(f"hall of fame ({source}): empty, no valid genome evaluated yet")
+        return "\n".join(lines) + "\n"
+    front = [e for e in hall.pareto if all(e.canonical != r.canonical for r in rows)]
+    check = statistics_for_check(run) if simplify else None
+    formulas = readable_formulas([e.genome for e in rows + front], check_stats=check,
+                                 timeout=timeout or DEFAULT_TIMEOUT, simplify=simplify)
+    by_canonical = {e.canonical: f for e, f in zip(rows + front, formulas)}
+    targets = hall.targets
+    lines.append(f"hall of fame ({source}); top {len(rows)} of {len(hall.entries)} kept; "
+                 "search-split figures; * = the proxy best.json holds")
+    widths = [max(len(t), 6) for t in targets]
+    header = f"{'rank':>5}  {'JCM':>6}  " + "  ".join(f"{t:>{w}}" for t, w in zip(targets, widths)) + "  nodes  formula"
+    lines.append(header)
+    first_rank: dict[str, int] = {}
+    for rank, entry in enumerate(rows, start=1):
+        mark = "*" if entry.canonical == best_canonical else " "
+        taus = "  ".join(f"{_tau(entry.kendall.get(t)):>{w}}" for t, w in zip(targets, widths))
+        text = by_canonical[entry.canonical].text
+        same = f"   (same formula as #{first_rank[text]})" if text in first_rank else ""
+        first_rank.setdefault(text, rank)
+        lines.append(f"{rank:>4}{mark}  {entry.jcm:+.3f}  {taus}  {entry.complexity:>5}  {text}{same}")
+    if best is not None and best_canonical is not None and all(r.canonical != best_canonical for r in rows):
+        rank = hall.rank_of(best_canonical)
+        where = f"rank {rank} of the hall of fame" if rank else "not in the hall of fame"
+        lines.append(f"best.json holds {best['genome']} ({where})")
+    elif best is None:
+        lines.append("best.json not written yet (the run is in progress)")
+    notes = []
+    for rank, entry in enumerate(rows, start=1):
+        formula = by_canonical[entry.canonical]
+        if formula.outer:
+            notes.append(f"  #{rank}: {formula.outer_text()}")
+        if formula.note:
+            notes.append(f"  #{rank}: {formula.note}")
+    if notes:
+        lines += ["notes:"] + notes
+    lines.append("Pareto front of JCM against complexity (every valid genome seen):")
+    for entry in hall.pareto:
+        rank = hall.rank_of(entry.canonical)
+        label = f"#{rank}" if rank and rank <= len(rows) else by_canonical[entry.canonical].text
+        lines.append(f"  {entry.complexity:>3} nodes  JCM {entry.jcm:+.3f}  {label}")
+    if latex:
+        lines.append("LaTeX:")
+        lines += [f"  #{rank}: {by_canonical[e.canonical].latex}" for rank, e in enumerate(rows, start=1)]
+    lines.append(LEGEND)
+    if best is not None:
+        block = best.get("beyond_size")
+        if isinstance(block, Mapping) and block:
+            lines.append("beyond size of the proxy best.json holds (*), on the search split and the test split "
+                         "(the test split chose nothing):")
+            lines += format_beyond_size({name: block[name] for name in ("search", "test") if name in block})
+            if not beyond_size:  # else once, after the hall of fame's block
+                lines.append(BEYOND_SIZE_LEGEND)
+        else:
+            lines.append("best.json has no beyond-size report (written before it existed)"
+                         + ("" if beyond_size else "; --beyond-size computes one for the hall of fame"))
+    if beyond_size:
+        reports, count = hall_beyond_size(run, rows)
+        lines.append(f"beyond size of the hall of fame, computed now on the search split ({count} architectures, "
+                     "the run's statistics):")
+        labels = {}
+        for rank, entry in enumerate(rows, start=1):
+            mark = "*" if entry.canonical == best_canonical else ""
+            labels[f"#{rank}{mark}"] = reports[entry.canonical]
+        lines += format_beyond_size(labels, label="rank")
+        lines.append(BEYOND_SIZE_LEGEND)
+    return "\n".join(lines) + "\n"
+
+
+BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Kendall with the parameter count, the depth; "
+                      "partial|params, partial|depth: its partial Kendall with the target given them;\n"
+                      "  bar: the best coarse descriptor for the target (params, depth, width, macs) on the same "
+                      "architectures, the Kendall the proxy has to clear")
+
+
+def _tau(value) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:+.3f}"
+
+
+def _best_json(run: RunDirectory) -> dict | None:
+    path = run.file("best.json")
+    if not path.is_file():
+        return None
+    try:
+        return read_json(path)
+    except RunDirError:
+        return None
+
+
+#: Beyond-size table: (header, key in a beyond_size target block, width).
+_BEYOND_COLUMNS = (("proxy", "kendall", 8), ("w/ params", "kendall_with_params", 11),
+                   ("w/ depth", "kendall_with_depth", 10), ("partial|params", "partial_given_params", 16),
+                   ("partial|depth", "partial_given_depth", 15))

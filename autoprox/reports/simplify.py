@@ -1,0 +1,620 @@
+"""Readable proxy formulas: a genome as a SymPy expression, simplified, checked, printed.
+
+The expression is built from the genome's parsed tree, token by token, through the
+primitive table (``Primitive.sympy``); no text is ever handed to ``sympify``.
+
+* The eight statistics are real symbols named for what they are:
+
+  ====== =========== ============================================================
+  F1     ``W_qkv``   attention qkv weight
+  F1g    ``G_qkv``   its gradient
+  F2     ``W_proj``  attention output projection weight
+  F2g    ``G_proj``  its gradient
+  F3     ``W_fc1``   MLP fc1 weight
+  F3g    ``G_fc1``   its gradient
+  F4     ``H_mlp``   MLP hidden activation after GELU (mean over the batch)
+  F4g    ``G_H_mlp`` gradient of the loss w.r.t. it
+  ====== =========== ============================================================
+
+  A symbol stands for a whole matrix; element-wise operations act on it as on a
+  number. Operations that look at the whole matrix are named functions: ``mean``,
+  ``std``, ``frobenius``, ``l1``, ``sum_norm`` (reductions to a scalar) and
+  ``minmax``, ``normalize``, ``softmax``, ``logsoftmax``, ``matmul``.
+* Scalar forms follow the primitives' scalar definitions (``to_mean_scalar`` of a
+  scalar is the scalar, ``frobenius_norm`` of one is its absolute value,
+  ``softmax`` of one is 1, ``to_std_scalar`` of one is 0, ...). ``eps`` is 1e-9.
+* The mean over blocks is written out: ``1/L * sum_{l=1..L} ( f )`` with ``f``
+  computed from block ``l``'s statistics.
+
+Simplification (:func:`autoprox.reports.sympy_worker.simplify_expression`: the mean pushed
+through sums and scalar factors, ``sympy.simplify``) runs in a separate process
+under a wall-clock timeout; on timeout the unsimplified formula is shown, and
+said so. The simplified form replaces the original only when it has fewer nodes
+and, evaluated numerically on real statistics, gives the same scores as the
+original (relative error below 1e-6 in float64); otherwise the original is shown
+with the reason. Architecture-level terminals (``A_params``, ``A_log_depth``, ...)
+are positive (``A_log_...``: real) scalar symbols, the same in every block; the
+check substitutes each architecture's values (:class:`CheckStatistics`).
+
+Rank-preserving outer operations: the score is ``1/L * sum_l f_l``; when ``f`` is
+``c * h + d`` with constants ``c > 0`` and ``d``, the score is ``c * (1/L * sum_l h_l) + d``,
+a strictly increasing function of the mean of ``h``: Kendall tau cannot see ``c`` nor
+``d``, and they are reported as such (a negative ``c`` reverses the ranking).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import subprocess
+import sys
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import sympy
+from deap import gp
+from sympy.core.function import AppliedUndef
+
+from autoprox.core.errors import FormulaError  # noqa: F401 (re-exported)
+from autoprox.genome.tree import AGGREGATIONS, genome_to_string, op_name, parse_genome
+from autoprox.networks.statistics import STAT_NAMES
+from autoprox.reports import sympy_worker
+from autoprox.reports.sympy_worker import node_count
+
+#: Statistic -> the SymPy symbol's name.
+SYMBOL_NAMES = dict(zip(STAT_NAMES, sympy_worker.STAT_SYMBOL_NAMES))
+SYMBOLS = {stat: sympy_worker.make_symbol(name) for stat, name in SYMBOL_NAMES.items()}
+SYMBOLS.update({name: sympy_worker.make_symbol(name) for name in sympy_worker.ARCH_SYMBOL_NAMES})
+STATISTIC_OF_SYMBOL = {name: stat for stat, name in SYMBOL_NAMES.items()}
+EPS_SYMBOL = sympy_worker.make_symbol(sympy_worker.EPS_NAME)
+LATEX_NAMES = {
+    "F1": r"W^{\mathrm{qkv}}_{l}", "F1g": r"G^{\mathrm{qkv}}_{l}",
+    "F2": r"W^{\mathrm{proj}}_{l}", "F2g": r"G^{\mathrm{proj}}_{l}",
+    "F3": r"W^{\mathrm{fc1}}_{l}", "F3g": r"G^{\mathrm{fc1}}_{l}",
+    "F4": r"H^{\mathrm{mlp}}_{l}", "F4g": r"G^{H,\mathrm{mlp}}_{l}",
+}
+DEFAULT_TIMEOUT = 10.0
+CHECK_RTOL = 1e-6
+
+# Scalar forms (``op.s``) of the ops whose scalar meaning differs from the matrix one
+# (see each op's docstring in primitives/unary.py).
+_SCALAR_FORMS = {
+    "to_mean_scalar": lambda x: x,
+    "to_std_scalar": lambda x: sympy.Integer(0),
+    "frobenius_norm": lambda x: sympy.Abs(x),
+    "l1_norm": lambda x: sympy.Abs(x),
+    "element_wise_normalized_sum": lambda x: x / (1 + EPS_SYMBOL),
+    "normalize": lambda x: sympy.nan,
+    "min_max_normalize": lambda x: sympy.nan,
+    "softmax": lambda x: sympy.Integer(1),
+    "logsoftmax": lambda x: sympy.Integer(0),
+    "matrix_multiplication": lambda a, b: a * b,
+}
+
+
+
+# ------------------------------------------------------------------ genome -> SymPy
+
+
+def _to_sympy(tree: gp.PrimitiveTree, position: int) -> tuple[sympy.Expr, int]:
+    from primitives import PRIMITIVES
+
+    node = tree[position]
+    if isinstance(node, gp.Terminal):
+        return SYMBOLS[node.name], position + 1
+    position += 1
+    args = []
+    for _ in range(node.arity):
+        value, position = _to_sympy(tree, position)
+        args.append(value)
+    op = op_name(node.name)
+    form = node.name[len(op):]
+    if form == ".s" and op in _SCALAR_FORMS:
+        expr = _SCALAR_FORMS[op](*args)
+    elif op == "matrix_multiplication" and form in (".ms", ".sm"):
+        expr = sympy.nan  # a scalar and a matrix: always a shape mismatch
+    else:
+        expr = PRIMITIVES[op].sympy(*args)
+    if isinstance(expr, AppliedUndef):  # a named function: give it what is known of its value
+        expr = sympy_worker.make_function(expr.func.__name__)(*expr.args)
+    if isinstance(expr, sympy.Abs) and expr.args[0].is_extended_nonnegative:
+        expr = expr.args[0]  # |norm| = norm (SymPy keeps the Abs of a nonnegative function)
+    return expr, position
+
+
+def genome_tree(genome) -> gp.PrimitiveTree:
+    return genome if isinstance(genome, gp.PrimitiveTree) else parse_genome(genome)
+
+
+def block_expression(genome) -> sympy.Expr:
+    """The per-block expression ``f`` of a genome (below its aggregation over blocks)."""
+    tree = genome_tree(genome)
+    if op_name(tree[0].name) not in AGGREGATIONS:
+        raise FormulaError(f"genome does not start with an aggregation over blocks: {genome_to_string(tree)}")
+    expr, _ = _to_sympy(tree, 1)
+    return expr
+
+
+# ------------------------------------------------------------------------ printing
+
+def expression_text(expr: sympy.Expr) -> str:
+    """Plain text of a per-block expression (statistics without an index)."""
+    return sympy.sstr(expr)
+
+
+#: How SymPy's LaTeX printer writes the named functions with a digit or an underscore.
+_LATEX_FUNCTION_FIXES = {r"\operatorname{sum}_{norm}": r"\operatorname{sum\_norm}", r"l_{1}{": r"\operatorname{l1}{"}
+
+
+def expression_latex(expr: sympy.Expr) -> str:
+    names = {SYMBOLS[stat]: LATEX_NAMES[stat] for stat in STAT_NAMES}
+    names[EPS_SYMBOL] = r"\epsilon"
+    text = sympy.latex(expr, symbol_names=names)
+    for printed, wanted in _LATEX_FUNCTION_FIXES.items():
+        text = text.replace(printed, wanted)
+    return text
+
+
+def aggregate_text(aggregation: str, expr: sympy.Expr) -> str:
+    if aggregation == "block_mean":
+        return f"1/L * sum_l ( {expression_text(expr)} )"
+    if aggregation == "block_sum":
+        return f"sum_l ( {expression_text(expr)} )"
+    return f"{aggregation}( {expression_text(expr)} )"
+
+
+def aggregate_latex(aggregation: str, expr: sympy.Expr) -> str:
+    if aggregation == "block_mean":
+        return rf"\frac{{1}}{{L}} \sum_{{l=1}}^{{L}} \left( {expression_latex(expr)} \right)"
+    if aggregation == "block_sum":
+        return rf"\sum_{{l=1}}^{{L}} \left( {expression_latex(expr)} \right)"
+    return rf"\operatorname{{{aggregation}}}\left( {expression_latex(expr)} \right)"
+
+
+LEGEND = ("L = number of transformer blocks, sum_l over blocks l = 1..L, each with its own statistics: "
+          + ", ".join(f"{SYMBOL_NAMES[s]} = {s}" for s in STAT_NAMES) + "; eps = 1e-9")
+
+
+# -------------------------------------------------------- rank-preserving outer ops
+
+
+@dataclass(frozen=True)
+class OuterOperation:
+    """An operation applied to the whole score (outside the mean over blocks)."""
+
+    text: str
+    rank_preserving: bool
+    description: str
+
+
+def _constant_value(expr: sympy.Expr) -> float:
+    return float(expr.subs(EPS_SYMBOL, 1e-9).evalf())
+
+
+def outer_operations(expr: sympy.Expr) -> tuple[list[OuterOperation], sympy.Expr]:
+    """Constant offset and factor of a per-block expression: f = c*h + d -> ([ops], h)."""
+    expanded = sympy_worker.expand_means(expr)
+    symbols = set(SYMBOLS.values())
+    offset, rest = expanded.as_independent(*symbols, as_Add=True)
+    factor, core = rest.as_independent(*symbols, as_Add=False)
+    operations = []
+    try:
+        factor_value = _constant_value(factor)
+        offset_value = _constant_value(offset)
+    except (TypeError, ValueError):
+        return [], expr
+    if not (math.isfinite(factor_value) and math.isfinite(offset_value)) or factor_value == 0:
+        return [], expr
+    if factor_value < 0:
+        operations.append(OuterOperation("-", False, "negation: reverses the ranking (Kendall tau changes sign)"))
+        factor = -factor
+    if factor != 1:
+        operations.append(OuterOperation(f"* {sympy.sstr(factor)}", True,
+                                         "a positive factor: rank-preserving, Kendall tau cannot see it"))
+    if offset != 0:
+        operations.append(OuterOperation(f"+ {sympy.sstr(offset)}", True,
+                                         "a constant added: rank-preserving, Kendall tau cannot see it"))
+    return operations, core
+
+
+# ----------------------------------------------------------------- numeric check
+
+
+class Unevaluable(ValueError):
+    """A SymPy expression with a node the numeric evaluator does not know."""
+
+
+class CheckStatistics(list):
+    """One architecture's per-block statistics (a list of dicts, as the engine's) and, in
+    ``terminals``, its architecture-level terminal values
+    (:func:`autoprox.spaces.descriptors.terminal_values`), with which formulas that read them
+    are checked."""
+
+    def __init__(self, blocks=(), terminals=None):
+        super().__init__(blocks)
+        self.terminals = dict(terminals) if terminals is not None else None
+
+
+_ELEMENTWISE = {
+    sympy.exp: "exp", sympy.log: "log", sympy.tanh: "tanh", sympy.Abs: "abs", sympy.sign: "sign",
+    sympy.sinh: "sinh", sympy.cosh: "cosh", sympy.atan: "atan",
+}
+_NAMED = {
+    "mean": "to_mean_scalar", "std": "to_std_scalar", "frobenius": "frobenius_norm", "l1": "l1_norm",
+    "sum_norm": "element_wise_normalized_sum", "minmax": "min_max_normalize", "normalize": "normalize",
+    "softmax": "softmax", "logsoftmax": "logsoftmax", "matmul": "matrix_multiplication",
+}
+
+
+def evaluate(expr: sympy.Basic, block: dict, terminals=None):
+    """Evaluate a per-block expression on one block's statistics (torch tensors).
+
+    Named functions are the primitives themselves; sums and products follow the
+    primitives' shape rules. Architecture-level symbols (``A_params``, ...) take
+    their values from ``terminals`` (name -> number). Raises Unevaluable for a node
+    it does not know or a terminal without a value, and ``primitives.InvalidResult``
+    for a shape mismatch.
+    """
+    import torch
+
+    from primitives import PRIMITIVES
+
+    dtype = next(iter(block.values())).dtype
+    if isinstance(expr, sympy.Symbol):
+        if expr == EPS_SYMBOL:
+            return torch.tensor(1e-9, dtype=dtype)
+        if expr.name in sympy_worker.ARCH_SYMBOL_NAMES:
+            if not terminals or expr.name not in terminals:
+                raise Unevaluable(f"no value for the architecture-level terminal {expr.name}")
+            return torch.tensor(float(terminals[expr.name]), dtype=dtype)
+        if expr.name not in STATISTIC_OF_SYMBOL:
+            raise Unevaluable(f"no statistic for symbol {expr.name}")
+        return block[STATISTIC_OF_SYMBOL[expr.name]]
+    if expr is sympy.nan:
+        return torch.tensor(float("nan"), dtype=dtype)
+    if expr.is_Number or expr.is_NumberSymbol:
+        return torch.tensor(float(expr), dtype=dtype)
+    args = [evaluate(arg, block, terminals) for arg in expr.args]
+    if isinstance(expr, sympy.Add):
+        value = args[0]
+        for arg in args[1:]:
+            value = PRIMITIVES["element_wise_sum"](value, arg)
+        return value
+    if isinstance(expr, sympy.Mul):
+        value = args[0]
+        for arg in args[1:]:
+            value = PRIMITIVES["element_wise_product"](value, arg)
+        return value
+    if isinstance(expr, sympy.Pow):
+        base, exponent = args
+        if exponent.dim() > 0 and base.dim() > 0 and base.shape != exponent.shape:
+            raise Unevaluable("power of matrices of different shapes")
+        return torch.pow(base, exponent)
+    if isinstance(expr, (sympy.Max, sympy.Min)):
+        combine = torch.maximum if isinstance(expr, sympy.Max) else torch.minimum
+        value = args[0]
+        for arg in args[1:]:
+            value = combine(value, arg)
+        return value
+    if expr.func in _ELEMENTWISE:
+        return getattr(torch, _ELEMENTWISE[expr.func])(*args)
+    if isinstance(expr, AppliedUndef) and expr.func.__name__ in _NAMED:
+        return PRIMITIVES[_NAMED[expr.func.__name__]](*args)
+    raise Unevaluable(f"cannot evaluate {type(expr).__name__}")
+
+
+def expression_score(expr: sympy.Expr, aggregation: str, stats: Sequence[dict], dtype=None,
+                     terminals=None) -> float:
+    """The architecture's score from a per-block expression (in float64 unless ``dtype``; NaN when not finite).
+
+    ``terminals``: the architecture-level terminal values, by default those ``stats``
+    carries (a :class:`CheckStatistics`).
+    """
+    import torch
+
+    from autoprox.networks.statistics import torch_threads
+
+    dtype = dtype or torch.float64
+    if terminals is None:
+        terminals = getattr(stats, "terminals", None)
+    values = []
+    with torch_threads(1):  # as the engine: small tensors, and no fight over the cores
+        for block in stats:
+            converted = {name: tensor.to(dtype) for name, tensor in block.items()}
+            value = evaluate(expr, converted, terminals)
+            if not isinstance(value, torch.Tensor) or value.dim() != 0:
+                raise Unevaluable("a block's value is not a scalar")
+            values.append(float(value))
+    from autoprox.genome.tree import aggregate
+
+    if aggregation not in AGGREGATIONS:
+        raise Unevaluable(f"unknown aggregation {aggregation}")
+    score = aggregate(aggregation, values)
+    return score if math.isfinite(score) else math.nan
+
+
+def check_equivalent(original: sympy.Expr, candidate: sympy.Expr, aggregation: str,
+                     check_stats: Sequence[Sequence[dict]]) -> tuple[bool | None, str]:
+    """Compare two per-block expressions on real statistics.
+
+    (True, how) when they agree wherever the original is finite on at least one
+    architecture; (False, why) on a disagreement; (None, why) when nothing could be checked.
+    """
+    from primitives import InvalidResult
+
+    checked, unevaluable = 0, None
+    for stats in check_stats:
+        try:
+            expected = expression_score(original, aggregation, stats)
+        except Unevaluable as exc:
+            unevaluable = str(exc)
+            continue
+        except (InvalidResult, RuntimeError):
+            continue
+        if math.isnan(expected):
+            continue
+        try:
+            got = expression_score(candidate, aggregation, stats)
+        except Unevaluable as exc:
+            return None, f"the simplified form cannot be evaluated ({exc})"
+        except (InvalidResult, RuntimeError) as exc:
+            return False, f"the simplified form fails where the original does not ({exc})"
+        if math.isnan(got) or abs(got - expected) > CHECK_RTOL * max(abs(got), abs(expected)):
+            return False, f"the simplified form gives {got!r} where the original gives {expected!r}"
+        checked += 1
+    if not checked:
+        if unevaluable is not None:
+            return None, f"the original formula cannot be evaluated on the statistics given ({unevaluable})"
+        return None, "no statistics on which the original formula is finite"
+    return True, f"checked on {checked} architecture(s)"
+
+
+# ------------------------------------------------------------- the separate process
+
+
+class _SimplifierProcess:
+    """``python -m autoprox.reports.sympy_worker``: expressions go out and come back as JSON lines.
+
+    One process serves every expression of a call; when one runs past ``timeout``
+    seconds the process is killed (and restarted for the next expression).
+    """
+
+    def __init__(self, timeout: float, startup_timeout: float = 120.0) -> None:
+        self.timeout = timeout
+        self.startup_timeout = startup_timeout
+        self.process: subprocess.Popen | None = None
+        self.lines: queue.Queue | None = None
+
+    def _start(self) -> None:
+        package_root = str(Path(sympy_worker.__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "autoprox.reports.sympy_worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, encoding="utf-8", env=env,
+        )
+        lines: queue.Queue = queue.Queue()
+
+        def read() -> None:
+            for line in process.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+        self.process, self.lines = process, lines
+        reply = self._reply(self.startup_timeout)
+        if reply is None or reply.get("status") != "ready":
+            self._kill()
+            raise TimeoutError("the simplification process did not start")
+
+    def _reply(self, timeout: float) -> dict | None:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if line is None:
+            return {"status": "error", "message": "the simplification process ended"}
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            return {"status": "error", "message": "unreadable answer from the simplification process"}
+
+    def _kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self.process = self.lines = None
+
+    def simplify(self, index: int, expr: sympy.Expr) -> tuple[str, object]:
+        """("ok", expr), ("timeout", None) or ("error", message)."""
+        if self.process is None:
+            self._start()
+        try:
+            self.process.stdin.write(json.dumps({"id": index, "expr": sympy_worker.to_data(expr)}) + "\n")
+            self.process.stdin.flush()
+        except sympy_worker.Unsupported as exc:
+            return "error", str(exc)
+        except OSError as exc:
+            self._kill()
+            return "error", f"simplification process failed ({exc})"
+        reply = self._reply(self.timeout)
+        if reply is None:
+            self._kill()
+            return "timeout", None
+        if reply.get("status") != "ok" or reply.get("id") != index:
+            if reply.get("id") != index:
+                self._kill()
+            return "error", str(reply.get("message", "unexpected answer"))
+        try:
+            return "ok", sympy_worker.from_data(reply.get("expr"))
+        except sympy_worker.Unsupported as exc:
+            return "error", str(exc)
+
+    def close(self) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.stdin.close()
+            self.process.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self._kill()
+
+
+# ----------------------------------------------------------------------- readable
+
+
+@dataclass
+class Formula:
+    """A genome's readable formula."""
+
+    genome: str
+    aggregation: str
+    original: sympy.Expr
+    shown: sympy.Expr
+    status: str  # simplified | original (not smaller) | timeout | check failed | unchecked | not simplified
+    note: str = ""
+    outer: list[OuterOperation] = field(default_factory=list)
+    ranking_core: sympy.Expr | None = None
+
+    @property
+    def simplified(self) -> bool:
+        return self.status == "simplified"
+
+    @property
+    def text(self) -> str:
+        return aggregate_text(self.aggregation, self.shown)
+
+    @property
+    def latex(self) -> str:
+        return aggregate_latex(self.aggregation, self.shown)
+
+    @property
+    def original_text(self) -> str:
+        return aggregate_text(self.aggregation, self.original)
+
+    def outer_text(self) -> str:
+        """One line on the operations applied to the whole score ('' when there are none)."""
+        if not self.outer:
+            return ""
+        parts = [f"'{op.text}' ({op.description})" for op in self.outer]
+        core = aggregate_text(self.aggregation, self.ranking_core) if self.ranking_core is not None else ""
+        preserving = all(op.rank_preserving for op in self.outer)
+        tail = f"; it ranks architectures {'exactly as' if preserving else 'in reverse of'} {core}" if core else ""
+        return "outside the mean over blocks: " + ", ".join(parts) + tail
+
+
+def readable_formulas(genomes: Iterable, check_stats: Sequence[Sequence[dict]] | None = None,
+                      timeout: float = DEFAULT_TIMEOUT, simplify: bool = True) -> list[Formula]:
+    """Readable formulas of ``genomes`` (strings or trees), simplified where safe.
+
+    ``check_stats`` are statistics of a few architectures (lists of per-block dicts)
+    on which a simplified form must give the original's scores before it is shown.
+    """
+    formulas: list[Formula] = []
+    worker = _SimplifierProcess(timeout) if simplify else None
+    try:
+        for index, genome in enumerate(genomes):
+            tree = genome_tree(genome)
+            original = block_expression(tree)
+            aggregation = op_name(tree[0].name)
+            formula = Formula(genome_to_string(tree), aggregation, original, original, "not simplified")
+            outer, core = outer_operations(original)
+            formula.outer, formula.ranking_core = outer, (core if outer else None)
+            if worker is not None:
+                _simplify_into(formula, worker, index, check_stats)
+            formulas.append(formula)
+    finally:
+        if worker is not None:
+            worker.close()
+    return formulas
+
+
+def _simplify_into(formula: Formula, worker: _SimplifierProcess, index: int,
+                   check_stats: Sequence[Sequence[dict]] | None) -> None:
+    try:
+        status, value = worker.simplify(index, formula.original)
+    except (OSError, TimeoutError) as exc:
+        formula.status, formula.note = "not simplified", f"unsimplified: {exc}"
+        return
+    if status == "timeout":
+        formula.status = "timeout"
+        formula.note = f"simplification timed out after {worker.timeout:g} s: unsimplified formula shown"
+        return
+    if status != "ok":
+        formula.status, formula.note = "not simplified", f"unsimplified: SymPy failed ({value})"
+        return
+    candidate = value
+    if candidate == formula.original or node_count(candidate) >= node_count(formula.original):
+        formula.status, formula.note = "original (not smaller)", ""
+        return
+    if not check_stats:
+        formula.status = "unchecked"
+        formula.note = "a simpler form exists but no statistics to check it on: unsimplified formula shown"
+        return
+    agrees, how = check_equivalent(formula.original, candidate, formula.aggregation, check_stats)
+    if agrees:
+        formula.shown, formula.status = candidate, "simplified"
+        formula.note = f"simplified from {node_count(formula.original)} to {node_count(candidate)} nodes, {how}"
+    elif agrees is None:
+        formula.status, formula.note = "unchecked", f"unsimplified formula shown: {how}"
+    else:
+        formula.status, formula.note = "check failed", f"unsimplified formula shown: {how}"
+
+
+def readable_formula(genome, check_stats=None, timeout: float = DEFAULT_TIMEOUT, simplify: bool = True) -> Formula:
+    return readable_formulas([genome], check_stats, timeout, simplify)[0]
+
+
+# ------------------------------------------------------- statistics for the check
+
+
+def statistics_for_check(run=None, space: str | None = None, count: int = 3) -> list:
+    """Real statistics to check simplified formulas on.
+
+    A run directory ``run``: the cached statistics of its first ``count`` search
+    architectures (only those already in its cache: nothing is computed). Failing
+    that, statistics of ``count`` seeded random architectures of ``space`` (default
+    AutoFormer), computed here with a batch of 2. Each is a :class:`CheckStatistics`
+    carrying its architecture's terminal values (``A_params``, ... as the engine
+    computes them), so that formulas with architecture-level terminals are checked too.
+    """
+    import random
+
+    from autoprox.core.errors import AutoproxError
+    from autoprox.data.cache import StatsRequest
+    from autoprox.networks.statistics import InputSpec, compute_statistics
+    from autoprox.search.context import RunContext
+    from autoprox.spaces.architectures import sample_arch
+    from autoprox.spaces.descriptors import terminal_values
+
+    found = []
+    if run is not None:
+        try:
+            context = RunContext.open(run)
+        except AutoproxError as exc:  # the check goes on with sampled architectures; say why
+            warnings.warn(f"checking formulas on sampled architectures: {exc}", stacklevel=2)
+        else:
+            plan = context.plan
+            for arch in context.archs("search")[:count]:
+                stats = context.cache.load(StatsRequest(arch, plan.spec, plan.seeds[0], plan.class_counts[0]))
+                if stats is not None:
+                    found.append(CheckStatistics(stats, terminal_values(arch)))
+            space = space or context.bench.space
+    if found:
+        return found
+    space = space if space in ("autoformer", "pit") else "autoformer"
+    spec = InputSpec("gaussian", batch_size=2)
+    archs = [sample_arch(space, random.Random(seed)) for seed in range(count)]
+    return [CheckStatistics(compute_statistics(arch, spec, seed, 100), terminal_values(arch))
+            for seed, arch in enumerate(archs)]

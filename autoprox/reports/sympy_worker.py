@@ -1,0 +1,212 @@
+"""SymPy-only rewriting of proxy formulas, run as a separate process by :mod:`autoprox.reports.simplify`.
+
+``python -m autoprox.reports.sympy_worker`` reads one JSON object per line on stdin,
+``{"id": N, "expr": TREE}``, and answers ``{"id": N, "status": "ok", "expr": TREE}``
+(or ``"status": "error"``) on stdout. TREE is a plain JSON form of an expression
+(:func:`to_data`) over a fixed whitelist of node types, names and symbols, read back
+by :func:`from_data`: no ``sympify``, ``eval`` or pickle on either side. The module
+imports nothing but SymPy, so that the process starts fast, and a runaway
+``sympy.simplify`` is ended by killing the process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import sympy
+from sympy.core.function import AppliedUndef
+
+#: The eight statistics as SymPy symbols are named for what they are (see autoprox.reports.simplify).
+STAT_SYMBOL_NAMES = ("W_qkv", "G_qkv", "W_proj", "G_proj", "W_fc1", "G_fc1", "H_mlp", "G_H_mlp")
+#: Architecture-level terminals (scalars; ``A_params``, ``A_log_depth``, ...), kept in sync with
+#: ``autoprox.spaces.descriptors.terminal_names`` (a test checks it). Descriptors are positive.
+ARCH_SYMBOL_NAMES = tuple(f"A_{log}{name}" for name in ("params", "macs", "depth", "width", "heads", "mlp_ratio")
+                          for log in ("", "log_"))
+EPS_NAME = "eps"
+#: Named functions that reduce a matrix to a scalar.
+REDUCTIONS = frozenset({"mean", "std", "frobenius", "l1", "sum_norm"})
+#: Named functions that keep a matrix a matrix.
+MATRIX_FUNCTIONS = frozenset({"minmax", "normalize", "softmax", "logsoftmax", "matmul"})
+NAMED_FUNCTIONS = REDUCTIONS | MATRIX_FUNCTIONS
+#: What is known of each named function's value (element-wise for matrix-valued ones):
+#: it lets SymPy drop, for instance, the absolute value of a norm.
+FUNCTION_ASSUMPTIONS = {
+    "mean": {"real": True}, "sum_norm": {"real": True}, "matmul": {"real": True},
+    "normalize": {"real": True}, "std": {"nonnegative": True}, "frobenius": {"nonnegative": True},
+    "l1": {"nonnegative": True}, "minmax": {"nonnegative": True}, "softmax": {"positive": True},
+    "logsoftmax": {"nonpositive": True},
+}
+#: SymPy node types an expression may hold (anything else is not passed between processes).
+NODES = {
+    "Add": sympy.Add, "Mul": sympy.Mul, "Pow": sympy.Pow, "exp": sympy.exp, "log": sympy.log,
+    "tanh": sympy.tanh, "Abs": sympy.Abs, "Max": sympy.Max, "Min": sympy.Min, "sign": sympy.sign,
+    "sinh": sympy.sinh, "cosh": sympy.cosh, "atan": sympy.atan,
+}
+_NODE_NAMES = {cls: name for name, cls in NODES.items()}
+
+
+class Unsupported(ValueError):
+    """An expression node outside the whitelist."""
+
+
+def make_symbol(name: str) -> sympy.Symbol:
+    """The symbol of a statistic (real) or of ``eps`` (positive)."""
+    if name == EPS_NAME:
+        return sympy.Symbol(EPS_NAME, positive=True)
+    if name in STAT_SYMBOL_NAMES:
+        return sympy.Symbol(name, real=True)
+    if name in ARCH_SYMBOL_NAMES:
+        return sympy.Symbol(name, positive=True) if "log_" not in name else sympy.Symbol(name, real=True)
+    raise Unsupported(f"unknown symbol {name!r}")
+
+
+def make_function(name: str):
+    """The named function ``name`` with its assumptions (:data:`FUNCTION_ASSUMPTIONS`)."""
+    if name not in NAMED_FUNCTIONS:
+        raise Unsupported(f"unknown function {name!r}")
+    return sympy.Function(name, **FUNCTION_ASSUMPTIONS.get(name, {}))
+
+
+def to_data(expr: sympy.Basic):
+    """A JSON-able nested list for ``expr``; Unsupported for a node outside the whitelist."""
+    if isinstance(expr, sympy.Symbol):
+        make_symbol(expr.name)
+        return ["Symbol", expr.name]
+    if expr is sympy.nan:
+        return ["NaN"]
+    if isinstance(expr, sympy.Integer):
+        return ["Integer", str(int(expr))]
+    if isinstance(expr, sympy.Rational):
+        return ["Rational", str(int(expr.p)), str(int(expr.q))]
+    if isinstance(expr, sympy.Float):
+        return ["Float", repr(float(expr))]
+    if expr is sympy.E:
+        return ["E"]
+    if expr is sympy.pi:
+        return ["Pi"]
+    if isinstance(expr, AppliedUndef):
+        name = expr.func.__name__
+        if name not in NAMED_FUNCTIONS:
+            raise Unsupported(f"unknown function {name!r}")
+        return ["Function", name, *(to_data(a) for a in expr.args)]
+    name = _NODE_NAMES.get(expr.func)
+    if name is None:
+        raise Unsupported(f"unsupported node {type(expr).__name__}")
+    return [name, *(to_data(a) for a in expr.args)]
+
+
+def from_data(data, depth: int = 0) -> sympy.Basic:
+    """The expression of :func:`to_data`'s output; Unsupported for anything else."""
+    if depth > 200 or not isinstance(data, list) or not data or not isinstance(data[0], str):
+        raise Unsupported("malformed expression data")
+    kind, rest = data[0], data[1:]
+    try:
+        if kind == "Symbol":
+            return make_symbol(str(rest[0]))
+        if kind == "NaN":
+            return sympy.nan
+        if kind == "Integer":
+            return sympy.Integer(int(rest[0]))
+        if kind == "Rational":
+            return sympy.Rational(int(rest[0]), int(rest[1]))
+        if kind == "Float":
+            return sympy.Float(float(rest[0]))
+        if kind == "E":
+            return sympy.E
+        if kind == "Pi":
+            return sympy.pi
+        if kind == "Function":
+            return make_function(str(rest[0]))(*(from_data(a, depth + 1) for a in rest[1:]))
+    except (IndexError, TypeError, ValueError) as exc:
+        raise Unsupported(f"malformed {kind} node ({exc})") from None
+    if kind not in NODES:
+        raise Unsupported(f"unsupported node {kind!r}")
+    return NODES[kind](*(from_data(a, depth + 1) for a in rest))
+
+
+def node_count(expr: sympy.Basic) -> int:
+    """Size of an expression: the number of nodes of its SymPy tree."""
+    return sum(1 for _ in sympy.preorder_traversal(expr))
+
+
+def is_matrix(expr: sympy.Basic) -> bool:
+    """Whether ``expr`` is matrix-valued: a statistic reaches it without passing a reduction."""
+    if isinstance(expr, sympy.Symbol):
+        return expr.name in STAT_SYMBOL_NAMES
+    if isinstance(expr, AppliedUndef) and expr.func.__name__ in REDUCTIONS:
+        return False
+    return any(is_matrix(arg) for arg in expr.args)
+
+
+def expand_means(expr: sympy.Basic) -> sympy.Basic:
+    """Push ``mean`` through sums and scalar factors: mean(s*M + N) = s*mean(M) + mean(N).
+
+    The mean of all entries is linear, and a scalar (an expression with no
+    statistic outside a reduction) is its own mean. Other reductions are left alone.
+    """
+    if not expr.args:
+        return expr
+    args = [expand_means(arg) for arg in expr.args]
+    if not (isinstance(expr, AppliedUndef) and expr.func.__name__ == "mean"):
+        return expr.func(*args)
+    mean = expr.func
+    (inner,) = args
+    if not is_matrix(inner):
+        return inner
+    if isinstance(inner, sympy.Add):
+        return sympy.Add(*(expand_means(mean(term)) for term in inner.args))
+    if isinstance(inner, sympy.Mul):
+        scalars = [f for f in inner.args if not is_matrix(f)]
+        if scalars:
+            matrices = [f for f in inner.args if is_matrix(f)]
+            return sympy.Mul(*scalars) * mean(sympy.Mul(*matrices))
+    return mean(inner)
+
+
+def _supported(expr: sympy.Basic) -> bool:
+    try:
+        to_data(expr)
+    except Unsupported:
+        return False
+    return True
+
+
+def simplify_expression(expr: sympy.Basic) -> sympy.Basic:
+    """The smallest (by :func:`node_count`) of the expression and its rewritings.
+
+    Candidates, in order of preference on a tie: the original, the means expanded,
+    ``sympy.simplify`` of each (only those made of whitelisted nodes). The original
+    wins unless another is strictly smaller.
+    """
+    expanded = expand_means(expr)
+    candidates = [expr, expanded]
+    for start in (expanded, expr):
+        candidates.append(sympy.simplify(start))
+    best = candidates[0]
+    for candidate in candidates[1:]:
+        if node_count(candidate) < node_count(best) and _supported(candidate):
+            best = candidate
+    return best
+
+
+def main() -> int:
+    print(json.dumps({"id": None, "status": "ready"}), flush=True)
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        ident = None
+        try:
+            message = json.loads(line)
+            ident = message["id"]
+            result = to_data(simplify_expression(from_data(message["expr"])))
+            reply = {"id": ident, "status": "ok", "expr": result}
+        except Exception as exc:  # noqa: BLE001 - any failure is reported back, not raised
+            reply = {"id": ident, "status": "error", "message": f"{type(exc).__name__}: {exc}"[:300]}
+        print(json.dumps(reply), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

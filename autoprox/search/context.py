@@ -1,0 +1,186 @@
+"""The run object: one place where settings become working objects.
+
+A :class:`RunContext` is made from :class:`~autoprox.search.settings.SearchSettings`
+(a new search) or opened from a run directory (``config.json``); either way it holds
+the benchmark, the targets, the search/test split, the statistics plan and the cache,
+and it scores a proxy on a part of the split and computes its figures. Everything that
+works on a run (the search itself, transfer studies, ``show``, ``curves``, ``export``'s
+formula check, the benchmark scripts) goes through it, so they cannot disagree on how a
+run is read.
+
+A run records its benchmark portably: a file found in the usual places
+(:func:`autoprox.data.benchmark.bench_search_dirs`) is recorded by its file name and
+sha256, never by an absolute path, so a committed run reopens on any machine that has
+the same file in one of those places.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from autoprox import __version__
+from autoprox.core.errors import BenchmarkError, RunDirError
+from autoprox.data.benchmark import (
+    Benchmark,
+    Split,
+    load_benchmark,
+    locate_benchmark,
+    portable_bench_path,
+    split_benchmark,
+)
+from autoprox.data.cache import STATS_VERSION, StatisticsCache, StatsPlan
+from autoprox.genome.tree import InvalidProxy
+from autoprox.proxies.figures import beyond_size, figures
+from autoprox.proxies.proxy import Proxy, score_archs
+from autoprox.search.rundir import RunDirectory
+from autoprox.search.settings import SearchSettings, stats_plan
+
+#: The parts of a benchmark a run names: its search split, its test split, or every architecture.
+PARTS = ("search", "test", "all")
+
+#: Scores of a proxy: one array per statistics class count (see :class:`StatsPlan`).
+Scores = Mapping[int, np.ndarray]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Settings, benchmark, targets, split, statistics plan and cache of one run.
+
+    Make one with :meth:`from_settings` (a new run) or :meth:`open` (a run directory);
+    never by hand. ``run`` is the run directory when there is one.
+    """
+
+    settings: SearchSettings
+    bench: Benchmark
+    targets: tuple[str, ...]
+    split: Split
+    plan: StatsPlan
+    cache: StatisticsCache
+    run: RunDirectory | None = None
+
+    # ------------------------------------------------------------------ making one
+
+    @classmethod
+    def from_settings(cls, settings: SearchSettings, run: str | Path | RunDirectory | None = None,
+                      bench: Benchmark | None = None) -> "RunContext":
+        """The context of a new run: the benchmark loaded and its targets and weights checked.
+
+        ``settings.targets`` empty means the benchmark's default targets; the returned
+        context's ``settings`` name them, as ``config.json`` records them.
+        """
+        bench = bench if bench is not None else load_benchmark(settings.bench)
+        targets = tuple(bench.check_targets(list(settings.targets) or bench.default_targets()))
+        for name in settings.weights:
+            bench.check_targets([name])
+        settings = replace(settings, targets=targets, bench=portable_bench_path(settings.bench))
+        split = split_benchmark(len(bench), settings.split_seed, settings.search_fraction)
+        return cls(settings, bench, targets, split, stats_plan(settings, targets),
+                   StatisticsCache(settings.cache_dir, settings.cache_precision), _run_directory(run))
+
+    @classmethod
+    def open(cls, path: str | Path | RunDirectory, bench: str | Path | None = None) -> "RunContext":
+        """The context of the run in ``path``, from its ``config.json``.
+
+        The benchmark is found again by the recorded path, else by its file name in the
+        usual places (:func:`autoprox.data.benchmark.bench_search_dirs`) and beside the
+        run, and must have the recorded sha256; ``bench`` overrides where to look. The
+        split is the recorded one (checked against the one its seed gives).
+        """
+        run = _run_directory(path)
+        config = run.config()
+        try:
+            settings = SearchSettings.from_json(config["settings"])
+            recorded = config.get("benchmark") or {}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunDirError(f"{run.file('config.json')}: not a run configuration this autoprox can read "
+                              f"({type(exc).__name__}: {exc})") from None
+        sha256 = recorded.get("sha256")
+        bench_path = Path(bench) if bench is not None else locate_benchmark(settings.bench, sha256, near=run.path)
+        loaded = load_benchmark(bench_path)
+        if sha256 and loaded.sha256 != sha256:
+            raise BenchmarkError(f"{bench_path} is not the benchmark {run.path} was made with "
+                                 f"(sha256 {loaded.sha256[:12]}..., the run recorded {sha256[:12]}...)")
+        context = cls.from_settings(settings, run, bench=loaded)
+        split_json = config.get("split")
+        if split_json is not None and Split.from_json(split_json) != context.split:
+            raise RunDirError(f"{run.file('config.json')}: its recorded split differs from the one its seed gives")
+        return context
+
+    def config_json(self, command: Sequence[str] | None = None) -> dict:
+        """What ``config.json`` records for this run (no absolute path of this machine)."""
+        return {
+            "autoprox_version": __version__,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "command": list(command if command is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
+            "settings": self.settings.to_json(),
+            "space": self.bench.space,
+            "benchmark": {"path": self.settings.bench, "file": Path(self.bench.source).name,
+                          "sha256": self.bench.sha256, "architectures": len(self.bench)},
+            "split": self.split.to_json(),
+            "stats": self.plan.to_json() | {"version": STATS_VERSION, "precision": self.cache.precision},
+        }
+
+    # ---------------------------------------------------------------- parts of it
+
+    def indices(self, part: str) -> list[int]:
+        """Benchmark indices of ``part``: ``search``, ``test`` or ``all``."""
+        return self.split.indices(part, len(self.bench))
+
+    def archs(self, part: str) -> list:
+        return [self.bench.archs[i] for i in self.indices(part)]
+
+    def accuracies(self, part: str, targets: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        indices = self.indices(part)
+        return {t: self.bench.accuracies[t][indices] for t in (targets or self.targets)}
+
+    # -------------------------------------------------------------- scoring a proxy
+
+    def score(self, proxy: Proxy, part: str, workers: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> dict[int, np.ndarray]:
+        """Scores of ``proxy`` on ``part``, one array per statistics class count.
+
+        Raises :class:`~autoprox.genome.tree.InvalidProxy` when the proxy fails there.
+        """
+        return score_archs(proxy, self.archs(part), self.cache, self.plan,
+                           workers=self.settings.workers if workers is None else workers, progress=progress)
+
+    def figures(self, scores: Scores, part: str, targets: Sequence[str] | None = None,
+                weights: Mapping[str, float] | None = None) -> dict:
+        """Per-target correlations and the JCM of ``scores`` given for ``part``."""
+        targets = list(targets or self.targets)
+        return figures(scores, self.accuracies(part, targets), targets, self.plan.target_classes,
+                       self.settings.weights if weights is None else weights)
+
+    def beyond_size(self, scores: Scores, part: str, targets: Sequence[str] | None = None) -> dict:
+        """The beyond-size report (:func:`autoprox.proxies.figures.beyond_size`) of ``scores`` on ``part``."""
+        archs = self.archs(part)
+        report = {}
+        for target in targets or self.targets:
+            values = scores[self.plan.target_classes[target]]
+            report.update(beyond_size(values, archs, self.accuracies(part, [target]), [target]))
+        return report
+
+    def evaluate(self, proxy: Proxy, part: str, targets: Sequence[str] | None = None,
+                 weights: Mapping[str, float] | None = None, workers: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict:
+        """Figures of ``proxy`` on ``part``, or ``{"invalid": reason}``."""
+        try:
+            scores = self.score(proxy, part, workers=workers, progress=progress)
+        except InvalidProxy as exc:
+            return {"invalid": str(exc)}
+        return self.figures(scores, part, targets, weights)
+
+
+def _run_directory(run: str | Path | RunDirectory | None) -> RunDirectory | None:
+    if run is None or isinstance(run, RunDirectory):
+        return run
+    return RunDirectory(run)
+
+
+__all__ = ["PARTS", "RunContext", "Scores"]

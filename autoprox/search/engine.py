@@ -1,0 +1,182 @@
+"""A whole proxy search: benchmark and split -> statistics cache -> evolution -> run directory.
+
+:func:`run_search` wires the steps together; each step lives in its own module.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import random
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from autoprox.core.atomic import json_safe
+from autoprox.core.errors import ConfigError
+from autoprox.core.progress import Progress
+from autoprox.data.cache import build_cache, load_statistics
+from autoprox.genome.tree import InvalidProxy, parse_genome
+from autoprox.networks.statistics import torch_threads
+from autoprox.proxies.proxy import Proxy
+from autoprox.search.context import RunContext
+from autoprox.search.evolution import (
+    EvolutionState,
+    evolve_step,
+    initial_population,
+    rng_from_json,
+    rng_state_to_json,
+)
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
+from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
+from autoprox.search.rundir import RunDirectory
+from autoprox.search.settings import SearchSettings
+from autoprox.spaces.descriptors import terminal_values
+
+
+def best_report(record: FitnessRecord, context: RunContext, iteration: int) -> dict:
+    """``best.json``: the genome, its figures on both splits, and the parameter count's beside them."""
+    settings, run = context.settings, context.run
+    proxy = Proxy(record.genome, parse_genome(record.genome))
+    params = Proxy("params")
+    # Score the proxy once per split; its figures and its beyond-size report both read them.
+    scores = {}
+    for part in ("search", "test"):
+        try:
+            scores[part] = context.score(proxy, part)
+        except InvalidProxy as exc:
+            scores[part] = InvalidProxy(str(exc))
+
+    def on_split(part: str, summary: Callable) -> dict:
+        if isinstance(scores[part], InvalidProxy):
+            return {"invalid": str(scores[part])}
+        return summary(scores[part], part)
+
+    report = {
+        "genome": record.genome,
+        "canonical": record.canonical,
+        "run": str(run.path) if run is not None else None,
+        "iteration": iteration,
+        "space": context.bench.space,
+        "targets": list(context.targets),
+        "weights": dict(settings.weights),
+        "stats": context.plan.to_json(),
+        "split": context.split.to_json(),
+        "search": on_split("search", context.figures),
+        "test": on_split("test", context.figures),
+        "params": {part: context.evaluate(params, part, workers=1) for part in ("search", "test")},
+        "genome_space": settings.genome_space.to_json(),
+        "cv": {"folds": settings.cv_folds, "mode": settings.cv_mode, "fitness": record.jcm,
+               "fold_jcm": record.fold_jcm} if settings.cv_folds else None,
+        "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    if "jcm" in report["search"] and "jcm" in report["test"]:
+        report["generalisation_gap"] = report["search"]["jcm"] - report["test"]["jcm"]
+    report["beyond_size"] = {part: on_split(part, context.beyond_size) for part in ("search", "test")}
+    return json_safe(report)
+
+
+def _log(message: str, quiet: bool) -> None:
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)
+
+
+def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = False,
+               stop_after: int | None = None, quiet: bool = False,
+               extend_iterations: int | None = None) -> dict:
+    """Run (or resume) a proxy search into ``out``; return the content of ``best.json``.
+
+    ``stop_after`` ends the run after that iteration as if interrupted (tests use it to
+    show that a resumed run ends identical to an uninterrupted one).
+    """
+    run = RunDirectory(out)
+    if resume:
+        context = RunContext.open(run)
+        if extend_iterations is not None:
+            evolution = replace(context.settings.evolution, iterations=extend_iterations)
+            context = replace(context, settings=replace(context.settings, evolution=evolution))
+            config = run.config()
+            config["settings"] = context.settings.to_json()
+            run.update_config(config)
+    else:
+        if settings is None:
+            raise ConfigError("settings are needed for a new search")
+        context = RunContext.from_settings(settings, run)
+        run.create(context.config_json())
+    settings, bench, split, plan, cache = (context.settings, context.bench, context.split, context.plan,
+                                           context.cache)
+    targets = list(context.targets)
+
+    _log(f"autoprox search: {bench.space}, {len(split.search)} search / {len(split.test)} test architectures, "
+         f"targets {', '.join(targets)}, run directory {run.path}", quiet)
+    # The search split's statistics first: the test split's are computed only for the final report.
+    search_archs = context.archs("search")
+    build_cache(cache, plan.requests(search_archs), workers=settings.workers,
+                progress=None if quiet else Progress("statistics", every=15))
+    stats = load_statistics(cache, plan, search_archs)
+    accuracies = context.accuracies("search")
+    space = settings.genome_space
+    folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
+    evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes, settings.weights,
+                                 terminals=[terminal_values(a) for a in search_archs], folds=folds,
+                                 fold_mode=settings.cv_mode)
+    evo = settings.evolution
+
+    # The hall of fame sees every fresh evaluation; on resume it is rebuilt from
+    # evaluations.jsonl (cut back to the checkpoint), so it ends as in an uninterrupted run.
+    hall = HallOfFame()
+
+    def on_evaluation(record: FitnessRecord, iteration: int) -> None:
+        run.append_evaluation(record.to_json() | {"iteration": iteration})
+        if hall.consider(record, iteration):
+            write_hall_of_fame(run, hall)
+
+    with torch_threads(1):
+        checkpoint = run.checkpoint() if resume else None
+        if checkpoint is None:
+            rng = random.Random(evo.seed)
+            if resume:
+                run.truncate_logs(-1)
+            write_hall_of_fame(run, hall)
+            population, fresh, invalid = initial_population(
+                evaluator, evo, rng, list(settings.seed_proxies), on_evaluation,
+                progress=None if quiet else Progress("initial population", every=15), space=space,
+            )
+            write_hall_of_fame(run, hall)
+            state = EvolutionState(0, population, rng_state_to_json(rng), fresh, invalid, evaluator.seconds)
+            run.write_checkpoint(state.to_json())
+        else:
+            state = EvolutionState.from_json(checkpoint)
+            rng = rng_from_json(state.rng_state)
+            run.truncate_logs(state.iteration)
+            records = run.evaluations()
+            evaluator.remember(FitnessRecord.from_json({k: v for k, v in r.items() if k != "iteration"})
+                               for r in records)
+            hall = HallOfFame.from_evaluations(records, capacity=hall.capacity)
+            write_hall_of_fame(run, hall)
+            _log(f"resuming at iteration {state.iteration} of {evo.iterations}", quiet)
+
+        ticker = None if quiet else Progress("evolution", every=30)
+        interrupted = False
+        try:
+            while state.iteration < evo.iterations:
+                if stop_after is not None and state.iteration >= stop_after:
+                    interrupted = True
+                    break
+                record = evolve_step(state, evaluator, evo, rng, on_evaluation, space=space)
+                run.append_log(json_safe(record))
+                write_hall_of_fame(run, hall)
+                run.write_checkpoint(state.to_json())
+                if ticker:
+                    ticker(state.iteration, evo.iterations)
+        except KeyboardInterrupt:
+            interrupted = True
+            _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
+            state = EvolutionState.from_json(run.checkpoint())
+    best = state.best(evo.parsimony)
+    report = best_report(best, context, state.iteration)
+    report["finished"] = not interrupted
+    run.write_best(report)
+    if interrupted:
+        _log(f"stopped at iteration {state.iteration}; continue with: autoprox search --resume --out {run.path}", quiet)
+    return report

@@ -1,0 +1,244 @@
+"""The evolutionary proxy search of the Auto-Prox paper (Algorithm 1), elitism-preserving.
+
+Each iteration draws a random sample of the population, takes its top-k by JCM,
+picks a parent at random among them and mutates it. The child joins only if
+``JCM(child) - JCM(parent) >= margin``; otherwise the parent is mutated again, up
+to ``retry_cap`` times, after which the iteration adds nothing. When a child joins,
+the member with the lowest JCM leaves. The population never holds two genomes with
+the same canonical form.
+
+All randomness comes from the ``random.Random`` passed in; its state is part of the
+checkpoint, so a resumed search continues exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from autoprox.core.errors import ConfigError, SearchError  # noqa: F401 (re-exported)
+from autoprox.genome.tree import (
+    PAPER_SPACE,
+    GenomeError,
+    GenomeSpace,
+    mutate_template,
+    parse_genome,
+    random_template,
+)
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
+
+
+@dataclass(frozen=True)
+class EvolutionConfig:
+    """Algorithm 1's settings; the defaults are the paper's where it gives them."""
+
+    population_size: int = 20
+    iterations: int = 200
+    sample_ratio: float = 0.5
+    top_k: int = 3
+    margin: float = 0.001
+    retry_cap: int = 20
+    gene_probability: float = 0.5
+    seed: int = 0
+    max_init_attempts: int = 5000
+    #: Parsimony tie-break: at equal JCM the proxy with fewer nodes ranks higher.
+    parsimony: bool = False
+
+    def __post_init__(self) -> None:
+        if self.population_size < 2:
+            raise ConfigError("population size must be at least 2")
+        if not 0 < self.sample_ratio <= 1:
+            raise ConfigError("sample ratio must be in (0, 1]")
+        if self.top_k < 1 or self.retry_cap < 1 or self.iterations < 0:
+            raise ConfigError("top-k and retry cap must be positive, iterations not negative")
+        if not 0 < self.gene_probability <= 1:
+            raise ConfigError(f"gene probability must be in (0, 1], got {self.gene_probability}")
+
+
+@dataclass
+class EvolutionState:
+    """Everything needed to continue a search: population, RNG state, counters."""
+
+    iteration: int
+    population: list[FitnessRecord]
+    rng_state: list
+    evaluations: int = 0
+    invalid: int = 0
+    elapsed: float = 0.0
+
+    def to_json(self) -> dict:
+        return {
+            "iteration": self.iteration,
+            "population": [m.to_json() for m in self.population],
+            "rng_state": self.rng_state,
+            "evaluations": self.evaluations,
+            "invalid": self.invalid,
+            "elapsed": self.elapsed,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "EvolutionState":
+        return cls(
+            iteration=int(data["iteration"]),
+            population=[FitnessRecord.from_json(m) for m in data["population"]],
+            rng_state=data["rng_state"],
+            evaluations=int(data["evaluations"]),
+            invalid=int(data["invalid"]),
+            elapsed=float(data["elapsed"]),
+        )
+
+    def best(self, parsimony: bool = False) -> FitnessRecord:
+        return max(self.population, key=lambda m: rank_key(m, parsimony))
+
+
+def complexity(record: FitnessRecord) -> int:
+    """Nodes of the record's canonical genome (each token of the canonical string is one node)."""
+    return len(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", record.canonical))
+
+
+def rank_key(record: FitnessRecord, parsimony: bool = False) -> tuple:
+    """Sort key, larger is better: the JCM, then (with parsimony) fewer nodes."""
+    return (record.jcm, -complexity(record)) if parsimony else (record.jcm,)
+
+
+def rng_state_to_json(rng: random.Random) -> list:
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+def rng_from_json(state: list) -> random.Random:
+    rng = random.Random()
+    rng.setstate((state[0], tuple(state[1]), state[2]))
+    return rng
+
+
+#: Called with every fresh evaluation: (record, iteration it happened in).
+EvaluationHook = Callable[[FitnessRecord, int], None]
+
+
+def random_genome(rng: random.Random, space: GenomeSpace):
+    """A random genome of ``space`` (template genes, or a free-form tree)."""
+    if space.kind == "free":
+        from autoprox.genome.free import random_tree
+
+        return random_tree(rng, space)
+    return random_template(rng, space)
+
+
+def make_child(parent_tree, rng: random.Random, config: EvolutionConfig, space: GenomeSpace,
+               population_trees: Callable[[], list] | None = None):
+    """One mutated child of ``parent_tree`` in ``space``."""
+    if space.kind == "free":
+        from autoprox.genome.free import vary
+
+        return vary(parent_tree, rng, space, partners=population_trees() if population_trees else [])
+    return mutate_template(parent_tree, rng, config.gene_probability, space)
+
+
+def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng: random.Random,
+                       seeds: list[str] | None = None, on_evaluation: EvaluationHook | None = None,
+                       progress: Callable[[int, int], None] | None = None,
+                       space: GenomeSpace = PAPER_SPACE) -> tuple[list[FitnessRecord], int, int]:
+    """Fill a population with distinct valid genomes (``seeds`` first, then random ones).
+
+    Returns (population, fresh evaluations, invalid count).
+    """
+    population: list[FitnessRecord] = []
+    seen: set[str] = set()
+    evaluations = invalid = 0
+
+    def consider(tree) -> None:
+        nonlocal evaluations, invalid
+        before = evaluator.evaluations
+        record = evaluator.evaluate(tree)
+        if evaluator.evaluations > before:
+            evaluations += 1
+            if on_evaluation:
+                on_evaluation(record, 0)
+        if not record.valid:
+            invalid += 1
+        elif record.canonical not in seen:
+            seen.add(record.canonical)
+            population.append(record)
+            if progress:
+                progress(len(population), config.population_size)
+
+    for text in seeds or []:
+        tree = parse_genome(text)
+        if not space.contains(tree):
+            raise GenomeError(f"seed proxy {text} uses an aggregation or input outside this search's genome space")
+        consider(tree)
+    attempts = 0
+    while len(population) < config.population_size:
+        if attempts >= config.max_init_attempts:
+            raise SearchError(
+                f"only {len(population)} valid distinct genomes after {attempts} random draws; "
+                "check the statistics and targets"
+            )
+        attempts += 1
+        consider(random_genome(rng, space))
+    return population, evaluations, invalid
+
+
+def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: EvolutionConfig,
+                rng: random.Random, on_evaluation: EvaluationHook | None = None,
+                space: GenomeSpace = PAPER_SPACE) -> dict:
+    """One iteration of Algorithm 1 on ``state`` (modified in place); returns its log record."""
+    start = time.perf_counter()
+    iteration = state.iteration + 1
+    population = state.population
+    sample_size = max(1, round(config.sample_ratio * len(population)))
+    sample = rng.sample(population, sample_size)
+    top = sorted(sample, key=lambda m: rank_key(m, config.parsimony), reverse=True)[: config.top_k]
+    parent = rng.choice(top)
+    parent_tree = parse_genome(parent.genome)
+    members = {m.canonical for m in population}
+    fresh = invalid = attempts = 0
+    accepted: FitnessRecord | None = None
+    while attempts < config.retry_cap:
+        attempts += 1
+        child_tree = make_child(parent_tree, rng, config, space,
+                                lambda: [parse_genome(m.genome) for m in top if m is not parent])
+        before = evaluator.evaluations
+        child = evaluator.evaluate(child_tree)
+        if evaluator.evaluations > before:
+            fresh += 1
+            if on_evaluation:
+                on_evaluation(child, iteration)
+        if not child.valid:
+            invalid += 1
+            continue
+        if child.canonical in members:
+            continue
+        if child.jcm - parent.jcm >= config.margin:
+            accepted = child
+            break
+    if accepted is not None:
+        population.append(accepted)
+        worst = min(range(len(population)), key=lambda i: rank_key(population[i], config.parsimony))
+        population.pop(worst)
+    state.iteration = iteration
+    state.evaluations += fresh
+    state.invalid += invalid
+    state.elapsed += time.perf_counter() - start
+    state.rng_state = rng_state_to_json(rng)
+    best = state.best(config.parsimony)
+    jcms = [m.jcm for m in population]
+    return {
+        "iteration": iteration,
+        "best_jcm": best.jcm,
+        "mean_jcm": sum(jcms) / len(jcms),
+        "best_kendall": best.kendall,
+        "best_genome": best.genome,
+        "parent_jcm": parent.jcm,
+        "child_jcm": accepted.jcm if accepted else None,
+        "accepted": accepted is not None,
+        "attempts": attempts,
+        "evaluations": fresh,
+        "invalid": invalid,
+        "total_evaluations": state.evaluations,
+        "elapsed": round(state.elapsed, 3),
+    }

@@ -1,0 +1,199 @@
+"""Fitness: how well a genome's scores rank architectures by their true accuracies.
+
+A genome is scored on cached statistics only (never by re-running a network). The
+fitness is the joint correlation metric (JCM) over the chosen targets; Spearman and
+Pearson are kept beside Kendall. A genome is invalid when any architecture's score is
+NaN or inf, a shape does not fit, or all scores are equal. Results are memoised by
+the genome's canonical form.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from autoprox.core.errors import ConfigError
+from autoprox.data.cache import StatsKey
+from autoprox.genome.tree import (
+    GenomeError,
+    InvalidProxy,
+    canonical_string,
+    genome_to_string,
+    score_architecture,
+)
+from autoprox.networks.statistics import BlockStats, torch_threads
+from autoprox.proxies.figures import _nan_to_none, figures
+
+
+@dataclass
+class FitnessRecord:
+    """The outcome of evaluating one genome on one set of architectures."""
+
+    genome: str
+    canonical: str
+    valid: bool
+    jcm: float = math.nan
+    kendall: dict[str, float] = field(default_factory=dict)
+    spearman: dict[str, float] = field(default_factory=dict)
+    pearson: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+    #: With cross-validated fitness: the JCM of each fold, and of all search architectures.
+    fold_jcm: list[float] = field(default_factory=list)
+    jcm_all: float | None = None
+
+    def to_json(self) -> dict:
+        """A JSON-safe dict: NaN (here and in the per-target figures) becomes None.
+
+        The cross-validation fields are left out when unused, so paper-setting records
+        stay as they were.
+        """
+        data = {k: _nan_to_none(v) for k, v in asdict(self).items()}
+        if not self.fold_jcm:
+            data.pop("fold_jcm")
+            data.pop("jcm_all")
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> "FitnessRecord":
+        values = dict(data)
+        if values.get("jcm") is None:
+            values["jcm"] = math.nan
+        for name in ("kendall", "spearman", "pearson"):
+            if name in values:
+                values[name] = {t: (math.nan if v is None else v) for t, v in (values[name] or {}).items()}
+        return cls(**values)
+
+
+
+
+
+
+class FitnessEvaluator:
+    """Scores genomes on in-memory statistics of a fixed set of architectures."""
+
+    def __init__(self, stats: Mapping[StatsKey, Sequence[Sequence[BlockStats]]],
+                 accuracies: Mapping[str, np.ndarray], targets: Sequence[str],
+                 target_classes: Mapping[str, int], weights: Mapping[str, float] | None = None,
+                 terminals: Sequence[Mapping[str, float]] | None = None,
+                 folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean") -> None:
+        """``terminals``: per architecture, its architecture-level terminal values (for
+        genomes that use them). ``folds``: disjoint index sets of the architectures; when
+        given, the fitness is the mean (``fold_mode="mean"``) or the lowest (``"worst"``)
+        JCM over the folds, each computed on that fold's architectures alone."""
+        self.stats = stats
+        self.terminals = list(terminals) if terminals is not None else None
+        self.folds = [list(f) for f in folds] if folds else []
+        if fold_mode not in ("mean", "worst"):
+            raise ConfigError(f"unknown fold mode {fold_mode!r}; use mean or worst")
+        self.fold_mode = fold_mode
+        self.accuracies = accuracies
+        self.targets = list(targets)
+        self.target_classes = dict(target_classes)
+        self.weights = dict(weights or {})
+        sizes = {len(v) for v in stats.values()}
+        if len(sizes) != 1:
+            raise ValueError("every statistics set must hold the same architectures")
+        self.size = sizes.pop()
+        # Misconfiguration is caught here: evaluate() must only ever fail on the genome.
+        if not self.targets:
+            raise ConfigError("no target to evaluate genomes on")
+        loaded_classes = {classes for _, classes in stats}
+        for target in self.targets:
+            if target not in self.accuracies:
+                raise ConfigError(f"no accuracies for target {target!r}")
+            if len(self.accuracies[target]) != self.size:
+                raise ConfigError(f"target {target!r} has {len(self.accuracies[target])} accuracies "
+                                 f"for {self.size} architectures")
+            if self.target_classes.get(target) not in loaded_classes:
+                raise ConfigError(f"target {target!r} needs {self.target_classes.get(target)}-class statistics; "
+                                 f"loaded: {sorted(loaded_classes)}")
+        if self.terminals is not None and len(self.terminals) != self.size:
+            raise ValueError(f"{len(self.terminals)} terminal sets for {self.size} architectures")
+        covered = sorted(i for fold in self.folds for i in fold)
+        if self.folds and covered != list(range(self.size)):
+            raise ValueError("folds must split the architectures into disjoint sets covering all of them")
+        self.memo: dict[str, FitnessRecord] = {}
+        self.evaluations = 0
+        self.seconds = 0.0
+
+    def architecture_scores(self, tree) -> dict[int, np.ndarray]:
+        """Scores per class count, each the mean over seeds; raises InvalidProxy.
+
+        Computed single-threaded whatever the caller's torch setting, so that they are
+        the very numbers :func:`autoprox.proxies.proxy.score_archs` gives (a parallel
+        reduction sums in another order and moves the last bits).
+        """
+        by_classes: dict[int, list[np.ndarray]] = {}
+        with torch_threads(1):
+            for (seed, classes), archs in self.stats.items():
+                terminals = self.terminals or [None] * len(archs)
+                values = np.fromiter((score_architecture(tree, s, t) for s, t in zip(archs, terminals)),
+                                     dtype=np.float64, count=len(archs))
+                by_classes.setdefault(classes, []).append(values)
+        return {classes: np.mean(runs, axis=0) for classes, runs in by_classes.items()}
+
+    def evaluate(self, tree) -> FitnessRecord:
+        """The genome's fitness record (memoised by canonical form)."""
+        canonical = canonical_string(tree)
+        if canonical in self.memo:
+            return self.memo[canonical]
+        start = time.perf_counter()
+        record = self._evaluate(tree, canonical)
+        self.seconds += time.perf_counter() - start
+        self.evaluations += 1
+        self.memo[canonical] = record
+        return record
+
+    def _evaluate(self, tree, canonical: str) -> FitnessRecord:
+        text = genome_to_string(tree)
+        try:
+            scores = self.architecture_scores(tree)
+        except (InvalidProxy, GenomeError) as exc:
+            return FitnessRecord(text, canonical, False, reason=f"invalid: {exc}"[:200])
+        if any(np.ptp(v) == 0 for v in scores.values()):
+            return FitnessRecord(text, canonical, False, reason="all scores equal")
+        result = figures(scores, self.accuracies, self.targets, self.target_classes, self.weights)
+        per_target = result["targets"]
+        if any(math.isnan(per_target[t]["kendall"]) for t in self.targets):
+            return FitnessRecord(text, canonical, False, reason="undefined correlation")
+        record = FitnessRecord(
+            genome=text,
+            canonical=canonical,
+            valid=True,
+            jcm=result["jcm"],
+            kendall={t: per_target[t]["kendall"] for t in self.targets},
+            spearman={t: per_target[t]["spearman"] for t in self.targets},
+            pearson={t: per_target[t]["pearson"] for t in self.targets},
+        )
+        if self.folds:
+            fold_jcms = [self._fold_jcm(scores, fold) for fold in self.folds]
+            if any(math.isnan(v) for v in fold_jcms):
+                return FitnessRecord(text, canonical, False, reason="undefined correlation on a fold")
+            record.fold_jcm = fold_jcms
+            record.jcm_all = record.jcm
+            record.jcm = float(np.mean(fold_jcms)) if self.fold_mode == "mean" else min(fold_jcms)
+        return record
+
+    def _fold_jcm(self, scores: Mapping[int, np.ndarray], fold: Sequence[int]) -> float:
+        part = {classes: values[list(fold)] for classes, values in scores.items()}
+        accuracies = {t: self.accuracies[t][list(fold)] for t in self.targets}
+        return figures(part, accuracies, self.targets, self.target_classes, self.weights)["jcm"]
+
+    def remember(self, records: Iterable[FitnessRecord]) -> None:
+        """Pre-fill the memo (a resumed run reloads what it already evaluated)."""
+        for record in records:
+            self.memo.setdefault(record.canonical, record)
+
+
+def make_folds(size: int, count: int, seed: int = 0) -> list[list[int]]:
+    """``count`` disjoint folds of ``range(size)`` after a seeded shuffle (sizes differ by at most 1)."""
+    if not 2 <= count <= size:
+        raise ConfigError(f"cross-validation needs between 2 and {size} folds, got {count}")
+    order = list(range(size))
+    random.Random(seed).shuffle(order)
+    return [sorted(order[i::count]) for i in range(count)]

@@ -1,0 +1,1 @@
+"""Layer 1: architecture spaces (parsing, sampling, parameter and MAC counts) and coarse descriptors."""

@@ -1,0 +1,126 @@
+"""The run object: committed runs open anywhere, a run's parts and figures, and --out that is not a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoprox.core.errors import BenchmarkError, RunDirError
+from autoprox.data.benchmark import write_benchmark_jsonl
+from autoprox.proxies.proxy import Proxy
+from autoprox.search.context import RunContext
+from autoprox.search.settings import SearchSettings
+from autoprox.spaces.architectures import count_params
+from tests.conftest import PIT_FILE, REPO
+
+RUNS = REPO / "runs"
+COMMITTED = sorted(path.parent for path in RUNS.rglob("config.json"))
+
+
+def test_every_committed_run_is_found():
+    assert len(COMMITTED) >= 30
+
+
+@pytest.mark.parametrize("run", COMMITTED, ids=[str(p.relative_to(RUNS)) for p in COMMITTED])
+def test_committed_run_opens_with_its_recorded_split_and_benchmark(run):
+    config = json.loads((run / "config.json").read_text())
+    context = RunContext.open(run)
+    assert context.bench.sha256 == config["benchmark"]["sha256"]
+    assert list(context.targets) == config["settings"]["targets"]
+    assert context.split.to_json() == config["split"]
+    assert not Path(config["settings"]["bench"]).is_absolute()
+
+
+def test_no_committed_run_file_holds_a_machine_path():
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "portable_runs.py"), str(RUNS), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_params_figures_through_the_context_equal_best_json():
+    """The parameter count's figures best.json recorded are what the context computes (no statistics needed)."""
+    run = RUNS / "pit-best"
+    best = json.loads((run / "best.json").read_text())
+    context = RunContext.open(run)
+    for part in ("search", "test"):
+        figures = context.evaluate(Proxy("params"), part)
+        assert figures["jcm"] == pytest.approx(best["params"][part]["jcm"], abs=1e-12)
+        for target, row in best["params"][part]["targets"].items():
+            assert figures["targets"][target]["kendall"] == pytest.approx(row["kendall"], abs=1e-12)
+
+
+def test_a_moved_run_is_found_again_by_file_name_and_digest(tmp_path, monkeypatch):
+    copy = tmp_path / "elsewhere" / "pit-best"
+    shutil.copytree(RUNS / "pit-best", copy)
+    monkeypatch.chdir(tmp_path)
+    assert RunContext.open(copy).bench.sha256 == json.loads((copy / "config.json").read_text())["benchmark"]["sha256"]
+    # Another file of the same name is not taken for it.
+    monkeypatch.setenv("AUTOPROX_BENCH_DIR", str(tmp_path / "bench"))
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "gt_pit.pth").write_bytes(b"not the benchmark")
+    with pytest.raises(BenchmarkError, match="gt_pit.pth with sha256"):
+        RunContext.open(copy)
+
+
+def _autoprox(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autoprox.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=600)
+
+
+def test_show_export_curves_and_rank_on_a_run_copied_elsewhere(tmp_path, pit_bench, session_cache):
+    """A committed run copied to another folder, used from there: every report command works on it."""
+    copy = tmp_path / "copied-run"
+    shutil.copytree(RUNS / "pit-best", copy)
+    env = {"AUTOPROX_CACHE": str(session_cache.root)}
+    shown = _autoprox("show", str(copy), "--top", "3", cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "hall of fame" in shown.stdout and "pit" in shown.stdout
+
+    exported = _autoprox("export", str(copy), "--out", str(tmp_path / "proxy.py"), cwd=tmp_path, env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert "def score(" in (tmp_path / "proxy.py").read_text()
+
+    plotted = _autoprox("curves", str(copy), "--out", str(tmp_path / "curves.png"), cwd=tmp_path, env=env)
+    assert plotted.returncode == 0, plotted.stderr
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+
+    order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))
+    small = tmp_path / "pit6.jsonl"
+    write_benchmark_jsonl(pit_bench.subset(sorted(order[:6])), small)
+    ranked = _autoprox("rank", "--proxy", str(copy / "best.json"), "--bench", str(small), "--split", "all",
+                       "--batch-size", "2", "--workers", "1", "--json", "--targets", "c100_kd", cwd=tmp_path, env=env)
+    assert ranked.returncode == 0, ranked.stderr
+    assert json.loads(ranked.stdout)["c100_kd"]["n"] == 6
+
+
+def test_search_refuses_a_non_empty_folder_that_is_not_a_run_and_leaves_it_untouched(tmp_path):
+    out = tmp_path / "my-results"
+    out.mkdir()
+    files = {"log.jsonl": "my own log\n", "best.json": '{"mine": true}\n', "notes.txt": "keep me\n"}
+    for name, text in files.items():
+        (out / name).write_text(text)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
+    result = _autoprox("search", "--bench", str(PIT_FILE), "--out", str(out), "--iterations", "1", "--quiet",
+                       cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("autoprox: error: ") and str(out) in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
+    assert after == before
+
+
+def test_context_from_settings_checks_targets_and_records_the_file_name(tmp_path):
+    context = RunContext.from_settings(SearchSettings(bench=str(PIT_FILE), targets=("c100_kd",)))
+    assert context.settings.bench == "gt_pit.pth"
+    assert context.config_json()["benchmark"]["file"] == "gt_pit.pth"
+    assert len(context.indices("search")) == 60 and len(context.indices("test")) == 40
+    with pytest.raises(BenchmarkError, match="unknown target"):
+        RunContext.from_settings(SearchSettings(bench=str(PIT_FILE), targets=("c10_kd",)))
+    with pytest.raises(RunDirError, match="not a run directory"):
+        RunContext.open(tmp_path)
