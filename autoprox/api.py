@@ -199,14 +199,17 @@ class ProxySearch:
     def from_run(cls, path: str | Path) -> "ProxySearch":
         """The fitted search of an existing run directory (made by ``fit`` or ``autoprox search``)."""
         run = RunDirectory(path)
-        settings = run.config()["settings"]
-        evolution = settings.get("evolution") or {}
-        space = GenomeSpace.from_json(settings.get("genome") or {})
-        search = cls(bench=settings.get("bench"), targets=settings.get("targets", ()),
-                     iterations=evolution.get("iterations", 200), population=evolution.get("population_size", 20),
-                     seed=evolution.get("seed", 0), genome=space.kind, aggregation=list(space.aggregations),
-                     arch_terminals=space.arch_terminals, cv_folds=settings.get("cv_folds", 0),
-                     parsimony=bool(evolution.get("parsimony")), out=str(path))
+        recorded = SearchSettings.from_json(run.config()["settings"])
+        space = recorded.genome_space
+        evolution = recorded.evolution
+        own = {"bench", "targets", "evolution", "genome", "cv_folds"}
+        extra = {k: getattr(recorded, k) for k in SearchSettings.__dataclass_fields__ if k not in own}
+        extra |= {k: getattr(evolution, k) for k in EvolutionConfig.__dataclass_fields__
+                  if k not in ("population_size", "iterations", "seed", "parsimony")}
+        search = cls(bench=recorded.bench, targets=recorded.targets, iterations=evolution.iterations,
+                     population=evolution.population_size, seed=evolution.seed, genome=space.kind,
+                     aggregation=list(space.aggregations), arch_terminals=space.arch_terminals,
+                     cv_folds=recorded.cv_folds, parsimony=evolution.parsimony, out=str(path), **extra)
         return search._read(Path(path))
 
     def _read(self, out: Path) -> "ProxySearch":
