@@ -1,0 +1,135 @@
+"""Executors (joblib here, a Dask LocalCluster on the loopback address) and sharded fitness."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from autoprox.core.errors import ConfigError
+from autoprox.core.parallel import LocalExecutor, make_executor, parse_scheduler
+from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, load_statistics
+from autoprox.genome.tree import InvalidProxy, parse_genome
+from autoprox.proxies.proxy import AUTOPROX_A, AUTOPROX_P
+from autoprox.search.fitness import FitnessEvaluator
+from autoprox.search.shards import ShardedScorer, shard_ranges
+from autoprox.spaces.descriptors import terminal_values
+
+distributed = pytest.importorskip("distributed")
+
+GENOMES = [
+    AUTOPROX_A,
+    AUTOPROX_P,
+    "block_mean(to_mean_scalar(element_wise_product(frobenius_norm(F2), element_wise_sqrt(sigmoid(F4g)))))",
+    "block_mean(to_mean_scalar(element_wise_sum(no_op(A_log_params), element_wise_abs(F3))))",
+]
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _slow_pid(x: int) -> tuple[int, int]:
+    time.sleep(0.5)
+    return x, os.getpid()
+
+
+def test_parse_scheduler():
+    assert parse_scheduler(None) == ("local", None)
+    assert parse_scheduler("local:3") == ("local-cluster", 3)
+    assert parse_scheduler("10.0.0.5:8786") == ("address", "tcp://10.0.0.5:8786")
+    assert parse_scheduler("tcp://host:8786") == ("address", "tcp://host:8786")
+    for bad in ("local:0", "local:x", "somewhere", "host:port"):
+        with pytest.raises(ConfigError):
+            parse_scheduler(bad)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_local_executor_keeps_order_and_covers_every_job(workers):
+    jobs = [(i,) for i in range(7)]
+    with LocalExecutor(workers) as executor:
+        assert executor.run(_square, jobs) == [i * i for i in range(7)]
+        assert sorted(executor.run_unordered(_square, jobs)) == [i * i for i in range(7)]
+
+
+@pytest.fixture(scope="module")
+def cluster_executor():
+    executor = make_executor("local:2")
+    yield executor
+    executor.close()
+
+
+def test_local_cluster_runs_tasks_on_two_worker_processes(cluster_executor):
+    assert cluster_executor.workers == 2
+    results = cluster_executor.run(_slow_pid, [(i,) for i in range(6)])
+    assert [x for x, _ in results] == list(range(6))
+    assert len({pid for _, pid in results}) == 2 and os.getpid() not in {pid for _, pid in results}
+
+
+def test_statistics_computed_on_the_cluster_equal_local_ones(cluster_executor, af_small, small_spec, tmp_path):
+    from autoprox.data.cache import _compute_into_cache
+    from autoprox.spaces.architectures import arch_to_config
+
+    archs = list(af_small.archs[:3])
+    jobs = [(str(tmp_path / "dask"), "float16", a.space, arch_to_config(a), small_spec.to_json(), 0, 100) for a in archs]
+    assert len(cluster_executor.run(_compute_into_cache, jobs)) == 3
+    local = StatisticsCache(tmp_path / "local")
+    remote = StatisticsCache(tmp_path / "dask")
+    for arch in archs:
+        request = StatsRequest(arch, small_spec, 0, 100)
+        for mine, theirs in zip(local.get(request), remote.load(request)):
+            for name in mine:
+                assert np.array_equal(mine[name].numpy(), theirs[name].numpy())
+
+
+def test_a_killed_worker_loses_no_finished_task(cluster_executor):
+    """Kill one worker while tasks run: Dask reschedules its tasks; every result comes back."""
+    client = cluster_executor.client
+    victim = list(client.scheduler_info()["workers"])[0]
+
+    def kill_soon():
+        time.sleep(0.8)
+        try:
+            client.run(os._exit, 1, workers=[victim])
+        except (OSError, distributed.comm.CommClosedError):  # the worker dies before it answers
+            pass
+
+    killer = threading.Thread(target=kill_soon)
+    killer.start()
+    results = cluster_executor.run(_slow_pid, [(i,) for i in range(8)])
+    killer.join()
+    assert [x for x, _ in results] == list(range(8))
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_shard_ranges_cover_everything_once():
+    for size, count in ((16, 2), (7, 3), (3, 5), (60, 4)):
+        ranges = shard_ranges(size, count)
+        assert [i for r in ranges for i in r] == list(range(size))
+        assert all(len(r) > 0 for r in ranges)
+
+
+def test_sharded_scores_equal_local_fitness_to_the_last_digit(cluster_executor, af_small, session_cache, small_spec):
+    archs = list(af_small.archs[:10])
+    plan = StatsPlan(small_spec, (0, 1), {"c100_kd": 100})
+    terminals = [terminal_values(a) for a in archs]
+    stats = load_statistics(session_cache, plan, archs)
+    local = FitnessEvaluator(stats, {"c100_kd": af_small.accuracies["c100_kd"][:10]}, ["c100_kd"],
+                             plan.target_classes, terminals=terminals)
+    sharded = ShardedScorer(cluster_executor.client, session_cache, plan, archs, terminals)
+    assert len(sharded.actors) == 2
+    for genome in GENOMES:
+        tree = parse_genome(genome)
+        mine, theirs = local.architecture_scores(tree), sharded.architecture_scores(tree)
+        assert mine.keys() == theirs.keys()
+        for classes in mine:
+            assert np.array_equal(mine[classes], theirs[classes]), genome
+    invalid = parse_genome("block_mean(to_mean_scalar(element_wise_product(element_wise_log(element_wise_revert("
+                           "element_wise_abs(F1))), no_op(F2))))")
+    with pytest.raises(InvalidProxy):
+        local.architecture_scores(invalid)
+    with pytest.raises(InvalidProxy):
+        sharded.architecture_scores(invalid)
