@@ -11,7 +11,12 @@ import pytest
 
 from autoprox.core.errors import ConfigError
 from autoprox.core.parallel import LocalExecutor, make_executor, parse_scheduler
-from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, load_statistics
+from autoprox.data.cache import (
+    StatisticsCache,
+    StatsPlan,
+    StatsRequest,
+    load_statistics,
+)
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.proxy import AUTOPROX_A, AUTOPROX_P
 from autoprox.search.fitness import FitnessEvaluator
