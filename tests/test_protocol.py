@@ -12,13 +12,16 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from autoprox.apps.protocol import PROTOCOL_FILE, fold_settings, outer_folds, run_protocol
+from autoprox.apps.protocol import PROTOCOL_FILE, fold_figures, fold_settings, outer_folds, run_protocol
 from autoprox.apps.protocol_summary import format_protocol, kendall_batch, summarise, t_interval
 from autoprox.cli.main import main
+from autoprox.core.atomic import json_safe
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.benchmark import load_benchmark
+from autoprox.genome.tree import parse_genome
 from autoprox.proxies.baselines import choose_baselines
+from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
@@ -222,6 +225,29 @@ def test_refusals(protocol, settings, tmp_path):
         run_protocol(settings, tmp_path / "s", folds=FOLDS, selection="vote", quiet=True)
 
 
+def test_a_proxy_invalid_on_a_test_part_counts_as_undefined(protocol, settings):
+    """The log of a weight's negation is NaN somewhere in every block: the proxy's test figures are
+    undefined, the baselines' are untouched, and the summary leaves that fold out of the proxy's."""
+    out, result = protocol
+    fold = result["folds"][0]
+    context = RunContext.open(out / fold["run"])
+    genome = "block_mean(to_mean_scalar(element_wise_sum(element_wise_log(element_wise_revert(F1)), no_op(no_op(F2)))))"
+    bench = load_benchmark(settings.bench)
+    figures = fold_figures(Proxy(genome, parse_genome(genome)), context, fold["result"]["choices"],
+                           descriptor_columns(bench.archs))
+    assert "invalid" in figures
+    assert all(math.isnan(k) for k in figures["kendall"]["proxy"].values()) and math.isnan(figures["jcm"]["proxy"])
+    for target in TARGETS:
+        assert figures["kendall"]["blend"][target] == pytest.approx(fold["result"]["kendall"]["blend"][target])
+    entries = [dict(fold, result=json_safe(figures)), *result["folds"][1:]]
+    summary = summarise(entries, bench.accuracies, TARGETS, settings.weights, ["proxy", "params"], samples=50)
+    assert summary["invalid_folds"] == 1
+    assert summary["targets"]["c100_kd"]["test"]["proxy"]["n"] == FOLDS - 1
+    assert summary["targets"]["c100_kd"]["test"]["params"]["n"] == FOLDS
+    assert summary["jcm"]["difference"]["params"]["n"] == FOLDS - 1
+    assert "invalid on the test part of 1 fold" in format_protocol(result | {"summary": json_safe(summary)})
+
+
 # ------------------------------------------------------------------ the statistics
 
 def test_kendall_batch_is_tau_b():
@@ -276,6 +302,12 @@ def test_cli_prints_the_table_and_refuses_bad_options(af_small_file, session_cac
     assert (out / "repeat-0" / "fold-1" / "best.json").is_file()
     assert main(["evaluate", "--resume", "--out", str(out), "--quiet"]) == 0
     assert "2 of 2 folds finished" in capsys.readouterr().out
+    # given search options must be the recorded ones, but for the statistics workers
+    assert common[6:8] == ["--workers", "1"]
+    assert main(["evaluate", "--resume", "--out", str(out), *common[:6], "--workers", "2", *common[8:]]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--resume", "--out", str(out), *common, "--seed", "3"]) == 2
+    assert "other search settings (evolution)" in capsys.readouterr().err
     for bad, message in ((["--folds", "1"], "--folds must be at least 2, got 1"),
                          (["--folds", "17"], "--folds 17 is more than the benchmark's 16 architectures")):
         assert main(["evaluate", *common, *bad, "--out", str(tmp_path / "bad")]) == 2

@@ -54,9 +54,9 @@ PROTOCOL_FILE = "protocol.json"
 #: Outer folds per repeat unless told otherwise.
 DEFAULT_FOLDS = 5
 
-#: Settings keys a fold's run may differ in from the protocol's without changing its results:
+#: Settings keys that may differ between a record and a resume without changing any figure:
 #: the statistics workers, and the benchmark's spelling (its sha256 is checked instead).
-_FOLD_FREE_KEYS = ("workers", "bench")
+_FREE_KEYS = ("workers", "bench")
 
 
 # ------------------------------------------------------------------ the outer folds
@@ -172,9 +172,7 @@ def fold_figures(proxy: Proxy, context: RunContext, choices: Mapping[str, Mappin
 def _check_fold_run(run_dir: Path, expected: Mapping, sha256: str) -> None:
     """A fold directory left by an earlier start must hold the search this protocol would make."""
     config = RunDirectory(run_dir).config()
-    recorded = config.get("settings", {})
-    differing = sorted(k for k in set(expected) | set(recorded)
-                       if k not in _FOLD_FREE_KEYS and recorded.get(k) != expected.get(k))
+    differing = _differing(config.get("settings", {}), expected)
     if config.get("benchmark", {}).get("sha256") != sha256:
         differing.append("benchmark")
     if differing:
@@ -224,7 +222,8 @@ def _log(message: str, quiet: bool) -> None:
 
 
 def _differing(recorded: Mapping, wanted: Mapping) -> list[str]:
-    return sorted(k for k in set(recorded) | set(wanted) if recorded.get(k) != wanted.get(k))
+    """Settings keys (but :data:`_FREE_KEYS`) whose values differ."""
+    return sorted(k for k in set(recorded) | set(wanted) if k not in _FREE_KEYS and recorded.get(k) != wanted.get(k))
 
 
 def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resume: bool):
@@ -237,6 +236,8 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
         if settings is not None:
             given = RunContext.from_settings(settings, bench=bench).settings.to_json()
             differing = _differing(previous["settings"], given)
+            if load_benchmark(settings.bench).sha256 != bench.sha256:
+                differing.append("bench")
             if differing:
                 raise RunDirError(f"{path}: recorded with other search settings ({', '.join(differing)}); "
                                   "resume without search options, or use a new --out")
