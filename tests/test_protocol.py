@@ -110,7 +110,8 @@ def test_each_fold_run_records_exactly_the_outer_split(protocol, settings):
         assert best["genome"] == fold["result"]["genome"] == fold["result"]["proxy"]
         # the proxy's test figures are the fold search's own test-split figures
         for target in TARGETS:
-            assert fold["result"]["kendall"]["proxy"][target] == pytest.approx(best["test"]["targets"][target]["kendall"])
+            recorded = best["test"]["targets"][target]["kendall"]
+            assert fold["result"]["kendall"]["proxy"][target] == pytest.approx(recorded)
         assert fold["result"]["jcm"]["proxy"] == pytest.approx(best["test"]["jcm"])
     assert json.loads((out / PROTOCOL_FILE).read_text()) == result
     assert result["settings"]["weights"] == {"c100_kd": 2.0} and "split_indices" not in result["settings"]
@@ -223,6 +224,9 @@ def test_refusals(protocol, settings, tmp_path):
         run_protocol(settings, tmp_path / "w", folds=FOLDS, fold_workers=0, quiet=True)
     with pytest.raises(ConfigError, match="unknown selection"):
         run_protocol(settings, tmp_path / "s", folds=FOLDS, selection="vote", quiet=True)
+    with pytest.raises(ConfigError, match="unknown baseline 'zico'"):
+        run_protocol(settings, tmp_path / "b", folds=FOLDS, baselines=["params", "zico"], quiet=True)
+    assert not (tmp_path / "s").exists() and not (tmp_path / "b").exists()
 
 
 def test_a_proxy_invalid_on_a_test_part_counts_as_undefined(protocol, settings):
@@ -280,8 +284,9 @@ def test_bootstrap_is_seeded_and_paired():
         scores = {"proxy": {"a": rng.normal(size=6).tolist()}}
         scores["same"] = scores["proxy"]
         kendall = {m: {"a": correlate(s["a"], accuracies["a"][test])["kendall"]} for m, s in scores.items()}
+        jcm = {m: k["a"] for m, k in kendall.items()}
         entries.append({"test": test, "search": [i for i in range(12) if i not in test],
-                        "result": {"scores": scores, "kendall": kendall, "jcm": {m: k["a"] for m, k in kendall.items()}}})
+                        "result": {"scores": scores, "kendall": kendall, "jcm": jcm}})
     summary = summarise(entries, accuracies, ["a"], {}, ["proxy", "same"], samples=300, seed=3)
     difference = summary["targets"]["a"]["difference"]["same"]
     assert difference["mean"] == 0.0 and difference["bootstrap"]["low"] == difference["bootstrap"]["high"] == 0.0

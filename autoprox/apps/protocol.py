@@ -249,7 +249,8 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
     if settings is None:
         raise ConfigError("settings are needed for a new evaluation protocol")
     if path.exists():
-        raise RunDirError(f"{out} already holds an evaluation protocol; continue it with --resume or choose a new --out")
+        raise RunDirError(f"{out} already holds an evaluation protocol; continue it with --resume "
+                          "or choose a new --out")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise RunDirError(f"{out} is not empty and holds no {PROTOCOL_FILE}; its files are left as they are: "
                           "choose a new --out")
@@ -283,10 +284,12 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     bootstrap : int, optional
         Paired bootstrap resamples of the summary (0: none; default
         :data:`~autoprox.apps.protocol_summary.BOOTSTRAP_SAMPLES`).
-
-    On resume, protocol options left None take the recorded values; given ones must equal them.
     stop_after : int, optional
         Each fold's search stops after that iteration as if interrupted (tests).
+
+    Notes
+    -----
+    On resume, protocol options left None take the recorded values; given ones must equal them.
     """
     out = Path(out)
     if fold_workers < 1:
@@ -304,15 +307,21 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         spec = {k: defaults[k] if v is None else v for k, v in given.items()}
     if spec["selection"] not in SELECTIONS:
         raise ConfigError(f"unknown selection {spec['selection']!r}; known: {', '.join(SELECTIONS)}")
+    unknown = [name for name in spec["baselines"] if name not in BASELINES]
+    if unknown:
+        raise ConfigError(f"unknown baseline {unknown[0]!r}; known: {', '.join(BASELINES)}")
+    if spec["bootstrap"] < 0:
+        raise ConfigError(f"bootstrap resamples must be >= 0, got {spec['bootstrap']}")
     context = RunContext.from_settings(settings, bench=bench)
     settings, targets = context.settings, list(context.targets)
     made = outer_folds(len(bench), spec["folds"], spec["repeats"], spec["seed"])
     if previous and [f.to_json() for f in made] != [{k: f[k] for k in ("repeat", "fold", "run", "search", "test")}
                                                     for f in previous["folds"]]:
         raise RunDirError(f"{out / PROTOCOL_FILE}: its folds are not the ones its seed gives")
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     protocol = {
         "autoprox_version": __version__,
-        "created": previous["created"] if previous else _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": previous["created"] if previous else now,
         "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
         "space": bench.space,
         "benchmark_sha256": bench.sha256,
@@ -398,5 +407,5 @@ def _fmt(value) -> str:
     return "nan" if value is None else f"{value:+.3f}"
 
 
-__all__ = ["DEFAULT_FOLDS", "PROTOCOL_FILE", "SELECTIONS", "OuterFold", "check_fold_count", "evaluate_fold", "fold_figures",
-           "fold_settings", "outer_folds", "register_selection", "run_protocol", "select_best"]
+__all__ = ["DEFAULT_FOLDS", "PROTOCOL_FILE", "SELECTIONS", "OuterFold", "check_fold_count", "evaluate_fold",
+           "fold_figures", "fold_settings", "outer_folds", "register_selection", "run_protocol", "select_best"]

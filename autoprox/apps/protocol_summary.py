@@ -136,7 +136,7 @@ def _percentiles(values: np.ndarray) -> dict:
     if not len(finite):
         return {"low": math.nan, "high": math.nan, "samples": 0}
     low, high = np.percentile(finite, [2.5, 97.5])
-    return {"low": float(low), "high": float(high), "samples": int(len(finite))}
+    return {"low": float(low), "high": float(high), "samples": len(finite)}
 
 
 def _row(values: Mapping[str, list[float]], methods: Sequence[str], inflation: float,
@@ -218,10 +218,10 @@ def format_protocol(protocol: Mapping) -> str:
     methods = summary.get("methods") or [REFERENCE, *protocol.get("baselines", [])]
     baselines = [m for m in methods if m != REFERENCE]
     done = sum(1 for f in protocol["folds"] if f.get("result"))
-    lines = [f"evaluation protocol: {protocol.get('space', '?')}, {spec['folds']} folds x {spec['repeats']} "
-             f"repeat(s), protocol seed {spec['seed']}; {done} of {len(protocol['folds'])} folds finished",
-             "test Kendall over the outer folds, mean +- sd (proxy: the search's chosen proxy; params, coarse, blend: "
-             "descriptor baselines chosen on each fold's search part)"]
+    lines = [(f"evaluation protocol: {protocol.get('space', '?')}, {spec['folds']} folds x {spec['repeats']} "
+              f"repeat(s), protocol seed {spec['seed']}; {done} of {len(protocol['folds'])} folds finished"),
+             ("test Kendall over the outer folds, mean +- sd (proxy: the search's chosen proxy; params, coarse, "
+              "blend: descriptor baselines chosen on each fold's search part)")]
     rows = [(t, row) for t, row in summary.get("targets", {}).items()]
     if summary.get("jcm"):
         rows.append(("JCM", summary["jcm"]))

@@ -132,7 +132,7 @@ def fit_rank_blend(features: np.ndarray, accuracies: np.ndarray, ridge: float = 
         right = z.T @ target / len(y)
         coef = np.linalg.solve(gram, right) if ridge > 0 else np.linalg.lstsq(gram, right, rcond=None)[0]
     return {"features": list(names), "center": center.tolist(), "scale": scale.tolist(),
-            "coef": coef.tolist(), "ridge": float(ridge), "n": int(len(y))}
+            "coef": coef.tolist(), "ridge": float(ridge), "n": len(y)}
 
 
 def blend_scores(choice: Choice, columns: Columns) -> np.ndarray:
