@@ -25,7 +25,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox import __version__
-from autoprox.core.errors import BenchmarkError, RunDirError
+from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
 from autoprox.data.benchmark import (
     Benchmark,
     Split,
@@ -79,7 +79,9 @@ class RunContext:
         for name in settings.weights:
             bench.check_targets([name])
         settings = replace(settings, targets=targets, bench=portable_bench_path(settings.bench))
-        split = split_benchmark(len(bench), settings.split_seed, settings.search_fraction)
+        split = settings_split(settings, len(bench))
+        if settings.split_indices is not None:
+            settings = replace(settings, split_indices=split.search)  # recorded sorted
         return cls(settings, bench, targets, split, stats_plan(settings, targets),
                    StatisticsCache(settings.cache_dir, settings.cache_precision), _run_directory(run))
 
@@ -90,7 +92,8 @@ class RunContext:
         The benchmark is found again by the recorded path, else by its file name in the
         usual places (:func:`autoprox.data.benchmark.bench_search_dirs`) and beside the
         run, and must have the recorded sha256; ``bench`` overrides where to look. The
-        split is the recorded one (checked against the one its seed gives).
+        split is the recorded one (checked against the one its seed, or its explicit
+        ``split_indices``, gives).
         """
         run = _run_directory(path)
         config = run.config()
@@ -109,7 +112,7 @@ class RunContext:
         context = cls.from_settings(settings, run, bench=loaded)
         split_json = config.get("split")
         if split_json is not None and Split.from_json(split_json) != context.split:
-            raise RunDirError(f"{run.file('config.json')}: its recorded split differs from the one its seed gives")
+            raise RunDirError(f"{run.file('config.json')}: its recorded split differs from the one its settings give")
         return context
 
     def config_json(self, command: Sequence[str] | None = None) -> dict:
@@ -177,10 +180,33 @@ class RunContext:
         return self.figures(scores, part, targets, weights)
 
 
+def settings_split(settings: SearchSettings, size: int) -> Split:
+    """The search/test split ``settings`` ask for on a benchmark of ``size`` architectures.
+
+    ``settings.split_indices`` when set (the search part; the rest is the test part,
+    ``search_fraction`` then records the share it makes), else the seeded split of
+    ``split_seed`` and ``search_fraction``.
+    """
+    if settings.split_indices is None:
+        return split_benchmark(size, settings.split_seed, settings.search_fraction)
+    search = sorted(set(settings.split_indices))
+    if len(search) != len(settings.split_indices):
+        raise ConfigError("split_indices: an architecture index is given twice")
+    outside = [i for i in search if not 0 <= i < size]
+    if outside:
+        raise ConfigError(f"split_indices: index {outside[0]} is outside the benchmark's {size} architectures")
+    if not 0 < len(search) < size:
+        raise ConfigError(f"split_indices: the search part must hold between 1 and {size - 1} of the {size} "
+                          f"architectures, got {len(search)}")
+    chosen = set(search)
+    test = tuple(i for i in range(size) if i not in chosen)
+    return Split(tuple(search), test, settings.split_seed, len(search) / size)
+
+
 def _run_directory(run: str | Path | RunDirectory | None) -> RunDirectory | None:
     if run is None or isinstance(run, RunDirectory):
         return run
     return RunDirectory(run)
 
 
-__all__ = ["PARTS", "RunContext", "Scores"]
+__all__ = ["PARTS", "RunContext", "Scores", "settings_split"]

@@ -34,9 +34,19 @@ class SearchSettings:
     #: fold JCMs combine (mean, or worst fold).
     cv_folds: int = 0
     cv_mode: str = "mean"
+    #: An explicit search part (benchmark indices; the rest is the test part), used instead of
+    #: ``split_seed`` and ``search_fraction`` when set (the outer folds of ``autoprox evaluate``).
+    #: ``split_seed`` still seeds the inner folds of ``cv_folds``.
+    split_indices: tuple[int, ...] | None = None
 
     def to_json(self) -> dict:
         data = asdict(self)
+        # Absent rather than null when unset, so the configuration of an ordinary search
+        # reads exactly as before the field existed.
+        if self.split_indices is None:
+            del data["split_indices"]
+        else:
+            data["split_indices"] = list(self.split_indices)
         data["genome"] = GenomeSpace.from_json(self.genome).to_json()
         data["targets"] = list(self.targets)
         data["stat_seeds"] = list(self.stat_seeds)
@@ -52,6 +62,8 @@ class SearchSettings:
         values["seed_proxies"] = tuple(values.get("seed_proxies", ()))
         values["evolution"] = EvolutionConfig(**values["evolution"])
         values["genome"] = dict(values.get("genome") or {})
+        indices = values.get("split_indices")
+        values["split_indices"] = None if indices is None else tuple(int(i) for i in indices)
         return cls(**values)
 
     @property

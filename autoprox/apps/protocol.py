@@ -1,0 +1,411 @@
+"""The evaluation protocol: how well does a search configuration's proxy rank architectures
+it was not searched on, beside descriptor baselines chosen the same way?
+
+For a search configuration (:class:`~autoprox.search.settings.SearchSettings`),
+:func:`run_protocol` cuts *all* the benchmark's architectures into ``folds`` disjoint
+outer folds, ``repeats`` times with other shuffles (repeat ``r`` shuffles with seed
+``protocol_seed + r``). For each outer fold it runs a whole search
+(:func:`autoprox.search.engine.run_search`) whose search part is exactly the other folds
+(``SearchSettings.split_indices``) and whose test part is the fold, into
+``OUT/repeat-R/fold-K/``; then it scores on the test part the proxy the search chose
+(a selection of :data:`SELECTIONS`, by default the run's ``best.json`` genome) and each
+descriptor baseline of :mod:`autoprox.proxies.baselines`, chosen on the same search
+part. Nothing is chosen on a test part. :mod:`autoprox.apps.protocol_summary` turns the
+per-fold figures into means, sds and paired differences with intervals.
+
+``OUT/protocol.json`` records the settings, the folds with their indices and, as each
+fold finishes, its figures and the summary; it is written atomically after every fold.
+Run again with ``resume=True`` after an interruption: finished folds are kept, an
+unfinished fold resumes through ``run_search``'s resume. With ``fold_workers > 1`` folds
+run side by side in joblib processes (each fold's search then computes statistics with
+one worker); every fold is deterministic, so the figures do not depend on it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import random
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from autoprox import __version__
+from autoprox.apps.protocol_summary import BOOTSTRAP_SAMPLES, REFERENCE, fold_jcm, summarise
+from autoprox.core.atomic import atomic_write_json, json_safe
+from autoprox.core.correlation import correlate
+from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.progress import Progress, format_seconds
+from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
+from autoprox.data.cache import build_cache
+from autoprox.genome.tree import InvalidProxy, parse_genome
+from autoprox.proxies.baselines import BASELINES, baseline_scores, choose_baselines
+from autoprox.proxies.proxy import Proxy
+from autoprox.search.context import RunContext
+from autoprox.search.engine import run_search
+from autoprox.search.rundir import RunDirectory, read_json
+from autoprox.search.settings import SearchSettings
+from autoprox.spaces.descriptors import descriptor_columns
+
+PROTOCOL_FILE = "protocol.json"
+#: Outer folds per repeat unless told otherwise.
+DEFAULT_FOLDS = 5
+
+#: Settings keys that may differ between a record and a resume without changing any figure:
+#: the statistics workers, and the benchmark's spelling (its sha256 is checked instead).
+_FREE_KEYS = ("workers", "bench")
+
+
+# ------------------------------------------------------------------ the outer folds
+
+@dataclass(frozen=True)
+class OuterFold:
+    """One outer fold: its repeat, its number, and its search and test parts (benchmark indices)."""
+
+    repeat: int
+    fold: int
+    search: tuple[int, ...]
+    test: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        """Its run directory, relative to the protocol's: ``repeat-R/fold-K``."""
+        return f"repeat-{self.repeat}/fold-{self.fold}"
+
+    def to_json(self) -> dict:
+        return {"repeat": self.repeat, "fold": self.fold, "run": self.name,
+                "search": list(self.search), "test": list(self.test)}
+
+
+def check_fold_count(folds: int, size: int) -> None:
+    """Refuse a fold count the benchmark cannot give (each test part needs an architecture)."""
+    if folds < 2:
+        raise ConfigError(f"--folds must be at least 2, got {folds}")
+    if folds > size:
+        raise ConfigError(f"--folds {folds} is more than the benchmark's {size} architectures")
+
+
+def outer_folds(size: int, folds: int, repeats: int = 1, seed: int = 0) -> list[OuterFold]:
+    """``repeats`` x ``folds`` outer folds of ``range(size)``.
+
+    Repeat ``r`` shuffles the indices with ``random.Random(seed + r)`` and deals them out
+    round-robin, so the test parts of one repeat are disjoint, cover every architecture
+    and differ in size by at most one.
+    """
+    check_fold_count(folds, size)
+    if repeats < 1:
+        raise ConfigError(f"--repeats must be at least 1, got {repeats}")
+    made = []
+    for repeat in range(repeats):
+        order = list(range(size))
+        random.Random(seed + repeat).shuffle(order)
+        for fold in range(folds):
+            test = sorted(order[fold::folds])
+            chosen = set(test)
+            made.append(OuterFold(repeat, fold, tuple(i for i in range(size) if i not in chosen), tuple(test)))
+    return made
+
+
+def fold_settings(settings: SearchSettings, fold: OuterFold, workers: int | None = None) -> SearchSettings:
+    """The search of one outer fold: ``settings`` with the fold's search part as ``split_indices``."""
+    return replace(settings, split_indices=fold.search,
+                   workers=settings.workers if workers is None else workers)
+
+
+# ------------------------------------------------------------------ choosing the proxy
+
+#: How the proxy of a fold's search is chosen: name -> function(run directory) -> Proxy.
+SELECTIONS: dict[str, Callable[[Path], Proxy]] = {}
+
+
+def register_selection(name: str):
+    """Register the decorated function (run directory -> :class:`Proxy`) as selection ``name``."""
+
+    def decorate(function: Callable[[Path], Proxy]):
+        SELECTIONS[name] = function
+        return function
+
+    return decorate
+
+
+@register_selection("best")
+def select_best(run_dir: Path) -> Proxy:
+    """The run's ``best.json`` genome: the best search-part fitness."""
+    genome = read_json(Path(run_dir) / "best.json")["genome"]
+    return Proxy(genome, parse_genome(genome))
+
+
+# ------------------------------------------------------------------ one fold
+
+def fold_figures(proxy: Proxy, context: RunContext, choices: Mapping[str, Mapping[str, dict]],
+                 columns: Mapping[str, np.ndarray]) -> dict:
+    """Test-part scores, Kendall per target and JCM of the proxy and of each baseline's choice.
+
+    ``context`` is the fold's run context (its test part is the outer test part).
+    """
+    targets, test = list(context.targets), context.indices("test")
+    accuracies = context.accuracies("test")
+    scores: dict[str, dict[str, list]] = {}
+    result: dict = {}
+    try:
+        proxy_scores = context.score(proxy, "test", workers=1)
+        scores[REFERENCE] = {t: proxy_scores[context.plan.target_classes[t]] for t in targets}
+    except InvalidProxy as exc:
+        result["invalid"] = str(exc)
+        scores[REFERENCE] = {t: np.full(len(test), np.nan) for t in targets}
+    for name, per_target in choices.items():
+        scores[name] = {t: baseline_scores(name, per_target[t], columns, test) for t in targets}
+    kendall = {m: {t: correlate(s[t], accuracies[t])["kendall"] for t in targets} for m, s in scores.items()}
+    weights = context.settings.weights
+    result |= {
+        "kendall": kendall,
+        "jcm": {m: fold_jcm(k, weights) for m, k in kendall.items()},
+        "choices": {name: dict(per_target) for name, per_target in choices.items()},
+        "scores": {m: {t: np.asarray(v, dtype=np.float64).tolist() for t, v in s.items()} for m, s in scores.items()},
+    }
+    return result
+
+
+def _check_fold_run(run_dir: Path, expected: Mapping, sha256: str) -> None:
+    """A fold directory left by an earlier start must hold the search this protocol would make."""
+    config = RunDirectory(run_dir).config()
+    differing = _differing(config.get("settings", {}), expected)
+    if config.get("benchmark", {}).get("sha256") != sha256:
+        differing.append("benchmark")
+    if differing:
+        raise RunDirError(f"{run_dir} holds a search with other settings ({', '.join(differing)}); use a new --out")
+
+
+def evaluate_fold(settings_json: Mapping, bench_path: str, fold_json: Mapping, out: str, selection: str,
+                  baselines: Sequence[str], stop_after: int | None = None, quiet: bool = True) -> dict:
+    """Run (or resume, or take as finished) one outer fold's search, then score it on its test part.
+
+    Plain arguments, so that it runs in a joblib process as well as inline. Returns
+    ``{"finished": bool, "result": figures or None, "seconds": ...}``.
+    """
+    start = time.perf_counter()
+    settings = SearchSettings.from_json(settings_json)
+    fold = OuterFold(fold_json["repeat"], fold_json["fold"], tuple(fold_json["search"]), tuple(fold_json["test"]))
+    bench = load_benchmark(bench_path)
+    run_dir = Path(out) / fold.name
+    run = RunDirectory(run_dir)
+    if run.exists():
+        expected = RunContext.from_settings(settings, bench=bench).settings.to_json()
+        _check_fold_run(run_dir, expected, bench.sha256)
+        best_path = run.file("best.json")
+        best = read_json(best_path) if best_path.is_file() else None
+        if best is None or not best.get("finished"):
+            best = run_search(None, run_dir, resume=True, stop_after=stop_after, quiet=quiet)
+    else:
+        best = run_search(settings, run_dir, stop_after=stop_after, quiet=quiet)
+    if not best.get("finished"):
+        return {"finished": False, "result": None, "seconds": time.perf_counter() - start}
+    context = RunContext.open(run_dir, bench=bench_path)
+    if list(context.split.test) != list(fold.test):
+        raise RunDirError(f"{run_dir}: its test part is not the outer fold's")
+    columns = descriptor_columns(bench.archs)
+    choices = choose_baselines(columns, bench.accuracies, fold.search, context.targets, baselines)
+    proxy = SELECTIONS[selection](run_dir)
+    result = {"proxy": proxy.name, "genome": best["genome"], "search_jcm": best["search"].get("jcm"),
+              **fold_figures(proxy, context, choices, columns)}
+    return {"finished": True, "result": json_safe(result), "seconds": time.perf_counter() - start}
+
+
+# ------------------------------------------------------------------ the whole protocol
+
+def _log(message: str, quiet: bool) -> None:
+    if not quiet:
+        print(f"autoprox evaluate: {message}", file=sys.stderr, flush=True)
+
+
+def _differing(recorded: Mapping, wanted: Mapping) -> list[str]:
+    """Settings keys (but :data:`_FREE_KEYS`) whose values differ."""
+    return sorted(k for k in set(recorded) | set(wanted) if k not in _FREE_KEYS and recorded.get(k) != wanted.get(k))
+
+
+def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resume: bool):
+    """The benchmark, normalised settings and the protocol record to continue (or None for a new one)."""
+    path = out / PROTOCOL_FILE
+    if resume:
+        previous = read_json(path)
+        recorded = SearchSettings.from_json(previous["settings"])
+        bench = load_benchmark(locate_benchmark(recorded.bench, previous.get("benchmark_sha256"), near=out))
+        if settings is not None:
+            given = RunContext.from_settings(settings, bench=bench).settings.to_json()
+            differing = _differing(previous["settings"], given)
+            if load_benchmark(settings.bench).sha256 != bench.sha256:
+                differing.append("bench")
+            if differing:
+                raise RunDirError(f"{path}: recorded with other search settings ({', '.join(differing)}); "
+                                  "resume without search options, or use a new --out")
+        differing = [k for k, v in spec.items() if v is not None and previous["protocol"].get(k) != v]
+        if differing:
+            raise RunDirError(f"{path}: recorded with other protocol options ({', '.join(differing)}); "
+                              "resume without them, or use a new --out")
+        return bench, recorded, previous
+    if settings is None:
+        raise ConfigError("settings are needed for a new evaluation protocol")
+    if path.exists():
+        raise RunDirError(f"{out} already holds an evaluation protocol; continue it with --resume "
+                          "or choose a new --out")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise RunDirError(f"{out} is not empty and holds no {PROTOCOL_FILE}; its files are left as they are: "
+                          "choose a new --out")
+    return load_benchmark(settings.bench), settings, None
+
+
+def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | None = None,
+                 repeats: int | None = None, protocol_seed: int | None = None, fold_workers: int = 1,
+                 resume: bool = False, selection: str | None = None, baselines: Sequence[str] | None = None,
+                 bootstrap: int | None = None, stop_after: int | None = None, quiet: bool = False) -> dict:
+    """Run (or resume) the evaluation protocol of ``settings`` into ``out``; return ``protocol.json``'s content.
+
+    Parameters
+    ----------
+    settings : SearchSettings or None
+        The search configuration (``split_seed``/``search_fraction`` are replaced by each
+        outer fold's split; ``split_seed`` still seeds ``cv_folds``). On resume, None takes
+        the recorded ones; given ones must equal them.
+    out : path
+        The protocol directory: ``protocol.json`` and ``repeat-R/fold-K/`` run directories.
+    folds, repeats, protocol_seed : int, optional
+        Outer folds per repeat (at least 2, at most the benchmark's size; default 5), repeats
+        (default 1), and the seed of the first repeat's shuffle (default 0).
+    fold_workers : int
+        Folds run side by side (joblib processes); each fold's search then computes
+        statistics with one worker. The figures do not depend on it.
+    selection : str, optional
+        How the proxy of a fold's search is chosen (a key of :data:`SELECTIONS`; default ``best``).
+    baselines : sequence of str, optional
+        Baselines of :data:`autoprox.proxies.baselines.BASELINES` (default all).
+    bootstrap : int, optional
+        Paired bootstrap resamples of the summary (0: none; default
+        :data:`~autoprox.apps.protocol_summary.BOOTSTRAP_SAMPLES`).
+    stop_after : int, optional
+        Each fold's search stops after that iteration as if interrupted (tests).
+
+    Notes
+    -----
+    On resume, protocol options left None take the recorded values; given ones must equal them.
+    """
+    out = Path(out)
+    if fold_workers < 1:
+        raise ConfigError(f"--fold-workers must be at least 1, got {fold_workers}")
+    given = {"folds": folds, "repeats": repeats, "seed": protocol_seed, "selection": selection,
+             "baselines": None if baselines is None else list(baselines), "bootstrap": bootstrap}
+    if settings is not None:
+        settings = replace(settings, split_indices=None)  # each outer fold sets its own
+    bench, settings, previous = _open_protocol(out, settings, given, resume)
+    if previous:
+        spec = previous["protocol"]
+    else:
+        defaults = {"folds": DEFAULT_FOLDS, "repeats": 1, "seed": 0, "selection": "best",
+                    "baselines": list(BASELINES), "bootstrap": BOOTSTRAP_SAMPLES}
+        spec = {k: defaults[k] if v is None else v for k, v in given.items()}
+    if spec["selection"] not in SELECTIONS:
+        raise ConfigError(f"unknown selection {spec['selection']!r}; known: {', '.join(SELECTIONS)}")
+    unknown = [name for name in spec["baselines"] if name not in BASELINES]
+    if unknown:
+        raise ConfigError(f"unknown baseline {unknown[0]!r}; known: {', '.join(BASELINES)}")
+    if spec["bootstrap"] < 0:
+        raise ConfigError(f"bootstrap resamples must be >= 0, got {spec['bootstrap']}")
+    context = RunContext.from_settings(settings, bench=bench)
+    settings, targets = context.settings, list(context.targets)
+    made = outer_folds(len(bench), spec["folds"], spec["repeats"], spec["seed"])
+    if previous and [f.to_json() for f in made] != [{k: f[k] for k in ("repeat", "fold", "run", "search", "test")}
+                                                    for f in previous["folds"]]:
+        raise RunDirError(f"{out / PROTOCOL_FILE}: its folds are not the ones its seed gives")
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    protocol = {
+        "autoprox_version": __version__,
+        "created": previous["created"] if previous else now,
+        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
+        "space": bench.space,
+        "benchmark_sha256": bench.sha256,
+        "architectures": len(bench),
+        "settings": settings.to_json(),
+        "protocol": spec,
+        "targets": targets,
+        "folds": previous["folds"] if previous else [f.to_json() | {"result": None} for f in made],
+        "summary": None,
+        "finished": False,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out, protocol, bench)
+
+    pending = [i for i, f in enumerate(protocol["folds"]) if not f.get("result")]
+    _log(f"{bench.space}, {len(bench)} architectures, {spec['folds']} folds x {spec['repeats']} repeat(s): "
+         f"{len(protocol['folds']) - len(pending)} folds finished, {len(pending)} to run, "
+         f"{fold_workers} at a time, into {out}", quiet)
+    if pending:
+        # All statistics once, with the search's workers, before folds share the cache.
+        build_cache(context.cache, context.plan.requests(list(bench.archs)), workers=settings.workers,
+                    progress=None if quiet else Progress("statistics", every=15))
+    workers = 1 if fold_workers > 1 else settings.workers
+    jobs = [(i, (fold_settings(replace(settings, bench=bench.source), made[i], workers).to_json(), bench.source,
+                 made[i].to_json(), str(out), spec["selection"], spec["baselines"], stop_after,
+                 quiet or fold_workers > 1)) for i in pending]
+    start, done_now = time.perf_counter(), 0
+    for index, outcome in _run_jobs(jobs, fold_workers, quiet, protocol):
+        entry = protocol["folds"][index]
+        if not outcome["finished"]:
+            _log(f"{entry['run']} stopped before its search finished; continue with: autoprox evaluate --resume "
+                 f"--out {out}", quiet)
+            if fold_workers == 1:
+                break
+            continue
+        entry["result"], entry["seconds"] = outcome["result"], round(outcome["seconds"], 1)
+        _write(out, protocol, bench)
+        done_now += 1
+        left = sum(1 for f in protocol["folds"] if not f.get("result"))
+        eta = (time.perf_counter() - start) / done_now * left  # wall time per fold, parallelism included
+        jcm = outcome["result"]["jcm"]
+        _log(f"{entry['run']} done in {format_seconds(outcome['seconds'])}: test JCM "
+             + ", ".join(f"{m} {_fmt(jcm[m])}" for m in jcm)
+             + (f"; {left} fold(s) left, about {format_seconds(eta)}" if left else ""), quiet)
+    protocol["finished"] = all(f.get("result") for f in protocol["folds"])
+    if protocol["finished"]:
+        protocol["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    _write(out, protocol, bench)
+    return read_json(out / PROTOCOL_FILE)
+
+
+def _run_jobs(jobs, fold_workers: int, quiet: bool, protocol: Mapping):
+    """Yield ``(fold index, outcome)`` as folds finish: inline in order, or in joblib processes."""
+    total = len(protocol["folds"])
+    if fold_workers == 1 or len(jobs) <= 1:
+        for index, arguments in jobs:
+            _log(f"fold {index + 1}/{total} ({protocol['folds'][index]['run']}): search on "
+                 f"{len(arguments[2]['search'])}, test on {len(arguments[2]['test'])} architectures", quiet)
+            yield index, evaluate_fold(*arguments)
+        return
+    from joblib import Parallel, delayed
+
+    _log(f"running {len(jobs)} folds, {fold_workers} at a time (their searches are quiet)", quiet)
+    runner = Parallel(n_jobs=fold_workers, backend="loky", return_as="generator_unordered")
+    yield from runner(delayed(_indexed)(index, arguments) for index, arguments in jobs)
+
+
+def _indexed(index: int, arguments: tuple) -> tuple[int, dict]:
+    return index, evaluate_fold(*arguments)
+
+
+def _write(out: Path, protocol: dict, bench: Benchmark) -> None:
+    """Recompute the summary of the finished folds (from their JSON form) and write ``protocol.json``."""
+    finished = [f for f in protocol["folds"] if f.get("result")]
+    spec = protocol["protocol"]
+    protocol["summary"] = json_safe(summarise(
+        finished, bench.accuracies, protocol["targets"], protocol["settings"]["weights"],
+        [REFERENCE, *spec["baselines"]], samples=spec["bootstrap"], seed=spec["seed"], size=len(bench)))
+    atomic_write_json(out / PROTOCOL_FILE, protocol)
+
+
+def _fmt(value) -> str:
+    return "nan" if value is None else f"{value:+.3f}"
+
+
+__all__ = ["DEFAULT_FOLDS", "PROTOCOL_FILE", "SELECTIONS", "OuterFold", "check_fold_count", "evaluate_fold",
+           "fold_figures", "fold_settings", "outer_folds", "register_selection", "run_protocol", "select_best"]

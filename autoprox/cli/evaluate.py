@@ -1,0 +1,54 @@
+"""``autoprox evaluate``: the evaluation protocol of a search configuration (outer folds, baselines)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from autoprox.cli.options import add_search_options, search_settings
+from autoprox.core.errors import RunDirError
+from autoprox.data.benchmark import load_benchmark
+
+
+def add_parser(sub) -> None:
+    evaluate = sub.add_parser(
+        "evaluate", help="outer K-fold protocol: a search per fold, its proxy and descriptor baselines on the fold",
+        description="Cut all the benchmark's architectures into K outer folds (repeated with other shuffles); for each "
+                    "fold run a whole search on the other folds into OUT/repeat-R/fold-K and score its proxy on the "
+                    "fold, beside the parameter count, the best coarse descriptor and a rank-linear blend of "
+                    "descriptors chosen on the same search part. Prints test Kendall mean +- sd over folds and the "
+                    "paired differences with 95%% intervals; OUT/protocol.json holds everything. Takes every option "
+                    "of 'search' (--split-seed and --search-fraction are replaced by the outer folds; --split-seed "
+                    "still seeds --cv-folds).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_search_options(evaluate, out_help="protocol directory (default runs/protocol-<space>-seed<seed>)",
+                       resume_help="continue the protocol in --out where it stopped (search options may be left out; "
+                                   "given ones must match the recorded ones)")
+    protocol = evaluate.add_argument_group("protocol")
+    protocol.add_argument("--folds", type=int, default=None, help="outer folds per repeat (default 5)")
+    protocol.add_argument("--repeats", type=int, default=None, help="repeats with other shuffles (default 1)")
+    protocol.add_argument("--protocol-seed", type=int, default=None,
+                          help="seed of the outer shuffle; repeat r uses seed + r (default 0)")
+    protocol.add_argument("--fold-workers", type=int, default=1,
+                          help="folds run side by side in processes (each fold's statistics then use one worker)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoprox.apps.protocol import PROTOCOL_FILE, run_protocol
+    from autoprox.apps.protocol_summary import format_protocol
+
+    options = {"folds": args.folds, "repeats": args.repeats, "protocol_seed": args.protocol_seed,
+               "fold_workers": args.fold_workers, "quiet": args.quiet}
+    if args.resume:
+        if not args.out:
+            raise RunDirError("--resume needs --out PROTOCOL_DIR")
+        settings = search_settings(args) if (args.space or args.bench) else None
+        out = Path(args.out)
+        protocol = run_protocol(settings, out, resume=True, **options)
+    else:
+        settings = search_settings(args)
+        out = Path(args.out or f"runs/protocol-{load_benchmark(settings.bench).space}-seed{args.seed}")
+        protocol = run_protocol(settings, out, **options)
+    print(format_protocol(protocol), end="")
+    print(f"written to {out / PROTOCOL_FILE}")
+    return 0 if protocol.get("finished") else 130

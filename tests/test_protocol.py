@@ -1,0 +1,323 @@
+"""The evaluation protocol (issue 13, item 1): outer folds, a search per fold, baselines chosen on the
+search part only, resume, parallel folds, the summary and the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from autoprox.apps.protocol import PROTOCOL_FILE, fold_figures, fold_settings, outer_folds, run_protocol
+from autoprox.apps.protocol_summary import format_protocol, kendall_batch, summarise, t_interval
+from autoprox.cli.main import main
+from autoprox.core.atomic import json_safe
+from autoprox.core.correlation import correlate
+from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.data.benchmark import load_benchmark
+from autoprox.genome.tree import parse_genome
+from autoprox.proxies.baselines import choose_baselines
+from autoprox.proxies.proxy import Proxy
+from autoprox.search.context import RunContext
+from autoprox.search.engine import run_search
+from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.rundir import RunDirectory
+from autoprox.search.settings import SearchSettings
+from autoprox.spaces.descriptors import descriptor_columns
+from tests.conftest import REPO
+
+TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
+EVOLUTION = EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5)
+FOLDS = 3
+
+
+@pytest.fixture(scope="module")
+def settings(af_small_file, session_cache):
+    return SearchSettings(bench=str(af_small_file), targets=TARGETS, weights={"c100_kd": 2.0}, batch_size=2,
+                          cache_dir=str(session_cache.root), workers=1, evolution=EVOLUTION)
+
+
+@pytest.fixture(scope="module")
+def protocol(settings, tmp_path_factory):
+    out = tmp_path_factory.mktemp("protocol") / "out"
+    return out, run_protocol(settings, out, folds=FOLDS, bootstrap=200, quiet=True)
+
+
+def figures_of(result: dict) -> tuple:
+    """What must not depend on how the protocol was run: every fold's indices and figures, and the summary."""
+    return [{k: v for k, v in f.items() if k != "seconds"} for f in result["folds"]], result["summary"]
+
+
+# ------------------------------------------------------------------ the split
+
+def test_outer_folds_are_disjoint_and_cover_every_architecture():
+    made = outer_folds(23, 5, repeats=2, seed=7)
+    assert len(made) == 10
+    for repeat in (0, 1):
+        folds = [f for f in made if f.repeat == repeat]
+        tests = [set(f.test) for f in folds]
+        assert sorted(i for t in tests for i in t) == list(range(23))
+        assert {len(t) for t in tests} == {4, 5}
+        for fold in folds:
+            assert set(fold.search) == set(range(23)) - set(fold.test)
+    assert [f.test for f in made[:5]] != [f.test for f in made[5:]]  # repeats shuffle differently
+    assert outer_folds(23, 5, repeats=2, seed=7) == made
+    assert [f.test for f in outer_folds(23, 5, seed=8)] == [f.test for f in made[5:]]  # repeat r uses seed + r
+    with pytest.raises(ConfigError, match="at least 2"):
+        outer_folds(23, 1)
+    with pytest.raises(ConfigError, match="more than the benchmark's 23"):
+        outer_folds(23, 24)
+    with pytest.raises(ConfigError, match="--repeats"):
+        outer_folds(23, 2, repeats=0)
+
+
+def test_split_indices_setting_is_honoured_and_old_configs_read_as_before(af_small):
+    settings = SearchSettings(bench="unused", targets=TARGETS, split_indices=(7, 1, 3))
+    context = RunContext.from_settings(settings, bench=af_small)
+    assert context.split.search == (1, 3, 7)
+    assert context.split.test == tuple(i for i in range(16) if i not in (1, 3, 7))
+    assert context.settings.to_json()["split_indices"] == [1, 3, 7]
+    assert SearchSettings.from_json(context.settings.to_json()).split_indices == (1, 3, 7)
+    plain = RunContext.from_settings(replace(settings, split_indices=None), bench=af_small)
+    assert "split_indices" not in plain.settings.to_json()
+    # a committed run's config.json (written before the field existed) reads and writes back unchanged
+    recorded = json.loads((REPO / "runs" / "pit-best" / "config.json").read_text())["settings"]
+    assert SearchSettings.from_json(recorded).split_indices is None
+    assert SearchSettings.from_json(recorded).to_json() == recorded
+    for bad, message in (((1, 1), "twice"), ((16,), "outside"), (tuple(range(16)), "between 1 and 15")):
+        with pytest.raises(ConfigError, match=message):
+            RunContext.from_settings(replace(settings, split_indices=bad), bench=af_small)
+
+
+# ------------------------------------------------------------------ a whole protocol
+
+def test_each_fold_run_records_exactly_the_outer_split(protocol, settings):
+    out, result = protocol
+    assert result["finished"] is True
+    assert [(f["repeat"], f["fold"]) for f in result["folds"]] == [(0, k) for k in range(FOLDS)]
+    tests = [f["test"] for f in result["folds"]]
+    assert sorted(i for t in tests for i in t) == list(range(16))
+    for fold in result["folds"]:
+        assert sorted(fold["search"] + fold["test"]) == list(range(16))
+        config = RunDirectory(out / fold["run"]).config()
+        assert config["split"]["search"] == fold["search"] and config["split"]["test"] == fold["test"]
+        assert config["settings"]["split_indices"] == fold["search"]
+        best = json.loads((out / fold["run"] / "best.json").read_text())
+        assert best["genome"] == fold["result"]["genome"] == fold["result"]["proxy"]
+        # the proxy's test figures are the fold search's own test-split figures
+        for target in TARGETS:
+            recorded = best["test"]["targets"][target]["kendall"]
+            assert fold["result"]["kendall"]["proxy"][target] == pytest.approx(recorded)
+        assert fold["result"]["jcm"]["proxy"] == pytest.approx(best["test"]["jcm"])
+    assert json.loads((out / PROTOCOL_FILE).read_text()) == result
+    assert result["settings"]["weights"] == {"c100_kd": 2.0} and "split_indices" not in result["settings"]
+
+
+def test_baselines_are_chosen_on_the_search_part_only(protocol, settings):
+    """The recorded choices are those made with every test accuracy rewritten (so they never read one),
+    and choosing with the test part in would have given other ones."""
+    _, result = protocol
+    bench = load_benchmark(settings.bench)
+    columns = descriptor_columns(bench.archs)
+    for fold in result["folds"]:
+        test = fold["test"]
+        rewritten = {t: a.copy() for t, a in bench.accuracies.items()}
+        for target in TARGETS:
+            rewritten[target][test] = -1000.0 * columns["width"][test] + columns["depth"][test]
+        recorded = json.loads(json.dumps(fold["result"]["choices"]))
+        assert json.loads(json.dumps(choose_baselines(columns, rewritten, fold["search"], TARGETS))) == recorded
+        leaked = choose_baselines(columns, rewritten, range(16), TARGETS)
+        assert leaked["blend"]["c100_kd"]["coef"] != recorded["blend"]["c100_kd"]["coef"]
+        # and the recorded test Kendall is that choice scored on the test part
+        for target in TARGETS:
+            descriptor = recorded["coarse"][target]["descriptor"]
+            expected = correlate(columns[descriptor][test], bench.accuracies[target][test])["kendall"]
+            assert fold["result"]["kendall"]["coarse"][target] == pytest.approx(expected, nan_ok=True)
+            params = correlate(columns["params"][test], bench.accuracies[target][test])["kendall"]
+            assert fold["result"]["kendall"]["params"][target] == pytest.approx(params, nan_ok=True)
+
+
+def test_summary_is_the_per_fold_figures_summarised(protocol):
+    _, result = protocol
+    summary = result["summary"]
+    assert summary["folds"] == FOLDS and summary["methods"] == ["proxy", "params", "coarse", "blend"]
+    for target in TARGETS:
+        proxy = [f["result"]["kendall"]["proxy"][target] for f in result["folds"]]
+        coarse = [f["result"]["kendall"]["coarse"][target] for f in result["folds"]]
+        row = summary["targets"][target]
+        assert row["test"]["proxy"]["mean"] == pytest.approx(np.mean(proxy))
+        assert row["test"]["coarse"]["sd"] == pytest.approx(np.std(coarse, ddof=1))
+        difference = row["difference"]["coarse"]
+        assert difference["mean"] == pytest.approx(np.mean(proxy) - np.mean(coarse))
+        assert difference["ci"][0] < difference["mean"] < difference["ci"][1]
+        assert difference["corrected_ci"][0] < difference["ci"][0]  # the correction only widens
+        assert difference["bootstrap"]["samples"] > 0
+    weights = {"c100_kd": 2.0, "flower_kd": 1.0, "chaoyang_kd": 1.0}
+    for fold in result["folds"]:
+        k = fold["result"]["kendall"]["blend"]
+        assert fold["result"]["jcm"]["blend"] == pytest.approx(sum(weights[t] * k[t] for t in TARGETS) / 4)
+    table = format_protocol(result)
+    assert "c100_kd" in table and "JCM" in table and "- coarse" in table and "3 of 3 folds finished" in table
+
+
+def test_resume_after_an_interrupted_fold_gives_the_same_figures(protocol, settings, tmp_path, monkeypatch):
+    _, whole = protocol
+    out = tmp_path / "interrupted"
+    stopped = run_protocol(settings, out, folds=FOLDS, bootstrap=200, stop_after=1, quiet=True)
+    assert stopped["finished"] is False and not any(f["result"] for f in stopped["folds"])
+    assert RunDirectory(out / "repeat-0/fold-0").checkpoint()["iteration"] == 1
+    with pytest.raises(RunDirError, match="other protocol options"):
+        run_protocol(None, out, folds=4, resume=True, quiet=True)
+    with pytest.raises(RunDirError, match="other search settings"):
+        run_protocol(replace(settings, evolution=replace(EVOLUTION, seed=6)), out, resume=True, quiet=True)
+    resumed = run_protocol(settings, out, resume=True, quiet=True)
+    assert figures_of(resumed) == figures_of(whole)
+
+    # finished folds are kept: nothing is searched again, and a fold whose search finished but whose
+    # figures never reached protocol.json is scored from its run directory
+    def searched_again(*args, **kwargs):
+        raise AssertionError("a finished fold was searched again")
+
+    monkeypatch.setattr("autoprox.apps.protocol.run_search", searched_again)
+    record = json.loads((out / PROTOCOL_FILE).read_text())
+    record["folds"][1]["result"] = None
+    (out / PROTOCOL_FILE).write_text(json.dumps(record))
+    again = run_protocol(None, out, resume=True, quiet=True)
+    assert figures_of(again) == figures_of(whole)
+
+
+def test_fold_workers_do_not_change_the_figures(protocol, settings, tmp_path):
+    _, whole = protocol
+    parallel = run_protocol(settings, tmp_path / "parallel", folds=FOLDS, bootstrap=200, fold_workers=2, quiet=True)
+    assert figures_of(parallel) == figures_of(whole)
+    config = RunDirectory(tmp_path / "parallel" / "repeat-0" / "fold-0").config()
+    assert config["settings"]["workers"] == 1
+
+
+def test_refusals(protocol, settings, tmp_path):
+    out, _ = protocol
+    with pytest.raises(RunDirError, match="--resume"):
+        run_protocol(settings, out, folds=FOLDS, quiet=True)
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "notes.txt").write_text("mine")
+    with pytest.raises(RunDirError, match="not empty"):
+        run_protocol(settings, occupied, folds=FOLDS, quiet=True)
+    assert (occupied / "notes.txt").read_text() == "mine"
+    # a fold directory holding another search is refused, not taken or overwritten
+    clash = tmp_path / "clash"
+    shutil.copytree(out, clash)
+    record = json.loads((clash / PROTOCOL_FILE).read_text())
+    record["folds"][0]["result"] = None
+    (clash / PROTOCOL_FILE).write_text(json.dumps(record))
+    shutil.rmtree(clash / "repeat-0" / "fold-0")
+    fold = outer_folds(16, FOLDS)[0]
+    other = fold_settings(replace(settings, evolution=replace(EVOLUTION, seed=6)), fold)
+    run_search(other, clash / "repeat-0" / "fold-0", stop_after=0, quiet=True)
+    with pytest.raises(RunDirError, match="other settings"):
+        run_protocol(None, clash, resume=True, quiet=True)
+    with pytest.raises(ConfigError, match="fold-workers"):
+        run_protocol(settings, tmp_path / "w", folds=FOLDS, fold_workers=0, quiet=True)
+    with pytest.raises(ConfigError, match="unknown selection"):
+        run_protocol(settings, tmp_path / "s", folds=FOLDS, selection="vote", quiet=True)
+    with pytest.raises(ConfigError, match="unknown baseline 'zico'"):
+        run_protocol(settings, tmp_path / "b", folds=FOLDS, baselines=["params", "zico"], quiet=True)
+    assert not (tmp_path / "s").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_proxy_invalid_on_a_test_part_counts_as_undefined(protocol, settings):
+    """The log of a weight's negation is NaN somewhere in every block: the proxy's test figures are
+    undefined, the baselines' are untouched, and the summary leaves that fold out of the proxy's."""
+    out, result = protocol
+    fold = result["folds"][0]
+    context = RunContext.open(out / fold["run"])
+    genome = "block_mean(to_mean_scalar(element_wise_sum(element_wise_log(element_wise_revert(F1)), no_op(no_op(F2)))))"
+    bench = load_benchmark(settings.bench)
+    figures = fold_figures(Proxy(genome, parse_genome(genome)), context, fold["result"]["choices"],
+                           descriptor_columns(bench.archs))
+    assert "invalid" in figures
+    assert all(math.isnan(k) for k in figures["kendall"]["proxy"].values()) and math.isnan(figures["jcm"]["proxy"])
+    for target in TARGETS:
+        assert figures["kendall"]["blend"][target] == pytest.approx(fold["result"]["kendall"]["blend"][target])
+    entries = [dict(fold, result=json_safe(figures)), *result["folds"][1:]]
+    summary = summarise(entries, bench.accuracies, TARGETS, settings.weights, ["proxy", "params"], samples=50)
+    assert summary["invalid_folds"] == 1
+    assert summary["targets"]["c100_kd"]["test"]["proxy"]["n"] == FOLDS - 1
+    assert summary["targets"]["c100_kd"]["test"]["params"]["n"] == FOLDS
+    assert summary["jcm"]["difference"]["params"]["n"] == FOLDS - 1
+    assert "invalid on the test part of 1 fold" in format_protocol(result | {"summary": json_safe(summary)})
+
+
+# ------------------------------------------------------------------ the statistics
+
+def test_kendall_batch_is_tau_b():
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, size=(30, 12)).astype(float)  # ties on both sides
+    y = rng.integers(0, 5, size=(30, 12)).astype(float)
+    y[3, :4] = np.nan
+    x[5] = 1.0  # constant
+    expected = [correlate(a, b)["kendall"] for a, b in zip(x, y)]
+    assert np.allclose(kendall_batch(x, y), expected, equal_nan=True)
+    assert math.isnan(kendall_batch(x[:1, :2], y[:1, :2])[0])
+
+
+def test_t_interval():
+    stats = t_interval([1.0, 2.0, 3.0, None, math.nan])
+    half = sps.t.ppf(0.975, 2) / math.sqrt(3)
+    assert (stats["mean"], stats["sd"], stats["n"]) == (2.0, 1.0, 3)
+    assert stats["low"] == pytest.approx(2 - half) and stats["high"] == pytest.approx(2 + half)
+    wide = t_interval([1.0, 2.0, 3.0], inflation=0.25)
+    assert wide["high"] - wide["low"] == pytest.approx(2 * sps.t.ppf(0.975, 2) * math.sqrt(1 / 3 + 0.25))
+    assert math.isnan(t_interval([1.0])["low"])
+
+
+def test_bootstrap_is_seeded_and_paired():
+    """Identical methods differ by exactly zero in every resample; the summary repeats itself."""
+    rng = np.random.default_rng(1)
+    accuracies = {"a": rng.normal(size=12)}
+    entries = []
+    for test in ([0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]):
+        scores = {"proxy": {"a": rng.normal(size=6).tolist()}}
+        scores["same"] = scores["proxy"]
+        kendall = {m: {"a": correlate(s["a"], accuracies["a"][test])["kendall"]} for m, s in scores.items()}
+        jcm = {m: k["a"] for m, k in kendall.items()}
+        entries.append({"test": test, "search": [i for i in range(12) if i not in test],
+                        "result": {"scores": scores, "kendall": kendall, "jcm": jcm}})
+    summary = summarise(entries, accuracies, ["a"], {}, ["proxy", "same"], samples=300, seed=3)
+    difference = summary["targets"]["a"]["difference"]["same"]
+    assert difference["mean"] == 0.0 and difference["bootstrap"]["low"] == difference["bootstrap"]["high"] == 0.0
+    assert summarise(entries, accuracies, ["a"], {}, ["proxy", "same"], samples=300, seed=3) == summary
+
+
+# ------------------------------------------------------------------ the command line
+
+def test_cli_prints_the_table_and_refuses_bad_options(af_small_file, session_cache, tmp_path, capsys):
+    common = ["--bench", str(af_small_file), "--targets", "c100_kd,flower_kd", "--batch-size", "2", "--workers", "1",
+              "--population", "4", "--iterations", "1", "--retry-cap", "2", "--quiet",
+              "--cache-dir", str(session_cache.root)]
+    out = tmp_path / "cli"
+    assert main(["evaluate", *common, "--folds", "2", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "evaluation protocol" in printed and "flower_kd" in printed and "- blend" in printed
+    assert "2 of 2 folds finished" in printed
+    assert (out / "repeat-0" / "fold-1" / "best.json").is_file()
+    assert main(["evaluate", "--resume", "--out", str(out), "--quiet"]) == 0
+    assert "2 of 2 folds finished" in capsys.readouterr().out
+    # given search options must be the recorded ones, but for the statistics workers
+    assert common[6:8] == ["--workers", "1"]
+    assert main(["evaluate", "--resume", "--out", str(out), *common[:6], "--workers", "2", *common[8:]]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--resume", "--out", str(out), *common, "--seed", "3"]) == 2
+    assert "other search settings (evolution)" in capsys.readouterr().err
+    for bad, message in ((["--folds", "1"], "--folds must be at least 2, got 1"),
+                         (["--folds", "17"], "--folds 17 is more than the benchmark's 16 architectures")):
+        assert main(["evaluate", *common, *bad, "--out", str(tmp_path / "bad")]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert error == [f"autoprox: error: {message}"]
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+    assert main(["evaluate", "--resume", "--out", str(out), "--folds", "3", "--quiet"]) == 2
+    assert "other protocol options (folds)" in capsys.readouterr().err
