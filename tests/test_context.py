@@ -124,3 +124,34 @@ def test_context_from_settings_checks_targets_and_records_the_file_name(tmp_path
         RunContext.from_settings(SearchSettings(bench=str(PIT_FILE), targets=("c10_kd",)))
     with pytest.raises(RunDirError, match="not a run directory"):
         RunContext.open(tmp_path)
+
+
+def test_settings_naming_the_benchmark_by_file_name_make_a_context_again():
+    """What a context records (the bare file name) is enough to make the context again: transfer folds rely on it."""
+    first = RunContext.from_settings(SearchSettings(bench=str(PIT_FILE), targets=("c100_kd",)))
+    again = RunContext.from_settings(first.settings)
+    assert again.bench.sha256 == first.bench.sha256 and again.split == first.split
+
+
+def test_rank_scores_a_fold_run_on_its_explicit_split(tmp_path, pit_bench, session_cache, capsys):
+    """A proxy from a run with an explicit split (an evaluation fold) is ranked on that split, not a seeded one."""
+    from autoprox.cli.main import main
+    from autoprox.proxies.proxy import AUTOPROX_A
+
+    order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))
+    small = tmp_path / "pit6.jsonl"
+    write_benchmark_jsonl(pit_bench.subset(sorted(order[:6])), small)
+    best = tmp_path / "best.json"
+    best.write_text(json.dumps({"genome": AUTOPROX_A, "split": {"seed": 0, "search_fraction": 0.5,
+                                                                "search": [3, 4, 5], "test": [0, 1, 2]}}))
+    common = ["--bench", str(small), "--batch-size", "2", "--workers", "1", "--json", "--targets", "c100_kd",
+              "--cache-dir", str(session_cache.root)]
+    assert main(["rank", "--proxy", str(best), "--split", "test", *common]) == 0
+    from_fold = json.loads(capsys.readouterr().out)["c100_kd"]
+    assert main(["rank", "--proxy", AUTOPROX_A, "--split", "test", "--split-seed", "0", "--search-fraction", "0.5",
+                 *common]) == 0
+    seeded = json.loads(capsys.readouterr().out)["c100_kd"]
+    from autoprox.data.benchmark import split_benchmark
+
+    assert list(split_benchmark(6, 0, 0.5).test) != [0, 1, 2]  # the two splits differ here
+    assert from_fold["n"] == 3 and from_fold["kendall"] != seeded["kendall"]

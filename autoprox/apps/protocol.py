@@ -34,7 +34,12 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox import __version__
-from autoprox.apps.protocol_summary import BOOTSTRAP_SAMPLES, REFERENCE, fold_jcm, summarise
+from autoprox.apps.protocol_summary import (
+    BOOTSTRAP_SAMPLES,
+    REFERENCE,
+    fold_jcm,
+    summarise,
+)
 from autoprox.core.atomic import atomic_write_json, json_safe
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError

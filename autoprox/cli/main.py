@@ -17,7 +17,17 @@ import warnings
 from types import ModuleType
 from typing import Sequence
 
-from autoprox.cli import cache, curves, evaluate, export, rank, search, show, transfer, vitsearch
+from autoprox.cli import (
+    cache,
+    curves,
+    evaluate,
+    export,
+    rank,
+    search,
+    show,
+    transfer,
+    vitsearch,
+)
 from autoprox.core.errors import AutoproxError, one_line
 
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.

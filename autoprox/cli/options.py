@@ -110,6 +110,18 @@ def plan_from_args(args: argparse.Namespace, targets: Sequence[str]) -> StatsPla
     return StatsPlan.from_options(args.input, args.batch_size, args.stat_seeds, targets, args.per_target_stats)
 
 
+def _explicit_search_part(run_split: dict, size: int) -> list[int] | None:
+    """A run's recorded search part when its seed and fraction do not give it (an evaluation fold's
+    explicit split) and it indexes a benchmark of ``size`` architectures; else None."""
+    from autoprox.data.benchmark import split_benchmark
+
+    search, test = run_split.get("search"), run_split.get("test")
+    if not isinstance(search, list) or not isinstance(test, list) or len(search) + len(test) != size:
+        return None
+    seeded = split_benchmark(size, run_split.get("seed", 0), run_split.get("search_fraction", 0.6))
+    return None if sorted(search) == list(seeded.search) else sorted(search)
+
+
 def evaluation_context(args: argparse.Namespace, proxy_split: dict | None = None, all_targets: bool = False):
     """The :class:`~autoprox.search.context.RunContext` of ``rank``: the benchmark, targets, split and statistics
     the options ask for. The split defaults to the proxy's run's (``proxy_split``), else seed 0 and 0.6."""
@@ -120,8 +132,10 @@ def evaluation_context(args: argparse.Namespace, proxy_split: dict | None = None
     run_split = proxy_split or {}
     bench = load_benchmark(bench_path(args))
     targets = tuple(args.targets) or tuple(bench.targets if all_targets else bench.default_targets())
+    explicit = _explicit_search_part(run_split, len(bench)) if args.split_seed is None \
+        and args.search_fraction is None else None
     settings = SearchSettings(
-        bench=bench_path(args), targets=targets,
+        bench=bench_path(args), targets=targets, split_indices=tuple(explicit) if explicit else None,
         split_seed=args.split_seed if args.split_seed is not None else run_split.get("seed", 0),
         search_fraction=args.search_fraction if args.search_fraction is not None else run_split.get("search_fraction", 0.6),
         input=args.input, batch_size=args.batch_size, stat_seeds=tuple(args.stat_seeds),

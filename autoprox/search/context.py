@@ -74,7 +74,8 @@ class RunContext:
         ``settings.targets`` empty means the benchmark's default targets; the returned
         context's ``settings`` name them, as ``config.json`` records them.
         """
-        bench = bench if bench is not None else load_benchmark(settings.bench)
+        # A recorded bare file name (a portable run) is looked for in the usual places.
+        bench = bench if bench is not None else load_benchmark(locate_benchmark(settings.bench))
         targets = tuple(bench.check_targets(list(settings.targets) or bench.default_targets()))
         for name in settings.weights:
             bench.check_targets([name])
