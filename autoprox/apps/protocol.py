@@ -29,7 +29,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -40,13 +40,14 @@ from autoprox.apps.protocol_summary import (
     fold_jcm,
     summarise,
 )
+from autoprox.apps.selection import SELECTIONS, register_selection, select_best
 from autoprox.core.atomic import atomic_write_json, json_safe
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.progress import Progress, format_seconds
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
 from autoprox.data.cache import build_cache
-from autoprox.genome.tree import InvalidProxy, parse_genome
+from autoprox.genome.tree import InvalidProxy
 from autoprox.proxies.baselines import BASELINES, baseline_scores, choose_baselines
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
@@ -121,27 +122,6 @@ def fold_settings(settings: SearchSettings, fold: OuterFold, workers: int | None
 
 
 # ------------------------------------------------------------------ choosing the proxy
-
-#: How the proxy of a fold's search is chosen: name -> function(run directory) -> Proxy.
-SELECTIONS: dict[str, Callable[[Path], Proxy]] = {}
-
-
-def register_selection(name: str):
-    """Register the decorated function (run directory -> :class:`Proxy`) as selection ``name``."""
-
-    def decorate(function: Callable[[Path], Proxy]):
-        SELECTIONS[name] = function
-        return function
-
-    return decorate
-
-
-@register_selection("best")
-def select_best(run_dir: Path) -> Proxy:
-    """The run's ``best.json`` genome: the best search-part fitness."""
-    genome = read_json(Path(run_dir) / "best.json")["genome"]
-    return Proxy(genome, parse_genome(genome))
-
 
 # ------------------------------------------------------------------ one fold
 

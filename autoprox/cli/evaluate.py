@@ -31,6 +31,10 @@ def add_parser(sub) -> None:
                           help="seed of the outer shuffle; repeat r uses seed + r (default 0)")
     protocol.add_argument("--fold-workers", type=int, default=1,
                           help="folds run side by side in processes (each fold's statistics then use one worker)")
+    protocol.add_argument("--selection", default=None,
+                          help="how each fold's proxy is chosen from its search: best (its best search fitness, the "
+                               "default) or cv-lcb (among the hall of fame's best 10, the highest mean minus sd of "
+                               "JCM over 5 parts of the search part)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.apps.protocol_summary import format_protocol
 
     options = {"folds": args.folds, "repeats": args.repeats, "protocol_seed": args.protocol_seed,
-               "fold_workers": args.fold_workers, "quiet": args.quiet}
+               "fold_workers": args.fold_workers, "selection": args.selection, "quiet": args.quiet}
     if args.resume:
         if not args.out:
             raise RunDirError("--resume needs --out PROTOCOL_DIR")
