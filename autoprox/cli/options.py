@@ -84,6 +84,8 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
     search.add_argument("--margin", type=float, default=defaults.margin, help="a child joins if JCM(child) - JCM(parent) >= margin")
     search.add_argument("--retry-cap", type=int, default=defaults.retry_cap, help="mutations tried per iteration")
     search.add_argument("--gene-probability", type=float, default=defaults.gene_probability, help="chance each gene is redrawn")
+    search.add_argument("--patience", type=int, default=None,
+                        help="stop after this many iterations without a better best proxy (default: off, the paper's)")
     search.add_argument("--seed-proxies", type=proxy_list, default=(),
                         help="comma list of autoprox_a, autoprox_p, genome strings or proxy JSON files put into the "
                              "initial population (hand-crafted zoo proxies cannot be: they are refused with the reason)")
@@ -164,6 +166,7 @@ def search_settings(args: argparse.Namespace):
         sample_ratio=args.sample_ratio,
         top_k=args.top_k, margin=args.margin, retry_cap=args.retry_cap,
         gene_probability=args.gene_probability, seed=args.seed, parsimony=args.parsimony,
+        patience=args.patience,
     )
     space = genome_space(args)
     seed_genomes = tuple(seed_genome(p) for p in args.seed_proxies)

@@ -26,6 +26,7 @@ from autoprox.search.evolution import (
     initial_population,
     rng_from_json,
     rng_state_to_json,
+    stalled,
 )
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
@@ -158,12 +159,14 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
 
         ticker = None if quiet else Progress("evolution", every=30)
         interrupted = False
+        best_jcms = [r["best_jcm"] for r in run.log()] if evo.patience else []
         try:
-            while state.iteration < evo.iterations:
+            while state.iteration < evo.iterations and not stalled(best_jcms, evo.patience):
                 if stop_after is not None and state.iteration >= stop_after:
                     interrupted = True
                     break
                 record = evolve_step(state, evaluator, evo, rng, on_evaluation, space=space)
+                best_jcms.append(record["best_jcm"])
                 run.append_log(json_safe(record))
                 write_hall_of_fame(run, hall)
                 run.write_checkpoint(state.to_json())
@@ -176,6 +179,10 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     best = state.best(evo.parsimony)
     report = best_report(best, context, state.iteration)
     report["finished"] = not interrupted
+    if not interrupted and state.iteration < evo.iterations:
+        report["stopped_early"] = {"iteration": state.iteration, "patience": evo.patience}
+        _log(f"no better proxy in {evo.patience} iterations: stopped at iteration {state.iteration} "
+             f"of {evo.iterations}", quiet)
     run.write_best(report)
     if interrupted:
         _log(f"stopped at iteration {state.iteration}; continue with: autoprox search --resume --out {run.path}", quiet)

@@ -17,7 +17,7 @@ import random
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from autoprox.core.errors import ConfigError, SearchError  # noqa: F401 (re-exported)
 from autoprox.genome.tree import (
@@ -46,6 +46,8 @@ class EvolutionConfig:
     max_init_attempts: int = 5000
     #: Parsimony tie-break: at equal JCM the proxy with fewer nodes ranks higher.
     parsimony: bool = False
+    #: Stop after this many iterations without a better best JCM (None: run every iteration, the paper's).
+    patience: int | None = None
 
     def __post_init__(self) -> None:
         if self.population_size < 2:
@@ -56,6 +58,8 @@ class EvolutionConfig:
             raise ConfigError("top-k and retry cap must be positive, iterations not negative")
         if not 0 < self.gene_probability <= 1:
             raise ConfigError(f"gene probability must be in (0, 1], got {self.gene_probability}")
+        if self.patience is not None and self.patience < 1:
+            raise ConfigError(f"patience must be at least 1 iteration, got {self.patience}")
 
 
 @dataclass
@@ -92,6 +96,17 @@ class EvolutionState:
 
     def best(self, parsimony: bool = False) -> FitnessRecord:
         return max(self.population, key=lambda m: rank_key(m, parsimony))
+
+
+def stalled(best_jcms: Sequence[float], patience: int | None) -> bool:
+    """Whether the last ``patience`` iterations brought no better best JCM.
+
+    ``best_jcms`` holds the population's best JCM after each iteration (the ``best_jcm`` of
+    ``log.jsonl``), so a resumed run decides as an uninterrupted one does.
+    """
+    if patience is None or len(best_jcms) <= patience:
+        return False
+    return max(best_jcms[-patience:]) <= best_jcms[-patience - 1]
 
 
 def complexity(record: FitnessRecord) -> int:

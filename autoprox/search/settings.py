@@ -47,6 +47,8 @@ class SearchSettings:
             del data["split_indices"]
         else:
             data["split_indices"] = list(self.split_indices)
+        if self.evolution.patience is None:  # likewise: the paper's setting records no patience
+            del data["evolution"]["patience"]
         data["genome"] = GenomeSpace.from_json(self.genome).to_json()
         data["targets"] = list(self.targets)
         data["stat_seeds"] = list(self.stat_seeds)
