@@ -16,6 +16,7 @@ deviation over blocks (how much the blocks differ).
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
 from dataclasses import dataclass
@@ -43,8 +44,11 @@ class Aggregation:
 
     @property
     def source(self) -> str:
-        """The function's source text, to copy verbatim into an exported proxy file."""
-        return inspect.getsource(self.function)
+        """The function's source text (without its registering decorator), to copy verbatim
+        into an exported proxy file."""
+        text = inspect.getsource(self.function)
+        definition = ast.parse(text).body[0]
+        return "\n".join(text.splitlines()[definition.lineno - 1:]) + "\n"
 
     def text(self, expression: str) -> str:
         """The score in plain text, from the per-block expression's text."""
