@@ -325,6 +325,14 @@ def write_export(path: str | Path, source: str) -> Path:
     return path
 
 
+def _probe(path: Path, test) -> bool:
+    """``test(path)``, False where the text cannot be a path (a genome longer than a file name)."""
+    try:
+        return test(path)
+    except (OSError, ValueError):
+        return False
+
+
 def _float(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -341,7 +349,7 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
     from autoprox.search.rundir import RunDirectory, RunDirError, read_json
 
     path = Path(source)
-    if path.is_dir():
+    if _probe(path, Path.is_dir):
         run = RunDirectory(path)
         config = run.config()  # RunDirError when it is not a run
         best_path = run.file("best.json")
@@ -375,7 +383,7 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
         raise ProxyError(f"{source} is a built-in proxy, not a genome: there is no formula to export")
     genome = genome_to_string(proxy.genome)
     info = ExportInfo(source=f"{proxy.name} (built-in)" if proxy.name != genome else "")
-    if path.is_file():
+    if _probe(path, Path.is_file):
         data = json.loads(path.read_text(encoding="utf-8"))
         search = data.get("search") if isinstance(data.get("search"), dict) else {}
         test = data.get("test") if isinstance(data.get("test"), dict) else {}
