@@ -72,6 +72,8 @@ def register_aggregation(text: str | None = None, latex: str | None = None):
 
     def decorate(function: Callable[[Sequence[float]], float]) -> Callable[[Sequence[float]], float]:
         name = function.__name__
+        if not name.isidentifier():
+            raise ValueError(f"aggregation {name!r}: its name is not a genome token")
         if name in AGGREGATION_REGISTRY:
             raise ValueError(f"aggregation {name!r} is registered twice")
         AGGREGATION_REGISTRY[name] = Aggregation(
