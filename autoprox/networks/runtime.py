@@ -294,10 +294,9 @@ def read_descriptors(model, inputs, names=DESCRIPTOR_NAMES, head_classes=100, de
     blocks = find_blocks(model)
     given = _given_descriptors(descriptors)
     missing = [name for name in names if name not in given]
-    with MacMeter(model, blocks, "macs" in missing,
-                  head_classes is not None and any(name in missing for name in ("params", "macs"))) as meter:
-        with torch.no_grad():
-            outputs = model(inputs)
+    sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
+    with MacMeter(model, blocks, "macs" in missing, sized) as meter, torch.no_grad():
+        outputs = model(inputs)
     return _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes)
 
 

@@ -448,7 +448,21 @@ def compute_raw_values(names: Sequence[str], archs: Sequence, spec: InputSpec, s
 
 
 __all__ = [
-    "NO_TEACHER_NOTE", "ProxyFailure", "RawResult", "TVT_ALPHA", "TVT_BETA", "ZOO", "ZOO_VERSION", "ZooInputs",
-    "ZooProxy", "ZooScoreCache", "compute_raw_values", "computed_name", "min_max", "raw_value", "register_zoo",
-    "set_scores", "tvt_combine",
+    "NO_TEACHER_NOTE",
+    "TVT_ALPHA",
+    "TVT_BETA",
+    "ZOO",
+    "ZOO_VERSION",
+    "ProxyFailure",
+    "RawResult",
+    "ZooInputs",
+    "ZooProxy",
+    "ZooScoreCache",
+    "compute_raw_values",
+    "computed_name",
+    "min_max",
+    "raw_value",
+    "register_zoo",
+    "set_scores",
+    "tvt_combine",
 ]

@@ -287,7 +287,20 @@ def score_archs(proxy: Proxy, archs: Sequence, cache: StatisticsCache, plan: Sta
 
 
 __all__ = [
-    "ARCHITECTURE_PROXIES", "AUTOPROX_A", "AUTOPROX_P", "BUILTIN_PROXIES", "InvalidProxy", "PUBLISHED",
-    "PUBLISHED_GENOMES", "Proxy", "ProxyError", "PublishedGenome", "register_published_genome", "resolve_proxies",
-    "resolve_proxy", "score_archs", "seed_genome", "split_proxy_list",
+    "ARCHITECTURE_PROXIES",
+    "AUTOPROX_A",
+    "AUTOPROX_P",
+    "BUILTIN_PROXIES",
+    "PUBLISHED",
+    "PUBLISHED_GENOMES",
+    "InvalidProxy",
+    "Proxy",
+    "ProxyError",
+    "PublishedGenome",
+    "register_published_genome",
+    "resolve_proxies",
+    "resolve_proxy",
+    "score_archs",
+    "seed_genome",
+    "split_proxy_list",
 ]
