@@ -1,40 +1,63 @@
 """Primitive operations of the Auto-Prox search space (Table 14).
 
 24 unary ops (UOP00..UOP23) and 4 binary ops (BOP01..BOP04) on matrices (2-D
-float32 tensors) and scalars (0-d tensors): 56 primitive forms.
+float32 tensors) and scalars (0-d tensors): 56 primitive forms. The table
+(:mod:`primitives.table`) imports SymPy only; the torch functions
+(:mod:`primitives.unary`, :mod:`primitives.binary`) and what comes with them
+(``EPS``, ``InvalidResult``, ``ShapeMismatch``) are imported on first use.
 """
 
-from .binary import InvalidResult, ShapeMismatch
 from .table import (
     BINARY,
+    BROADCAST_FORMS,
+    EPS_SYMBOL,
     FORMS,
     KINDS,
+    NAMED_FUNCTIONS,
     OUTPUT_KINDS,
     PRIMITIVES,
     REDUCTIONS,
     UNARY,
+    NamedFunction,
     Primitive,
     export_preamble,
     forms,
     get_primitive,
+    named_function,
 )
-from .unary import EPS
-from .validity import is_valid
+
+
+def __getattr__(name: str):
+    """The names that need torch, imported when first asked for."""
+    if name in ("InvalidResult", "ShapeMismatch"):
+        from . import binary
+
+        return getattr(binary, name)
+    if name == "EPS":
+        from . import unary
+
+        return unary.EPS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BINARY",
+    "BROADCAST_FORMS",
     "EPS",
+    "EPS_SYMBOL",
     "FORMS",
     "KINDS",
+    "NAMED_FUNCTIONS",
     "OUTPUT_KINDS",
     "PRIMITIVES",
     "REDUCTIONS",
     "UNARY",
     "InvalidResult",
+    "NamedFunction",
     "Primitive",
     "ShapeMismatch",
     "export_preamble",
     "forms",
     "get_primitive",
-    "is_valid",
+    "named_function",
 ]

@@ -1,89 +1,87 @@
-"""The primitive table: 24 unary + 4 binary ops of Auto-Prox Table 14, 56 forms in all.
+"""The primitive table: 24 unary + 4 binary ops of Auto-Prox Table 14, each defined once.
 
-Each ``Primitive`` records the paper's id and name, its arity, its kind (how it
-treats a matrix), what its matrix form returns, the function itself, its source
-text (for exporting a proxy as a standalone file) and a SymPy rendering (for
-printing and simplifying discovered proxies).
+One :class:`Primitive` record per op holds everything the engine knows about it: the
+paper's id and name, its arity and kind, which typed forms exist and what each returns,
+which of them free trees never generate (and why), its SymPy rendering in every form
+(for printing and simplifying discovered proxies), and, for the ops that SymPy cannot
+write element-wise, the named function standing for it (its text name, its LaTeX name
+and what is known of its value). The torch function itself is the function of the same
+name in :mod:`primitives.unary` or :mod:`primitives.binary`, whose source text is copied
+verbatim into exported proxies (:attr:`Primitive.source`).
+
+This module imports SymPy only; torch is imported when a primitive's function is first
+used, so that the SymPy worker process (``autoprox.reports.sympy_worker``) starts fast.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Mapping
 
 import sympy
 
-from . import binary as _binary
-from . import unary as _unary
-
 KINDS = ("elementwise", "rowwise", "matrixwise", "reduction", "binary")
 OUTPUT_KINDS = ("matrix", "scalar")
+#: The paper's two forms of every op: on matrices and on scalars (56 forms in all).
 FORMS = ("matrix", "scalar")
+#: The forms of a binary op with one scalar and one matrix operand (the scalar broadcast).
+BROADCAST_FORMS = ("matrix_scalar", "scalar_matrix")
+
+#: The paper's epsilon (1e-9) as a SymPy symbol; :data:`primitives.EPS` is its value.
+EPS_SYMBOL = sympy.Symbol("eps", positive=True)
 
 
-def _fn(name: str) -> sympy.FunctionClass:
-    """A named, undefined SymPy function standing for a matrix-level op."""
-    return sympy.Function(name)
+@dataclass(frozen=True)
+class NamedFunction:
+    """A SymPy function standing for an op that looks at a whole matrix (or row).
 
+    ``name`` is how formulas print it (``frobenius``), ``latex`` how LaTeX prints it,
+    ``assumptions`` what is known of its value (element-wise for matrix-valued ones): it
+    lets SymPy drop, for instance, the absolute value of a norm.
+    """
 
-# SymPy renderings, keyed by op name.  Element-wise ops map to SymPy functions of
-# the argument; ops that look at the whole matrix (or a whole row) and reductions
-# map to named undefined functions, since SymPy symbols here stand for the values
-# flowing through the tree, not for matrices.  matmul is a plain undefined
-# Function, so matmul(a, b) and matmul(b, a) stay distinct (non-commutative).
-_SYMPY: Mapping[str, Callable[..., sympy.Expr]] = MappingProxyType(
-    {
-        "no_op": lambda x: x,
-        "element_wise_abs": lambda x: sympy.Abs(x),
-        "element_wise_tanh": lambda x: sympy.tanh(x),
-        "element_wise_pow": lambda x: x**2,
-        "element_wise_exp": lambda x: sympy.exp(x),
-        "element_wise_log": lambda x: sympy.log(x),
-        "element_wise_relu": lambda x: sympy.Max(0, x),
-        "element_wise_leaky_relu": lambda x: sympy.Max(x / 10, x),
-        "element_wise_swish": lambda x: x / (1 + sympy.exp(-x)),
-        "element_wise_mish": lambda x: x * sympy.tanh(sympy.log(1 + sympy.exp(x))),
-        "element_wise_invert": lambda x: 1 / x,
-        "element_wise_normalized_sum": lambda x: _fn("sum_norm")(x),
-        "normalize": lambda x: _fn("normalize")(x),
-        "sigmoid": lambda x: 1 / (1 + sympy.exp(-x)),
-        "logsoftmax": lambda x: _fn("logsoftmax")(x),
-        "softmax": lambda x: _fn("softmax")(x),
-        "element_wise_sqrt": lambda x: sympy.sqrt(x),
-        "element_wise_revert": lambda x: -x,
-        "frobenius_norm": lambda x: _fn("frobenius")(x),
-        "element_wise_abslog": lambda x: sympy.Abs(sympy.log(x)),
-        "l1_norm": lambda x: _fn("l1")(x),
-        "min_max_normalize": lambda x: _fn("minmax")(x),
-        "to_mean_scalar": lambda x: _fn("mean")(x),
-        "to_std_scalar": lambda x: _fn("std")(x),
-        "element_wise_sum": lambda a, b: a + b,
-        "element_wise_difference": lambda a, b: a - b,
-        "element_wise_product": lambda a, b: a * b,
-        "matrix_multiplication": lambda a, b: _fn("matmul")(a, b),
-    }
-)
+    name: str
+    assumptions: Mapping[str, bool] = field(default_factory=dict)
+
+    @property
+    def latex(self) -> str:
+        escaped = self.name.replace("_", r"\_")
+        return rf"\operatorname{{{escaped}}}"
+
+    def function(self) -> sympy.FunctionClass:
+        """The SymPy function (an undefined function carrying :attr:`assumptions`)."""
+        return sympy.Function(self.name, **dict(self.assumptions))
 
 
 @dataclass(frozen=True)
 class Primitive:
-    """One op of Table 14.
+    """One op of Table 14, in all its forms.
 
     kind: "elementwise", "rowwise" (softmax, logsoftmax: along the last axis),
     "matrixwise" (normalize, min_max_normalize: whole-matrix statistics),
     "reduction" (matrix -> scalar) or "binary".
     output_kind: what the MATRIX form returns, "matrix" or "scalar"; the scalar
     form always returns a scalar.
+    symbolic: the SymPy rendering of the matrix form (element-wise ops act on a symbol
+    standing for a whole matrix as on a number); ``named`` replaces it by a named function.
+    symbolic_forms: the SymPy rendering of another form where it differs from the matrix
+    form's (``to_std_scalar`` of a scalar is 0, ...); ``sympy.nan`` for a form that is
+    always invalid.
+    not_generated: form -> why free trees never generate it (it stays valid in a genome).
     """
 
     op_id: str
     name: str
     arity: int
     kind: str
-    function: Callable[..., object]
     output_kind: str
+    symbolic: Callable[..., sympy.Expr] | None = None
+    named: NamedFunction | None = None
+    symbolic_forms: Mapping[str, Callable[..., sympy.Expr]] = field(default_factory=dict)
+    not_generated: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -92,6 +90,17 @@ class Primitive:
             raise ValueError(f"{self.name}: unknown output_kind {self.output_kind!r}")
         if self.arity not in (1, 2) or (self.arity == 2) != (self.kind == "binary"):
             raise ValueError(f"{self.name}: arity {self.arity} inconsistent with kind {self.kind!r}")
+        if (self.symbolic is None) == (self.named is None):
+            raise ValueError(f"{self.name}: give either a SymPy rendering or a named function")
+        for form in (*self.symbolic_forms, *self.not_generated):
+            if form not in self.forms:
+                raise ValueError(f"{self.name}: no form {form!r}")
+
+    @property
+    def function(self) -> Callable[..., object]:
+        """The torch function (``primitives.unary.NAME`` or ``primitives.binary.NAME``)."""
+        module = importlib.import_module(f"{__package__}.{'unary' if self.arity == 1 else 'binary'}")
+        return getattr(module, self.name)
 
     def __call__(self, *args: object) -> object:
         return self.function(*args)
@@ -101,85 +110,106 @@ class Primitive:
         """The function's source text, to copy verbatim into an exported proxy file."""
         return inspect.getsource(self.function)
 
-    def sympy(self, *args: sympy.Expr) -> sympy.Expr:
-        """This op applied to SymPy argument expressions."""
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """The typed forms that exist: every op has a matrix and a scalar form; a binary op
+        also takes a scalar with a matrix, in either order (the scalar broadcast)."""
+        return FORMS + (BROADCAST_FORMS if self.arity == 2 else ())
+
+    def signature(self, form: str) -> tuple[tuple[str, ...], str]:
+        """(argument kinds, result kind) of ``form``, each "matrix" or "scalar"."""
+        if form == "matrix":
+            return ("matrix",) * self.arity, self.output_kind
+        if form == "scalar":
+            return ("scalar",) * self.arity, "scalar"
+        if form in self.forms:
+            return tuple(form.split("_")), "matrix"
+        raise ValueError(f"{self.name} has no form {form!r}")
+
+    def sympy(self, *args: sympy.Expr, form: str = "matrix") -> sympy.Expr:
+        """This op's ``form`` applied to SymPy argument expressions."""
         if len(args) != self.arity:
             raise TypeError(f"{self.name} takes {self.arity} argument(s), got {len(args)}")
-        return _SYMPY[self.name](*args)
+        if form not in self.forms:
+            raise ValueError(f"{self.name} has no form {form!r}")
+        if form in self.symbolic_forms:
+            return self.symbolic_forms[form](*args)
+        if self.named is not None:
+            return self.named.function()(*args)
+        return self.symbolic(*args)
 
 
-# (name, kind) in paper order UOP00..UOP23.
-_UNARY_SPEC: tuple[tuple[str, str], ...] = (
-    ("no_op", "elementwise"),
-    ("element_wise_abs", "elementwise"),
-    ("element_wise_tanh", "elementwise"),
-    ("element_wise_pow", "elementwise"),
-    ("element_wise_exp", "elementwise"),
-    ("element_wise_log", "elementwise"),
-    ("element_wise_relu", "elementwise"),
-    ("element_wise_leaky_relu", "elementwise"),
-    ("element_wise_swish", "elementwise"),
-    ("element_wise_mish", "elementwise"),
-    ("element_wise_invert", "elementwise"),
-    ("element_wise_normalized_sum", "reduction"),
-    ("normalize", "matrixwise"),
-    ("sigmoid", "elementwise"),
-    ("logsoftmax", "rowwise"),
-    ("softmax", "rowwise"),
-    ("element_wise_sqrt", "elementwise"),
-    ("element_wise_revert", "elementwise"),
-    ("frobenius_norm", "reduction"),
-    ("element_wise_abslog", "elementwise"),
-    ("l1_norm", "reduction"),
-    ("min_max_normalize", "matrixwise"),
-    ("to_mean_scalar", "reduction"),
-    ("to_std_scalar", "reduction"),
+def _const(value: sympy.Expr) -> Callable[..., sympy.Expr]:
+    return lambda *args: value
+
+
+_NAN_ON_A_SCALAR = "always NaN on a single value"
+_SHAPE_MISMATCH = "always a ShapeMismatch (@ is undefined for a 0-d operand)"
+
+# Paper order UOP00..UOP23; the scalar forms follow each function's docstring in unary.py.
+_UNARY = (
+    Primitive("UOP00", "no_op", 1, "elementwise", "matrix", lambda x: x),
+    Primitive("UOP01", "element_wise_abs", 1, "elementwise", "matrix", lambda x: sympy.Abs(x)),
+    Primitive("UOP02", "element_wise_tanh", 1, "elementwise", "matrix", lambda x: sympy.tanh(x)),
+    Primitive("UOP03", "element_wise_pow", 1, "elementwise", "matrix", lambda x: x**2),
+    Primitive("UOP04", "element_wise_exp", 1, "elementwise", "matrix", lambda x: sympy.exp(x)),
+    Primitive("UOP05", "element_wise_log", 1, "elementwise", "matrix", lambda x: sympy.log(x)),
+    Primitive("UOP06", "element_wise_relu", 1, "elementwise", "matrix", lambda x: sympy.Max(0, x)),
+    Primitive("UOP07", "element_wise_leaky_relu", 1, "elementwise", "matrix", lambda x: sympy.Max(x / 10, x)),
+    Primitive("UOP08", "element_wise_swish", 1, "elementwise", "matrix", lambda x: x / (1 + sympy.exp(-x))),
+    Primitive("UOP09", "element_wise_mish", 1, "elementwise", "matrix",
+              lambda x: x * sympy.tanh(sympy.log(1 + sympy.exp(x)))),
+    Primitive("UOP10", "element_wise_invert", 1, "elementwise", "matrix", lambda x: 1 / x),
+    Primitive("UOP11", "element_wise_normalized_sum", 1, "reduction", "scalar",
+              named=NamedFunction("sum_norm", {"real": True}),
+              symbolic_forms={"scalar": lambda x: x / (1 + EPS_SYMBOL)}),
+    Primitive("UOP12", "normalize", 1, "matrixwise", "matrix", named=NamedFunction("normalize", {"real": True}),
+              symbolic_forms={"scalar": _const(sympy.nan)}, not_generated={"scalar": _NAN_ON_A_SCALAR}),
+    Primitive("UOP13", "sigmoid", 1, "elementwise", "matrix", lambda x: 1 / (1 + sympy.exp(-x))),
+    Primitive("UOP14", "logsoftmax", 1, "rowwise", "matrix", named=NamedFunction("logsoftmax", {"nonpositive": True}),
+              symbolic_forms={"scalar": _const(sympy.Integer(0))}, not_generated={"scalar": "the constant 0"}),
+    Primitive("UOP15", "softmax", 1, "rowwise", "matrix", named=NamedFunction("softmax", {"positive": True}),
+              symbolic_forms={"scalar": _const(sympy.Integer(1))}, not_generated={"scalar": "the constant 1"}),
+    Primitive("UOP16", "element_wise_sqrt", 1, "elementwise", "matrix", lambda x: sympy.sqrt(x)),
+    Primitive("UOP17", "element_wise_revert", 1, "elementwise", "matrix", lambda x: -x),
+    Primitive("UOP18", "frobenius_norm", 1, "reduction", "scalar",
+              named=NamedFunction("frobenius", {"nonnegative": True}),
+              symbolic_forms={"scalar": lambda x: sympy.Abs(x)}),
+    Primitive("UOP19", "element_wise_abslog", 1, "elementwise", "matrix", lambda x: sympy.Abs(sympy.log(x))),
+    Primitive("UOP20", "l1_norm", 1, "reduction", "scalar", named=NamedFunction("l1", {"nonnegative": True}),
+              symbolic_forms={"scalar": lambda x: sympy.Abs(x)}),
+    Primitive("UOP21", "min_max_normalize", 1, "matrixwise", "matrix",
+              named=NamedFunction("minmax", {"nonnegative": True}),
+              symbolic_forms={"scalar": _const(sympy.nan)}, not_generated={"scalar": _NAN_ON_A_SCALAR}),
+    Primitive("UOP22", "to_mean_scalar", 1, "reduction", "scalar", named=NamedFunction("mean", {"real": True}),
+              symbolic_forms={"scalar": lambda x: x}),
+    Primitive("UOP23", "to_std_scalar", 1, "reduction", "scalar", named=NamedFunction("std", {"nonnegative": True}),
+              symbolic_forms={"scalar": _const(sympy.Integer(0))}, not_generated={"scalar": "the constant 0"}),
 )
 
-# Names in paper order BOP01..BOP04.
-_BINARY_SPEC: tuple[str, ...] = (
-    "element_wise_sum",
-    "element_wise_difference",
-    "element_wise_product",
-    "matrix_multiplication",
+# Paper order BOP01..BOP04. matmul is a named (non-commutative) function, so matmul(a, b)
+# and matmul(b, a) stay distinct.
+_BINARY = (
+    Primitive("BOP01", "element_wise_sum", 2, "binary", "matrix", lambda a, b: a + b),
+    Primitive("BOP02", "element_wise_difference", 2, "binary", "matrix", lambda a, b: a - b),
+    Primitive("BOP03", "element_wise_product", 2, "binary", "matrix", lambda a, b: a * b),
+    Primitive("BOP04", "matrix_multiplication", 2, "binary", "matrix", named=NamedFunction("matmul", {"real": True}),
+              symbolic_forms={"scalar": lambda a, b: a * b, "matrix_scalar": _const(sympy.nan),
+                              "scalar_matrix": _const(sympy.nan)},
+              not_generated={"scalar": "a duplicate of element_wise_product's scalar form",
+                             "matrix_scalar": _SHAPE_MISMATCH, "scalar_matrix": _SHAPE_MISMATCH}),
 )
-
-
-def _unary_table() -> dict[str, Primitive]:
-    return {
-        name: Primitive(
-            op_id=f"UOP{i:02d}",
-            name=name,
-            arity=1,
-            kind=kind,
-            function=getattr(_unary, name),
-            output_kind="scalar" if kind == "reduction" else "matrix",
-        )
-        for i, (name, kind) in enumerate(_UNARY_SPEC)
-    }
-
-
-def _binary_table() -> dict[str, Primitive]:
-    return {
-        name: Primitive(
-            op_id=f"BOP{i:02d}",
-            name=name,
-            arity=2,
-            kind="binary",
-            function=getattr(_binary, name),
-            output_kind="matrix",
-        )
-        for i, name in enumerate(_BINARY_SPEC, start=1)
-    }
-
 
 # Tables keyed by the paper's op name (the token used in genome strings), in paper
 # order UOP00..UOP23 and BOP01..BOP04; each Primitive carries its op_id.
-UNARY: dict[str, Primitive] = _unary_table()
-BINARY: dict[str, Primitive] = _binary_table()
+UNARY: dict[str, Primitive] = {p.name: p for p in _UNARY}
+BINARY: dict[str, Primitive] = {p.name: p for p in _BINARY}
 PRIMITIVES: dict[str, Primitive] = {**UNARY, **BINARY}
 _BY_ID: Mapping[str, Primitive] = MappingProxyType({p.op_id: p for p in PRIMITIVES.values()})
 REDUCTIONS: frozenset[str] = frozenset(p.name for p in UNARY.values() if p.kind == "reduction")
+#: Named SymPy functions (``frobenius``, ``matmul``, ...) -> the primitive each stands for.
+NAMED_FUNCTIONS: Mapping[str, Primitive] = MappingProxyType(
+    {p.named.name: p for p in PRIMITIVES.values() if p.named is not None})
 
 
 def get_primitive(name: str) -> Primitive:
@@ -195,6 +225,13 @@ def get_primitive(name: str) -> Primitive:
     raise KeyError(f"unknown primitive {name!r}; known primitives: {known}")
 
 
+def named_function(name: str) -> NamedFunction:
+    """The named SymPy function ``name`` (``frobenius``, ...); KeyError when there is none."""
+    if name not in NAMED_FUNCTIONS:
+        raise KeyError(f"unknown function {name!r}")
+    return NAMED_FUNCTIONS[name].named
+
+
 def forms() -> list[tuple[str, str]]:
     """The 56 primitive forms: each of the 28 ops in its "matrix" and "scalar" form."""
     return [(p.name, form) for p in PRIMITIVES.values() for form in FORMS]
@@ -205,7 +242,7 @@ def export_preamble() -> str:
 
     It imports torch, defines EPS and the two exception classes, copied verbatim.
     """
-    classes = "\n\n".join(
-        inspect.getsource(cls) for cls in (_binary.InvalidResult, _binary.ShapeMismatch)
-    )
-    return f"import torch\n\nEPS = {_unary.EPS!r}\n\n\n{classes}\n"
+    from . import binary, unary
+
+    classes = "\n\n".join(inspect.getsource(cls) for cls in (binary.InvalidResult, binary.ShapeMismatch))
+    return f"import torch\n\nEPS = {unary.EPS!r}\n\n\n{classes}\n"

@@ -8,7 +8,7 @@ where the two differ).  Rules shared by all ops:
   between trees).  An op may return its input object itself (no_op, the scalar
   forms of to_mean_scalar) since nothing downstream mutates it either.
 * Not protected: the paper does not guard ops, so ln of a negative number is NaN,
-  1/0 is inf, and so on; the engine detects that with ``is_valid``.
+  1/0 is inf, and so on; the engine marks such a proxy invalid.
 * Self-contained: each function depends only on ``torch`` and ``EPS`` so that its
   source text can be copied verbatim into a standalone exported proxy file.
 """

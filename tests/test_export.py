@@ -158,7 +158,7 @@ def test_exported_module_imports_torch_only_and_documents_the_proxy(exported):
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module.split(".")[0])
-    assert imported == {"__future__", "math", "torch"}
+    assert imported == {"__future__", "math", "warnings", "torch"}
     doc = ast.get_docstring(tree)
     assert "score = 1/L * sum_l ( mean(frobenius(minmax(W_proj)) + 1/sqrt(1 + exp(-G_H_mlp))) )" in doc
     assert "source: runs/example" in doc and "search-split JCM: +0.4321" in doc and "exported: " in doc

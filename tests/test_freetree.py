@@ -24,7 +24,6 @@ from autoprox.genome.free import (
     mut_shrink,
     mut_subtree,
     random_tree,
-    tree_depth,
     vary,
     within_limits,
 )
@@ -80,7 +79,7 @@ def test_ramped_half_and_half_gives_valid_trees(space):
         assert_good(tree, space)
         assert tree[0].name in space.aggregations
         assert tree[1].ret is Scalar
-    depths = Counter(tree_depth(t) for t in made)
+    depths = Counter(t.height for t in made)
     # every depth of the initial range appears (ramped), and no deeper tree
     assert set(range(DEFAULT_LIMITS.init_min_depth, DEFAULT_LIMITS.init_max_depth + 1)) <= set(depths)
     assert max(depths) <= DEFAULT_LIMITS.init_max_depth
@@ -106,6 +105,9 @@ def test_space_restricts_aggregations_and_terminals():
 def test_free_set_excludes_matrix_only_scalar_forms():
     pset = primitive_set()
     assert EXCLUDED_FORMS <= set(pset.mapping)
+    # derived from the primitive table (Primitive.not_generated)
+    assert EXCLUDED_FORMS == {"normalize.s", "min_max_normalize.s", "softmax.s", "logsoftmax.s", "to_std_scalar.s",
+                              "matrix_multiplication.s", "matrix_multiplication.ms", "matrix_multiplication.sm"}
     for space in (STATS_ONLY, WITH_ARCH):
         allowed = free_set(space).names
         assert not allowed & EXCLUDED_FORMS
@@ -237,7 +239,7 @@ def test_insert_grows_the_tree(space):
             continue
         check_tree(child, space)
         assert len(child) > len(parent)
-        assert tree_depth(child) >= tree_depth(parent)
+        assert child.height >= parent.height
 
 
 @SPACES
@@ -253,7 +255,7 @@ def test_shrink_reduces_the_size(space):
         applied += 1
         check_tree(child, space)
         assert len(child) < len(parent)
-        assert tree_depth(child) <= tree_depth(parent)
+        assert child.height <= parent.height
         # the kept material comes from the parent
         assert set(names(child)) <= set(names(parent))
     assert applied > 100

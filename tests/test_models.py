@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 
+from autoprox.networks import runtime
 from autoprox.networks.models import (
     Attention,
     Block,
@@ -114,42 +115,44 @@ def test_forward_shape(cfg, classes):
     assert out.shape == (2, classes) and torch.isfinite(out).all()
 
 
-def _hook_macs(model: nn.Module) -> int:
-    """MACs of one 224x224 image measured on the real network with forward hooks."""
-    total = 0
-
-    def linear_hook(m, inp, out):
-        nonlocal total
-        total += out.numel() * m.in_features
-
-    def conv_hook(m, inp, out):
-        nonlocal total
-        total += out.numel() * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1]
-
-    def attn_hook(m, inp, out):
-        nonlocal total
-        _, t, d = inp[0].shape
-        total += 2 * t * t * d  # q@k^T and attn@v
-
-    handles = []
-    for m in model.modules():
-        if isinstance(m, nn.Linear):
-            handles.append(m.register_forward_hook(linear_hook))
-        elif isinstance(m, nn.Conv2d):
-            handles.append(m.register_forward_hook(conv_hook))
-        elif isinstance(m, Attention):
-            handles.append(m.register_forward_hook(attn_hook))
-    with torch.no_grad():
-        model.eval()(torch.randn(1, 3, 224, 224))
-    for h in handles:
-        h.remove()
-    return total
+def _hook_macs(model: nn.Module) -> float:
+    """MACs of one 224x224 image measured on the real network by the runtime's forward hooks."""
+    return runtime.read_descriptors(model.eval(), torch.randn(1, 3, 224, 224), ("macs",), head_classes=None)["macs"]
 
 
 @pytest.mark.parametrize("cfg,macs", [(TABLE[0][0], TABLE[0][2]), (TABLE[5][0], TABLE[5][2])])
 def test_count_macs_matches_hooked_network(cfg, macs):
     model = build_model(cfg, seed=0)
     assert _hook_macs(model) == count_macs(parse_arch(cfg)) == macs
+
+
+@pytest.mark.parametrize("space", ["autoformer", "pit"])
+def test_macs_against_torch_flop_counter(space):
+    """Both MAC counters (the analytic count_macs, the runtime's hooks) against
+    torch.utils.flop_counter on real built models: flops = 2 x MACs.
+
+    The flop counter counts matrix products and convolutions (aten addmm, mm, bmm,
+    convolution), as both MAC counters do: Linear layers, the patch embeddings, PiT's
+    depthwise pooling convolutions and class-token Linears, the head, and q @ k^T and
+    attn @ v (attention runs through SDPA's math kernel, which the counter sees as bmm).
+    Excluded by every counter: biases, LayerNorm, GELU, softmax and its scaling,
+    residual additions, position embeddings, mean pooling.
+    """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    rng = random.Random(3)
+    for arch in [sample_arch(space, rng) for _ in range(2)]:
+        for classes in (100, 10):
+            model = build_model(arch, num_classes=classes, seed=0).eval()
+            images = torch.randn(2, 3, 224, 224)
+            with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+                model(images)
+            counted = counter.get_flop_counts()["Global"]
+            assert {str(op) for op in counted} <= {"aten.addmm", "aten.mm", "aten.bmm", "aten.convolution"}
+            macs = count_macs(arch, classes)
+            assert counter.get_total_flops() == 2 * 2 * macs, (arch, classes)  # two images
+            assert _hook_macs(model) == macs
 
 
 def test_attention_matches_manual_softmax():

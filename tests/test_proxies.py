@@ -17,6 +17,7 @@ from autoprox.genome.tree import (
 from autoprox.networks.statistics import torch_threads
 from autoprox.proxies.proxy import (
     ARCHITECTURE_PROXIES,
+    BUILTIN_PROXIES,
     Proxy,
     ProxyError,
     resolve_proxy,
@@ -148,3 +149,105 @@ def test_score_archs_averages_seeds(af_small, session_cache, small_spec):
 def test_score_archs_raises_invalid_proxy(af_small, session_cache, plan):
     with pytest.raises(InvalidProxy):
         score_archs(resolve_proxy(NAN_GENOME), af_small.archs[:2], session_cache, plan)
+
+
+# ------------------------------------------------------------ one path for every proxy
+
+
+@pytest.mark.parametrize("name", BUILTIN_PROXIES)
+def test_every_registered_proxy_scores_a_tiny_benchmark(name, pit_small, session_cache, small_spec):
+    """Each registered proxy (architecture, zoo, published genome) through Proxy.score, and the
+    ViT search's path (its raw values per architecture, then its final scores) gives the same."""
+    from autoprox.apps.vitsearch import VitSearchSettings, final_scores, raw_scores
+
+    archs = pit_small.archs[:4]
+    plan = StatsPlan(small_spec, (0, 1), {"c100_kd": 100})
+    proxy = resolve_proxy(name)
+    scores = proxy.score(archs, session_cache, plan)
+    assert set(scores) == {100} and scores[100].shape == (4,)
+    assert np.isfinite(scores[100]).all() and np.ptp(scores[100]) > 0, scores
+    assert score_archs(proxy, archs, session_cache, plan)[100].tolist() == scores[100].tolist()
+    settings = VitSearchSettings(space="pit", proxy=name, batch_size=small_spec.batch_size, stat_seeds=(0, 1),
+                                 cache_dir=str(session_cache.root), workers=1)
+    outcomes = raw_scores(proxy, archs, settings, small_spec)
+    assert [error for _, _, error in outcomes] == [""] * 4
+    assert final_scores(proxy, [raw for raw, _, _ in outcomes]).tolist() == scores[100].tolist()
+
+
+def test_the_registries_hold_every_builtin_once():
+    from autoprox.networks.zoo import ZOO
+    from autoprox.proxies.proxy import PUBLISHED, register_published_genome
+    from autoprox.proxies.scorers import register_architecture_proxy
+
+    assert BUILTIN_PROXIES == ("params", "flops", *ZOO, "autoprox_a", "autoprox_p")
+    kinds = {name: resolve_proxy(name).kind for name in BUILTIN_PROXIES}
+    assert {n for n, k in kinds.items() if k == "architecture"} == set(ARCHITECTURE_PROXIES)
+    assert {n for n, k in kinds.items() if k == "zoo"} == set(ZOO)
+    assert {n for n, k in kinds.items() if k == "genome"} == set(PUBLISHED)
+    with pytest.raises(ValueError, match="registered twice"):
+        register_published_genome("snip", PUBLISHED["autoprox_a"].genome, "a clash with the zoo")
+    with pytest.raises(ValueError, match="registered twice"):
+        register_architecture_proxy("params", "again")(lambda arch, num_classes=100: 0)
+
+
+def test_a_registered_architecture_proxy_is_scored_like_the_builtins(af_small, session_cache, small_spec):
+    from autoprox.proxies.scorers import ARCHITECTURE_PROXIES as registry
+    from autoprox.proxies.scorers import register_architecture_proxy
+
+    @register_architecture_proxy("test_depth", "the number of blocks")
+    def depth(arch, num_classes=100):
+        return arch.depth
+
+    try:
+        archs = af_small.archs[:5]
+        plan = StatsPlan(small_spec, (0,), {"c100_kd": 100, "chaoyang_kd": 4})
+        scores = resolve_proxy("test_depth").score(archs, session_cache, plan)
+        assert scores[100].tolist() == scores[4].tolist() == [float(a.depth) for a in archs]
+    finally:
+        del registry["test_depth"]
+
+
+def test_unknown_proxy_objects_are_refused_clearly():
+    with pytest.raises(ProxyError, match="unknown proxy 'nonesuch'"):
+        Proxy("nonesuch").kind
+    with pytest.raises(ProxyError, match="unknown proxy 'nonesuch'"):
+        Proxy("x", zoo="nonesuch").score([], None, None)
+
+
+#: The 278-character genome of runs/ablation/autoformer-free-gene-arch-cv/hall_of_fame.json (issue 11, bug 1).
+LONG_GENOME = ("block_sum(element_wise_product(element_wise_sum(element_wise_sum(element_wise_sum(element_wise_sum("
+               "A_log_heads, to_std_scalar(min_max_normalize(F1))), A_depth), element_wise_sum(element_wise_sum("
+               "A_log_heads, to_std_scalar(min_max_normalize(F1))), A_depth)), A_depth), A_params))")
+
+
+def test_a_genome_longer_than_a_file_name_is_a_genome_everywhere(capsys, tmp_path, af_small_file, session_cache):
+    """rank, export and --seed-proxies probed the genome text as a path: OSError File name too long."""
+    from pathlib import Path
+
+    from autoprox.cli.main import main
+
+    assert len(LONG_GENOME) == 278
+    hall = Path(__file__).resolve().parent.parent / "runs/ablation/autoformer-free-gene-arch-cv/hall_of_fame.json"
+    if hall.is_file():
+        assert LONG_GENOME in hall.read_text()
+    assert resolve_proxy(LONG_GENOME).name == LONG_GENOME
+    assert resolve_proxy(LONG_GENOME + " ").name == LONG_GENOME
+
+    code = main(["rank", "--proxy", LONG_GENOME, "--bench", str(af_small_file), "--json", "--batch-size", "2",
+                 "--cache-dir", str(session_cache.root), "--targets", "c100_kd"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["c100_kd"]["n"] == 16
+
+    target = tmp_path / "long.py"
+    code = main(["export", LONG_GENOME, "--out", str(target), "--no-simplify"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert LONG_GENOME in target.read_text()
+
+    # a free tree cannot seed the template search: one line saying so, not a traceback
+    code = main(["search", "--bench", str(af_small_file), "--seed-proxies", LONG_GENOME, "--out", str(tmp_path / "run"),
+                 "--iterations", "1", "--cache-dir", str(session_cache.root), "--batch-size", "2"])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith("autoprox: error:") and "template's shape" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from autoprox.networks import zoo
+from autoprox.networks import zoo_measures as measures
 from autoprox.networks.models import Attention, Block, Mlp
 from autoprox.networks.statistics import (
     InputSpec,
@@ -52,9 +53,9 @@ def _hand_gradient(x=X, y=Y, w=W):
 
 def test_snip_plain_grad_norm_by_hand():
     g, _, _ = _hand_gradient()
-    assert zoo.snip(_linear_net(), *_batch()) == pytest.approx(np.abs(g * W).sum(), rel=1e-12)
-    assert zoo.plain(_linear_net(), *_batch()) == pytest.approx((g * W).sum(), rel=1e-12)
-    assert zoo.grad_norm(_linear_net(), *_batch()) == pytest.approx(np.sqrt((g ** 2).sum()), rel=1e-12)
+    assert measures.snip(_linear_net(), *_batch()) == pytest.approx(np.abs(g * W).sum(), rel=1e-12)
+    assert measures.plain(_linear_net(), *_batch()) == pytest.approx((g * W).sum(), rel=1e-12)
+    assert measures.grad_norm(_linear_net(), *_batch()) == pytest.approx(np.sqrt((g ** 2).sum()), rel=1e-12)
 
 
 def test_grasp_by_hand():
@@ -64,7 +65,7 @@ def test_grasp_by_hand():
     for n in range(len(X)):
         curvature = np.diag(p[n]) - np.outer(p[n], p[n])
         hg += np.outer(curvature @ (g @ X[n]), X[n]) / len(X)
-    assert zoo.grasp(_linear_net(), *_batch()) == pytest.approx(-(W * hg).sum(), rel=1e-10)
+    assert measures.grasp(_linear_net(), *_batch()) == pytest.approx(-(W * hg).sum(), rel=1e-10)
 
 
 def test_fisher_by_hand():
@@ -73,7 +74,7 @@ def test_fisher_by_hand():
     z = X @ W.T
     dz = (p - onehot) / len(X)
     expected = 0.5 * ((z * dz) ** 2).mean(axis=0).sum()
-    assert zoo.fisher(_linear_net(), *_batch()) == pytest.approx(expected, rel=1e-10)
+    assert measures.fisher(_linear_net(), *_batch()) == pytest.approx(expected, rel=1e-10)
 
 
 def test_zico_by_hand():
@@ -84,17 +85,17 @@ def test_zico_by_hand():
     std = np.abs(g1 - g2) / 2
     keep = std != 0
     expected = math.log((mean_abs[keep] / std[keep]).sum())
-    assert zoo.zico(_linear_net(), *_batch(), groups=2) == pytest.approx(expected, rel=1e-10)
-    with pytest.raises(zoo.ProxyFailure, match="at least 2 images"):
-        zoo.zico(_linear_net(), *_batch(X[:1], Y[:1]))
+    assert measures.zico(_linear_net(), *_batch(), groups=2) == pytest.approx(expected, rel=1e-10)
+    with pytest.raises(measures.ProxyFailure, match="at least 2 images"):
+        measures.zico(_linear_net(), *_batch(X[:1], Y[:1]))
 
 
 def test_te_nas_by_hand():
     """d(sum of logits)/dW = 1 x_n^T, so NTK = C X X^T: X = [e1, 2 e2] gives cond 4."""
     x = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0]])
-    assert zoo.te_nas(_linear_net(), torch.from_numpy(x)) == pytest.approx(-4.0, rel=1e-12)
-    with pytest.raises(zoo.ProxyFailure, match="singular"):
-        zoo.te_nas(_linear_net(), torch.from_numpy(np.array([[1.0, 0, 0], [2.0, 0, 0]])))
+    assert measures.te_nas(_linear_net(), torch.from_numpy(x)) == pytest.approx(-4.0, rel=1e-12)
+    with pytest.raises(measures.ProxyFailure, match="singular"):
+        measures.te_nas(_linear_net(), torch.from_numpy(np.array([[1.0, 0, 0], [2.0, 0, 0]])))
 
 
 def test_synflow_by_hand_and_signs_restored():
@@ -106,7 +107,7 @@ def test_synflow_by_hand_and_signs_restored():
         net[0].weight.copy_(torch.from_numpy(w1))
         net[1].weight.copy_(torch.from_numpy(w2))
     r = (np.abs(w2) @ np.abs(w1) @ np.ones(3)).sum()
-    assert zoo.synflow(net, torch.ones(1, 3)) == pytest.approx(2 * r, rel=1e-12)
+    assert measures.synflow(net, torch.ones(1, 3)) == pytest.approx(2 * r, rel=1e-12)
     np.testing.assert_array_equal(net[0].weight.detach().numpy(), w1)  # signs restored
 
 
@@ -130,10 +131,10 @@ def test_nwot_by_hand():
     """Codes (1,0,0), (0,1,1), (1,1,1) of 3 units: K = [[3,0,1],[0,3,2],[1,2,3]], det 12."""
     net = _mlp_only(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
     images = torch.tensor([[[1.0, -1.0]], [[-1.0, 2.0]], [[2.0, 1.0]]], dtype=torch.float64)  # (B, tokens, dim)
-    assert zoo.nwot(net, images) == pytest.approx(math.log(12.0), rel=1e-12)
+    assert measures.nwot(net, images) == pytest.approx(math.log(12.0), rel=1e-12)
     same = torch.tensor([[[1.0, -1.0]], [[1.0, -1.0]]], dtype=torch.float64)
-    with pytest.raises(zoo.ProxyFailure, match="singular"):
-        zoo.nwot(net, same)
+    with pytest.raises(measures.ProxyFailure, match="singular"):
+        measures.nwot(net, same)
 
 
 class _TinyViT(nn.Module):
@@ -167,7 +168,7 @@ def test_dss_by_hand():
     gram = np.abs(qkv).T @ np.abs(qkv)  # nuclear norm of a 6x2 matrix: sqrt(tr M + 2 sqrt(det M))
     nuc_qkv = math.sqrt(np.trace(gram) + 2 * math.sqrt(np.linalg.det(gram)))
     expected = nuc_grad_qkv * nuc_qkv + nuc_grad_proj * (c + d) + 2 * r  # MLP saliency: R per layer
-    assert zoo.dss(net, torch.ones(1, 1, 2)) == pytest.approx(expected, rel=1e-9)
+    assert measures.dss(net, torch.ones(1, 1, 2)) == pytest.approx(expected, rel=1e-9)
     assert float(net.mlp.fc2.weight.detach()[1, 1]) == -h  # signs restored
 
 
@@ -178,42 +179,42 @@ def test_tvt_student_capability_by_hand():
             if isinstance(module, nn.Linear):
                 module.weight.fill_(0.5)
     # per block 12 + 4 + 8 + 8 = 32 weights of 0.5: sqrt(32 / 4) = sqrt(8); biases and LayerNorms left out
-    assert zoo.student_capability(blocks) == pytest.approx(2 * math.sqrt(8), rel=1e-12)
+    assert measures.student_capability(blocks) == pytest.approx(2 * math.sqrt(8), rel=1e-12)
 
 
 def test_tvt_teacher_distance_by_hand():
     tokens = torch.zeros(1, 5, 2)
     tokens[0, 0] = 9.0  # the class token, dropped
     tokens[0, 1, 0] = 1.0  # grid position (0, 0)
-    grid = zoo.tokens_to_grid(tokens)
+    grid = measures.tokens_to_grid(tokens)
     assert grid.shape == (1, 2, 2, 2) and float(grid[0, 0, 0, 0]) == 1.0 and float(grid.abs().sum()) == 1.0
     # student map (1, 0, 0, 0); teacher map (1, 1, 1, 1) / 2: distance sqrt(4 * 0.25) = 1
-    assert zoo.teacher_distance(grid, torch.ones(1, 3, 2, 2)) == pytest.approx(1.0, rel=1e-12)
+    assert measures.teacher_distance(grid, torch.ones(1, 3, 2, 2)) == pytest.approx(1.0, rel=1e-12)
     # a teacher map of another size is resized (bilinear) before the mapping
-    assert zoo.teacher_distance(grid, torch.ones(1, 3, 8, 8)) == pytest.approx(1.0, rel=1e-12)
-    with pytest.raises(zoo.ProxyFailure, match=r"\(B, C, H, W\)"):
-        zoo.teacher_distance(grid, torch.ones(1, 3))
-    with pytest.raises(zoo.ProxyFailure, match="square grid"):
-        zoo.tokens_to_grid(torch.zeros(1, 7, 2))
+    assert measures.teacher_distance(grid, torch.ones(1, 3, 8, 8)) == pytest.approx(1.0, rel=1e-12)
+    with pytest.raises(measures.ProxyFailure, match=r"\(B, C, H, W\)"):
+        measures.teacher_distance(grid, torch.ones(1, 3))
+    with pytest.raises(measures.ProxyFailure, match="square grid"):
+        measures.tokens_to_grid(torch.zeros(1, 7, 2))
 
 
 def test_tvt_min_max_combination_by_hand():
     # f(M_s) = (0, .5, 1), f(M_t) = (1, 0, .5): 2 f(M_s) - 3 f(M_t)
-    np.testing.assert_allclose(zoo.tvt_combine([1, 2, 3], [0.5, 0.1, 0.3]), [-3.0, 1.0, 0.5])
-    np.testing.assert_allclose(zoo.tvt_combine([1, 2, 3], None), [0.0, 1.0, 2.0])
-    np.testing.assert_array_equal(zoo.min_max([4.0, 4.0]), [0.0, 0.0])
+    np.testing.assert_allclose(measures.tvt_combine([1, 2, 3], [0.5, 0.1, 0.3]), [-3.0, 1.0, 0.5])
+    np.testing.assert_allclose(measures.tvt_combine([1, 2, 3], None), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(measures.min_max([4.0, 4.0]), [0.0, 0.0])
     raws = [{"capability": 1.0, "distance": 0.5}, {"capability": 3.0, "distance": 0.1}]
     np.testing.assert_allclose(zoo.set_scores("tvt", raws), [-3.0, 2.0])
     np.testing.assert_allclose(zoo.set_scores("tvt_l2", raws), [0.0, 2.0])
 
 
 def test_missing_layers_are_failures():
-    with pytest.raises(zoo.ProxyFailure, match="no MLP"):
-        zoo.nwot(_linear_net(), torch.from_numpy(X))
-    with pytest.raises(zoo.ProxyFailure, match="no attention"):
-        zoo.dss(_linear_net(), torch.ones(1, 3))
-    with pytest.raises(zoo.ProxyFailure, match="no Linear or Conv2d"):
-        zoo.snip(nn.Sequential(nn.Identity()), torch.ones(1, 3), torch.zeros(1, dtype=torch.long))
+    with pytest.raises(measures.ProxyFailure, match="no MLP"):
+        measures.nwot(_linear_net(), torch.from_numpy(X))
+    with pytest.raises(measures.ProxyFailure, match="no attention"):
+        measures.dss(_linear_net(), torch.ones(1, 3))
+    with pytest.raises(measures.ProxyFailure, match="no Linear or Conv2d"):
+        measures.snip(nn.Sequential(nn.Identity()), torch.ones(1, 3), torch.zeros(1, dtype=torch.long))
 
 
 # ------------------------------------------------------- real architectures, both spaces
@@ -229,10 +230,11 @@ def small_archs(af_bench, pit_bench):
 def test_same_seed_same_network_and_batch_as_the_statistics(small_archs):
     arch = small_archs["autoformer"]
     stats = compute_statistics(arch, SPEC, 3, 100)
-    model = zoo._network(arch, SPEC, 3, 100)
-    assert torch.equal(model.blocks[0].attn.qkv.weight.detach(), stats[0]["F1"])
+    inputs = zoo.ZooInputs(arch, SPEC, 3, 100)
+    assert torch.equal(inputs.model.blocks[0].attn.qkv.weight.detach(), stats[0]["F1"])
+    assert inputs.model.training
     images, labels = make_batch(SPEC, 100, 3)
-    again, _ = zoo._batch(SPEC, 3, 100)
+    again, _ = inputs.batch()
     assert torch.equal(images, again)
     assert derived_seed(3, "model") != 3  # the model seed is derived, as in compute_statistics
 
@@ -270,7 +272,7 @@ def test_tvt_with_a_teacher_on_real_architectures(small_archs):
     for arch in small_archs.values():
         raw = zoo.raw_value("tvt", arch, SPEC, 0, 100, teacher=teacher)
         assert set(raw) == {"capability", "distance"} and 0.0 <= raw["distance"] <= 2.0
-    with pytest.raises(zoo.ProxyFailure, match=r"teacher must return a \(B, C, H, W\)"):
+    with pytest.raises(measures.ProxyFailure, match=r"teacher must return a \(B, C, H, W\)"):
         zoo.raw_value("tvt", small_archs["pit"], SPEC, 0, 100, teacher=nn.Flatten())
 
 
@@ -286,6 +288,58 @@ def test_score_cache_round_trip_and_corrupt_entry(tmp_path, small_archs):
     path = cache.path("synflow", arch, InputSpec("gaussian", 1), 0, 100)
     path.write_text("{not json")
     assert cache.load("synflow", arch, InputSpec("gaussian", 1), 0, 100) is None and not path.exists()
+
+
+def test_a_cached_nan_is_corrupt_recomputed_and_warned_about_once(tmp_path, small_archs):
+    """Issue 11: a score-cache entry holding NaN was trusted (all-null Kendall)."""
+    import json
+    import warnings
+
+    cache = zoo.ZooScoreCache(tmp_path)
+    archs = [small_archs["pit"], small_archs["autoformer"]]
+    spec = InputSpec("gaussian", 2)
+    good = zoo.compute_raw_values(["tvt_l2"], archs, spec, 0, 100, score_cache=cache)["tvt_l2"]
+    for arch, bad in zip(archs, (float("nan"), {"capability": float("inf")})):
+        path = cache.path("tvt_l2", arch, spec, 0, 100)
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps(record | {"raw": bad}))  # json writes NaN and Infinity
+    fresh = zoo.ZooScoreCache(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = zoo.compute_raw_values(["tvt_l2"], archs, spec, 0, 100, score_cache=fresh)["tvt_l2"]
+    assert [r.raw for r in again] == [r.raw for r in good] and not any(r.cached for r in again)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "NaN or inf" in messages[0] and "\n" not in messages[0]
+    assert all(fresh.load("tvt_l2", a, spec, 0, 100)[0] == r.raw for a, r in zip(archs, good))  # rewritten
+
+
+def test_the_registry_records_each_proxy_on_its_function():
+    assert list(zoo.ZOO) == ["snip", "grasp", "synflow", "grad_norm", "fisher", "plain", "nwot", "zico", "te_nas",
+                             "dss", "tvt", "tvt_l2"]
+    for name, entry in zoo.ZOO.items():
+        assert entry.name == name and entry.source and entry.definition and entry.input in ("batch", "ones", "weights")
+        assert entry.raw.zoo_proxy is entry
+    assert {n for n, e in zoo.ZOO.items() if e.set_level} == {"tvt", "tvt_l2"}
+    assert {n for n, e in zoo.ZOO.items() if e.needs_teacher} == {"tvt"}
+    assert zoo.computed_name("tvt") == "tvt_l2" and zoo.computed_name("tvt", teacher=nn.Identity()) == "tvt"
+    assert zoo.computed_name("snip") == "snip"
+    with pytest.raises(ValueError, match="registered twice"):
+        zoo.register_zoo("snip", source="", definition="", input="batch", passes="")(lambda inputs: 0.0)
+
+
+def test_a_registered_proxy_is_scored_like_the_others(small_archs):
+    @zoo.register_zoo("test_width", source="a test", definition="the qkv width of the first block",
+                      input="weights", passes="")
+    def width(inputs):
+        return float(inputs.model.blocks[0].attn.qkv.weight.shape[1])
+
+    try:
+        arch = small_archs["autoformer"]
+        assert zoo.raw_value("test_width", arch, SPEC, 0, 100) == float(arch.hidden_dim)
+        results = zoo.compute_raw_values(["test_width", "snip"], [arch], SPEC, 0, 100)
+        assert results["test_width"][0].raw == float(arch.hidden_dim) and results["snip"][0].ok
+    finally:
+        del zoo.ZOO["test_width"]
 
 
 # ------------------------------------------- the published Auto-Prox proxies as genomes

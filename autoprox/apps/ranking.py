@@ -37,7 +37,6 @@ import io
 import json
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -49,17 +48,10 @@ from autoprox.core.errors import ConfigError
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import Benchmark
 from autoprox.data.cache import StatisticsCache, StatsPlan, build_cache
-from autoprox.genome.tree import InvalidProxy
+from autoprox.genome.tree import genome_to_string
 from autoprox.networks.statistics import InputSpec
-from autoprox.networks.zoo import (
-    NO_TEACHER_NOTE,
-    ZOO,
-    ZooScoreCache,
-    compute_raw_values,
-    set_scores,
-)
 from autoprox.proxies.figures import coarse_bar
-from autoprox.proxies.proxy import ARCHITECTURE_PROXIES, Proxy, score_archs, zoo_name
+from autoprox.proxies.proxy import Proxy
 from autoprox.spaces.descriptors import descriptor_columns
 
 METRICS = ("kendall", "spearman", "pearson", "tau_params", "tau_depth", "partial_tau", "partial_tau_depth")
@@ -129,6 +121,13 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
     Zoo raw values are read from / stored in the score cache beside the statistics
     cache; genome proxies use the statistics cache. ``teacher`` (an ``nn.Module``
     returning (B, C, H, W) feature maps) enables ``tvt``'s teacher-aware term.
+
+    Scores come from the core every scoring path shares (:meth:`Proxy.raw_values`, then
+    :meth:`Proxy.set_scores` over these architectures), seed by seed. What is the
+    table's own: the scores of each seed are kept (mean and std over seeds), a failing
+    proxy is a failed row (with its first failing benchmark index) and never stops the
+    others, seconds and score-cache use are reported, and the statistics missing for the
+    genome proxies are computed once for all of them before any is scored.
     """
     if not seeds:
         raise ConfigError("no seed given")
@@ -147,95 +146,58 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
         rows[proxy.name] = {
             "proxy": proxy.name, "kind": proxy.kind, "source": proxy.source, "status": "ok", "reason": "",
             "note": "", "input": "", "fresh": "", "seconds_per_arch": None,
-            **({"genome": _genome_text(proxy)} if proxy.kind == "genome" else {}),
+            **({"genome": genome_to_string(proxy.genome)} if proxy.genome is not None else {}),
         }
 
-    # --- architecture-level
-    for proxy in (p for p in proxies if p.kind == "architecture"):
-        start = time.perf_counter()
-        values = np.array([ARCHITECTURE_PROXIES[proxy.name](a) for a in archs], dtype=np.float64)
-        row = rows[proxy.name]
-        row.update(input="architecture", fresh="no: architecture only",
-                   seconds_per_arch=(time.perf_counter() - start) / len(archs))
-        scores[proxy.name] = {s: {c: values for c in class_counts} for s in seeds}
-
-    # --- zoo
-    zoo_proxies = [p for p in proxies if p.kind == "zoo"]
-    computed: dict[str, str] = {}  # proxy name -> zoo name computed
-    for proxy in zoo_proxies:
-        row = rows[proxy.name]
-        actual = zoo_name(proxy, teacher)
-        entry = ZOO[actual]
-        row.update(input=entry.input,
-                   fresh=f"yes: {entry.passes}" if entry.passes else "no pass: initialised weights only")
-        if proxy.zoo == "tvt" and teacher is None:
-            if "tvt_l2" in names:
-                row.update(status="skipped", reason="no teacher given; tvt_l2 is its teacher-free part",
-                           note=NO_TEACHER_NOTE, fresh="", input="")
-                continue
-            row["note"] = NO_TEACHER_NOTE
-        computed[proxy.name] = actual
-    if computed:
-        score_cache = ZooScoreCache(cache.root)
-        to_compute = sorted(set(computed.values()), key=list(ZOO).index)
-        raw: dict[str, dict[int, dict[int, list]]] = {n: {} for n in to_compute}
-        for seed in seeds:
-            for classes in class_counts:
-                progress = None if quiet else Progress(f"zoo ({len(to_compute)} proxies), seed {seed}", every=30)
-                results = compute_raw_values(to_compute, archs, spec, seed, classes, teacher=teacher,
-                                             workers=workers, score_cache=score_cache, progress=progress)
-                for name, values in results.items():
-                    raw[name].setdefault(seed, {})[classes] = values
-        for proxy_name, actual in computed.items():
-            row = rows[proxy_name]
-            all_results = [r for per_seed in raw[actual].values() for values in per_seed.values() for r in values]
-            row["seconds_per_arch"] = float(np.mean([r.seconds for r in all_results]))
-            cached = sum(r.cached for r in all_results)
-            if cached == len(all_results):
-                row["fresh"] += " (values read from the score cache)"
-            elif cached:
-                row["fresh"] += f" ({cached} of {len(all_results)} values read from the score cache)"
-            failures = [(seed, classes, index, r.error) for seed, per_seed in raw[actual].items()
-                        for classes, values in per_seed.items() for index, r in enumerate(values) if not r.ok]
-            if failures:
-                seed, _, index, reason = failures[0]
-                failed_archs = len({f[2] for f in failures})
-                row.update(status="failed", reason=(
-                    f"failed on {failed_archs} of {len(archs)} architectures; first: architecture "
-                    f"{indices[index]} (seed {seed}): {reason}"))
-                continue
-            scores[proxy_name] = {
-                seed: {classes: set_scores(actual, [r.raw for r in values]) for classes, values in per_seed.items()}
-                for seed, per_seed in raw[actual].items()
-            }
-
-    # --- genomes (statistics cache): missing statistics are computed once, for all of them
-    genomes = [p for p in proxies if p.kind == "genome"]
+    # Genome proxies read statistics: the missing ones are computed here once, for all of them.
     missing = 0
-    if genomes:
-        plans = {seed: StatsPlan(spec, (seed,), {t: target_classes[t] for t in targets}) for seed in seeds}
-        absent = [r for plan in plans.values() for r in plan.requests(archs) if not cache.contains(r)]
+    if any(p.needs_statistics for p in proxies):
+        plans = [StatsPlan(spec, (seed,), {t: target_classes[t] for t in targets}) for seed in seeds]
+        absent = [r for plan in plans for r in plan.requests(archs) if not cache.contains(r)]
         if absent:
             missing = len(absent)
             _log(f"genome proxies: computing {missing} missing statistics entries", quiet)
             build_cache(cache, absent, workers=workers, progress=None if quiet else Progress("statistics", every=30))
-    for proxy in genomes:
+
+    # Every proxy through the same core, seed by seed: its raw values, then its scores of this set.
+    for proxy in proxies:
         row = rows[proxy.name]
-        row["input"] = f"statistics ({spec.kind}, batch {spec.batch_size})"
+        row["input"], row["fresh"] = proxy.scorer.describe(spec, teacher)
+        actual = proxy.computed_as(teacher)
+        if actual != proxy.name:  # tvt without a teacher is tvt_l2: one row, not two
+            if actual in names:
+                row.update(status="skipped", reason=f"no teacher given; {actual} is its teacher-free part",
+                           note=proxy.note, fresh="", input="")
+                continue
+            row["note"] = proxy.note
+        if proxy.needs_statistics and missing:
+            row["fresh"] = (f"statistics: {missing} entries computed in this run (one forward/backward each, "
+                            "shared by every genome proxy), then cached")
         per_seed: dict[int, dict[int, np.ndarray]] = {}
-        elapsed = 0.0
-        try:
-            for seed in seeds:
-                start = time.perf_counter()
-                per_seed[seed] = score_archs(proxy, archs, cache, plans[seed])
-                elapsed += time.perf_counter() - start
-        except InvalidProxy as exc:
-            row.update(status="failed", reason=f"invalid: {exc}")
+        results: list = []
+        failures = []
+        for seed in seeds:
+            for classes in class_counts:
+                progress = None if quiet or proxy.needs_statistics else Progress(f"{proxy.name}, seed {seed}", every=30)
+                outcome = proxy.raw_values(archs, spec, seed, classes, cache, workers=workers, progress=progress,
+                                           teacher=teacher)
+                results += outcome
+                failed = [(seed, index, r.error) for index, r in enumerate(outcome) if not r.ok]
+                failures += failed
+                if not failed:
+                    per_seed.setdefault(seed, {})[classes] = proxy.set_scores([r.raw for r in outcome])
+        row["seconds_per_arch"] = float(np.mean([r.seconds for r in results]))
+        cached = sum(r.cached for r in results)
+        if cached == len(results):
+            row["fresh"] += " (values read from the score cache)"
+        elif cached:
+            row["fresh"] += f" ({cached} of {len(results)} values read from the score cache)"
+        if failures:
+            seed, index, reason = failures[0]
+            row.update(status="failed", reason=(
+                f"failed on {len({f[1] for f in failures})} of {len(archs)} architectures; first: architecture "
+                f"{indices[index]} (seed {seed}): {reason}"))
             continue
-        row["seconds_per_arch"] = elapsed / (len(archs) * len(seeds))
-        row["fresh"] = ("no: statistics cache" if not missing else
-                        f"statistics: {missing} entries computed in this run (one forward/backward each, "
-                        "shared by every genome proxy), then cached")
         scores[proxy.name] = per_seed
 
     # --- figures
@@ -272,12 +234,6 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
         "std": "sample standard deviation over seeds (ddof 1)",
         "proxies": [rows[p.name] for p in proxies],
     }
-
-
-def _genome_text(proxy: Proxy) -> str:
-    from autoprox.genome.tree import genome_to_string
-
-    return genome_to_string(proxy.genome)
 
 
 # -------------------------------------------------------------------------- output

@@ -31,10 +31,10 @@ import numpy as np
 from autoprox.core.atomic import atomic_write_json, atomic_write_text, json_safe
 from autoprox.core.errors import VitSearchError  # noqa: F401 (re-exported)
 from autoprox.data.benchmark import Benchmark
-from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest
-from autoprox.genome.tree import InvalidProxy, parse_genome, score_architecture
-from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads
-from autoprox.proxies.proxy import Proxy, score_archs
+from autoprox.data.cache import StatisticsCache, StatsPlan
+from autoprox.genome.tree import InvalidProxy
+from autoprox.networks.statistics import InputSpec
+from autoprox.proxies.proxy import Proxy
 from autoprox.search.rundir import RunDirError, read_json, read_jsonl
 from autoprox.spaces.architectures import (
     ArchitectureError,
@@ -46,7 +46,6 @@ from autoprox.spaces.architectures import (
     parse_arch,
     sample_arch,
 )
-from autoprox.spaces.descriptors import terminal_values
 
 #: The papers' parameter budgets, in millions (AutoFormer-Ti 4-9M; PiT 2-25M).
 PAPER_BUDGETS = {"autoformer": (4.0, 9.0), "pit": (2.0, 25.0)}
@@ -136,71 +135,42 @@ class VitSearchSettings:
         return data
 
 
-def _genome_raw(genome: str, config: dict, space: str, spec: dict, seeds: Sequence[int], classes: int,
-                cache_root: str | None, precision: str, keep: bool) -> tuple[float | None, float, str]:
-    """Score one architecture with a genome (worker body): (score, seconds, error)."""
-    start = time.perf_counter()
-    try:
-        arch = parse_arch(config, space)
-        tree = parse_genome(genome)
-        input_spec = InputSpec(**spec)
-        cache = StatisticsCache(cache_root, precision)
-        values = []
-        with torch_threads(1):
-            for seed in seeds:
-                request = StatsRequest(arch, input_spec, seed, classes)
-                stats = cache.get(request) if keep else compute_statistics(arch, input_spec, seed, classes)
-                values.append(score_architecture(tree, stats, terminal_values(arch, classes)))
-        return float(np.mean(values)), time.perf_counter() - start, ""
-    except InvalidProxy as exc:
-        return None, time.perf_counter() - start, f"invalid: {exc}"[:300]
-    except Exception as exc:  # noqa: BLE001 - a failure is recorded and the search goes on
-        return None, time.perf_counter() - start, f"{type(exc).__name__}: {exc}"[:300]
-
-
 def raw_scores(proxy: Proxy, archs: Sequence, settings: VitSearchSettings, spec: InputSpec,
                teacher=None) -> list[tuple[object, float, str]]:
-    """(raw value, seconds, error) for each architecture; failures never stop the others."""
-    if proxy.kind == "architecture":
-        function = count_params if proxy.name == "params" else count_macs
-        return [(float(function(a, settings.classes)), 0.0, "") for a in archs]
-    if proxy.kind == "zoo":
-        from autoprox.networks.zoo import ZooScoreCache, compute_raw_values
-        from autoprox.proxies.proxy import zoo_name
+    """(raw value, seconds, error) for each architecture; failures never stop the others.
 
-        name = zoo_name(proxy, teacher)
-        score_cache = ZooScoreCache(StatisticsCache(settings.cache_dir).root)
-        runs = [compute_raw_values([name], archs, spec, seed, settings.classes, teacher=teacher,
-                                   workers=settings.workers, score_cache=score_cache)[name]
-                for seed in settings.stat_seeds]
-        outcomes = []
-        for index in range(len(archs)):
-            results = [run[index] for run in runs]
-            errors = [r.error for r in results if not r.ok]
-            raws = [r.raw for r in results] if not errors else None
-            outcomes.append((raws, float(sum(r.seconds for r in results if r.seconds == r.seconds)),
-                             errors[0] if errors else ""))
-        return outcomes
-    jobs = [(proxy.name, arch_to_config(a), a.space, spec.to_json(), list(settings.stat_seeds), settings.classes,
-             settings.cache_dir, settings.cache_precision, settings.keep_statistics) for a in archs]
-    if settings.workers > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
-
-        return list(Parallel(n_jobs=settings.workers, backend="loky")(delayed(_genome_raw)(*job) for job in jobs))
-    return [_genome_raw(*job) for job in jobs]
+    The raw values are the scoring core's (:meth:`Proxy.raw_values`, one call per
+    statistics seed), with what is the ViT search's own: the head and the statistics
+    have ``settings.classes`` classes, and statistics are kept in the cache only with
+    ``settings.keep_statistics``. What an architecture's record holds: for a set-level
+    proxy (TVT), its raw value per seed, combined over the whole candidate set at the end
+    (:func:`final_scores`); for any other, its score, the mean over seeds.
+    """
+    cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
+    runs = [proxy.raw_values(archs, spec, seed, settings.classes, cache, workers=settings.workers, teacher=teacher,
+                             keep_statistics=settings.keep_statistics, head_classes=settings.classes)
+            for seed in settings.stat_seeds]
+    outcomes = []
+    for index in range(len(archs)):
+        results = [run[index] for run in runs]
+        seconds = float(sum(r.seconds for r in results if r.seconds == r.seconds))
+        errors = [r.error for r in results if not r.ok]
+        if errors:
+            outcomes.append((None, seconds, errors[0][:300]))
+            continue
+        raws = [r.raw for r in results]
+        outcomes.append((raws if proxy.set_level else float(np.mean(raws)), seconds, ""))
+    return outcomes
 
 
 def final_scores(proxy: Proxy, raws: Sequence, teacher=None) -> np.ndarray:
-    """Scores from raw values (zoo proxies normalised over the whole candidate set, per seed)."""
-    if proxy.kind != "zoo":
-        return np.asarray(raws, dtype=np.float64)
-    from autoprox.networks.zoo import set_scores
-    from autoprox.proxies.proxy import zoo_name
-
-    name = zoo_name(proxy, teacher)
-    seeds = len(raws[0])
-    per_seed = [set_scores(name, [r[s] for r in raws]) for s in range(seeds)]
-    return np.mean(per_seed, axis=0)
+    """Scores from the records' raw values: a set-level proxy's normalised over the whole
+    candidate set, seed by seed, then averaged over seeds; any other's as recorded."""
+    if proxy.set_level:
+        seeds = len(raws[0])
+        return np.mean([proxy.set_scores([r[s] for r in raws]) for s in range(seeds)], axis=0)
+    # a list is a record written before scores were averaged per architecture (zoo proxies)
+    return np.asarray([np.mean(r) if isinstance(r, list) else r for r in raws], dtype=np.float64)
 
 
 def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, teacher=None,
@@ -328,7 +298,7 @@ def pick_on_bench(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[
     for proxy in proxies:
         progress = progress_factory(proxy.name) if progress_factory else None
         try:
-            scores = score_archs(proxy, archs, cache, plan, workers=workers, progress=progress, teacher=teacher)
+            scores = proxy.score(archs, cache, plan, workers=workers, progress=progress, teacher=teacher)
         except InvalidProxy as exc:
             picks.append(BenchPick(proxy_label(proxy), None, None, error=str(exc)))
             continue

@@ -20,15 +20,14 @@ from autoprox.core.errors import ConfigError, ProxyError
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache
-from autoprox.proxies.proxy import resolve_proxies, resolve_proxy, split_proxy_list
+from autoprox.proxies.proxy import BUILTIN_PROXIES, resolve_proxies, resolve_proxy, split_proxy_list
 
 
 def add_parser(sub) -> None:
     rank = sub.add_parser("rank", help="correlate a proxy's scores with a benchmark's accuracies")
     rank.add_argument("--proxy", required=True,
-                      help="a built-in (params, flops, snip, grasp, synflow, grad_norm, fisher, plain, nwot, zico, te_nas, "
-                           "dss, tvt, tvt_l2, autoprox_a, autoprox_p), a genome string, a proxy JSON such as best.json; "
-                           "'all' or a comma list prints the ranking table")
+                      help=f"a built-in ({', '.join(BUILTIN_PROXIES)}), a genome string, a proxy JSON such as "
+                           "best.json; 'all' or a comma list prints the ranking table")
     rank.add_argument("--bench", help="benchmark file (.pth released format, or .jsonl/.json)")
     rank.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="use the space's released file as --bench")
     rank.add_argument("--split", choices=("all", "search", "test"), default="all", help="which architectures (default all)")

@@ -8,13 +8,12 @@ same ``gp.Primitive`` and ``gp.Terminal`` objects, so that ``genome_to_string`` 
   block is reduced to a scalar below the aggregation); no aggregation elsewhere;
 * the statistics ``F1 ... F4g`` are always terminals; the architecture-level
   terminals (``A_params``, ...) only when ``space.arch_terminals``;
-* matrix-only ops stay off scalars. :data:`EXCLUDED_FORMS` are never generated:
-
-  - ``normalize.s``, ``min_max_normalize.s``: always NaN on a single value;
-  - ``softmax.s``, ``logsoftmax.s``, ``to_std_scalar.s``: the constants 1, 0, 0;
-  - ``matrix_multiplication.s``: a duplicate of ``element_wise_product.s``;
-  - ``matrix_multiplication.ms``, ``matrix_multiplication.sm``: always a
-    ShapeMismatch (``@`` is undefined for a 0-d operand).
+* matrix-only ops stay off scalars. :data:`EXCLUDED_FORMS` are never generated: the
+  typed forms the primitive table marks as such (``Primitive.not_generated``, with the
+  reason: ``normalize.s`` and ``min_max_normalize.s`` are always NaN on a single value;
+  ``softmax.s``, ``logsoftmax.s``, ``to_std_scalar.s`` the constants 1, 0, 0;
+  ``matrix_multiplication.s`` a duplicate of ``element_wise_product.s``;
+  ``matrix_multiplication.ms`` and ``.sm`` always a ShapeMismatch).
 
   A parent that already holds one of them (a seeded template genome can) keeps it
   unless variation replaces it; variation never introduces one.
@@ -26,8 +25,9 @@ following DEAP's algorithms (cited in each docstring), type-aware (a type with n
 terminal, such as :class:`Scalar` without architecture terminals, is closed by the
 shallowest primitive that can close it), and never modifying their input.
 
-Depth is DEAP's ``height``: the root alone has depth 0, so the smallest tree without
-architecture terminals, ``block_mean(to_mean_scalar(F1))``, has depth 2.
+Depth is DEAP's ``PrimitiveTree.height``: the root alone has depth 0, so the smallest
+tree without architecture terminals, ``block_mean(to_mean_scalar(F1))``, has depth 2;
+subtrees are found by DEAP's ``PrimitiveTree.searchSubtree``.
 """
 
 from __future__ import annotations
@@ -51,21 +51,14 @@ from autoprox.genome.tree import (
     Score,
     canonical_string,
     primitive_set,
+    typed_name,
     uses_arch_terminals,
 )
 from autoprox.networks.statistics import STAT_NAMES
+from primitives import PRIMITIVES
 
 #: Typed forms of :func:`primitive_set` that free trees never generate (see above).
-EXCLUDED_FORMS = frozenset({
-    "normalize.s",
-    "min_max_normalize.s",
-    "softmax.s",
-    "logsoftmax.s",
-    "to_std_scalar.s",
-    "matrix_multiplication.s",
-    "matrix_multiplication.ms",
-    "matrix_multiplication.sm",
-})
+EXCLUDED_FORMS = frozenset(typed_name(p.name, form) for p in PRIMITIVES.values() for form in p.not_generated)
 
 #: Variation operators :func:`vary` chooses among (uniformly; crossover only with a partner).
 OPERATORS = ("subtree", "node_replacement", "insert", "shrink", "crossover")
@@ -172,18 +165,12 @@ def free_set(space: GenomeSpace) -> FreeSet:
 # ------------------------------------------------------------------------ validation
 
 
-def tree_depth(tree: Sequence) -> int:
-    """DEAP's height: the depth of the deepest node, the root being at depth 0."""
-    stack, deepest = [0], 0
-    for node in tree:
-        depth = stack.pop()
-        deepest = max(deepest, depth)
-        stack.extend([depth + 1] * node.arity)
-    return deepest
+def _as_tree(nodes: Sequence) -> gp.PrimitiveTree:
+    return nodes if isinstance(nodes, gp.PrimitiveTree) else gp.PrimitiveTree(nodes)
 
 
 def within_limits(tree: Sequence, limits: FreeTreeLimits = DEFAULT_LIMITS) -> bool:
-    return len(tree) <= limits.max_size and tree_depth(tree) <= limits.max_depth
+    return len(tree) <= limits.max_size and _as_tree(tree).height <= limits.max_depth
 
 
 def check_tree(tree: Sequence, space: GenomeSpace, limits: FreeTreeLimits | None = None,
@@ -223,7 +210,7 @@ def check_tree(tree: Sequence, space: GenomeSpace, limits: FreeTreeLimits | None
     if pending:
         raise GenomeError(f"tree ends with {len(pending)} argument(s) missing")
     if limits is not None and not within_limits(tree, limits):
-        raise GenomeError(f"tree of {len(tree)} nodes and depth {tree_depth(tree)} is over the limits "
+        raise GenomeError(f"tree of {len(tree)} nodes and depth {_as_tree(tree).height} is over the limits "
                           f"({limits.max_size} nodes, depth {limits.max_depth})")
 
 
@@ -293,14 +280,6 @@ def random_tree(rng: random.Random, space: GenomeSpace,
 # does not apply. None of them checks the limits: vary does.
 
 
-def _subtree_slice(tree: Sequence, index: int) -> slice:
-    end, total = index + 1, tree[index].arity
-    while total > 0:
-        total += tree[end].arity - 1
-        end += 1
-    return slice(index, end)
-
-
 def _splice(tree: Sequence, where: slice, nodes: Sequence) -> gp.PrimitiveTree:
     return gp.PrimitiveTree(list(tree[: where.start]) + list(nodes) + list(tree[where.stop:]))
 
@@ -316,7 +295,7 @@ def mut_subtree(tree: Sequence, rng: random.Random, space: GenomeSpace,
         return None
     index = rng.randrange(1, len(tree))
     new = random_subtree(rng, space, tree[index].ret, limits.subtree_min_depth, limits.subtree_max_depth)
-    return _splice(tree, _subtree_slice(tree, index), new)
+    return _splice(tree, _as_tree(tree).searchSubtree(index), new)
 
 
 def _alternatives(fset: FreeSet, node) -> list:
@@ -363,7 +342,7 @@ def mut_insert(tree: Sequence, rng: random.Random, space: GenomeSpace) -> gp.Pri
         return None
     new_node = rng.choice(choices)
     position = rng.choice([i for i, a in enumerate(new_node.args) if a is node.ret])
-    where = _subtree_slice(tree, index)
+    where = _as_tree(tree).searchSubtree(index)
     new = [new_node]
     for i, arg in enumerate(new_node.args):
         new += list(tree[where]) if i == position else _filler(rng, fset, arg)
@@ -374,6 +353,7 @@ def mut_shrink(tree: Sequence, rng: random.Random) -> gp.PrimitiveTree | None:
     """Shrink mutation (DEAP's ``gp.mutShrink``): a random primitive below the root that
     takes an argument of its own return type is replaced by one such argument's subtree.
     The tree loses at least one node; None where no primitive qualifies."""
+    tree = _as_tree(tree)
     candidates = [i for i, node in enumerate(tree)
                   if i > 0 and isinstance(node, gp.Primitive) and node.ret in node.args]
     if not candidates:
@@ -383,9 +363,9 @@ def mut_shrink(tree: Sequence, rng: random.Random) -> gp.PrimitiveTree | None:
     arg_index = rng.choice([i for i, a in enumerate(prim.args) if a is prim.ret])
     start = index + 1
     for _ in range(arg_index):
-        start = _subtree_slice(tree, start).stop
-    kept = tree[_subtree_slice(tree, start)]
-    return _splice(tree, _subtree_slice(tree, index), kept)
+        start = tree.searchSubtree(start).stop
+    kept = tree[tree.searchSubtree(start)]
+    return _splice(tree, tree.searchSubtree(index), kept)
 
 
 def cx_one_point(tree: Sequence, partner: Sequence, rng: random.Random) -> gp.PrimitiveTree | None:
@@ -404,7 +384,7 @@ def cx_one_point(tree: Sequence, partner: Sequence, rng: random.Random) -> gp.Pr
         return None
     type_ = rng.choice(common)
     index1, index2 = rng.choice(types1[type_]), rng.choice(types2[type_])
-    return _splice(tree, _subtree_slice(tree, index1), partner[_subtree_slice(partner, index2)])
+    return _splice(tree, _as_tree(tree).searchSubtree(index1), partner[_as_tree(partner).searchSubtree(index2)])
 
 
 def _apply(name: str, parent: Sequence, rng: random.Random, space: GenomeSpace,
@@ -465,7 +445,6 @@ __all__ = [
     "mut_subtree",
     "random_subtree",
     "random_tree",
-    "tree_depth",
     "vary",
     "within_limits",
 ]

@@ -7,8 +7,12 @@ A genome is a :class:`deap.gp.PrimitiveTree` over a strongly typed primitive set
 * the 24 unary and 4 binary operations of the ``primitives`` package, each in its
   matrix form and its scalar form (binary element-wise ops also broadcast a scalar
   over a matrix);
-* at the root, an aggregation over blocks (``block_mean``, the paper's) turning the
-  per-block :class:`Scalar` into the architecture's :class:`Score`.
+* at the root, an aggregation over blocks (``block_mean``, the paper's; the registry is
+  :mod:`autoprox.genome.aggregations`) turning the per-block :class:`Scalar` into the
+  architecture's :class:`Score`.
+
+The typed forms of each operation are the primitive table's (``Primitive.forms``); a
+form's node name is the operation's name with :data:`FORM_SUFFIXES`' suffix.
 
 The paper's template (Appendix C) is one shape of tree::
 
@@ -26,7 +30,6 @@ such as ``sigmoid.s`` is accepted only where it is the form its arguments imply)
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from collections import ChainMap
@@ -37,6 +40,7 @@ from typing import Mapping, Sequence
 from deap import gp
 
 from autoprox.core.errors import ConfigError, GenomeError  # noqa: F401 (re-exported)
+from autoprox.genome.aggregations import AGGREGATION_REGISTRY, get_aggregation
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX, terminal_names
 from primitives import BINARY, UNARY
@@ -45,15 +49,14 @@ from primitives import BINARY, UNARY
 ARCH_TERMINALS = tuple(terminal_names())
 
 TEMPLATE = "template"
-#: Aggregations over blocks: the paper's mean; the sum (a depth-aware total); a
-#: depth-weighted mean (block l of L weighs l, so deep blocks count more); the standard
-#: deviation over blocks (how much the blocks differ).
-AGGREGATIONS = ("block_mean", "block_sum", "block_wmean", "block_std")
+#: Aggregations over blocks (:mod:`autoprox.genome.aggregations`), the paper's mean first.
+AGGREGATIONS = tuple(AGGREGATION_REGISTRY)
 DEFAULT_AGGREGATION = "block_mean"
 TEMPLATE_REDUCTION = "to_mean_scalar"
 COMMUTATIVE = frozenset({"element_wise_sum", "element_wise_product"})
-SCALAR_SUFFIX = ".s"
-BROADCAST_SUFFIXES = {("Matrix", "Scalar"): ".ms", ("Scalar", "Matrix"): ".sm"}
+#: The node-name suffix of each typed form of an operation (``sigmoid.s``, ``element_wise_sum.ms``).
+FORM_SUFFIXES = {"matrix": "", "scalar": ".s", "matrix_scalar": ".ms", "scalar_matrix": ".sm"}
+_FORM_OF_SUFFIX = {suffix: form for form, suffix in FORM_SUFFIXES.items()}
 
 
 class Matrix:
@@ -70,6 +73,8 @@ class Score:
 
 
 TYPES = {"Matrix": Matrix, "Scalar": Scalar, "Score": Score}
+#: The type tag of each value kind of the primitive table.
+_KIND_TYPES = {"matrix": Matrix, "scalar": Scalar}
 
 
 def _identity(x):
@@ -84,15 +89,11 @@ def primitive_set() -> gp.PrimitiveSetTyped:
         pset.addTerminal(name, Matrix, name=name)
     for name in ARCH_TERMINALS:
         pset.addTerminal(name, Scalar, name=name)
-    for name, prim in UNARY.items():
-        matrix_out = Scalar if prim.output_kind == "scalar" else Matrix
-        pset.addPrimitive(prim.function, [Matrix], matrix_out, name=name)
-        pset.addPrimitive(prim.function, [Scalar], Scalar, name=name + SCALAR_SUFFIX)
-    for name, prim in BINARY.items():
-        pset.addPrimitive(prim.function, [Matrix, Matrix], Matrix, name=name)
-        pset.addPrimitive(prim.function, [Scalar, Scalar], Scalar, name=name + SCALAR_SUFFIX)
-        for (left, right), suffix in BROADCAST_SUFFIXES.items():
-            pset.addPrimitive(prim.function, [TYPES[left], TYPES[right]], Matrix, name=name + suffix)
+    for prim in (*UNARY.values(), *BINARY.values()):
+        for form in prim.forms:
+            args, result = prim.signature(form)
+            pset.addPrimitive(prim.function, [_KIND_TYPES[a] for a in args], _KIND_TYPES[result],
+                              name=typed_name(prim.name, form))
     for name in AGGREGATIONS:
         pset.addPrimitive(_identity, [Scalar], Score, name=name)
     return pset
@@ -103,13 +104,23 @@ def op_name(node_name: str) -> str:
     return node_name.split(".", 1)[0]
 
 
+def typed_name(op: str, form: str) -> str:
+    """The node name of ``op``'s typed ``form`` (``typed_name("sigmoid", "scalar")`` -> ``sigmoid.s``)."""
+    return op + FORM_SUFFIXES[form]
+
+
+def form_name(node_name: str) -> str:
+    """The typed form a node name stands for (``sigmoid.s`` -> ``scalar``; ``F1`` -> ``matrix``)."""
+    return _FORM_OF_SUFFIX[node_name[len(op_name(node_name)):]]
+
+
 def typed_form(op: str, arg_types: Sequence[type]) -> gp.Primitive:
     """The primitive of ``op`` that takes ``arg_types``; GenomeError if it has none."""
     pset = primitive_set()
     if op in AGGREGATIONS:
         candidates = [op]
     elif op in UNARY or op in BINARY:
-        candidates = [op, op + SCALAR_SUFFIX, *(op + s for s in BROADCAST_SUFFIXES.values())]
+        candidates = [typed_name(op, form) for form in (UNARY.get(op) or BINARY[op]).forms]
     else:
         raise GenomeError(f"unknown operation {op!r}")
     for name in candidates:
@@ -456,18 +467,8 @@ def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
 
 
 def aggregate(aggregation: str, values: Sequence[float]) -> float:
-    """Combine per-block values into the architecture's score (see :data:`AGGREGATIONS`)."""
-    count = len(values)
-    if aggregation == "block_mean":
-        return sum(values) / count
-    if aggregation == "block_sum":
-        return float(sum(values))
-    if aggregation == "block_wmean":
-        return sum((i + 1) * v for i, v in enumerate(values)) / (count * (count + 1) / 2)
-    if aggregation == "block_std":
-        mean = sum(values) / count
-        return math.sqrt(sum((v - mean) ** 2 for v in values) / count)
-    raise GenomeError(f"unknown aggregation {aggregation!r}")
+    """Combine per-block values into the architecture's score (:mod:`autoprox.genome.aggregations`)."""
+    return get_aggregation(aggregation)(values)
 
 
 def score_architecture(tree: gp.PrimitiveTree, stats: Sequence[dict],

@@ -17,7 +17,6 @@ cross-entropy loss goes backward once.
 from __future__ import annotations
 
 import hashlib
-import json
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +24,10 @@ from typing import Iterator, Mapping
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from autoprox.core.errors import InputSpecError  # noqa: F401 (re-exported)
-from autoprox.networks.models import build_model, transformer_blocks
+from autoprox.networks.models import build_model
+from autoprox.networks.runtime import block_statistics
 
 STAT_NAMES = ("F1", "F1g", "F2", "F2g", "F3", "F3g", "F4", "F4g")
 STAT_DESCRIPTIONS = {
@@ -156,46 +155,12 @@ def make_batch(spec: InputSpec, num_classes: int, seed: int) -> tuple[torch.Tens
 
 
 def statistics_of_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor) -> list[BlockStats]:
-    """Run one forward/backward pass of ``model`` and collect the eight statistics per block."""
-    blocks = transformer_blocks(model)
-    if not blocks:
-        raise ValueError("model has no transformer blocks (attn.qkv, attn.proj, mlp.fc1)")
-    activations: list[torch.Tensor | None] = [None] * len(blocks)
-    handles = []
+    """Run one forward/backward pass of ``model`` and collect the eight statistics per block.
 
-    def keep_activation(index: int):
-        def hook(_module, _inputs, output: torch.Tensor) -> None:
-            output.retain_grad()
-            activations[index] = output
-
-        return hook
-
-    for index, block in enumerate(blocks):
-        handles.append(block.mlp.act.register_forward_hook(keep_activation(index)))
-    try:
-        model.zero_grad(set_to_none=True)
-        logits = model(images)
-        loss = F.cross_entropy(logits, labels)
-        loss.backward()
-    finally:
-        for handle in handles:
-            handle.remove()
-    stats = []
-    for block, act in zip(blocks, activations):
-        assert act is not None and act.grad is not None
-        stats.append(
-            {
-                "F1": block.attn.qkv.weight.detach().clone(),
-                "F1g": block.attn.qkv.weight.grad.detach().clone(),
-                "F2": block.attn.proj.weight.detach().clone(),
-                "F2g": block.attn.proj.weight.grad.detach().clone(),
-                "F3": block.mlp.fc1.weight.detach().clone(),
-                "F3g": block.mlp.fc1.weight.grad.detach().clone(),
-                "F4": act.detach().mean(dim=0),
-                "F4g": act.grad.detach().mean(dim=0),
-            }
-        )
-    return stats
+    The collector is the exported proxies' (:func:`autoprox.networks.runtime.block_statistics`),
+    with the model's train/eval modes left as they are: one definition of the statistics.
+    """
+    return block_statistics(model, images, labels, train=None)
 
 
 @contextmanager
@@ -236,6 +201,3 @@ def stats_fingerprint(stats: list[BlockStats]) -> str:
             digest.update(block[name].numpy().tobytes())
     return digest.hexdigest()[:16]
 
-
-def spec_json(spec: InputSpec) -> str:
-    return json.dumps(spec.describe(), sort_keys=True)

@@ -1,38 +1,25 @@
-"""The proxy zoo: the hand-crafted zero-cost proxies the seed papers compare against.
+"""The proxy zoo: the hand-crafted zero-cost proxies ``autoprox rank`` knows, by name.
 
-Every proxy is implemented from its paper's definition in two layers:
+Each proxy is registered once, with :func:`register_zoo`, on the function that computes
+its **raw value** for one architecture; the registration records its source (paper), a
+one-line definition, its input convention (``batch``, ``ones`` or ``weights``, see
+:mod:`autoprox.networks.zoo_measures`, where the model-level functions are), the passes it
+runs, whether it needs a teacher and, for a set-level proxy, how the raw values of the
+ranked set become scores.
 
-* a **model-level function** (``snip(model, images, labels)``, ``synflow(model, inputs)``,
-  ...) that scores any ``nn.Module`` whose layers it needs are there: ``nn.Linear`` /
-  ``nn.Conv2d`` weights for the pruning saliencies, the :class:`autoprox.networks.models.Attention`
-  and :class:`autoprox.networks.models.Mlp` modules (the parts of every transformer block of both
-  spaces) for the ViT-specific ones. The tests check each on a tiny network whose value
-  is derived by hand;
-* an **architecture-level** entry of :data:`ZOO`, which builds the network exactly as the
-  statistics code does (``build_model(arch, classes, seed=derived_seed(seed, "model"))``,
-  train mode, no dropout) and feeds it the batch of ``make_batch(spec, classes, seed)``,
-  so that one seed means one network and one batch everywhere in autoprox. Every entry
-  runs single-threaded (:func:`autoprox.networks.statistics.torch_threads`), so values do not
-  depend on the thread or worker count.
-
-Input conventions (the ``input`` field of each entry says which one it uses):
-
-``batch``
-    the statistics minibatch: by default 8 standard-normal 224x224 images (``--input``
-    picks all-ones or real images), seeded random labels, cross-entropy loss (mean over
-    the batch), one forward/backward pass unless said otherwise.
-``ones``
-    SynFlow's data-free convention: every parameter made absolute (signs kept and
-    restored afterwards), one all-ones image, loss R = sum of the outputs, float64.
-``weights``
-    no data at all: the initialised weights only.
+A raw-value function receives a :class:`ZooInputs`: the network built exactly as the
+statistics code builds it (``build_model(arch, classes, seed=derived_seed(seed, "model"))``,
+train mode, no dropout) and the batch of ``make_batch(spec, classes, seed)``, so that one
+seed means one network and one batch everywhere in autoprox. Every value is computed
+single-threaded (:func:`autoprox.networks.statistics.torch_threads`), so values do not
+depend on the thread or worker count.
 
 A proxy's raw value per architecture may need a **set-level** step (TVT min-max
 normalises its two terms over the candidates being ranked): :func:`set_scores` turns
 the raw values of the architectures being ranked into their scores, so the
 normalisation is always over exactly the ranked set.
 
-Higher is better for every score here (TE-NAS's condition number is negated).
+Raw values are kept in a score cache (:class:`ZooScoreCache`) beside the statistics cache.
 """
 
 from __future__ import annotations
@@ -42,431 +29,78 @@ import json
 import math
 import os
 import time
-from contextlib import contextmanager
+import warnings
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from autoprox.networks.models import Attention, Mlp, build_model, transformer_blocks
+from autoprox.networks.models import build_model
 from autoprox.networks.statistics import (
     InputSpec,
     derived_seed,
     make_batch,
     torch_threads,
 )
+from autoprox.networks.zoo_measures import (
+    TVT_ALPHA,
+    TVT_BETA,
+    ProxyFailure,
+    dss,
+    fisher,
+    grad_norm,
+    grasp,
+    min_max,
+    nwot,
+    plain,
+    snip,
+    student_capability,
+    student_features,
+    synflow,
+    te_nas,
+    teacher_distance,
+    teacher_features,
+    tvt_combine,
+    zico,
+)
 from autoprox.spaces.architectures import arch_key, arch_to_config, parse_arch
 
 #: Bump when any zoo proxy's definition or its input convention changes (score-cache key).
 ZOO_VERSION = "zoo-v1"
 
-#: TVT's published weights (alpha on the student-capability term, beta on the teacher term).
-TVT_ALPHA = 2.0
-TVT_BETA = -3.0
 
-#: ZiCo: the batch is cut into this many groups, each giving one gradient sample.
-ZICO_GROUPS = 2
-
-
-class ProxyFailure(RuntimeError):
-    """A proxy that cannot score an architecture (the message is the reason)."""
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def weight_layers(model: nn.Module) -> list[nn.Module]:
-    """Every ``nn.Linear`` and ``nn.Conv2d`` of ``model`` (the layers pruning saliencies sum over)."""
-    layers = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
-    if not layers:
-        raise ProxyFailure("the model has no Linear or Conv2d layer")
-    return layers
-
-
-def _modules(model: nn.Module, kind: type, what: str) -> list[nn.Module]:
-    found = [m for m in model.modules() if isinstance(m, kind)]
-    if not found:
-        raise ProxyFailure(f"the model has no {what} module ({kind.__module__}.{kind.__name__})")
-    return found
-
-
-def _total(values) -> float:
-    """Sum of 0-d tensors in float64 (per-layer sums are exact enough; the total must not round)."""
-    return float(sum(float(v.detach()) if isinstance(v, torch.Tensor) else float(v) for v in values))
-
-
-def _finite(value: float, name: str) -> float:
-    if not math.isfinite(value):
-        raise ProxyFailure(f"{name} is {value} (not finite)")
-    return value
-
-
-def _loss(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(model(images), labels)
-
-
-@contextmanager
-def absolute_parameters(model: nn.Module) -> Iterator[None]:
-    """SynFlow's ``linearize``: every entry of the state dict made absolute, signs restored after."""
-    with torch.no_grad():
-        signs = {name: torch.sign(tensor) for name, tensor in model.state_dict().items()}
-        for tensor in model.state_dict().values():
-            tensor.abs_()
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for name, tensor in model.state_dict().items():
-                tensor.mul_(signs[name])
-
-
-# ------------------------------------------------------- pruning-at-initialisation
-
-
-def snip(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
-    """SNIP (Lee, Ajanthan & Torr, ICLR 2019): connection sensitivity summed over the network.
-
-    ``sum over every Linear/Conv2d weight of |dL/dw * w|`` (the gradient with respect to a
-    multiplicative mask of ones is ``dL/dw * w``), L = cross-entropy on one minibatch.
-    Input convention: ``batch``.
-    """
-    layers = weight_layers(model)
-    model.zero_grad(set_to_none=True)
-    _loss(model, images, labels).backward()
-    return _finite(_total((m.weight.grad * m.weight).abs().sum() for m in layers), "snip")
-
-
-def plain(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
-    """Plain (Mozer & Smolensky 1988, as a zero-cost proxy in Abdelfattah et al. 2021).
-
-    ``sum over every Linear/Conv2d weight of dL/dw * w`` (SNIP without the absolute
-    value: the first-order change of the loss when all weights are removed).
-    Input convention: ``batch``.
-    """
-    layers = weight_layers(model)
-    model.zero_grad(set_to_none=True)
-    _loss(model, images, labels).backward()
-    return _finite(_total((m.weight.grad * m.weight).sum() for m in layers), "plain")
-
-
-def grad_norm(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
-    """Grad-norm (Abdelfattah et al., ICLR 2021): ``sum over layers of ||dL/dW||_2``.
-
-    The Euclidean (Frobenius) norm of each Linear/Conv2d weight's gradient, summed over
-    the layers. Input convention: ``batch``.
-    """
-    layers = weight_layers(model)
-    model.zero_grad(set_to_none=True)
-    _loss(model, images, labels).backward()
-    return _finite(_total(torch.linalg.vector_norm(m.weight.grad) for m in layers), "grad_norm")
-
-
-def grasp(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
-    """GraSP (Wang, Zhang & Grosse, ICLR 2020): ``sum of -w * (H g)`` over Linear/Conv2d weights.
-
-    g = dL/dw and H the Hessian of L, so ``H g`` is the gradient of ``g_detached . g``
-    (a Hessian-gradient product by double back-propagation, as Abdelfattah et al.'s
-    implementation does, temperature 1). Input convention: ``batch``; two backward passes,
-    attention through the math SDPA kernel (the fused CPU kernel has no double backward).
-    """
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    weights = [m.weight for m in weight_layers(model)]
-    model.zero_grad(set_to_none=True)
-    # the fused CPU attention kernel has no double backward; the math kernel computes the same
-    with sdpa_kernel(SDPBackend.MATH):
-        grads = torch.autograd.grad(_loss(model, images, labels), weights, create_graph=True)
-        product = sum((g.detach() * g).sum() for g in grads)
-        hessian_grad = torch.autograd.grad(product, weights)
-    return _finite(_total((-w.detach() * hg).sum() for w, hg in zip(weights, hessian_grad)), "grasp")
-
-
-def fisher(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
-    """Fisher (Theis et al. 2018; the zero-cost form of Abdelfattah et al. 2021).
-
-    For the output z of every Linear and Conv2d layer (each layer's activations, as in
-    Abdelfattah et al.'s implementation), per channel c: ``0.5 * mean over images of
-    (sum over positions of z * dL/dz)^2``; summed over channels and layers. Positions are
-    the tokens of a Linear's output (channel = last axis) and the pixels of a Conv2d's
-    (channel = axis 1). Input convention: ``batch``.
-    """
-    layers = weight_layers(model)
-    outputs: list[tuple[nn.Module, torch.Tensor]] = []
-
-    def keep(module, _inputs, output):
-        if output.requires_grad:
-            output.retain_grad()
-            outputs.append((module, output))
-
-    handles = [m.register_forward_hook(keep) for m in layers]
-    try:
-        model.zero_grad(set_to_none=True)
-        _loss(model, images, labels).backward()
-    finally:
-        for handle in handles:
-            handle.remove()
-    terms = []
-    for module, z in outputs:
-        product = (z * z.grad).detach()
-        if isinstance(module, nn.Conv2d):
-            per_channel = product.sum(dim=(2, 3))  # (B, C)
-        else:
-            per_channel = product.reshape(product.shape[0], -1, product.shape[-1]).sum(dim=1)  # (B, C)
-        terms.append(0.5 * per_channel.double().pow(2).mean(dim=0).sum())
-    return _finite(_total(terms), "fisher")
-
-
-def synflow(model: nn.Module, inputs: torch.Tensor) -> float:
-    """SynFlow (Tanaka et al., NeurIPS 2020; as a NAS proxy in Abdelfattah et al. 2021).
-
-    Every parameter made absolute, ``R = 1^T f(1)`` the sum of the outputs for an
-    all-ones input, ``sum over Linear/Conv2d weights of |dR/dw * w|``; float64, signs
-    restored afterwards. Input convention: ``ones`` (``inputs`` is the all-ones batch).
-    In these ViTs the LayerNorms, softmax and GELU stay in the network, so R is not the
-    pure product of absolute weights it is in a linear network.
-    """
-    layers = weight_layers(model)
-    model.double()
-    with absolute_parameters(model):
-        model.zero_grad(set_to_none=True)
-        model(inputs.double()).sum().backward()
-        value = _total((m.weight.grad * m.weight).abs().sum() for m in layers)
-    return _finite(value, "synflow")
-
-
-# ---------------------------------------------------- expressivity / trainability
-
-
-def nwot(model: nn.Module, images: torch.Tensor) -> float:
-    """NASWOT (Mellor et al., ICML 2021): log-determinant of the activation-pattern kernel.
-
-    Each image's binary code is the sign pattern of every MLP pre-activation (the fc1
-    output entering GELU: 1 where > 0), over all tokens, hidden units and blocks. With
-    N_A the code length, ``K[i, j] = N_A - Hamming(c_i, c_j)``, accumulated block by
-    block as ``c c^T + (1 - c)(1 - c)^T``; the score is ``log |det K|``. Forward only.
-    Input convention: ``batch`` (labels unused); the kernel is batch x batch, so the
-    score grows with the batch size (NASWOT used 128 CIFAR images; autoprox's default
-    batch is 8).
-    """
-    mlps = _modules(model, Mlp, "MLP")
-    size = images.shape[0]
-    kernel = torch.zeros(size, size, dtype=torch.float64)
-
-    def count(_module, inputs):
-        codes = (inputs[0] > 0).reshape(size, -1).double()
-        kernel.add_(codes @ codes.T + (1.0 - codes) @ (1.0 - codes).T)
-
-    handles = [mlp.act.register_forward_pre_hook(count) for mlp in mlps]
-    try:
-        with torch.no_grad():
-            model(images)
-    finally:
-        for handle in handles:
-            handle.remove()
-    sign, logdet = torch.linalg.slogdet(kernel)
-    if float(sign) == 0.0:
-        raise ProxyFailure("nwot: the activation-pattern kernel is singular (two images share one code)")
-    return _finite(float(logdet), "nwot")
-
-
-def zico(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, groups: int = ZICO_GROUPS) -> float:
-    """ZiCo (Li et al., ICLR 2023): gradient mean over gradient deviation, log-summed per layer.
-
-    The batch is cut into ``groups`` equal parts (the official code uses one gradient per
-    minibatch and two minibatches; here the statistics batch is split in two). For every
-    Linear/Conv2d weight, with the per-group gradients g_1..g_G: ``sum over entries of
-    mean|g| / std(g)`` (population std, entries with std 0 left out), and the score is
-    the sum over layers of its log (layers whose sum is 0 are skipped, as officially).
-    Input convention: ``batch``; ``groups`` backward passes on ``B / groups`` images.
-    """
-    if images.shape[0] < groups:
-        raise ProxyFailure(f"zico needs at least {groups} images (one per gradient sample), got {images.shape[0]}")
-    layers = weight_layers(model)
-    samples: list[list[torch.Tensor]] = [[] for _ in layers]
-    for part in torch.arange(images.shape[0]).chunk(groups):
-        model.zero_grad(set_to_none=True)
-        _loss(model, images[part], labels[part]).backward()
-        for index, layer in enumerate(layers):
-            samples[index].append(layer.weight.grad.detach().reshape(-1).double())
-    score = 0.0
-    for grads in samples:
-        stacked = torch.stack(grads)
-        std = stacked.std(dim=0, unbiased=False)
-        mean_abs = stacked.abs().mean(dim=0)
-        keep = std != 0
-        ratio_sum = float((mean_abs[keep] / std[keep]).sum())
-        if ratio_sum != 0.0:
-            score += math.log(ratio_sum)
-    return _finite(score, "zico")
-
-
-def te_nas(model: nn.Module, images: torch.Tensor) -> float:
-    """TE-NAS's trainability term (Chen, Gong & Wang, ICLR 2021): minus the NTK condition number.
-
-    Per image i, the gradient of the sum of its logits with respect to every parameter
-    whose name contains ``weight`` (TE-NAS's choice: Linear, Conv2d and LayerNorm
-    weights) is one row of J; ``NTK = J J^T`` (batch x batch, float64) and the score is
-    ``-lambda_max / lambda_min`` (TE-NAS prefers a small condition number). Images go
-    through one at a time: the networks have no cross-image layer (no BatchNorm), so this
-    equals back-propagating each image's logits through the batched forward, at a fraction
-    of the cost. TE-NAS's second term, the number of linear regions, is left out: it
-    counts the regions of a piecewise-linear (ReLU) network, and these ViTs (GELU,
-    softmax, LayerNorm) have none; its nearest analogue is NWOT's activation patterns.
-    Input convention: ``batch`` (labels unused).
-    """
-    params = [p for name, p in model.named_parameters() if "weight" in name and p.requires_grad]
-    if not params:
-        raise ProxyFailure("te_nas: the model has no weight parameters")
-    rows = []
-    for index in range(images.shape[0]):
-        output = model(images[index:index + 1])
-        grads = torch.autograd.grad(output.sum(), params, allow_unused=True)
-        rows.append(torch.cat([g.reshape(-1) for g in grads if g is not None]))
-    jacobian = torch.stack(rows)
-    del rows
-    ntk = torch.zeros(len(jacobian), len(jacobian), dtype=torch.float64)
-    for chunk in jacobian.split(1 << 20, dim=1):  # float64 Gram without a float64 copy of J
-        chunk = chunk.double()
-        ntk += chunk @ chunk.T
-    eigenvalues = torch.linalg.eigvalsh(ntk)
-    low, high = float(eigenvalues[0]), float(eigenvalues[-1])
-    if not low > 0.0:
-        raise ProxyFailure(f"te_nas: the NTK is singular (smallest eigenvalue {low:.3g})")
-    return _finite(-high / low, "te_nas")
-
-
-# ----------------------------------------------------------------- ViT-specific
-
-
-def dss(model: nn.Module, inputs: torch.Tensor) -> float:
-    """TF-TAS's DSS indicator (Zhou et al., CVPR 2022), equations 4 to 6 of the paper.
-
-    ``DSS = sum over attention modules of sum over m in {qkv, proj} of
-    ||dR/dW_m||_nuc * ||W_m||_nuc  +  sum over MLP modules of sum over n in {fc1, fc2} of
-    sum |dR/dW_n * W_n|``, where R is the SynFlow loss of section 3.4: every parameter
-    made absolute, one all-ones image, R = sum of the outputs (float64). Both terms are
-    evaluated while the weights are absolute, as the official code does (it computes the
-    score before restoring the signs); the MLP saliency takes the absolute value of each
-    product like SynFlow. Input convention: ``ones``.
-
-    Where the official release differs from the paper, the paper is followed: the
-    release's test for the qkv layer compares the layer's class name with 'qkv' (never
-    true), so there qkv gets the MLP-style saliency and only the square projection gets
-    nuclear norms; it also adds the saliency of the patch embedding and the head.
-    """
-    attentions = _modules(model, Attention, "attention")
-    mlps = _modules(model, Mlp, "MLP")
-    model.double()
-    with absolute_parameters(model):
-        model.zero_grad(set_to_none=True)
-        model(inputs.double()).sum().backward()
-        diversity = []
-        for attention in attentions:
-            for layer in (attention.qkv, attention.proj):
-                diversity.append(torch.linalg.matrix_norm(layer.weight.grad, ord="nuc")
-                                 * torch.linalg.matrix_norm(layer.weight.detach(), ord="nuc"))
-        saliency = [(layer.weight.grad * layer.weight).abs().sum() for mlp in mlps for layer in (mlp.fc1, mlp.fc2)]
-        value = _total(diversity) + _total(saliency)
-    return _finite(value, "dss")
-
-
-def student_capability(model: nn.Module) -> float:
-    """TVT's student-capability metric M_s (Wei et al. 2023, eq. 3): ``sum over blocks of ||W_block||_2``.
-
-    For each transformer block, the L2 norm of all its Linear weight matrices taken
-    together (qkv, proj, fc1, fc2: ``sqrt(sum of squares)``); summed over the blocks.
-    Biases and LayerNorm gains are not "weights" here. Input convention: ``weights``.
-    """
-    blocks = transformer_blocks(model)
-    if not blocks:
-        raise ProxyFailure("tvt: the model has no transformer block")
-    total = 0.0
-    for block in blocks:
-        squares = sum(float(m.weight.detach().double().pow(2).sum()) for m in block.modules() if isinstance(m, nn.Linear))
-        total += math.sqrt(squares)
-    return _finite(total, "tvt M_s")
-
-
-def spatial_attention(features: torch.Tensor) -> torch.Tensor:
-    """TVT's mapping F (eq. 1): ``phi(sum over channels of X_c^2)`` for (B, C, H, W) features.
-
-    phi divides each image's map, flattened to H*W values, by its L2 norm (the
-    normalisation of attention transfer, Zagoruyko & Komodakis 2017; TVT leaves phi open).
-    Returns (B, H*W).
-    """
-    if features.dim() != 4:
-        raise ProxyFailure(f"attention maps need (B, C, H, W) features, got shape {tuple(features.shape)}")
-    maps = features.double().pow(2).sum(dim=1).flatten(1)
-    return maps / torch.linalg.vector_norm(maps, dim=1, keepdim=True).clamp_min(1e-300)
-
-
-def tokens_to_grid(tokens: torch.Tensor) -> torch.Tensor:
-    """(B, N, C) tokens of the last block -> (B, C, P, P) grid, the class token dropped.
-
-    When N - 1 is a square the first token is the class token (both spaces); when N
-    itself is a square all tokens are patches.
-    """
-    batch, count, channels = tokens.shape
-    for skip in (1, 0):
-        side = math.isqrt(count - skip)
-        if side * side == count - skip and side > 0:
-            return tokens[:, skip:].transpose(1, 2).reshape(batch, channels, side, side)
-    raise ProxyFailure(f"tvt: {count} tokens do not form a square grid (with or without a class token)")
-
-
-def student_features(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
-    """The student's token features after its last transformer block, as a (B, C, P, P) grid."""
-    blocks = transformer_blocks(model)
-    if not blocks:
-        raise ProxyFailure("tvt: the model has no transformer block")
-    kept: list[torch.Tensor] = []
-    handle = blocks[-1].register_forward_hook(lambda _m, _i, output: kept.append(output.detach()))
-    try:
-        with torch.no_grad():
-            model(images)
-    finally:
-        handle.remove()
-    return tokens_to_grid(kept[-1])
-
-
-def teacher_distance(student: torch.Tensor, teacher: torch.Tensor) -> float:
-    """TVT's teacher-aware metric M_t (eq. 2): ``||F(T~) - F(S)||_2``, mean over the batch.
-
-    ``student`` is (B, C_S, P, P); ``teacher`` (B, C_T, H, W) is resized to P x P
-    (bilinear) into T~ before the mapping F (:func:`spatial_attention`).
-    """
-    if teacher.dim() != 4 or teacher.shape[0] != student.shape[0]:
-        raise ProxyFailure(f"tvt: the teacher must give (B, C, H, W) feature maps for the B={student.shape[0]} "
-                           f"images, got shape {tuple(teacher.shape)}")
-    resized = F.interpolate(teacher.double(), size=student.shape[-2:], mode="bilinear", align_corners=False)
-    gap = spatial_attention(resized) - spatial_attention(student)
-    return _finite(float(torch.linalg.vector_norm(gap, dim=1).mean()), "tvt M_t")
-
-
-def min_max(values: Sequence[float]) -> np.ndarray:
-    """TVT's f: ``(x - min) / (max - min)`` over the candidate set; all 0 when the set is constant."""
-    array = np.asarray(values, dtype=np.float64)
-    spread = float(np.max(array) - np.min(array)) if array.size else 0.0
-    return (array - np.min(array)) / spread if spread > 0 else np.zeros_like(array)
-
-
-def tvt_combine(capability: Sequence[float], distance: Sequence[float] | None,
-                alpha: float = TVT_ALPHA, beta: float = TVT_BETA) -> np.ndarray:
-    """TVT's score (eq. 4) over a candidate set: ``alpha f(M_s) + beta f(M_t)`` (f = :func:`min_max`).
-
-    Without ``distance`` (no teacher) the score is ``alpha f(M_s)`` alone (``tvt_l2``).
-    """
-    score = alpha * min_max(capability)
-    if distance is not None:
-        score = score + beta * min_max(distance)
-    return score
-
-
-# ------------------------------------------------------- architecture-level entries
+# ---------------------------------------------------------------------- the registry
+
+
+@dataclass
+class ZooInputs:
+    """What a raw-value function may use for one architecture, made on first use."""
+
+    arch: object
+    spec: InputSpec
+    seed: int
+    num_classes: int
+    teacher: nn.Module | None = None
+
+    @cached_property
+    def model(self) -> nn.Module:
+        """The network, built as the statistics code builds it, in train mode."""
+        model = build_model(self.arch, num_classes=self.num_classes, seed=derived_seed(self.seed, "model"))
+        model.train()
+        return model
+
+    def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The statistics minibatch (images, labels) of this seed."""
+        return make_batch(self.spec, self.num_classes, self.seed)
+
+    def ones(self) -> torch.Tensor:
+        """SynFlow's input: one all-ones image."""
+        images, _ = make_batch(InputSpec("ones", batch_size=1), self.num_classes, self.seed)
+        return images
 
 
 @dataclass(frozen=True)
@@ -478,56 +112,162 @@ class ZooProxy:
     definition: str  # one line
     input: str  # "batch", "ones" or "weights"
     passes: str  # what it runs: "forward/backward", "forward", ...; "" for none (initialised weights only)
+    raw: Callable[[ZooInputs], object]  # the raw value of one architecture (a float, or a dict)
     needs_teacher: bool = False
-    set_level: bool = False  # scores need the whole ranked set (min-max normalisation)
+    #: Set-level proxies only: the scores of a ranked set from its raw values (a min-max normalisation).
+    combine: Callable[[Sequence], np.ndarray] | None = None
+    #: The teacher-free proxy computed instead when no teacher is given (TVT: its student part).
+    without_teacher: str | None = None
+
+    @property
+    def set_level(self) -> bool:
+        """Whether scores need the whole ranked set (min-max normalisation)."""
+        return self.combine is not None
+
+    def set_scores(self, raws: Sequence) -> np.ndarray:
+        """Scores of the ranked set from its raw values."""
+        if self.combine is not None:
+            return self.combine(raws)
+        return np.asarray(raws, dtype=np.float64)
+
+    def cacheable(self, teacher: nn.Module | None) -> bool:
+        """Whether raw values may go to the score cache (no teacher is part of any key)."""
+        return not (self.needs_teacher and teacher is not None)
 
 
-ZOO: dict[str, ZooProxy] = {p.name: p for p in (
-    ZooProxy("snip", "SNIP, Lee et al. ICLR 2019", "sum |dL/dw * w| over Linear/Conv2d weights",
-             "batch", "forward/backward"),
-    ZooProxy("grasp", "GraSP, Wang et al. ICLR 2020", "sum -w * (H dL/dw) over Linear/Conv2d weights",
-             "batch", "forward + double backward"),
-    ZooProxy("synflow", "SynFlow, Tanaka et al. NeurIPS 2020", "sum |dR/dw * w|, R = 1^T f(1) with |parameters|",
-             "ones", "forward/backward (float64)"),
-    ZooProxy("grad_norm", "Grad-norm, Abdelfattah et al. ICLR 2021", "sum over layers of ||dL/dW||_2",
-             "batch", "forward/backward"),
-    ZooProxy("fisher", "Fisher, Theis et al. 2018 (Abdelfattah et al. 2021)",
-             "sum over layer outputs and channels of 0.5 mean_images (sum_positions z dL/dz)^2",
-             "batch", "forward/backward"),
-    ZooProxy("plain", "Plain, Mozer & Smolensky 1988 (Abdelfattah et al. 2021)", "sum dL/dw * w over Linear/Conv2d weights",
-             "batch", "forward/backward"),
-    ZooProxy("nwot", "NASWOT, Mellor et al. ICML 2021",
-             "log det of the kernel of MLP pre-activation sign codes", "batch", "forward"),
-    ZooProxy("zico", "ZiCo, Li et al. ICLR 2023", "sum over layers of log sum mean|g| / std(g), 2 gradient samples",
-             "batch", "2 forward/backward on half batches"),
-    ZooProxy("te_nas", "TE-NAS, Chen et al. ICLR 2021 (NTK term only)", "-cond(NTK), NTK = J J^T over the batch",
-             "batch", "one forward/backward per image"),
-    ZooProxy("dss", "TF-TAS, Zhou et al. CVPR 2022", "sum nuc(dR/dW) nuc(W) over qkv, proj + sum |dR/dW * W| over fc1, fc2",
-             "ones", "forward/backward (float64)"),
-    ZooProxy("tvt", "TVT, Wei et al. 2023", "2 f(M_s) - 3 f(M_t), f = min-max over the ranked set (needs a teacher)",
-             "batch", "forward", needs_teacher=True, set_level=True),
-    ZooProxy("tvt_l2", "TVT's student-capability term, Wei et al. 2023", "2 f(M_s), M_s = sum over blocks of ||W_block||_2",
-             "weights", "", set_level=True),
-)}
+#: Every zoo proxy by name, in registration order (the order of the ranking table).
+ZOO: dict[str, ZooProxy] = {}
+
+
+def register_zoo(name: str, *, source: str, definition: str, input: str, passes: str, needs_teacher: bool = False,
+                 combine: Callable[[Sequence], np.ndarray] | None = None, without_teacher: str | None = None):
+    """Register the decorated raw-value function as the zoo proxy ``name``.
+
+    ``combine`` makes the proxy set-level: it turns the raw values of the ranked set into
+    scores. The registered :class:`ZooProxy` is also the function's ``zoo_proxy`` attribute.
+    """
+    if input not in ("batch", "ones", "weights"):
+        raise ValueError(f"zoo proxy {name}: unknown input convention {input!r}")
+
+    def decorate(function: Callable[[ZooInputs], object]) -> Callable[[ZooInputs], object]:
+        if name in ZOO:
+            raise ValueError(f"zoo proxy {name!r} is registered twice")
+        entry = ZooProxy(name, source, definition, input, passes, function, needs_teacher, combine, without_teacher)
+        ZOO[name] = entry
+        function.zoo_proxy = entry
+        return function
+
+    return decorate
+
+
+def _tvt_scores(raws: Sequence) -> np.ndarray:
+    """TVT's score over the ranked set: both terms with a teacher, the student's alone without."""
+    capability = [r["capability"] for r in raws]
+    distances = [r.get("distance") for r in raws]
+    return tvt_combine(capability, distances if all(d is not None for d in distances) else None)
+
+
+def _tvt_student_scores(raws: Sequence) -> np.ndarray:
+    """TVT's student-capability term over the ranked set."""
+    return tvt_combine([r["capability"] for r in raws], None)
+
+
+@register_zoo("snip", source="SNIP, Lee et al. ICLR 2019", definition="sum |dL/dw * w| over Linear/Conv2d weights",
+              input="batch", passes="forward/backward")
+def _snip(inputs: ZooInputs) -> float:
+    return snip(inputs.model, *inputs.batch())
+
+
+@register_zoo("grasp", source="GraSP, Wang et al. ICLR 2020",
+              definition="sum -w * (H dL/dw) over Linear/Conv2d weights", input="batch",
+              passes="forward + double backward")
+def _grasp(inputs: ZooInputs) -> float:
+    return grasp(inputs.model, *inputs.batch())
+
+
+@register_zoo("synflow", source="SynFlow, Tanaka et al. NeurIPS 2020",
+              definition="sum |dR/dw * w|, R = 1^T f(1) with |parameters|", input="ones",
+              passes="forward/backward (float64)")
+def _synflow(inputs: ZooInputs) -> float:
+    return synflow(inputs.model, inputs.ones())
+
+
+@register_zoo("grad_norm", source="Grad-norm, Abdelfattah et al. ICLR 2021", definition="sum over layers of ||dL/dW||_2",
+              input="batch", passes="forward/backward")
+def _grad_norm(inputs: ZooInputs) -> float:
+    return grad_norm(inputs.model, *inputs.batch())
+
+
+@register_zoo("fisher", source="Fisher, Theis et al. 2018 (Abdelfattah et al. 2021)",
+              definition="sum over layer outputs and channels of 0.5 mean_images (sum_positions z dL/dz)^2",
+              input="batch", passes="forward/backward")
+def _fisher(inputs: ZooInputs) -> float:
+    return fisher(inputs.model, *inputs.batch())
+
+
+@register_zoo("plain", source="Plain, Mozer & Smolensky 1988 (Abdelfattah et al. 2021)",
+              definition="sum dL/dw * w over Linear/Conv2d weights", input="batch", passes="forward/backward")
+def _plain(inputs: ZooInputs) -> float:
+    return plain(inputs.model, *inputs.batch())
+
+
+@register_zoo("nwot", source="NASWOT, Mellor et al. ICML 2021",
+              definition="log det of the kernel of MLP pre-activation sign codes", input="batch", passes="forward")
+def _nwot(inputs: ZooInputs) -> float:
+    return nwot(inputs.model, inputs.batch()[0])
+
+
+@register_zoo("zico", source="ZiCo, Li et al. ICLR 2023",
+              definition="sum over layers of log sum mean|g| / std(g), 2 gradient samples", input="batch",
+              passes="2 forward/backward on half batches")
+def _zico(inputs: ZooInputs) -> float:
+    return zico(inputs.model, *inputs.batch())
+
+
+@register_zoo("te_nas", source="TE-NAS, Chen et al. ICLR 2021 (NTK term only)",
+              definition="-cond(NTK), NTK = J J^T over the batch", input="batch", passes="one forward/backward per image")
+def _te_nas(inputs: ZooInputs) -> float:
+    return te_nas(inputs.model, inputs.batch()[0])
+
+
+@register_zoo("dss", source="TF-TAS, Zhou et al. CVPR 2022",
+              definition="sum nuc(dR/dW) nuc(W) over qkv, proj + sum |dR/dW * W| over fc1, fc2", input="ones",
+              passes="forward/backward (float64)")
+def _dss(inputs: ZooInputs) -> float:
+    return dss(inputs.model, inputs.ones())
+
+
+@register_zoo("tvt", source="TVT, Wei et al. 2023",
+              definition="2 f(M_s) - 3 f(M_t), f = min-max over the ranked set (needs a teacher)", input="batch",
+              passes="forward", needs_teacher=True, combine=_tvt_scores, without_teacher="tvt_l2")
+def _tvt(inputs: ZooInputs) -> dict:
+    capability = student_capability(inputs.model)
+    if inputs.teacher is None:
+        return {"capability": capability}
+    images, _ = inputs.batch()
+    teacher_maps = teacher_features(inputs.teacher, images)
+    return {"capability": capability, "distance": teacher_distance(student_features(inputs.model, images), teacher_maps)}
+
+
+@register_zoo("tvt_l2", source="TVT's student-capability term, Wei et al. 2023",
+              definition="2 f(M_s), M_s = sum over blocks of ||W_block||_2", input="weights", passes="",
+              combine=_tvt_student_scores)
+def _tvt_l2(inputs: ZooInputs) -> dict:
+    return {"capability": student_capability(inputs.model)}
+
 
 #: What ``tvt`` says when no teacher is given.
 NO_TEACHER_NOTE = ("no teacher given: TVT's teacher-aware term needs a ConvNet teacher (Python API: "
                    "teacher=nn.Module); computing its student-capability part alone (tvt_l2)")
 
 
-def _network(arch, spec: InputSpec, seed: int, num_classes: int):
-    model = build_model(arch, num_classes=num_classes, seed=derived_seed(seed, "model"))
-    model.train()
-    return model
-
-
-def _batch(spec: InputSpec, seed: int, num_classes: int):
-    return make_batch(spec, num_classes, seed)
-
-
-def _ones(seed: int, num_classes: int) -> torch.Tensor:
-    images, _ = make_batch(InputSpec("ones", batch_size=1), num_classes, seed)
-    return images
+def computed_name(name: str, teacher: nn.Module | None = None) -> str:
+    """The zoo proxy actually computed for ``name``: without a teacher, a proxy that needs one
+    is replaced by its teacher-free part (``tvt`` -> ``tvt_l2``)."""
+    entry = ZOO[name]
+    if entry.needs_teacher and teacher is None and entry.without_teacher:
+        return entry.without_teacher
+    return name
 
 
 def raw_value(name: str, arch, spec: InputSpec, seed: int, num_classes: int,
@@ -542,7 +282,7 @@ def raw_value(name: str, arch, spec: InputSpec, seed: int, num_classes: int,
     arch = parse_arch(arch)
     with torch_threads(1):
         try:
-            return _raw_value(name, arch, spec, seed, num_classes, teacher)
+            return ZOO[name].raw(ZooInputs(arch, spec, seed, num_classes, teacher))
         except ProxyFailure:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure is reported, the ranking goes on
@@ -550,46 +290,9 @@ def raw_value(name: str, arch, spec: InputSpec, seed: int, num_classes: int,
             raise ProxyFailure(f"{type(exc).__name__}: {first}"[:300]) from exc
 
 
-def _raw_value(name: str, arch, spec: InputSpec, seed: int, num_classes: int, teacher):
-    model = _network(arch, spec, seed, num_classes)
-    if name in ("synflow", "dss"):
-        return {"synflow": synflow, "dss": dss}[name](model, _ones(seed, num_classes))
-    if name == "tvt_l2":
-        return {"capability": student_capability(model)}
-    if name == "tvt":
-        capability = student_capability(model)
-        if teacher is None:
-            return {"capability": capability}
-        images, _ = _batch(spec, seed, num_classes)
-        teacher_maps = teacher_features(teacher, images)
-        return {"capability": capability,
-                "distance": teacher_distance(student_features(model, images), teacher_maps)}
-    images, labels = _batch(spec, seed, num_classes)
-    if name in ("nwot", "te_nas"):
-        return {"nwot": nwot, "te_nas": te_nas}[name](model, images)
-    return {"snip": snip, "grasp": grasp, "grad_norm": grad_norm, "fisher": fisher,
-            "plain": plain, "zico": zico}[name](model, images, labels)
-
-
-def teacher_features(teacher: nn.Module, images: torch.Tensor) -> torch.Tensor:
-    """The teacher's feature map for ``images`` (called as given, without gradients)."""
-    with torch.no_grad():
-        output = teacher(images)
-    if not isinstance(output, torch.Tensor) or output.dim() != 4:
-        shape = tuple(output.shape) if isinstance(output, torch.Tensor) else type(output).__name__
-        raise ProxyFailure(f"tvt: the teacher must return a (B, C, H, W) feature map, got {shape}")
-    return output
-
-
 def set_scores(name: str, raws: Sequence) -> np.ndarray:
     """Scores of the ranked set from its raw values (TVT's min-max normalisation happens here)."""
-    if name in ("tvt", "tvt_l2"):
-        capability = [r["capability"] for r in raws]
-        distances = [r.get("distance") for r in raws]
-        if name == "tvt" and all(d is not None for d in distances):
-            return tvt_combine(capability, distances)
-        return tvt_combine(capability, None)
-    return np.asarray(raws, dtype=np.float64)
+    return ZOO[name].set_scores(raws)
 
 
 # ------------------------------------------------------------------ score cache
@@ -600,12 +303,15 @@ class ZooScoreCache:
 
     Keyed by :data:`ZOO_VERSION`, proxy, architecture, input, seed and class count;
     plain JSON, written atomically. TVT with a teacher is never cached (the teacher is
-    not part of any key).
+    not part of any key). An entry that cannot be read, or whose value is not finite
+    (every zoo value is checked finite before it is stored), is corrupt: it is removed
+    and the value computed again; a non-finite one is warned about once.
     """
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root) / "zoo"
         self._described: dict[InputSpec, dict] = {}  # an image folder's digest is read once
+        self._warned_non_finite = False
 
     def key(self, name: str, arch, spec: InputSpec, seed: int, num_classes: int) -> str:
         if spec not in self._described:
@@ -630,10 +336,19 @@ class ZooScoreCache:
             raw = data["raw"]
             if not (isinstance(raw, float) or isinstance(raw, dict)):
                 raise ValueError("bad value")
+            if not _finite_raw(raw):
+                self._warn_non_finite()
+                raise ValueError("not finite")
             return raw, float(data["seconds"])
         except (ValueError, KeyError, TypeError, OSError):
             path.unlink(missing_ok=True)
             return None
+
+    def _warn_non_finite(self) -> None:
+        if not self._warned_non_finite:
+            self._warned_non_finite = True
+            warnings.warn(f"zoo score cache {self.root}: entries holding NaN or inf are corrupt (zoo values are "
+                          "always finite); they are removed and computed again", stacklevel=3)
 
     def save(self, name, arch, spec, seed, num_classes, raw, seconds: float) -> None:
         from autoprox.core.atomic import atomic_write_text
@@ -641,6 +356,12 @@ class ZooScoreCache:
         path = self.path(name, arch, spec, seed, num_classes)
         record = {"key": path.stem, "version": ZOO_VERSION, "proxy": name, "raw": raw, "seconds": seconds}
         atomic_write_text(path, json.dumps(record))
+
+
+def _finite_raw(raw) -> bool:
+    """A raw value as the zoo stores it: a finite float, or a dict of finite floats (TVT's terms)."""
+    values = raw.values() if isinstance(raw, dict) else [raw]
+    return all(isinstance(v, float) and math.isfinite(v) for v in values)
 
 
 # ----------------------------------------------------------- computing many values
@@ -690,7 +411,7 @@ def compute_raw_values(names: Sequence[str], archs: Sequence, spec: InputSpec, s
     todo: dict[int, list[str]] = {}
     for index, arch in enumerate(archs):
         for name in names:
-            cacheable = score_cache is not None and not (name == "tvt" and teacher is not None)
+            cacheable = score_cache is not None and ZOO[name].cacheable(teacher)
             hit = score_cache.load(name, arch, spec, seed, num_classes) if cacheable else None
             if hit is not None:
                 results[name][index] = RawResult(hit[0], hit[1], cached=True)
@@ -717,7 +438,7 @@ def compute_raw_values(names: Sequence[str], archs: Sequence, spec: InputSpec, s
     for (index, _), outcome in zip(jobs, outcomes):
         for name, (raw, seconds, error) in outcome.items():
             results[name][index] = RawResult(raw, seconds, error)
-            cacheable = score_cache is not None and not (name == "tvt" and teacher is not None)
+            cacheable = score_cache is not None and ZOO[name].cacheable(teacher)
             if not error and cacheable:
                 score_cache.save(name, archs[index], spec, seed, num_classes, raw, seconds)
         done += 1
@@ -727,9 +448,21 @@ def compute_raw_values(names: Sequence[str], archs: Sequence, spec: InputSpec, s
 
 
 __all__ = [
-    "NO_TEACHER_NOTE", "ProxyFailure", "RawResult", "TVT_ALPHA", "TVT_BETA", "ZOO", "ZOO_VERSION", "ZooProxy",
-    "ZooScoreCache", "absolute_parameters", "compute_raw_values", "dss", "fisher", "grad_norm", "grasp",
-    "min_max", "nwot", "plain", "raw_value", "set_scores", "snip", "spatial_attention", "student_capability",
-    "student_features", "synflow", "te_nas", "teacher_distance", "teacher_features", "tokens_to_grid",
-    "tvt_combine", "weight_layers", "zico",
+    "NO_TEACHER_NOTE",
+    "TVT_ALPHA",
+    "TVT_BETA",
+    "ZOO",
+    "ZOO_VERSION",
+    "ProxyFailure",
+    "RawResult",
+    "ZooInputs",
+    "ZooProxy",
+    "ZooScoreCache",
+    "compute_raw_values",
+    "computed_name",
+    "min_max",
+    "raw_value",
+    "register_zoo",
+    "set_scores",
+    "tvt_combine",
 ]

@@ -1,41 +1,58 @@
 """Proxies by name: built-in architecture-level ones, the hand-crafted zoo, the published
-Auto-Prox genomes, genome strings and proxy JSON files, and scoring a benchmark's
-architectures with any of them."""
+Auto-Prox genomes, genome strings and proxy JSON files, and scoring architectures with any
+of them through one path (:meth:`Proxy.score`, over :mod:`autoprox.proxies.scorers`)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from autoprox.core.errors import ProxyError  # noqa: F401 (re-exported)
-from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, build_cache
+from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.tree import (
     GenomeError,
     InvalidProxy,
     genome_to_string,
     parse_genome,
-    score_architecture,
     template_genes,
 )
-from autoprox.networks.zoo import (
-    NO_TEACHER_NOTE,
-    ZOO,
-    ZooScoreCache,
-    compute_raw_values,
-    set_scores,
+from autoprox.networks.statistics import InputSpec
+from autoprox.networks.zoo import NO_TEACHER_NOTE, ZOO, RawResult
+from autoprox.proxies.scorers import (
+    ARCHITECTURE_PROXIES,
+    HEAD_CLASSES,
+    Scorer,
+    mean_over_seeds,
+    scorer_for,
 )
-from autoprox.spaces.architectures import count_macs, count_params
-from autoprox.spaces.descriptors import terminal_values
 
-#: Built-in proxies that need only the architecture (100-class head, as the benchmark's README).
-ARCHITECTURE_PROXIES: dict[str, Callable] = {
-    "params": lambda arch: count_params(arch, num_classes=100),
-    "flops": lambda arch: count_macs(arch, num_classes=100),
-}
+
+@dataclass(frozen=True)
+class PublishedGenome:
+    """A proxy published as a formula, written as a genome of this project's template."""
+
+    name: str
+    genome: str
+    source: str
+
+
+#: The published proxies by name, in registration order.
+PUBLISHED: dict[str, PublishedGenome] = {}
+
+
+def register_published_genome(name: str, genome: str, source: str) -> PublishedGenome:
+    """Register ``genome`` (checked by parsing it) as the built-in proxy ``name``."""
+    if name in PUBLISHED or name in ZOO or name in ARCHITECTURE_PROXIES:
+        raise ValueError(f"proxy {name!r} is registered twice")
+    parse_genome(genome)
+    PUBLISHED[name] = PublishedGenome(name, genome, source)
+    return PUBLISHED[name]
+
 
 #: The published Auto-Prox proxies (AAAI 2024, equations 2 and 3) as genomes of this
 #: project's template, so they run through exactly the evaluator a discovered genome does.
@@ -61,19 +78,12 @@ AUTOPROX_A = ("block_mean(to_mean_scalar(element_wise_sum(no_op(element_wise_abs
               "element_wise_normalized_sum(sigmoid(F3g)))))")
 AUTOPROX_P = ("block_mean(to_mean_scalar(element_wise_difference(frobenius_norm(sigmoid(F1)), "
               "logsoftmax(element_wise_abs(F3)))))")
-PUBLISHED_GENOMES: dict[str, str] = {"autoprox_a": AUTOPROX_A, "autoprox_p": AUTOPROX_P}
-PUBLISHED_SOURCES = {
-    "autoprox_a": "Auto-Prox (Wei et al. AAAI 2024) eq. 2, found on AutoFormer",
-    "autoprox_p": "Auto-Prox (Wei et al. AAAI 2024) eq. 3, found on PiT",
-}
+register_published_genome("autoprox_a", AUTOPROX_A, "Auto-Prox (Wei et al. AAAI 2024) eq. 2, found on AutoFormer")
+register_published_genome("autoprox_p", AUTOPROX_P, "Auto-Prox (Wei et al. AAAI 2024) eq. 3, found on PiT")
+PUBLISHED_GENOMES: dict[str, str] = {name: p.genome for name, p in PUBLISHED.items()}
 
 #: Every built-in name, in the order of the ranking table.
-BUILTIN_PROXIES: tuple[str, ...] = ("params", "flops", *ZOO, *PUBLISHED_GENOMES)
-
-
-def builtin_names() -> list[str]:
-    return list(BUILTIN_PROXIES)
-
+BUILTIN_PROXIES: tuple[str, ...] = (*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED)
 
 
 @dataclass(frozen=True)
@@ -81,7 +91,9 @@ class Proxy:
     """A proxy ready to score architectures.
 
     ``genome`` is set for statistics-based proxies (a deap PrimitiveTree); ``zoo`` names a
-    hand-crafted proxy of :mod:`autoprox.networks.zoo`; neither for ``params`` and ``flops``.
+    hand-crafted proxy of :data:`autoprox.networks.zoo.ZOO`; neither for an architecture
+    proxy (``params``, ``flops``: :data:`autoprox.proxies.scorers.ARCHITECTURE_PROXIES`).
+    How it scores is its :attr:`scorer`'s.
     """
 
     name: str
@@ -90,30 +102,94 @@ class Proxy:
     zoo: str | None = None
     note: str = ""
 
+    @cached_property
+    def scorer(self) -> Scorer:
+        """How this proxy turns architectures into raw values and scores."""
+        try:
+            return scorer_for(self.name, self.genome, self.zoo)
+        except KeyError:
+            raise ProxyError(f"unknown proxy {self.zoo or self.name!r}; known built-ins: {_known_names()}") from None
+
     @property
     def needs_statistics(self) -> bool:
-        return self.genome is not None
+        return self.scorer.needs_statistics
 
     @property
     def kind(self) -> str:
-        """``architecture``, ``genome`` or ``zoo``."""
-        if self.genome is not None:
-            return "genome"
-        return "zoo" if self.zoo else "architecture"
+        """``architecture``, ``genome`` or ``zoo`` (a label for tables)."""
+        return self.scorer.kind
+
+    @property
+    def set_level(self) -> bool:
+        """Whether its scores need the whole ranked set (TVT's min-max normalisation)."""
+        return self.scorer.set_level
 
     @property
     def source(self) -> str:
-        if self.zoo:
-            return ZOO[self.zoo].source
-        if self.name in PUBLISHED_SOURCES:
-            return PUBLISHED_SOURCES[self.name]
         if self.genome is not None:
-            return str(self.provenance.get("file") or "genome string")
-        return {"params": "parameter count", "flops": "multiply-accumulates"}.get(self.name, "")
+            published = PUBLISHED.get(self.name)
+            return published.source if published else str(self.provenance.get("file") or "genome string")
+        return self.scorer.source
+
+    def computed_as(self, teacher=None) -> str:
+        """The name of the proxy actually computed: without a teacher, a zoo proxy that needs
+        one is replaced by its teacher-free part (``tvt`` -> ``tvt_l2``)."""
+        return self.scorer.computed_as(teacher) or self.name
+
+    def raw_values(self, archs: Sequence, spec: InputSpec, seed: int, num_classes: int, cache: StatisticsCache,
+                   *, workers: int = 1, progress: Callable[[int, int], None] | None = None, teacher=None,
+                   keep_statistics: bool = True, head_classes: int = HEAD_CLASSES) -> list[RawResult]:
+        """One raw value (or failure reason) per architecture for one statistics seed and class
+        count: the core every scoring path shares (:meth:`Scorer.raw_values`).
+
+        ``head_classes``: the classifier head architecture proxies count with (the
+        engine's 100; ``vit-search --classes C`` uses C). ``keep_statistics`` false:
+        genomes' statistics are computed and dropped instead of cached.
+        """
+        return self.scorer.raw_values(archs, spec, seed, num_classes, cache, workers=workers, progress=progress,
+                                      teacher=teacher, keep_statistics=keep_statistics, head_classes=head_classes)
+
+    def set_scores(self, raws: Sequence) -> np.ndarray:
+        """Scores of a ranked set from one seed's raw values (set-level proxies normalise over it)."""
+        return self.scorer.set_scores(raws)
+
+    def score(self, archs: Sequence, cache: StatisticsCache, plan: StatsPlan, workers: int = 1,
+              progress: Callable[[int, int], None] | None = None, teacher=None) -> dict[int, np.ndarray]:
+        """Scores of ``archs`` per class count of ``plan`` (the mean over its seeds).
+
+        Statistics come from the cache (computed in parallel where missing) and are read
+        one architecture at a time, so memory stays flat. Zoo proxies are computed per seed
+        on fresh networks (their raw values kept in the cache directory's ``zoo/`` part),
+        and set-level ones (TVT) normalised over ``archs`` per seed before the mean.
+        Architecture proxies count a 100-class head whatever the class count. Raises
+        InvalidProxy naming the first failing architecture.
+        """
+        reported = self.scorer.prepare(archs, cache, plan, workers=workers, progress=progress)
+        per_key = {}
+        for seed, classes in plan.keys():
+            results = self.raw_values(archs, plan.spec, seed, classes, cache, workers=workers,
+                                      progress=None if reported else progress, teacher=teacher)
+            failed = [(i, r.error) for i, r in enumerate(results) if not r.ok]
+            if failed:
+                index, reason = failed[0]
+                raise InvalidProxy(f"{self.name} failed on {len(failed)} of {len(archs)} architectures "
+                                   f"(first: architecture {index}, seed {seed}: {reason})")
+            per_key[seed, classes] = self.set_scores([r.raw for r in results])
+        return mean_over_seeds(per_key)
 
 
 def _known_names() -> str:
-    return ", ".join(BUILTIN_PROXIES)
+    return ", ".join((*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED))
+
+
+def _existing_file(text: str) -> Path | None:
+    """``text`` as the path of an existing file, else None (a long genome string is not a
+    file name the system accepts: ``OSError: File name too long`` means not a file)."""
+    path = Path(text)
+    try:
+        return path if path.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 def resolve_proxy(text: str) -> Proxy:
@@ -123,13 +199,13 @@ def resolve_proxy(text: str) -> Proxy:
         return Proxy(text)
     if text in ZOO:
         return Proxy(text, zoo=text, note=NO_TEACHER_NOTE if ZOO[text].needs_teacher else "")
-    if text in PUBLISHED_GENOMES:
-        genome = PUBLISHED_GENOMES[text]
+    if text in PUBLISHED:
+        genome = PUBLISHED[text].genome
         return Proxy(text, parse_genome(genome), {"builtin": text, "genome": genome})
-    path = Path(text)
-    if text.endswith(".json") or path.is_file():
-        if not path.is_file():
-            raise ProxyError(f"proxy file not found: {path}")
+    path = _existing_file(text)
+    if path is None and text.endswith(".json"):
+        raise ProxyError(f"proxy file not found: {text}")
+    if path is not None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
@@ -176,7 +252,7 @@ def resolve_proxies(text: str) -> list[Proxy]:
     proxies: list[Proxy] = []
     seen: set[str] = set()
     for name in names:
-        for item in (BUILTIN_PROXIES if name == "all" else (name,)):
+        for item in ((*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED) if name == "all" else (name,)):
             proxy = resolve_proxy(item)
             if proxy.name not in seen:
                 seen.add(proxy.name)
@@ -192,15 +268,9 @@ def seed_genome(text: str) -> str:
     template genes); ``params``, ``flops`` and the zoo are refused with the reason.
     """
     proxy = resolve_proxy(text)
-    if proxy.kind == "zoo":
-        spec = ZOO[proxy.name]
-        raise ProxyError(
-            f"{proxy.name} cannot seed the search: it is a hand-crafted proxy ({spec.source}: {spec.definition}) "
-            f"computed from its own network ({spec.passes or 'initialised weights'}), not an expression over the eight per-block "
-            "statistics F1..F4g that genomes are built from")
-    if proxy.kind == "architecture":
-        raise ProxyError(f"{proxy.name} cannot seed the search: it is computed from the architecture alone, "
-                         "not from the per-block statistics that genomes are built from")
+    if proxy.genome is None:
+        raise ProxyError(f"{proxy.name} cannot seed the search: it is {proxy.scorer.nature} "
+                         "that genomes are built from")
     try:
         template_genes(proxy.genome)
     except GenomeError:
@@ -212,60 +282,25 @@ def seed_genome(text: str) -> str:
 def score_archs(proxy: Proxy, archs: Sequence, cache: StatisticsCache, plan: StatsPlan,
                 workers: int = 1, progress: Callable[[int, int], None] | None = None,
                 teacher=None) -> dict[int, np.ndarray]:
-    """Scores of ``archs`` per class count (mean over the plan's seeds).
-
-    Statistics come from the cache (computed in parallel where missing) and are read
-    one architecture at a time, so memory stays flat. Zoo proxies are computed per seed
-    on fresh networks (their raw values kept in the cache directory's ``zoo/`` part), and
-    set-level ones (TVT) normalised over ``archs`` per seed before the mean. Raises
-    InvalidProxy (naming the first failing architecture for a zoo proxy).
-    """
-    if proxy.kind == "architecture":
-        values = np.array([ARCHITECTURE_PROXIES[proxy.name](a) for a in archs], dtype=np.float64)
-        return {classes: values.copy() for classes in plan.class_counts}
-    if proxy.kind == "zoo":
-        return _score_zoo(proxy, archs, cache, plan, workers, progress, teacher)
-    build_cache(cache, plan.requests(archs), workers=workers, progress=progress)
-    from autoprox.networks.statistics import torch_threads
-
-    # per class count, one row per seed; averaged as FitnessEvaluator does, to the last bit
-    runs = {classes: np.zeros((len(plan.seeds), len(archs))) for classes in plan.class_counts}
-    with torch_threads(1):
-        for index, arch in enumerate(archs):
-            terminals = terminal_values(arch)
-            for row, seed in enumerate(plan.seeds):
-                for classes in plan.class_counts:
-                    stats = cache.get(StatsRequest(arch, plan.spec, seed, classes))
-                    runs[classes][row, index] = score_architecture(proxy.genome, stats, terminals)
-    return {classes: np.mean(values, axis=0) for classes, values in runs.items()}
-
-
-def zoo_name(proxy: Proxy, teacher=None) -> str:
-    """The zoo proxy actually computed: ``tvt`` without a teacher is ``tvt_l2``."""
-    if proxy.zoo == "tvt" and teacher is None:
-        return "tvt_l2"
-    return proxy.zoo
-
-
-def _score_zoo(proxy, archs, cache, plan, workers, progress, teacher) -> dict[int, np.ndarray]:
-    name = zoo_name(proxy, teacher)
-    score_cache = ZooScoreCache(cache.root)
-    runs: dict[int, list[np.ndarray]] = {classes: [] for classes in plan.class_counts}
-    for seed in plan.seeds:
-        for classes in plan.class_counts:
-            results = compute_raw_values([name], archs, plan.spec, seed, classes, teacher=teacher,
-                                         workers=workers, score_cache=score_cache, progress=progress)[name]
-            failed = [(i, r.error) for i, r in enumerate(results) if not r.ok]
-            if failed:
-                index, reason = failed[0]
-                raise InvalidProxy(f"{proxy.name} failed on {len(failed)} of {len(archs)} architectures "
-                                   f"(first: architecture {index}, seed {seed}: {reason})")
-            runs[classes].append(set_scores(name, [r.raw for r in results]))
-    return {classes: np.mean(values, axis=0) for classes, values in runs.items()}
+    """Scores of ``archs`` per class count (mean over the plan's seeds): :meth:`Proxy.score`."""
+    return proxy.score(archs, cache, plan, workers=workers, progress=progress, teacher=teacher)
 
 
 __all__ = [
-    "ARCHITECTURE_PROXIES", "AUTOPROX_A", "AUTOPROX_P", "BUILTIN_PROXIES", "InvalidProxy", "PUBLISHED_GENOMES", "Proxy",
-    "ProxyError", "builtin_names", "resolve_proxies", "resolve_proxy", "score_archs", "seed_genome", "split_proxy_list",
-    "zoo_name",
+    "ARCHITECTURE_PROXIES",
+    "AUTOPROX_A",
+    "AUTOPROX_P",
+    "BUILTIN_PROXIES",
+    "PUBLISHED",
+    "PUBLISHED_GENOMES",
+    "InvalidProxy",
+    "Proxy",
+    "ProxyError",
+    "PublishedGenome",
+    "register_published_genome",
+    "resolve_proxies",
+    "resolve_proxy",
+    "score_archs",
+    "seed_genome",
+    "split_proxy_list",
 ]

@@ -7,16 +7,15 @@ genome written as nested calls of those functions, and::
     score(model, inputs, targets, loss_fn=None, train=True, descriptors=None, head_classes=100) -> float
 
 which registers hooks, runs one forward/backward pass, collects the eight
-statistics per transformer block exactly as :mod:`autoprox.networks.statistics` does (F4
-and F4g are the MLP hidden activation, the output of ``mlp.act``, and its
-gradient, each averaged over the batch), applies the formula to each block and
-combines the blocks' values by the genome's aggregation, computed as
-:func:`autoprox.genome.tree.aggregate` does (mean, sum, depth-weighted mean or standard
-deviation, in the blocks' registration order). Blocks are found by the timm naming
-that both of this project's spaces follow: a module with ``attn.qkv``,
-``attn.proj``, ``mlp.fc1`` and ``mlp.act`` (or, without ``act``, the input of
-``mlp.fc2``); a model without one is refused with a clear error. The docstring
-carries the readable formula and the proxy's provenance (run, JCM, date).
+statistics per transformer block, applies the formula to each block and combines the
+blocks' values by the genome's aggregation (mean, sum, depth-weighted mean or standard
+deviation, in the blocks' registration order). Reading a model is the job of the runtime,
+:mod:`autoprox.networks.runtime`, whose code is copied into the file below its imports:
+it is the very collector the engine computes its statistics with, and it finds blocks by
+the timm naming (a model without one is refused with a clear error, and blocks left out
+are warned about). The aggregation is the registered function's source
+(:mod:`autoprox.genome.aggregations`). The docstring carries the readable formula and
+the proxy's provenance (run, JCM, date).
 
 Architecture-level terminals (``A_params``, ``A_log_depth``, ...) are computed from
 the model itself, in the same pass, as :mod:`autoprox.spaces.descriptors` computes them
@@ -40,6 +39,7 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
+import inspect
 import json
 import math
 import textwrap
@@ -52,7 +52,9 @@ from deap import gp
 from autoprox import __version__
 from autoprox.core.atomic import atomic_write_text
 from autoprox.core.errors import ExportError  # noqa: F401 (re-exported)
+from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import ARCH_TERMINALS, genome_to_string, op_name, parse_genome
+from autoprox.networks import runtime
 from autoprox.networks.statistics import STAT_DESCRIPTIONS, STAT_NAMES
 from autoprox.reports.simplify import LEGEND, Formula
 from autoprox.spaces.descriptors import DESCRIPTORS, TERMINAL_PREFIX
@@ -131,7 +133,7 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
     lines += ["    score = " + _doc_safe(line) for line in [formula.text]]
     lines += [""]
     lines += textwrap.wrap(_doc_safe(LEGEND), 88)
-    lines += [""] + textwrap.wrap(f"Over blocks ({aggregation}): {_AGGREGATE[aggregation][0]}", 88)
+    lines += [""] + textwrap.wrap(f"Over blocks ({aggregation}): {AGGREGATION_REGISTRY[aggregation].description}", 88)
     if terminals:
         meanings = "; ".join(f"{t} = {'log of the ' if '_log_' in t else ''}"
                              f"{DESCRIPTORS[t[len(TERMINAL_PREFIX):].removeprefix('log_')]}" for t in terminals)
@@ -185,292 +187,47 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
     return "\n".join(lines)
 
 
-_RUNTIME = '''
-
-class NoTransformerBlocks(ValueError):
-    """A model without blocks following the timm naming."""
-
-
-class UnknownDescriptors(ValueError):
-    """An architecture descriptor this proxy needs that cannot be read from the model."""
-
-
-def _linear_weight(module, path):
-    for name in path:
-        module = getattr(module, name, None)
-    weight = getattr(module, "weight", None)
-    return weight if isinstance(weight, torch.Tensor) and weight.dim() == 2 else None
+def runtime_source() -> str:
+    """The code of :mod:`autoprox.networks.runtime` below its docstring and imports, as copied
+    into every exported file (which imports ``math`` and ``torch`` and defines
+    ``InvalidResult`` itself)."""
+    text = inspect.getsource(runtime)
+    body = ast.parse(text).body
+    first = next(node for node in body[1:] if not isinstance(node, (ast.Import, ast.ImportFrom)))
+    if any(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body[body.index(first):]):
+        raise RuntimeError("the runtime imports below its first definition: it cannot be copied")
+    start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
+    return "\n".join(text.splitlines()[start - 1:]).strip("\n")
 
 
-def find_blocks(model):
-    """(name, block) of every transformer block of ``model``, in registration order.
-
-    A block is a module with ``attn.qkv``, ``attn.proj`` and ``mlp.fc1`` (Linear
-    layers) and ``mlp.act`` or ``mlp.fc2``: the naming of timm's ViTs.
-    """
-    blocks = []
-    for name, module in model.named_modules():
-        if any(_linear_weight(module, path) is None for path in (("attn", "qkv"), ("attn", "proj"), ("mlp", "fc1"))):
-            continue
-        mlp = module.mlp
-        if not isinstance(getattr(mlp, "act", None), torch.nn.Module) and not isinstance(
-                getattr(mlp, "fc2", None), torch.nn.Module):
-            continue
-        blocks.append((name, module))
-    if not blocks:
-        raise NoTransformerBlocks(
-            f"{type(model).__name__} has no transformer block with attn.qkv, attn.proj, mlp.fc1 and "
-            "mlp.act or mlp.fc2 (the timm naming): this proxy cannot read its statistics"
-        )
-    return blocks
-
-
-# ----------------------------------------------------------- architecture descriptors
-
-#: Every descriptor an architecture-level terminal can stand for (A_NAME and A_log_NAME).
-DESCRIPTOR_NAMES = ("params", "macs", "depth", "width", "heads", "mlp_ratio")
-_LAYERS = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
-
-
-class _Meter:
-    """Forward hooks that count, during a pass, what the descriptors need.
-
-    ``macs``: for every Linear and convolution, (output elements) x (inputs per
-    output), plus q @ k^T and attn @ v of every block (2 x tokens^2 x width per
-    sequence, read from the input of attn.qkv); norms, activations, softmax and
-    additions are free. ``last``: the last Linear called and its output, which is
-    the classifier head when that output is the model's.
-    """
-
-    def __init__(self, model, blocks, macs, head):
-        self.macs = 0
-        self.last = None
-        self.handles = []
-        for module in model.modules():
-            if macs and isinstance(module, _LAYERS):
-                self.handles.append(module.register_forward_hook(self._count))
-            if head and isinstance(module, torch.nn.Linear):
-                self.handles.append(module.register_forward_hook(self._keep))
-        if macs:
-            for _, block in blocks:
-                self.handles.append(block.attn.qkv.register_forward_pre_hook(self._attention))
-
-    def _count(self, module, args, output):
-        fan_in = module.in_features if isinstance(module, torch.nn.Linear) else module.weight[0].numel()
-        self.macs += output.numel() * fan_in
-
-    def _keep(self, module, args, output):
-        self.last = (module, output)
-
-    def _attention(self, module, args):
-        tokens = args[0].shape[-2]
-        sequences = args[0].numel() // (tokens * module.in_features)
-        self.macs += sequences * 2 * tokens * tokens * module.in_features
-
-    def remove(self):
-        for handle in self.handles:
-            handle.remove()
-        self.handles = []
-
-
-def _given_descriptors(descriptors):
-    given = {}
-    for key, value in dict(descriptors or {}).items():
-        name = key[2:] if isinstance(key, str) and key.startswith("A_") else key
-        if name not in DESCRIPTOR_NAMES:
-            raise ValueError(f"unknown descriptor {key!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"descriptor {key!r} must be a positive finite number, got {value!r}")
-        given[name] = float(value)
-    return given
-
-
-def _batch_size(inputs, outputs):
-    for value in (inputs, outputs):
-        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] > 0:
-            return int(value.shape[0])
-    raise UnknownDescriptors("cannot tell the batch size from the inputs or the outputs: "
-                             "pass descriptors={'macs': ...}")
-
-
-def _head(meter, outputs, head_classes):
-    if meter.last is None or meter.last[1] is not outputs:
-        raise UnknownDescriptors(
-            f"the model's output is not the output of a Linear layer, so its classifier head cannot be "
-            f"resized to {head_classes} classes: pass head_classes=None to count the model as it is, "
-            f"or descriptors={{'params': ..., 'macs': ...}}")
-    return meter.last[0]
-
-
-def _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes):
-    """The descriptors ``names``: ``given`` ones as given, the others read from the model."""
-    values = {}
-    widths = [block.attn.qkv.weight.shape[1] for _, block in blocks]
-    depth = len(blocks)
-    for name in names:
-        if name in given:
-            values[name] = given[name]
-        elif name == "params":
-            count = sum(p.numel() for p in model.parameters())
-            if head_classes is not None:
-                head = _head(meter, outputs, head_classes)
-                count += (head_classes - head.out_features) * (head.in_features + (head.bias is not None))
-            values[name] = float(count)
-        elif name == "macs":
-            total = meter.macs
-            if head_classes is not None:
-                head = _head(meter, outputs, head_classes)
-                rows = meter.last[1].numel() // head.out_features
-                total += rows * head.in_features * (head_classes - head.out_features)
-            values[name] = total / _batch_size(inputs, outputs)
-        elif name == "depth":
-            values[name] = float(depth)
-        elif name == "width":
-            values[name] = sum(widths) / depth
-        elif name == "heads":
-            heads = []
-            for (block_name, block), width in zip(blocks, widths):
-                count = getattr(block.attn, "num_heads", None)
-                if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
-                    raise UnknownDescriptors(
-                        f"block {block_name}: no attn.num_heads to read the number of heads from: "
-                        "pass descriptors={'heads': ...}")
-                heads.append(count)
-            values[name] = sum(heads) / depth
-        elif name == "mlp_ratio":
-            hidden = [block.mlp.fc1.weight.shape[0] for _, block in blocks]
-            values[name] = sum(h / d for h, d in zip(hidden, widths)) / depth
-        else:
-            raise ValueError(f"unknown descriptor {name!r}")
-    return values
-
-
-def _pass(model, inputs, targets, loss_fn, train, descriptors, head_classes, names):
-    """One forward/backward pass: (per-block statistics, the descriptors ``names``)."""
-    blocks = find_blocks(model)
-    given = _given_descriptors(descriptors)
-    missing = [name for name in names if name not in given]
-    sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
-    meter = _Meter(model, blocks, "macs" in missing, sized) if missing else None
-    loss_fn = loss_fn if loss_fn is not None else torch.nn.functional.cross_entropy
-    hidden = [None] * len(blocks)
-
-    def keep(index, value):
-        if not isinstance(value, torch.Tensor) or not value.requires_grad:
-            raise NoTransformerBlocks(f"block {blocks[index][0]}: the MLP hidden activation has no gradient")
-        value.retain_grad()
-        hidden[index] = value
-
-    handles = []
-    for index, (_, block) in enumerate(blocks):
-        act = getattr(block.mlp, "act", None)
-        if isinstance(act, torch.nn.Module):
-            handles.append(act.register_forward_hook(lambda _m, _i, out, index=index: keep(index, out)))
-        else:
-            handles.append(block.mlp.fc2.register_forward_pre_hook(lambda _m, args, index=index: keep(index, args[0])))
-    modes = {module: module.training for module in model.modules()}
-    try:
-        if train is not None:
-            model.train(bool(train))
-        model.zero_grad(set_to_none=True)
-        with torch.enable_grad():
-            outputs = model(inputs)
-            loss = loss_fn(outputs, targets)
-            loss.backward()
-    finally:
-        for handle in handles:
-            handle.remove()
-        if meter is not None:
-            meter.remove()
-        for module, mode in modes.items():
-            module.training = mode
-    stats = []
-    for (name, block), act in zip(blocks, hidden):
-        if act is None or act.grad is None:
-            raise NoTransformerBlocks(f"block {name}: no MLP hidden activation or gradient was seen in the pass")
-        stats.append({
-            "F1": block.attn.qkv.weight.detach().clone(),
-            "F1g": block.attn.qkv.weight.grad.detach().clone(),
-            "F2": block.attn.proj.weight.detach().clone(),
-            "F2g": block.attn.proj.weight.grad.detach().clone(),
-            "F3": block.mlp.fc1.weight.detach().clone(),
-            "F3g": block.mlp.fc1.weight.grad.detach().clone(),
-            "F4": act.detach().mean(dim=0),
-            "F4g": act.grad.detach().mean(dim=0),
-        })
-    values = _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes)
-    return stats, values
-
-
-def block_statistics(model, inputs, targets, loss_fn=None, train=True):
-    """The eight statistics of every block after one forward/backward pass."""
-    return _pass(model, inputs, targets, loss_fn, train, None, None, ())[0]
-
-
-def architecture_descriptors(model, inputs, names=None, head_classes=100, descriptors=None):
-    """Descriptors ``names`` (default: those this proxy reads) of ``model``, by one forward pass
-    without gradients (MACs are those of one input like ``inputs``; see :func:`score`)."""
-    names = tuple(DESCRIPTORS if names is None else names)
-    for name in names:
-        if name not in DESCRIPTOR_NAMES:
-            raise ValueError(f"unknown descriptor {name!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
-    blocks = find_blocks(model)
-    given = _given_descriptors(descriptors)
-    missing = [name for name in names if name not in given]
-    meter = _Meter(model, blocks, "macs" in missing,
-                   head_classes is not None and any(name in missing for name in ("params", "macs")))
-    try:
-        with torch.no_grad():
-            outputs = model(inputs)
-    finally:
-        meter.remove()
-    return _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes)
-
-
-def terminal_values(descriptors):
-    """The architecture-level terminals this proxy reads (0-d float32 tensors, as the engine's)."""
-    values = {}
-    for terminal in ARCH_TERMINALS:
-        name = terminal[len("A_log_"):] if terminal.startswith("A_log_") else terminal[len("A_"):]
-        if name not in descriptors:
-            raise UnknownDescriptors(f"no value for descriptor {name!r} (terminal {terminal})")
-        value = float(descriptors[name])
-        values[terminal] = torch.tensor(math.log(value) if terminal.startswith("A_log_") else value,
-                                        dtype=torch.float32)
-    return values
-
-
-# ------------------------------------------------------------------------ the score
-
-
+#: The proxy's own functions, binding its formula to the runtime (``__NAME__`` are filled in).
+_PROXY_FUNCTIONS = '''
 def block_score(s):
     """The proxy on one block's statistics ``s`` (a 0-d tensor)."""
     return __BLOCK_SCORE__
 
 
-def aggregate(values):
-    """__AGGREGATE_DOC__"""
-__AGGREGATE_BODY__
+__AGGREGATE_SOURCE__
+
+#: How the per-block values become the score (AGGREGATION).
+aggregate = __AGGREGATION__
+
+
+def architecture_descriptors(model, inputs, names=None, head_classes=100, descriptors=None):
+    """Descriptors ``names`` (default: those this proxy reads) of ``model``, by one forward pass
+    without gradients (MACs are those of one input like ``inputs``; see :func:`score`)."""
+    return read_descriptors(model, inputs, DESCRIPTORS if names is None else names, head_classes, descriptors)
+
+
+def terminal_values(descriptors):
+    """The architecture-level terminals this proxy reads (0-d float32 tensors, as the engine's)."""
+    return terminal_tensors(ARCH_TERMINALS, descriptors)
 
 
 def score_statistics(stats, terminals=None):
     """The proxy's score from per-block statistics (in block order) and, for a proxy that
     reads architecture-level terminals, their values (:func:`terminal_values`)."""
-    if ARCH_TERMINALS and terminals is None:
-        raise UnknownDescriptors(f"this proxy reads {', '.join(ARCH_TERMINALS)}: pass their values")
-    values = []
-    for index, block in enumerate(stats):
-        try:
-            value = block_score(dict(block, **terminals) if ARCH_TERMINALS else block)
-        except RuntimeError as exc:  # torch's own shape errors: the engine's proxy is invalid there too
-            raise InvalidResult(f"block {index}: {(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
-        if not isinstance(value, torch.Tensor) or value.dim() != 0:
-            raise InvalidResult(f"block {index}: the value is not a scalar")
-        number = float(value)
-        if not math.isfinite(number):
-            raise InvalidResult(f"block {index}: the value is NaN or inf")
-        values.append(number)
-    return aggregate(values)
+    return score_blocks(stats, block_score, aggregate, ARCH_TERMINALS, terminals)
 
 
 def score(model, inputs, targets, loss_fn=None, train=True, descriptors=None, head_classes=100) -> float:
@@ -484,24 +241,9 @@ def score(model, inputs, targets, loss_fn=None, train=True, descriptors=None, he
     NoTransformerBlocks when the model has no block to read, UnknownDescriptors when
     a descriptor the proxy needs can neither be read nor was given.
     """
-    stats, values = _pass(model, inputs, targets, loss_fn, train, descriptors, head_classes, DESCRIPTORS)
+    stats, values = collect(model, inputs, targets, loss_fn, train, descriptors, head_classes, DESCRIPTORS)
     return score_statistics(stats, terminal_values(values) if ARCH_TERMINALS else None)
 '''
-
-#: How each aggregation over blocks is computed: exactly :func:`autoprox.genome.tree.aggregate`.
-_AGGREGATE = {
-    "block_mean": ("The mean of the blocks' values.",
-                   "    return sum(values) / len(values)"),
-    "block_sum": ("The sum of the blocks' values.",
-                  "    return float(sum(values))"),
-    "block_wmean": ("The depth-weighted mean: block l of L (registration order) weighs l.",
-                    "    count = len(values)\n"
-                    "    return sum((i + 1) * v for i, v in enumerate(values)) / (count * (count + 1) / 2)"),
-    "block_std": ("The (population) standard deviation of the blocks' values.",
-                  "    count = len(values)\n"
-                  "    mean = sum(values) / count\n"
-                  "    return math.sqrt(sum((v - mean) ** 2 for v in values) / count)"),
-}
 
 _DESCRIPTOR_DOC_NONE = ("This proxy reads no architecture-level terminal: ``descriptors`` and\n"
                         "    ``head_classes`` are accepted and unused.")
@@ -535,7 +277,7 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
 
     tree = genome if isinstance(genome, gp.PrimitiveTree) else parse_genome(genome)
     aggregation = op_name(tree[0].name)
-    if aggregation not in _AGGREGATE:  # parse_genome admits no other; a hand-made tree might
+    if aggregation not in AGGREGATION_REGISTRY:  # parse_genome admits no other; a hand-made tree might
         raise ExportError(f"unknown aggregation over blocks {aggregation!r}")
     terminals, descriptors = used_descriptors(tree)
     genome_text = genome_to_string(tree)
@@ -543,14 +285,14 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
     date = date or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
     call, _ = _call_source(tree, 1)
     docstring = _docstring(genome_text, formula, info, date, aggregation, terminals)
-    doc, body = _AGGREGATE[aggregation]
-    runtime = (_RUNTIME.replace("__BLOCK_SCORE__", call).replace("__AGGREGATE_DOC__", doc)
-               .replace("__AGGREGATE_BODY__", body)
-               .replace("__DESCRIPTOR_DOC__", _DESCRIPTOR_DOC if terminals else _DESCRIPTOR_DOC_NONE))
+    functions = (_PROXY_FUNCTIONS.replace("__BLOCK_SCORE__", call)
+                 .replace("__AGGREGATE_SOURCE__", AGGREGATION_REGISTRY[aggregation].source.strip("\n"))
+                 .replace("__AGGREGATION__", aggregation)
+                 .replace("__DESCRIPTOR_DOC__", _DESCRIPTOR_DOC if terminals else _DESCRIPTOR_DOC_NONE))
     parts = [
         f'"""{docstring}\n"""\n',
         "from __future__ import annotations\n",
-        "import math\n",
+        "import math\nimport warnings\n",
         export_preamble(),
         *(PRIMITIVES[name].source for name in used_primitives(tree)),
         f"GENOME = {genome_text!r}",
@@ -560,7 +302,8 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
         f"#: How the per-block values become the score (see aggregate).\nAGGREGATION = {aggregation!r}",
         f"#: The architecture-level terminals this proxy reads, and the descriptors behind them.\n"
         f"ARCH_TERMINALS = {terminals!r}\nDESCRIPTORS = {descriptors!r}",
-        runtime,
+        runtime_source(),
+        functions,
     ]
     source = "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
     try:
@@ -582,6 +325,14 @@ def write_export(path: str | Path, source: str) -> Path:
     return path
 
 
+def _probe(path: Path, test) -> bool:
+    """``test(path)``, False where the text cannot be a path (a genome longer than a file name)."""
+    try:
+        return test(path)
+    except (OSError, ValueError):
+        return False
+
+
 def _float(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -598,7 +349,7 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
     from autoprox.search.rundir import RunDirectory, RunDirError, read_json
 
     path = Path(source)
-    if path.is_dir():
+    if _probe(path, Path.is_dir):
         run = RunDirectory(path)
         config = run.config()  # RunDirError when it is not a run
         best_path = run.file("best.json")
@@ -632,7 +383,7 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
         raise ProxyError(f"{source} is a built-in proxy, not a genome: there is no formula to export")
     genome = genome_to_string(proxy.genome)
     info = ExportInfo(source=f"{proxy.name} (built-in)" if proxy.name != genome else "")
-    if path.is_file():
+    if _probe(path, Path.is_file):
         data = json.loads(path.read_text(encoding="utf-8"))
         search = data.get("search") if isinstance(data.get("search"), dict) else {}
         test = data.get("test") if isinstance(data.get("test"), dict) else {}

@@ -1,7 +1,10 @@
 """Readable proxy formulas: a genome as a SymPy expression, simplified, checked, printed.
 
 The expression is built from the genome's parsed tree, token by token, through the
-primitive table (``Primitive.sympy``); no text is ever handed to ``sympify``.
+primitive table (``Primitive.sympy`` of each node's typed form); no text is ever handed
+to ``sympify``. How each operation and each aggregation over blocks prints (its SymPy
+form in every typed form, the named function's text and LaTeX name) is the primitive
+table's and the aggregation registry's; this module only prints and checks.
 
 * The eight statistics are real symbols named for what they are:
 
@@ -23,6 +26,8 @@ primitive table (``Primitive.sympy``); no text is ever handed to ``sympify``.
 * Scalar forms follow the primitives' scalar definitions (``to_mean_scalar`` of a
   scalar is the scalar, ``frobenius_norm`` of one is its absolute value,
   ``softmax`` of one is 1, ``to_std_scalar`` of one is 0, ...). ``eps`` is 1e-9.
+  A form that is always invalid (``matrix_multiplication`` of a scalar and a matrix)
+  is NaN.
 * The mean over blocks is written out: ``1/L * sum_{l=1..L} ( f )`` with ``f``
   computed from block ``l``'s statistics.
 
@@ -59,19 +64,21 @@ from typing import Iterable, Sequence
 import sympy
 from deap import gp
 from sympy.core.function import AppliedUndef
+from sympy.printing.latex import LatexPrinter
 
 from autoprox.core.errors import FormulaError  # noqa: F401 (re-exported)
-from autoprox.genome.tree import AGGREGATIONS, genome_to_string, op_name, parse_genome
+from autoprox.genome.aggregations import get_aggregation
+from autoprox.genome.tree import AGGREGATIONS, form_name, genome_to_string, op_name, parse_genome
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.reports import sympy_worker
 from autoprox.reports.sympy_worker import node_count
+from primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES
 
 #: Statistic -> the SymPy symbol's name.
 SYMBOL_NAMES = dict(zip(STAT_NAMES, sympy_worker.STAT_SYMBOL_NAMES))
 SYMBOLS = {stat: sympy_worker.make_symbol(name) for stat, name in SYMBOL_NAMES.items()}
 SYMBOLS.update({name: sympy_worker.make_symbol(name) for name in sympy_worker.ARCH_SYMBOL_NAMES})
 STATISTIC_OF_SYMBOL = {name: stat for stat, name in SYMBOL_NAMES.items()}
-EPS_SYMBOL = sympy_worker.make_symbol(sympy_worker.EPS_NAME)
 LATEX_NAMES = {
     "F1": r"W^{\mathrm{qkv}}_{l}", "F1g": r"G^{\mathrm{qkv}}_{l}",
     "F2": r"W^{\mathrm{proj}}_{l}", "F2g": r"G^{\mathrm{proj}}_{l}",
@@ -81,29 +88,11 @@ LATEX_NAMES = {
 DEFAULT_TIMEOUT = 10.0
 CHECK_RTOL = 1e-6
 
-# Scalar forms (``op.s``) of the ops whose scalar meaning differs from the matrix one
-# (see each op's docstring in primitives/unary.py).
-_SCALAR_FORMS = {
-    "to_mean_scalar": lambda x: x,
-    "to_std_scalar": lambda x: sympy.Integer(0),
-    "frobenius_norm": lambda x: sympy.Abs(x),
-    "l1_norm": lambda x: sympy.Abs(x),
-    "element_wise_normalized_sum": lambda x: x / (1 + EPS_SYMBOL),
-    "normalize": lambda x: sympy.nan,
-    "min_max_normalize": lambda x: sympy.nan,
-    "softmax": lambda x: sympy.Integer(1),
-    "logsoftmax": lambda x: sympy.Integer(0),
-    "matrix_multiplication": lambda a, b: a * b,
-}
-
-
 
 # ------------------------------------------------------------------ genome -> SymPy
 
 
 def _to_sympy(tree: gp.PrimitiveTree, position: int) -> tuple[sympy.Expr, int]:
-    from primitives import PRIMITIVES
-
     node = tree[position]
     if isinstance(node, gp.Terminal):
         return SYMBOLS[node.name], position + 1
@@ -112,16 +101,7 @@ def _to_sympy(tree: gp.PrimitiveTree, position: int) -> tuple[sympy.Expr, int]:
     for _ in range(node.arity):
         value, position = _to_sympy(tree, position)
         args.append(value)
-    op = op_name(node.name)
-    form = node.name[len(op):]
-    if form == ".s" and op in _SCALAR_FORMS:
-        expr = _SCALAR_FORMS[op](*args)
-    elif op == "matrix_multiplication" and form in (".ms", ".sm"):
-        expr = sympy.nan  # a scalar and a matrix: always a shape mismatch
-    else:
-        expr = PRIMITIVES[op].sympy(*args)
-    if isinstance(expr, AppliedUndef):  # a named function: give it what is known of its value
-        expr = sympy_worker.make_function(expr.func.__name__)(*expr.args)
+    expr = PRIMITIVES[op_name(node.name)].sympy(*args, form=form_name(node.name))
     if isinstance(expr, sympy.Abs) and expr.args[0].is_extended_nonnegative:
         expr = expr.args[0]  # |norm| = norm (SymPy keeps the Abs of a nonnegative function)
     return expr, position
@@ -147,33 +127,30 @@ def expression_text(expr: sympy.Expr) -> str:
     return sympy.sstr(expr)
 
 
-#: How SymPy's LaTeX printer writes the named functions with a digit or an underscore.
-_LATEX_FUNCTION_FIXES = {r"\operatorname{sum}_{norm}": r"\operatorname{sum\_norm}", r"l_{1}{": r"\operatorname{l1}{"}
+class _FormulaLatexPrinter(LatexPrinter):
+    """SymPy's LaTeX printer, writing the primitives' named functions by their LaTeX name
+    (SymPy would read ``sum_norm`` as ``sum`` with a subscript and ``l1`` as ``l_1``)."""
+
+    def _hprint_Function(self, func: str) -> str:
+        if func in NAMED_FUNCTIONS:
+            return NAMED_FUNCTIONS[func].named.latex
+        return super()._hprint_Function(func)
 
 
 def expression_latex(expr: sympy.Expr) -> str:
     names = {SYMBOLS[stat]: LATEX_NAMES[stat] for stat in STAT_NAMES}
     names[EPS_SYMBOL] = r"\epsilon"
-    text = sympy.latex(expr, symbol_names=names)
-    for printed, wanted in _LATEX_FUNCTION_FIXES.items():
-        text = text.replace(printed, wanted)
-    return text
+    return _FormulaLatexPrinter({"symbol_names": names}).doprint(expr)
 
 
 def aggregate_text(aggregation: str, expr: sympy.Expr) -> str:
-    if aggregation == "block_mean":
-        return f"1/L * sum_l ( {expression_text(expr)} )"
-    if aggregation == "block_sum":
-        return f"sum_l ( {expression_text(expr)} )"
-    return f"{aggregation}( {expression_text(expr)} )"
+    """The score in plain text: the per-block expression inside its aggregation over blocks."""
+    return get_aggregation(aggregation).text(expression_text(expr))
 
 
 def aggregate_latex(aggregation: str, expr: sympy.Expr) -> str:
-    if aggregation == "block_mean":
-        return rf"\frac{{1}}{{L}} \sum_{{l=1}}^{{L}} \left( {expression_latex(expr)} \right)"
-    if aggregation == "block_sum":
-        return rf"\sum_{{l=1}}^{{L}} \left( {expression_latex(expr)} \right)"
-    return rf"\operatorname{{{aggregation}}}\left( {expression_latex(expr)} \right)"
+    """The score in LaTeX: the per-block expression inside its aggregation over blocks."""
+    return get_aggregation(aggregation).latex(expression_latex(expr))
 
 
 LEGEND = ("L = number of transformer blocks, sum_l over blocks l = 1..L, each with its own statistics: "
@@ -193,7 +170,7 @@ class OuterOperation:
 
 
 def _constant_value(expr: sympy.Expr) -> float:
-    return float(expr.subs(EPS_SYMBOL, 1e-9).evalf())
+    return float(expr.subs(EPS_SYMBOL, EPS).evalf())
 
 
 def outer_operations(expr: sympy.Expr) -> tuple[list[OuterOperation], sympy.Expr]:
@@ -244,11 +221,6 @@ _ELEMENTWISE = {
     sympy.exp: "exp", sympy.log: "log", sympy.tanh: "tanh", sympy.Abs: "abs", sympy.sign: "sign",
     sympy.sinh: "sinh", sympy.cosh: "cosh", sympy.atan: "atan",
 }
-_NAMED = {
-    "mean": "to_mean_scalar", "std": "to_std_scalar", "frobenius": "frobenius_norm", "l1": "l1_norm",
-    "sum_norm": "element_wise_normalized_sum", "minmax": "min_max_normalize", "normalize": "normalize",
-    "softmax": "softmax", "logsoftmax": "logsoftmax", "matmul": "matrix_multiplication",
-}
 
 
 def evaluate(expr: sympy.Basic, block: dict, terminals=None):
@@ -262,12 +234,10 @@ def evaluate(expr: sympy.Basic, block: dict, terminals=None):
     """
     import torch
 
-    from primitives import PRIMITIVES
-
     dtype = next(iter(block.values())).dtype
     if isinstance(expr, sympy.Symbol):
         if expr == EPS_SYMBOL:
-            return torch.tensor(1e-9, dtype=dtype)
+            return torch.tensor(EPS, dtype=dtype)
         if expr.name in sympy_worker.ARCH_SYMBOL_NAMES:
             if not terminals or expr.name not in terminals:
                 raise Unevaluable(f"no value for the architecture-level terminal {expr.name}")
@@ -303,8 +273,8 @@ def evaluate(expr: sympy.Basic, block: dict, terminals=None):
         return value
     if expr.func in _ELEMENTWISE:
         return getattr(torch, _ELEMENTWISE[expr.func])(*args)
-    if isinstance(expr, AppliedUndef) and expr.func.__name__ in _NAMED:
-        return PRIMITIVES[_NAMED[expr.func.__name__]](*args)
+    if isinstance(expr, AppliedUndef) and expr.func.__name__ in NAMED_FUNCTIONS:
+        return NAMED_FUNCTIONS[expr.func.__name__](*args)
     raise Unevaluable(f"cannot evaluate {type(expr).__name__}")
 
 

@@ -5,8 +5,10 @@
 (or ``"status": "error"``) on stdout. TREE is a plain JSON form of an expression
 (:func:`to_data`) over a fixed whitelist of node types, names and symbols, read back
 by :func:`from_data`: no ``sympify``, ``eval`` or pickle on either side. The module
-imports nothing but SymPy, so that the process starts fast, and a runaway
-``sympy.simplify`` is ended by killing the process.
+imports nothing but SymPy and the primitive table (:mod:`primitives.table`, which needs
+no torch), so that the process starts fast, and a runaway ``sympy.simplify`` is ended by
+killing the process. The named functions (``frobenius``, ``matmul``, ...), what is known
+of their values, and ``eps`` are the primitive table's.
 """
 
 from __future__ import annotations
@@ -17,26 +19,22 @@ import sys
 import sympy
 from sympy.core.function import AppliedUndef
 
+from primitives import EPS_SYMBOL
+from primitives import NAMED_FUNCTIONS as _PRIMITIVE_OF_FUNCTION
+
 #: The eight statistics as SymPy symbols are named for what they are (see autoprox.reports.simplify).
 STAT_SYMBOL_NAMES = ("W_qkv", "G_qkv", "W_proj", "G_proj", "W_fc1", "G_fc1", "H_mlp", "G_H_mlp")
 #: Architecture-level terminals (scalars; ``A_params``, ``A_log_depth``, ...), kept in sync with
 #: ``autoprox.spaces.descriptors.terminal_names`` (a test checks it). Descriptors are positive.
 ARCH_SYMBOL_NAMES = tuple(f"A_{log}{name}" for name in ("params", "macs", "depth", "width", "heads", "mlp_ratio")
                           for log in ("", "log_"))
-EPS_NAME = "eps"
-#: Named functions that reduce a matrix to a scalar.
-REDUCTIONS = frozenset({"mean", "std", "frobenius", "l1", "sum_norm"})
+EPS_NAME = EPS_SYMBOL.name
+#: Named functions of the primitive table (``Primitive.named``).
+NAMED_FUNCTIONS = frozenset(_PRIMITIVE_OF_FUNCTION)
+#: Named functions that reduce a matrix to a scalar (those of the reductions).
+REDUCTIONS = frozenset(name for name, p in _PRIMITIVE_OF_FUNCTION.items() if p.kind == "reduction")
 #: Named functions that keep a matrix a matrix.
-MATRIX_FUNCTIONS = frozenset({"minmax", "normalize", "softmax", "logsoftmax", "matmul"})
-NAMED_FUNCTIONS = REDUCTIONS | MATRIX_FUNCTIONS
-#: What is known of each named function's value (element-wise for matrix-valued ones):
-#: it lets SymPy drop, for instance, the absolute value of a norm.
-FUNCTION_ASSUMPTIONS = {
-    "mean": {"real": True}, "sum_norm": {"real": True}, "matmul": {"real": True},
-    "normalize": {"real": True}, "std": {"nonnegative": True}, "frobenius": {"nonnegative": True},
-    "l1": {"nonnegative": True}, "minmax": {"nonnegative": True}, "softmax": {"positive": True},
-    "logsoftmax": {"nonpositive": True},
-}
+MATRIX_FUNCTIONS = NAMED_FUNCTIONS - REDUCTIONS
 #: SymPy node types an expression may hold (anything else is not passed between processes).
 NODES = {
     "Add": sympy.Add, "Mul": sympy.Mul, "Pow": sympy.Pow, "exp": sympy.exp, "log": sympy.log,
@@ -53,7 +51,7 @@ class Unsupported(ValueError):
 def make_symbol(name: str) -> sympy.Symbol:
     """The symbol of a statistic (real) or of ``eps`` (positive)."""
     if name == EPS_NAME:
-        return sympy.Symbol(EPS_NAME, positive=True)
+        return EPS_SYMBOL
     if name in STAT_SYMBOL_NAMES:
         return sympy.Symbol(name, real=True)
     if name in ARCH_SYMBOL_NAMES:
@@ -62,10 +60,10 @@ def make_symbol(name: str) -> sympy.Symbol:
 
 
 def make_function(name: str):
-    """The named function ``name`` with its assumptions (:data:`FUNCTION_ASSUMPTIONS`)."""
+    """The named function ``name`` with what is known of its value (``NamedFunction.assumptions``)."""
     if name not in NAMED_FUNCTIONS:
         raise Unsupported(f"unknown function {name!r}")
-    return sympy.Function(name, **FUNCTION_ASSUMPTIONS.get(name, {}))
+    return _PRIMITIVE_OF_FUNCTION[name].named.function()
 
 
 def to_data(expr: sympy.Basic):

@@ -28,6 +28,7 @@ from autoprox.genome.tree import (
 )
 from autoprox.networks.statistics import BlockStats, torch_threads
 from autoprox.proxies.figures import _nan_to_none, figures
+from autoprox.proxies.scorers import mean_over_seeds
 
 
 @dataclass
@@ -124,18 +125,21 @@ class FitnessEvaluator:
     def architecture_scores(self, tree) -> dict[int, np.ndarray]:
         """Scores per class count, each the mean over seeds; raises InvalidProxy.
 
-        Computed single-threaded whatever the caller's torch setting, so that they are
-        the very numbers :func:`autoprox.proxies.proxy.score_archs` gives (a parallel
-        reduction sums in another order and moves the last bits).
+        Each architecture's value is the genome's (:func:`score_architecture`), as the
+        scoring core's (:class:`autoprox.proxies.scorers.GenomeScorer`) on cached statistics,
+        here on statistics held in memory and stopping at the first invalid one; the mean
+        over seeds is the core's :func:`~autoprox.proxies.scorers.mean_over_seeds`. Computed
+        single-threaded whatever the caller's torch setting, so that they are the very
+        numbers :meth:`autoprox.proxies.proxy.Proxy.score` gives (a parallel reduction sums
+        in another order and moves the last bits).
         """
-        by_classes: dict[int, list[np.ndarray]] = {}
+        per_key = {}
         with torch_threads(1):
-            for (seed, classes), archs in self.stats.items():
+            for key, archs in self.stats.items():
                 terminals = self.terminals or [None] * len(archs)
-                values = np.fromiter((score_architecture(tree, s, t) for s, t in zip(archs, terminals)),
-                                     dtype=np.float64, count=len(archs))
-                by_classes.setdefault(classes, []).append(values)
-        return {classes: np.mean(runs, axis=0) for classes, runs in by_classes.items()}
+                per_key[key] = np.fromiter((score_architecture(tree, s, t) for s, t in zip(archs, terminals)),
+                                           dtype=np.float64, count=len(archs))
+        return mean_over_seeds(per_key)
 
     def evaluate(self, tree) -> FitnessRecord:
         """The genome's fitness record (memoised by canonical form)."""

@@ -1,0 +1,335 @@
+"""Reading a proxy's inputs from any PyTorch ViT: the eight per-block statistics and the
+architecture descriptors, by one pass with hooks.
+
+This module is the runtime of exported proxies and the engine's own statistics collector
+(:func:`autoprox.networks.statistics.statistics_of_model` calls :func:`block_statistics`).
+It depends on torch and :mod:`math` only (``InvalidResult`` is the primitives' exception,
+whose source every exported file carries): ``autoprox export`` copies this module's code,
+below its imports, verbatim into the exported file, which then defines the proxy's own
+``block_score`` and ``aggregate`` and binds them to the generic functions here
+(:func:`score_blocks`, :func:`collect`, ...). Module-level names here must therefore not
+collide with a primitive's or an aggregation's name (a test checks it).
+
+Blocks are found by the timm naming that both of this project's spaces follow: a module
+with ``attn.qkv``, ``attn.proj``, ``mlp.fc1`` (Linear layers) and ``mlp.act`` (or, without
+``act``, the input of ``mlp.fc2`` is read as the hidden activation). Per block:
+
+====== ==============================================================
+F1     attn.qkv weight;  F1g its gradient
+F2     attn.proj weight; F2g its gradient
+F3     mlp.fc1 weight;   F3g its gradient
+F4     the output of mlp.act (tokens x hidden), mean over the batch
+F4g    the gradient of the loss with respect to it (same reduction)
+====== ==============================================================
+
+Multiply-accumulates are counted by forward hooks (:class:`MacMeter`) with the
+convention of :func:`autoprox.spaces.architectures.count_macs`: Linear and convolution
+layers cost (output elements) x (inputs per output), q @ k^T and attn @ v of every block
+2 x tokens^2 x width per sequence; norms, activations, softmax and additions are free.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+from primitives.binary import InvalidResult
+
+
+class NoTransformerBlocks(ValueError):
+    """A model without blocks following the timm naming."""
+
+
+class UnknownDescriptors(ValueError):
+    """An architecture descriptor this proxy needs that cannot be read from the model."""
+
+
+def _linear_weight(module, path):
+    for name in path:
+        module = getattr(module, name, None)
+    weight = getattr(module, "weight", None)
+    return weight if isinstance(weight, torch.Tensor) and weight.dim() == 2 else None
+
+
+def _is_block(module):
+    if any(_linear_weight(module, path) is None for path in (("attn", "qkv"), ("attn", "proj"), ("mlp", "fc1"))):
+        return False
+    mlp = module.mlp
+    return isinstance(getattr(mlp, "act", None), torch.nn.Module) or isinstance(
+        getattr(mlp, "fc2", None), torch.nn.Module)
+
+
+def find_blocks(model):
+    """(name, block) of every transformer block of ``model``, in registration order.
+
+    A block is a module with ``attn.qkv``, ``attn.proj`` and ``mlp.fc1`` (Linear
+    layers) and ``mlp.act`` or ``mlp.fc2``: the naming of timm's ViTs. Modules that
+    have an ``attn`` and an ``mlp`` but not these layers (ConViT's gated attention,
+    with ``qk`` and ``v``, for one) are left out, with a warning saying how many.
+    """
+    blocks, skipped = [], []
+    for name, module in model.named_modules():
+        if _is_block(module):
+            blocks.append((name, module))
+        elif all(isinstance(getattr(module, part, None), torch.nn.Module) for part in ("attn", "mlp")):
+            skipped.append(name)
+    if not blocks:
+        raise NoTransformerBlocks(
+            f"{type(model).__name__} has no transformer block with attn.qkv, attn.proj, mlp.fc1 and "
+            "mlp.act or mlp.fc2 (the timm naming): this proxy cannot read its statistics"
+        )
+    if skipped:
+        warnings.warn(
+            f"{type(model).__name__}: found {len(blocks)} of {len(blocks) + len(skipped)} transformer blocks; "
+            f"{len(skipped)} with attn and mlp but without attn.qkv, attn.proj, mlp.fc1 and mlp.act or mlp.fc2 "
+            f"(first: {skipped[0] or 'the model itself'}) are left out of the score", stacklevel=2)
+    return blocks
+
+
+# ----------------------------------------------------------- architecture descriptors
+
+#: Every descriptor an architecture-level terminal can stand for (A_NAME and A_log_NAME).
+DESCRIPTOR_NAMES = ("params", "macs", "depth", "width", "heads", "mlp_ratio")
+_LAYERS = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+
+
+class MacMeter:
+    """Forward hooks that count, during a pass, what the descriptors need.
+
+    ``macs``: for every Linear and convolution, (output elements) x (inputs per
+    output), plus q @ k^T and attn @ v of every block (2 x tokens^2 x width per
+    sequence, read from the input of attn.qkv); norms, activations, softmax and
+    additions are free. ``last``: the last Linear called and its output, which is
+    the classifier head when that output is the model's. Use it as a context manager,
+    or call :meth:`remove` after the pass.
+    """
+
+    def __init__(self, model, blocks, macs=True, head=True):
+        self.macs = 0
+        self.last = None
+        self.handles = []
+        for module in model.modules():
+            if macs and isinstance(module, _LAYERS):
+                self.handles.append(module.register_forward_hook(self._count))
+            if head and isinstance(module, torch.nn.Linear):
+                self.handles.append(module.register_forward_hook(self._keep))
+        if macs:
+            for _, block in blocks:
+                self.handles.append(block.attn.qkv.register_forward_pre_hook(self._attention))
+
+    def _count(self, module, args, output):
+        fan_in = module.in_features if isinstance(module, torch.nn.Linear) else module.weight[0].numel()
+        self.macs += output.numel() * fan_in
+
+    def _keep(self, module, args, output):
+        self.last = (module, output)
+
+    def _attention(self, module, args):
+        tokens = args[0].shape[-2]
+        sequences = args[0].numel() // (tokens * module.in_features)
+        self.macs += sequences * 2 * tokens * tokens * module.in_features
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.remove()
+
+
+def _given_descriptors(descriptors):
+    given = {}
+    for key, value in dict(descriptors or {}).items():
+        name = key[2:] if isinstance(key, str) and key.startswith("A_") else key
+        if name not in DESCRIPTOR_NAMES:
+            raise ValueError(f"unknown descriptor {key!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"descriptor {key!r} must be a positive finite number, got {value!r}")
+        given[name] = float(value)
+    return given
+
+
+def _batch_size(inputs, outputs):
+    for value in (inputs, outputs):
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] > 0:
+            return int(value.shape[0])
+    raise UnknownDescriptors("cannot tell the batch size from the inputs or the outputs: "
+                             "pass descriptors={'macs': ...}")
+
+
+def _head(meter, outputs, head_classes):
+    if meter.last is None or meter.last[1] is not outputs:
+        raise UnknownDescriptors(
+            f"the model's output is not the output of a Linear layer, so its classifier head cannot be "
+            f"resized to {head_classes} classes: pass head_classes=None to count the model as it is, "
+            f"or descriptors={{'params': ..., 'macs': ...}}")
+    return meter.last[0]
+
+
+def _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes):
+    """The descriptors ``names``: ``given`` ones as given, the others read from the model."""
+    values = {}
+    widths = [block.attn.qkv.weight.shape[1] for _, block in blocks]
+    depth = len(blocks)
+    for name in names:
+        if name in given:
+            values[name] = given[name]
+        elif name == "params":
+            count = sum(p.numel() for p in model.parameters())
+            if head_classes is not None:
+                head = _head(meter, outputs, head_classes)
+                count += (head_classes - head.out_features) * (head.in_features + (head.bias is not None))
+            values[name] = float(count)
+        elif name == "macs":
+            total = meter.macs
+            if head_classes is not None:
+                head = _head(meter, outputs, head_classes)
+                rows = meter.last[1].numel() // head.out_features
+                total += rows * head.in_features * (head_classes - head.out_features)
+            values[name] = total / _batch_size(inputs, outputs)
+        elif name == "depth":
+            values[name] = float(depth)
+        elif name == "width":
+            values[name] = sum(widths) / depth
+        elif name == "heads":
+            heads = []
+            for (block_name, block), width in zip(blocks, widths):
+                count = getattr(block.attn, "num_heads", None)
+                if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
+                    raise UnknownDescriptors(
+                        f"block {block_name}: no attn.num_heads to read the number of heads from: "
+                        "pass descriptors={'heads': ...}")
+                heads.append(count)
+            values[name] = sum(heads) / depth
+        elif name == "mlp_ratio":
+            hidden = [block.mlp.fc1.weight.shape[0] for _, block in blocks]
+            values[name] = sum(h / d for h, d in zip(hidden, widths)) / depth
+        else:
+            raise ValueError(f"unknown descriptor {name!r}")
+    return values
+
+
+def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, head_classes=100, names=()):
+    """One forward/backward pass: (per-block statistics, the descriptors ``names``).
+
+    ``loss_fn(outputs, targets)`` defaults to cross-entropy. ``train`` True or False puts
+    the model in that mode for the pass (each module's mode is restored after); None
+    leaves the modes as they are. ``descriptors`` gives descriptors by name instead of
+    reading them; ``head_classes`` is the classifier head's size params and macs are
+    counted with (None: the model's own). The pass leaves the gradients in ``.grad``.
+    """
+    blocks = find_blocks(model)
+    given = _given_descriptors(descriptors)
+    missing = [name for name in names if name not in given]
+    sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
+    meter = MacMeter(model, blocks, "macs" in missing, sized) if missing else None
+    loss_fn = loss_fn if loss_fn is not None else torch.nn.functional.cross_entropy
+    hidden = [None] * len(blocks)
+
+    def keep(index, value):
+        if not isinstance(value, torch.Tensor) or not value.requires_grad:
+            raise NoTransformerBlocks(f"block {blocks[index][0]}: the MLP hidden activation has no gradient")
+        value.retain_grad()
+        hidden[index] = value
+
+    handles = []
+    for index, (_, block) in enumerate(blocks):
+        act = getattr(block.mlp, "act", None)
+        if isinstance(act, torch.nn.Module):
+            handles.append(act.register_forward_hook(lambda _m, _i, out, index=index: keep(index, out)))
+        else:
+            handles.append(block.mlp.fc2.register_forward_pre_hook(lambda _m, args, index=index: keep(index, args[0])))
+    modes = {module: module.training for module in model.modules()}
+    try:
+        if train is not None:
+            model.train(bool(train))
+        model.zero_grad(set_to_none=True)
+        with torch.enable_grad():
+            outputs = model(inputs)
+            loss = loss_fn(outputs, targets)
+            loss.backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+        if meter is not None:
+            meter.remove()
+        for module, mode in modes.items():
+            module.training = mode
+    stats = []
+    for (name, block), act in zip(blocks, hidden):
+        if act is None or act.grad is None:
+            raise NoTransformerBlocks(f"block {name}: no MLP hidden activation or gradient was seen in the pass")
+        stats.append({
+            "F1": block.attn.qkv.weight.detach().clone(),
+            "F1g": block.attn.qkv.weight.grad.detach().clone(),
+            "F2": block.attn.proj.weight.detach().clone(),
+            "F2g": block.attn.proj.weight.grad.detach().clone(),
+            "F3": block.mlp.fc1.weight.detach().clone(),
+            "F3g": block.mlp.fc1.weight.grad.detach().clone(),
+            "F4": act.detach().mean(dim=0),
+            "F4g": act.grad.detach().mean(dim=0),
+        })
+    values = _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes)
+    return stats, values
+
+
+def block_statistics(model, inputs, targets, loss_fn=None, train=True):
+    """The eight statistics of every block after one forward/backward pass (see :func:`collect`)."""
+    return collect(model, inputs, targets, loss_fn, train)[0]
+
+
+def read_descriptors(model, inputs, names=DESCRIPTOR_NAMES, head_classes=100, descriptors=None):
+    """Descriptors ``names`` of ``model``, by one forward pass without gradients (MACs are
+    those of one input like ``inputs``; ``head_classes`` and ``descriptors`` as in :func:`collect`)."""
+    names = tuple(names)
+    for name in names:
+        if name not in DESCRIPTOR_NAMES:
+            raise ValueError(f"unknown descriptor {name!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+    blocks = find_blocks(model)
+    given = _given_descriptors(descriptors)
+    missing = [name for name in names if name not in given]
+    sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
+    with MacMeter(model, blocks, "macs" in missing, sized) as meter, torch.no_grad():
+        outputs = model(inputs)
+    return _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes)
+
+
+def terminal_tensors(arch_terminals, descriptors):
+    """The architecture-level terminals ``arch_terminals`` (``A_params``, ``A_log_depth``, ...)
+    from descriptor values, as 0-d float32 tensors (as the engine's)."""
+    values = {}
+    for terminal in arch_terminals:
+        name = terminal[len("A_log_"):] if terminal.startswith("A_log_") else terminal[len("A_"):]
+        if name not in descriptors:
+            raise UnknownDescriptors(f"no value for descriptor {name!r} (terminal {terminal})")
+        value = float(descriptors[name])
+        values[terminal] = torch.tensor(math.log(value) if terminal.startswith("A_log_") else value,
+                                        dtype=torch.float32)
+    return values
+
+
+def score_blocks(stats, block_score, aggregate, arch_terminals=(), terminals=None):
+    """A proxy's score from per-block statistics (in block order): ``block_score`` of each
+    block (with ``terminals``, the values of ``arch_terminals``, in every block), combined
+    by ``aggregate``. Raises InvalidResult when a block's value is not a finite scalar."""
+    if arch_terminals and terminals is None:
+        raise UnknownDescriptors(f"this proxy reads {', '.join(arch_terminals)}: pass their values")
+    values = []
+    for index, block in enumerate(stats):
+        try:
+            value = block_score(dict(block, **terminals) if arch_terminals else block)
+        except RuntimeError as exc:  # torch's own shape errors: the engine's proxy is invalid there too
+            raise InvalidResult(f"block {index}: {(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
+        if not isinstance(value, torch.Tensor) or value.dim() != 0:
+            raise InvalidResult(f"block {index}: the value is not a scalar")
+        number = float(value)
+        if not math.isfinite(number):
+            raise InvalidResult(f"block {index}: the value is NaN or inf")
+        values.append(number)
+    return aggregate(values)

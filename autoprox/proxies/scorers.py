@@ -1,0 +1,294 @@
+"""How each kind of proxy turns architectures into raw values: the one scoring core.
+
+A :class:`Scorer` gives, for one statistics seed and class count, one
+:class:`~autoprox.networks.zoo.RawResult` per architecture (a raw value or the reason it
+failed, and the seconds it took), and turns the raw values of a ranked set into scores
+(:meth:`Scorer.set_scores`: the identity, except for set-level proxies such as TVT).
+Everything that scores a proxy goes through it: :meth:`autoprox.proxies.proxy.Proxy.score`
+(the runs, ``rank --proxy P``), the ranking table (several seeds, one row per proxy) and
+the ViT search (freshly sampled architectures, scored chunk by chunk, whose statistics may
+not be kept).
+
+There are three kinds, each a registry or a wrapper of one:
+
+* architecture proxies (``params``, ``flops``), registered with
+  :func:`register_architecture_proxy`: computed from the architecture alone, with a
+  classifier head of ``head_classes`` (the engine's convention: 100, whatever the
+  statistics' class count);
+* zoo proxies (:data:`autoprox.networks.zoo.ZOO`): hand-crafted, computed on fresh
+  networks, kept in the score cache beside the statistics cache;
+* genomes: evaluated on per-block statistics (the statistics cache, or computed and
+  dropped when ``keep_statistics`` is false).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, build_cache
+from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome, score_architecture
+from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads
+from autoprox.networks.zoo import ZOO, RawResult, ZooProxy, ZooScoreCache, compute_raw_values, computed_name
+from autoprox.spaces.architectures import arch_to_config, count_macs, count_params, parse_arch
+from autoprox.spaces.descriptors import terminal_values
+
+#: The classifier head architecture-level quantities are counted with (the benchmark's README).
+HEAD_CLASSES = 100
+
+Progress = Callable[[int, int], None]
+
+
+class Scorer:
+    """One kind of proxy's way to score architectures (see the module docstring)."""
+
+    kind: str = ""
+    #: Whether scoring reads per-block statistics (the statistics cache).
+    needs_statistics: bool = False
+    #: Whether scores need the whole ranked set (a normalisation over it).
+    set_level: bool = False
+
+    @property
+    def source(self) -> str:
+        """Where the proxy comes from, in a few words."""
+        raise NotImplementedError
+
+    @property
+    def nature(self) -> str:
+        """Why it is not a genome, for a refusal to seed the search with it."""
+        raise NotImplementedError
+
+    def describe(self, spec: InputSpec, teacher=None) -> tuple[str, str]:
+        """(what it reads, which passes it runs afresh per architecture), as tables say it."""
+        raise NotImplementedError
+
+    def computed_as(self, teacher=None) -> str | None:
+        """The registered proxy computed in its place, when another one is (TVT without a teacher)."""
+        return None
+
+    def prepare(self, archs: Sequence, cache: StatisticsCache, plan: StatsPlan, workers: int = 1,
+                progress: Progress | None = None) -> bool:
+        """Compute, for a whole plan at once, what :meth:`raw_values` will read; True when
+        ``progress`` was reported here (the statistics of genome proxies)."""
+        return False
+
+    def raw_values(self, archs: Sequence, spec: InputSpec, seed: int, num_classes: int, cache: StatisticsCache,
+                   *, workers: int = 1, progress: Progress | None = None, teacher=None,
+                   keep_statistics: bool = True, head_classes: int = HEAD_CLASSES) -> list[RawResult]:
+        """One :class:`RawResult` per architecture of ``archs`` for statistics seed ``seed`` and
+        ``num_classes`` classes; a failure is kept as its reason and never stops the others."""
+        raise NotImplementedError
+
+    def set_scores(self, raws: Sequence) -> np.ndarray:
+        """Scores of a ranked set from its raw values (one seed)."""
+        return np.asarray(raws, dtype=np.float64)
+
+
+# ---------------------------------------------------------------- architecture proxies
+
+
+@dataclass(frozen=True)
+class ArchitectureProxy(Scorer):
+    """A proxy computed from the architecture alone: ``function(arch, num_classes)``."""
+
+    name: str
+    function: Callable[..., float]
+    description: str
+    kind = "architecture"
+
+    def __call__(self, arch, num_classes: int = HEAD_CLASSES) -> float:
+        return self.function(arch, num_classes)
+
+    @property
+    def source(self) -> str:
+        return self.description
+
+    @property
+    def nature(self) -> str:
+        return "computed from the architecture alone, not from the per-block statistics"
+
+    def describe(self, spec: InputSpec, teacher=None) -> tuple[str, str]:
+        return "architecture", "no: architecture only"
+
+    def raw_values(self, archs, spec, seed, num_classes, cache, *, workers=1, progress=None, teacher=None,
+                   keep_statistics=True, head_classes=HEAD_CLASSES) -> list[RawResult]:
+        results = []
+        for arch in archs:
+            start = time.perf_counter()
+            value = float(self.function(arch, head_classes))
+            results.append(RawResult(value, time.perf_counter() - start))
+        return results
+
+
+#: Architecture proxies by name, in registration order.
+ARCHITECTURE_PROXIES: dict[str, ArchitectureProxy] = {}
+
+
+def register_architecture_proxy(name: str, description: str):
+    """Register the decorated ``function(arch, num_classes) -> number`` as architecture proxy ``name``."""
+
+    def decorate(function: Callable[..., float]) -> Callable[..., float]:
+        if name in ARCHITECTURE_PROXIES:
+            raise ValueError(f"architecture proxy {name!r} is registered twice")
+        ARCHITECTURE_PROXIES[name] = ArchitectureProxy(name, function, description)
+        return function
+
+    return decorate
+
+
+@register_architecture_proxy("params", "parameter count")
+def _params(arch, num_classes: int = HEAD_CLASSES) -> int:
+    return count_params(arch, num_classes=num_classes)
+
+
+@register_architecture_proxy("flops", "multiply-accumulates")
+def _flops(arch, num_classes: int = HEAD_CLASSES) -> int:
+    return count_macs(arch, num_classes=num_classes)
+
+
+# ------------------------------------------------------------------------ zoo proxies
+
+
+@dataclass(frozen=True)
+class ZooScorer(Scorer):
+    """A hand-crafted proxy of :data:`autoprox.networks.zoo.ZOO`."""
+
+    entry: ZooProxy
+    kind = "zoo"
+
+    @property
+    def set_level(self) -> bool:
+        return self.entry.set_level
+
+    @property
+    def source(self) -> str:
+        return self.entry.source
+
+    @property
+    def nature(self) -> str:
+        entry = self.entry
+        return (f"a hand-crafted proxy ({entry.source}: {entry.definition}) computed from its own network "
+                f"({entry.passes or 'initialised weights'}), not an expression over the eight per-block "
+                "statistics F1..F4g")
+
+    def describe(self, spec: InputSpec, teacher=None) -> tuple[str, str]:
+        computed = ZOO[computed_name(self.entry.name, teacher)]
+        return computed.input, f"yes: {computed.passes}" if computed.passes else "no pass: initialised weights only"
+
+    def computed_as(self, teacher=None) -> str | None:
+        name = computed_name(self.entry.name, teacher)
+        return name if name != self.entry.name else None
+
+    def raw_values(self, archs, spec, seed, num_classes, cache, *, workers=1, progress=None, teacher=None,
+                   keep_statistics=True, head_classes=HEAD_CLASSES) -> list[RawResult]:
+        name = computed_name(self.entry.name, teacher)
+        return compute_raw_values([name], archs, spec, seed, num_classes, teacher=teacher, workers=workers,
+                                  score_cache=ZooScoreCache(cache.root), progress=progress)[name]
+
+    def set_scores(self, raws: Sequence) -> np.ndarray:
+        return self.entry.set_scores(raws)
+
+
+# ---------------------------------------------------------------------------- genomes
+
+
+@dataclass(frozen=True)
+class GenomeScorer(Scorer):
+    """A genome (a parsed tree) evaluated on per-block statistics."""
+
+    tree: object
+    kind = "genome"
+    needs_statistics = True
+
+    @property
+    def source(self) -> str:
+        return "genome string"
+
+    @property
+    def nature(self) -> str:  # pragma: no cover - a genome can always seed, shape permitting
+        return "a genome"
+
+    def describe(self, spec: InputSpec, teacher=None) -> tuple[str, str]:
+        return f"statistics ({spec.kind}, batch {spec.batch_size})", "no: statistics cache"
+
+    def prepare(self, archs, cache, plan, workers=1, progress=None) -> bool:
+        build_cache(cache, plan.requests(archs), workers=workers, progress=progress)
+        return progress is not None
+
+    def raw_values(self, archs, spec, seed, num_classes, cache, *, workers=1, progress=None, teacher=None,
+                   keep_statistics=True, head_classes=HEAD_CLASSES) -> list[RawResult]:
+        if not keep_statistics:
+            return _fresh_genome_values(genome_to_string(self.tree), archs, spec, seed, num_classes, workers,
+                                        head_classes)
+        requests = [StatsRequest(arch, spec, seed, num_classes) for arch in archs]
+        build_cache(cache, requests, workers=workers, progress=progress)
+        results = []
+        with torch_threads(1):  # as the fitness evaluator: the same numbers to the last bit
+            for arch, request in zip(archs, requests):
+                start = time.perf_counter()
+                try:
+                    value = score_architecture(self.tree, cache.get(request), terminal_values(arch, head_classes))
+                except InvalidProxy as exc:
+                    results.append(RawResult(None, time.perf_counter() - start, f"invalid: {exc}"))
+                    continue
+                results.append(RawResult(value, time.perf_counter() - start))
+        return results
+
+
+def _fresh_genome_value(genome: str, config: dict, space: str, spec: dict, seed: int, num_classes: int,
+                        head_classes: int) -> tuple[float | None, float, str]:
+    """Worker body: one architecture's statistics computed, scored and dropped: (value, seconds, error)."""
+    start = time.perf_counter()
+    try:
+        arch = parse_arch(config, space)
+        stats = compute_statistics(arch, InputSpec(**spec), seed, num_classes)
+        with torch_threads(1):
+            value = score_architecture(parse_genome(genome), stats, terminal_values(arch, head_classes))
+        return value, time.perf_counter() - start, ""
+    except InvalidProxy as exc:
+        return None, time.perf_counter() - start, f"invalid: {exc}"[:300]
+    except Exception as exc:  # noqa: BLE001 - a failure is recorded and the others go on
+        return None, time.perf_counter() - start, f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _fresh_genome_values(genome: str, archs: Sequence, spec: InputSpec, seed: int, num_classes: int, workers: int,
+                         head_classes: int) -> list[RawResult]:
+    jobs = [(genome, arch_to_config(a), a.space, spec.to_json(), seed, num_classes, head_classes) for a in archs]
+    if workers > 1 and len(jobs) > 1:
+        from joblib import Parallel, delayed
+
+        outcomes = Parallel(n_jobs=workers, backend="loky")(delayed(_fresh_genome_value)(*job) for job in jobs)
+    else:
+        outcomes = [_fresh_genome_value(*job) for job in jobs]
+    return [RawResult(value, seconds, error) for value, seconds, error in outcomes]
+
+
+# ------------------------------------------------------------------------ over seeds
+
+
+def mean_over_seeds(per_key: Mapping[tuple[int, int], np.ndarray]) -> dict[int, np.ndarray]:
+    """Scores per class count from one array per (seed, class count): the mean over seeds,
+    taken in the mapping's order (a plan's keys: seed by seed)."""
+    by_classes: dict[int, list[np.ndarray]] = {}
+    for (_, classes), values in per_key.items():
+        by_classes.setdefault(classes, []).append(values)
+    return {classes: np.mean(runs, axis=0) for classes, runs in by_classes.items()}
+
+
+def scorer_for(name: str, genome=None, zoo: str | None = None) -> Scorer:
+    """The scorer of a proxy: its genome's, its zoo entry's, or the architecture proxy ``name``.
+
+    KeyError when ``zoo`` or ``name`` is not registered.
+    """
+    if genome is not None:
+        return GenomeScorer(genome if not isinstance(genome, str) else parse_genome(genome))
+    if zoo is not None:
+        return ZooScorer(ZOO[zoo])
+    return ARCHITECTURE_PROXIES[name]
+
+
+__all__ = ["ARCHITECTURE_PROXIES", "HEAD_CLASSES", "ArchitectureProxy", "GenomeScorer", "RawResult", "Scorer",
+           "ZooScorer", "mean_over_seeds", "register_architecture_proxy", "scorer_for"]
