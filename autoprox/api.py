@@ -13,13 +13,12 @@ run made from the command line. The command line and this API share every step.
 
 from __future__ import annotations
 
+import math
 import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Mapping, Sequence
-
-import numpy as np
 
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.benchmark import default_bench_path
@@ -86,24 +85,28 @@ class FoundProxy:
 
         return export_source(self.tree, self.formula)
 
-    def score(self, model, images, labels, descriptors: Mapping[str, float] | None = None) -> float:
+    def score(self, model, images, labels, descriptors: Mapping[str, float] | None = None,
+              head_classes: int | None = 100) -> float:
         """Score a PyTorch ViT ``model`` from one forward/backward pass on ``images`` and ``labels``.
 
-        The model must have timm-style blocks (``attn.qkv``, ``attn.proj``, ``mlp.fc1``,
+        The model's blocks must have timm's names (``attn.qkv``, ``attn.proj``, ``mlp.fc1``,
         ``mlp.act``). A proxy that reads architecture-level terminals (``A_params``, ...)
-        needs ``descriptors`` (the values of :func:`autoprox.spaces.descriptors.describe`).
+        reads the descriptors from the model (parameters counted with a ``head_classes``
+        head, as the engine counts them; MACs through hooks) unless ``descriptors`` gives
+        them by name. The same pass and numbers as the exported module's ``score``.
         """
-        from autoprox.networks.statistics import statistics_of_model
+        from autoprox.networks.runtime import collect
         from autoprox.spaces.descriptors import TERMINAL_PREFIX
 
-        terminals = None
-        if descriptors is not None:
-            terminals = {}
-            for name, value in descriptors.items():
-                terminals[f"{TERMINAL_PREFIX}{name}"] = float(value)
-                terminals[f"{TERMINAL_PREFIX}log_{name}"] = float(np.log(value))
-        stats = statistics_of_model(model, images, labels)
-        return float(score_architecture(self.tree, stats, terminals))
+        names = sorted({node.name[len(TERMINAL_PREFIX):].removeprefix("log_") for node in self.tree
+                        if node.name.startswith(TERMINAL_PREFIX)})
+        stats, values = collect(model, images, labels, descriptors=descriptors, head_classes=head_classes,
+                                names=tuple(names))
+        terminals = {}
+        for name, value in values.items():
+            terminals[f"{TERMINAL_PREFIX}{name}"] = float(value)
+            terminals[f"{TERMINAL_PREFIX}log_{name}"] = math.log(float(value))
+        return float(score_architecture(self.tree, stats, terminals or None))
 
 
 class ProxySearch:

@@ -20,6 +20,7 @@ from autoprox.networks.statistics import (
 )
 from autoprox.proxies.proxy import AUTOPROX_A
 from autoprox.search.engine import run_search
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +79,19 @@ def test_bad_settings_are_one_line_errors():
         ProxySearch().search_settings()
     with pytest.raises(ConfigError, match="unknown search setting"):
         ProxySearch(space="pit", colour="blue").search_settings()
+
+
+def test_a_found_proxy_with_architecture_terminals_reads_them_from_the_model(af_small):
+    """runs/autoformer-best reads architecture terminals: the model's own descriptors give the engine's score."""
+    from autoprox.spaces.descriptors import terminal_values
+
+    genome = json.loads((REPO / "runs" / "autoformer-best" / "best.json").read_text())["genome"]
+    proxy = FoundProxy(genome)
+    assert any(node.name.startswith("A_") for node in proxy.tree)
+    arch = af_small.archs[1]
+    spec, seed = InputSpec("gaussian", batch_size=2), 0
+    expected = score_architecture(proxy.tree, compute_statistics(arch, spec, seed, 100), terminal_values(arch))
+    model = build_model(arch, num_classes=100, seed=derived_seed(seed, "model"))
+    images, labels = make_batch(spec, 100, seed)
+    torch.set_num_threads(1)
+    assert proxy.score(model, images, labels) == pytest.approx(expected, rel=1e-5)
