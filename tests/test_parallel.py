@@ -138,3 +138,51 @@ def test_sharded_scores_equal_local_fitness_to_the_last_digit(cluster_executor, 
         local.architecture_scores(invalid)
     with pytest.raises(InvalidProxy):
         sharded.architecture_scores(invalid)
+
+
+def test_a_search_on_the_cluster_is_the_local_search(cluster_executor, af_small_file, session_cache, tmp_path):
+    """Statistics sharded on two worker processes, genomes sent to them: the same run to the last digit."""
+    import json
+
+    from autoprox.search.engine import run_search
+    from autoprox.search.evolution import EvolutionConfig
+    from autoprox.search.settings import SearchSettings
+
+    settings = SearchSettings(bench=str(af_small_file), targets=("c100_kd", "flower_kd"), batch_size=2,
+                              cache_dir=str(session_cache.root), workers=1, search_fraction=0.75,
+                              evolution=EvolutionConfig(population_size=5, iterations=4, retry_cap=3, seed=2))
+    local = run_search(settings, tmp_path / "local", quiet=True)
+    remote = run_search(settings, tmp_path / "dask", quiet=True, executor=cluster_executor)
+    for key in ("genome", "search", "test", "params", "beyond_size", "iteration"):
+        assert remote[key] == local[key], key
+
+    def log(run):
+        return [{k: v for k, v in json.loads(line).items() if k != "elapsed"} for line in (run / "log.jsonl").open()]
+
+    assert log(tmp_path / "dask") == log(tmp_path / "local")
+
+
+def test_cache_build_through_a_local_cluster_equals_the_local_one(af_small, tmp_path, capsys):
+    from autoprox.cli.main import main
+    from autoprox.data.benchmark import write_benchmark_jsonl
+    from autoprox.networks.statistics import InputSpec
+
+    bench = tmp_path / "af4.jsonl"
+    write_benchmark_jsonl(af_small.subset(range(4)), bench)
+    common = ["cache", "build", "--bench", str(bench), "--batch-size", "1", "--targets", "c100_kd"]
+    assert main([*common, "--cache-dir", str(tmp_path / "local"), "--workers", "1"]) == 0
+    assert main([*common, "--cache-dir", str(tmp_path / "dask"), "--scheduler", "local:2"]) == 0
+    assert "4 computed" in capsys.readouterr().out
+    spec = InputSpec("gaussian", batch_size=1)
+    for arch in af_small.archs[:4]:
+        request = StatsRequest(arch, spec, 0, 100)
+        for mine, theirs in zip(StatisticsCache(tmp_path / "local").load(request),
+                                StatisticsCache(tmp_path / "dask").load(request)):
+            assert all(np.array_equal(mine[n].numpy(), theirs[n].numpy()) for n in mine)
+
+
+def test_scheduler_without_an_answering_scheduler_is_one_line(capsys):
+    from autoprox.cli.main import main
+
+    assert main(["cache", "build", "--space", "pit", "--scheduler", "127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err.startswith("autoprox: error: no Dask scheduler answered at tcp://127.0.0.1:1")

@@ -44,6 +44,7 @@ from autoprox.apps.selection import SELECTIONS, register_selection, select_best
 from autoprox.core.atomic import atomic_write_json, json_safe
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.parallel import Executor
 from autoprox.core.progress import Progress, format_seconds
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
 from autoprox.data.cache import build_cache
@@ -245,7 +246,8 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
 def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | None = None,
                  repeats: int | None = None, protocol_seed: int | None = None, fold_workers: int = 1,
                  resume: bool = False, selection: str | None = None, baselines: Sequence[str] | None = None,
-                 bootstrap: int | None = None, stop_after: int | None = None, quiet: bool = False) -> dict:
+                 bootstrap: int | None = None, stop_after: int | None = None, quiet: bool = False,
+                 executor: Executor | None = None) -> dict:
     """Run (or resume) the evaluation protocol of ``settings`` into ``out``; return ``protocol.json``'s content.
 
     Parameters
@@ -259,6 +261,9 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     folds, repeats, protocol_seed : int, optional
         Outer folds per repeat (at least 2, at most the benchmark's size; default 5), repeats
         (default 1), and the seed of the first repeat's shuffle (default 0).
+    executor : Executor, optional
+        Where folds run (``--scheduler``: a Dask cluster's workers, each fold one task);
+        ``fold_workers`` is then the cluster's size. The figures do not depend on it.
     fold_workers : int
         Folds run side by side (joblib processes); each fold's search then computes
         statistics with one worker. The figures do not depend on it.
@@ -327,14 +332,17 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
          f"{fold_workers} at a time, into {out}", quiet)
     if pending:
         # All statistics once, with the search's workers, before folds share the cache.
-        build_cache(context.cache, context.plan.requests(list(bench.archs)), workers=settings.workers,
+        build_cache(context.cache, context.plan.requests(list(bench.archs)),
+                    workers=executor if executor is not None else settings.workers,
                     progress=None if quiet else Progress("statistics", every=15))
+    if executor is not None:  # folds are the cluster's tasks; each fold's search computes with one worker
+        fold_workers = executor.workers
     workers = 1 if fold_workers > 1 else settings.workers
     jobs = [(i, (fold_settings(replace(settings, bench=bench.source), made[i], workers).to_json(), bench.source,
                  made[i].to_json(), str(out), spec["selection"], spec["baselines"], stop_after,
                  quiet or fold_workers > 1)) for i in pending]
     start, done_now = time.perf_counter(), 0
-    for index, outcome in _run_jobs(jobs, fold_workers, quiet, protocol):
+    for index, outcome in _run_jobs(jobs, fold_workers, quiet, protocol, executor):
         entry = protocol["folds"][index]
         if not outcome["finished"]:
             _log(f"{entry['run']} stopped before its search finished; continue with: autoprox evaluate --resume "
@@ -358,9 +366,14 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     return read_json(out / PROTOCOL_FILE)
 
 
-def _run_jobs(jobs, fold_workers: int, quiet: bool, protocol: Mapping):
-    """Yield ``(fold index, outcome)`` as folds finish: inline in order, or in joblib processes."""
+def _run_jobs(jobs, fold_workers: int, quiet: bool, protocol: Mapping, executor: Executor | None = None):
+    """Yield ``(fold index, outcome)`` as folds finish: inline in order, in joblib processes, or as the
+    tasks of ``executor`` (a Dask cluster: the benchmark and OUT must then be paths its workers share)."""
     total = len(protocol["folds"])
+    if executor is not None and len(jobs) > 1:
+        _log(f"running {len(jobs)} folds on {executor.description} (their searches are quiet)", quiet)
+        yield from executor.run_unordered(_indexed, jobs)
+        return
     if fold_workers == 1 or len(jobs) <= 1:
         for index, arguments in jobs:
             _log(f"fold {index + 1}/{total} ({protocol['folds'][index]['run']}): search on "

@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 from autoprox import __version__
 from autoprox.core.atomic import atomic_write_json, json_safe
 from autoprox.core.errors import ConfigError
+from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.proxy import Proxy
@@ -106,7 +107,7 @@ def _log(message: str, quiet: bool) -> None:
 
 
 def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool = False,
-                 quiet: bool = False) -> dict:
+                 quiet: bool = False, executor: Executor | None = None) -> dict:
     """Run (or resume) a transfer study into ``out``; return the content of ``transfer.json``.
 
     ``settings`` are a joint search's settings; its targets (default: the benchmark's
@@ -155,9 +156,9 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
             _check_fold_matches(run_dir, one)
             best = read_json(best_path) if best_path.exists() else None
             if best is None or not best.get("finished"):
-                best = run_search(None, run_dir, resume=True, quiet=quiet)
+                best = run_search(None, run_dir, resume=True, quiet=quiet, executor=executor)
         else:
-            best = run_search(one, run_dir, quiet=quiet)
+            best = run_search(one, run_dir, quiet=quiet, executor=executor)
         if not best.get("finished"):
             _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {out}", quiet)
             return study

@@ -30,6 +30,7 @@ import numpy as np
 
 from autoprox.core.atomic import atomic_write_json, atomic_write_text, json_safe
 from autoprox.core.errors import VitSearchError  # noqa: F401 (re-exported)
+from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.tree import InvalidProxy
@@ -136,7 +137,7 @@ class VitSearchSettings:
 
 
 def raw_scores(proxy: Proxy, archs: Sequence, settings: VitSearchSettings, spec: InputSpec,
-               teacher=None) -> list[tuple[object, float, str]]:
+               teacher=None, executor: Executor | None = None) -> list[tuple[object, float, str]]:
     """(raw value, seconds, error) for each architecture; failures never stop the others.
 
     The raw values are the scoring core's (:meth:`Proxy.raw_values`, one call per
@@ -147,7 +148,8 @@ def raw_scores(proxy: Proxy, archs: Sequence, settings: VitSearchSettings, spec:
     (:func:`final_scores`); for any other, its score, the mean over seeds.
     """
     cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
-    runs = [proxy.raw_values(archs, spec, seed, settings.classes, cache, workers=settings.workers, teacher=teacher,
+    workers = executor if executor is not None else settings.workers
+    runs = [proxy.raw_values(archs, spec, seed, settings.classes, cache, workers=workers, teacher=teacher,
                              keep_statistics=settings.keep_statistics, head_classes=settings.classes)
             for seed in settings.stat_seeds]
     outcomes = []
@@ -175,10 +177,12 @@ def final_scores(proxy: Proxy, raws: Sequence, teacher=None) -> np.ndarray:
 
 def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, teacher=None,
                    progress: Callable[[int, int], None] | None = None, chunk: int | None = None,
-                   stop_after: int | None = None) -> dict:
+                   stop_after: int | None = None, executor: Executor | None = None) -> dict:
     """Sample, score and rank; resumable. Returns the summary (also written to ``top.json``).
 
     ``stop_after`` stops once that many architectures are scored (as an interruption would).
+    ``executor`` (a Dask cluster, ``--scheduler``) scores architectures instead of
+    ``settings.workers`` local processes; the scores do not depend on it.
     """
     out = Path(out)
     config_path = out / CONFIG
@@ -196,7 +200,7 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
         })
     done = {int(r["index"]): r for r in read_jsonl(out / SCORES) if "index" in r}
     todo = [i for i in range(len(candidates)) if i not in done]
-    step = chunk or max(8, 4 * settings.workers)
+    step = chunk or max(8, 4 * (executor.workers if executor is not None else settings.workers))
     if progress:
         progress(len(done), len(candidates))
     with open(out / SCORES, "a", encoding="utf-8") as log:
@@ -205,7 +209,7 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
                 break
             indices = todo[start:start + step]
             began = time.perf_counter()
-            outcomes = raw_scores(proxy, [candidates[i] for i in indices], settings, spec, teacher)
+            outcomes = raw_scores(proxy, [candidates[i] for i in indices], settings, spec, teacher, executor)
             wall = time.perf_counter() - began
             for index, (raw, seconds, error) in zip(indices, outcomes):
                 record = {"index": index, "arch": arch_to_config(candidates[index]), "raw": raw,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from autoprox.cli.options import add_stats_options, bench_path, plan_from_args, str_list
+from autoprox.cli.options import (
+    add_stats_options,
+    bench_path,
+    executor_from_args,
+    plan_from_args,
+    str_list,
+)
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark
 from autoprox.data.cache import StatisticsCache, build_cache
@@ -25,7 +31,9 @@ def run(args: argparse.Namespace) -> int:
     targets = bench.check_targets(list(args.targets) or bench.default_targets())
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
-    result = build_cache(cache, plan.requests(bench.archs), workers=args.workers, progress=Progress("statistics", every=15))
+    with executor_from_args(args) as executor:
+        result = build_cache(cache, plan.requests(bench.archs), workers=executor,
+                             progress=Progress("statistics", every=15))
     seconds = result["seconds"]
     mean = sum(seconds) / len(seconds) if seconds else 0.0
     print(f"{result['requests']} entries in {cache.root}: {result['computed']} computed"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from autoprox.cli.options import add_search_options, search_settings
+from autoprox.cli.options import add_search_options, executor_from_args, search_settings
 from autoprox.core.errors import RunDirError
 from autoprox.data.benchmark import load_benchmark
 
@@ -48,11 +48,18 @@ def run(args: argparse.Namespace) -> int:
             raise RunDirError("--resume needs --out PROTOCOL_DIR")
         settings = search_settings(args) if (args.space or args.bench) else None
         out = Path(args.out)
-        protocol = run_protocol(settings, out, resume=True, **options)
+        with executor_from_args(args) as executor:
+            protocol = run_protocol(settings, out, resume=True, executor=_fold_executor(args, executor), **options)
     else:
         settings = search_settings(args)
         out = Path(args.out or f"runs/protocol-{load_benchmark(settings.bench).space}-seed{args.seed}")
-        protocol = run_protocol(settings, out, **options)
+        with executor_from_args(args) as executor:
+            protocol = run_protocol(settings, out, executor=_fold_executor(args, executor), **options)
     print(format_protocol(protocol), end="")
     print(f"written to {out / PROTOCOL_FILE}")
     return 0 if protocol.get("finished") else 130
+
+
+def _fold_executor(args: argparse.Namespace, executor):
+    """Folds go to the cluster only when --scheduler names one; else --fold-workers decides."""
+    return executor if getattr(args, "scheduler", None) else None

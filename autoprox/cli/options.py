@@ -53,6 +53,10 @@ def add_stats_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cache-precision", choices=PRECISIONS, default="float16",
                        help="how statistics are stored (default float16 with a power-of-two scale)")
     group.add_argument("--workers", type=int, default=2, help="parallel processes for statistics (default 2)")
+    group.add_argument("--scheduler", default=None, metavar="local:N|HOST:PORT",
+                       help="run the parallel steps on a Dask cluster: local:N starts N worker processes here, "
+                            "HOST:PORT is a running 'dask scheduler' (needs the dask extra; default: --workers "
+                            "local processes)")
 
 
 def bench_path(args: argparse.Namespace) -> str:
@@ -181,3 +185,11 @@ def search_settings(args: argparse.Namespace):
 
 def fmt(value) -> str:
     return "   nan" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.3f}"
+
+
+def executor_from_args(args: argparse.Namespace):
+    """Where the command's parallel steps run: ``--scheduler``, else ``--workers`` local processes.
+    Use it as a context manager: a local Dask cluster it started is closed after."""
+    from autoprox.core.parallel import make_executor
+
+    return make_executor(getattr(args, "scheduler", None), args.workers)

@@ -11,6 +11,7 @@ from autoprox.cli.options import (
     add_stats_options,
     bench_path,
     evaluation_context,
+    executor_from_args,
     fmt,
     int_list,
     plan_from_args,
@@ -20,7 +21,12 @@ from autoprox.core.errors import ConfigError, ProxyError
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache
-from autoprox.proxies.proxy import BUILTIN_PROXIES, resolve_proxies, resolve_proxy, split_proxy_list
+from autoprox.proxies.proxy import (
+    BUILTIN_PROXIES,
+    resolve_proxies,
+    resolve_proxy,
+    split_proxy_list,
+)
 
 
 def add_parser(sub) -> None:
@@ -68,8 +74,9 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
     fmt = args.format or ("json" if args.json else "markdown")
     print(f"ranking {len(proxies)} proxies on {len(indices)} architectures of {Path(bench.source).name}, "
           f"seeds {', '.join(map(str, seeds))}", file=sys.stderr)
-    table = rank_table(proxies, bench, indices, targets, seeds, InputSpec.parse(args.input, args.batch_size),
-                       plan.target_classes, cache, workers=args.workers, quiet=False, split=args.split)
+    with executor_from_args(args) as executor:
+        table = rank_table(proxies, bench, indices, targets, seeds, InputSpec.parse(args.input, args.batch_size),
+                           plan.target_classes, cache, workers=executor, quiet=False, split=args.split)
     sys.stdout.write(format_table(table, fmt))
     return 0
 
@@ -90,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"scoring {len(indices)} architectures with {proxy.name}", file=sys.stderr)
     progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) if proxy.kind != "architecture" else None
     try:  # scored once; the correlations and the beyond-size report both read these scores
-        scores = context.score(proxy, args.split, progress=progress)
+        with executor_from_args(args) as executor:
+            scores = context.score(proxy, args.split, workers=executor, progress=progress)
     except InvalidProxy as exc:
         raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {exc}") from None
     per_target = context.figures(scores, args.split, weights={})["targets"]

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from autoprox.cli.options import add_search_options, fmt, search_settings
+from autoprox.cli.options import (
+    add_search_options,
+    executor_from_args,
+    fmt,
+    search_settings,
+)
 from autoprox.core.errors import RunDirError
 from autoprox.data.benchmark import load_benchmark
 
@@ -20,14 +25,16 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from autoprox.search.engine import run_search
 
-    if args.resume:
-        if not args.out:
-            raise RunDirError("--resume needs --out RUN_DIR")
-        report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=args.iterations)
-    else:
-        settings = search_settings(args)
-        out = args.out or f"runs/{load_benchmark(settings.bench).space}-seed{args.seed}"
-        report = run_search(settings, out, quiet=args.quiet)
+    if args.resume and not args.out:
+        raise RunDirError("--resume needs --out RUN_DIR")
+    settings = None if args.resume else search_settings(args)
+    with executor_from_args(args) as executor:
+        if args.resume:
+            report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=args.iterations,
+                                executor=executor)
+        else:
+            out = args.out or f"runs/{load_benchmark(settings.bench).space}-seed{args.seed}"
+            report = run_search(settings, out, quiet=args.quiet, executor=executor)
     _print_best(report)
     return 0 if report.get("finished") else 130
 

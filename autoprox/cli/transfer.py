@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from autoprox.cli.options import add_search_options, search_settings
+from autoprox.cli.options import add_search_options, executor_from_args, search_settings
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.benchmark import load_benchmark
 
@@ -29,12 +29,14 @@ def run(args: argparse.Namespace) -> int:
             raise RunDirError("--resume needs --out STUDY_DIR")
         if args.iterations is not None:
             raise ConfigError("--iterations cannot change on --resume of a transfer study")
-        study = run_transfer(None, args.out, resume=True, quiet=args.quiet)
+        with executor_from_args(args) as executor:
+            study = run_transfer(None, args.out, resume=True, quiet=args.quiet, executor=executor)
         out = Path(args.out)
     else:
         settings = search_settings(args)
         out = Path(args.out or f"runs/transfer-{load_benchmark(settings.bench).space}-seed{args.seed}")
-        study = run_transfer(settings, out, quiet=args.quiet)
+        with executor_from_args(args) as executor:
+            study = run_transfer(settings, out, quiet=args.quiet, executor=executor)
     print(format_transfer(study, "test"), end="")
     print(f"written to {out / TRANSFER_FILE}")
     return 0 if study.get("finished") else 130

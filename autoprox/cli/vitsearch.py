@@ -7,7 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from autoprox.cli.options import add_stats_options, plan_from_args, str_list
+from autoprox.cli.options import (
+    add_stats_options,
+    executor_from_args,
+    plan_from_args,
+    str_list,
+)
 from autoprox.core.errors import BenchmarkError
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
@@ -71,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"scoring {args.samples} {args.space} architectures ({budget[0] / 1e6:g}M-{budget[1] / 1e6:g}M) "
           f"with {proxy.name} into {out}", file=sys.stderr)
     try:
-        summary = run_vit_search(settings, proxy, out, progress=Progress("vit-search", every=15))
+        with executor_from_args(args) as executor:
+            summary = run_vit_search(settings, proxy, out, progress=Progress("vit-search", every=15),
+                                     executor=executor)
     except KeyboardInterrupt:
         print(f"autoprox: interrupted; run the same command again to resume (scores so far are in {out})",
               file=sys.stderr)
@@ -101,8 +108,9 @@ def _vit_search_on_bench(args: argparse.Namespace) -> int:
     proxies = resolve_proxies(args.proxy)
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
-    picks = pick_on_bench(proxies, bench, indices, targets, plan, cache, workers=args.workers,
-                          progress_factory=lambda name: Progress(f"scoring {name}", every=15))
+    with executor_from_args(args) as executor:
+        picks = pick_on_bench(proxies, bench, indices, targets, plan, cache, workers=executor,
+                              progress_factory=lambda name: Progress(f"scoring {name}", every=15))
     if args.json:
         print(json.dumps([p.__dict__ for p in picks], indent=2))
     else:

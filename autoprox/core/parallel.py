@@ -114,6 +114,15 @@ class DaskExecutor(Executor):
             self.cluster.close()
 
 
+def as_executor(workers: "int | Executor") -> Executor:
+    """``workers`` as an executor: an :class:`Executor` as it is, a count as that many local processes.
+
+    Every function that runs tasks in parallel takes ``workers`` this way, so a command
+    hands its executor (``--scheduler``) down as it would hand down a count.
+    """
+    return workers if isinstance(workers, Executor) else LocalExecutor(int(workers))
+
+
 def _distributed():
     try:
         import distributed
@@ -156,4 +165,5 @@ def make_executor(scheduler: str | None = None, workers: int = 1) -> Executor:
     return DaskExecutor(client, None, f"the Dask cluster at {value}")
 
 
-__all__ = ["DaskExecutor", "Executor", "LocalExecutor", "TASK_RETRIES", "make_executor", "parse_scheduler"]
+__all__ = ["DaskExecutor", "Executor", "LocalExecutor", "TASK_RETRIES", "as_executor", "make_executor",
+           "parse_scheduler"]

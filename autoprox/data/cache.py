@@ -23,13 +23,14 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from autoprox.core.atomic import atomic_open
 from autoprox.core.errors import ConfigError
+from autoprox.core.parallel import Executor, as_executor
 from autoprox.networks.statistics import (
     STAT_NAMES,
     BlockStats,
@@ -218,15 +219,15 @@ def _compute_into_cache(root: str, precision: str, space: str, config: dict, spe
     return time.perf_counter() - start
 
 
-def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], workers: int = 1,
+def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], workers: int | Executor = 1,
                 progress: Callable[[int, int], None] | None = None) -> dict:
-    """Compute every missing entry of ``requests`` in parallel with joblib.
+    """Compute every missing entry of ``requests`` in parallel: ``workers`` local processes, or
+    an :class:`~autoprox.core.parallel.Executor` (a Dask cluster writing to a cache path the
+    workers share).
 
-    Each worker writes its entry to disk itself, so only a float comes back.
-    Returns counts and timings.
+    Each task writes its entry to disk itself, so only a float comes back, and a task lost
+    with its worker loses nothing already written. Returns counts and timings.
     """
-    from joblib import Parallel, delayed
-
     from autoprox.spaces.architectures import arch_to_config
 
     missing = [r for r in requests if not cache.contains(r)]
@@ -235,16 +236,9 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
         progress(done, len(requests))
     seconds: list[float] = []
     if missing:
-        jobs = (
-            delayed(_compute_into_cache)(
-                str(cache.root), cache.precision, r.arch.space, arch_to_config(r.arch),
-                r.spec.to_json(), r.seed, r.num_classes,
-            )
-            for r in missing
-        )
-        runner = Parallel(n_jobs=workers, return_as="generator_unordered", backend="loky") if workers > 1 else None
-        results: Iterable[float] = runner(jobs) if runner else (_run_inline(job) for job in jobs)
-        for elapsed in results:
+        jobs = [(str(cache.root), cache.precision, r.arch.space, arch_to_config(r.arch), r.spec.to_json(), r.seed,
+                 r.num_classes) for r in missing]
+        for elapsed in as_executor(workers).run_unordered(_compute_into_cache, jobs):
             seconds.append(elapsed)
             done += 1
             if progress:
@@ -252,9 +246,6 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
     return {"requests": len(requests), "computed": len(missing), "seconds": seconds}
 
 
-def _run_inline(job) -> float:
-    function, args, kwargs = job
-    return function(*args, **kwargs)
 
 
 

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from autoprox.core.parallel import as_executor
 from autoprox.networks.models import build_model
 from autoprox.networks.statistics import (
     InputSpec,
@@ -428,13 +429,7 @@ def compute_raw_values(names: Sequence[str], archs: Sequence, spec: InputSpec, s
     def arguments(index, job_names):
         return (job_names, arch_to_config(archs[index]), archs[index].space, spec_json, seed, num_classes, teacher)
 
-    if workers > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
-
-        runner = Parallel(n_jobs=workers, return_as="generator", backend="loky")
-        outcomes = runner(delayed(_compute_arch)(*arguments(i, n)) for i, n in jobs)
-    else:
-        outcomes = (_compute_arch(*arguments(i, n)) for i, n in jobs)
+    outcomes = as_executor(workers).run(_compute_arch, [arguments(i, n) for i, n in jobs])
     for (index, _), outcome in zip(jobs, outcomes):
         for name, (raw, seconds, error) in outcome.items():
             results[name][index] = RawResult(raw, seconds, error)

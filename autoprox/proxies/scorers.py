@@ -29,11 +29,29 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from autoprox.core.parallel import as_executor
 from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, build_cache
-from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome, score_architecture
+from autoprox.genome.tree import (
+    InvalidProxy,
+    genome_to_string,
+    parse_genome,
+    score_architecture,
+)
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads
-from autoprox.networks.zoo import ZOO, RawResult, ZooProxy, ZooScoreCache, compute_raw_values, computed_name
-from autoprox.spaces.architectures import arch_to_config, count_macs, count_params, parse_arch
+from autoprox.networks.zoo import (
+    ZOO,
+    RawResult,
+    ZooProxy,
+    ZooScoreCache,
+    compute_raw_values,
+    computed_name,
+)
+from autoprox.spaces.architectures import (
+    arch_to_config,
+    count_macs,
+    count_params,
+    parse_arch,
+)
 from autoprox.spaces.descriptors import terminal_values
 
 #: The classifier head architecture-level quantities are counted with (the benchmark's README).
@@ -257,12 +275,7 @@ def _fresh_genome_value(genome: str, config: dict, space: str, spec: dict, seed:
 def _fresh_genome_values(genome: str, archs: Sequence, spec: InputSpec, seed: int, num_classes: int, workers: int,
                          head_classes: int) -> list[RawResult]:
     jobs = [(genome, arch_to_config(a), a.space, spec.to_json(), seed, num_classes, head_classes) for a in archs]
-    if workers > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
-
-        outcomes = Parallel(n_jobs=workers, backend="loky")(delayed(_fresh_genome_value)(*job) for job in jobs)
-    else:
-        outcomes = [_fresh_genome_value(*job) for job in jobs]
+    outcomes = as_executor(workers).run(_fresh_genome_value, jobs)
     return [RawResult(value, seconds, error) for value, seconds, error in outcomes]
 
 

@@ -68,7 +68,13 @@ from sympy.printing.latex import LatexPrinter
 
 from autoprox.core.errors import FormulaError  # noqa: F401 (re-exported)
 from autoprox.genome.aggregations import get_aggregation
-from autoprox.genome.tree import AGGREGATIONS, form_name, genome_to_string, op_name, parse_genome
+from autoprox.genome.tree import (
+    AGGREGATIONS,
+    form_name,
+    genome_to_string,
+    op_name,
+    parse_genome,
+)
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.reports import sympy_worker
 from autoprox.reports.sympy_worker import node_count

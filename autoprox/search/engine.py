@@ -14,6 +14,7 @@ from typing import Callable
 
 from autoprox.core.atomic import json_safe
 from autoprox.core.errors import ConfigError
+from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
 from autoprox.data.cache import build_cache, load_statistics
 from autoprox.genome.tree import InvalidProxy, parse_genome
@@ -32,10 +33,11 @@ from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
+from autoprox.search.shards import ShardedScorer
 from autoprox.spaces.descriptors import terminal_values
 
 
-def best_report(record: FitnessRecord, context: RunContext, iteration: int) -> dict:
+def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None) -> dict:
     """``best.json``: the genome, its figures on both splits, and the parameter count's beside them."""
     settings, run = context.settings, context.run
     proxy = Proxy(record.genome, parse_genome(record.genome))
@@ -44,7 +46,7 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int) -> d
     scores = {}
     for part in ("search", "test"):
         try:
-            scores[part] = context.score(proxy, part)
+            scores[part] = context.score(proxy, part, workers=executor)
         except InvalidProxy as exc:
             scores[part] = InvalidProxy(str(exc))
 
@@ -84,11 +86,13 @@ def _log(message: str, quiet: bool) -> None:
 
 def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = False,
                stop_after: int | None = None, quiet: bool = False,
-               extend_iterations: int | None = None) -> dict:
+               extend_iterations: int | None = None, executor: Executor | None = None) -> dict:
     """Run (or resume) a proxy search into ``out``; return the content of ``best.json``.
 
     ``stop_after`` ends the run after that iteration as if interrupted (tests use it to
-    show that a resumed run ends identical to an uninterrupted one).
+    show that a resumed run ends identical to an uninterrupted one). ``executor``
+    (``--scheduler``) computes statistics on a Dask cluster and, when it is one, keeps the
+    search split's statistics sharded on its workers for fitness; the run is the same.
     """
     run = RunDirectory(out)
     if resume:
@@ -112,15 +116,20 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
          f"targets {', '.join(targets)}, run directory {run.path}", quiet)
     # The search split's statistics first: the test split's are computed only for the final report.
     search_archs = context.archs("search")
-    build_cache(cache, plan.requests(search_archs), workers=settings.workers,
+    build_cache(cache, plan.requests(search_archs), workers=executor if executor is not None else settings.workers,
                 progress=None if quiet else Progress("statistics", every=15))
-    stats = load_statistics(cache, plan, search_archs)
+    terminals = [terminal_values(a) for a in search_archs]
+    remote = None
+    if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
+        remote = ShardedScorer(executor.client, cache, plan, search_archs, terminals)
+        stats = {key: [None] * len(search_archs) for key in plan.keys()}
+    else:
+        stats = load_statistics(cache, plan, search_archs)
     accuracies = context.accuracies("search")
     space = settings.genome_space
     folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
     evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes, settings.weights,
-                                 terminals=[terminal_values(a) for a in search_archs], folds=folds,
-                                 fold_mode=settings.cv_mode)
+                                 terminals=terminals, folds=folds, fold_mode=settings.cv_mode, remote=remote)
     evo = settings.evolution
 
     # The hall of fame sees every fresh evaluation; on resume it is rebuilt from
@@ -177,7 +186,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
             state = EvolutionState.from_json(run.checkpoint())
     best = state.best(evo.parsimony)
-    report = best_report(best, context, state.iteration)
+    report = best_report(best, context, state.iteration, executor)
     report["finished"] = not interrupted
     if not interrupted and state.iteration < evo.iterations:
         report["stopped_early"] = {"iteration": state.iteration, "patience": evo.patience}

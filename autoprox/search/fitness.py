@@ -81,12 +81,17 @@ class FitnessEvaluator:
                  accuracies: Mapping[str, np.ndarray], targets: Sequence[str],
                  target_classes: Mapping[str, int], weights: Mapping[str, float] | None = None,
                  terminals: Sequence[Mapping[str, float]] | None = None,
-                 folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean") -> None:
-        """``terminals``: per architecture, its architecture-level terminal values (for
+                 folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean",
+                 remote=None) -> None:
+        """``remote``: where the architectures' scores come from instead of ``stats`` in this
+        process (a :class:`autoprox.search.shards.ShardedScorer`, whose statistics stay on a Dask
+        cluster's workers; ``stats`` then only says which sets and how many architectures).
+        ``terminals``: per architecture, its architecture-level terminal values (for
         genomes that use them). ``folds``: disjoint index sets of the architectures; when
         given, the fitness is the mean (``fold_mode="mean"``) or the lowest (``"worst"``)
         JCM over the folds, each computed on that fold's architectures alone."""
         self.stats = stats
+        self.remote = remote
         self.terminals = list(terminals) if terminals is not None else None
         self.folds = [list(f) for f in folds] if folds else []
         if fold_mode not in ("mean", "worst"):
@@ -133,6 +138,8 @@ class FitnessEvaluator:
         numbers :meth:`autoprox.proxies.proxy.Proxy.score` gives (a parallel reduction sums
         in another order and moves the last bits).
         """
+        if self.remote is not None:
+            return self.remote.architecture_scores(tree)
         per_key = {}
         with torch_threads(1):
             for key, archs in self.stats.items():
