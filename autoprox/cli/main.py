@@ -17,13 +17,13 @@ import warnings
 from types import ModuleType
 from typing import Sequence
 
-from autoprox.cli import cache, curves, export, rank, search, show, transfer, vitsearch
+from autoprox.cli import cache, curves, export, rank, search, show, spaces, transfer, vitsearch
 from autoprox.core.errors import AutoproxError, one_line
 
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
 COMMANDS: dict[str, ModuleType] = {
     "search": search, "transfer": transfer, "rank": rank, "cache": cache, "show": show, "export": export,
-    "curves": curves, "vit-search": vitsearch,
+    "curves": curves, "vit-search": vitsearch, "spaces": spaces,
 }
 
 

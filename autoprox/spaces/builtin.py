@@ -42,7 +42,7 @@ from autoprox.spaces.base import SearchSpace, fmt_set
 from autoprox.spaces.family import FamilySpace
 from autoprox.spaces.registry import register_space
 
-__all__ = ["AUTOFORMER_B", "AUTOFORMER_S", "AutoFormerTiSpace", "PiTSpace"]
+__all__ = ["AUTOFORMER_B", "AUTOFORMER_B_SPACE", "AUTOFORMER_S", "AUTOFORMER_S_SPACE", "AutoFormerTiSpace", "PiTSpace"]
 
 
 class _BenchSpace(SearchSpace):
@@ -129,5 +129,5 @@ AUTOFORMER_B = {
     },
 }
 
-register_space(FamilySpace(AUTOFORMER_S, source="autoprox.spaces.builtin"))
-register_space(FamilySpace(AUTOFORMER_B, source="autoprox.spaces.builtin"))
+AUTOFORMER_S_SPACE = register_space(FamilySpace(AUTOFORMER_S, source="autoprox.spaces.builtin"))
+AUTOFORMER_B_SPACE = register_space(FamilySpace(AUTOFORMER_B, source="autoprox.spaces.builtin"))

@@ -54,17 +54,21 @@ class SpaceRegistry:
     def __init__(self) -> None:
         self._spaces: dict[str, SearchSpace] = {}
         self._from_files: set[str] = set()  # names of spaces read from a file (or a carried definition)
+        #: Name -> where the space comes from ("built-in", "plug-in ...", "file ...").
+        self.origins: dict[str, str] = {}
         self._entry_points_loaded = False
         #: ``(entry point, reason)`` of every plug-in that failed to load.
         self.load_errors: list[tuple[str, str]] = []
 
     # ------------------------------------------------------------------- registering
-    def register(self, space: SearchSpace | type[SearchSpace]) -> SearchSpace:
+    def register(self, space: SearchSpace | type[SearchSpace], origin: str = "built-in") -> SearchSpace:
         """Add ``space`` (an instance, or a class made with no arguments); returns the instance.
 
         Registering the same object again is a no-op; another space under a taken name is
         refused with :class:`SpaceDefinitionError`.
         """
+        if isinstance(space, type) and isinstance(self._spaces.get(str(getattr(space, "name", ""))), space):
+            return self._spaces[str(space.name)]  # the class of a registered space (an entry point, say)
         instance = space() if isinstance(space, type) else space
         if not isinstance(instance, SearchSpace):
             raise SpaceDefinitionError(f"{instance!r} is not a SearchSpace (autoprox.spaces.base.SearchSpace)")
@@ -78,11 +82,12 @@ class SpaceRegistry:
                                        f"({type(taken).__name__}); give this one another name")
         if taken is None:
             self._spaces[str(instance.name)] = instance
+            self.origins[str(instance.name)] = origin
         return self._spaces[str(instance.name)]
 
     def register_file(self, path: str | os.PathLike) -> FamilySpace:
         """Read a declarative family from a JSON or TOML file and register it (see :mod:`autoprox.spaces.family`)."""
-        family = self.register(load_family(path))
+        family = self.register(load_family(path), origin=f"file {path}")
         self._from_files.add(str(family.name))
         return family  # type: ignore[return-value]
 
@@ -93,7 +98,7 @@ class SpaceRegistry:
             raise ArchitectureError(f"a space name is a string, got {name!r}")
         space = self._spaces.get(str(name))
         if space is None and isinstance(name, SpaceName) and name.definition is not None:
-            space = self.register(FamilySpace(name.definition))
+            space = self.register(FamilySpace(name.definition), origin="file (definition carried by its name)")
             self._from_files.add(str(space.name))
         if space is None and not self._entry_points_loaded:
             self.load_entry_points()
@@ -123,7 +128,8 @@ class SpaceRegistry:
             try:
                 loaded = point.load()
                 before = set(self._spaces)
-                space = self.register(loaded)
+                dist = getattr(getattr(point, "dist", None), "name", None)
+                space = self.register(loaded, origin=f"plug-in {point.value}" + (f" ({dist})" if dist else ""))
             except Exception as exc:  # noqa: BLE001 - a broken plug-in must not stop autoprox
                 reason = f"{type(exc).__name__}: {exc}"
                 self.load_errors.append((label, reason))
