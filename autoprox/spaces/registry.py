@@ -85,6 +85,12 @@ class SpaceRegistry:
             self.origins[str(instance.name)] = origin
         return self._spaces[str(instance.name)]
 
+    def unregister(self, name: str) -> None:
+        """Forget the space called ``name`` (records made by it keep working where they are held)."""
+        self._spaces.pop(str(name), None)
+        self._from_files.discard(str(name))
+        self.origins.pop(str(name), None)
+
     def register_file(self, path: str | os.PathLike) -> FamilySpace:
         """Read a declarative family from a JSON or TOML file and register it (see :mod:`autoprox.spaces.family`)."""
         family = self.register(load_family(path), origin=f"file {path}")
@@ -163,10 +169,6 @@ class SpaceRegistry:
             options = " nor ".join(f"{' and '.join(repr(k) for k in markers)} ({', '.join(names)})"
                                    for markers, names in groups.items())
             raise ArchitectureError(f"arch config has neither {options}: keys {sorted(config)}")
-        markers = {s.markers for s in claimants}
-        if len(markers) > 1:
-            keys = sorted({k for group in markers for k in group})
-            raise ArchitectureError(f"arch config has both {' and '.join(repr(k) for k in keys)}; space is ambiguous")
         if len(claimants) == 1:
             return claimants[0]
         fitting = [s for s in claimants if _parses(s, config)]
@@ -174,10 +176,14 @@ class SpaceRegistry:
             fitting = [s for s in fitting if not self.is_from_file(s)]
         if len(fitting) == 1:
             return fitting[0]
-        if not fitting:
-            return claimants[0]  # parsing with it names what is wrong
-        raise ArchitectureError(f"arch config fits several spaces ({', '.join(s.name for s in fitting)}); "
-                                f"name the space (a 'space' column or key in the benchmark)")
+        if fitting:
+            raise ArchitectureError(f"arch config fits several spaces ({', '.join(s.name for s in fitting)}); "
+                                    f"name the space (a 'space' column or key in the benchmark)")
+        marker_sets = [set(s.markers) for s in claimants]
+        if all(a.isdisjoint(b) for i, a in enumerate(marker_sets) for b in marker_sets[i + 1:]):
+            keys = sorted({k for group in marker_sets for k in group})
+            raise ArchitectureError(f"arch config has both {' and '.join(repr(k) for k in keys)}; space is ambiguous")
+        return claimants[0]  # none parses it: parsing with the first names what is wrong
 
 
 def _entry_points(group: str) -> Iterable[Any]:
