@@ -404,3 +404,14 @@ def test_commands_on_autoformer_s(tmp_path):
           "--params", "12:14", "--out", str(tmp_path / "vit"), *stats])
     top = json.loads((tmp_path / "vit" / "top.json").read_text())
     assert top["space"] == "autoformer-s" and top["scored"] == 2 and top["budget_millions"] == [12.0, 14.0]
+
+
+def test_vit_search_under_a_budget_in_autoformer_b(tmp_path):
+    assert cli(["vit-search", "--space", "autoformer-b", "--proxy", "flops", "--samples", "4", "--params", "50:55",
+                "--out", str(tmp_path / "vit"), "--cache-dir", str(tmp_path / "cache")]) == 0
+    top = json.loads((tmp_path / "vit" / "top.json").read_text())
+    assert top["space"] == "autoformer-b" and top["scored"] == 4
+    assert all(50e6 <= row["params"] <= 55e6 for row in top["top"])
+    assert [row["macs"] for row in top["top"]] == sorted((row["macs"] for row in top["top"]), reverse=True)
+    with pytest.raises(SystemExit):  # not a space: argparse's choices come from the registry
+        cli(["vit-search", "--space", "autoformer-x", "--proxy", "flops"])

@@ -175,7 +175,10 @@ def read_csv_entries(path: str | Path) -> list[dict[str, Any]]:
     if problems:
         raise BenchmarkError(f"{path}: header (line {header_line}): " + "; ".join(problems))
 
-    entries, lines, errors = [], [], []
+    entries: list[dict[str, Any]] = []
+    reasons_by_line: dict[int, list[str]] = {}
+    checkable: list[tuple[int, dict[str, Any]]] = []  # rows whose architecture can be checked
+    trouble: list[str] = []
     while True:
         start = len(consumed)
         try:
@@ -183,25 +186,31 @@ def read_csv_entries(path: str | Path) -> list[dict[str, Any]]:
         except StopIteration:
             break
         except csv.Error as exc:
-            errors.append(f"line {consumed[start] if start < len(consumed) else consumed[-1]}: {exc}")
+            trouble.append(f"line {consumed[start] if start < len(consumed) else consumed[-1]}: {exc}")
             break
         line = consumed[start]
         if len(row) != len(header):
-            errors.append(f"line {line}: {len(row)} cells, the header has {len(header)}")
+            reasons_by_line[line] = [f"{len(row)} cells, the header has {len(header)}"]
             continue
         entry, reasons = _entry(dict(zip(header, row)))
         if reasons:
-            errors.append(f"line {line}: " + ", ".join(reasons))
-            continue
-        entries.append(entry)
-        lines.append(f"line {line}")
-    if not entries and not errors:
+            reasons_by_line[line] = reasons
+        else:
+            entries.append(entry)
+        if "arch" in entry or "model" in entry:
+            checkable.append((line, entry))
+    if not checkable and not reasons_by_line and not trouble:
         raise BenchmarkError(f"{path}: no rows after the header")
-    if entries:
-        _, _, arch_errors = _architectures(entries, str(path), lines)
-        errors.extend(arch_errors)
+    if checkable:
+        _, _, arch_errors = _architectures([e for _, e in checkable], str(path), [f"line {n}" for n, _ in checkable])
+        for error in arch_errors:
+            label, _, reason = error.partition(": ")
+            if label.startswith("line ") and label[5:].isdigit():
+                reasons_by_line.setdefault(int(label[5:]), []).append(reason)
+            else:
+                trouble.append(error)
+    errors = trouble + [f"line {n}: " + ", ".join(reasons_by_line[n]) for n in sorted(reasons_by_line)]
     if errors:
-        errors.sort(key=lambda e: int(e.split(":")[0].split()[-1]) if e.startswith("line ") else 0)
         raise _report(str(path), errors, "rows")
     return entries
 

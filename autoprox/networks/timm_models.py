@@ -4,9 +4,10 @@ A benchmark entry may name a model instead of describing an architecture,
 ``{"model": "timm:deit_tiny_patch16_224", "imagenet_acc": 72.2}``. The network is timm's,
 built with ``pretrained=False`` (nothing is downloaded) and the benchmark's class count,
 and everything else (statistics, zoo proxies, ranking, export) reads it by timm's module
-names. A model is refused, with the reason, when it does not take 224x224 input or when
+names. A model is refused, with the reason, when it does not take 224x224 input, when
 one of its transformer blocks (a module with an ``attn`` and an ``mlp``) lacks what the
-statistics read: ``attn.qkv``, ``attn.proj``, ``mlp.fc1``, ``mlp.act`` and ``mlp.fc2``.
+statistics read (``attn.qkv``, ``attn.proj``, ``mlp.fc1``, ``mlp.act`` and ``mlp.fc2``), or
+when the MLP activation is not (batch, tokens, fc1 width) (gated MLPs, 4-D maps).
 ConViT is the common case: its first ten blocks use gated positional attention (``qk`` and
 ``v``, no ``qkv``); scoring only the two blocks that fit would misrepresent the network, so
 it is refused rather than scored in part.
@@ -19,7 +20,9 @@ two matmuls, ``2 N^2`` times the q/k/v width for ``N`` tokens, which is the conv
 spaces' networks).
 
 timm is an optional extra (``bash scripts/install_timm.sh``, see ``docs/spaces.md``);
-without it the ``timm`` space is listed but parsing a model says how to install it.
+without it the ``timm`` space is listed but parsing a model says how to install it. The
+space registers when :mod:`autoprox.networks` is imported (reading a benchmark does), or
+through the ``autoprox.spaces`` entry point of an installed autoprox.
 """
 
 from __future__ import annotations
@@ -132,9 +135,23 @@ def check_model(name: str) -> None:
         found = "; ".join(f"{_ranges(modules)}: {reason}" for reason, modules in by_reason.items())
         raise ArchitectureError(f"{label}: refused, its blocks do not all have the modules the statistics read "
                                 f"(attn.qkv, attn.proj, mlp.fc1, mlp.act, mlp.fc2): {found}")
-    if not transformer_blocks(model):
+    blocks = transformer_blocks(model)
+    if not blocks:
         raise ArchitectureError(f"{label}: has no transformer blocks (modules with attn.qkv, attn.proj, "
                                 f"mlp.fc1, mlp.act and mlp.fc2)")
+    shapes: list[tuple[int, ...]] = []
+    handles = [b.mlp.act.register_forward_hook(lambda _m, _i, out: shapes.append(tuple(out.shape))) for b in blocks]
+    try:
+        with torch.no_grad():
+            model(torch.empty((1, *IMAGE_SHAPE), device="meta"))
+    finally:
+        for handle in handles:
+            handle.remove()
+    for block, shape in zip(blocks, shapes):
+        if len(shape) != 3 or shape[-1] != block.mlp.fc1.out_features:
+            raise ArchitectureError(f"{label}: refused, its MLP activations have shape {list(shape)} where the "
+                                    f"statistics read (batch, tokens, fc1 width {block.mlp.fc1.out_features}) "
+                                    f"(a gated MLP halves the width; a 4-D activation keeps the spatial map)")
 
 
 def count_by_hooks(model: nn.Module, image: torch.Tensor) -> ModelInfo:
