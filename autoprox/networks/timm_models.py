@@ -112,7 +112,7 @@ def _ranges(names: list[str]) -> str:
     return ", ".join(out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def check_model(name: str) -> None:
     """Refuse, with the reason, a timm model the statistics cannot read (cached per name)."""
     timm = _timm(name)

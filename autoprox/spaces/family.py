@@ -32,9 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from autoprox.core.errors import ArchitectureError
-from autoprox.spaces.base import SearchSpace, SpaceDefinitionError, fmt_set, is_int, is_number
+from autoprox.spaces.base import (
+    SearchSpace,
+    SpaceDefinitionError,
+    fmt_set,
+    is_int,
+    is_number,
+)
 
-__all__ = ["FamilyArch", "FamilySpace", "SpaceName", "load_family", "IMAGE_SIZE", "IN_CHANS"]
+__all__ = ["IMAGE_SIZE", "IN_CHANS", "FamilyArch", "FamilySpace", "SpaceName", "load_family"]
 
 IMAGE_SIZE = 224  # the statistics' minibatch is 224x224 (autoprox.networks.statistics)
 IN_CHANS = 3
@@ -69,7 +75,7 @@ class SpaceName(str):
 
     definition: Mapping | None
 
-    def __new__(cls, name: str, definition: Mapping | None = None) -> "SpaceName":
+    def __new__(cls, name: str, definition: Mapping | None = None) -> SpaceName:  # noqa: PYI034
         made = super().__new__(cls, name)
         made.definition = definition
         return made
@@ -105,10 +111,10 @@ class FamilyArch:
     ratios: tuple[Any, ...]  # MLP ratio of each block
     bases: tuple[int, ...] | None  # base (per-head) width of each stage, when widths come from it
     digest: str  # the family's definition digest: archs of different families never compare equal
-    family: "FamilySpace" = field(compare=False, hash=False, repr=False)
+    family: FamilySpace = field(compare=False, hash=False, repr=False)
 
     @property
-    def space(self) -> "SpaceName":
+    def space(self) -> SpaceName:
         return self.family.name
 
 
@@ -216,7 +222,7 @@ class FamilySpace(SearchSpace):
             for s, item in enumerate(value):
                 self._check_value(key, f"{key}[{s}]", item, choice.values[s])
                 out.append(self._canonical(item, choice.values[s]))
-            if choice.non_decreasing and any(b < a for a, b in zip(out, out[1:])):
+            if choice.non_decreasing and any(b < a for a, b in itertools.pairwise(out)):
                 raise ArchitectureError(f"{self.name} arch: {key} must be non-decreasing, got {list(value)}")
             return out
         assert stage_of is not None
@@ -354,7 +360,7 @@ class FamilySpace(SearchSpace):
         if choice.per == "stage":
             while True:
                 drawn = [rng.choice(values) for values in choice.values]
-                if not choice.non_decreasing or all(a <= b for a, b in zip(drawn, drawn[1:])):
+                if not choice.non_decreasing or all(a <= b for a, b in itertools.pairwise(drawn)):
                     return drawn
         assert stage_of is not None
         return [rng.choice(choice.values[s]) for s in stage_of]

@@ -91,9 +91,10 @@ class DeiTSpace(SearchSpace):
 
     # --- the network, with timm's module names (blocks.N.attn.qkv, ..., mlp.act)
     def build_model(self, arch: DeiTArch, num_classes: int = 100):
-        from autoprox.networks.models import LN_EPS, Block
         import torch
         from torch import nn
+
+        from autoprox.networks.models import LN_EPS, Block
 
         class DeiT(nn.Module):
             def __init__(self) -> None:
