@@ -25,6 +25,7 @@ from autoprox.cli import (
     rank,
     search,
     show,
+    spaces,
     transfer,
     vitsearch,
 )
@@ -33,7 +34,7 @@ from autoprox.core.errors import AutoproxError, one_line
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
 COMMANDS: dict[str, ModuleType] = {
     "search": search, "transfer": transfer, "rank": rank, "cache": cache, "show": show, "export": export,
-    "curves": curves, "vit-search": vitsearch, "evaluate": evaluate,
+    "curves": curves, "vit-search": vitsearch, "evaluate": evaluate, "spaces": spaces,
 }
 
 

@@ -11,6 +11,7 @@ from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import PRECISIONS, StatsPlan
 from autoprox.proxies.proxy import seed_genome, split_proxy_list
 from autoprox.search.evolution import EvolutionConfig
+from autoprox.spaces.registry import REGISTRY
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -59,17 +60,39 @@ def add_stats_options(parser: argparse.ArgumentParser) -> None:
                             "local processes)")
 
 
+def space_choices() -> list[str]:
+    """Every registered space (built-in, plug-ins): the choices of ``--space``."""
+    return REGISTRY.names()
+
+
+def add_space_file_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--space-file", metavar="FILE", action="append", default=[],
+                        help="a declarative ViT family (JSON or TOML, docs/spaces.md) to register, so that a "
+                             "benchmark of it can be read or its architectures sampled; may be repeated")
+
+
+def use_space_files(args: argparse.Namespace) -> list:
+    """Register the ``--space-file`` families; returns them (the first is the space of a ViT search)."""
+    return [REGISTRY.register_file(path) for path in getattr(args, "space_file", None) or []]
+
+
 def bench_path(args: argparse.Namespace) -> str:
+    use_space_files(args)
     if args.bench:
         return args.bench
     if getattr(args, "space", None):
+        if args.space not in BENCH_FILE_NAMES:
+            raise BenchmarkError(f"space {args.space!r} has no released benchmark file (only "
+                                 f"{', '.join(BENCH_FILE_NAMES)} have); give --bench FILE")
         return str(default_bench_path(args.space))
     raise BenchmarkError("give --bench FILE (or --space to use the released file for that space)")
 
 
 def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_help: str) -> None:
     """Options of ``search``, shared by ``transfer`` (which runs one search per held-out target)."""
-    search.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="search space (picks its released benchmark file)")
+    search.add_argument("--space", choices=space_choices(),
+                        help=f"search space; picks its released benchmark file ({', '.join(BENCH_FILE_NAMES)})")
+    add_space_file_option(search)
     search.add_argument("--bench", help="benchmark file (default: the space's released file, found without flags)")
     search.add_argument("--out", help=out_help)
     search.add_argument("--resume", action="store_true", help=resume_help)

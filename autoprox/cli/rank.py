@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from autoprox.cli.options import (
+    add_space_file_option,
     add_stats_options,
     bench_path,
     evaluation_context,
@@ -36,6 +37,7 @@ def add_parser(sub) -> None:
                            "best.json; 'all' or a comma list prints the ranking table")
     rank.add_argument("--bench", help="benchmark file (.pth released format, or .jsonl/.json)")
     rank.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="use the space's released file as --bench")
+    add_space_file_option(rank)
     rank.add_argument("--split", choices=("all", "search", "test"), default="all", help="which architectures (default all)")
     rank.add_argument("--split-seed", type=int, default=None, help="split seed (default: the proxy run's, else 0)")
     rank.add_argument("--search-fraction", type=float, default=None, help="search share (default: the run's, else 0.6)")

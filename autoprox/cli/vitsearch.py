@@ -8,14 +8,17 @@ import sys
 from pathlib import Path
 
 from autoprox.cli.options import (
+    add_space_file_option,
     add_stats_options,
     executor_from_args,
     plan_from_args,
+    space_choices,
     str_list,
+    use_space_files,
 )
 from autoprox.core.errors import BenchmarkError
 from autoprox.core.progress import Progress
-from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
+from autoprox.data.benchmark import load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache
 from autoprox.proxies.proxy import resolve_proxy
 
@@ -29,13 +32,15 @@ def add_parser(sub) -> None:
                     "or, with --on-bench FILE, choose among a benchmark's architectures and report how good the pick "
                     "really is. Paper budgets: " + ", ".join(f"{s} {lo:g}:{hi:g}" for s, (lo, hi) in PAPER_BUDGETS.items()),
     )
-    vit.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="search space (sampling mode)")
+    vit.add_argument("--space", choices=space_choices(), help="search space (sampling mode); or --space-file")
+    add_space_file_option(vit)
     vit.add_argument("--proxy", required=True,
                      help="params, flops, a zoo proxy, autoprox_a/p, a genome string or a proxy JSON; "
                           "with --on-bench also 'all' or a comma list")
     vit.add_argument("--samples", type=int, default=400, help="distinct architectures to sample (default 400)")
     vit.add_argument("--params", default=None,
-                     help="parameter budget MIN:MAX in millions (default: the paper's, autoformer 4:9, pit 2:25)")
+                     help="parameter budget MIN:MAX in millions (default: the paper's, autoformer 4:9, pit 2:25; "
+                          "the whole space's range for the others)")
     vit.add_argument("--classes", type=int, default=100, help="classes of the head (default 100)")
     vit.add_argument("--top", type=int, default=5, help="how many of the best to write (default 5)")
     vit.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
@@ -58,22 +63,26 @@ def run(args: argparse.Namespace) -> int:
         parse_budget,
         run_vit_search,
     )
+    from autoprox.spaces.architectures import param_range
 
+    files = use_space_files(args)
     if args.on_bench:
         return _vit_search_on_bench(args)
-    if not args.space:
-        raise BenchmarkError("give --space autoformer|pit (or --on-bench FILE)")
-    budget = parse_budget(args.params) if args.params else tuple(x * 1e6 for x in PAPER_BUDGETS[args.space])
+    space = args.space or (files[0].name if files else None)
+    if not space:
+        raise BenchmarkError("give --space NAME or --space-file FILE (or --on-bench FILE)")
+    budget = parse_budget(args.params) if args.params else (
+        tuple(x * 1e6 for x in PAPER_BUDGETS[space]) if space in PAPER_BUDGETS else param_range(space, args.classes))
     proxy = resolve_proxy(args.proxy)
     settings = VitSearchSettings(
-        space=args.space, proxy=proxy.name, samples=args.samples, budget=budget, classes=args.classes, top=args.top,
+        space=space, proxy=proxy.name, samples=args.samples, budget=budget, classes=args.classes, top=args.top,
         seed=args.seed, input=args.input, batch_size=args.batch_size, stat_seeds=tuple(args.stat_seeds),
         cache_dir=args.cache_dir, cache_precision=args.cache_precision,
         keep_statistics=not args.no_keep_statistics, workers=args.workers,
     )
     label = Path(args.proxy).stem if args.proxy.endswith(".json") else (proxy.name if len(proxy.name) < 30 else "genome")
-    out = Path(args.out or f"runs/vit-{args.space}-{label}-seed{args.seed}")
-    print(f"scoring {args.samples} {args.space} architectures ({budget[0] / 1e6:g}M-{budget[1] / 1e6:g}M) "
+    out = Path(args.out or f"runs/vit-{space}-{label}-seed{args.seed}")
+    print(f"scoring {args.samples} {space} architectures ({budget[0] / 1e6:g}M-{budget[1] / 1e6:g}M) "
           f"with {proxy.name} into {out}", file=sys.stderr)
     try:
         with executor_from_args(args) as executor:

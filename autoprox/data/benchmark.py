@@ -6,7 +6,12 @@ Two file formats are read:
   ``torch.load(..., weights_only=True)`` only (never full unpickling);
 * the project's own plain-text format, JSON Lines (``.jsonl``): one entry per line,
   ``{"arch": {...}, "c100_kd_acc": 76.1, ...}``, or a JSON file holding a list of
-  such entries.
+  such entries;
+* a CSV table (``.csv``) with an ``arch`` or ``model`` column and accuracy columns
+  (:mod:`autoprox.data.tables`).
+
+An entry names a model instead of an architecture with ``"model": "timm:<name>"``, and
+may say which space it belongs to with ``"space"`` (see :mod:`autoprox.data.tables`).
 
 A column ``<name>_acc`` becomes the target ``<name>`` (``c100_kd``, ``imagenet_super``,
 ...). ``null`` accuracies are kept as NaN and that entry is left out of the target's
@@ -28,12 +33,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.errors import BenchmarkError, ConfigError  # noqa: F401 (re-exported)
-from autoprox.spaces.architectures import (
-    ArchitectureError,
-    arch_to_config,
-    detect_space,
-    parse_arch,
-)
+from autoprox.data.tables import parse_architectures, read_csv_entries
+from autoprox.spaces.architectures import ArchitectureError, arch_to_config  # noqa: F401 (re-exported)
 
 ACC_SUFFIX = "_acc"
 BENCH_FILE_NAMES = {"autoformer": "gt_autoformer.pth", "pit": "gt_pit.pth"}
@@ -107,6 +108,8 @@ def _read_entries(path: Path) -> list:
     if not path.is_file():
         raise BenchmarkError(f"benchmark file not found: {path}")
     suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return read_csv_entries(path)
     if suffix in (".jsonl", ".json"):
         try:
             text = path.read_text(encoding="utf-8")
@@ -166,23 +169,14 @@ def parse_entries(entries: Any, source: str = "<memory>", sha256: str = "") -> B
         raise BenchmarkError(f"{source}: expected a non-empty list of benchmark entries")
     columns: list[str] = []
     for number, entry in enumerate(entries):
-        if not isinstance(entry, Mapping) or "arch" not in entry:
-            raise BenchmarkError(f"{source}: entry {number} has no 'arch' key")
+        if not isinstance(entry, Mapping) or not ("arch" in entry or "model" in entry):
+            raise BenchmarkError(f"{source}: entry {number} has no 'arch' key (nor 'model')")
         for key in entry:
             if key.endswith(ACC_SUFFIX) and key not in columns:
                 columns.append(key)
     if not columns:
         raise BenchmarkError(f"{source}: no accuracy columns (keys ending in '{ACC_SUFFIX}')")
-    try:
-        space = detect_space(entries[0]["arch"])
-    except ArchitectureError as exc:
-        raise BenchmarkError(f"{source}: entry 0: {exc}") from None
-    archs = []
-    for number, entry in enumerate(entries):
-        try:
-            archs.append(parse_arch(entry["arch"], space))
-        except ArchitectureError as exc:
-            raise BenchmarkError(f"{source}: entry {number}: {exc}") from None
+    space, archs = parse_architectures(entries, str(source))
     accuracies = {}
     for column in columns:
         values = [_accuracy(e.get(column), path, n, column) for n, e in enumerate(entries)]
@@ -198,7 +192,7 @@ def parse_entries(entries: Any, source: str = "<memory>", sha256: str = "") -> B
 
 
 def load_benchmark(path: str | os.PathLike) -> Benchmark:
-    """Read a ViT-Bench-101 file (released ``.pth`` or the project's ``.jsonl``/``.json``)."""
+    """Read a ViT-Bench-101 file (released ``.pth``, the project's ``.jsonl``/``.json``, or a ``.csv`` table)."""
     path = Path(path)
     entries = _read_entries(path)
     return parse_entries(entries, source=str(path), sha256=file_sha256(path))

@@ -1,22 +1,27 @@
-"""The two ViT search spaces of ViT-Bench-101: AutoFormer-Ti and PiT.
+"""The two ViT search spaces of ViT-Bench-101, AutoFormer-Ti and PiT, and the functions
+that work on an architecture of any registered space.
 
 Pure Python (no torch): architecture records, parsing and validation of the
 benchmark's JSON form, exact parameter and multiply-accumulate counts (the
 formulas of ``shared/spaces.md``, computed without building a network), and a
 seeded sampler.  ``autoprox.networks.models`` builds the networks these records describe.
+
+The module-level functions (:func:`parse_arch`, :func:`count_params`, :func:`sample_arch`,
+...) take an architecture of any space: the two built-in ones are handled here, any other
+by its space (:mod:`autoprox.spaces.registry`, :class:`autoprox.spaces.base.SearchSpace`).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Union
 
 from autoprox.core.errors import ArchitectureError  # noqa: F401 (re-exported)
+from autoprox.spaces.registry import detect_space_of_config, get_space, space_of
 
 __all__ = [
     "SPACES",
@@ -37,6 +42,7 @@ __all__ = [
     "pit_map_sizes",
 ]
 
+#: The spaces of ViT-Bench-101, whose records live here (``space_names()`` lists every space).
 SPACES: tuple[str, ...] = ("autoformer", "pit")
 
 # --- choices of each space (immutable) -------------------------------------
@@ -173,7 +179,8 @@ class PiTArch:
         object.__setattr__(self, "num_heads", heads)
 
 
-Arch = Union[AutoFormerArch, PiTArch]
+Arch = Union[AutoFormerArch, PiTArch]  # records of other spaces are their spaces' own types
+_BUILTIN = (AutoFormerArch, PiTArch)
 _ARCH_TYPES: dict[str, type] = {"autoformer": AutoFormerArch, "pit": PiTArch}
 _KEYS: dict[str, tuple[str, ...]] = {"autoformer": AF_KEYS, "pit": PIT_KEYS}
 
@@ -186,19 +193,9 @@ def _check_space(space: str) -> str:
 
 
 def detect_space(config: Mapping) -> str:
-    """Name the space a config belongs to: ``hidden_dim`` -> autoformer, ``base_dim`` -> pit."""
-    if not isinstance(config, Mapping):
-        raise ArchitectureError(f"arch config must be a mapping, got {type(config).__name__}")
-    has_af, has_pit = "hidden_dim" in config, "base_dim" in config
-    if has_af and has_pit:
-        raise ArchitectureError("arch config has both 'hidden_dim' and 'base_dim'; space is ambiguous")
-    if has_af:
-        return "autoformer"
-    if has_pit:
-        return "pit"
-    raise ArchitectureError(
-        f"arch config has neither 'hidden_dim' (autoformer) nor 'base_dim' (pit): keys {sorted(config)}"
-    )
+    """Name the space a config belongs to, from its marker keys: ``hidden_dim`` -> autoformer,
+    ``base_dim`` -> pit, and so on for every registered space (:meth:`SpaceRegistry.detect`)."""
+    return str(detect_space_of_config(config).name)
 
 
 def parse_arch(config: Mapping | Arch, space: str | None = None) -> Arch:
@@ -208,21 +205,32 @@ def parse_arch(config: Mapping | Arch, space: str | None = None) -> Arch:
     must belong to it.  An already-parsed record is returned as is.
     """
     if isinstance(config, (AutoFormerArch, PiTArch)):
-        if space is not None and _check_space(space) != config.space:
+        if space is not None and str(get_space(space).name) != config.space:
             raise ArchitectureError(f"arch is a {config.space} arch but space {space!r} was requested")
         return config
-    if space is None:
-        space = detect_space(config)
-    else:
-        _check_space(space)
+    if not isinstance(config, Mapping) and isinstance(getattr(config, "space", None), str):
+        owner = space_of(config)  # a record of another space
+        if space is not None and get_space(space) is not owner:
+            raise ArchitectureError(f"arch is a {owner.name} arch but space {space!r} was requested")
+        return config  # type: ignore[return-value]
+    target = get_space(space if space is not None else detect_space(config))
+    if space is not None:
         if not isinstance(config, Mapping):
             raise ArchitectureError(f"arch config must be a mapping, got {type(config).__name__}")
-        try:
-            found = detect_space(config)
-        except ArchitectureError:
-            found = space  # neither marker key: report the missing key below
-        if found != space:
-            raise ArchitectureError(f"{space} arch: config looks like a {found} arch (keys {list(config)})")
+        if not target.claims(config):
+            try:
+                found = detect_space(config)
+            except ArchitectureError:
+                found = target.name  # no space's marker key: report the missing key below
+            if found != target.name:
+                raise ArchitectureError(f"{target.name} arch: config looks like a {found} arch (keys {list(config)})")
+    return target.parse(config)
+
+
+def _parse_builtin(config: Mapping, space: str) -> Arch:
+    """Parse a config of one of the two built-in spaces (keys checked, then the record validates)."""
+    if not isinstance(config, Mapping):
+        raise ArchitectureError(f"arch config must be a mapping, got {type(config).__name__}")
     keys = _KEYS[space]
     for k in config:
         if k not in keys:
@@ -249,12 +257,14 @@ def arch_to_config(arch: Arch) -> dict[str, Any]:
             "depth": list(arch.depth),
             "num_heads": list(arch.num_heads),
         }
-    raise ArchitectureError(f"not an architecture record: {arch!r}")
+    return space_of(arch).to_config(arch)
 
 
 def arch_key(arch: Arch) -> str:
     """Canonical compact JSON (sorted keys) of an architecture, for caches and dedup."""
-    return json.dumps(arch_to_config(arch), sort_keys=True, separators=(",", ":"))
+    if isinstance(arch, _BUILTIN):
+        return json.dumps(arch_to_config(arch), sort_keys=True, separators=(",", ":"))
+    return space_of(arch).arch_key(arch)
 
 
 # --- geometry helpers ------------------------------------------------------
@@ -289,7 +299,7 @@ def transformer_widths(arch: Arch) -> list[tuple[int, int, int]]:
         for d, h, n in zip(pit_dims(arch), arch.num_heads, arch.depth):
             out.extend([(d, h, int(d * arch.mlp_ratio))] * n)
         return out
-    raise ArchitectureError(f"not an architecture record: {arch!r}")
+    return space_of(arch).blocks(arch)
 
 
 def _tokens_per_block(arch: Arch) -> list[int]:
@@ -313,6 +323,8 @@ def _block_macs(d: int, h: int, tokens: int) -> int:
 
 def count_params(arch: Arch, num_classes: int = 100) -> int:
     """Exact number of trainable parameters of the built network (spaces.md formula)."""
+    if not isinstance(arch, _BUILTIN):
+        return space_of(arch).count_params(arch, num_classes)
     blocks = sum(_block_params(d, h) for d, _, h in transformer_widths(arch))
     if isinstance(arch, AutoFormerArch):
         d = arch.hidden_dim
@@ -331,6 +343,8 @@ def count_macs(arch: Arch, num_classes: int = 100) -> int:
     Convention: a layer costs (output elements) x (inputs per output); softmax,
     norms, GELU, additions and pooling of tokens are free.
     """
+    if not isinstance(arch, _BUILTIN):
+        return space_of(arch).count_macs(arch, num_classes)
     tokens = _tokens_per_block(arch)
     blocks = sum(_block_macs(d, h, t) for (d, _, h), t in zip(transformer_widths(arch), tokens))
     patch_fan_in = IN_CHANS * PATCH * PATCH
@@ -362,8 +376,13 @@ def _extreme_archs(space: str) -> tuple[Arch, Arch]:
 
 def param_range(space: str, num_classes: int = 100) -> tuple[int, int]:
     """Smallest and largest parameter count any architecture of ``space`` has."""
-    lo, hi = _extreme_archs(space)
-    return count_params(lo, num_classes), count_params(hi, num_classes)
+    if space in SPACES:
+        lo, hi = _extreme_archs(space)
+        return count_params(lo, num_classes), count_params(hi, num_classes)
+    found = get_space(space).param_range(num_classes)
+    if found is None:
+        raise ArchitectureError(f"{space} space has no parameter range (its architectures are not sampled)")
+    return found
 
 
 def _draw(space: str, rng: random.Random) -> Arch:
@@ -388,30 +407,14 @@ def sample_arch(
     params_range: tuple[float, float] | None = None,
     num_classes: int = 100,
     max_tries: int = 10000,
+    macs_range: tuple[float, float] | None = None,
 ) -> Arch:
     """Draw a random architecture of ``space`` using only ``rng``.
 
     With ``params_range=(min, max)`` (raw parameter counts, inclusive) draws
-    are rejected until one fits; if none fits after ``max_tries`` draws (or
+    are rejected until one fits; likewise ``macs_range`` for multiply-accumulates.
+    If none fits after ``max_tries`` draws (or
     the range cannot be met at all) an ArchitectureError names the space's
     feasible range.
     """
-    _check_space(space)
-    if params_range is None:
-        return _draw(space, rng)
-    lo, hi = params_range
-    feas_lo, feas_hi = param_range(space, num_classes)
-
-    def fail(why: str) -> ArchitectureError:
-        return ArchitectureError(
-            f"{space} space: {why} params_range [{lo:,}, {hi:,}]; "
-            f"feasible range is [{feas_lo:,}, {feas_hi:,}] parameters ({num_classes} classes)"
-        )
-
-    if math.isnan(lo) or math.isnan(hi) or lo > hi or hi < feas_lo or lo > feas_hi:
-        raise fail("no architecture can meet")
-    for _ in range(max_tries):
-        arch = _draw(space, rng)
-        if lo <= count_params(arch, num_classes) <= hi:
-            return arch
-    raise fail(f"no architecture found in {max_tries} draws for")
+    return get_space(space).sample(rng, params_range, num_classes, max_tries, macs_range)

@@ -1,0 +1,68 @@
+"""``autoprox spaces``: the search spaces installed, with their choices and parameter ranges."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(sub) -> None:
+    from autoprox.cli.options import add_space_file_option
+
+    spaces = sub.add_parser("spaces", help="list the search spaces installed (built-in, plug-ins, space files)",
+                            description="List every search space autoprox knows: the built-in ones, plug-ins "
+                                        "installed through the 'autoprox.spaces' entry-point group, and the space "
+                                        "files given with --space-file; with their choices and ranges.")
+    spaces.add_argument("names", nargs="*", help="only these spaces (default: all)")
+    spaces.add_argument("--classes", type=int, default=100, help="classes of the head for the ranges (default 100)")
+    spaces.add_argument("--json", action="store_true", help="print JSON")
+    add_space_file_option(spaces)
+
+
+def describe_space(space, classes: int) -> dict:
+    """What ``autoprox spaces`` shows of one space."""
+    from autoprox.core.errors import ArchitectureError
+    from autoprox.spaces.registry import REGISTRY
+
+    try:
+        params, macs = space.param_range(classes), space.macs_range(classes)
+    except ArchitectureError as exc:  # a plug-in whose extremes cannot be counted: say so, list the rest
+        params = macs = None
+        note = str(exc)
+    else:
+        note = ""
+    entry = {"name": str(space.name), "summary": space.summary, "origin": REGISTRY.origins.get(str(space.name), "?"),
+             "choices": space.choices(), "params": list(params) if params else None,
+             "macs": list(macs) if macs else None, "classes": classes}
+    if note:
+        entry["note"] = note
+    return entry
+
+
+def _millions(span) -> str:
+    return f"{span[0] / 1e6:.2f}M to {span[1] / 1e6:.2f}M" if span else "per architecture"
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoprox.cli.options import use_space_files
+    from autoprox.spaces.registry import REGISTRY
+
+    use_space_files(args)
+    spaces = [REGISTRY.get(name) for name in args.names] if args.names else REGISTRY.spaces()
+    described = [describe_space(space, args.classes) for space in spaces]
+    if args.json:
+        print(json.dumps(described, indent=2))
+        return 0
+    for entry in described:
+        print(f"{entry['name']}  ({entry['origin']})")
+        print(f"    {entry['summary']}")
+        macs = f"{entry['macs'][0] / 1e9:.2f}G to {entry['macs'][1] / 1e9:.2f}G" if entry["macs"] else "per architecture"
+        print(f"    parameters {_millions(entry['params'])}, MACs {macs} ({args.classes}-class head)")
+        width = max(len(k) for k in entry["choices"])
+        for key, text in entry["choices"].items():
+            print(f"    {key:<{width}}  {text}")
+        if entry.get("note"):
+            print(f"    ({entry['note']})")
+    for label, reason in REGISTRY.load_errors:
+        print(f"not loaded: {label} ({reason})")
+    return 0
