@@ -147,10 +147,18 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a name the system cannot even look up (too long, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _read_entries(path: Path) -> tuple[Any, list[int] | None]:
     """The raw entries of a benchmark file and, for JSON Lines, the line of each entry."""
-    if not path.is_file():
-        raise BenchmarkError(f"benchmark file not found: {path}")
+    if not _is_file(path):
+        raise BenchmarkError(f"benchmark file not found: {str(path)[:300]}")
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".json"):
         try:
@@ -382,7 +390,7 @@ def portable_bench_path(path: str | os.PathLike) -> str:
     :func:`bench_search_dirs` (so the run reopens on any machine that has it there), else
     the path as given."""
     given = Path(path)
-    if not given.is_file():
+    if not _is_file(given):
         return str(path)
     resolved = given.resolve()
     for directory in bench_search_dirs():
@@ -409,7 +417,7 @@ def locate_benchmark(recorded: str, sha256: str | None = None, near: Path | None
         if str(candidate) in looked:
             continue
         looked.append(str(candidate))
-        if candidate.is_file() and (not sha256 or file_sha256(candidate) == sha256):
+        if _is_file(candidate) and (not sha256 or file_sha256(candidate) == sha256):
             return candidate
     digest = f" with sha256 {sha256[:12]}..." if sha256 else ""
     raise BenchmarkError(f"benchmark {name}{digest} not found (looked for {', '.join(looked)}); "

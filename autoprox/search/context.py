@@ -17,6 +17,7 @@ the same file in one of those places.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox import __version__
-from autoprox.core.errors import BenchmarkError, RunDirError
+from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
 from autoprox.data.benchmark import (
     Benchmark,
     Split,
@@ -43,6 +44,8 @@ from autoprox.search.settings import SearchSettings, stats_plan
 
 #: The parts of a benchmark a run names: its search split, its test split, or every architecture.
 PARTS = ("search", "test", "all")
+
+_PART_NAMES = {"search": "the search split", "test": "the test split", "all": "all architectures"}
 
 #: Scores of a proxy: one array per statistics class count (see :class:`StatsPlan`).
 Scores = Mapping[int, np.ndarray]
@@ -68,18 +71,27 @@ class RunContext:
 
     @classmethod
     def from_settings(cls, settings: SearchSettings, run: str | Path | RunDirectory | None = None,
-                      bench: Benchmark | None = None) -> "RunContext":
+                      bench: Benchmark | None = None, measured_on: str | None = "search") -> "RunContext":
         """The context of a new run: the benchmark loaded and its targets and weights checked.
 
         ``settings.targets`` empty means the benchmark's default targets; the returned
-        context's ``settings`` name them, as ``config.json`` records them.
+        context's ``settings`` name them, as ``config.json`` records them. Each target must
+        be able to rank the architectures of the part ``measured_on`` (the search split by
+        default; None: no check): at least three measured values, not all equal. All this is
+        checked before any statistics are computed.
         """
         bench = bench if bench is not None else load_benchmark(settings.bench)
         targets = tuple(bench.check_targets(list(settings.targets) or bench.default_targets()))
-        for name in settings.weights:
+        for name, weight in settings.weights.items():
             bench.check_targets([name])
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
+                    or weight < 0:
+                raise ConfigError(f"the weight of {name} must be a finite number, at least 0; got {weight!r}")
         settings = replace(settings, targets=targets, bench=portable_bench_path(settings.bench))
         split = split_benchmark(len(bench), settings.split_seed, settings.search_fraction)
+        if measured_on is not None:
+            bench.check_measured(targets)
+            bench.check_measured(targets, split.indices(measured_on, len(bench)), _PART_NAMES[measured_on])
         return cls(settings, bench, targets, split, stats_plan(settings, targets),
                    StatisticsCache(settings.cache_dir, settings.cache_precision), _run_directory(run))
 
@@ -96,8 +108,11 @@ class RunContext:
         config = run.config()
         try:
             settings = SearchSettings.from_json(config["settings"])
+            settings.genome_space  # noqa: B018 - checks the recorded genome space
             recorded = config.get("benchmark") or {}
-        except (KeyError, TypeError, ValueError) as exc:
+            if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256", ""), (str, type(None))):
+                raise ValueError("'benchmark' must be an object with a sha256 string")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise RunDirError(f"{run.file('config.json')}: not a run configuration this autoprox can read "
                               f"({type(exc).__name__}: {exc})") from None
         sha256 = recorded.get("sha256")
@@ -108,7 +123,12 @@ class RunContext:
                                  f"(sha256 {loaded.sha256[:12]}..., the run recorded {sha256[:12]}...)")
         context = cls.from_settings(settings, run, bench=loaded)
         split_json = config.get("split")
-        if split_json is not None and Split.from_json(split_json) != context.split:
+        try:
+            recorded_split = Split.from_json(split_json) if split_json is not None else None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunDirError(f"{run.file('config.json')}: its recorded split is unreadable "
+                              f"({type(exc).__name__}: {exc})") from None
+        if recorded_split is not None and recorded_split != context.split:
             raise RunDirError(f"{run.file('config.json')}: its recorded split differs from the one its seed gives")
         return context
 
