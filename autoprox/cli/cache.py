@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from autoprox.cli.options import add_stats_options, bench_path, plan_from_args, str_list
+from autoprox.core.errors import CacheError
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark
 from autoprox.data.cache import StatisticsCache, build_cache
@@ -25,6 +26,9 @@ def run(args: argparse.Namespace) -> int:
     targets = bench.check_targets(list(args.targets) or bench.default_targets())
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
+    if not cache.writable(bench.space, warn=False):
+        raise CacheError(f"statistics cache {cache.root} cannot be written ({cache.unwritable}); "
+                         "give --cache-dir a folder you can write")
     result = build_cache(cache, plan.requests(bench.archs), workers=args.workers, progress=Progress("statistics", every=15))
     seconds = result["seconds"]
     mean = sum(seconds) / len(seconds) if seconds else 0.0

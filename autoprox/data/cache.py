@@ -187,6 +187,7 @@ class StatisticsCache:
         self.precision = precision
         #: Why the cache cannot be written, once a write failed (then warned about once).
         self.unwritable: str | None = None
+        self._warned: set[str] = set()  # damaged entries of an unwritable cache, each named once
 
     def key(self, request: StatsRequest) -> str:
         return cache_key(request, self.precision)
@@ -237,8 +238,9 @@ class StatisticsCache:
         except DiskFullError as exc:
             raise DiskFullError(f"statistics cache {self.root} is full: {exc}") from None
 
-    def writable(self, space: str) -> bool:
-        """Whether entries of ``space`` can be written; the first time not, one warning says why."""
+    def writable(self, space: str, warn: bool = True) -> bool:
+        """Whether entries of ``space`` can be written; the first time not, one warning says why
+        (unless ``warn`` is False); :attr:`unwritable` then holds the reason."""
         if self.unwritable is not None:
             return False
         try:
@@ -250,13 +252,19 @@ class StatisticsCache:
         except OSError as exc:
             if exc.errno in FULL_DISK_ERRNOS:
                 raise DiskFullError(f"statistics cache {self.root} is full: {disk_full_error(folder, exc, 0)}") from None
-            self._warn_unwritable(exc)
+            if warn:
+                self._warn_unwritable(exc)
+            else:
+                self.unwritable = exc.strerror or str(exc)
             return False
         return True
 
     def _warn_unwritable(self, error: OSError, problem: str = "") -> None:
         reason = error.strerror or str(error)
         prefix = f"{problem}; " if problem else ""
+        if problem in self._warned:
+            return
+        self._warned.add(problem)
         if self.unwritable is None:
             self.unwritable = reason
             warnings.warn(f"{prefix}statistics cache {self.root} cannot be written ({reason}): the statistics it "

@@ -7,10 +7,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
-from autoprox.core.errors import ConfigError
+from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.cache import StatsPlan
 from autoprox.genome.tree import GenomeSpace
 from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.rundir import RunDirectory
 
 
 @dataclass(frozen=True)
@@ -138,3 +139,15 @@ def settings_digest(settings: SearchSettings, bench_sha256: str) -> str:
     data["evolution"] = {k: v for k, v in data["evolution"].items() if k != "iterations"}
     data["benchmark_sha256"] = bench_sha256
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def recorded_settings(run_path) -> tuple[SearchSettings, str]:
+    """The settings and the space ``config.json`` of the run in ``run_path`` records; RunDirError naming
+    the file when it is not a run or its settings cannot be read."""
+    run = RunDirectory(run_path)
+    config = run.config()
+    try:
+        return SearchSettings.from_json(config["settings"]), str(config.get("space", ""))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RunDirError(f"{run.file('config.json')}: not a run configuration this autoprox can read "
+                          f"({type(exc).__name__}: {exc})") from None
