@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     bench = load_benchmark(bench_path(args))
     part = args.split or default_part(proxy.provenance.get("split"), len(bench))
     if args.split is None and part == "test":
-        print(f"split: test, the architectures {proxy.name}'s search never saw (its run's recorded split); "
+        print(f"split: test, the architectures the search of {args.proxy} never saw (its run's recorded split); "
               "--split all ranks every architecture", file=sys.stderr)
     context = evaluation_context(args, proxy.provenance.get("split"), all_targets=True, part=part, bench=bench)
     indices = context.indices(part)
