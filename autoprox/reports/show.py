@@ -107,7 +107,8 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     if loaded.source == "file" and loaded.note:
         warnings.warn(loaded.note, stacklevel=2)
     if save:
-        write_hall_of_fame(run, hall)
+        with run.lock():  # refused while a search writes this run
+            write_hall_of_fame(run, hall)
     best = _best_json(run)
     best_canonical = None
     if best and isinstance(best.get("genome"), str):

@@ -248,6 +248,7 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
             interrupted = signalled = True
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
             state = _checkpoint_state(run, run.checkpoint())
+            run.truncate_logs(state.iteration)  # an iteration cut short leaves no line past its checkpoint
     best = state.best(evo.parsimony)
     report = best_report(best, context, state.iteration)
     report["finished"] = not interrupted

@@ -29,6 +29,7 @@ import errno
 import fcntl
 import json
 import os
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -238,7 +239,13 @@ def hold_lock(path: Path, busy: str) -> Iterator[None]:
     by a dead process holds nothing (the kernel released it) and is taken over.
     """
     while True:
-        handle = open(path, "a+")
+        try:
+            handle = open(path, "a+")
+        except OSError as exc:
+            if exc.errno in FULL_DISK_ERRNOS:
+                raise disk_full_error(path, exc, 0) from None
+            raise RunDirError(f"cannot create the lock {path} ({exc.strerror or exc}): a run is written only "
+                              "where files can be created") from None
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -246,6 +253,11 @@ def hold_lock(path: Path, busy: str) -> Iterator[None]:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise RunDirError(f"{busy} (pid {_holder(path)}, lock {path}); wait for it to end or stop it, "
                                   "then try again") from None
+            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):  # a file system without locks
+                warnings.warn(f"{path.parent} cannot be locked ({exc.strerror}); make sure no other process "
+                              "writes it at the same time", stacklevel=3)
+                yield
+                return
             raise
         try:  # the file may have been removed by its last holder between open and flock: lock the new one
             same = os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino
