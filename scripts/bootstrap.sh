@@ -30,10 +30,11 @@ if [ "torch==$installed" = "$TORCH_PIN" ]; then
     say "torch $installed (CPU build) already installed"
 else
     say "installing ${TORCH_PIN} (the CPU build, about 200 MB; a few minutes on a slow link)${installed:+, replacing torch $installed}"
-    if [ -n "$TORCH_INDEX" ]; then
+    # pip's configured indexes first (a local wheel, a mirror); PyTorch's CPU index only if they lack the build
+    if ! "${PIP[@]}" --quiet "$TORCH_PIN" >/dev/null 2>&1; then
+        [ -n "$TORCH_INDEX" ] || { say "no ${TORCH_PIN} on pip's indexes; set AUTOPROX_TORCH_INDEX"; exit 1; }
+        say "not on pip's configured indexes: fetching it from $TORCH_INDEX"
         quiet_pip --quiet "$TORCH_PIN" --extra-index-url "$TORCH_INDEX"
-    else
-        quiet_pip --quiet "$TORCH_PIN"
     fi
 fi
 
