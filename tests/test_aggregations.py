@@ -8,7 +8,11 @@ import math
 import pytest
 
 from autoprox.core.errors import GenomeError
-from autoprox.genome.aggregations import AGGREGATION_REGISTRY, get_aggregation, register_aggregation
+from autoprox.genome.aggregations import (
+    AGGREGATION_REGISTRY,
+    get_aggregation,
+    register_aggregation,
+)
 from autoprox.genome.tree import AGGREGATIONS, aggregate
 
 VALUES = [1.0, 2.0, 4.0, -0.5]

@@ -359,3 +359,126 @@ def test_default_bench_path_honours_env(monkeypatch, tmp_path):
     with pytest.raises(BenchmarkError, match="not found.*does-not-exist"):
         default_bench_path("pit")
 
+
+
+# --- issue 11: values, duplicates, sizes and depths that used to pass or crash -------------
+@pytest.mark.parametrize("value, message", [
+    (math.inf, "is inf, not a finite number"),
+    (-math.inf, "is -inf, not a finite number"),
+    (math.nan, "is NaN; write null"),
+    (1e300, r"is 1e\+300, outside \[0, 100\]"),
+    (-0.5, r"is -0.5, outside \[0, 100\]"),
+    (100.5, r"is 100.5, outside \[0, 100\]"),
+])
+def test_non_finite_or_absurd_accuracy_names_file_line_and_range(value, message, pit_bench, tmp_path):
+    """``"c100_kd_acc": Infinity`` used to be taken as the top accuracy (issue 11, bug 5)."""
+    entries = _entries(pit_bench, 5)
+    entries[3]["c100_kd_acc"] = value
+    path = tmp_path / "bench.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))  # json writes Infinity and NaN
+    assert ("Infinity" in path.read_text()) == (math.isinf(value))
+    with pytest.raises(BenchmarkError, match=rf"bench\.jsonl: line 4: entry 3 column 'c100_kd_acc' {message}"):
+        load_benchmark(path)
+
+
+def test_accuracies_at_the_range_ends_are_kept(pit_bench, tmp_path):
+    entries = _entries(pit_bench, 4)
+    entries[0]["c100_kd_acc"], entries[1]["c100_kd_acc"] = 0, 100
+    path = tmp_path / "bench.jsonl"
+    _write_jsonl(path, entries)
+    assert list(load_benchmark(path).accuracies["c100_kd"][:2]) == [0.0, 100.0]
+
+
+def test_duplicate_and_conflicting_architectures_are_refused(pit_bench, tmp_path):
+    entries = _entries(pit_bench, 5)
+    path = tmp_path / "bench.jsonl"
+    _write_jsonl(path, entries + [dict(entries[1])])
+    with pytest.raises(BenchmarkError, match="line 6: entry 5 repeats the architecture of entry 1 with the same accuracies"):
+        load_benchmark(path)
+    other = dict(entries[1], c100_kd_acc=12.5)
+    _write_jsonl(path, entries[:3] + [other] + entries[3:])
+    with pytest.raises(BenchmarkError, match=r"line 4: entry 3 repeats the architecture of entry 1 with other "
+                                             r"accuracies \(c100_kd: [0-9.]+ vs 12.5\)"):
+        load_benchmark(path)
+    json_path = tmp_path / "bench.json"  # a JSON list has no lines: the entry is named
+    json_path.write_text(json.dumps(entries + [entries[0]]))
+    with pytest.raises(BenchmarkError, match=r"bench\.json: entry 5 repeats the architecture of entry 0"):
+        load_benchmark(json_path)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_benchmark_of_fewer_than_three_architectures_is_refused(count, pit_bench, tmp_path):
+    """``rank`` used to print NaN with exit 0 on such a file (issue 11)."""
+    path = tmp_path / "tiny.pth"
+    torch.save(_entries(pit_bench, count), path)
+    with pytest.raises(BenchmarkError, match=rf"tiny\.pth: only {count} architecture\(s\); a benchmark needs at least 3"):
+        load_benchmark(path)
+    _write_jsonl(tmp_path / "three.jsonl", _entries(pit_bench, 3))
+    assert len(load_benchmark(tmp_path / "three.jsonl")) == 3
+
+
+def test_json_nested_100000_deep_is_one_error_not_a_recursion_error(pit_bench, tmp_path):
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(_entries(pit_bench, 1)[0]) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(BenchmarkError, match="deep.jsonl: line 2 is not JSON \\(nested too deeply to read\\)"):
+        load_benchmark(path)
+    path = tmp_path / "deep.json"
+    path.write_text('[{"arch": ' + "[" * 100_000 + "]" * 100_000 + "}]")
+    with pytest.raises(BenchmarkError, match="deep.json: not a JSON file \\(nested too deeply to read\\)"):
+        load_benchmark(path)
+
+
+class _RunsACommand:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("echo this must never run",))
+
+
+def test_a_pickle_that_runs_code_is_refused_in_the_projects_words(tmp_path, capfd):
+    """torch 2.13 words this refusal differently ("unsupported GLOBAL posix.system whose module ... is blocked");
+    the project's own line must still show, not torch's first paragraph of advice."""
+    import pickle
+
+    path = tmp_path / "evil.pth"
+    with open(path, "wb") as handle:
+        pickle.dump([_RunsACommand()], handle, protocol=2)
+    with pytest.raises(BenchmarkError) as info:
+        load_benchmark(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: refused: the file holds an object of type ")
+    assert "system" in message and "weights_only=True" in message
+    assert "\n" not in message and "weights_only=False" not in message and "In PyTorch 2.6" not in message
+    assert "this must never run" not in capfd.readouterr().out
+
+
+def test_a_plain_pickle_is_refused_without_torch_warnings(pit_bench, tmp_path):
+    import pickle
+    import warnings
+
+    path = tmp_path / "plain.pth"
+    with open(path, "wb") as handle:
+        pickle.dump(_entries(pit_bench, 4), handle, protocol=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch's "Detected pickle protocol 4" warning must not escape
+        with pytest.raises(BenchmarkError, match=r"plain\.pth: not a ViT-Bench-101 \.pth file .*: UnpicklingError: "):
+            load_benchmark(path)
+
+
+def test_targets_that_cannot_rank_are_named(pit_bench, tmp_path):
+    entries = _entries(pit_bench, 8)
+    for number, entry in enumerate(entries):
+        entry["flower_kd_acc"] = None
+        entry["chaoyang_kd_acc"] = 80.0
+        entry["c100_base_acc"] = 50.0 if number < 2 else None
+    path = tmp_path / "bench.jsonl"
+    _write_jsonl(path, entries)
+    bench = load_benchmark(path)
+    bench.check_measured(["c100_kd"])
+    with pytest.raises(BenchmarkError, match=r"bench\.jsonl: target 'flower_kd' has no measured value"):
+        bench.check_measured(["c100_kd", "flower_kd"])
+    with pytest.raises(BenchmarkError, match=r"target 'chaoyang_kd' has one constant value \(80\) for all 8"):
+        bench.check_measured(["chaoyang_kd"])
+    with pytest.raises(BenchmarkError, match=r"target 'c100_base' has only 2 measured value\(s\) on the search split"):
+        bench.check_measured(["c100_base"], part="the search split")
+    assert bench.measured_problem("c100_kd", [0, 1], "two") is not None

@@ -12,8 +12,19 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from autoprox.apps.protocol import PROTOCOL_FILE, fold_figures, fold_settings, outer_folds, run_protocol
-from autoprox.apps.protocol_summary import format_protocol, kendall_batch, summarise, t_interval
+from autoprox.apps.protocol import (
+    PROTOCOL_FILE,
+    fold_figures,
+    fold_settings,
+    outer_folds,
+    run_protocol,
+)
+from autoprox.apps.protocol_summary import (
+    format_protocol,
+    kendall_batch,
+    summarise,
+    t_interval,
+)
 from autoprox.cli.main import main
 from autoprox.core.atomic import json_safe
 from autoprox.core.correlation import correlate

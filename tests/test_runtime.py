@@ -13,7 +13,13 @@ from torch import nn
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.networks import runtime
 from autoprox.networks.models import build_model, transformer_blocks
-from autoprox.networks.statistics import InputSpec, compute_statistics, derived_seed, make_batch, torch_threads
+from autoprox.networks.statistics import (
+    InputSpec,
+    compute_statistics,
+    derived_seed,
+    make_batch,
+    torch_threads,
+)
 from autoprox.reports.export import _PROXY_FUNCTIONS, export_source, runtime_source
 from autoprox.reports.simplify import readable_formula
 from primitives import PRIMITIVES

@@ -10,7 +10,8 @@ is chosen on it.
 
 ``OUT/transfer.json`` holds the settings and, once folds finish, their figures. Run the
 same command with ``--resume`` after an interruption: finished folds are kept, an
-unfinished one resumes where it stopped.
+unfinished one resumes where it stopped. The study directory is locked while a process
+writes it, as each fold's run directory is.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from autoprox.search.context import RunContext
 from autoprox.search.engine import (
     run_search,
 )
-from autoprox.search.rundir import RunDirectory, RunDirError, read_json
+from autoprox.search.rundir import RunDirectory, RunDirError, hold_lock, read_json
 from autoprox.search.settings import SearchSettings
 
 TRANSFER_FILE = "transfer.json"
@@ -106,6 +107,25 @@ def _log(message: str, quiet: bool) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
+def recorded_study(out: str | Path) -> tuple[SearchSettings, str]:
+    """The settings and the space a study's ``transfer.json`` records; RunDirError naming the file otherwise."""
+    path = Path(out) / TRANSFER_FILE
+    study = read_json(path)
+    try:
+        return SearchSettings.from_json(study["settings"]), str(study.get("space", ""))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RunDirError(f"{path}: not a transfer study this autoprox can read ({type(exc).__name__}: {exc})") from None
+
+
+def _previous_folds(study: Mapping, path: Path) -> dict[str, dict]:
+    """Finished folds recorded in ``transfer.json``, by held-out target; RunDirError when malformed."""
+    folds = study.get("folds", [])
+    if not isinstance(folds, list) or not all(isinstance(f, dict) and isinstance(f.get("held_out"), str)
+                                              and isinstance(f.get("genome"), str) for f in folds):
+        raise RunDirError(f"{path}: its 'folds' are not a list of finished folds this autoprox can read")
+    return {fold["held_out"]: fold for fold in folds}
+
+
 def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool = False,
                  quiet: bool = False, executor: Executor | None = None) -> dict:
     """Run (or resume) a transfer study into ``out``; return the content of ``transfer.json``.
@@ -114,10 +134,22 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
     default targets, at least two) are held out one at a time.
     """
     out = Path(out)
+    if resume:
+        read_json(out / TRANSFER_FILE)  # RunDirError when there is no study to resume
+    elif settings is None:
+        raise ConfigError("settings are needed for a new transfer study")
+    out.mkdir(parents=True, exist_ok=True)
+    with hold_lock(out / ".autoprox.lock", f"{out} is being written by another autoprox process"):
+        return _run_transfer(settings, out, resume, quiet, executor)
+
+
+def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quiet: bool,
+                  executor: Executor | None = None) -> dict:
     path = out / TRANSFER_FILE
     if resume:
         previous = read_json(path)
-        settings = SearchSettings.from_json(previous["settings"])
+        settings, _ = recorded_study(out)
+        reported = _previous_folds(previous, path)
     else:
         if settings is None:
             raise ConfigError("settings are needed for a new transfer study")
@@ -134,7 +166,7 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
 
     study = {
         "autoprox_version": __version__,
-        "created": previous["created"] if resume else _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": previous.get("created") if resume else _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
         "space": bench.space,
         "benchmark_sha256": bench.sha256,
@@ -143,28 +175,33 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
         "folds": [],
         "finished": False,
     }
-    out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, json_safe(study))
     # Held-out figures of folds finished before a resume are kept, not scored again.
-    reported = {fold["held_out"]: fold for fold in previous["folds"]} if resume else {}
+    reported = reported if resume else {}
     for number, held_out in enumerate(targets, 1):
         run_dir = fold_directory(out, held_out)
         one = fold_settings(settings, targets, held_out)
+        hint = f"autoprox transfer --resume --out {out}"
         _log(f"transfer fold {number}/{len(targets)}: search on {', '.join(one.targets)}, hold out {held_out}", quiet)
         best_path = run_dir / "best.json"
         if RunDirectory(run_dir).exists():  # left by an earlier start, or by a plain search with these settings
             _check_fold_matches(run_dir, one)
             best = read_json(best_path) if best_path.exists() else None
             if best is None or not best.get("finished"):
-                best = run_search(None, run_dir, resume=True, quiet=quiet, executor=executor)
+                best = run_search(None, run_dir, resume=True, quiet=quiet, resume_command=hint, executor=executor)
         else:
-            best = run_search(one, run_dir, quiet=quiet, executor=executor)
+            best = run_search(one, run_dir, quiet=quiet, resume_command=hint, executor=executor)
         if not best.get("finished"):
             _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {out}", quiet)
             return study
         earlier = reported.get(held_out)
         if earlier is None or earlier["genome"] != best["genome"]:
-            earlier = _fold_summary(best, held_out, run_dir, held_out_report(best, bench, held_out, one))
+            try:
+                held = held_out_report(best, bench, held_out, one)
+            except KeyboardInterrupt:
+                print(f"interrupted; finished folds are kept: continue with: {hint}", file=sys.stderr, flush=True)
+                raise
+            earlier = _fold_summary(best, held_out, run_dir, held)
         study["folds"].append(earlier)
         atomic_write_json(path, json_safe(study))
     study["finished"] = True

@@ -11,6 +11,7 @@ from autoprox.cli.options import (
     plan_from_args,
     str_list,
 )
+from autoprox.core.errors import CacheError
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark
 from autoprox.data.cache import StatisticsCache, build_cache
@@ -31,6 +32,9 @@ def run(args: argparse.Namespace) -> int:
     targets = bench.check_targets(list(args.targets) or bench.default_targets())
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
+    if not cache.writable(bench.space, warn=False):
+        raise CacheError(f"statistics cache {cache.root} cannot be written ({cache.unwritable}); "
+                         "give --cache-dir a folder you can write")
     with executor_from_args(args) as executor:
         result = build_cache(cache, plan.requests(bench.archs), workers=executor,
                              progress=Progress("statistics", every=15))

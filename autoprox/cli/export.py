@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from autoprox.cli.options import finite_float
+
 
 def add_parser(sub) -> None:
     export = sub.add_parser("export", help="write a proxy as a standalone Python module (torch only)")
@@ -11,7 +13,7 @@ def add_parser(sub) -> None:
     export.add_argument("--out", required=True, help="the module to write, e.g. proxy.py")
     export.add_argument("--rank", type=int, default=None, help="export the hall of fame's entry of this rank instead")
     export.add_argument("--no-simplify", action="store_true", help="put the formula in the docstring as built")
-    export.add_argument("--timeout", type=float, default=None, help="seconds allowed to simplify the formula (default 10)")
+    export.add_argument("--timeout", type=finite_float, default=None, help="seconds allowed to simplify the formula (default 10)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,16 +6,22 @@ a bad file, an unknown target, a malformed genome) prints one line
 ``autoprox: error: ...`` and exits with status 2; nothing already computed is lost.
 Anything else is a bug and keeps its traceback. ``AUTOPROX_DEBUG=1`` shows the
 traceback of bad input too.
+
+SIGTERM stops a command as Ctrl-C does (a search saves its state, writes ``best.json``
+and says how to resume); the exit status is then 143 instead of 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import warnings
+from contextlib import contextmanager
 from types import ModuleType
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from autoprox.cli import (
     cache,
@@ -29,6 +35,7 @@ from autoprox.cli import (
     transfer,
     vitsearch,
 )
+from autoprox.cli.options import HelpFormatter
 from autoprox.core.errors import AutoproxError, one_line
 
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
@@ -38,22 +45,63 @@ COMMANDS: dict[str, ModuleType] = {
 }
 
 
+#: Exit status after SIGINT (Ctrl-C) and after SIGTERM: 128 + the signal's number, as shells report them.
+INTERRUPTED, TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``autoprox`` and of each command: help states each default once."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="autoprox", description=__doc__.splitlines()[0])
+    parser = Parser(prog="autoprox", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS.values():
         module.add_parser(sub)
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as the interruption Ctrl-C raises, so that everything stops the same way."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[dict]:
+    """While inside, SIGTERM raises :class:`Terminated`; the yielded dict's ``"signal"`` records it.
+
+    A second SIGTERM while the first is being handled (a search saving its state) is
+    ignored; SIGKILL remains for a hard stop. Outside the main thread this does nothing.
+    """
+    received: dict = {"signal": None}
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def stop(signum, frame) -> None:
+        if received["signal"] is None:
+            received["signal"] = signum
+            raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return its exit status (2 for bad input, 130 when interrupted)."""
+    """Run the command line; return its exit status (2 for bad input, 130 after Ctrl-C, 143 after SIGTERM)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), sigterm_as_interrupt() as received:
         warnings.filterwarnings("default")
         warnings.showwarning = _show_warning
-        return _run(args)
+        status = _run(args)
+    return TERMINATED if received["signal"] == signal.SIGTERM and status == INTERRUPTED else status
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -69,9 +117,9 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print(f"autoprox: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_status
-    except KeyboardInterrupt:
-        print("autoprox: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        print(f"autoprox: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)
+        return INTERRUPTED
     except BrokenPipeError:  # output piped into head & co.
         sys.stderr.close()
         return 0

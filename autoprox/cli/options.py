@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
-from autoprox.core.errors import BenchmarkError
+from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import PRECISIONS, StatsPlan
 from autoprox.proxies.proxy import seed_genome, split_proxy_list
@@ -19,6 +19,60 @@ def int_list(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def finite_float(text: str) -> float:
+    """A float option: NaN and infinities are refused (``--margin nan`` would let no child ever join)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that states each option's default once: appended only where the help text does not
+    already say it, and never for options whose default means "not given"."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" in text or not action.option_strings or action.default in (None, False, (), [], {})
+                or action.default is argparse.SUPPRESS):
+            return text
+        default = ",".join(map(str, action.default)) if isinstance(action.default, tuple) else "%(default)s"
+        return f"{text} (default {default})" if text else f"default {default}"
+
+
+#: Namespace attribute listing the options given on the command line (see :func:`record_given_options`).
+GIVEN = "given_options"
+
+
+def _recording(action_class: type) -> type:
+    class Recording(action_class):
+        def __call__(self, parser, namespace, values, option_string=None):
+            super().__call__(parser, namespace, values, option_string)
+            setattr(namespace, GIVEN, set(getattr(namespace, GIVEN, None) or ()) | {self.dest})
+
+    Recording.__name__ = f"Recording{action_class.__name__}"
+    return Recording
+
+
+def record_given_options(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` note in ``args.given_options`` which options were given (not defaulted).
+
+    Call before adding the options. ``--resume`` needs it: an option given with the value
+    its default has still has to agree with the run's recorded setting.
+    """
+    store, store_true = _recording(argparse._StoreAction), _recording(argparse._StoreTrueAction)
+    parser.register("action", None, store)
+    parser.register("action", "store", store)
+    parser.register("action", "store_true", store_true)
+
+
+def given_options(args: argparse.Namespace) -> set[str]:
+    return set(getattr(args, GIVEN, None) or ())
 
 
 def str_list(text: str) -> tuple[str, ...]:
@@ -38,6 +92,8 @@ def weights_option(text: str) -> dict[str, float]:
             weights[name] = float(value)
         except ValueError:
             raise argparse.ArgumentTypeError(f"weights look like c100_kd=1,flower_kd=0.5; got {part!r}") from None
+        if not math.isfinite(weights[name]) or weights[name] < 0:
+            raise argparse.ArgumentTypeError(f"a weight must be a finite number, at least 0; got {part!r}")
     return weights
 
 
@@ -90,6 +146,7 @@ def bench_path(args: argparse.Namespace) -> str:
 
 def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_help: str) -> None:
     """Options of ``search``, shared by ``transfer`` (which runs one search per held-out target)."""
+    record_given_options(search)
     search.add_argument("--space", choices=space_choices(),
                         help=f"search space; picks its released benchmark file ({', '.join(BENCH_FILE_NAMES)})")
     add_space_file_option(search)
@@ -100,17 +157,20 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
                         help="comma-separated targets (default: the KD columns plus imagenet_super)")
     search.add_argument("--weights", type=weights_option, default={}, help="JCM weights, e.g. c100_kd=2,flower_kd=1 (default equal)")
     search.add_argument("--split-seed", type=int, default=0, help="seed of the search/test split")
-    search.add_argument("--search-fraction", type=float, default=0.6, help="share of architectures searched on")
+    search.add_argument("--search-fraction", type=finite_float, default=0.6, help="share of architectures searched on")
     search.add_argument("--seed", type=int, default=0, help="seed of the evolution")
     defaults = EvolutionConfig()
-    search.add_argument("--population", type=int, default=defaults.population_size)
+    search.add_argument("--population", type=int, default=defaults.population_size, help="genomes in the population")
     search.add_argument("--iterations", type=int, default=None,
                         help=f"iterations (default {defaults.iterations}; with --resume, a new total)")
-    search.add_argument("--sample-ratio", type=float, default=defaults.sample_ratio, help="share of the population sampled per iteration")
+    search.add_argument("--sample-ratio", type=finite_float, default=defaults.sample_ratio,
+                        help="share of the population sampled per iteration")
     search.add_argument("--top-k", type=int, default=defaults.top_k, help="parent drawn among the sample's top k")
-    search.add_argument("--margin", type=float, default=defaults.margin, help="a child joins if JCM(child) - JCM(parent) >= margin")
+    search.add_argument("--margin", type=finite_float, default=defaults.margin,
+                        help="a child joins if JCM(child) - JCM(parent) >= margin")
     search.add_argument("--retry-cap", type=int, default=defaults.retry_cap, help="mutations tried per iteration")
-    search.add_argument("--gene-probability", type=float, default=defaults.gene_probability, help="chance each gene is redrawn")
+    search.add_argument("--gene-probability", type=finite_float, default=defaults.gene_probability,
+                        help="chance each gene is redrawn")
     search.add_argument("--patience", type=int, default=None,
                         help="stop after this many iterations without a better best proxy (default: off, the paper's)")
     search.add_argument("--seed-proxies", type=proxy_list, default=(),
@@ -151,26 +211,64 @@ def _explicit_search_part(run_split: dict, size: int) -> list[int] | None:
     return None if sorted(search) == list(seeded.search) else sorted(search)
 
 
-def evaluation_context(args: argparse.Namespace, proxy_split: dict | None = None, all_targets: bool = False):
+def usable_targets(bench, candidates: Sequence[str], indices: Sequence[int], part: str) -> tuple[str, ...]:
+    """The ``candidates`` that can rank the architectures at ``indices``; each one left out is named in a
+    warning, and BenchmarkError says why when none is left."""
+    import warnings
+
+    kept, problems = [], []
+    for target in candidates:
+        problem = bench.measured_problem(target, indices, part)
+        if problem:
+            problems.append(problem)
+            warnings.warn(f"{problem}; left out", stacklevel=2)
+        else:
+            kept.append(target)
+    if not kept:
+        raise BenchmarkError(f"no target can rank the architectures of {part}: {problems[0] if problems else 'none given'}")
+    return tuple(kept)
+
+
+def evaluation_context(args: argparse.Namespace, proxy_split: dict | None = None, all_targets: bool = False,
+                       part: str = "all", bench=None):
     """The :class:`~autoprox.search.context.RunContext` of ``rank``: the benchmark, targets, split and statistics
-    the options ask for. The split defaults to the proxy's run's (``proxy_split``), else seed 0 and 0.6."""
-    from autoprox.data.benchmark import load_benchmark
+    the options ask for. The split defaults to the proxy's run's (``proxy_split``), else seed 0 and 0.6.
+
+    Targets given with ``--targets`` must each rank the architectures of ``part``; default targets that
+    cannot (no measured value, one constant value) are left out with a warning.
+    """
+    from autoprox.data.benchmark import load_benchmark, split_benchmark
     from autoprox.search.context import RunContext
     from autoprox.search.settings import SearchSettings
 
     run_split = proxy_split or {}
-    bench = load_benchmark(bench_path(args))
-    targets = tuple(args.targets) or tuple(bench.targets if all_targets else bench.default_targets())
+    bench = bench if bench is not None else load_benchmark(bench_path(args))
+    split_seed = args.split_seed if args.split_seed is not None else run_split.get("seed", 0)
+    fraction = args.search_fraction if args.search_fraction is not None else run_split.get("search_fraction", 0.6)
     explicit = _explicit_search_part(run_split, len(bench)) if args.split_seed is None \
         and args.search_fraction is None else None
+    if args.targets:
+        targets = tuple(args.targets)
+    else:
+        if explicit:
+            chosen = set(explicit)
+            indices = {"search": explicit, "test": [i for i in range(len(bench)) if i not in chosen],
+                       "all": list(range(len(bench)))}[part]
+        else:
+            indices = split_benchmark(len(bench), split_seed, fraction).indices(part, len(bench))
+        targets = usable_targets(bench, bench.targets if all_targets else bench.default_targets(), indices,
+                                 PART_NAMES[part])
     settings = SearchSettings(
         bench=bench_path(args), targets=targets, split_indices=tuple(explicit) if explicit else None,
-        split_seed=args.split_seed if args.split_seed is not None else run_split.get("seed", 0),
-        search_fraction=args.search_fraction if args.search_fraction is not None else run_split.get("search_fraction", 0.6),
+        split_seed=split_seed, search_fraction=fraction,
         input=args.input, batch_size=args.batch_size, stat_seeds=tuple(args.stat_seeds),
         per_target_stats=args.per_target_stats, cache_dir=args.cache_dir, cache_precision=args.cache_precision,
         workers=args.workers)
-    return RunContext.from_settings(settings, bench=bench)
+    return RunContext.from_settings(settings, bench=bench, measured_on=part)
+
+
+#: How messages name the parts of a benchmark.
+PART_NAMES = {"search": "the search split", "test": "the test split", "all": "all architectures"}
 
 
 def genome_space(args: argparse.Namespace):
@@ -204,6 +302,59 @@ def search_settings(args: argparse.Namespace):
         cache_precision=args.cache_precision, workers=args.workers, seed_proxies=seed_genomes,
         evolution=evolution, genome=space.to_json(), cv_folds=args.cv_folds, cv_mode=args.cv_mode,
     )
+
+
+def _given_and_recorded(dest: str, args: argparse.Namespace, settings, space: str) -> tuple[Any, Any]:
+    """An option's value as given and the run's recorded setting it stands for."""
+    evolution, genomes = settings.evolution, settings.genome_space
+    evolution_fields = {"seed": "seed", "population": "population_size", "sample_ratio": "sample_ratio",
+                        "top_k": "top_k", "margin": "margin", "retry_cap": "retry_cap",
+                        "gene_probability": "gene_probability", "parsimony": "parsimony", "iterations": "iterations"}
+    if dest in evolution_fields:
+        return getattr(args, dest), getattr(evolution, evolution_fields[dest])
+    if dest == "space":
+        return args.space, space
+    if dest == "bench":
+        return args.bench, settings.bench
+    if dest == "seed_proxies":
+        return tuple(seed_genome(p) for p in args.seed_proxies), tuple(settings.seed_proxies)
+    if dest == "genome":
+        return args.genome, genomes.kind
+    if dest == "aggregation":
+        return genome_space(args).aggregations, genomes.aggregations
+    if dest == "arch_terminals":
+        return args.arch_terminals, genomes.arch_terminals
+    given, recorded = getattr(args, dest), getattr(settings, dest)
+    if isinstance(recorded, (tuple, list)):
+        return tuple(given), tuple(recorded)
+    if isinstance(recorded, dict) or hasattr(recorded, "items"):
+        return dict(given), dict(recorded)
+    return given, recorded
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value)) or "none"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v:g}" for k, v in value.items()) or "none"
+    return str(value)
+
+
+def check_resume_options(args: argparse.Namespace, settings, space: str, run: str,
+                         honoured: frozenset[str]) -> None:
+    """ConfigError naming every option given to a ``--resume`` that differs from the run's recorded setting.
+
+    ``honoured`` options are the caller's to apply; an option given with the run's own
+    value is accepted. ``settings``: the run's recorded :class:`SearchSettings`.
+    """
+    conflicts = []
+    for dest in sorted(given_options(args) - honoured):
+        given, recorded = _given_and_recorded(dest, args, settings, space)
+        if given != recorded:
+            conflicts.append(f"--{dest.replace('_', '-')} {_show(given)} (the run has {_show(recorded)})")
+    if conflicts:
+        raise ConfigError(f"--resume continues {run} with the settings it recorded, and these options differ: "
+                          f"{'; '.join(conflicts)}; leave them out, or start a new run with another --out")
 
 
 def fmt(value) -> str:

@@ -8,15 +8,18 @@ import sys
 from pathlib import Path
 
 from autoprox.cli.options import (
+    PART_NAMES,
     add_space_file_option,
     add_stats_options,
     bench_path,
     evaluation_context,
     executor_from_args,
+    finite_float,
     fmt,
     int_list,
     plan_from_args,
     str_list,
+    usable_targets,
 )
 from autoprox.core.errors import ConfigError, ProxyError
 from autoprox.core.progress import Progress
@@ -38,9 +41,12 @@ def add_parser(sub) -> None:
     rank.add_argument("--bench", help="benchmark file (.pth released format, or .jsonl/.json)")
     rank.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="use the space's released file as --bench")
     add_space_file_option(rank)
-    rank.add_argument("--split", choices=("all", "search", "test"), default="all", help="which architectures (default all)")
+    rank.add_argument("--split", choices=("all", "search", "test"), default=None,
+                      help="which architectures (default: for a run's proxy such as RUN/best.json, the run's test "
+                           "split, which its search never saw; else all)")
     rank.add_argument("--split-seed", type=int, default=None, help="split seed (default: the proxy run's, else 0)")
-    rank.add_argument("--search-fraction", type=float, default=None, help="search share (default: the run's, else 0.6)")
+    rank.add_argument("--search-fraction", type=finite_float, default=None,
+                      help="search share (default: the run's, else 0.6)")
     rank.add_argument("--targets", type=str_list, default=(), help="comma-separated targets (default: all columns)")
     rank.add_argument("--json", action="store_true", help="print JSON: target -> {kendall, spearman, pearson, n}")
     rank.add_argument("--seeds", type=int_list, default=None,
@@ -64,10 +70,15 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
 
     proxies = resolve_proxies(args.proxy)
     bench = load_benchmark(bench_path(args))
+    part = args.split or "all"
     targets = bench.check_targets(list(args.targets) or bench.default_targets())
     split = split_benchmark(len(bench), args.split_seed if args.split_seed is not None else 0,
                             args.search_fraction if args.search_fraction is not None else 0.6)
-    indices = split.indices(args.split, len(bench))
+    indices = split.indices(part, len(bench))
+    if args.targets:
+        bench.check_measured(targets, indices, PART_NAMES[part])
+    else:
+        targets = list(usable_targets(bench, targets, indices, PART_NAMES[part]))
     seeds = tuple(args.seeds) if args.seeds is not None else tuple(args.stat_seeds)
     if args.seeds is not None and tuple(args.stat_seeds) != (0,):
         raise ConfigError("the ranking table takes --seeds (each one repetition); --stat-seeds is for a single proxy")
@@ -78,9 +89,21 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
           f"seeds {', '.join(map(str, seeds))}", file=sys.stderr)
     with executor_from_args(args) as executor:
         table = rank_table(proxies, bench, indices, targets, seeds, InputSpec.parse(args.input, args.batch_size),
-                           plan.target_classes, cache, workers=executor, quiet=False, split=args.split)
+                           plan.target_classes, cache, workers=executor, quiet=False, split=part)
     sys.stdout.write(format_table(table, fmt))
     return 0
+
+
+def default_part(run_split, size: int) -> str:
+    """``test`` for a proxy whose run's recorded split covers exactly this benchmark's ``size`` architectures
+    (its search never saw the test split), else ``all``."""
+    if not isinstance(run_split, dict):
+        return "all"
+    search, test = run_split.get("search"), run_split.get("test")
+    if not isinstance(search, list) or not isinstance(test, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in search + test):
+        return "all"
+    return "test" if sorted(search + test) == list(range(size)) else "all"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,25 +116,30 @@ def run(args: argparse.Namespace) -> int:
     proxy = resolve_proxy(args.proxy)
     if proxy.note:
         print(f"{proxy.name}: {proxy.note}", file=sys.stderr)
-    context = evaluation_context(args, proxy.provenance.get("split"), all_targets=True)
-    bench, indices = context.bench, context.indices(args.split)
+    bench = load_benchmark(bench_path(args))
+    part = args.split or default_part(proxy.provenance.get("split"), len(bench))
+    if args.split is None and part == "test":
+        print(f"split: test, the architectures the search of {args.proxy} never saw (its run's recorded split); "
+              "--split all ranks every architecture", file=sys.stderr)
+    context = evaluation_context(args, proxy.provenance.get("split"), all_targets=True, part=part, bench=bench)
+    indices = context.indices(part)
     if proxy.kind != "architecture" and not args.json:
         print(f"scoring {len(indices)} architectures with {proxy.name}", file=sys.stderr)
     progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) if proxy.kind != "architecture" else None
     try:  # scored once; the correlations and the beyond-size report both read these scores
         with executor_from_args(args) as executor:
-            scores = context.score(proxy, args.split, workers=executor, progress=progress)
+            scores = context.score(proxy, part, workers=executor, progress=progress)
     except InvalidProxy as exc:
         raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {exc}") from None
-    per_target = context.figures(scores, args.split, weights={})["targets"]
-    beyond = context.beyond_size(scores, args.split)
+    per_target = context.figures(scores, part, weights={})["targets"]
+    beyond = context.beyond_size(scores, part)
     keys = ("kendall_with_params", "kendall_with_depth", "partial_given_params", "partial_given_depth", "bar",
             "beats_bar")
     per_target = {t: m | {k: beyond[t][k] for k in keys} for t, m in per_target.items()}
     if args.json:
         print(json.dumps(json_safe(per_target), indent=2))
         return 0
-    print(f"proxy {proxy.name} on {Path(bench.source).name} ({bench.space}, split {args.split}, {len(indices)} architectures)")
+    print(f"proxy {proxy.name} on {Path(bench.source).name} ({bench.space}, split {part}, {len(indices)} architectures)")
     print(f"{'target':<16}{'kendall':>9}{'spearman':>10}{'pearson':>9}{'n':>5}"
           f"{'tau params':>12}{'tau depth':>11}{'partial|params':>16}{'partial|depth':>15}  {'bar':<16}{'beats bar':>9}")
     for target, m in per_target.items():

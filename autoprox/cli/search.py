@@ -7,33 +7,47 @@ from pathlib import Path
 
 from autoprox.cli.options import (
     add_search_options,
+    check_resume_options,
     executor_from_args,
     fmt,
+    given_options,
     search_settings,
 )
 from autoprox.core.errors import RunDirError
 from autoprox.data.benchmark import load_benchmark
 
+#: Options ``search --resume`` honours: where the benchmark and the cache are, how many processes compute
+#: statistics, the new total of iterations, the output. Every other option given must agree with the run.
+RESUME_HONOURED = frozenset({"out", "resume", "quiet", "iterations", "workers", "cache_dir", "bench"})
+
 
 def add_parser(sub) -> None:
-    search = sub.add_parser("search", help="evolve a zero-cost proxy on a benchmark",
-                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    search = sub.add_parser("search", help="evolve a zero-cost proxy on a benchmark")
     add_search_options(search, out_help="run directory (default runs/<space>-seed<seed>)",
-                        resume_help="continue the run in --out where it stopped")
+                       resume_help="continue the run in --out where it stopped, with its recorded settings; "
+                                   "--iterations (a new total), --workers, --cache-dir and --bench (the same file "
+                                   "elsewhere) are honoured, any other option must agree with the run")
 
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.search.engine import run_search
+    from autoprox.search.settings import recorded_settings
 
-    if args.resume and not args.out:
-        raise RunDirError("--resume needs --out RUN_DIR")
-    settings = None if args.resume else search_settings(args)
-    with executor_from_args(args) as executor:
-        if args.resume:
+    if args.resume:
+        if not args.out:
+            raise RunDirError("--resume needs --out RUN_DIR")
+        settings, space = recorded_settings(args.out)
+        check_resume_options(args, settings, space, args.out, RESUME_HONOURED)
+        given = given_options(args)
+        with executor_from_args(args) as executor:
             report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=args.iterations,
-                                executor=executor)
-        else:
-            out = args.out or f"runs/{load_benchmark(settings.bench).space}-seed{args.seed}"
+                                bench=args.bench if "bench" in given else None,
+                                workers=args.workers if "workers" in given else None,
+                                cache_dir=args.cache_dir if "cache_dir" in given else None, executor=executor)
+    else:
+        settings = search_settings(args)
+        out = args.out or f"runs/{load_benchmark(settings.bench).space}-seed{args.seed}"
+        with executor_from_args(args) as executor:
             report = run_search(settings, out, quiet=args.quiet, executor=executor)
     _print_best(report)
     return 0 if report.get("finished") else 130

@@ -1,7 +1,13 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""Atomic file writes: a reader sees the old file or the new one, never half of one.
+
+A write that fails because the file system is full (ENOSPC) or over quota (EDQUOT)
+raises :class:`~autoprox.core.errors.DiskFullError` naming the file and how many bytes
+reached the disk; the previous file, if any, is left as it was.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -12,13 +18,29 @@ from typing import IO, Any, Iterator
 
 import numpy as np
 
+from autoprox.core.errors import DiskFullError
+
+#: Error numbers that mean "no room left": a full file system, an exhausted quota.
+FULL_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def disk_full_error(path: str | os.PathLike, error: OSError, written: int) -> DiskFullError:
+    """The one-line error of a write to ``path`` that ran out of room after ``written`` bytes."""
+    reason = os.strerror(error.errno).lower() if error.errno else str(error)
+    return DiskFullError(f"cannot write {path}: {reason} after {written} bytes")
+
 
 @contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success fsync and rename it over ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        if exc.errno in FULL_DISK_ERRNOS:
+            raise disk_full_error(path, exc, 0) from None
+        raise
     os.chmod(tmp_name, 0o666 & ~_current_umask())  # mkstemp makes 0600; give the usual mode
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
@@ -26,12 +48,22 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)
-    except BaseException:
+    except BaseException as exc:
+        written = _size(tmp_name)
         try:
             os.unlink(tmp_name)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno in FULL_DISK_ERRNOS:
+            raise disk_full_error(path, exc, written) from None
         raise
+
+
+def _size(name: str) -> int:
+    try:
+        return os.stat(name).st_size
+    except OSError:
+        return 0
 
 
 def _current_umask() -> int:

@@ -70,6 +70,10 @@ class ConfigError(AutoproxError, ValueError):
     """Settings that contradict each other or a run's recorded settings."""
 
 
+class DiskFullError(AutoproxError, OSError):
+    """A file that could not be written because its file system is full (ENOSPC) or over quota (EDQUOT)."""
+
+
 def one_line(error: BaseException) -> str:
     """The first line of an error's message (its class name when it has none)."""
     text = str(error).strip()
@@ -78,6 +82,6 @@ def one_line(error: BaseException) -> str:
 
 __all__ = [
     "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
-    "ExportError", "FormulaError", "GenomeError", "InputSpecError", "ProxyError", "RunDirError", "SearchError",
+    "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "ProxyError", "RunDirError", "SearchError",
     "VitSearchError", "one_line",
 ]

@@ -21,6 +21,9 @@ them everything runs as before on joblib.
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from typing import Any, Callable, Iterator, Sequence
 
 from autoprox.core.errors import ConfigError
@@ -56,6 +59,20 @@ class Executor:
         self.close()
 
 
+def exit_with_parent(parent: int) -> None:
+    """Local worker initializer: end this worker as soon as the process that started it is gone.
+
+    A command killed while its workers run (SIGKILL, or a crash) cannot stop them itself;
+    each would otherwise finish its task and idle for minutes holding a network's memory.
+    """
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="autoprox-exit-with-parent", daemon=True).start()
+
+
 class LocalExecutor(Executor):
     """``workers`` joblib (loky) processes on this machine; in this process when ``workers`` is 1."""
 
@@ -69,7 +86,8 @@ class LocalExecutor(Executor):
         from joblib import Parallel
 
         return Parallel(n_jobs=self.workers, backend="loky",
-                        return_as="generator" if ordered else "generator_unordered")
+                        return_as="generator" if ordered else "generator_unordered",
+                        initializer=exit_with_parent, initargs=(os.getpid(),))
 
     def run_unordered(self, fn: Callable, jobs: Sequence[tuple]) -> Iterator[Any]:
         if self.workers == 1 or len(jobs) <= 1:

@@ -16,6 +16,15 @@ may say which space it belongs to with ``"space"`` (see :mod:`autoprox.data.tabl
 A column ``<name>_acc`` becomes the target ``<name>`` (``c100_kd``, ``imagenet_super``,
 ...). ``null`` accuracies are kept as NaN and that entry is left out of the target's
 correlations.
+
+What is refused, each with one line naming the file and the entry (and, in a JSON
+Lines file, its line): an accuracy that is not a number, not finite (``Infinity``,
+``NaN``) or outside :data:`ACCURACY_RANGE` (a top-1 accuracy in percent); an
+architecture listed twice (with the same or with other accuracies); a file of fewer
+than :data:`MIN_ARCHITECTURES` architectures; JSON nested too deeply to read; a pickle
+that is not plain data. A target that cannot rank architectures (fewer than three
+measured values, or one constant value) is refused where it is chosen
+(:meth:`Benchmark.check_measured`).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import math
 import os
 import random
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -34,7 +44,13 @@ import numpy as np
 
 from autoprox.core.errors import BenchmarkError, ConfigError  # noqa: F401 (re-exported)
 from autoprox.data.tables import parse_architectures, read_csv_entries
-from autoprox.spaces.architectures import ArchitectureError, arch_to_config  # noqa: F401 (re-exported)
+from autoprox.spaces.architectures import (  # noqa: F401 (ArchitectureError, arch_to_config re-exported)
+    ArchitectureError,
+    arch_key,
+    arch_to_config,
+    detect_space,
+    parse_arch,
+)
 
 ACC_SUFFIX = "_acc"
 BENCH_FILE_NAMES = {"autoformer": "gt_autoformer.pth", "pit": "gt_pit.pth"}
@@ -43,6 +59,12 @@ BENCH_DIR_ENV = "AUTOPROX_BENCH_DIR"
 #: Classes of each target's dataset, for per-target statistics.
 DATASET_CLASSES = {"c100": 100, "flower": 102, "chaoyang": 4, "imagenet": 1000}
 
+#: An accuracy column holds top-1 accuracies in percent: anything outside is a mistake.
+ACCURACY_RANGE = (0.0, 100.0)
+
+#: Fewest architectures a benchmark (and a target's measured values) must have: Kendall's
+#: tau of two architectures is always +1 or -1 and ranks nothing.
+MIN_ARCHITECTURES = 3
 
 
 @dataclass(frozen=True)
@@ -95,6 +117,33 @@ class Benchmark:
             raise BenchmarkError("no target given")
         return list(targets)
 
+    def measured_problem(self, target: str, indices: Sequence[int] | None = None, part: str = "") -> str | None:
+        """Why ``target`` cannot rank the architectures at ``indices`` (all by default), or None.
+
+        A target needs :data:`MIN_ARCHITECTURES` measured (non-null) values that are not all equal.
+        """
+        values = self.accuracies[target] if indices is None else self.accuracies[target][list(indices)]
+        measured = values[np.isfinite(values)]
+        where = f" on {part}" if part else ""
+        name = Path(self.source).name or "the benchmark"
+        if len(measured) == 0:
+            return f"{name}: target {target!r} has no measured value{where} (every {target}{ACC_SUFFIX} is null)"
+        if len(measured) < MIN_ARCHITECTURES:
+            return (f"{name}: target {target!r} has only {len(measured)} measured value(s){where}; "
+                    f"at least {MIN_ARCHITECTURES} are needed to rank architectures")
+        if np.ptp(measured) == 0:
+            return (f"{name}: target {target!r} has one constant value ({measured[0]:g}) for all "
+                    f"{len(measured)} measured architectures{where}, so it cannot rank them")
+        return None
+
+    def check_measured(self, targets: Sequence[str], indices: Sequence[int] | None = None, part: str = "") -> None:
+        """Raise :class:`BenchmarkError` naming the first of ``targets`` that cannot rank the architectures
+        at ``indices`` (see :meth:`measured_problem`); ``part`` names them in the message."""
+        for target in targets:
+            problem = self.measured_problem(target, indices, part)
+            if problem:
+                raise BenchmarkError(f"{problem}; choose other --targets")
+
 
 def file_sha256(path: str | os.PathLike) -> str:
     digest = hashlib.sha256()
@@ -104,9 +153,18 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def _read_entries(path: Path) -> list:
-    if not path.is_file():
-        raise BenchmarkError(f"benchmark file not found: {path}")
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a name the system cannot even look up (too long, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _read_entries(path: Path) -> tuple[Any, list[int] | None]:
+    """The raw entries of a benchmark file and, for JSON Lines, the line of each entry."""
+    if not _is_file(path):
+        raise BenchmarkError(f"benchmark file not found: {str(path)[:300]}")
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return read_csv_entries(path)
@@ -116,71 +174,124 @@ def _read_entries(path: Path) -> list:
         except UnicodeDecodeError as exc:
             raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start}); expected JSON") from None
     if suffix == ".jsonl":
-        entries = []
+        entries, lines = [], []
         for number, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                try:
-                    entries.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise BenchmarkError(f"{path}: line {number} is not JSON ({exc.msg})") from None
-        return entries
+                entries.append(_json_value(line, f"{path}: line {number} is not JSON"))
+                lines.append(number)
+        return entries, lines
     if suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BenchmarkError(f"{path}: not a JSON file ({exc.msg} at line {exc.lineno})") from None
+        return _json_value(text, f"{path}: not a JSON file"), None
+    return _read_pth(path), None
+
+
+def _json_value(text: str, problem: str) -> Any:
+    """``json.loads(text)``; BenchmarkError starting with ``problem`` when it is not JSON or too deep to read."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f" at line {exc.lineno}" if "line" not in problem else ""
+        raise BenchmarkError(f"{problem} ({exc.msg}{where})") from None
+    except RecursionError:
+        raise BenchmarkError(f"{problem} (nested too deeply to read)") from None
+
+
+#: Patterns of torch's weights_only refusals, newest wording first: each captures the refused global.
+_REFUSED_GLOBAL = (
+    re.compile(r"Unsupported global: GLOBAL (\S+)"),
+    re.compile(r"unsupported GLOBAL (\S+?)(?: whose|\s|$)"),
+)
+
+
+def _read_pth(path: Path) -> Any:
     import pickle
 
     import torch  # the released format only; plain-text files need no torch
 
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            # torch warns about pickle protocols it did not write; the refusal below says what matters
+            warnings.simplefilter("ignore")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except RecursionError:
+        raise BenchmarkError(f"{path}: not a ViT-Bench-101 .pth file (nested too deeply to read)") from None
     except Exception as exc:  # noqa: BLE001 - any failure means "not a benchmark file"
         message = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()  # torch adds terminal colours
-        found = re.search(r"Unsupported global: GLOBAL (\S+)", message)
+        found = next((m for m in (p.search(message) for p in _REFUSED_GLOBAL) if m), None)
         if isinstance(exc, pickle.UnpicklingError) and found:
             # weights_only=True refused an object that is not plain data; never retry unsafely.
             raise BenchmarkError(
-                f"{path}: refused: the file holds an object of type {found.group(1)}; benchmark "
-                "files are loaded with torch.load(weights_only=True) only (lists, dicts, numbers, strings)"
+                f"{path}: refused: the file holds an object of type {found.group(1)}; benchmark files are "
+                "loaded with torch.load(weights_only=True) only (lists, dicts, numbers, strings)"
             ) from None
-        unpickler = re.search(r"WeightsUnpickler error:\s*(\S.*)", message)
-        if unpickler:  # torch wraps the real reason in paragraphs of advice: keep the reason
-            message = unpickler.group(1)
-        detail = message.splitlines()[0][:200] if message else ""
+        detail = _pickle_reason(message) if isinstance(exc, pickle.UnpicklingError) else (
+            message.splitlines()[0][:200] if message else "")
         raise BenchmarkError(
             f"{path}: not a ViT-Bench-101 .pth file (a PyTorch archive readable with "
             f"torch.load(weights_only=True)): {type(exc).__name__}: {detail}"
         ) from None
 
 
-def _accuracy(value: Any, path: Path, number: int, column: str) -> float:
+def _pickle_reason(message: str) -> str:
+    """The reason inside torch's paragraphs of advice (``WeightsUnpickler error: ...``), on one line."""
+    found = re.search(r"WeightsUnpickler error:\s*(\S[^\n]*)", message)
+    reason = found.group(1) if found else message.splitlines()[-1] if message else "unreadable"
+    return reason.strip().rstrip(".")[:160]
+
+
+def _accuracy(value: Any, where: str, number: int, column: str) -> float:
     if value is None:
         return math.nan
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BenchmarkError(f"{path}: entry {number} column {column!r} is not a number: {value!r}")
+        raise BenchmarkError(f"{where}: entry {number} column {column!r} is not a number: {_short(value)}")
+    low, high = ACCURACY_RANGE
+    if isinstance(value, float) and math.isnan(value):
+        raise BenchmarkError(f"{where}: entry {number} column {column!r} is NaN; write null for an accuracy "
+                             "that was not measured")
+    if not math.isfinite(value):
+        raise BenchmarkError(f"{where}: entry {number} column {column!r} is {value!r}, not a finite number; "
+                             f"accuracies are top-1 in percent, in [{low:g}, {high:g}]")
+    if not low <= value <= high:
+        raise BenchmarkError(f"{where}: entry {number} column {column!r} is {_short(value)}, outside "
+                             f"[{low:g}, {high:g}], the range of a top-1 accuracy in percent")
     return float(value)
 
 
-def parse_entries(entries: Any, source: str = "<memory>", sha256: str = "") -> Benchmark:
-    """Validate raw entries (a list of dicts) into a :class:`Benchmark`."""
-    path = Path(source)
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_entries(entries: Any, source: str = "<memory>", sha256: str = "",
+                  lines: Sequence[int] | None = None) -> Benchmark:
+    """Validate raw entries (a list of dicts) into a :class:`Benchmark`.
+
+    ``lines``: the file line of each entry (JSON Lines), named in the errors.
+    """
+
+    def where(number: int) -> str:
+        return f"{source}: line {lines[number]}" if lines is not None else str(source)
+
     if not isinstance(entries, list) or not entries:
         raise BenchmarkError(f"{source}: expected a non-empty list of benchmark entries")
     columns: list[str] = []
     for number, entry in enumerate(entries):
         if not isinstance(entry, Mapping) or not ("arch" in entry or "model" in entry):
-            raise BenchmarkError(f"{source}: entry {number} has no 'arch' key (nor 'model')")
+            raise BenchmarkError(f"{where(number)}: entry {number} has no 'arch' key (nor 'model')")
         for key in entry:
-            if key.endswith(ACC_SUFFIX) and key not in columns:
+            if isinstance(key, str) and key.endswith(ACC_SUFFIX) and key not in columns:
                 columns.append(key)
     if not columns:
         raise BenchmarkError(f"{source}: no accuracy columns (keys ending in '{ACC_SUFFIX}')")
     space, archs = parse_architectures(entries, str(source))
     accuracies = {}
     for column in columns:
-        values = [_accuracy(e.get(column), path, n, column) for n, e in enumerate(entries)]
+        values = [_accuracy(e.get(column), where(n), n, column) for n, e in enumerate(entries)]
         accuracies[column[: -len(ACC_SUFFIX)]] = np.asarray(values, dtype=np.float64)
+    _check_distinct(archs, accuracies, where)
+    if len(archs) < MIN_ARCHITECTURES:
+        raise BenchmarkError(f"{source}: only {len(archs)} architecture(s); a benchmark needs at least "
+                             f"{MIN_ARCHITECTURES} to rank architectures")
     return Benchmark(
         space=space,
         archs=tuple(archs),
@@ -191,11 +302,36 @@ def parse_entries(entries: Any, source: str = "<memory>", sha256: str = "") -> B
     )
 
 
+def _check_distinct(archs: Sequence, accuracies: Mapping[str, np.ndarray], where) -> None:
+    """Refuse an architecture listed twice, saying whether its accuracies agree."""
+    first: dict[str, int] = {}
+    for number, arch in enumerate(archs):
+        key = arch_key(arch)
+        if key not in first:
+            first[key] = number
+            continue
+        earlier = first[key]
+        differing = [f"{t}: {_cell(v[earlier])} vs {_cell(v[number])}" for t, v in accuracies.items()
+                     if not _same_cell(v[earlier], v[number])]
+        detail = (f"with other accuracies ({'; '.join(differing[:3])})" if differing
+                  else "with the same accuracies")
+        raise BenchmarkError(f"{where(number)}: entry {number} repeats the architecture of entry {earlier} "
+                             f"{detail}; list each architecture once")
+
+
+def _cell(value: float) -> str:
+    return "null" if math.isnan(value) else f"{value:g}"
+
+
+def _same_cell(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
 def load_benchmark(path: str | os.PathLike) -> Benchmark:
     """Read a ViT-Bench-101 file (released ``.pth``, the project's ``.jsonl``/``.json``, or a ``.csv`` table)."""
     path = Path(path)
-    entries = _read_entries(path)
-    return parse_entries(entries, source=str(path), sha256=file_sha256(path))
+    entries, lines = _read_entries(path)
+    return parse_entries(entries, source=str(path), sha256=file_sha256(path), lines=lines)
 
 
 def write_benchmark_jsonl(bench: Benchmark, path: str | os.PathLike) -> None:
@@ -253,7 +389,7 @@ def portable_bench_path(path: str | os.PathLike) -> str:
     :func:`bench_search_dirs` (so the run reopens on any machine that has it there), else
     the path as given."""
     given = Path(path)
-    if not given.is_file():
+    if not _is_file(given):
         return str(path)
     resolved = given.resolve()
     for directory in bench_search_dirs():
@@ -280,7 +416,7 @@ def locate_benchmark(recorded: str, sha256: str | None = None, near: Path | None
         if str(candidate) in looked:
             continue
         looked.append(str(candidate))
-        if candidate.is_file() and (not sha256 or file_sha256(candidate) == sha256):
+        if _is_file(candidate) and (not sha256 or file_sha256(candidate) == sha256):
             return candidate
     digest = f" with sha256 {sha256[:12]}..." if sha256 else ""
     raise BenchmarkError(f"benchmark {name}{digest} not found (looked for {', '.join(looked)}); "

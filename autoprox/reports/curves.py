@@ -20,13 +20,21 @@ import csv
 import io
 import math
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from autoprox.core.atomic import atomic_open, atomic_write_text
 from autoprox.core.errors import AutoproxError, CurvesError, one_line  # noqa: F401 (re-exported)
-from autoprox.search.rundir import BEST, RunDirectory, RunDirError, read_json
+from autoprox.search.rundir import (
+    BEST,
+    LOG,
+    RunDirectory,
+    RunDirError,
+    read_json,
+    read_records,
+)
 
 DEFAULT_WINDOW = 10
 LINE_STYLES = ("-", "--", ":", "-.")
@@ -71,9 +79,11 @@ def params_reference(run: RunDirectory, config: dict) -> tuple[float | None, str
     if best_path.is_file():
         try:
             value = read_json(best_path)["params"]["search"]["jcm"]
-            if isinstance(value, (int, float)):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return float(value), "best.json"
-        except (RunDirError, KeyError, TypeError):
+        except RunDirError as exc:
+            warnings.warn(f"{exc}; the parameter count's line is computed from the benchmark", stacklevel=2)
+        except (KeyError, TypeError):
             pass
     try:
         from autoprox.proxies.proxy import Proxy
@@ -86,20 +96,31 @@ def params_reference(run: RunDirectory, config: dict) -> tuple[float | None, str
 
 
 def load_curves(path: str | Path, window: int = DEFAULT_WINDOW) -> RunCurves:
-    """Read a run's log (a torn last line is skipped); RunDirError when it is not a run."""
+    """Read a run's log (a torn last line is skipped); RunDirError when it is not a run or a line of its
+    log is not a record (the file and the line named)."""
     run = RunDirectory(path)
     config = run.config()
-    log = [r for r in run.log() if isinstance(r, dict) and isinstance(r.get("iteration"), int)]
+    log_path = run.file(LOG)
+    log = []
+    for number, record in read_records(log_path):
+        iteration = record.get("iteration")
+        if isinstance(iteration, bool) or not isinstance(iteration, int):
+            raise RunDirError(f"{log_path}: line {number} has no integer 'iteration'")
+        if not isinstance(record.get("best_kendall") or {}, dict):
+            raise RunDirError(f"{log_path}: line {number}: 'best_kendall' is not an object")
+        log.append(record)
     if not log:
         raise CurvesError(f"{run.path} has no iteration in its log.jsonl yet")
-    targets = list(config.get("settings", {}).get("targets") or [])
+    settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
+    targets = [t for t in settings.get("targets") or [] if isinstance(t, str)]
     for record in log:
         for target in record.get("best_kendall") or {}:
             if target not in targets:
                 targets.append(target)
     params_jcm, note = params_reference(run, config)
     accepted = [bool(r.get("accepted")) for r in log]
-    attempts = [int(r.get("attempts") or 0) for r in log]
+    attempts = [r["attempts"] if isinstance(r.get("attempts"), int) and not isinstance(r.get("attempts"), bool)
+                else 0 for r in log]
     return RunCurves(
         name=run.path.resolve().name,
         path=run.path,

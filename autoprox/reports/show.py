@@ -4,11 +4,17 @@ beyond-size figures of each entry."""
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from autoprox.core.errors import ConfigError
-from autoprox.genome.tree import InvalidProxy, canonical_string, parse_genome
+from autoprox.genome.tree import (
+    GenomeError,
+    InvalidProxy,
+    canonical_string,
+    parse_genome,
+)
 from autoprox.search.halloffame import (
     HALL_OF_FAME,
     Entry,
@@ -36,7 +42,7 @@ def format_beyond_size(blocks: Mapping[str, Mapping], label: str = "split") -> l
             lines.append(f"  {name:<{width}}  invalid: {block['invalid']}")
             continue
         for target, figures in block.items():
-            bar = figures.get("bar") or {}
+            bar = figures.get("bar") if isinstance(figures.get("bar"), Mapping) else {}
             bar_text = f"{bar.get('descriptor', '?')} ({_tau(bar.get('kendall'))})"
             beats = figures.get("beats_bar")
             lines.append(f"  {name:<{width}}  {target:<{target_width}}" + "".join(
@@ -103,15 +109,23 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     config = run.config()
     loaded = load_hall_of_fame(run)
     hall = loaded.hall
+    if loaded.source == "file" and loaded.note:
+        warnings.warn(loaded.note, stacklevel=2)
     if save:
-        write_hall_of_fame(run, hall)
+        with run.lock():  # refused while a search writes this run
+            write_hall_of_fame(run, hall)
     best = _best_json(run)
     best_canonical = None
     if best and isinstance(best.get("genome"), str):
-        best_canonical = canonical_string(parse_genome(best["genome"]))
-    log = run.log()
-    iterations = (config.get("settings", {}).get("evolution") or {}).get("iterations")
-    done = log[-1].get("iteration", 0) if log else 0
+        try:
+            best_canonical = canonical_string(parse_genome(best["genome"]))
+        except GenomeError as exc:
+            warnings.warn(f"{run.file('best.json')}: its genome is not valid ({exc}); shown without it", stacklevel=2)
+            best = None
+    done = _iterations_done(run, hall.iteration)
+    settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
+    evolution = settings.get("evolution") if isinstance(settings.get("evolution"), dict) else {}
+    iterations = evolution.get("iterations")
     status = "finished" if best and best.get("finished") else "in progress or interrupted"
     lines = [f"run {run.path}: {config.get('space', '?')}, iteration {done} of {iterations} ({status}), "
              f"{hall.evaluated} genomes evaluated, {hall.valid} valid"]
@@ -168,7 +182,8 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         if isinstance(block, Mapping) and block:
             lines.append("beyond size of the proxy best.json holds (*), on the search split and the test split "
                          "(the test split chose nothing):")
-            lines += format_beyond_size({name: block[name] for name in ("search", "test") if name in block})
+            lines += format_beyond_size({name: _readable_block(block[name]) for name in ("search", "test")
+                                         if name in block})
             if not beyond_size:  # else once, after the hall of fame's block
                 lines.append(BEYOND_SIZE_LEGEND)
         else:
@@ -194,17 +209,41 @@ BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Ken
 
 
 def _tau(value) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:+.3f}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "n/a"
+    return f"{value:+.3f}"
+
+
+def _readable_block(block) -> dict:
+    """A beyond-size block of ``best.json`` as :func:`format_beyond_size` reads it (anything else left out)."""
+    if not isinstance(block, Mapping):
+        return {"invalid": "unreadable in best.json"}
+    if "invalid" in block:
+        return {"invalid": str(block["invalid"])}
+    return {str(t): figures for t, figures in block.items() if isinstance(figures, Mapping)}
 
 
 def _best_json(run: RunDirectory) -> dict | None:
+    """``best.json``, or None when there is none yet; one unreadable is named in a warning and left aside."""
     path = run.file("best.json")
     if not path.is_file():
         return None
     try:
         return read_json(path)
-    except RunDirError:
+    except RunDirError as exc:
+        warnings.warn(f"{exc}; shown without it", stacklevel=3)
         return None
+
+
+def _iterations_done(run: RunDirectory, fallback: int) -> int:
+    """The last iteration ``log.jsonl`` records; a bad line is named in a warning (then the hall of fame's count)."""
+    try:
+        log = run.log()
+    except RunDirError as exc:
+        warnings.warn(f"{exc}; the iteration count shown is the hall of fame's", stacklevel=3)
+        return fallback
+    last = log[-1].get("iteration", 0) if log else 0
+    return last if isinstance(last, int) and not isinstance(last, bool) else fallback
 
 
 #: Beyond-size table: (header, key in a beyond_size target block, width).

@@ -17,6 +17,7 @@ the same file in one of those places.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,6 +45,8 @@ from autoprox.search.settings import SearchSettings, stats_plan
 #: The parts of a benchmark a run names: its search split, its test split, or every architecture.
 PARTS = ("search", "test", "all")
 
+_PART_NAMES = {"search": "the search split", "test": "the test split", "all": "all architectures"}
+
 #: Scores of a proxy: one array per statistics class count (see :class:`StatsPlan`).
 Scores = Mapping[int, np.ndarray]
 
@@ -68,21 +71,30 @@ class RunContext:
 
     @classmethod
     def from_settings(cls, settings: SearchSettings, run: str | Path | RunDirectory | None = None,
-                      bench: Benchmark | None = None) -> "RunContext":
+                      bench: Benchmark | None = None, measured_on: str | None = "search") -> "RunContext":
         """The context of a new run: the benchmark loaded and its targets and weights checked.
 
         ``settings.targets`` empty means the benchmark's default targets; the returned
-        context's ``settings`` name them, as ``config.json`` records them.
+        context's ``settings`` name them, as ``config.json`` records them. Each target must
+        be able to rank the architectures of the part ``measured_on`` (the search split by
+        default; None: no check): at least three measured values, not all equal. All this is
+        checked before any statistics are computed.
         """
         # A recorded bare file name (a portable run) is looked for in the usual places.
         bench = bench if bench is not None else load_benchmark(locate_benchmark(settings.bench))
         targets = tuple(bench.check_targets(list(settings.targets) or bench.default_targets()))
-        for name in settings.weights:
+        for name, weight in settings.weights.items():
             bench.check_targets([name])
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
+                    or weight < 0:
+                raise ConfigError(f"the weight of {name} must be a finite number, at least 0; got {weight!r}")
         settings = replace(settings, targets=targets, bench=portable_bench_path(settings.bench))
         split = settings_split(settings, len(bench))
         if settings.split_indices is not None:
             settings = replace(settings, split_indices=split.search)  # recorded sorted
+        if measured_on is not None:
+            bench.check_measured(targets)
+            bench.check_measured(targets, split.indices(measured_on, len(bench)), _PART_NAMES[measured_on])
         return cls(settings, bench, targets, split, stats_plan(settings, targets),
                    StatisticsCache(settings.cache_dir, settings.cache_precision), _run_directory(run))
 
@@ -100,8 +112,11 @@ class RunContext:
         config = run.config()
         try:
             settings = SearchSettings.from_json(config["settings"])
+            settings.genome_space  # noqa: B018 - checks the recorded genome space
             recorded = config.get("benchmark") or {}
-        except (KeyError, TypeError, ValueError) as exc:
+            if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256", ""), (str, type(None))):
+                raise ValueError("'benchmark' must be an object with a sha256 string")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise RunDirError(f"{run.file('config.json')}: not a run configuration this autoprox can read "
                               f"({type(exc).__name__}: {exc})") from None
         sha256 = recorded.get("sha256")
@@ -112,7 +127,12 @@ class RunContext:
                                  f"(sha256 {loaded.sha256[:12]}..., the run recorded {sha256[:12]}...)")
         context = cls.from_settings(settings, run, bench=loaded)
         split_json = config.get("split")
-        if split_json is not None and Split.from_json(split_json) != context.split:
+        try:
+            recorded_split = Split.from_json(split_json) if split_json is not None else None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunDirError(f"{run.file('config.json')}: its recorded split is unreadable "
+                              f"({type(exc).__name__}: {exc})") from None
+        if recorded_split is not None and recorded_split != context.split:
             raise RunDirError(f"{run.file('config.json')}: its recorded split differs from the one its settings give")
         return context
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Callable
 
 from autoprox.core.atomic import json_safe
-from autoprox.core.errors import ConfigError
+from autoprox.core.errors import ConfigError, DiskFullError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
-from autoprox.data.cache import build_cache, load_statistics
+from autoprox.data.cache import StatisticsCache, build_cache, load_statistics
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.networks.statistics import torch_threads
 from autoprox.proxies.proxy import Proxy
@@ -24,6 +24,7 @@ from autoprox.search.context import RunContext
 from autoprox.search.evolution import (
     EvolutionState,
     evolve_step,
+    fitness_record,
     initial_population,
     rng_from_json,
     rng_state_to_json,
@@ -31,8 +32,8 @@ from autoprox.search.evolution import (
 )
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
-from autoprox.search.rundir import RunDirectory
-from autoprox.search.settings import SearchSettings
+from autoprox.search.rundir import CHECKPOINT, EVALUATIONS, RunDirectory, read_records
+from autoprox.search.settings import SearchSettings, settings_digest
 from autoprox.search.shards import ShardedScorer
 from autoprox.spaces.descriptors import terminal_values
 
@@ -86,31 +87,107 @@ def _log(message: str, quiet: bool) -> None:
 
 def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = False,
                stop_after: int | None = None, quiet: bool = False,
-               extend_iterations: int | None = None, executor: Executor | None = None) -> dict:
+               extend_iterations: int | None = None, bench: str | Path | None = None,
+               workers: int | None = None, cache_dir: str | None = None,
+               resume_command: str | None = None, executor: Executor | None = None) -> dict:
     """Run (or resume) a proxy search into ``out``; return the content of ``best.json``.
 
     ``stop_after`` ends the run after that iteration as if interrupted (tests use it to
-    show that a resumed run ends identical to an uninterrupted one). ``executor``
-    (``--scheduler``) computes statistics on a Dask cluster and, when it is one, keeps the
-    search split's statistics sharded on its workers for fitness; the run is the same.
+    show that a resumed run ends identical to an uninterrupted one). On resume,
+    ``extend_iterations`` sets a new total of iterations (recorded in ``config.json``);
+    ``bench`` says where the run's benchmark file is (it must be the recorded one), and
+    ``workers`` and ``cache_dir`` apply to this session only: none of them changes what
+    the search computes. ``executor`` (``--scheduler``) computes statistics on a Dask
+    cluster and, when it is one, keeps the search split's statistics sharded on its
+    workers for fitness; the run is the same.
+
+    The run directory is locked while this runs (a second process is refused). A resume
+    whose ``config.json`` settings differ from those its checkpoint was made with is
+    refused. An interruption (Ctrl-C, or SIGTERM turned into one by the command line)
+    and a full disk keep what was computed and say how to continue
+    (``resume_command``, by default ``autoprox search --resume --out OUT``).
     """
     run = RunDirectory(out)
+    hint = resume_command or f"autoprox search --resume --out {run.path}"
     if resume:
-        context = RunContext.open(run)
-        if extend_iterations is not None:
-            evolution = replace(context.settings.evolution, iterations=extend_iterations)
-            context = replace(context, settings=replace(context.settings, evolution=evolution))
-            config = run.config()
-            config["settings"] = context.settings.to_json()
-            run.update_config(config)
+        run.config()  # RunDirError when this is no run
     else:
         if settings is None:
             raise ConfigError("settings are needed for a new search")
         context = RunContext.from_settings(settings, run)
-        run.create(context.config_json())
+        run.check_creatable()
+        run.path.mkdir(parents=True, exist_ok=True)
+    with run.lock():
+        if resume:
+            context = _resume_context(run, bench, extend_iterations, workers, cache_dir)
+        else:
+            run.create(context.config_json())
+        try:
+            return _search(context, resume, stop_after, quiet, hint, executor)
+        except KeyboardInterrupt:
+            print(f"interrupted; what was computed is kept: continue with: {hint}", file=sys.stderr, flush=True)
+            raise
+        except DiskFullError as exc:
+            raise DiskFullError(f"{exc}; what was computed is kept: free some space, then continue with: {hint}"
+                                ) from None
+
+
+def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iterations: int | None,
+                    workers: int | None, cache_dir: str | None) -> RunContext:
+    """The context of a run to resume, checked against its checkpoint; the new total of iterations recorded."""
+    context = RunContext.open(run, bench=bench)
+    checkpoint = run.checkpoint()
+    if checkpoint is not None:
+        recorded = checkpoint.get("settings_digest")
+        current = settings_digest(context.settings, context.bench.sha256)
+        if recorded is not None and recorded != current:  # runs made before the digest have none: accepted
+            raise RunDirError(
+                f"{run.file('config.json')}: its settings differ from those {run.file(CHECKPOINT).name} "
+                f"(iteration {checkpoint.get('iteration', '?')}) was made with (settings digest {str(recorded)[:12]} "
+                f"then, {current[:12]} now); resuming would mix two searches: restore config.json, or start a new "
+                "run with another --out")
+    session = {k: v for k, v in (("workers", workers), ("cache_dir", cache_dir)) if v is not None}
+    if session:
+        settings = replace(context.settings, **session)
+        context = replace(context, settings=settings,
+                          cache=StatisticsCache(settings.cache_dir, settings.cache_precision))
+    if extend_iterations is not None:
+        evolution = replace(context.settings.evolution, iterations=extend_iterations)
+        context = replace(context, settings=replace(context.settings, evolution=evolution))
+        config = run.config()
+        config["settings"]["evolution"]["iterations"] = extend_iterations
+        run.update_config(config)
+    return context
+
+
+def _checkpoint_state(run: RunDirectory, checkpoint: dict) -> EvolutionState:
+    try:
+        return EvolutionState.from_json(checkpoint)
+    except RunDirError as exc:
+        raise RunDirError(f"{run.file(CHECKPOINT)}: {exc}") from None
+
+
+def _evaluation_records(run: RunDirectory) -> list[tuple[dict, FitnessRecord]]:
+    """The records of ``evaluations.jsonl`` (cut back to the checkpoint), as read and checked;
+    RunDirError naming a bad line."""
+    path = run.file(EVALUATIONS)
+    records = []
+    for number, data in read_records(path):
+        try:
+            records.append((data, fitness_record(data)))
+        except RunDirError as exc:
+            raise RunDirError(f"{path}: line {number}: {exc}") from None
+    return records
+
+
+def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bool, hint: str,
+            executor: Executor | None = None) -> dict:
+    """The search itself, in a locked run directory whose ``config.json`` is written."""
+    run = context.run
     settings, bench, split, plan, cache = (context.settings, context.bench, context.split, context.plan,
                                            context.cache)
     targets = list(context.targets)
+    digest = {"settings_digest": settings_digest(settings, bench.sha256)}
 
     _log(f"autoprox search: {bench.space}, {len(split.search)} search / {len(split.test)} test architectures, "
          f"targets {', '.join(targets)}, run directory {run.path}", quiet)
@@ -154,20 +231,19 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             )
             write_hall_of_fame(run, hall)
             state = EvolutionState(0, population, rng_state_to_json(rng), fresh, invalid, evaluator.seconds)
-            run.write_checkpoint(state.to_json())
+            run.write_checkpoint(state.to_json() | digest)
         else:
-            state = EvolutionState.from_json(checkpoint)
+            state = _checkpoint_state(run, checkpoint)
             rng = rng_from_json(state.rng_state)
             run.truncate_logs(state.iteration)
-            records = run.evaluations()
-            evaluator.remember(FitnessRecord.from_json({k: v for k, v in r.items() if k != "iteration"})
-                               for r in records)
-            hall = HallOfFame.from_evaluations(records, capacity=hall.capacity)
+            records = _evaluation_records(run)
+            evaluator.remember(record for _, record in records)
+            hall = HallOfFame.from_evaluations([data for data, _ in records], capacity=hall.capacity)
             write_hall_of_fame(run, hall)
             _log(f"resuming at iteration {state.iteration} of {evo.iterations}", quiet)
 
         ticker = None if quiet else Progress("evolution", every=30)
-        interrupted = False
+        interrupted = signalled = False
         best_jcms = [r["best_jcm"] for r in run.log()] if evo.patience else []
         try:
             while state.iteration < evo.iterations and not stalled(best_jcms, evo.patience):
@@ -178,13 +254,14 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
                 best_jcms.append(record["best_jcm"])
                 run.append_log(json_safe(record))
                 write_hall_of_fame(run, hall)
-                run.write_checkpoint(state.to_json())
+                run.write_checkpoint(state.to_json() | digest)
                 if ticker:
                     ticker(state.iteration, evo.iterations)
         except KeyboardInterrupt:
-            interrupted = True
+            interrupted = signalled = True
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
-            state = EvolutionState.from_json(run.checkpoint())
+            state = _checkpoint_state(run, run.checkpoint())
+            run.truncate_logs(state.iteration)  # an iteration cut short leaves no line past its checkpoint
     best = state.best(evo.parsimony)
     report = best_report(best, context, state.iteration, executor)
     report["finished"] = not interrupted
@@ -193,6 +270,8 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         _log(f"no better proxy in {evo.patience} iterations: stopped at iteration {state.iteration} "
              f"of {evo.iterations}", quiet)
     run.write_best(report)
-    if interrupted:
-        _log(f"stopped at iteration {state.iteration}; continue with: autoprox search --resume --out {run.path}", quiet)
+    if signalled:
+        print(f"stopped at iteration {state.iteration}; continue with: {hint}", file=sys.stderr, flush=True)
+    elif interrupted:
+        _log(f"stopped at iteration {state.iteration}; continue with: {hint}", quiet)
     return report

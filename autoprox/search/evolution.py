@@ -13,13 +13,14 @@ checkpoint, so a resumed search continues exactly where it stopped.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from autoprox.core.errors import ConfigError, SearchError  # noqa: F401 (re-exported)
+from autoprox.core.errors import ConfigError, RunDirError, SearchError  # noqa: F401 (re-exported)
 from autoprox.genome.tree import (
     PAPER_SPACE,
     GenomeError,
@@ -60,6 +61,8 @@ class EvolutionConfig:
             raise ConfigError(f"gene probability must be in (0, 1], got {self.gene_probability}")
         if self.patience is not None and self.patience < 1:
             raise ConfigError(f"patience must be at least 1 iteration, got {self.patience}")
+        if not math.isfinite(self.margin):
+            raise ConfigError(f"margin must be a finite number, got {self.margin}: with it no child could ever join")
 
 
 @dataclass
@@ -84,15 +87,29 @@ class EvolutionState:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "EvolutionState":
-        return cls(
-            iteration=int(data["iteration"]),
-            population=[FitnessRecord.from_json(m) for m in data["population"]],
-            rng_state=data["rng_state"],
-            evaluations=int(data["evaluations"]),
-            invalid=int(data["invalid"]),
-            elapsed=float(data["elapsed"]),
-        )
+    def from_json(cls, data: Any) -> "EvolutionState":
+        """The state a ``checkpoint.json`` holds; RunDirError saying what is wrong (the caller names the file)."""
+        try:
+            if not isinstance(data, Mapping):
+                raise RunDirError("not an object")
+            if not isinstance(data["population"], list) or not data["population"]:
+                raise RunDirError("no population")
+            state = cls(
+                iteration=_count(data["iteration"], "iteration"),
+                population=[fitness_record(m) for m in data["population"]],
+                rng_state=data["rng_state"],
+                evaluations=_count(data["evaluations"], "evaluations"),
+                invalid=_count(data["invalid"], "invalid"),
+                elapsed=float(data["elapsed"]),
+            )
+            if not all(m.valid for m in state.population):
+                raise RunDirError("an invalid genome in the population")
+            rng_from_json(state.rng_state)
+        except RunDirError as exc:
+            raise RunDirError(f"not a checkpoint this autoprox can read ({exc})") from None
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
+            raise RunDirError(f"not a checkpoint this autoprox can read ({type(exc).__name__}: {exc})") from None
+        return state
 
     def best(self, parsimony: bool = False) -> FitnessRecord:
         return max(self.population, key=lambda m: rank_key(m, parsimony))
@@ -107,6 +124,33 @@ def stalled(best_jcms: Sequence[float], patience: int | None) -> bool:
     if patience is None or len(best_jcms) <= patience:
         return False
     return max(best_jcms[-patience:]) <= best_jcms[-patience - 1]
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RunDirError(f"{name} is not a count: {value!r}"[:120])
+    return value
+
+
+def fitness_record(data: Any) -> FitnessRecord:
+    """An evaluation record read from a run file (``evaluations.jsonl``, a checkpoint's population), checked:
+    RunDirError saying what is wrong. Its genome is parsed, never evaluated."""
+    if not isinstance(data, Mapping):
+        raise RunDirError("an evaluation record must be an object")
+    try:
+        record = FitnessRecord.from_json({k: v for k, v in data.items() if k != "iteration"})
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise RunDirError(f"malformed evaluation record ({type(exc).__name__}: {exc})"[:200]) from None
+    if not (isinstance(record.genome, str) and isinstance(record.canonical, str) and isinstance(record.valid, bool)):
+        raise RunDirError("an evaluation record needs a genome and a canonical string and a valid flag")
+    if record.valid:
+        scores = [record.jcm, *record.kendall.values()]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in scores) \
+                or not math.isfinite(record.jcm) or not all(isinstance(t, str) for t in record.kendall):
+            raise RunDirError(f"evaluation record of {record.genome[:60]} has no finite JCM and Kendall taus")
+        try:
+            parse_genome(record.genome)
+        except GenomeError as exc:
+            raise RunDirError(f"evaluation record holds a bad genome ({exc})") from None
+    return record
 
 
 def complexity(record: FitnessRecord) -> int:

@@ -76,6 +76,8 @@ class Entry:
         """Read an entry from disk, checking every field (the genome is re-parsed, never evaluated)."""
         if not isinstance(data, Mapping):
             raise RunDirError("a hall-of-fame entry must be an object")
+        if not isinstance(data["genome"], str):
+            raise RunDirError("a hall-of-fame entry's genome must be a string")
         tree = parse_genome(data["genome"])
         jcm = float(data["jcm"])
         if not math.isfinite(jcm):
@@ -162,20 +164,26 @@ class HallOfFame:
 
     @classmethod
     def from_json(cls, data: Mapping) -> "HallOfFame":
-        """Read a ``hall_of_fame.json`` object; ValueError/KeyError/TypeError/GenomeError when malformed."""
+        """Read a ``hall_of_fame.json`` object; RunDirError saying what is wrong when it is malformed."""
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise RunDirError("not a hall-of-fame file")
-        if int(data.get("version", 0)) > FORMAT_VERSION:
-            raise RunDirError(f"hall-of-fame format version {data['version']} is newer than this autoprox")
-        return cls(
-            capacity=int(data["capacity"]),
-            targets=[str(t) for t in data["targets"]],
-            entries=[Entry.from_json(e) for e in data["entries"]],
-            pareto=[Entry.from_json(e) for e in data["pareto"]],
-            evaluated=int(data["evaluated"]),
-            valid=int(data["valid"]),
-            iteration=int(data["iteration"]),
-        )
+        try:
+            if int(data.get("version", 0)) > FORMAT_VERSION:
+                raise RunDirError(f"hall-of-fame format version {data['version']} is newer than this autoprox")
+            return cls(
+                capacity=int(data["capacity"]),
+                targets=[str(t) for t in data["targets"]],
+                entries=[Entry.from_json(e) for e in data["entries"]],
+                pareto=[Entry.from_json(e) for e in data["pareto"]],
+                evaluated=int(data["evaluated"]),
+                valid=int(data["valid"]),
+                iteration=int(data["iteration"]),
+            )
+        except RunDirError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:  # GenomeError included
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise RunDirError(f"malformed hall of fame ({type(exc).__name__}: {detail})"[:200]) from None
 
     @classmethod
     def from_evaluations(cls, records: Iterable[Mapping], capacity: int = DEFAULT_CAPACITY) -> "HallOfFame":
@@ -213,19 +221,24 @@ def load_hall_of_fame(run: RunDirectory | str | Path, capacity: int | None = Non
     """
     run = run if isinstance(run, RunDirectory) else RunDirectory(run)
     run.config()  # RunDirError when this is not a run directory
-    records = run.evaluations()
     path = run.file(HALL_OF_FAME)
-    note = ""
+    note, hall = "", None
     if path.is_file():
         try:
             hall = HallOfFame.from_json(read_json(path))
         except (RunDirError, ValueError, KeyError, TypeError, GenomeError) as exc:
             note = f"{HALL_OF_FAME} unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
-        else:
-            if hall.evaluated >= len(records) and (capacity is None or capacity == hall.capacity):
-                return LoadedHall(hall, "file")
-            if hall.evaluated < len(records):
-                note = f"{HALL_OF_FAME} behind {Path(run.file('evaluations.jsonl')).name}; "
+    try:
+        records = run.evaluations()
+    except RunDirError as exc:  # a bad line: the file's hall of fame still stands, else nothing can be rebuilt
+        if hall is not None and (capacity is None or capacity == hall.capacity):
+            return LoadedHall(hall, "file", f"{exc}; {HALL_OF_FAME} shown as it is")
+        raise
+    if hall is not None:
+        if hall.evaluated >= len(records) and (capacity is None or capacity == hall.capacity):
+            return LoadedHall(hall, "file")
+        if hall.evaluated < len(records):
+            note = f"{HALL_OF_FAME} behind {Path(run.file('evaluations.jsonl')).name}; "
     hall = HallOfFame.from_evaluations(records, capacity=capacity or DEFAULT_CAPACITY)
     return LoadedHall(hall, "rebuilt", note + f"rebuilt from evaluations.jsonl ({len(records)} evaluations)")
 

@@ -10,16 +10,36 @@
 
 JSON files are replaced atomically; the ``.jsonl`` logs are appended line by line
 and, on resume, cut back to the checkpoint's iteration (a torn last line is dropped).
+An append that finds the disk full is undone, so no torn line stays behind.
+
+A process that writes a run holds its lock (:meth:`RunDirectory.lock`, the file
+``.autoprox.lock`` with the holder's pid): a second one is refused with one line
+naming that pid. The lock is an ``flock``, so the kernel releases it when its process
+dies however it dies; a lock file left by a dead process is simply taken over.
+
+Reading is strict: a JSON file that is not an object, not JSON or nested too deeply,
+and a ``.jsonl`` line that is not a JSON object, raise :class:`RunDirError` naming
+the file and the line. The one exception is a last line with no newline at its end,
+which a process stopped while writing it leaves: it is skipped.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
-from autoprox.core.atomic import atomic_write_json, atomic_write_text
+from autoprox.core.atomic import (
+    FULL_DISK_ERRNOS,
+    atomic_write_json,
+    atomic_write_text,
+    disk_full_error,
+)
 from autoprox.core.errors import RunDirError  # noqa: F401 (re-exported)
 
 CONFIG = "config.json"
@@ -27,32 +47,93 @@ LOG = "log.jsonl"
 EVALUATIONS = "evaluations.jsonl"
 CHECKPOINT = "checkpoint.json"
 BEST = "best.json"
+LOCK = ".autoprox.lock"
 
+
+def _parse_json(text: str) -> Any:
+    """``json.loads``; a ValueError saying why (RecursionError included) when it is not JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg} at line {exc.lineno}") from None
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
 
 
 def read_json(path: Path) -> dict:
+    """A JSON file holding an object; RunDirError naming the file when it is missing or holds anything else."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            text = handle.read()
     except FileNotFoundError:
         raise RunDirError(f"{path} not found") from None
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path} is not valid JSON (not UTF-8 text: byte {exc.start})") from None
+    except IsADirectoryError:
+        raise RunDirError(f"{path} is a directory, not a JSON file") from None
+    try:
+        data = _parse_json(text)
+    except ValueError as exc:
+        raise RunDirError(f"{path} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path} holds a JSON {_json_type(data)}, not an object")
+    return data
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "array", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 def read_jsonl(path: Path) -> Iterator[dict]:
     """Records of a JSON Lines file; a torn (unparsable) line is skipped."""
     if not path.is_file():
         return
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             line = line.strip()
             if not line:
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                yield _parse_json(line)
+            except ValueError:
                 continue
+
+
+def read_records(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, record) of a run's JSON Lines file, strictly.
+
+    A line that is not a JSON object raises RunDirError naming the file and the line,
+    except a last line without its newline (a write cut short), which is skipped.
+    """
+    if not path.is_file():
+        return
+    with open(path, "rb") as handle:
+        lines = handle.read().split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        torn = number == len(lines)  # after the last newline: complete lines always end with one
+        if not raw.strip():
+            continue
+        try:
+            record = _parse_json(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            if torn:
+                return
+            reason = f"not UTF-8 text: byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else str(exc)
+            raise RunDirError(f"{path}: line {number} is not valid JSON ({reason.replace(' at line 1', '')})") from None
+        if not isinstance(record, dict):
+            if torn:
+                return
+            raise RunDirError(f"{path}: line {number} holds a JSON {_json_type(record)}, not an object")
+        yield number, record
+
+
+def iteration_of(record: dict, path: Path, number: int) -> int:
+    """The ``iteration`` of a log or evaluation record; RunDirError naming the line when it has none."""
+    value = record.get("iteration", 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RunDirError(f"{path}: line {number} has no integer 'iteration' (it has {value!r})")
+    return value
 
 
 class RunDirectory:
@@ -69,17 +150,21 @@ class RunDirectory:
 
     def create(self, config: dict) -> None:
         """Start a run in a new or empty directory; a directory holding anything else is refused, untouched."""
+        self.check_creatable()
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.file(CONFIG), config)
+
+    def check_creatable(self) -> None:
+        """RunDirError unless a new run can start here: a new or empty directory (its lock file aside)."""
         if self.exists():
             raise RunDirError(
                 f"{self.path} already holds a run; resume it with --resume or choose another --out"
             )
         if self.path.exists() and not self.path.is_dir():
             raise RunDirError(f"{self.path} is a file, not a directory; choose another --out")
-        if self.path.is_dir() and any(self.path.iterdir()):
+        if self.path.is_dir() and any(p.name != LOCK for p in self.path.iterdir()):
             raise RunDirError(f"{self.path} is not empty and holds no run (no {CONFIG}); its files are left as they "
                               "are: choose another --out")
-        self.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.file(CONFIG), config)
 
     def config(self) -> dict:
         if not self.exists():
@@ -90,9 +175,24 @@ class RunDirectory:
         atomic_write_json(self.file(CONFIG), config)
 
     def _append(self, name: str, record: dict) -> None:
-        with open(self.file(name), "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
-            handle.flush()
+        """Append one line; on a full disk the file is cut back to where it was, so no torn line stays."""
+        path = self.file(name)
+        data = (json.dumps(record) + "\n").encode()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            start = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            except OSError as exc:
+                written = os.fstat(fd).st_size - start
+                os.ftruncate(fd, start)
+                if exc.errno in FULL_DISK_ERRNOS:
+                    raise disk_full_error(path, exc, written) from None
+                raise
+        finally:
+            os.close(fd)
 
     def append_log(self, record: dict) -> None:
         self._append(LOG, record)
@@ -101,10 +201,12 @@ class RunDirectory:
         self._append(EVALUATIONS, record)
 
     def log(self) -> list[dict]:
-        return list(read_jsonl(self.file(LOG)))
+        """The records of ``log.jsonl``; RunDirError naming a bad line (a torn last line is skipped)."""
+        return [record for _, record in read_records(self.file(LOG))]
 
     def evaluations(self) -> list[dict]:
-        return list(read_jsonl(self.file(EVALUATIONS)))
+        """The records of ``evaluations.jsonl``; RunDirError naming a bad line (a torn last line is skipped)."""
+        return [record for _, record in read_records(self.file(EVALUATIONS))]
 
     def write_checkpoint(self, state: dict) -> None:
         atomic_write_json(self.file(CHECKPOINT), state)
@@ -113,11 +215,81 @@ class RunDirectory:
         path = self.file(CHECKPOINT)
         return read_json(path) if path.is_file() else None
 
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold this run's lock while writing it; RunDirError naming the holder's pid when another process does.
+
+        The directory must exist. The lock file is removed on release.
+        """
+        with hold_lock(self.file(LOCK), f"{self.path} is being written by another autoprox process"):
+            yield
+
     def write_best(self, best: dict) -> None:
         atomic_write_json(self.file(BEST), best)
 
     def truncate_logs(self, iteration: int) -> None:
-        """Keep only the records of iterations up to ``iteration`` (resume)."""
+        """Keep only the records of iterations up to ``iteration`` (resume); a torn last line is dropped,
+        any other bad line is refused (RunDirError naming it)."""
         for name in (LOG, EVALUATIONS):
-            kept = [r for r in read_jsonl(self.file(name)) if int(r.get("iteration", 0)) <= iteration]
-            atomic_write_text(self.file(name), "".join(json.dumps(r) + "\n" for r in kept))
+            path = self.file(name)
+            kept = [r for number, r in read_records(path) if iteration_of(r, path, number) <= iteration]
+            atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
+
+
+@contextmanager
+def hold_lock(path: Path, busy: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (written with this pid) for the ``with`` block.
+
+    RunDirError ``busy`` + the holder's pid when another process holds it. A lock left
+    by a dead process holds nothing (the kernel released it) and is taken over.
+    """
+    while True:
+        try:
+            handle = open(path, "a+")
+        except OSError as exc:
+            if exc.errno in FULL_DISK_ERRNOS:
+                raise disk_full_error(path, exc, 0) from None
+            raise RunDirError(f"cannot create the lock {path} ({exc.strerror or exc}): a run is written only "
+                              "where files can be created") from None
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            handle.close()
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise RunDirError(f"{busy} (pid {_holder(path)}, lock {path}); wait for it to end or stop it, "
+                                  "then try again") from None
+            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):  # a file system without locks
+                warnings.warn(f"{path.parent} cannot be locked ({exc.strerror}); make sure no other process "
+                              "writes it at the same time", stacklevel=3)
+                yield
+                return
+            raise
+        try:  # the file may have been removed by its last holder between open and flock: lock the new one
+            same = os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        handle.close()
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+    except OSError:  # a full disk must not stop the run from being read; the lock itself holds
+        pass
+    try:
+        yield
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        handle.close()
+
+
+def _holder(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "unknown"
+    except OSError:
+        return "unknown"

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
+from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.cache import StatsPlan
 from autoprox.genome.tree import GenomeSpace
 from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.rundir import RunDirectory
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,10 @@ class SearchSettings:
 
     @classmethod
     def from_json(cls, data: Mapping) -> "SearchSettings":
+        """Settings as ``config.json`` records them; ConfigError naming a field of the wrong type."""
+        if not isinstance(data, Mapping):
+            raise ConfigError("the settings must be an object")
+        _check_types(data)
         values = dict(data)
         values["targets"] = tuple(values["targets"])
         values["stat_seeds"] = tuple(values["stat_seeds"])
@@ -73,7 +81,87 @@ class SearchSettings:
         return GenomeSpace.from_json(self.genome)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _list_of(check):
+    return lambda value: isinstance(value, list) and all(check(v) for v in value)
+
+
+#: What each recorded setting must be (a missing optional one takes its default).
+_FIELD_CHECKS = {
+    "bench": lambda v: isinstance(v, str),
+    "targets": _list_of(lambda v: isinstance(v, str)),
+    "weights": lambda v: isinstance(v, Mapping) and all(isinstance(k, str) and _is_number(w) for k, w in v.items()),
+    "split_seed": _is_int,
+    "search_fraction": _is_number,
+    "input": lambda v: isinstance(v, str),
+    "batch_size": _is_int,
+    "stat_seeds": _list_of(_is_int),
+    "per_target_stats": lambda v: isinstance(v, bool),
+    "cache_dir": lambda v: v is None or isinstance(v, str),
+    "cache_precision": lambda v: isinstance(v, str),
+    "workers": _is_int,
+    "seed_proxies": _list_of(lambda v: isinstance(v, str)),
+    "evolution": lambda v: isinstance(v, Mapping) and all(
+        isinstance(k, str) and (isinstance(x, bool) if k == "parsimony" else _is_number(x)) for k, x in v.items()),
+    "genome": lambda v: v is None or isinstance(v, Mapping),
+    "cv_folds": _is_int,
+    "cv_mode": lambda v: isinstance(v, str),
+}
+_REQUIRED = ("bench", "targets", "stat_seeds", "evolution")
+
+
+def _check_types(data: Mapping) -> None:
+    for name in _REQUIRED:
+        if name not in data:
+            raise ConfigError(f"the settings have no {name!r}")
+    for name, value in data.items():
+        check = _FIELD_CHECKS.get(name)
+        if check is None:
+            raise ConfigError(f"unknown setting {name!r}")
+        if not check(value):
+            raise ConfigError(f"setting {name!r} has a value of the wrong type: {value!r}"[:160])
+
+
 def stats_plan(settings: SearchSettings, targets: Sequence[str]) -> StatsPlan:
     """The statistics plan of ``settings`` for ``targets``."""
     return StatsPlan.from_options(settings.input, settings.batch_size, settings.stat_seeds, targets,
                                   settings.per_target_stats)
+
+
+#: Settings that may change when a run resumes, because they do not change what it computes:
+#: where the benchmark and the cache are, how many processes compute statistics, and the
+#: total of iterations (``--iterations`` on resume extends a run).
+SESSION_SETTINGS = ("bench", "cache_dir", "workers")
+
+
+def settings_digest(settings: SearchSettings, bench_sha256: str) -> str:
+    """SHA-256 of everything in ``settings`` that determines a search's result, and of its benchmark's content.
+
+    A checkpoint records it; a resume whose settings give another digest would mix two searches.
+    Left out: :data:`SESSION_SETTINGS` and the total of iterations.
+    """
+    data = settings.to_json()
+    for name in SESSION_SETTINGS:
+        data.pop(name, None)
+    data["evolution"] = {k: v for k, v in data["evolution"].items() if k != "iterations"}
+    data["benchmark_sha256"] = bench_sha256
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def recorded_settings(run_path) -> tuple[SearchSettings, str]:
+    """The settings and the space ``config.json`` of the run in ``run_path`` records; RunDirError naming
+    the file when it is not a run or its settings cannot be read."""
+    run = RunDirectory(run_path)
+    config = run.config()
+    try:
+        return SearchSettings.from_json(config["settings"]), str(config.get("space", ""))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RunDirError(f"{run.file('config.json')}: not a run configuration this autoprox can read "
+                          f"({type(exc).__name__}: {exc})") from None
