@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
                     "paired differences with 95%% intervals; OUT/protocol.json holds everything. Takes every option "
                     "of 'search' (--split-seed and --search-fraction are replaced by the outer folds; --split-seed "
                     "still seeds --cv-folds).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    )
     add_search_options(evaluate, out_help="protocol directory (default runs/protocol-<space>-seed<seed>)",
                        resume_help="continue the protocol in --out where it stopped (search options may be left out; "
                                    "given ones must match the recorded ones)")
