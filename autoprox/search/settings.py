@@ -113,6 +113,7 @@ _FIELD_CHECKS = {
     "genome": lambda v: v is None or isinstance(v, Mapping),
     "cv_folds": _is_int,
     "cv_mode": lambda v: isinstance(v, str),
+    "split_indices": lambda v: v is None or _list_of(_is_int)(v),
 }
 _REQUIRED = ("bench", "targets", "stat_seeds", "evolution")
 
