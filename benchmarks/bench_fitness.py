@@ -22,13 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, peak_rss_mb  # noqa: E402
 
 from autoprox.data.benchmark import default_bench_path, load_benchmark, split_benchmark  # noqa: E402
-from autoprox.data.cache import (
-    StatisticsCache,  # noqa: E402
-    StatsPlan,
-)
+from autoprox.data.cache import StatisticsCache, StatsPlan, load_statistics  # noqa: E402
 from autoprox.genome.tree import parse_genome, random_template  # noqa: E402
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads  # noqa: E402
-from autoprox.search.fitness import FitnessEvaluator, load_statistics  # noqa: E402
+from autoprox.search.fitness import FitnessEvaluator  # noqa: E402
 
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
              "element_wise_sqrt(sigmoid(F4g)))))")
