@@ -14,6 +14,7 @@ float16's normal range, and the scale keeps them (relative error about 5e-4).
 
 from __future__ import annotations
 
+import collections.abc
 import hashlib
 import io
 import json
@@ -96,8 +97,42 @@ def _encode(tensor: torch.Tensor, precision: str) -> tuple[np.ndarray, int]:
 def _decode(array: np.ndarray, exponent: int) -> torch.Tensor:
     values = array.astype(np.float32)
     if exponent:
-        values = np.ldexp(values, exponent).astype(np.float32)
+        # In place: the float32 loop of np.ldexp, the same values as a fresh array.
+        np.ldexp(values, exponent, out=values)
     return torch.from_numpy(values)
+
+
+class EncodedBlock(collections.abc.Mapping):
+    """One block's statistics kept as stored (float16 and a power-of-two scale, or float32).
+
+    Reading a statistic decodes it with :func:`_decode`, the function a float32 load uses,
+    so the tensor is the very one :meth:`StatisticsCache.load` returns, to the last bit,
+    at half the resident memory for float16 entries. Decoded tensors are not kept.
+    """
+
+    __slots__ = ("_arrays",)
+
+    def __init__(self, arrays: Mapping[str, tuple[np.ndarray, int]]) -> None:
+        self._arrays = dict(arrays)
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        array, exponent = self._arrays[name]
+        return _decode(array, exponent)
+
+    def __iter__(self):
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """A statistic's shape, without decoding it."""
+        return tuple(self._arrays[name][0].shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (the encoded arrays)."""
+        return sum(array.nbytes for array, _ in self._arrays.values())
 
 
 def encode_entry(stats: Sequence[BlockStats], key: str, precision: str) -> bytes:
@@ -122,8 +157,12 @@ def encode_entry(stats: Sequence[BlockStats], key: str, precision: str) -> bytes
     return buffer.getvalue()
 
 
-def decode_entry(path: Path, key: str) -> list[BlockStats]:
-    """Read and check an entry; raise :class:`CacheCorrupt` naming what is wrong."""
+def decode_entry(path: Path, key: str, encoded: bool = False) -> list[BlockStats]:
+    """Read and check an entry; raise :class:`CacheCorrupt` naming what is wrong.
+
+    ``encoded``: keep each block as stored (an :class:`EncodedBlock`, decoded per read)
+    instead of float32 tensors.
+    """
     try:
         with np.load(path, allow_pickle=False) as archive:
             meta = json.loads(bytes(archive["meta"]).decode())
@@ -131,14 +170,15 @@ def decode_entry(path: Path, key: str) -> list[BlockStats]:
                 raise CacheCorrupt("metadata does not match its key")
             stats: list[BlockStats] = []
             for index in range(int(meta["blocks"])):
-                block = {}
+                arrays = {}
                 for name in STAT_NAMES:
                     label = f"b{index}_{name}"
                     array = archive[label]
                     if list(array.shape) != meta["shapes"][label]:
                         raise CacheCorrupt(f"{label} has shape {list(array.shape)}")
-                    block[name] = _decode(array, int(meta["exponents"][label]))
-                stats.append(block)
+                    arrays[name] = (array, int(meta["exponents"][label]))
+                stats.append(EncodedBlock(arrays) if encoded
+                             else {name: _decode(*pair) for name, pair in arrays.items()})
     except CacheCorrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - a damaged zip fails in many ways (BadZipFile,
@@ -169,13 +209,16 @@ class StatisticsCache:
     def contains(self, request: StatsRequest) -> bool:
         return self.path(request).is_file()
 
-    def load(self, request: StatsRequest) -> list[BlockStats] | None:
-        """The cached statistics, or None when absent or corrupt (a corrupt entry is removed)."""
+    def load(self, request: StatsRequest, encoded: bool = False) -> list[BlockStats] | None:
+        """The cached statistics, or None when absent or corrupt (a corrupt entry is removed).
+
+        ``encoded``: blocks kept as stored (:class:`EncodedBlock`), decoded when read.
+        """
         path = self.path(request)
         if not path.is_file():
             return None
         try:
-            return decode_entry(path, self.key(request))
+            return decode_entry(path, self.key(request), encoded)
         except CacheCorrupt as exc:
             warnings.warn(f"corrupt cache entry {path.name} ({exc}); recomputing", stacklevel=2)
             path.unlink(missing_ok=True)
@@ -188,18 +231,19 @@ class StatisticsCache:
             handle.write(payload)
         return path
 
-    def get(self, request: StatsRequest) -> list[BlockStats]:
+    def get(self, request: StatsRequest, encoded: bool = False) -> list[BlockStats]:
         """Cached statistics, computing and storing them when missing.
 
-        What is returned is what the cache holds (decoded), so a fresh computation
-        and a later cache hit give the very same numbers.
+        What is returned is what the cache holds (decoded, or with ``encoded`` kept as
+        stored and decoded per read), so a fresh computation and a later cache hit give
+        the very same numbers.
         """
-        stats = self.load(request)
+        stats = self.load(request, encoded)
         if stats is not None:
             return stats
         fresh = compute_statistics(request.arch, request.spec, request.seed, request.num_classes)
         self.save(request, fresh)
-        stats = self.load(request)
+        stats = self.load(request, encoded)
         if stats is None:  # pragma: no cover - only if the disk lies
             raise CacheCorrupt(f"entry {self.path(request)} unreadable right after writing")
         return stats
@@ -300,13 +344,19 @@ StatsKey = tuple[int, int]
 
 
 def load_statistics(cache: StatisticsCache, plan: StatsPlan, archs: Sequence,
-                    progress: Callable[[int, int], None] | None = None) -> dict[StatsKey, list[list[BlockStats]]]:
-    """Load (computing what is missing) every statistics set of ``plan`` for ``archs``."""
+                    progress: Callable[[int, int], None] | None = None,
+                    encoded: bool = True) -> dict[StatsKey, list[list[BlockStats]]]:
+    """Load (computing what is missing) every statistics set of ``plan`` for ``archs``.
+
+    ``encoded`` (default): blocks held as stored (:class:`EncodedBlock`: float16 for a
+    float16 cache, half the memory) and decoded to the same float32 tensors when read;
+    false: float32 tensors held.
+    """
     loaded: dict[StatsKey, list[list[BlockStats]]] = {key: [] for key in plan.keys()}
     total, done = len(archs) * len(loaded), 0
     for arch in archs:
         for seed, classes in plan.keys():
-            loaded[(seed, classes)].append(cache.get(StatsRequest(arch, plan.spec, seed, classes)))
+            loaded[(seed, classes)].append(cache.get(StatsRequest(arch, plan.spec, seed, classes), encoded))
             done += 1
             if progress:
                 progress(done, total)
