@@ -94,12 +94,25 @@ def _encode(tensor: torch.Tensor, precision: str) -> tuple[np.ndarray, int]:
     return np.ldexp(array, -exponent).astype(np.float16), exponent
 
 
-def _decode(array: np.ndarray, exponent: int) -> torch.Tensor:
+def _decode_numpy(array: np.ndarray, exponent: int) -> np.ndarray:
+    """The reference decoding: float32, then scaled by 2**exponent with ``np.ldexp``."""
     values = array.astype(np.float32)
     if exponent:
-        # In place: the float32 loop of np.ldexp, the same values as a fresh array.
-        np.ldexp(values, exponent, out=values)
-    return torch.from_numpy(values)
+        np.ldexp(values, exponent, out=values)  # the float32 loop, in place
+    return values
+
+
+def _decode(array: np.ndarray, exponent: int) -> torch.Tensor:
+    """A stored array as a fresh float32 tensor, bitwise equal to :func:`_decode_numpy`'s.
+
+    With a scale 2**exponent that is a normal float32, the conversion (exact: every
+    float16 is a float32) and the multiplication (one correctly rounded product, as
+    ``ldexp``'s) run in torch, about ten times faster than NumPy's; other cases take
+    the reference path.
+    """
+    if exponent and -126 <= exponent <= 127 and array.dtype == np.float16:
+        return torch.from_numpy(array).to(torch.float32).mul_(2.0 ** exponent)
+    return torch.from_numpy(_decode_numpy(array, exponent))
 
 
 class EncodedBlock(collections.abc.Mapping):
