@@ -162,3 +162,44 @@ def test_torch_decoding_equals_the_numpy_reference_at_every_exponent():
         with np.errstate(over="ignore"):
             got = _decode(array, exponent).numpy()
         assert np.array_equal(got.view(np.int32), expected.view(np.int32)), exponent
+
+
+# ----------------------------------------------------------------------------- devices
+
+
+def test_cpu_device_keeps_keys_and_numbers(af_small, small_spec):
+    from autoprox.data.cache import cache_key
+    from autoprox.networks.statistics import InputSpec, compute_statistics
+
+    arch = af_small.archs[0]
+    explicit = InputSpec("gaussian", 2, device="cpu")
+    assert explicit == small_spec and "device" not in explicit.describe() and "device" not in explicit.to_json()
+    assert cache_key(StatsRequest(arch, explicit, 0, 100), "float16") == cache_key(
+        StatsRequest(arch, small_spec, 0, 100), "float16")
+    accelerated = InputSpec("gaussian", 2, device="cuda")
+    assert accelerated.describe()["device"] == "cuda" and InputSpec(**accelerated.to_json()) == accelerated
+    assert cache_key(StatsRequest(arch, accelerated, 0, 100), "float16") != cache_key(
+        StatsRequest(arch, small_spec, 0, 100), "float16")
+    a = compute_statistics(arch, explicit, 0, 100)
+    b = compute_statistics(arch, small_spec, 0, 100)
+    assert all(torch.equal(x[n], y[n]) and x[n].device.type == "cpu" for x, y in zip(a, b) for n in x)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_is_a_one_line_config_error(tmp_path):
+    import subprocess
+    import sys
+
+    from autoprox.core.errors import ConfigError
+    from autoprox.networks.statistics import InputSpec, resolve_device
+
+    with pytest.raises(ConfigError, match="CUDA is not available"):
+        resolve_device("cuda")
+    with pytest.raises(ConfigError, match="unknown device"):
+        InputSpec(device="tpu")
+    done = subprocess.run([sys.executable, "-m", "autoprox.cli", "rank", "--space", "autoformer", "--device", "cuda",
+                           "--proxy", "params", "--cache-dir", str(tmp_path)],
+                          check=False, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("autoprox: error:")]
+    assert len(lines) == 1 and "--device cuda" in lines[0] and "Traceback" not in done.stderr

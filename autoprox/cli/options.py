@@ -6,9 +6,10 @@ import argparse
 import math
 from typing import Sequence
 
-from autoprox.core.errors import BenchmarkError
+from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import PRECISIONS, StatsPlan
+from autoprox.networks.statistics import DEVICES
 from autoprox.proxies.proxy import seed_genome, split_proxy_list
 from autoprox.search.evolution import EvolutionConfig
 
@@ -53,6 +54,16 @@ def add_stats_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cache-precision", choices=PRECISIONS, default="float16",
                        help="how statistics are stored (default float16 with a power-of-two scale)")
     group.add_argument("--workers", type=int, default=2, help="parallel processes for statistics (default 2)")
+    group.add_argument("--device", choices=DEVICES, default="cpu",
+                       help="where networks run for statistics and zoo proxies (default cpu; an accelerator's "
+                            "statistics are cached apart: see BENCHMARKS.md for its tolerance)")
+
+
+def cpu_only(args: argparse.Namespace, command: str) -> None:
+    """Refuse ``--device`` other than cpu where a command does not take it yet."""
+    if getattr(args, "device", "cpu") != "cpu":
+        raise ConfigError(f"{command} runs on the CPU only; build the statistics first with "
+                          f"autoprox cache build --device {args.device}")
 
 
 def bench_path(args: argparse.Namespace) -> str:
@@ -109,7 +120,8 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
 
 def plan_from_args(args: argparse.Namespace, targets: Sequence[str]) -> StatsPlan:
     """The statistics plan the statistics options ask for."""
-    return StatsPlan.from_options(args.input, args.batch_size, args.stat_seeds, targets, args.per_target_stats)
+    return StatsPlan.from_options(args.input, args.batch_size, args.stat_seeds, targets, args.per_target_stats,
+                                  getattr(args, "device", "cpu"))
 
 
 def _explicit_search_part(run_split: dict, size: int) -> list[int] | None:
@@ -132,6 +144,7 @@ def evaluation_context(args: argparse.Namespace, proxy_split: dict | None = None
     from autoprox.search.settings import SearchSettings
 
     run_split = proxy_split or {}
+    cpu_only(args, "rank --proxy")
     bench = load_benchmark(bench_path(args))
     targets = tuple(args.targets) or tuple(bench.targets if all_targets else bench.default_targets())
     explicit = _explicit_search_part(run_split, len(bench)) if args.split_seed is None \
@@ -160,6 +173,7 @@ def search_settings(args: argparse.Namespace):
 
     if not args.space and not args.bench:
         raise BenchmarkError("give --space autoformer|pit or --bench FILE")
+    cpu_only(args, "search")
     evolution = EvolutionConfig(
         population_size=args.population,
         iterations=args.iterations if args.iterations is not None else EvolutionConfig().iterations,

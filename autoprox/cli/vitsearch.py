@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from autoprox.cli.options import add_stats_options, plan_from_args, str_list
+from autoprox.cli.options import add_stats_options, cpu_only, plan_from_args, str_list
 from autoprox.core.errors import BenchmarkError
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return _vit_search_on_bench(args)
     if not args.space:
         raise BenchmarkError("give --space autoformer|pit (or --on-bench FILE)")
+    cpu_only(args, "vit-search (sampling fresh architectures)")
     budget = parse_budget(args.params) if args.params else tuple(x * 1e6 for x in PAPER_BUDGETS[args.space])
     proxy = resolve_proxy(args.proxy)
     settings = VitSearchSettings(

@@ -343,13 +343,13 @@ class StatsPlan:
 
     @classmethod
     def from_options(cls, input: str, batch_size: int, seeds: Sequence[int], targets: Sequence[str],
-                     per_target_stats: bool = False) -> "StatsPlan":
+                     per_target_stats: bool = False, device: str = "cpu") -> "StatsPlan":
         """The plan of ``--input``, ``--batch-size``, ``--stat-seeds`` and ``--per-target-stats`` for
         ``targets``: one 100-class set, or one set per target with its dataset's class count."""
         from autoprox.data.benchmark import target_classes
 
         classes = {t: (target_classes(t) if per_target_stats else 100) for t in targets}
-        return cls(InputSpec.parse(input, batch_size), tuple(seeds), classes)
+        return cls(InputSpec.parse(input, batch_size, device), tuple(seeds), classes)
 
 
 #: Statistics sets are keyed by (initialisation seed, class count).
