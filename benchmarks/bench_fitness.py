@@ -36,8 +36,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--genomes", type=int, default=30, help="valid random genomes to time")
     parser.add_argument("--fresh-archs", type=int, default=10, help="architectures timed for the fresh-statistics baseline")
-    parser.add_argument("--held", choices=("stored", "float32"), default="stored",
-                        help="statistics held as stored (float16, decoded per read; the engine's default) or as float32")
+    parser.add_argument("--held", choices=("stored", "mapped", "float32"), default="stored",
+                        help="statistics held as stored (float16, decoded per read; the engine's default), "
+                             "memory-mapped from the cache files, or as float32")
     parser.add_argument("--no-subtree-memo", action="store_true", help="turn off the scalar-subtree memo")
     parser.add_argument("--profile", help="write a cProfile of the timed evaluations to this file")
     args = parser.parse_args()
@@ -48,7 +49,8 @@ def main() -> None:
     archs = [bench.archs[i] for i in split.search]
     rss_before = peak_rss_mb()
     start = time.perf_counter()
-    stats = load_statistics(StatisticsCache(), plan, archs, encoded=args.held == "stored")
+    stats = load_statistics(StatisticsCache(), plan, archs, encoded=args.held != "float32",
+                            mapped=args.held == "mapped")
     load_seconds = time.perf_counter() - start
     rss_after = peak_rss_mb()
     accuracies = {t: bench.accuracies[t][list(split.search)] for t in targets}

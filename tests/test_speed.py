@@ -203,3 +203,23 @@ def test_cuda_without_cuda_is_a_one_line_config_error(tmp_path):
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("autoprox: error:")]
     assert len(lines) == 1 and "--device cuda" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_mapped_statistics_are_the_stored_ones_and_a_flipped_byte_is_caught(af_small, small_spec, session_cache,
+                                                                              tmp_path):
+    from autoprox.data.cache import CacheCorrupt, StatisticsCache, decode_entry
+
+    request = StatsRequest(af_small.archs[1], small_spec, 0, 100)
+    plain = session_cache.get(request)
+    mapped = session_cache.get(request, encoded=True, mapped=True)
+    for plain_block, mapped_block in zip(plain, mapped):
+        for name, tensor in plain_block.items():
+            assert torch.equal(mapped_block[name].view(torch.int32), tensor.view(torch.int32))
+    copy = StatisticsCache(tmp_path)
+    copy.save(request, plain)
+    path = copy.path(request)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40  # inside an array's bytes
+    path.write_bytes(bytes(data))
+    with pytest.raises(CacheCorrupt):
+        decode_entry(path, copy.key(request), encoded=True, mapped=True)

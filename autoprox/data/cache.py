@@ -170,14 +170,67 @@ def encode_entry(stats: Sequence[BlockStats], key: str, precision: str) -> bytes
     return buffer.getvalue()
 
 
-def decode_entry(path: Path, key: str, encoded: bool = False) -> list[BlockStats]:
+class MappedArchive:
+    """The arrays of an uncompressed ``.npz`` entry as read-only views of one memory map.
+
+    Nothing is read into this process's memory: pages come from the page cache when a
+    statistic is decoded (and the kernel may drop them again). Each member's zip CRC is
+    checked once, when the archive is opened, as :func:`numpy.load` checks it on reading.
+    """
+
+    def __init__(self, path: Path) -> None:
+        import mmap
+        import struct
+        import zipfile
+        import zlib
+
+        self._arrays: dict[str, np.ndarray] = {}
+        with open(path, "rb") as handle:
+            self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+            with zipfile.ZipFile(handle) as archive:
+                members = archive.infolist()
+            view = memoryview(self._map)
+            for info in members:
+                if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
+                    raise CacheCorrupt(f"member {info.filename} is not a stored .npy array")
+                header = bytes(view[info.header_offset:info.header_offset + 30])
+                if header[:4] != b"PK\x03\x04":
+                    raise CacheCorrupt(f"member {info.filename} has no local header")
+                name_length, extra_length = struct.unpack("<HH", header[26:30])
+                start = info.header_offset + 30 + name_length + extra_length
+                member = view[start:start + info.compress_size]
+                if len(member) != info.compress_size or zlib.crc32(member) != info.CRC:
+                    raise CacheCorrupt(f"bad CRC-32 for member {info.filename}")
+                stream = io.BytesIO(bytes(member[:256]))
+                version = np.lib.format.read_magic(stream)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, fortran, dtype = read_header(stream)
+                if dtype.hasobject or fortran:
+                    raise CacheCorrupt(f"member {info.filename} is not a plain C-ordered array")
+                count = int(np.prod(shape))
+                array = np.frombuffer(self._map, dtype=dtype, count=count, offset=start + stream.tell())
+                self._arrays[info.filename[:-4]] = array.reshape(shape)
+
+    def __getitem__(self, label: str) -> np.ndarray:
+        return self._arrays[label]
+
+    def __enter__(self) -> "MappedArchive":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        pass  # the arrays keep the map alive; it closes when the last of them goes
+
+
+def decode_entry(path: Path, key: str, encoded: bool = False, mapped: bool = False) -> list[BlockStats]:
     """Read and check an entry; raise :class:`CacheCorrupt` naming what is wrong.
 
     ``encoded``: keep each block as stored (an :class:`EncodedBlock`, decoded per read)
-    instead of float32 tensors.
+    instead of float32 tensors. ``mapped`` (with ``encoded``): the stored arrays are views
+    of a memory map of the file (:class:`MappedArchive`), not copies in memory.
     """
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        with (MappedArchive(path) if mapped and encoded else np.load(path, allow_pickle=False)) as archive:
             meta = json.loads(bytes(archive["meta"]).decode())
             if meta.get("key") != key or meta.get("version") != STATS_VERSION:
                 raise CacheCorrupt("metadata does not match its key")
@@ -222,16 +275,17 @@ class StatisticsCache:
     def contains(self, request: StatsRequest) -> bool:
         return self.path(request).is_file()
 
-    def load(self, request: StatsRequest, encoded: bool = False) -> list[BlockStats] | None:
+    def load(self, request: StatsRequest, encoded: bool = False, mapped: bool = False) -> list[BlockStats] | None:
         """The cached statistics, or None when absent or corrupt (a corrupt entry is removed).
 
-        ``encoded``: blocks kept as stored (:class:`EncodedBlock`), decoded when read.
+        ``encoded``: blocks kept as stored (:class:`EncodedBlock`), decoded when read;
+        ``mapped``: and memory-mapped from the file rather than read.
         """
         path = self.path(request)
         if not path.is_file():
             return None
         try:
-            return decode_entry(path, self.key(request), encoded)
+            return decode_entry(path, self.key(request), encoded, mapped)
         except CacheCorrupt as exc:
             warnings.warn(f"corrupt cache entry {path.name} ({exc}); recomputing", stacklevel=2)
             path.unlink(missing_ok=True)
@@ -244,19 +298,19 @@ class StatisticsCache:
             handle.write(payload)
         return path
 
-    def get(self, request: StatsRequest, encoded: bool = False) -> list[BlockStats]:
+    def get(self, request: StatsRequest, encoded: bool = False, mapped: bool = False) -> list[BlockStats]:
         """Cached statistics, computing and storing them when missing.
 
         What is returned is what the cache holds (decoded, or with ``encoded`` kept as
         stored and decoded per read), so a fresh computation and a later cache hit give
         the very same numbers.
         """
-        stats = self.load(request, encoded)
+        stats = self.load(request, encoded, mapped)
         if stats is not None:
             return stats
         fresh = compute_statistics(request.arch, request.spec, request.seed, request.num_classes)
         self.save(request, fresh)
-        stats = self.load(request, encoded)
+        stats = self.load(request, encoded, mapped)
         if stats is None:  # pragma: no cover - only if the disk lies
             raise CacheCorrupt(f"entry {self.path(request)} unreadable right after writing")
         return stats
@@ -358,18 +412,20 @@ StatsKey = tuple[int, int]
 
 def load_statistics(cache: StatisticsCache, plan: StatsPlan, archs: Sequence,
                     progress: Callable[[int, int], None] | None = None,
-                    encoded: bool = True) -> dict[StatsKey, list[list[BlockStats]]]:
+                    encoded: bool = True, mapped: bool = False) -> dict[StatsKey, list[list[BlockStats]]]:
     """Load (computing what is missing) every statistics set of ``plan`` for ``archs``.
 
     ``encoded`` (default): blocks held as stored (:class:`EncodedBlock`: float16 for a
     float16 cache, half the memory) and decoded to the same float32 tensors when read;
-    false: float32 tensors held.
+    false: float32 tensors held. ``mapped`` (with ``encoded``): the stored arrays are
+    memory maps of the cache files (:class:`MappedArchive`): no copy in this process's
+    memory and almost no loading time; the same tensors when read.
     """
     loaded: dict[StatsKey, list[list[BlockStats]]] = {key: [] for key in plan.keys()}
     total, done = len(archs) * len(loaded), 0
     for arch in archs:
         for seed, classes in plan.keys():
-            loaded[(seed, classes)].append(cache.get(StatsRequest(arch, plan.spec, seed, classes), encoded))
+            loaded[(seed, classes)].append(cache.get(StatsRequest(arch, plan.spec, seed, classes), encoded, mapped))
             done += 1
             if progress:
                 progress(done, total)
