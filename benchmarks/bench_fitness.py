@@ -11,6 +11,7 @@ Usage: python benchmarks/bench_fitness.py [--genomes 30]
 from __future__ import annotations
 
 import argparse
+import cProfile
 import random
 import statistics
 import sys
@@ -22,13 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, peak_rss_mb  # noqa: E402
 
 from autoprox.data.benchmark import default_bench_path, load_benchmark, split_benchmark  # noqa: E402
-from autoprox.data.cache import (
-    StatisticsCache,  # noqa: E402
-    StatsPlan,
-)
+from autoprox.data.cache import StatisticsCache, StatsPlan, load_statistics  # noqa: E402
 from autoprox.genome.tree import parse_genome, random_template  # noqa: E402
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads  # noqa: E402
-from autoprox.search.fitness import FitnessEvaluator, load_statistics  # noqa: E402
+from autoprox.search.fitness import FitnessEvaluator  # noqa: E402
 
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
              "element_wise_sqrt(sigmoid(F4g)))))")
@@ -38,6 +36,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--genomes", type=int, default=30, help="valid random genomes to time")
     parser.add_argument("--fresh-archs", type=int, default=10, help="architectures timed for the fresh-statistics baseline")
+    parser.add_argument("--held", choices=("stored", "mapped", "float32"), default="stored",
+                        help="statistics held as stored (float16, decoded per read; the engine's default), "
+                             "memory-mapped from the cache files, or as float32")
+    parser.add_argument("--no-subtree-memo", action="store_true", help="turn off the scalar-subtree memo")
+    parser.add_argument("--profile", help="write a cProfile of the timed evaluations to this file")
     args = parser.parse_args()
     bench = load_benchmark(default_bench_path("autoformer"))
     split = split_benchmark(len(bench))
@@ -46,11 +49,14 @@ def main() -> None:
     archs = [bench.archs[i] for i in split.search]
     rss_before = peak_rss_mb()
     start = time.perf_counter()
-    stats = load_statistics(StatisticsCache(), plan, archs)
+    stats = load_statistics(StatisticsCache(), plan, archs, encoded=args.held != "float32",
+                            mapped=args.held == "mapped")
     load_seconds = time.perf_counter() - start
     rss_after = peak_rss_mb()
     accuracies = {t: bench.accuracies[t][list(split.search)] for t in targets}
-    evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes)
+    evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes,
+                                 subtree_memo=not args.no_subtree_memo)
+    profiler = cProfile.Profile() if args.profile else None
     rng = random.Random(0)
     valid_times, invalid_times = [], []
     with torch_threads(1):
@@ -58,19 +64,26 @@ def main() -> None:
         while len(valid_times) < args.genomes:
             tree = trees.pop() if trees else random_template(rng)
             evaluator.memo.clear()
+            if profiler:
+                profiler.enable()
             t0 = time.perf_counter()
             record = evaluator.evaluate(tree)
             elapsed = time.perf_counter() - t0
+            if profiler:
+                profiler.disable()
             (valid_times if record.valid else invalid_times).append(elapsed)
         fresh = []
         for arch in archs[: args.fresh_archs]:
             t0 = time.perf_counter()
             compute_statistics(arch, plan.spec, 0, 100)
             fresh.append(time.perf_counter() - t0)
+    if profiler:
+        profiler.dump_stats(args.profile)
     fresh_total = statistics.mean(fresh) * len(archs)
     median = statistics.median(valid_times)
     print(f"machine: {machine()}")
-    print(f"architectures: {len(archs)}, targets: {len(targets)}, batch {plan.spec.batch_size}")
+    print(f"architectures: {len(archs)}, targets: {len(targets)}, batch {plan.spec.batch_size}, "
+          f"held {args.held}, subtree memo {'off' if args.no_subtree_memo else 'on'}")
     print(f"loading cached statistics: {load_seconds:.1f} s, resident memory {rss_before:.0f} -> {rss_after:.0f} MB")
     print(f"valid genomes: median {median:.3f} s per evaluation (n={len(valid_times)}, "
           f"p90 {sorted(valid_times)[int(0.9 * len(valid_times))]:.3f} s, max {max(valid_times):.3f} s)")

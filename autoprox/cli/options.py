@@ -9,6 +9,7 @@ from typing import Any, Sequence
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import PRECISIONS, StatsPlan
+from autoprox.networks.statistics import DEVICES
 from autoprox.proxies.proxy import seed_genome, split_proxy_list
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.spaces.registry import REGISTRY
@@ -114,6 +115,16 @@ def add_stats_options(parser: argparse.ArgumentParser) -> None:
                        help="run the parallel steps on a Dask cluster: local:N starts N worker processes here, "
                             "HOST:PORT is a running 'dask scheduler' (needs the dask extra; default: --workers "
                             "local processes)")
+    group.add_argument("--device", choices=DEVICES, default="cpu",
+                       help="where networks run for statistics and zoo proxies (default cpu; an accelerator's "
+                            "statistics are cached apart: see BENCHMARKS.md for its tolerance)")
+
+
+def cpu_only(args: argparse.Namespace, command: str) -> None:
+    """Refuse ``--device`` other than cpu where a command does not take it yet."""
+    if getattr(args, "device", "cpu") != "cpu":
+        raise ConfigError(f"{command} runs on the CPU only; build the statistics first with "
+                          f"autoprox cache build --device {args.device}")
 
 
 def space_choices() -> list[str]:
@@ -196,7 +207,8 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
 
 def plan_from_args(args: argparse.Namespace, targets: Sequence[str]) -> StatsPlan:
     """The statistics plan the statistics options ask for."""
-    return StatsPlan.from_options(args.input, args.batch_size, args.stat_seeds, targets, args.per_target_stats)
+    return StatsPlan.from_options(args.input, args.batch_size, args.stat_seeds, targets, args.per_target_stats,
+                                  getattr(args, "device", "cpu"))
 
 
 def _explicit_search_part(run_split: dict, size: int) -> list[int] | None:
@@ -242,6 +254,7 @@ def evaluation_context(args: argparse.Namespace, proxy_split: dict | None = None
     from autoprox.search.settings import SearchSettings
 
     run_split = proxy_split or {}
+    cpu_only(args, "rank --proxy")
     bench = bench if bench is not None else load_benchmark(bench_path(args))
     split_seed = args.split_seed if args.split_seed is not None else run_split.get("seed", 0)
     fraction = args.search_fraction if args.search_fraction is not None else run_split.get("search_fraction", 0.6)
@@ -285,6 +298,7 @@ def search_settings(args: argparse.Namespace):
 
     if not args.space and not args.bench:
         raise BenchmarkError("give --space autoformer|pit or --bench FILE")
+    cpu_only(args, "search")
     evolution = EvolutionConfig(
         population_size=args.population,
         iterations=args.iterations if args.iterations is not None else EvolutionConfig().iterations,

@@ -66,7 +66,6 @@ def _wants_table(args: argparse.Namespace) -> bool:
 def cmd_rank_table(args: argparse.Namespace) -> int:
     """``rank --proxy all|a,b,c [--seeds ...] [--format ...]``: the ranking table."""
     from autoprox.apps.ranking import format_table, rank_table
-    from autoprox.networks.statistics import InputSpec
 
     proxies = resolve_proxies(args.proxy)
     bench = load_benchmark(bench_path(args))
@@ -88,7 +87,7 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
     print(f"ranking {len(proxies)} proxies on {len(indices)} architectures of {Path(bench.source).name}, "
           f"seeds {', '.join(map(str, seeds))}", file=sys.stderr)
     with executor_from_args(args) as executor:
-        table = rank_table(proxies, bench, indices, targets, seeds, InputSpec.parse(args.input, args.batch_size),
+        table = rank_table(proxies, bench, indices, targets, seeds, plan.spec,
                            plan.target_classes, cache, workers=executor, quiet=False, split=part)
     sys.stdout.write(format_table(table, fmt))
     return 0

@@ -10,6 +10,7 @@ from pathlib import Path
 from autoprox.cli.options import (
     add_space_file_option,
     add_stats_options,
+    cpu_only,
     executor_from_args,
     plan_from_args,
     space_choices,
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     space = args.space or (files[0].name if files else None)
     if not space:
         raise BenchmarkError("give --space NAME or --space-file FILE (or --on-bench FILE)")
+    cpu_only(args, "vit-search (sampling fresh architectures)")
     budget = parse_budget(args.params) if args.params else (
         tuple(x * 1e6 for x in PAPER_BUDGETS[space]) if space in PAPER_BUDGETS else param_range(space, args.classes))
     proxy = resolve_proxy(args.proxy)

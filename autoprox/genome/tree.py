@@ -410,16 +410,92 @@ class InvalidProxy(ValueError):
     """A proxy whose value is not usable on some architecture (NaN, inf, shape mismatch)."""
 
 
-def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: Mapping) -> tuple[object, int]:
+def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: Mapping,
+                    memo: "SubtreeMemo | None" = None, index: int = 0) -> tuple[object, int]:
     node = tree[position]
     if isinstance(node, gp.Terminal):
         return block[node.name], position + 1
+    slot = memo.slot(position, index) if memo is not None else None
+    if slot is not None and slot.hit():
+        return slot.value(), slot.end
     position += 1
     args = []
     for _ in range(node.arity):
-        value, position = _evaluate_block(tree, position, block)
+        value, position = _evaluate_block(tree, position, block, memo, index)
         args.append(value)
-    return primitive_set().context[node.name](*args), position
+    value = primitive_set().context[node.name](*args)
+    if slot is not None:
+        slot.keep(value)
+    return value, position
+
+
+class _Slot:
+    """One memoised subtree of one block: its kept value, or where to keep it."""
+
+    __slots__ = ("values", "index", "end")
+
+    def __init__(self, values: list, index: int, end: int) -> None:
+        self.values, self.index, self.end = values, index, end
+
+    def hit(self) -> bool:
+        return self.values[self.index] is not None
+
+    def value(self):
+        import torch
+
+        return torch.tensor(self.values[self.index], dtype=torch.float32)
+
+    def keep(self, value) -> None:
+        import torch
+
+        if isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype == torch.float32:
+            self.values[self.index] = float(value)
+
+
+@lru_cache(maxsize=8192)
+def _scalar_subtrees(genome: str) -> tuple[tuple[int, str, int], ...]:
+    """(position, canonical string, end) of each subtree below the aggregation that reduces
+    a block to a scalar (keyed by ``genome``'s text, which fixes the tree)."""
+    tree = parse_genome(genome)
+    found = []
+    for position in range(1, len(tree)):
+        node = tree[position]
+        if isinstance(node, gp.Primitive) and node.ret is Scalar:
+            found.append((position, _format(tree, position, canonical=True)[0],
+                          tree.searchSubtree(position).stop))
+    return tuple(found)
+
+
+class SubtreeMemo:
+    """Per-block values of scalar subtrees of one architecture, shared between genomes.
+
+    A subtree whose value is a block scalar (a branch ending in a reduction) is keyed by
+    its canonical string; its float32 value is kept as a Python float (exact) and given
+    back as the same 0-d float32 tensor, so a genome evaluated with the memo gives the
+    very numbers it gives without. Only values are kept, never failures. ``limit`` bounds
+    the number of kept subtrees (the memo is emptied when it is reached).
+    """
+
+    def __init__(self, blocks: int, limit: int = 4096) -> None:
+        self.blocks, self.limit = blocks, limit
+        self.table: dict[str, list] = {}
+        self._positions: dict[int, tuple[str, int]] = {}
+
+    def bind(self, tree: gp.PrimitiveTree) -> None:
+        """Prepare for evaluating ``tree``."""
+        self._positions = {p: (key, end) for p, key, end in _scalar_subtrees(genome_to_string(tree))}
+        if len(self.table) + len(self._positions) > self.limit:
+            self.table.clear()
+
+    def slot(self, position: int, index: int) -> _Slot | None:
+        found = self._positions.get(position)
+        if found is None:
+            return None
+        key, end = found
+        values = self.table.get(key)
+        if values is None:
+            values = self.table[key] = [None] * self.blocks
+        return _Slot(values, index, end)
 
 
 def uses_arch_terminals(tree: gp.PrimitiveTree) -> bool:
@@ -434,11 +510,12 @@ def terminal_tensors(values: Mapping[str, float]) -> dict:
 
 
 def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
-                 terminals: Mapping[str, float] | None = None) -> list[float]:
+                 terminals: Mapping[str, float] | None = None, memo: SubtreeMemo | None = None) -> list[float]:
     """The per-block scalar of ``tree`` (below its aggregation) for each block.
 
     ``terminals`` gives the architecture-level terminal values (:mod:`autoprox.spaces.descriptors`),
-    needed only when the tree uses them.
+    needed only when the tree uses them. ``memo``: this architecture's :class:`SubtreeMemo`
+    (the same values, scalar subtrees computed once).
     """
     import torch
 
@@ -449,10 +526,12 @@ def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
         if terminals is None:
             raise GenomeError("this genome uses architecture-level terminals; their values are needed")
         extra = terminal_tensors(terminals)
+    if memo is not None:
+        memo.bind(tree)
     values = []
-    for block in stats:
+    for index, block in enumerate(stats):
         try:
-            value, _ = _evaluate_block(tree, 1, ChainMap(block, extra) if extra else block)
+            value, _ = _evaluate_block(tree, 1, ChainMap(block, extra) if extra else block, memo, index)
         except InvalidResult as exc:
             raise InvalidProxy(str(exc)) from None
         except RuntimeError as exc:  # torch's own shape errors
@@ -472,8 +551,8 @@ def aggregate(aggregation: str, values: Sequence[float]) -> float:
 
 
 def score_architecture(tree: gp.PrimitiveTree, stats: Sequence[dict],
-                       terminals: Mapping[str, float] | None = None) -> float:
+                       terminals: Mapping[str, float] | None = None, memo: SubtreeMemo | None = None) -> float:
     """The proxy score of one architecture from its per-block statistics (and, for genomes
-    that use them, its architecture-level terminal values)."""
+    that use them, its architecture-level terminal values); ``memo``: see :func:`block_values`."""
     aggregation = op_name(tree[0].name)
-    return aggregate(aggregation, block_values(tree, stats, terminals))
+    return aggregate(aggregation, block_values(tree, stats, terminals, memo))

@@ -25,7 +25,7 @@ from typing import Iterator, Mapping
 import numpy as np
 import torch
 
-from autoprox.core.errors import InputSpecError  # noqa: F401 (re-exported)
+from autoprox.core.errors import ConfigError, InputSpecError  # noqa: F401 (re-exported)
 from autoprox.networks.models import build_model
 from autoprox.networks.runtime import block_statistics
 
@@ -48,6 +48,21 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 #: One architecture's statistics: per block, statistic name -> float32 tensor.
 BlockStats = dict[str, torch.Tensor]
 
+#: Devices statistics, the zoo and the ViT search may run on (``--device``).
+DEVICES = ("cpu", "cuda", "mps")
+
+
+def resolve_device(name: str) -> torch.device:
+    """The torch device ``name``; ConfigError (one line) when this machine has none."""
+    if name not in DEVICES:
+        raise ConfigError(f"unknown device {name!r}; use {', '.join(DEVICES)}")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: CUDA is not available on this machine (torch "
+                          f"{torch.__version__}); use --device cpu")
+    if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ConfigError("--device mps: Apple's MPS backend is not available on this machine; use --device cpu")
+    return torch.device(name)
+
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,8 @@ class InputSpec:
     kind: str = "gaussian"
     batch_size: int = 8
     image_dir: str | None = None
+    #: Where the network runs: ``cpu`` (default), ``cuda`` or ``mps`` (:data:`DEVICES`).
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.kind not in ("gaussian", "ones", "images"):
@@ -73,23 +90,35 @@ class InputSpec:
             raise InputSpecError("an image folder goes with, and only with, the images input")
         if self.kind == "images" and not str(self.image_dir).strip():
             raise InputSpecError("images input needs a folder: images:DIR")
+        if self.device not in DEVICES:
+            raise ConfigError(f"unknown device {self.device!r}; use {', '.join(DEVICES)}")
 
     @classmethod
-    def parse(cls, text: str, batch_size: int = 8) -> "InputSpec":
+    def parse(cls, text: str, batch_size: int = 8, device: str = "cpu") -> "InputSpec":
         """Parse ``gaussian``, ``ones`` or ``images:DIR``."""
         if text.startswith("images:"):
-            return cls("images", batch_size, text[len("images:"):])
-        return cls(text, batch_size)
+            return cls("images", batch_size, text[len("images:"):], device)
+        return cls(text, batch_size, device=device)
 
     def describe(self) -> dict:
-        """Everything about the input that determines the statistics (for cache keys)."""
+        """Everything about the input that determines the statistics (for cache keys).
+
+        The device is recorded only when it is not the CPU: an accelerator's kernels sum
+        in other orders and move the last bits, so its statistics are cached apart, and
+        CPU keys stay what they always were.
+        """
         data: dict = {"kind": self.kind, "batch_size": self.batch_size}
         if self.kind == "images":
             data["images_sha256"] = _folder_digest(_image_files(self.image_dir), Path(self.image_dir))
+        if self.device != "cpu":
+            data["device"] = self.device
         return data
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "batch_size": self.batch_size, "image_dir": self.image_dir}
+        data = {"kind": self.kind, "batch_size": self.batch_size, "image_dir": self.image_dir}
+        if self.device != "cpu":
+            data["device"] = self.device
+        return data
 
 
 def _image_files(image_dir: str | None) -> list[Path]:
@@ -180,12 +209,21 @@ def torch_threads(count: int) -> Iterator[None]:
 
 
 def compute_statistics(arch, spec: InputSpec, seed: int, num_classes: int) -> list[BlockStats]:
-    """Statistics of ``arch`` built with initialisation seed ``seed`` on the batch of ``spec``."""
+    """Statistics of ``arch`` built with initialisation seed ``seed`` on the batch of ``spec``.
+
+    The network is built and initialised on the CPU (the same weights whatever the
+    device), then it and the batch move to ``spec.device``; the statistics come back
+    to the CPU (for the cache and the fitness).
+    """
+    device = resolve_device(spec.device)
     with torch_threads(1):
         model = build_model(arch, num_classes=num_classes, seed=derived_seed(seed, "model"))
         model.train()
         images, labels = make_batch(spec, num_classes, seed)
-        return statistics_of_model(model, images, labels)
+        if device.type == "cpu":
+            return statistics_of_model(model, images, labels)
+        stats = statistics_of_model(model.to(device), images.to(device), labels.to(device))
+        return [{name: tensor.detach().cpu() for name, tensor in block.items()} for block in stats]
 
 
 def describe_statistics(stats: list[BlockStats]) -> Mapping[str, list]:

@@ -45,6 +45,7 @@ from autoprox.networks.statistics import (
     InputSpec,
     derived_seed,
     make_batch,
+    resolve_device,
     torch_threads,
 )
 from autoprox.networks.zoo_measures import (
@@ -92,16 +93,22 @@ class ZooInputs:
         """The network, built as the statistics code builds it, in train mode."""
         model = build_model(self.arch, num_classes=self.num_classes, seed=derived_seed(self.seed, "model"))
         model.train()
-        return model
+        return model.to(self.device)
+
+    @cached_property
+    def device(self) -> torch.device:
+        """Where the network and its inputs live (``spec.device``)."""
+        return resolve_device(self.spec.device)
 
     def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The statistics minibatch (images, labels) of this seed."""
-        return make_batch(self.spec, self.num_classes, self.seed)
+        images, labels = make_batch(self.spec, self.num_classes, self.seed)
+        return images.to(self.device), labels.to(self.device)
 
     def ones(self) -> torch.Tensor:
         """SynFlow's input: one all-ones image."""
         images, _ = make_batch(InputSpec("ones", batch_size=1), self.num_classes, self.seed)
-        return images
+        return images.to(self.device)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from autoprox.data.cache import StatsKey
 from autoprox.genome.tree import (
     GenomeError,
     InvalidProxy,
+    SubtreeMemo,
     canonical_string,
     genome_to_string,
     score_architecture,
@@ -82,14 +83,16 @@ class FitnessEvaluator:
                  target_classes: Mapping[str, int], weights: Mapping[str, float] | None = None,
                  terminals: Sequence[Mapping[str, float]] | None = None,
                  folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean",
-                 remote=None) -> None:
+                 remote=None, subtree_memo: bool = True) -> None:
         """``remote``: where the architectures' scores come from instead of ``stats`` in this
         process (a :class:`autoprox.search.shards.ShardedScorer`, whose statistics stay on a Dask
         cluster's workers; ``stats`` then only says which sets and how many architectures).
         ``terminals``: per architecture, its architecture-level terminal values (for
         genomes that use them). ``folds``: disjoint index sets of the architectures; when
         given, the fitness is the mean (``fold_mode="mean"``) or the lowest (``"worst"``)
-        JCM over the folds, each computed on that fold's architectures alone."""
+        JCM over the folds, each computed on that fold's architectures alone.
+        ``subtree_memo``: keep each architecture's scalar subtree values between genomes
+        (:class:`~autoprox.genome.tree.SubtreeMemo`; exact: the same records)."""
         self.stats = stats
         self.remote = remote
         self.terminals = list(terminals) if terminals is not None else None
@@ -124,6 +127,9 @@ class FitnessEvaluator:
         if self.folds and covered != list(range(self.size)):
             raise ValueError("folds must split the architectures into disjoint sets covering all of them")
         self.memo: dict[str, FitnessRecord] = {}
+        self.subtree_memos: dict[StatsKey, list[SubtreeMemo]] | None = (
+            {key: [SubtreeMemo(len(blocks)) for blocks in archs] for key, archs in stats.items()}
+            if subtree_memo else None)
         self.evaluations = 0
         self.seconds = 0.0
 
@@ -144,7 +150,8 @@ class FitnessEvaluator:
         with torch_threads(1):
             for key, archs in self.stats.items():
                 terminals = self.terminals or [None] * len(archs)
-                per_key[key] = np.fromiter((score_architecture(tree, s, t) for s, t in zip(archs, terminals)),
+                memos = self.subtree_memos[key] if self.subtree_memos is not None else [None] * len(archs)
+                per_key[key] = np.fromiter((score_architecture(tree, s, t, m) for s, t, m in zip(archs, terminals, memos)),
                                            dtype=np.float64, count=len(archs))
         return mean_over_seeds(per_key)
 

@@ -1,0 +1,225 @@
+"""Exact speed levers: statistics held as stored, scalar subtrees memoised, the same numbers.
+
+Every lever here must leave results bitwise unchanged: the committed runs reproduce
+their figures to the last digit and a search makes the same proxies.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from autoprox.data.cache import EncodedBlock, StatsPlan, StatsRequest, load_statistics
+from autoprox.genome.free import random_tree
+from autoprox.genome.tree import (
+    GenomeError,
+    GenomeSpace,
+    InvalidProxy,
+    SubtreeMemo,
+    mutate_template,
+    parse_genome,
+    random_template,
+    score_architecture,
+)
+from autoprox.search.engine import run_search
+from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.fitness import FitnessEvaluator
+from autoprox.search.settings import SearchSettings
+from autoprox.spaces.descriptors import terminal_values
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data" / "speed"
+TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super")
+ALL_100 = {t: 100 for t in TARGETS}
+
+
+def committed_genomes() -> list[str]:
+    genomes = {json.loads(p.read_text())["genome"] for p in sorted(REPO.glob("runs/**/best.json"))}
+    return sorted(genomes)
+
+
+def _outcome(tree, stats, terminals, memo=None):
+    """The score's bits, or the reason the proxy is invalid."""
+    try:
+        return ("value", struct_bits(score_architecture(tree, stats, terminals, memo)))
+    except (InvalidProxy, GenomeError) as exc:
+        return ("invalid", str(exc))
+
+
+def struct_bits(value: float) -> str:
+    return "nan" if math.isnan(value) else float(value).hex()
+
+
+@pytest.mark.parametrize("bench_name", ["af_small", "pit_small"])
+def test_encoded_statistics_decode_to_the_float32_tensors(request, session_cache, small_spec, bench_name):
+    bench = request.getfixturevalue(bench_name)
+    arch = bench.archs[0]
+    plain = session_cache.get(StatsRequest(arch, small_spec, 0, 100))
+    encoded = session_cache.get(StatsRequest(arch, small_spec, 0, 100), encoded=True)
+    assert all(isinstance(block, EncodedBlock) for block in encoded)
+    held = sum(block.nbytes for block in encoded)
+    assert held * 2 == sum(t.numel() * 4 for block in plain for t in block.values())  # float16: half
+    for plain_block, encoded_block in zip(plain, encoded):
+        assert list(encoded_block) == list(plain_block)
+        for name, tensor in plain_block.items():
+            decoded = encoded_block[name]
+            assert decoded.dtype == torch.float32 and decoded.shape == tensor.shape
+            assert torch.equal(decoded.view(torch.int32), tensor.view(torch.int32))
+
+
+@pytest.mark.parametrize("bench_name", ["af_small", "pit_small"])
+def test_every_committed_proxy_scores_bitwise_the_same_on_encoded_statistics(request, session_cache, small_spec,
+                                                                              bench_name):
+    bench = request.getfixturevalue(bench_name)
+    archs = bench.archs[:3]
+    plan = StatsPlan(small_spec, (0,), ALL_100)
+    plain = load_statistics(session_cache, plan, archs, encoded=False)[(0, 100)]
+    encoded = load_statistics(session_cache, plan, archs)[(0, 100)]
+    genomes = committed_genomes()
+    assert len(genomes) >= 10
+    valid = 0
+    for genome in genomes:
+        tree = parse_genome(genome)
+        for arch, a, b in zip(archs, plain, encoded):
+            terminals = terminal_values(arch, 100)
+            expected = _outcome(tree, a, terminals)
+            assert _outcome(tree, b, terminals) == expected, genome
+            assert _outcome(tree, b, terminals, SubtreeMemo(len(b))) == expected, genome
+            valid += expected[0] == "value"
+    assert valid > len(genomes)  # most committed proxies are valid on these architectures
+
+
+@pytest.fixture(scope="module")
+def af_stats(session_cache, small_spec, af_small):
+    plan = StatsPlan(small_spec, (0,), ALL_100)
+    return load_statistics(session_cache, plan, af_small.archs[:6])
+
+
+def test_subtree_memo_gives_bitwise_identical_records(af_stats, af_small):
+    accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
+    terminals = [terminal_values(a, 100) for a in af_small.archs[:6]]
+    memoised = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
+    plain = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals, subtree_memo=False)
+    rng = random.Random(12)
+    free_space = GenomeSpace("free", ("block_mean", "block_sum"), arch_terminals=True)
+    trees, tree = [], random_template(rng)
+    for index in range(240):
+        # Children of earlier genomes share their branches, as in a search.
+        tree = mutate_template(tree, rng) if index % 4 else random_template(rng)
+        trees.append(tree)
+    trees += [random_tree(rng, free_space) for _ in range(120)]
+    hits = 0
+    for tree in trees:
+        before = sum(v is not None for m in memoised.subtree_memos[(0, 100)] for vs in m.table.values() for v in vs)
+        a, b = memoised.evaluate(tree).to_json(), plain.evaluate(tree).to_json()
+        assert json.dumps(a) == json.dumps(b)
+        after = sum(v is not None for m in memoised.subtree_memos[(0, 100)] for vs in m.table.values() for v in vs)
+        hits += after == before and a["valid"]
+    assert hits > 0  # some genomes were answered from kept subtrees
+    assert any(memo.table for memo in memoised.subtree_memos[(0, 100)])
+
+
+def test_subtree_memo_is_bounded(af_stats):
+    memo = SubtreeMemo(len(af_stats[(0, 100)][0]), limit=3)
+    rng = random.Random(5)
+    for _ in range(30):
+        _outcome(random_template(rng), af_stats[(0, 100)][0], None, memo)
+        assert len(memo.table) <= 6  # the limit, or one template genome's own scalar subtrees (at most 6)
+
+
+def _records(path: Path) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k != "elapsed"} for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("kind", ["template", "free"])
+def test_a_short_search_makes_the_log_recorded_before_the_speed_levers(af_small_file, session_cache, tmp_path, kind):
+    """``tests/data/speed/<kind>``: the logs of this search made by the code before statistics were held
+    encoded and subtrees memoised (commit 52875c2)."""
+    genome = {} if kind == "template" else {"kind": "free", "aggregations": ["block_mean"], "arch_terminals": False}
+    settings = SearchSettings(
+        bench=str(af_small_file), batch_size=2, cache_dir=str(session_cache.root), workers=1, search_fraction=0.75,
+        evolution=EvolutionConfig(population_size=6, iterations=10, retry_cap=4, top_k=2, seed=3), genome=genome,
+    )
+    run_search(settings, tmp_path / kind, quiet=True)
+    for name in ("log.jsonl", "evaluations.jsonl"):
+        assert _records(tmp_path / kind / name) == _records(DATA / kind / name), name
+
+
+def test_torch_decoding_equals_the_numpy_reference_at_every_exponent():
+    from autoprox.data.cache import _decode, _decode_numpy
+
+    array = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)  # every float16
+    array = array[np.isfinite(array)]  # a scaled entry holds finite values only
+    with np.errstate(over="ignore"):
+        pairs = [(e, _decode_numpy(array, e)) for e in range(-160, 140)]
+    for exponent, expected in pairs:
+        with np.errstate(over="ignore"):
+            got = _decode(array, exponent).numpy()
+        assert np.array_equal(got.view(np.int32), expected.view(np.int32)), exponent
+
+
+# ----------------------------------------------------------------------------- devices
+
+
+def test_cpu_device_keeps_keys_and_numbers(af_small, small_spec):
+    from autoprox.data.cache import cache_key
+    from autoprox.networks.statistics import InputSpec, compute_statistics
+
+    arch = af_small.archs[0]
+    explicit = InputSpec("gaussian", 2, device="cpu")
+    assert explicit == small_spec and "device" not in explicit.describe() and "device" not in explicit.to_json()
+    assert cache_key(StatsRequest(arch, explicit, 0, 100), "float16") == cache_key(
+        StatsRequest(arch, small_spec, 0, 100), "float16")
+    accelerated = InputSpec("gaussian", 2, device="cuda")
+    assert accelerated.describe()["device"] == "cuda" and InputSpec(**accelerated.to_json()) == accelerated
+    assert cache_key(StatsRequest(arch, accelerated, 0, 100), "float16") != cache_key(
+        StatsRequest(arch, small_spec, 0, 100), "float16")
+    a = compute_statistics(arch, explicit, 0, 100)
+    b = compute_statistics(arch, small_spec, 0, 100)
+    assert all(torch.equal(x[n], y[n]) and x[n].device.type == "cpu" for x, y in zip(a, b) for n in x)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_is_a_one_line_config_error(tmp_path):
+    import subprocess
+    import sys
+
+    from autoprox.core.errors import ConfigError
+    from autoprox.networks.statistics import InputSpec, resolve_device
+
+    with pytest.raises(ConfigError, match="CUDA is not available"):
+        resolve_device("cuda")
+    with pytest.raises(ConfigError, match="unknown device"):
+        InputSpec(device="tpu")
+    done = subprocess.run([sys.executable, "-m", "autoprox.cli", "rank", "--space", "autoformer", "--device", "cuda",
+                           "--proxy", "params", "--cache-dir", str(tmp_path)],
+                          check=False, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("autoprox: error:")]
+    assert len(lines) == 1 and "--device cuda" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_mapped_statistics_are_the_stored_ones_and_a_flipped_byte_is_caught(af_small, small_spec, session_cache,
+                                                                              tmp_path):
+    from autoprox.data.cache import CacheCorrupt, StatisticsCache, decode_entry
+
+    request = StatsRequest(af_small.archs[1], small_spec, 0, 100)
+    plain = session_cache.get(request)
+    mapped = session_cache.get(request, encoded=True, mapped=True)
+    for plain_block, mapped_block in zip(plain, mapped):
+        for name, tensor in plain_block.items():
+            assert torch.equal(mapped_block[name].view(torch.int32), tensor.view(torch.int32))
+    copy = StatisticsCache(tmp_path)
+    copy.save(request, plain)
+    path = copy.path(request)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40  # inside an array's bytes
+    path.write_bytes(bytes(data))
+    with pytest.raises(CacheCorrupt):
+        decode_entry(path, copy.key(request), encoded=True, mapped=True)
