@@ -691,7 +691,7 @@ def test_rank_of_a_runs_best_json_defaults_to_its_test_split(run_copy, session_c
 def test_the_search_split_is_computed_before_the_evolution_and_the_test_split_after(small_settings, tmp_path,
                                                                                    monkeypatch):
     """The issue saw a short search compute the test split's statistics before it started."""
-    import autoprox.proxies.proxy as proxy_module
+    import autoprox.proxies.scorers as proxy_module
     import autoprox.search.engine as engine
     from autoprox.spaces.architectures import arch_key
 

@@ -129,7 +129,7 @@ class FitnessEvaluator:
         self.memo: dict[str, FitnessRecord] = {}
         self.subtree_memos: dict[StatsKey, list[SubtreeMemo]] | None = (
             {key: [SubtreeMemo(len(blocks)) for blocks in archs] for key, archs in stats.items()}
-            if subtree_memo else None)
+            if subtree_memo and remote is None else None)
         self.evaluations = 0
         self.seconds = 0.0
 
