@@ -22,6 +22,7 @@ AF_FILE_SPACE = REPO / "examples" / "spaces" / "autoformer-ti.json"
 
 PIT = {"base_dim": 16, "mlp_ratio": 6, "depth": [2, 8, 4], "num_heads": [2, 4, 4]}
 PIT2 = {"base_dim": 24, "mlp_ratio": 2, "depth": [2, 8, 4], "num_heads": [2, 2, 2]}
+PIT3 = {"base_dim": 32, "mlp_ratio": 4, "depth": [1, 4, 2], "num_heads": [2, 4, 8]}
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list], comments: str = "") -> Path:
@@ -51,11 +52,12 @@ def test_csv_reads_like_the_jsonl_it_came_from(pit_small, tmp_path):
 
 def test_missing_cells_are_nan_and_comments_anywhere(tmp_path):
     table = _write_csv(tmp_path / "t.csv", ["arch", "c100_acc", "flower_acc"],
-                       [[PIT, 71.5, ""], [PIT2, "", "60"]], comments="# source: my own training runs\n")
+                       [[PIT, 71.5, ""], [PIT2, "", "60"], [PIT3, 70, 61]],
+                       comments="# source: my own training runs\n")
     with open(table, "a", encoding="utf-8") as handle:
         handle.write("# a note after the rows\n\n")
     bench = load_benchmark(table)
-    assert len(bench) == 2 and bench.targets == ["c100", "flower"]
+    assert len(bench) == 3 and bench.targets == ["c100", "flower"]
     assert bench.accuracies["c100"][0] == 71.5 and math.isnan(bench.accuracies["c100"][1])
     assert math.isnan(bench.accuracies["flower"][0]) and bench.accuracies["flower"][1] == 60.0
 
@@ -117,26 +119,30 @@ def test_empty_and_non_utf8_tables(tmp_path):
 
 
 def test_space_column_names_a_registered_space_or_a_space_file(tmp_path):
-    af_s = {"embed_dim": 320, "depth": 12, "num_heads": [5] * 12, "mlp_ratio": [3.0] * 12}
-    table = _write_csv(tmp_path / "s.csv", ["arch", "space", "c100_acc"], [[af_s, "autoformer-s", "1.0"],
-                                                                           [af_s, "", "2.0"]])
+    af_s = [{"embed_dim": 320, "depth": d, "num_heads": [5] * d, "mlp_ratio": [3.0] * d} for d in (12, 13, 14)]
+    table = _write_csv(tmp_path / "s.csv", ["arch", "space", "c100_acc"], [[af_s[0], "autoformer-s", "1.0"],
+                                                                           [af_s[1], "", "2.0"], [af_s[2], "", "3.0"]])
     assert load_benchmark(table).space == "autoformer-s"
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "mine.json").write_text(AF_FILE_SPACE.read_text())
-    af = {"embed_dim": 192, "depth": 12, "num_heads": [3] * 12, "mlp_ratio": [4.0] * 12}
+    afs = [{"embed_dim": 192, "depth": d, "num_heads": [3] * d, "mlp_ratio": [4.0] * d} for d in (12, 13, 14)]
     try:
-        table = _write_csv(tmp_path / "f.csv", ["arch", "space", "c100_acc"], [[af, "sub/mine.json", "70"]])
+        table = _write_csv(tmp_path / "f.csv", ["arch", "space", "c100_acc"],
+                           [[af, "sub/mine.json", str(70 + i)] for i, af in enumerate(afs)])
         bench = load_benchmark(table)
         assert bench.space == "autoformer-ti-file" and REGISTRY.is_from_file(REGISTRY.get(bench.space))
         jsonl = tmp_path / "f.jsonl"
-        jsonl.write_text(json.dumps({"arch": af, "space": "sub/mine.json", "c100_acc": 70.0}) + "\n")
+        jsonl.write_text("".join(json.dumps({"arch": af, "space": "sub/mine.json", "c100_acc": 70.0 + i}) + "\n"
+                                 for i, af in enumerate(afs)))
         assert load_benchmark(jsonl).archs == bench.archs
     finally:
         REGISTRY.unregister("autoformer-ti-file")
-    mixed = _write_csv(tmp_path / "m.csv", ["arch", "space", "c100_acc"], [[PIT, "pit", "1"], [PIT, "autoformer", "2"]])
+    mixed = _write_csv(tmp_path / "m.csv", ["arch", "space", "c100_acc"], [[PIT, "pit", "1"], [PIT2, "autoformer", "2"],
+                                                                           [PIT3, "pit", "3"]])
     with pytest.raises(BenchmarkError, match="entries name different spaces \\(autoformer, pit\\)"):
         load_benchmark(mixed)
-    unknown = _write_csv(tmp_path / "u.csv", ["arch", "space", "c100_acc"], [[PIT, "vit-x", "1"]])
+    unknown = _write_csv(tmp_path / "u.csv", ["arch", "space", "c100_acc"],
+                         [[PIT, "vit-x", "1"], [PIT2, "vit-x", "2"], [PIT3, "vit-x", "3"]])
     with pytest.raises(BenchmarkError, match="space 'vit-x': unknown search space 'vit-x'"):
         load_benchmark(unknown)
     missing = _write_csv(tmp_path / "n.csv", ["arch", "space", "c100_acc"], [[PIT, "nowhere.json", "1"]])

@@ -128,7 +128,7 @@ def test_commands_on_a_small_timm_benchmark(tmp_path, capsys):
     assert json.loads((run / "config.json").read_text())["space"] == "timm"
     assert cli(["show", str(run), "--top", "2", "--no-simplify"]) == 0
     capsys.readouterr()
-    assert cli(["rank", "--proxy", str(run / "best.json"), "--bench", str(table), "--json", *stats]) == 0
+    assert cli(["rank", "--proxy", str(run / "best.json"), "--bench", str(table), "--split", "all", "--json", *stats]) == 0
     assert set(json.loads(capsys.readouterr().out)) == {"imagenet"}
     assert cli(["vit-search", "--on-bench", str(table), "--proxy", "params,nwot", "--json", *stats]) == 0
     picks = json.loads(capsys.readouterr().out)
