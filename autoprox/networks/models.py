@@ -55,6 +55,17 @@ LN_EPS = 1e-6
 INIT_STD = 0.02
 
 
+def init_linear_and_layernorm(model: nn.Module) -> None:
+    """timm's ViT initialisation of every Linear (trunc normal 0.02, bias 0) and LayerNorm (1, 0), in module order."""
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.trunc_normal_(m.weight, std=INIT_STD)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+
+
 class _ByTimmNames(type(nn.Module)):
     """Metaclass of :class:`Attention` and :class:`Mlp`: ``isinstance`` also accepts any module
     with timm's names for that part (timm's own ``Attention`` and ``Mlp`` among them), so code
@@ -217,13 +228,7 @@ class AutoFormerViT(nn.Module):
         """Linear: trunc normal 0.02 / bias 0; cls and pos: trunc normal 0.02; conv default."""
         nn.init.trunc_normal_(self.cls_token, std=INIT_STD)
         nn.init.trunc_normal_(self.pos_embed, std=INIT_STD)
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.trunc_normal_(m.weight, std=INIT_STD)
-                nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.LayerNorm):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
+        init_linear_and_layernorm(self)
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """Normalised tokens (B, 197, D) after the last block."""
@@ -398,13 +403,7 @@ class FamilyViT(nn.Module):
             if parameter is not None:
                 nn.init.trunc_normal_(parameter, std=INIT_STD)
         if scheme == "trunc_normal":
-            for m in self.modules():
-                if isinstance(m, nn.Linear):
-                    nn.init.trunc_normal_(m.weight, std=INIT_STD)
-                    nn.init.zeros_(m.bias)
-                elif isinstance(m, nn.LayerNorm):
-                    nn.init.ones_(m.weight)
-                    nn.init.zeros_(m.bias)
+            init_linear_and_layernorm(self)
         for m in self.modules():
             if isinstance(m, RelativePosition2D):
                 nn.init.trunc_normal_(m.table_v, std=INIT_STD)
