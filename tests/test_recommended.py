@@ -1,0 +1,80 @@
+"""The recommended-proxy manifest: finding it, checking it, resolving ``recommended:`` names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autoprox.core.errors import ProxyError
+from autoprox.proxies.recommended import (
+    ENVIRONMENT,
+    FORMAT,
+    find_manifest,
+    load_manifest,
+    recommended_names,
+    resolve_recommended,
+)
+
+
+def write_manifest(folder: Path, spaces: dict) -> Path:
+    path = folder / "recommended.json"
+    path.write_text(json.dumps({"format": FORMAT, "spaces": spaces}), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def manifest(tmp_path: Path) -> Path:
+    (tmp_path / "af").mkdir()
+    (tmp_path / "af" / "joint.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "af" / "c100.json").write_text("{}", encoding="utf-8")
+    return write_manifest(tmp_path, {"autoformer": {"c100_kd": {"file": "af/c100.json"},
+                                                    "joint": {"file": "af/joint.json", "run": "x"}}})
+
+
+def test_names_resolve_to_files_relative_to_the_manifest(manifest: Path):
+    path, entry = resolve_recommended("recommended:autoformer/c100_kd", manifest)
+    assert path == (manifest.parent / "af" / "c100.json").resolve()
+    joint, entry = resolve_recommended("recommended:autoformer", manifest)
+    assert joint.name == "joint.json" and entry["run"] == "x"
+    assert recommended_names(load_manifest(manifest)) == ["recommended:autoformer/joint",
+                                                          "recommended:autoformer/c100_kd"]
+
+
+def test_unknown_names_list_the_known_ones(manifest: Path):
+    with pytest.raises(ProxyError, match="recommended:autoformer/joint"):
+        resolve_recommended("recommended:autoformer/flower_kd", manifest)
+    with pytest.raises(ProxyError, match="unknown recommended proxy 'recommended:pit/joint'"):
+        resolve_recommended("recommended:pit/joint", manifest)
+
+
+def test_a_missing_file_is_named(manifest: Path):
+    (manifest.parent / "af" / "c100.json").unlink()
+    with pytest.raises(ProxyError, match="af/c100.json, which is not a file"):
+        resolve_recommended("recommended:autoformer/c100_kd", manifest)
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("not json", "not a readable"),
+    (json.dumps({"format": "other", "spaces": {}}), "format"),
+    (json.dumps({"format": FORMAT, "spaces": {}}), "'spaces' must be a non-empty object"),
+    (json.dumps({"format": FORMAT, "spaces": {"a": {"joint": {"file": 3}}}}), "spaces.a.joint needs a 'file'"),
+])
+def test_bad_manifests_are_one_line(tmp_path: Path, content: str, problem: str):
+    path = tmp_path / "recommended.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ProxyError, match=problem):
+        load_manifest(path)
+
+
+def test_the_environment_variable_wins_and_must_exist(manifest: Path, tmp_path: Path):
+    assert find_manifest({ENVIRONMENT: str(manifest)}, cwd=tmp_path / "elsewhere") == manifest
+    with pytest.raises(ProxyError, match="no such manifest"):
+        find_manifest({ENVIRONMENT: str(tmp_path / "missing.json")})
+
+
+def test_the_working_directory_comes_before_the_source_tree(tmp_path: Path):
+    (tmp_path / "runs").mkdir()
+    local = write_manifest(tmp_path / "runs", {"s": {"joint": {"file": "j.json"}}})
+    assert find_manifest({}, cwd=tmp_path) == local
