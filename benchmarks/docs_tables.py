@@ -307,6 +307,61 @@ def headline_table(runs: Runs) -> list[str]:
     return table(head, rows)
 
 
+def describe_protocol(protocol: dict) -> str:
+    """One protocol's configuration column: its search configuration, fitness, selection and what it reused."""
+    settings = protocol["settings"]
+    genome = settings.get("genome") or DEFAULT_GENOME
+    aggregations = genome["aggregations"]
+    parts = [genome["kind"], "gene" if len(aggregations) > 1 else aggregations[0].replace("block_", "")]
+    if genome.get("arch_terminals"):
+        parts.append("arch terms")
+    if genome.get("spread_terminals"):
+        parts.append("spread terms")
+    if settings.get("cv_folds"):
+        parts.append(f"cv{settings['cv_folds']}")
+    evolution = settings.get("evolution", {})
+    if evolution.get("parsimony"):
+        parts.append("parsimony")
+    if evolution.get("patience"):
+        parts.append(f"patience {evolution['patience']}")
+    if evolution.get("restarts"):
+        parts.append(f"{evolution['restarts']} restarts")
+    if settings.get("fitness") and settings["fitness"] != "jcm":
+        parts.append(f"fitness {settings['fitness']}")
+    parts.append(f"selection {protocol['protocol']['selection']}")
+    return ", ".join(parts)
+
+
+def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
+    """Every finished protocol of ``space`` under runs/protocol/: the proxy's test JCM (mean +- sd over the
+    outer folds), the per-target means, and the paired JCM difference to the blend with its t-interval,
+    Nadeau-Bengio corrected interval and folds ahead. The baselines are the same folds' for every row."""
+    folder = runs.root / "protocol"
+    rows, blend_rows = [], {}
+    names = sorted(p.parent.name for p in folder.glob("*/protocol.json")) if folder.is_dir() else []
+    for name in names:
+        protocol = runs.json(f"protocol/{name}/protocol.json")
+        if protocol["space"] != space or not protocol.get("finished"):
+            continue
+        summary, targets = protocol["summary"], protocol["targets"]
+        jcm = summary["jcm"]
+        test, blend = jcm["test"]["proxy"], jcm["difference"]["blend"]
+        blend_rows[name] = jcm["test"]["blend"]["mean"]
+        per_target = [num(summary["targets"][t]["test"]["proxy"]["mean"]) for t in targets]
+        rows.append([f"`{name}`", describe_protocol(protocol), f"{num(test['mean'])} +- {num(test['sd'])}"
+                     + ("" if test["n"] == summary["folds"] else f" (n={test['n']})"), *per_target,
+                     f"{num(blend['mean'], True)} [{num(blend['ci'][0], True)}, {num(blend['ci'][1], True)}]",
+                     f"[{num(blend['corrected_ci'][0], True)}, {num(blend['corrected_ci'][1], True)}]",
+                     f"{blend['ahead']}/{blend['n']}"])
+    if not rows:
+        raise DocsTableError(f"{folder}: no finished protocol of {space}")
+    if len({round(v, 12) for v in blend_rows.values()}) != 1:
+        raise DocsTableError(f"{folder}: the {space} protocols do not share their folds (blend JCMs differ)")
+    head = ["protocol", "configuration", "JCM", *targets, "JCM - blend [t-interval]", "corrected interval", "ahead"]
+    blend_line = f"Blend on the same folds: JCM {num(next(iter(blend_rows.values())))}."
+    return [*table(head, rows), "", blend_line]
+
+
 def _per_space(function: Callable[[Runs, str], list[str]], space: str) -> Callable[[Runs], list[str]]:
     return lambda runs: function(runs, space)
 
@@ -318,6 +373,7 @@ for _space in SPACE_NAMES:
     TABLES[f"ablation-{_space}"] = ("results", _per_space(ablation_table, _space))
     TABLES[f"per-target-{_space}"] = ("results", _per_space(per_target_table, _space))
     TABLES[f"transfer-{_space}"] = ("results", _per_space(transfer_table, _space))
+    TABLES[f"protocol-ablation-{_space}"] = ("results", _per_space(protocol_ablation_table, _space))
 TABLES["beyond-size"] = ("results", beyond_size_table)
 TABLES["vit-search"] = ("results", vit_search_table)
 
