@@ -253,8 +253,9 @@ class EnsembleProxy:
             data["members"] = [m.to_json() for m in self.members[JOINT]]
         else:
             data["targets"] = {t: {"members": [m.to_json() for m in ms]} for t, ms in self.members.items()}
-        if self.provenance:
-            data["provenance"] = {k: v for k, v in self.provenance.items() if k != "file"}
+        provenance = {k: v for k, v in self.provenance.items() if k != "file"}
+        if provenance:
+            data["provenance"] = provenance
         return json_safe(data)
 
     def save(self, path: str | Path) -> Path:
