@@ -235,6 +235,13 @@ def inner_fold_kendalls(scores: SearchPartScores, candidate: str, target: str, f
     return kendalls
 
 
+def search_part_folds(context: RunContext, folds: int = INNER_FOLDS) -> list[list[int]]:
+    """``folds`` inner folds of the run's search part (positions in it), seeded by its split seed;
+    fewer when the part is small, so that each holds at least three architectures."""
+    size = len(context.indices("search"))
+    return make_folds(size, max(2, min(folds, size // 3)), context.settings.split_seed)
+
+
 def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES, folds: int = INNER_FOLDS) \
         -> EnsembleProxy:
     """Per target, the candidate with the best mean Kendall over ``folds`` inner folds of the search
@@ -244,7 +251,7 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
     context = RunContext.open(run)
     scores = SearchPartScores(Path(run_dir), context)
     size = len(context.indices("search"))
-    inner = make_folds(size, min(folds, size), context.settings.split_seed)
+    inner = search_part_folds(context, folds)
     by_target, chosen, table = {}, {}, {}
     for target in context.targets:
         means = {}
@@ -273,5 +280,5 @@ register_selection("cv-pick-zico")(partial(select_cv_pick, candidates=(*CV_PICK_
 
 
 __all__ = ["CANDIDATES", "CV_PICK_CANDIDATES", "HOF_MEMBERS", "INNER_FOLDS", "SELECTIONS", "SearchPartScores",
-           "Selected", "inner_fold_jcms", "inner_fold_kendalls", "lower_bound", "register_selection", "select_best",
+           "Selected", "inner_fold_jcms", "inner_fold_kendalls", "lower_bound", "register_selection", "search_part_folds", "select_best",
            "select_cv_lower_bound", "select_cv_pick", "select_hof_average", "selection"]
