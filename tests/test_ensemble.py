@@ -4,6 +4,9 @@ resolution by the commands, and refusals of bad files."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -164,3 +167,58 @@ def test_rank_scores_an_ensemble_per_target(per_target, af_small_file, session_c
     figures = json.loads(capsys.readouterr().out)
     assert set(figures) == set(TARGETS)
     assert figures["flower_kd"]["kendall"] != figures["c100_kd"]["kendall"]
+
+
+CHILD = textwrap.dedent('''
+    import importlib.util, json, sys
+
+    job = json.loads(sys.argv[1])
+    spec = importlib.util.spec_from_file_location("ensemble_module", job["file"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("autoprox", "primitives", "deap", "scipy"))
+
+    import torch
+    torch.set_num_threads(1)
+    from autoprox.networks.models import build_model
+    from autoprox.networks.statistics import InputSpec, derived_seed, make_batch
+
+    out = []
+    for config in job["configs"]:
+        model = build_model(config, num_classes=100, seed=derived_seed(0, "model"))
+        images, labels = make_batch(InputSpec("gaussian", 2), 100, 0)
+        out.append(module.scores(model, images, labels))
+    print(json.dumps({"scores": out, "leaked": leaked}))
+''')
+
+
+def test_exported_ensemble_scores_as_the_engine(per_target, parts, af_small, plan, tmp_path, capsys):
+    """The exported module's scores equal ``target_scores`` (with float32 statistics, as the module
+    computes them) on real small models, in a fresh interpreter that imports nothing of autoprox."""
+    from autoprox.data.cache import StatisticsCache
+    from autoprox.spaces.architectures import arch_to_config
+
+    with_params = EnsembleProxy("export-test", {**per_target.members, "flower_kd": (
+        member("descriptor", "depth", parts["depth_raw"], 0.3),
+        member("proxy", "params", np.sort(parts["depth_raw"] * 1e6), 0.7))}, per_target.plan)
+    source = with_params.save(tmp_path / "ens.json")
+    out = tmp_path / "ensemble_proxy.py"
+    assert main(["export", str(source), "--out", str(out)]) == 0
+    assert "per target" in capsys.readouterr().out
+    archs = [af_small.archs[i] for i in (0, 11, 15)]
+    job = {"file": str(out), "configs": [arch_to_config(a) for a in archs]}
+    result = subprocess.run([sys.executable, "-c", CHILD, json.dumps(job)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["leaked"] == []
+    engine = with_params.target_scores(archs, StatisticsCache(tmp_path / "f32", "float32"), plan, TARGETS)
+    for i in range(len(archs)):
+        for target in TARGETS:
+            assert answer["scores"][i][target] == pytest.approx(engine[target][i], rel=1e-6, abs=1e-9)
+
+
+def test_zoo_members_are_refused_for_export(tmp_path, capsys):
+    path = _write(tmp_path, {"format": ENSEMBLE_FORMAT, "members": [{"proxy": "zico", "reference": [1.0, 2.0]}]})
+    assert main(["export", path, "--out", str(tmp_path / "x.py")]) == 2
+    assert f"autoprox: error: {path}: member 'zico' is a hand-crafted zoo proxy" in capsys.readouterr().err
+    assert not (tmp_path / "x.py").exists()
