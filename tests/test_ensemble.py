@@ -222,3 +222,29 @@ def test_zoo_members_are_refused_for_export(tmp_path, capsys):
     assert main(["export", path, "--out", str(tmp_path / "x.py")]) == 2
     assert f"autoprox: error: {path}: member 'zico' is a hand-crafted zoo proxy" in capsys.readouterr().err
     assert not (tmp_path / "x.py").exists()
+
+
+def test_vit_search_takes_a_joint_ensemble_or_a_target(per_target, parts, af_small, af_small_file, session_cache,
+                                                       plan, tmp_path, capsys):
+    from autoprox.spaces.architectures import parse_arch
+
+    joint = EnsembleProxy("size", {JOINT: (member("descriptor", "depth", parts["depth_raw"], 0.5),
+                                           member("proxy", "params", np.sort(parts["depth_raw"]) * 1e6, 0.5))})
+    path = joint.save(tmp_path / "joint.json")
+    out = tmp_path / "vit"
+    assert main(["vit-search", "--space", "autoformer", "--proxy", str(path), "--samples", "4", "--top", "4",
+                 "--out", str(out), "--cache-dir", str(session_cache.root), "--workers", "1"]) == 0
+    top = json.loads((out / "top.json").read_text())["top"]
+    archs = [parse_arch(row["arch"], "autoformer") for row in top]
+    expected = joint.scores(archs, session_cache, plan)
+    assert [row["score"] for row in top] == pytest.approx(expected.tolist(), rel=1e-12)
+    # a per-target ensemble needs --target; with it, the pick is the target's members' best
+    ensemble = per_target.save(tmp_path / "per-target.json")
+    bench = ["vit-search", "--on-bench", str(af_small_file), "--proxy", str(ensemble), "--batch-size", "2",
+             "--cache-dir", str(session_cache.root), "--targets", "c100_kd", "--json"]
+    assert main(bench) == 2
+    assert "name one target (--target)" in capsys.readouterr().err
+    assert main([*bench, "--target", "c100_kd"]) == 0
+    picks = json.loads(capsys.readouterr().out)
+    scores = per_target.target_scores(list(af_small.archs), session_cache, plan, ["c100_kd"])["c100_kd"]
+    assert picks[0]["index"] == int(np.argmax(scores))

@@ -245,6 +245,41 @@ class EnsembleProxy:
         raw = RawMemberScores(archs, cache, plan, workers, progress, teacher)
         return _weighted_sum(self.members_for(target), raw, len(archs))
 
+    def candidate_scores(self, archs: Sequence, spec: InputSpec, seeds: Sequence[int], cache: StatisticsCache,
+                         target: str | None = None, *, workers: int = 1, keep_statistics: bool = True,
+                         head_classes: int = 100, teacher=None) -> list[tuple[float | None, float, str]]:
+        """(score, seconds, error) of each architecture of ``archs`` for ``target`` (None: the joint
+        members), failures kept and never stopping the others: the ViT search's form. Each
+        ``proxy`` member's raw values come from :meth:`Proxy.raw_values` per seed (its own class
+        count; statistics kept in the cache only with ``keep_statistics``), averaged over seeds."""
+        members = [m for m in self.members_for(target) if m.weight > 0]
+        size = len(archs)
+        seconds, errors = np.zeros(size), [""] * size
+        total = np.zeros(size)
+        columns = None
+        for item in members:
+            if item.kind == "proxy":
+                runs = [_member_proxy(item.value).raw_values(archs, spec, seed, item.classes, cache, workers=workers,
+                                                             keep_statistics=keep_statistics,
+                                                             head_classes=head_classes, teacher=teacher)
+                        for seed in seeds]
+                raw = np.full(size, np.nan)
+                for index in range(size):
+                    results = [run[index] for run in runs]
+                    seconds[index] += sum(r.seconds for r in results if r.seconds == r.seconds)
+                    failed = [r.error for r in results if not r.ok]
+                    if failed and not errors[index]:
+                        errors[index] = f"{item.label[:60]}: {failed[0]}"[:300]
+                    elif not failed:
+                        raw[index] = float(np.mean([r.raw for r in results]))
+            else:
+                columns = columns if columns is not None else descriptor_columns(archs)
+                raw = (np.asarray(columns[item.value], dtype=np.float64) if item.kind == "descriptor"
+                       else blend_scores(item.value, columns))
+            total = total + item.weight * quantile(item.reference, raw)
+        return [(None, float(seconds[i]), errors[i]) if errors[i] else (float(total[i]), float(seconds[i]), "")
+                for i in range(size)]
+
     def to_json(self) -> dict:
         data = {"format": ENSEMBLE_FORMAT, "name": self.name}
         if self.plan is not None:
