@@ -70,6 +70,9 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
     from autoprox.apps.ranking import format_table, rank_table
 
     proxies = resolve_proxies(args.proxy)
+    ensembles = [p.name for p in proxies if isinstance(p, EnsembleProxy)]
+    if ensembles:
+        raise ProxyError(f"the ranking table takes no ensemble ({ensembles[0]}): rank it alone with --proxy FILE")
     bench = load_benchmark(bench_path(args))
     part = args.split or "all"
     targets = bench.check_targets(list(args.targets) or bench.default_targets())
