@@ -179,8 +179,8 @@ class EnsembleProxy:
     """A weighted quantile sum of members, joint or per target (see the module docstring).
 
     ``members`` maps :data:`JOINT` (one list for every target) or each target to its
-    members. ``plan`` is the statistics plan (as :meth:`StatsPlan.to_json`) the references
-    were scored with, or None when no member needs statistics.
+    members. ``plan`` is the statistics the references were scored with (``{"input":
+    InputSpec.to_json(), "seeds": [...]}``; class counts are the members' own), or None.
     """
 
     name: str
