@@ -332,3 +332,61 @@ def test_cli_prints_the_table_and_refuses_bad_options(af_small_file, session_cac
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
     assert main(["evaluate", "--resume", "--out", str(out), "--folds", "3", "--quiet"]) == 2
     assert "other protocol options (folds)" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ reusing a protocol's searches
+
+def _snapshot(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_reuse_searches_gives_the_original_figures_and_writes_nothing_there(protocol, tmp_path):
+    out, whole = protocol
+    before = _snapshot(out)
+    again = run_protocol(None, tmp_path / "again", bootstrap=200, reuse_searches=out, quiet=True)
+    assert figures_of(again) == figures_of(whole)
+    assert _snapshot(out) == before
+    assert (tmp_path / "again" / again["protocol"]["searches"]).resolve() == out.resolve()  # recorded relatively
+    assert not (tmp_path / "again" / "repeat-0").exists()  # no search was run
+
+
+def test_reuse_searches_refuses_a_mismatch(protocol, settings, tmp_path):
+    out, _ = protocol
+    with pytest.raises(RunDirError, match="other settings .*batch_size"):
+        run_protocol(replace(settings, batch_size=4), tmp_path / "a", reuse_searches=out, quiet=True)
+    with pytest.raises(RunDirError, match="folds 3, not 2"):
+        run_protocol(None, tmp_path / "b", folds=2, reuse_searches=out, quiet=True)
+    with pytest.raises(RunDirError, match="no protocol.json"):
+        run_protocol(None, tmp_path / "c", reuse_searches=tmp_path, quiet=True)
+    with pytest.raises(RunDirError, match="its own --out"):
+        run_protocol(None, out, reuse_searches=out, quiet=True)
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(out, unfinished)
+    best = unfinished / "repeat-0" / "fold-1" / "best.json"
+    best.write_text(json.dumps(json.loads(best.read_text()) | {"finished": False}))
+    with pytest.raises(RunDirError, match="fold-1: its search is not finished"):
+        run_protocol(None, tmp_path / "d", reuse_searches=unfinished, quiet=True)
+    assert not any((tmp_path / name).exists() for name in "abc")
+
+
+def test_an_ensemble_selection_is_scored_per_target_and_recorded(protocol, tmp_path, capsys):
+    from autoprox.proxies.ensemble import ensemble_from_json
+
+    out, whole = protocol
+    code = main(["evaluate", "--reuse-searches", str(out), "--selection", "cv-pick", "--out", str(tmp_path / "cv"),
+                 "--quiet"])
+    assert code == 0 and "JCM" in capsys.readouterr().out
+    result = json.loads((tmp_path / "cv" / PROTOCOL_FILE).read_text())
+    assert result["finished"] and result["protocol"]["selection"] == "cv-pick"
+    for fold, original in zip(result["folds"], whole["folds"]):
+        recorded = fold["result"]
+        ensemble = ensemble_from_json(recorded["ensemble"])
+        context = RunContext.open(out / fold["run"])
+        again = ensemble.target_scores(context.archs("test"), context.cache, context.plan, list(TARGETS))
+        for target in TARGETS:
+            assert np.array_equal(again[target], recorded["scores"]["proxy"][target])
+            chosen = ensemble.provenance["chosen"][target]
+            if chosen == "blend":  # the blend refitted on the whole search part: the blend baseline's ranking
+                assert recorded["kendall"]["proxy"][target] == pytest.approx(original["result"]["kendall"]["blend"][target])
+            if chosen == "best":
+                assert recorded["kendall"]["proxy"][target] == pytest.approx(original["result"]["kendall"]["proxy"][target])

@@ -60,3 +60,81 @@ def test_protocol_takes_a_selection_by_name(af_small_file, session_cache, tmp_pa
         assert fold["result"]["proxy"] in [e.genome for e in hall.entries[:10]]
     with pytest.raises(ConfigError, match="unknown selection"):
         run_protocol(settings, tmp_path / "q", folds=2, selection="vote", quiet=True)
+
+
+# ------------------------------------------------------------------ ensembles
+
+def test_hof_average_is_an_equal_weight_ensemble_of_distinct_hall_of_fame_proxies(run_dir):
+    from autoprox.proxies.ensemble import JOINT, EnsembleProxy
+
+    chosen = SELECTIONS["hof-average"](run_dir)
+    assert isinstance(chosen, EnsembleProxy) and chosen.joint
+    members = chosen.members[JOINT]
+    genomes = [e.genome for e in load_hall_of_fame(run_dir).hall.entries]
+    assert 1 <= len(members) <= 5 and len({m.value for m in members}) == len(members)
+    assert all(m.value in genomes for m in members) and sum(m.weight for m in members) == pytest.approx(1.0)
+    context = RunContext.open(run_dir)
+    assert all(len(m.reference) == len(context.indices("search")) for m in members)
+    scores = chosen.target_scores(context.archs("test"), context.cache, context.plan, list(context.targets))
+    assert set(scores) == set(TARGETS) and all(np.all(np.isfinite(v)) for v in scores.values())
+
+
+def test_cv_pick_chooses_the_best_inner_fold_candidate_per_target(run_dir):
+    from autoprox.apps.selection import (
+        SearchPartScores,
+        inner_fold_kendalls,
+        search_part_folds,
+        select_cv_pick,
+    )
+
+    chosen = select_cv_pick(run_dir)
+    context = RunContext.open(run_dir)
+    scores = SearchPartScores(run_dir, context)
+    folds = search_part_folds(context)
+    assert len(folds) == 4  # 12 search architectures: 4 folds of 3
+    for target in TARGETS:
+        means = {c: float(np.mean(inner_fold_kendalls(scores, c, target, folds))) for c in ("best", "blend", "best+blend")}
+        pick = chosen.provenance["chosen"][target]
+        assert means[pick] == max(means.values())
+        members = chosen.members[target]
+        assert len(members) == len(pick.split("+"))
+        if "blend" in pick:  # refitted on the whole search part: the blend baseline's choice
+            from autoprox.proxies.baselines import choose_baselines
+            from autoprox.spaces.descriptors import descriptor_columns
+
+            fitted = choose_baselines(descriptor_columns(context.bench.archs), context.bench.accuracies,
+                                      context.indices("search"), [target], ["blend"])["blend"][target]
+            assert [m.value for m in members if m.kind == "blend"] == [fitted]
+
+
+def test_ensemble_selections_never_read_the_test_part(af_small, session_cache, tmp_path):
+    """Permuting the test part's accuracies changes neither the search nor any selection's choice."""
+    from dataclasses import replace
+
+    from autoprox.apps.selection import select_cv_pick, select_hof_average
+    from autoprox.data.benchmark import split_benchmark, write_benchmark_jsonl
+
+    test = list(split_benchmark(len(af_small), 0, 0.75).test)
+    shuffled = {t: v.copy() for t, v in af_small.accuracies.items()}
+    for values in shuffled.values():
+        values[test] = values[test][::-1]
+    chosen = []
+    for name, bench in (("a", af_small), ("b", replace(af_small, accuracies=shuffled))):
+        path = tmp_path / f"{name}.jsonl"
+        write_benchmark_jsonl(bench, path)
+        settings = SearchSettings(bench=str(path), targets=TARGETS, batch_size=2, cache_dir=str(session_cache.root),
+                                  workers=1, search_fraction=0.75,
+                                  evolution=EvolutionConfig(population_size=6, iterations=3, retry_cap=3, seed=1))
+        run_search(settings, tmp_path / name, quiet=True)
+        chosen.append([{k: v for k, v in s(tmp_path / name).to_json().items() if k != "provenance"}
+                       | {"chosen": s(tmp_path / name).provenance.get("chosen")}
+                       for s in (select_cv_pick, select_hof_average)])
+    assert not np.array_equal(load_bench_accuracies(tmp_path / "a.jsonl")[test],
+                              load_bench_accuracies(tmp_path / "b.jsonl")[test])
+    assert chosen[0] == chosen[1]
+
+
+def load_bench_accuracies(path):
+    from autoprox.data.benchmark import load_benchmark
+
+    return load_benchmark(path).accuracies["c100_kd"]

@@ -24,6 +24,7 @@ one worker); every fold is deterministic, so the figures do not depend on it.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import random
 import sys
 import time
@@ -50,6 +51,7 @@ from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
 from autoprox.data.cache import build_cache
 from autoprox.genome.tree import InvalidProxy
 from autoprox.proxies.baselines import BASELINES, baseline_scores, choose_baselines
+from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
@@ -126,9 +128,19 @@ def fold_settings(settings: SearchSettings, fold: OuterFold, workers: int | None
 
 # ------------------------------------------------------------------ one fold
 
-def fold_figures(proxy: Proxy, context: RunContext, choices: Mapping[str, Mapping[str, dict]],
+def test_scores(proxy: Proxy | EnsembleProxy, context: RunContext, part: str = "test") -> dict[str, np.ndarray]:
+    """Scores per target of ``proxy`` on ``part`` of the fold's run: a proxy's at each target's class
+    count, an ensemble's through :meth:`EnsembleProxy.target_scores`. Raises InvalidProxy."""
+    targets = list(context.targets)
+    if isinstance(proxy, EnsembleProxy):
+        return proxy.target_scores(context.archs(part), context.cache, context.plan, targets)
+    scores = context.score(proxy, part, workers=1)
+    return {t: scores[context.plan.target_classes[t]] for t in targets}
+
+
+def fold_figures(proxy: Proxy | EnsembleProxy, context: RunContext, choices: Mapping[str, Mapping[str, dict]],
                  columns: Mapping[str, np.ndarray]) -> dict:
-    """Test-part scores, Kendall per target and JCM of the proxy and of each baseline's choice.
+    """Test-part scores, Kendall per target and JCM of the proxy (or ensemble) and of each baseline's choice.
 
     ``context`` is the fold's run context (its test part is the outer test part).
     """
@@ -137,8 +149,7 @@ def fold_figures(proxy: Proxy, context: RunContext, choices: Mapping[str, Mappin
     scores: dict[str, dict[str, list]] = {}
     result: dict = {}
     try:
-        proxy_scores = context.score(proxy, "test", workers=1)
-        scores[REFERENCE] = {t: proxy_scores[context.plan.target_classes[t]] for t in targets}
+        scores[REFERENCE] = test_scores(proxy, context)
     except InvalidProxy as exc:
         result["invalid"] = str(exc)
         scores[REFERENCE] = {t: np.full(len(test), np.nan) for t in targets}
@@ -166,19 +177,24 @@ def _check_fold_run(run_dir: Path, expected: Mapping, sha256: str) -> None:
 
 
 def evaluate_fold(settings_json: Mapping, bench_path: str, fold_json: Mapping, out: str, selection: str,
-                  baselines: Sequence[str], stop_after: int | None = None, quiet: bool = True) -> dict:
+                  baselines: Sequence[str], stop_after: int | None = None, quiet: bool = True,
+                  searches: str | None = None) -> dict:
     """Run (or resume, or take as finished) one outer fold's search, then score it on its test part.
 
-    Plain arguments, so that it runs in a joblib process as well as inline. Returns
-    ``{"finished": bool, "result": figures or None, "seconds": ...}``.
+    ``searches``: a protocol directory whose finished fold search is read instead (nothing is
+    run or written there). Plain arguments, so that it runs in a joblib process as well as
+    inline. Returns ``{"finished": bool, "result": figures or None, "seconds": ...}``.
     """
     start = time.perf_counter()
     settings = SearchSettings.from_json(settings_json)
     fold = OuterFold(fold_json["repeat"], fold_json["fold"], tuple(fold_json["search"]), tuple(fold_json["test"]))
     bench = load_benchmark(bench_path)
-    run_dir = Path(out) / fold.name
+    run_dir = Path(searches if searches is not None else out) / fold.name
     run = RunDirectory(run_dir)
-    if run.exists():
+    if searches is not None:
+        best = _finished_search(run_dir, RunContext.from_settings(settings, bench=bench).settings.to_json(),
+                                bench.sha256)
+    elif run.exists():
         expected = RunContext.from_settings(settings, bench=bench).settings.to_json()
         _check_fold_run(run_dir, expected, bench.sha256)
         best_path = run.file("best.json")
@@ -196,8 +212,24 @@ def evaluate_fold(settings_json: Mapping, bench_path: str, fold_json: Mapping, o
     choices = choose_baselines(columns, bench.accuracies, fold.search, context.targets, baselines)
     proxy = SELECTIONS[selection](run_dir)
     result = {"proxy": proxy.name, "genome": best["genome"], "search_jcm": best["search"].get("jcm"),
+              **({"ensemble": proxy.to_json()} if isinstance(proxy, EnsembleProxy) else {}),
               **fold_figures(proxy, context, choices, columns)}
     return {"finished": True, "result": json_safe(result), "seconds": time.perf_counter() - start}
+
+
+def _finished_search(run_dir: Path, expected: Mapping, sha256: str) -> dict:
+    """``best.json`` of the finished fold search in ``run_dir`` (of a reused protocol); RunDirError
+    when it is missing, unfinished, or another search."""
+    run = RunDirectory(run_dir)
+    if not run.exists():
+        raise RunDirError(f"{run_dir}: no fold search to reuse")
+    _check_fold_run(run_dir, expected, sha256)
+    best_path = run.file("best.json")
+    best = read_json(best_path) if best_path.is_file() else None
+    if best is None or not best.get("finished"):
+        raise RunDirError(f"{run_dir}: its search is not finished; finish it (autoprox evaluate --resume) "
+                          "before reusing it")
+    return best
 
 
 # ------------------------------------------------------------------ the whole protocol
@@ -247,7 +279,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
                  repeats: int | None = None, protocol_seed: int | None = None, fold_workers: int = 1,
                  resume: bool = False, selection: str | None = None, baselines: Sequence[str] | None = None,
                  bootstrap: int | None = None, stop_after: int | None = None, quiet: bool = False,
-                 executor: Executor | None = None) -> dict:
+                 executor: Executor | None = None, reuse_searches: str | Path | None = None) -> dict:
     """Run (or resume) the evaluation protocol of ``settings`` into ``out``; return ``protocol.json``'s content.
 
     Parameters
@@ -276,6 +308,11 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         :data:`~autoprox.apps.protocol_summary.BOOTSTRAP_SAMPLES`).
     stop_after : int, optional
         Each fold's search stops after that iteration as if interrupted (tests).
+    reuse_searches : path, optional
+        A protocol directory whose finished fold searches are scored again instead of run:
+        same settings (None takes its recorded ones), folds, repeats, seed and benchmark, or
+        RunDirError. Nothing is written there; ``protocol.json`` records it (``"searches"``,
+        relative to ``out``) and only the selection and the scoring are redone.
 
     Notes
     -----
@@ -288,13 +325,17 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
              "baselines": None if baselines is None else list(baselines), "bootstrap": bootstrap}
     if settings is not None:
         settings = replace(settings, split_indices=None)  # each outer fold sets its own
+    reused = None
+    if reuse_searches is not None and not resume:
+        settings, reused = _reused_searches(Path(reuse_searches), out, settings, given)
+        given["searches"] = os.path.relpath(Path(reuse_searches), out)
     bench, settings, previous = _open_protocol(out, settings, given, resume)
     if previous:
         spec = previous["protocol"]
     else:
         defaults = {"folds": DEFAULT_FOLDS, "repeats": 1, "seed": 0, "selection": "best",
                     "baselines": list(BASELINES), "bootstrap": BOOTSTRAP_SAMPLES}
-        spec = {k: defaults[k] if v is None else v for k, v in given.items()}
+        spec = {k: defaults.get(k) if v is None else v for k, v in given.items()}
     if spec["selection"] not in SELECTIONS:
         raise ConfigError(f"unknown selection {spec['selection']!r}; known: {', '.join(SELECTIONS)}")
     unknown = [name for name in spec["baselines"] if name not in BASELINES]
@@ -308,6 +349,10 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     if previous and [f.to_json() for f in made] != [{k: f[k] for k in ("repeat", "fold", "run", "search", "test")}
                                                     for f in previous["folds"]]:
         raise RunDirError(f"{out / PROTOCOL_FILE}: its folds are not the ones its seed gives")
+    if reused is not None and [f.to_json() for f in made] != [
+            {k: f.get(k) for k in ("repeat", "fold", "run", "search", "test")} for f in reused["folds"]]:
+        raise RunDirError(f"{reuse_searches}: its folds are not the ones this protocol makes")
+    searches = str(out / spec["searches"]) if spec.get("searches") else None
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     protocol = {
         "autoprox_version": __version__,
@@ -340,7 +385,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     workers = 1 if fold_workers > 1 else settings.workers
     jobs = [(i, (fold_settings(replace(settings, bench=bench.source), made[i], workers).to_json(), bench.source,
                  made[i].to_json(), str(out), spec["selection"], spec["baselines"], stop_after,
-                 quiet or fold_workers > 1)) for i in pending]
+                 quiet or fold_workers > 1, searches)) for i in pending]
     start, done_now = time.perf_counter(), 0
     for index, outcome in _run_jobs(jobs, fold_workers, quiet, protocol, executor):
         entry = protocol["folds"][index]
@@ -364,6 +409,38 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         protocol["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     _write(out, protocol, bench)
     return read_json(out / PROTOCOL_FILE)
+
+
+def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, given: dict) \
+        -> tuple[SearchSettings, dict]:
+    """The settings of the protocol in ``source`` whose searches a new protocol in ``out`` reuses,
+    and its record; RunDirError when the given settings or protocol options differ from its."""
+    if source.resolve() == out.resolve():
+        raise RunDirError(f"--reuse-searches {source}: the new protocol needs its own --out")
+    if not (source / PROTOCOL_FILE).is_file():
+        raise RunDirError(f"--reuse-searches {source}: no {PROTOCOL_FILE} there")
+    recorded = read_json(source / PROTOCOL_FILE)
+    try:
+        settings_json, sha256 = recorded["settings"], recorded["benchmark_sha256"]
+        reused_settings = SearchSettings.from_json(settings_json)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunDirError(f"{source / PROTOCOL_FILE}: not an evaluation protocol ({exc})") from None
+    bench = load_benchmark(locate_benchmark(reused_settings.bench, sha256, near=source))
+    if settings is None:
+        settings = replace(reused_settings, bench=bench.source)
+    else:
+        differing = _differing(settings_json, RunContext.from_settings(settings, bench=bench).settings.to_json())
+        if load_benchmark(settings.bench).sha256 != sha256:
+            differing.append("bench")
+        if differing:
+            raise RunDirError(f"--reuse-searches {source}: its searches have other settings "
+                              f"({', '.join(differing)})")
+    for key in ("folds", "repeats", "seed"):
+        if given[key] is not None and given[key] != recorded["protocol"].get(key):
+            raise RunDirError(f"--reuse-searches {source}: its protocol has {key} "
+                              f"{recorded['protocol'].get(key)}, not {given[key]}")
+        given[key] = recorded["protocol"].get(key)
+    return settings, recorded
 
 
 def _run_jobs(jobs, fold_workers: int, quiet: bool, protocol: Mapping, executor: Executor | None = None):

@@ -1,5 +1,6 @@
-"""How the proxy of a finished search is chosen: its best search fitness, or a rule that
-prefers proxies whose figures hold across parts of the search data.
+"""How the proxy of a finished search is chosen: its best search fitness, a rule that
+prefers proxies whose figures hold across parts of the search data, or an ensemble
+(:class:`~autoprox.proxies.ensemble.EnsembleProxy`) built on the search part.
 
 Every rule reads the run directory only (``best.json``, ``hall_of_fame.json`` and, through
 :class:`~autoprox.search.context.RunContext`, the run's search part and statistics): a rule
@@ -11,21 +12,29 @@ Rules are registered with :func:`register_selection`; the protocol (``autoprox e
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError
 from autoprox.genome.tree import InvalidProxy, parse_genome
-from autoprox.proxies.proxy import Proxy
+from autoprox.proxies.baselines import blend_features, blend_scores, fit_rank_blend
+from autoprox.proxies.ensemble import JOINT, EnsembleProxy, Member, member, quantile
+from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.search.context import RunContext
 from autoprox.search.fitness import make_folds
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.rundir import RunDirectory, read_json
+from autoprox.spaces.descriptors import descriptor_columns
 
-#: Selection name -> function(run directory) -> Proxy.
-SELECTIONS: dict[str, Callable[[Path], Proxy]] = {}
+#: What a selection returns: a proxy, or an ensemble of proxies and descriptor blends.
+Selected = Proxy | EnsembleProxy
+
+#: Selection name -> function(run directory) -> Proxy or EnsembleProxy.
+SELECTIONS: dict[str, Callable[[Path], Selected]] = {}
 
 #: Hall-of-fame entries a rule considers (the best distinct proxies by search fitness).
 CANDIDATES = 10
@@ -36,14 +45,16 @@ INNER_FOLDS = 5
 def register_selection(name: str):
     """Register the decorated function (run directory -> :class:`Proxy`) as selection ``name``."""
 
-    def decorate(function: Callable[[Path], Proxy]):
+    def decorate(function: Callable[[Path], Selected]):
+        if name in SELECTIONS:
+            raise ValueError(f"selection {name!r} is registered twice")
         SELECTIONS[name] = function
         return function
 
     return decorate
 
 
-def selection(name: str) -> Callable[[Path], Proxy]:
+def selection(name: str) -> Callable[[Path], Selected]:
     """The rule registered as ``name``; ConfigError naming the known ones otherwise."""
     if name not in SELECTIONS:
         raise ConfigError(f"unknown selection {name!r}; known: {', '.join(SELECTIONS)}")
@@ -104,5 +115,170 @@ def select_cv_lower_bound(run_dir: Path, candidates: int = CANDIDATES, folds: in
     return best if best is not None else select_best(run_dir)
 
 
-__all__ = ["CANDIDATES", "INNER_FOLDS", "SELECTIONS", "inner_fold_jcms", "lower_bound", "register_selection",
-           "select_best", "select_cv_lower_bound", "selection"]
+# ------------------------------------------------------------------ ensembles
+
+#: Hall-of-fame proxies ``hof-average`` rank-averages.
+HOF_MEMBERS = 5
+#: ``cv-pick``'s candidates: each a ``+``-joined list of ``best`` (the run's best proxy), ``blend``
+#: (the descriptor blend fitted on the part at hand) or a built-in proxy (``zico``), averaged with
+#: equal weights. The default is what the protocol measured to help (docs/manual.md).
+CV_PICK_CANDIDATES = ("best", "blend", "best+blend")
+
+
+def _plan_json(context: RunContext) -> dict:
+    return {"input": context.plan.spec.to_json(), "seeds": list(context.plan.seeds)}
+
+
+def _provenance(run_dir: Path, rule: str, **more) -> dict:
+    return {"run": str(run_dir), "selection": rule, **more}
+
+
+def _valid_scores(values: np.ndarray) -> bool:
+    return bool(np.all(np.isfinite(values))) and np.ptp(values) > 0
+
+
+@register_selection("hof-average")
+def select_hof_average(run_dir: Path, count: int = HOF_MEMBERS) -> Selected:
+    """Equal-weight rank average (quantiles against the search part) of the hall of fame's best
+    ``count`` distinct proxies that are valid on the whole search part (finite, not constant,
+    and not ranking it exactly as an earlier member). Joint when every target shares one
+    statistics class count, else one member list per target of the same proxies."""
+    run = RunDirectory(run_dir)
+    context = RunContext.open(run)
+    chosen: list[tuple[str, Mapping[int, np.ndarray]]] = []
+    for entry in load_hall_of_fame(run).hall.entries:
+        if len(chosen) == count:
+            break
+        try:
+            scores = context.score(Proxy(entry.genome, parse_genome(entry.genome)), "search", workers=1)
+        except InvalidProxy:
+            continue
+        if not all(_valid_scores(v) for v in scores.values()):
+            continue
+        if any(all(np.array_equal(np.argsort(v, kind="stable"), np.argsort(o[c], kind="stable"))
+                   for c, v in scores.items()) for _, o in chosen):
+            continue
+        chosen.append((entry.genome, scores))
+    if not chosen:
+        return select_best(run_dir)
+    weight = 1.0 / len(chosen)
+
+    def members(classes: int) -> tuple[Member, ...]:
+        return tuple(member("proxy", genome, scores[classes], weight, classes) for genome, scores in chosen)
+
+    classes = context.plan.target_classes
+    by_key = ({JOINT: members(context.plan.class_counts[0])} if len(context.plan.class_counts) == 1
+              else {t: members(classes[t]) for t in context.targets})
+    return EnsembleProxy(f"hof-average-{len(chosen)}", by_key, _plan_json(context),
+                         _provenance(run_dir, "hof-average", genomes=[g for g, _ in chosen]))
+
+
+class SearchPartScores:
+    """Raw scores on a run's search part of the candidates' parts, per target (each computed once)."""
+
+    def __init__(self, run_dir: Path, context: RunContext):
+        self.run_dir, self.context = run_dir, context
+        self.columns = descriptor_columns(context.archs("search"))
+        self.features = blend_features(self.columns)
+        self.accuracies = context.accuracies("search")
+        self._proxies: dict[str, Mapping[int, np.ndarray]] = {}
+        self.best = select_best(run_dir)
+
+    def proxy_text(self, part: str) -> str:
+        return self.best.name if part == "best" else part
+
+    def raw(self, part: str, target: str) -> np.ndarray:
+        """Raw scores of ``best`` or a built-in proxy on the whole search part for ``target``."""
+        text = self.proxy_text(part)
+        if text not in self._proxies:
+            proxy = self.best if part == "best" else resolve_proxy(part)
+            if not isinstance(proxy, Proxy) or proxy.provenance.get("file"):
+                raise ConfigError(f"cv-pick candidate part {part!r} must be best, blend or a built-in proxy")
+            self._proxies[text] = self.context.score(proxy, "search", workers=1)
+        return self._proxies[text][self.context.plan.target_classes[target]]
+
+    def fitted(self, part: str, target: str, train: Sequence[int], test: Sequence[int] | None):
+        """(raw scores on ``train``, raw scores on ``test``, the member's value): ``blend`` fitted on
+        ``train`` only."""
+        if part == "blend":
+            choice = fit_rank_blend(self.features[list(train)], self.accuracies[target][list(train)])
+            rows = {name: values[list(train)] for name, values in self.columns.items()}
+            test_scores = None
+            if test is not None:
+                test_scores = blend_scores(choice, {name: values[list(test)] for name, values in self.columns.items()})
+            return blend_scores(choice, rows), test_scores, choice
+        values = self.raw(part, target)
+        return values[list(train)], None if test is None else values[list(test)], self.proxy_text(part)
+
+
+def _parts(candidate: str) -> list[str]:
+    parts = [p.strip() for p in candidate.split("+") if p.strip()]
+    if not parts:
+        raise ConfigError(f"empty cv-pick candidate {candidate!r}")
+    return parts
+
+
+def inner_fold_kendalls(scores: SearchPartScores, candidate: str, target: str, folds: Sequence[Sequence[int]]) \
+        -> list[float]:
+    """Kendall on each inner fold of the search part of ``candidate`` fitted on the other folds
+    (blend and references); NaN where undefined."""
+    parts = _parts(candidate)
+    size = len(scores.accuracies[target])
+    kendalls = []
+    for fold in folds:
+        train = [i for i in range(size) if i not in set(fold)]
+        total = np.zeros(len(fold))
+        for part in parts:
+            train_raw, test_raw, _ = scores.fitted(part, target, train, fold)
+            total = total + quantile(train_raw, test_raw) / len(parts)
+        kendalls.append(correlate(total, scores.accuracies[target][list(fold)])["kendall"])
+    return kendalls
+
+
+def search_part_folds(context: RunContext, folds: int = INNER_FOLDS) -> list[list[int]]:
+    """``folds`` inner folds of the run's search part (positions in it), seeded by its split seed;
+    fewer when the part is small, so that each holds at least three architectures."""
+    size = len(context.indices("search"))
+    return make_folds(size, max(2, min(folds, size // 3)), context.settings.split_seed)
+
+
+def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES, folds: int = INNER_FOLDS) \
+        -> EnsembleProxy:
+    """Per target, the candidate with the best mean Kendall over ``folds`` inner folds of the search
+    part (seeded by the run's split seed; blends fitted on each inner training part alone), refitted
+    on the whole search part. Ties go to the earlier candidate. Reads nothing of the test part."""
+    run = RunDirectory(run_dir)
+    context = RunContext.open(run)
+    scores = SearchPartScores(Path(run_dir), context)
+    size = len(context.indices("search"))
+    inner = search_part_folds(context, folds)
+    by_target, chosen, table = {}, {}, {}
+    for target in context.targets:
+        means = {}
+        for candidate in candidates:
+            try:
+                values = inner_fold_kendalls(scores, candidate, target, inner)
+            except InvalidProxy:
+                values = [float("nan")]
+            finite = [v for v in values if v is not None and np.isfinite(v)]
+            means[candidate] = float(np.mean(finite)) if len(finite) == len(values) else float("-inf")
+        pick = max(candidates, key=lambda c: means[c])  # max keeps the first of equal ones
+        parts = _parts(pick)
+        members = []
+        for part in parts:
+            raw, _, value = scores.fitted(part, target, range(size), None)
+            kind = "blend" if part == "blend" else "proxy"
+            members.append(member(kind, value, raw, 1.0 / len(parts), context.plan.target_classes[target]))
+        by_target[target], chosen[target], table[target] = tuple(members), pick, means
+    return EnsembleProxy("cv-pick", by_target, _plan_json(context),
+                         _provenance(run_dir, "cv-pick", candidates=list(candidates), chosen=chosen,
+                                     inner_kendall=table))
+
+
+register_selection("cv-pick")(select_cv_pick)
+register_selection("cv-pick-zico")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico")))
+
+
+__all__ = ["CANDIDATES", "CV_PICK_CANDIDATES", "HOF_MEMBERS", "INNER_FOLDS", "SELECTIONS", "SearchPartScores",
+           "Selected", "inner_fold_jcms", "inner_fold_kendalls", "lower_bound", "register_selection", "search_part_folds", "select_best",
+           "select_cv_lower_bound", "select_cv_pick", "select_hof_average", "selection"]

@@ -35,6 +35,7 @@ from autoprox.data.benchmark import Benchmark
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.tree import InvalidProxy
 from autoprox.networks.statistics import InputSpec
+from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.rundir import RunDirError, read_json, read_jsonl
 from autoprox.spaces.architectures import (
@@ -121,11 +122,15 @@ class VitSearchSettings:
     cache_precision: str = "float16"
     keep_statistics: bool = True
     workers: int = 2
+    #: The target whose members score an ensemble proxy (None: a joint ensemble, or any other proxy).
+    target: str | None = None
 
     def to_json(self) -> dict:
         data = asdict(self)
         data["budget"] = list(self.budget)
         data["stat_seeds"] = list(self.stat_seeds)
+        if self.target is None:  # as recorded before ensembles, so that older searches resume
+            data.pop("target")
         return data
 
     def identity(self) -> dict:
@@ -136,7 +141,7 @@ class VitSearchSettings:
         return data
 
 
-def raw_scores(proxy: Proxy, archs: Sequence, settings: VitSearchSettings, spec: InputSpec,
+def raw_scores(proxy: Proxy | EnsembleProxy, archs: Sequence, settings: VitSearchSettings, spec: InputSpec,
                teacher=None, executor: Executor | None = None) -> list[tuple[object, float, str]]:
     """(raw value, seconds, error) for each architecture; failures never stop the others.
 
@@ -149,6 +154,10 @@ def raw_scores(proxy: Proxy, archs: Sequence, settings: VitSearchSettings, spec:
     """
     cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
     workers = executor if executor is not None else settings.workers
+    if isinstance(proxy, EnsembleProxy):  # one score per architecture: the joint members or settings.target's
+        return proxy.candidate_scores(archs, spec, settings.stat_seeds, cache, settings.target, workers=workers,
+                                      keep_statistics=settings.keep_statistics, head_classes=settings.classes,
+                                      teacher=teacher)
     runs = [proxy.raw_values(archs, spec, seed, settings.classes, cache, workers=workers, teacher=teacher,
                              keep_statistics=settings.keep_statistics, head_classes=settings.classes)
             for seed in settings.stat_seeds]
@@ -293,20 +302,27 @@ def proxy_label(proxy: Proxy) -> str:
     return str(proxy.provenance.get("file") or proxy.name) if proxy.provenance else proxy.name
 
 
-def pick_on_bench(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int], targets: Sequence[str],
-                  plan: StatsPlan, cache: StatisticsCache, workers: int = 1, teacher=None,
-                  progress_factory: Callable[[str], Callable[[int, int], None]] | None = None) -> list[BenchPick]:
-    """For each proxy, the benchmark architecture it scores highest, and how good it really is."""
+def pick_on_bench(proxies: Sequence[Proxy | EnsembleProxy], bench: Benchmark, indices: Sequence[int],
+                  targets: Sequence[str], plan: StatsPlan, cache: StatisticsCache, workers: int = 1, teacher=None,
+                  progress_factory: Callable[[str], Callable[[int, int], None]] | None = None,
+                  target: str | None = None) -> list[BenchPick]:
+    """For each proxy, the benchmark architecture it scores highest, and how good it really is.
+
+    An ensemble scores with its joint members, or ``target``'s (ProxyError when it needs one)."""
     archs = [bench.archs[i] for i in indices]
     picks = []
     for proxy in proxies:
         progress = progress_factory(proxy.name) if progress_factory else None
         try:
-            scores = proxy.score(archs, cache, plan, workers=workers, progress=progress, teacher=teacher)
+            if isinstance(proxy, EnsembleProxy):
+                values = proxy.scores(archs, cache, proxy.recorded_plan(plan.target_classes) or plan, target,
+                                      workers=workers, progress=progress, teacher=teacher)
+            else:
+                values = proxy.score(archs, cache, plan, workers=workers, progress=progress,
+                                     teacher=teacher)[plan.class_counts[0]]
         except InvalidProxy as exc:
             picks.append(BenchPick(proxy_label(proxy), None, None, error=str(exc)))
             continue
-        values = scores[plan.class_counts[0]]
         best = int(np.argmax(values))
         chosen = indices[best]
         picks.append(BenchPick(proxy_label(proxy), chosen, arch_to_config(bench.archs[chosen]), {

@@ -33,8 +33,15 @@ def add_parser(sub) -> None:
                           help="folds run side by side in processes (each fold's statistics then use one worker)")
     protocol.add_argument("--selection", default=None,
                           help="how each fold's proxy is chosen from its search: best (its best search fitness, the "
-                               "default) or cv-lcb (among the hall of fame's best 10, the highest mean minus sd of "
-                               "JCM over 5 parts of the search part)")
+                               "default), cv-lcb (among the hall of fame's best 10, the highest mean minus sd of "
+                               "JCM over 5 parts of the search part), hof-average (an ensemble: rank average of the "
+                               "hall of fame's best 5 distinct proxies), cv-pick (per target, the best of the proxy, "
+                               "the descriptor blend and their average by 5-fold cross-validation on the search "
+                               "part) or cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too)")
+    protocol.add_argument("--reuse-searches", metavar="DIR", default=None,
+                          help="score again the finished fold searches of the protocol in DIR instead of running "
+                               "searches (same settings, folds and benchmark; search options may be left out); "
+                               "nothing is written in DIR")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +50,15 @@ def run(args: argparse.Namespace) -> int:
 
     options = {"folds": args.folds, "repeats": args.repeats, "protocol_seed": args.protocol_seed,
                "fold_workers": args.fold_workers, "selection": args.selection, "quiet": args.quiet}
-    if args.resume:
+    if args.reuse_searches and not args.resume:
+        if not args.out:
+            raise RunDirError("--reuse-searches needs --out NEW_PROTOCOL_DIR")
+        settings = search_settings(args) if (args.space or args.bench) else None
+        out = Path(args.out)
+        with executor_from_args(args) as executor:
+            protocol = run_protocol(settings, out, executor=_fold_executor(args, executor),
+                                    reuse_searches=args.reuse_searches, **options)
+    elif args.resume:
         if not args.out:
             raise RunDirError("--resume needs --out PROTOCOL_DIR")
         settings = search_settings(args) if (args.space or args.bench) else None

@@ -3,21 +3,50 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from autoprox.cli.options import finite_float
 
 
 def add_parser(sub) -> None:
     export = sub.add_parser("export", help="write a proxy as a standalone Python module (torch only)")
-    export.add_argument("source", help="a run directory (its best.json), a proxy JSON, or a genome string")
+    export.add_argument("source", help="a run directory (its best.json), a proxy JSON, an ensemble JSON, or a genome string")
     export.add_argument("--out", required=True, help="the module to write, e.g. proxy.py")
     export.add_argument("--rank", type=int, default=None, help="export the hall of fame's entry of this rank instead")
     export.add_argument("--no-simplify", action="store_true", help="put the formula in the docstring as built")
     export.add_argument("--timeout", type=finite_float, default=None, help="seconds allowed to simplify the formula (default 10)")
 
 
+def _ensemble_file(source: str):
+    """The ensemble ``source`` names when it is an ensemble file, else None."""
+    from autoprox.proxies.ensemble import EnsembleProxy
+    from autoprox.proxies.proxy import resolve_proxy
+
+    try:
+        if not Path(source).is_file() or not source.endswith(".json"):
+            return None
+    except (OSError, ValueError):
+        return None
+    proxy = resolve_proxy(source)
+    return proxy if isinstance(proxy, EnsembleProxy) else None
+
+
 def run(args: argparse.Namespace) -> int:
     from autoprox.reports.export import export_proxy
+
+    ensemble = _ensemble_file(args.source)
+    if ensemble is not None:
+        from autoprox.core.errors import ExportError
+        from autoprox.reports.ensemble_export import ensemble_export_source
+        from autoprox.reports.export import write_export
+
+        if args.rank is not None:
+            raise ExportError("--rank needs a run directory, not an ensemble file")
+        path = write_export(args.out, ensemble_export_source(ensemble))
+        print(f"wrote {path}: scores(model, inputs, targets) -> {{target: float}} and score(..., target=None) -> "
+              f"float, depends on torch only ({ensemble.name}: "
+              f"{'joint' if ensemble.joint else 'per target: ' + ', '.join(ensemble.targets)})")
+        return 0
 
     path, formula = export_proxy(args.source, args.out, rank=args.rank, simplify=not args.no_simplify,
                                  timeout=args.timeout)

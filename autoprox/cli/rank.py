@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from autoprox.cli.options import (
@@ -25,6 +26,7 @@ from autoprox.core.errors import ConfigError, ProxyError
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache
+from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import (
     BUILTIN_PROXIES,
     resolve_proxies,
@@ -68,6 +70,9 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
     from autoprox.apps.ranking import format_table, rank_table
 
     proxies = resolve_proxies(args.proxy)
+    ensembles = [p.name for p in proxies if isinstance(p, EnsembleProxy)]
+    if ensembles:
+        raise ProxyError(f"the ranking table takes no ensemble ({ensembles[0]}): rank it alone with --proxy FILE")
     bench = load_benchmark(bench_path(args))
     part = args.split or "all"
     targets = bench.check_targets(list(args.targets) or bench.default_targets())
@@ -105,6 +110,17 @@ def default_part(run_split, size: int) -> str:
     return "test" if sorted(search + test) == list(range(size)) else "all"
 
 
+def ensemble_scores(proxy: EnsembleProxy, context, part: str, given_targets, workers, progress):
+    """An ensemble's scores of ``part`` keyed by target, and ``context`` with the targets it scores and its
+    plan keyed by target too (so that its figures read each target's own scores). Statistics follow the
+    ensemble's recorded plan (its references were scored with it)."""
+    targets = [t for t in context.targets if proxy.joint or t in proxy.members or t in (given_targets or ())]
+    plan = proxy.recorded_plan(context.plan.target_classes) or context.plan
+    scores = proxy.target_scores(context.archs(part), context.cache, plan, targets, workers=workers, progress=progress)
+    keyed = replace(context, targets=tuple(targets), plan=replace(context.plan, target_classes={t: t for t in targets}))
+    return scores, keyed
+
+
 def run(args: argparse.Namespace) -> int:
     """``rank --proxy P``: one proxy's correlations per target, and its beyond-size figures beside them."""
     from autoprox.core.atomic import json_safe
@@ -127,7 +143,10 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) if proxy.kind != "architecture" else None
     try:  # scored once; the correlations and the beyond-size report both read these scores
         with executor_from_args(args) as executor:
-            scores = context.score(proxy, part, workers=executor, progress=progress)
+            if isinstance(proxy, EnsembleProxy):
+                scores, context = ensemble_scores(proxy, context, part, args.targets, executor, progress)
+            else:
+                scores = context.score(proxy, part, workers=executor, progress=progress)
     except InvalidProxy as exc:
         raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {exc}") from None
     per_target = context.figures(scores, part, weights={})["targets"]

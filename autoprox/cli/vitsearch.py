@@ -21,6 +21,7 @@ from autoprox.core.errors import BenchmarkError
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache
+from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import resolve_proxy
 
 
@@ -54,6 +55,8 @@ def add_parser(sub) -> None:
     vit.add_argument("--split-seed", type=int, default=0, help="with --on-bench --split test: the split seed")
     vit.add_argument("--targets", type=str_list, default=(), help="with --on-bench: targets to report (default all)")
     vit.add_argument("--json", action="store_true", help="with --on-bench: print JSON instead of the table")
+    vit.add_argument("--target", default=None,
+                     help="for a per-target ensemble file: the target whose members score (a joint ensemble needs none)")
     add_stats_options(vit)
 
 
@@ -76,11 +79,14 @@ def run(args: argparse.Namespace) -> int:
     budget = parse_budget(args.params) if args.params else (
         tuple(x * 1e6 for x in PAPER_BUDGETS[space]) if space in PAPER_BUDGETS else param_range(space, args.classes))
     proxy = resolve_proxy(args.proxy)
+    stats = {"input": args.input, "batch_size": args.batch_size, "stat_seeds": tuple(args.stat_seeds)}
+    if isinstance(proxy, EnsembleProxy):
+        stats = _ensemble_statistics(proxy, args, stats)
     settings = VitSearchSettings(
         space=space, proxy=proxy.name, samples=args.samples, budget=budget, classes=args.classes, top=args.top,
-        seed=args.seed, input=args.input, batch_size=args.batch_size, stat_seeds=tuple(args.stat_seeds),
-        cache_dir=args.cache_dir, cache_precision=args.cache_precision,
+        seed=args.seed, **stats, cache_dir=args.cache_dir, cache_precision=args.cache_precision,
         keep_statistics=not args.no_keep_statistics, workers=args.workers,
+        target=args.target if isinstance(proxy, EnsembleProxy) and not proxy.joint else None,
     )
     label = Path(args.proxy).stem if args.proxy.endswith(".json") else (proxy.name if len(proxy.name) < 30 else "genome")
     out = Path(args.out or f"runs/vit-{space}-{label}-seed{args.seed}")
@@ -103,6 +109,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ensemble_statistics(proxy: EnsembleProxy, args: argparse.Namespace, stats: dict) -> dict:
+    """The statistics an ensemble's references were scored with (its recorded plan), in place of the
+    options'; ProxyError when a per-target ensemble is given no --target of its own."""
+    proxy.members_for(None if proxy.joint else args.target)
+    plan = proxy.recorded_plan({})
+    if plan is None:
+        return stats
+    recorded = {"input": plan.spec.kind if plan.spec.kind != "images" else f"images:{plan.spec.image_dir}",
+                "batch_size": plan.spec.batch_size, "stat_seeds": tuple(plan.seeds)}
+    if recorded != stats:
+        print(f"{proxy.name}: statistics as its references were scored ({recorded['input']}, batch "
+              f"{recorded['batch_size']}, seeds {list(recorded['stat_seeds'])})", file=sys.stderr)
+    return recorded
+
+
 def _vit_search_on_bench(args: argparse.Namespace) -> int:
     from autoprox.apps.vitsearch import parse_budget, pick_on_bench, picks_table
     from autoprox.proxies.proxy import resolve_proxies
@@ -117,11 +138,15 @@ def _vit_search_on_bench(args: argparse.Namespace) -> int:
         if not indices:
             raise BenchmarkError(f"no architecture of {Path(bench.source).name} lies within {args.params}M parameters")
     proxies = resolve_proxies(args.proxy)
+    for proxy in proxies:
+        if isinstance(proxy, EnsembleProxy):
+            proxy.members_for(None if proxy.joint else args.target)
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
     with executor_from_args(args) as executor:
         picks = pick_on_bench(proxies, bench, indices, targets, plan, cache, workers=executor,
-                              progress_factory=lambda name: Progress(f"scoring {name}", every=15))
+                              progress_factory=lambda name: Progress(f"scoring {name}", every=15),
+                              target=args.target)
     if args.json:
         print(json.dumps([p.__dict__ for p in picks], indent=2))
     else:

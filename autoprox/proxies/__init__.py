@@ -1,1 +1,3 @@
-"""Layer 5: one proxy object for every kind (architecture, zoo, genome), its scores and figures."""
+"""Layer 5: one proxy object for every kind (architecture, zoo, genome, ensemble), its scores and figures."""
+
+from autoprox.proxies import ensemble as _ensemble  # noqa: F401 - registers the ensemble file format

@@ -178,6 +178,24 @@ class Proxy:
         return mean_over_seeds(per_key)
 
 
+#: Proxy file formats other than a genome file: the value of a JSON file's ``"format"`` key ->
+#: ``read(path, data)`` returning the proxy it holds (registered by the modules that define them,
+#: such as :mod:`autoprox.proxies.ensemble`, which the package imports).
+PROXY_FILE_FORMATS: dict[str, Callable[[Path, Mapping], object]] = {}
+
+
+def register_proxy_file_format(name: str):
+    """Register the decorated ``read(path, data) -> proxy`` for JSON proxy files whose ``format`` is ``name``."""
+
+    def decorate(read: Callable[[Path, Mapping], object]):
+        if name in PROXY_FILE_FORMATS:
+            raise ValueError(f"proxy file format {name!r} is registered twice")
+        PROXY_FILE_FORMATS[name] = read
+        return read
+
+    return decorate
+
+
 def _known_names() -> str:
     return ", ".join((*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED))
 
@@ -194,7 +212,8 @@ def _existing_file(text: str) -> Path | None:
 
 def resolve_proxy(text: str) -> Proxy:
     """A built-in name (``params``, ``flops``, a zoo proxy, ``autoprox_a``/``autoprox_p``), a path to a
-    proxy JSON (such as a run's ``best.json``), or a genome string."""
+    proxy JSON (such as a run's ``best.json``, or a file of a :data:`PROXY_FILE_FORMATS` format such as
+    an ensemble, which gives that format's proxy), or a genome string."""
     if text in ARCHITECTURE_PROXIES:
         return Proxy(text)
     if text in ZOO:
@@ -210,6 +229,8 @@ def resolve_proxy(text: str) -> Proxy:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
             raise ProxyError(f"{path}: not a JSON proxy file ({exc})") from None
+        if isinstance(data, dict) and isinstance(data.get("format"), str) and data["format"] in PROXY_FILE_FORMATS:
+            return PROXY_FILE_FORMATS[data["format"]](path, data)
         if not isinstance(data, dict) or not isinstance(data.get("genome"), str):
             raise ProxyError(f"{path}: no 'genome' string in this proxy file")
         try:
@@ -292,11 +313,13 @@ __all__ = [
     "AUTOPROX_P",
     "BUILTIN_PROXIES",
     "PUBLISHED",
+    "PROXY_FILE_FORMATS",
     "PUBLISHED_GENOMES",
     "InvalidProxy",
     "Proxy",
     "ProxyError",
     "PublishedGenome",
+    "register_proxy_file_format",
     "register_published_genome",
     "resolve_proxies",
     "resolve_proxy",

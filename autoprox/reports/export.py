@@ -379,6 +379,9 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
     if rank is not None:
         raise ExportError("--rank needs a run directory")
     proxy = resolve_proxy(source)
+    if getattr(proxy, "kind", "") == "ensemble":
+        raise ExportError(f"{source} is an ensemble: export it with 'autoprox export {source} --out FILE' "
+                          "(autoprox.reports.ensemble_export)")
     if proxy.genome is None:
         raise ProxyError(f"{source} is a built-in proxy, not a genome: there is no formula to export")
     genome = genome_to_string(proxy.genome)
