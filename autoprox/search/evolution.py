@@ -49,6 +49,9 @@ class EvolutionConfig:
     parsimony: bool = False
     #: Stop after this many iterations without a better best JCM (None: run every iteration, the paper's).
     patience: int | None = None
+    #: After a stall (``patience``), start again from a new random population this many times at
+    #: most (0: never, the paper's); the run's best proxy is the best over every population.
+    restarts: int = 0
 
     def __post_init__(self) -> None:
         if self.population_size < 2:
@@ -61,6 +64,9 @@ class EvolutionConfig:
             raise ConfigError(f"gene probability must be in (0, 1], got {self.gene_probability}")
         if self.patience is not None and self.patience < 1:
             raise ConfigError(f"patience must be at least 1 iteration, got {self.patience}")
+        if self.restarts < 0 or (self.restarts and self.patience is None):
+            raise ConfigError(f"restarts must be at least 0 and need a patience (a stall to restart after); got "
+                              f"restarts {self.restarts} with patience {self.patience}")
         if not math.isfinite(self.margin):
             raise ConfigError(f"margin must be a finite number, got {self.margin}: with it no child could ever join")
 
