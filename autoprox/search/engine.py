@@ -26,8 +26,10 @@ from autoprox.search.evolution import (
     evolve_step,
     fitness_record,
     initial_population,
+    restart_step,
     rng_from_json,
     rng_state_to_json,
+    since_restart,
     stalled,
 )
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
@@ -265,14 +267,22 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
 
         ticker = None if quiet else Progress("evolution", every=30)
         interrupted = signalled = False
-        best_jcms = [r["best_jcm"] for r in run.log()] if evo.patience else []
+        # Stalls are judged on the current population: the iterations since the last restart.
+        best_jcms = [r["best_jcm"] for r in since_restart(run.log())] if evo.patience else []
         try:
-            while state.iteration < evo.iterations and not stalled(best_jcms, evo.patience):
+            while state.iteration < evo.iterations:
+                if stalled(best_jcms, evo.patience) and state.restarts >= evo.restarts:
+                    break
                 if stop_after is not None and state.iteration >= stop_after:
                     interrupted = True
                     break
-                record = evolve_step(state, evaluator, evo, rng, on_evaluation, space=space)
-                best_jcms.append(record["best_jcm"])
+                if stalled(best_jcms, evo.patience):
+                    record = restart_step(state, evaluator, evo, rng, on_evaluation, space=space)
+                    best_jcms = [record["best_jcm"]]
+                    _log(f"\nrestart {state.restarts} of {evo.restarts} at iteration {state.iteration}", quiet)
+                else:
+                    record = evolve_step(state, evaluator, evo, rng, on_evaluation, space=space)
+                    best_jcms.append(record["best_jcm"])
                 run.append_log(json_safe(record))
                 write_hall_of_fame(run, hall)
                 run.write_checkpoint(state.to_json() | digest)
@@ -283,11 +293,14 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
             state = _checkpoint_state(run, run.checkpoint())
             run.truncate_logs(state.iteration)  # an iteration cut short leaves no line past its checkpoint
-    best = state.best(evo.parsimony)
+    best = state.overall_best(evo.parsimony)
     report = best_report(best, context, state.iteration, executor, fitness_choices)
     report["finished"] = not interrupted
     if not interrupted and state.iteration < evo.iterations:
         report["stopped_early"] = {"iteration": state.iteration, "patience": evo.patience}
+    if evo.restarts:
+        report["restarts"] = {"made": state.restarts, "allowed": evo.restarts,
+                              "elites": [{"genome": m.genome, "fitness": m.jcm} for m in state.elites]}
         _log(f"no better proxy in {evo.patience} iterations: stopped at iteration {state.iteration} "
              f"of {evo.iterations}", quiet)
     run.write_best(report)
