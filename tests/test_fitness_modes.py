@@ -130,7 +130,7 @@ def partial_run(settings, tmp_path_factory):
     return out, run_search(settings, out, quiet=True)
 
 
-def test_a_partial_search_says_its_fitness_everywhere(partial_run, settings):
+def test_a_partial_search_says_its_fitness_everywhere(partial_run, settings, capsys):
     out, best = partial_run
     config = json.loads((out / "config.json").read_text())
     assert config["settings"]["fitness"] == "partial:blend"
@@ -146,7 +146,9 @@ def test_a_partial_search_says_its_fitness_everywhere(partial_run, settings):
     context = RunContext.open(out)
     choices, _ = context.fitness_bases()
     assert choices == best["fitness"]["base"]
-    assert main(["show", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["show", str(out), "--no-simplify"]) == 0
+    assert "fitness partial:blend: the JCM column" in capsys.readouterr().out
 
 
 def test_the_base_sees_the_search_part_only(partial_run, settings, af_small, tmp_path):

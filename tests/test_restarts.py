@@ -39,7 +39,7 @@ def restarted(settings, tmp_path_factory):
     return out, run_search(settings, out, quiet=True)
 
 
-def test_a_stalled_population_restarts_and_the_best_of_all_counts(restarted):
+def test_a_stalled_population_restarts_and_the_best_of_all_counts(restarted, capsys):
     out, best = restarted
     log = _rows(out / "log.jsonl")
     restarts = [row for row in log if row.get("restart")]
@@ -54,7 +54,9 @@ def test_a_stalled_population_restarts_and_the_best_of_all_counts(restarted):
     assert evaluated[best["canonical"]]["jcm"] == max(row["best_jcm"] for row in log)
     recorded = json.loads((out / "config.json").read_text())["settings"]["evolution"]
     assert recorded["restarts"] == 2
-    assert main(["show", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["show", str(out), "--no-simplify"]) == 0
+    assert "restarts: 2 of 2 made" in capsys.readouterr().out
 
 
 def test_restarts_are_deterministic(restarted, settings, tmp_path):
@@ -102,10 +104,11 @@ def test_a_search_on_every_architecture_has_no_test_part(everything):
 
 def test_every_command_after_an_all_architecture_search_works(everything, af_small_file, tmp_path, capsys):
     out, best = everything
-    assert main(["show", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["show", str(out), "--no-simplify"]) == 0
+    assert "no test part: the search used every architecture" in capsys.readouterr().out
     assert main(["curves", str(out), "--out", str(tmp_path / "c.png")]) == 0 and (tmp_path / "c.png").is_file()
     assert main(["export", str(out), "--out", str(tmp_path / "p.py"), "--no-simplify"]) == 0
-    common = ["--bench", str(af_small_file), "--batch-size", "2", "--cache-dir", best["stats"].get("cache", "")]
     common = ["--bench", str(af_small_file), "--batch-size", "2", "--workers", "1",
               "--cache-dir", json.loads((out / "config.json").read_text())["settings"]["cache_dir"]]
     capsys.readouterr()
