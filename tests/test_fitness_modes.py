@@ -191,3 +191,16 @@ def test_a_bad_fitness_is_one_line(af_small_file, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("autoprox: error:") and "partial:depth" in err[0]
     assert not (tmp_path / "x").exists()
+
+
+def test_evaluate_and_search_pass_the_fitness_and_resume_checks_it(partial_run, capsys):
+    from autoprox.cli.main import build_parser
+    from autoprox.cli.options import search_settings
+
+    args = build_parser().parse_args(["evaluate", "--space", "autoformer", "--fitness", "combined:blend:0.50"])
+    assert search_settings(args).fitness == "combined:blend"
+    out, _ = partial_run
+    capsys.readouterr()
+    assert main(["search", "--resume", "--out", str(out), "--fitness", "jcm", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--fitness jcm (the run has partial:blend)" in err[0]
