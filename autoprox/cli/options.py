@@ -12,6 +12,7 @@ from autoprox.data.cache import PRECISIONS, StatsPlan
 from autoprox.networks.statistics import DEVICES
 from autoprox.proxies.proxy import seed_genome, split_proxy_list
 from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.fitness import parse_fitness
 from autoprox.spaces.registry import REGISTRY
 
 
@@ -202,6 +203,14 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
     genome.add_argument("--cv-mode", choices=("mean", "worst"), default="mean",
                         help="combine fold JCMs by their mean or take the worst fold")
     genome.add_argument("--parsimony", action="store_true", help="at equal JCM the smaller proxy ranks higher")
+    genome.add_argument("--fitness", default="jcm",
+                        help="what the search maximises: jcm (the paper's), partial:BASE (per target, partial Kendall "
+                             "given BASE), or combined:BASE[:W] (per target, Kendall of W*rank(proxy)+(1-W)*rank(BASE), "
+                             "W default 0.5); BASE is params, coarse or blend, fitted on the search part only; "
+                             "each combined over targets with the JCM weights")
+    genome.add_argument("--restarts", type=int, default=0,
+                        help="after a stall (needs --patience), start again from a new random population, up to "
+                             "N times; the best proxy of every population counts (default 0: never, the paper's)")
     add_stats_options(search)
 
 
@@ -217,7 +226,7 @@ def _explicit_search_part(run_split: dict, size: int) -> list[int] | None:
     from autoprox.data.benchmark import split_benchmark
 
     search, test = run_split.get("search"), run_split.get("test")
-    if not isinstance(search, list) or not isinstance(test, list) or len(search) + len(test) != size:
+    if not isinstance(search, list) or not isinstance(test, list) or len(search) + len(test) != size or not test:
         return None
     seeded = split_benchmark(size, run_split.get("seed", 0), run_split.get("search_fraction", 0.6))
     return None if sorted(search) == list(seeded.search) else sorted(search)
@@ -249,8 +258,8 @@ def evaluation_context(args: argparse.Namespace, proxy_split: dict | None = None
     Targets given with ``--targets`` must each rank the architectures of ``part``; default targets that
     cannot (no measured value, one constant value) are left out with a warning.
     """
-    from autoprox.data.benchmark import load_benchmark, split_benchmark
-    from autoprox.search.context import RunContext
+    from autoprox.data.benchmark import load_benchmark
+    from autoprox.search.context import RunContext, settings_split
     from autoprox.search.settings import SearchSettings
 
     run_split = proxy_split or {}
@@ -268,7 +277,11 @@ def evaluation_context(args: argparse.Namespace, proxy_split: dict | None = None
             indices = {"search": explicit, "test": [i for i in range(len(bench)) if i not in chosen],
                        "all": list(range(len(bench)))}[part]
         else:
-            indices = split_benchmark(len(bench), split_seed, fraction).indices(part, len(bench))
+            indices = settings_split(SearchSettings(bench="", split_seed=split_seed, search_fraction=fraction),
+                                     len(bench)).indices(part, len(bench))
+        if not indices:
+            raise ConfigError(f"{PART_NAMES[part]} is empty: the run searched on every architecture; "
+                              "use --split search or --split all")
         targets = usable_targets(bench, bench.targets if all_targets else bench.default_targets(), indices,
                                  PART_NAMES[part])
     settings = SearchSettings(
@@ -305,7 +318,7 @@ def search_settings(args: argparse.Namespace):
         sample_ratio=args.sample_ratio,
         top_k=args.top_k, margin=args.margin, retry_cap=args.retry_cap,
         gene_probability=args.gene_probability, seed=args.seed, parsimony=args.parsimony,
-        patience=args.patience,
+        patience=args.patience, restarts=args.restarts,
     )
     space = genome_space(args)
     seed_genomes = tuple(seed_genome(p) for p in args.seed_proxies)
@@ -315,6 +328,7 @@ def search_settings(args: argparse.Namespace):
         stat_seeds=tuple(args.stat_seeds), per_target_stats=args.per_target_stats, cache_dir=args.cache_dir,
         cache_precision=args.cache_precision, workers=args.workers, seed_proxies=seed_genomes,
         evolution=evolution, genome=space.to_json(), cv_folds=args.cv_folds, cv_mode=args.cv_mode,
+        fitness=parse_fitness(args.fitness).name,
     )
 
 
@@ -323,7 +337,8 @@ def _given_and_recorded(dest: str, args: argparse.Namespace, settings, space: st
     evolution, genomes = settings.evolution, settings.genome_space
     evolution_fields = {"seed": "seed", "population": "population_size", "sample_ratio": "sample_ratio",
                         "top_k": "top_k", "margin": "margin", "retry_cap": "retry_cap",
-                        "gene_probability": "gene_probability", "parsimony": "parsimony", "iterations": "iterations"}
+                        "gene_probability": "gene_probability", "parsimony": "parsimony", "iterations": "iterations",
+                        "patience": "patience", "restarts": "restarts"}
     if dest in evolution_fields:
         return getattr(args, dest), getattr(evolution, evolution_fields[dest])
     if dest == "space":
@@ -338,6 +353,8 @@ def _given_and_recorded(dest: str, args: argparse.Namespace, settings, space: st
         return genome_space(args).aggregations, genomes.aggregations
     if dest == "arch_terminals":
         return args.arch_terminals, genomes.arch_terminals
+    if dest == "fitness":
+        return parse_fitness(args.fitness).name, settings.fitness
     given, recorded = getattr(args, dest), getattr(settings, dest)
     if isinstance(recorded, (tuple, list)):
         return tuple(given), tuple(recorded)

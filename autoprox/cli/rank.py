@@ -107,7 +107,7 @@ def default_part(run_split, size: int) -> str:
     if not isinstance(search, list) or not isinstance(test, list) or not all(
             isinstance(i, int) and not isinstance(i, bool) for i in search + test):
         return "all"
-    return "test" if sorted(search + test) == list(range(size)) else "all"
+    return "test" if test and sorted(search + test) == list(range(size)) else "all"
 
 
 def ensemble_scores(proxy: EnsembleProxy, context, part: str, given_targets, workers, progress):

@@ -129,6 +129,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     status = "finished" if best and best.get("finished") else "in progress or interrupted"
     lines = [f"run {run.path}: {config.get('space', '?')}, iteration {done} of {iterations} ({status}), "
              f"{hall.evaluated} genomes evaluated, {hall.valid} valid"]
+    lines += _setting_lines(settings, config, best)
     source = f"{HALL_OF_FAME}" if loaded.source == "file" else loaded.note
     rows = hall.entries[:top]
     if not rows:
@@ -183,7 +184,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
             lines.append("beyond size of the proxy best.json holds (*), on the search split and the test split "
                          "(the test split chose nothing):")
             lines += format_beyond_size({name: _readable_block(block[name]) for name in ("search", "test")
-                                         if name in block})
+                                         if name in block and not _no_part(block[name])})
             if not beyond_size:  # else once, after the hall of fame's block
                 lines.append(BEYOND_SIZE_LEGEND)
         else:
@@ -206,6 +207,28 @@ BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Ken
                       "partial|params, partial|depth: its partial Kendall with the target given them;\n"
                       "  bar: the best coarse descriptor for the target (params, depth, width, macs) on the same "
                       "architectures, the Kendall the proxy has to clear")
+
+
+def _setting_lines(settings: Mapping, config: Mapping, best: Mapping | None) -> list[str]:
+    """What a run's fitness, split and restarts make of the figures below (nothing for the paper's setting)."""
+    lines = []
+    fitness = settings.get("fitness", "jcm")
+    if fitness != "jcm":
+        lines.append(f"fitness {fitness}: the JCM column (and the Pareto front's) holds this fitness on the search "
+                     "split; the per-target columns hold the plain Kendall")
+    split = config.get("split")
+    if isinstance(split, Mapping) and split.get("test") == []:
+        lines.append("no test part: the search used every architecture")
+    restarts = best.get("restarts") if isinstance(best, Mapping) else None
+    if isinstance(restarts, Mapping):
+        lines.append(f"restarts: {restarts.get('made')} of {restarts.get('allowed')} made; the best proxy is the best "
+                     "of every population")
+    return lines
+
+
+def _no_part(block) -> bool:
+    """Whether a block of ``best.json`` stands for a part the run does not have (``{"none": why}``)."""
+    return isinstance(block, Mapping) and "none" in block
 
 
 def _tau(value) -> str:

@@ -37,10 +37,12 @@ from autoprox.data.benchmark import (
 )
 from autoprox.data.cache import STATS_VERSION, StatisticsCache, StatsPlan
 from autoprox.genome.tree import InvalidProxy
+from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.figures import beyond_size, figures
 from autoprox.proxies.proxy import Proxy, score_archs
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings, stats_plan
+from autoprox.spaces.descriptors import descriptor_columns
 
 #: The parts of a benchmark a run names: its search split, its test split, or every architecture.
 PARTS = ("search", "test", "all")
@@ -88,6 +90,7 @@ class RunContext:
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
                     or weight < 0:
                 raise ConfigError(f"the weight of {name} must be a finite number, at least 0; got {weight!r}")
+        settings.fitness_mode  # noqa: B018 - ConfigError for an unknown fitness, before anything is computed
         settings = replace(settings, targets=targets, bench=portable_bench_path(settings.bench))
         split = settings_split(settings, len(bench))
         if settings.split_indices is not None:
@@ -135,6 +138,22 @@ class RunContext:
         if recorded_split is not None and recorded_split != context.split:
             raise RunDirError(f"{run.file('config.json')}: its recorded split differs from the one its settings give")
         return context
+
+    def fitness_bases(self) -> tuple[dict[str, dict], dict[str, np.ndarray]]:
+        """The fitness mode's base (``settings.fitness``, not ``jcm``), fitted per target on the search part
+        alone: ``(choices, scores)``, the choice per target (plain JSON) and its scores on the search part.
+
+        Only the search part's accuracies reach the fitting
+        (:func:`autoprox.proxies.baselines.choose_baselines`); the test part is never seen.
+        """
+        mode = self.settings.fitness_mode
+        if mode.plain:
+            raise ConfigError("fitness jcm has no base")
+        columns = descriptor_columns(self.bench.archs)
+        search = self.indices("search")
+        choices = choose_baselines(columns, self.bench.accuracies, search, self.targets, [mode.base])[mode.base]
+        scores = {t: baseline_scores(mode.base, choices[t], columns, search) for t in self.targets}
+        return choices, scores
 
     def config_json(self, command: Sequence[str] | None = None) -> dict:
         """What ``config.json`` records for this run (no absolute path of this machine)."""
@@ -206,9 +225,12 @@ def settings_split(settings: SearchSettings, size: int) -> Split:
 
     ``settings.split_indices`` when set (the search part; the rest is the test part,
     ``search_fraction`` then records the share it makes), else the seeded split of
-    ``split_seed`` and ``search_fraction``.
+    ``split_seed`` and ``search_fraction``. ``search_fraction`` 1 searches on every architecture
+    and leaves the test part empty (for a configuration a protocol has already chosen).
     """
     if settings.split_indices is None:
+        if settings.search_fraction == 1:  # search on every architecture: no test part
+            return Split(tuple(range(size)), (), settings.split_seed, 1.0)
         return split_benchmark(size, settings.split_seed, settings.search_fraction)
     search = sorted(set(settings.split_indices))
     if len(search) != len(settings.split_indices):

@@ -26,8 +26,10 @@ from autoprox.search.evolution import (
     evolve_step,
     fitness_record,
     initial_population,
+    restart_step,
     rng_from_json,
     rng_state_to_json,
+    since_restart,
     stalled,
 )
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
@@ -37,21 +39,34 @@ from autoprox.search.settings import SearchSettings, settings_digest
 from autoprox.search.shards import ShardedScorer
 from autoprox.spaces.descriptors import terminal_values
 
+#: What ``best.json`` says in place of test figures when the run searched on every architecture.
+NO_TEST_PART = "no test part: the search used every architecture"
 
-def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None) -> dict:
-    """``best.json``: the genome, its figures on both splits, and the parameter count's beside them."""
+
+def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None,
+                fitness_choices: dict | None = None) -> dict:
+    """``best.json``: the genome, its figures on both splits, and the parameter count's beside them.
+
+    The figures are the plain ones (Kendall, JCM) whatever the fitness; with another fitness,
+    ``fitness`` says which, its value on the search part and the base chosen per target
+    (``fitness_choices``). A run without a test part says so (:data:`NO_TEST_PART`) in place of
+    its test figures.
+    """
     settings, run = context.settings, context.run
     proxy = Proxy(record.genome, parse_genome(record.genome))
     params = Proxy("params")
+    parts = ("search", "test") if context.split.test else ("search",)
     # Score the proxy once per split; its figures and its beyond-size report both read them.
-    scores = {}
-    for part in ("search", "test"):
+    scores = {"test": InvalidProxy(NO_TEST_PART)}
+    for part in parts:
         try:
             scores[part] = context.score(proxy, part, workers=executor)
         except InvalidProxy as exc:
             scores[part] = InvalidProxy(str(exc))
 
     def on_split(part: str, summary: Callable) -> dict:
+        if part not in parts:
+            return {"none": NO_TEST_PART}
         if isinstance(scores[part], InvalidProxy):
             return {"invalid": str(scores[part])}
         return summary(scores[part], part)
@@ -68,12 +83,16 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
         "split": context.split.to_json(),
         "search": on_split("search", context.figures),
         "test": on_split("test", context.figures),
-        "params": {part: context.evaluate(params, part, workers=1) for part in ("search", "test")},
+        "params": {part: context.evaluate(params, part, workers=1) if part in parts else {"none": NO_TEST_PART}
+                   for part in ("search", "test")},
         "genome_space": settings.genome_space.to_json(),
         "cv": {"folds": settings.cv_folds, "mode": settings.cv_mode, "fitness": record.jcm,
                "fold_jcm": record.fold_jcm} if settings.cv_folds else None,
         "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if not settings.fitness_mode.plain:
+        report["fitness"] = {"name": settings.fitness, "search": record.jcm, "plain_jcm": record.plain_jcm,
+                             "targets": record.fitness_targets, "base": fitness_choices}
     if "jcm" in report["search"] and "jcm" in report["test"]:
         report["generalisation_gap"] = report["search"]["jcm"] - report["test"]["jcm"]
     report["beyond_size"] = {part: on_split(part, context.beyond_size) for part in ("search", "test")}
@@ -190,7 +209,7 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
     digest = {"settings_digest": settings_digest(settings, bench.sha256)}
 
     _log(f"autoprox search: {bench.space}, {len(split.search)} search / {len(split.test)} test architectures, "
-         f"targets {', '.join(targets)}, run directory {run.path}", quiet)
+         f"targets {', '.join(targets)}, fitness {settings.fitness}, run directory {run.path}", quiet)
     # The search split's statistics first: the test split's are computed only for the final report.
     search_archs = context.archs("search")
     build_cache(cache, plan.requests(search_archs), workers=executor if executor is not None else settings.workers,
@@ -205,8 +224,12 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
     accuracies = context.accuracies("search")
     space = settings.genome_space
     folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
+    fitness = settings.fitness_mode
+    # The base of a fitness beyond it: fitted per target on the search part, once per run.
+    fitness_choices, bases = context.fitness_bases() if not fitness.plain else (None, None)
     evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes, settings.weights,
-                                 terminals=terminals, folds=folds, fold_mode=settings.cv_mode, remote=remote)
+                                 terminals=terminals, folds=folds, fold_mode=settings.cv_mode, remote=remote,
+                                 fitness=fitness, bases=bases)
     evo = settings.evolution
 
     # The hall of fame sees every fresh evaluation; on resume it is rebuilt from
@@ -244,14 +267,22 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
 
         ticker = None if quiet else Progress("evolution", every=30)
         interrupted = signalled = False
-        best_jcms = [r["best_jcm"] for r in run.log()] if evo.patience else []
+        # Stalls are judged on the current population: the iterations since the last restart.
+        best_jcms = [r["best_jcm"] for r in since_restart(run.log())] if evo.patience else []
         try:
-            while state.iteration < evo.iterations and not stalled(best_jcms, evo.patience):
+            while state.iteration < evo.iterations:
+                if stalled(best_jcms, evo.patience) and state.restarts >= evo.restarts:
+                    break
                 if stop_after is not None and state.iteration >= stop_after:
                     interrupted = True
                     break
-                record = evolve_step(state, evaluator, evo, rng, on_evaluation, space=space)
-                best_jcms.append(record["best_jcm"])
+                if stalled(best_jcms, evo.patience):
+                    record = restart_step(state, evaluator, evo, rng, on_evaluation, space=space)
+                    best_jcms = [record["best_jcm"]]
+                    _log(f"\nrestart {state.restarts} of {evo.restarts} at iteration {state.iteration}", quiet)
+                else:
+                    record = evolve_step(state, evaluator, evo, rng, on_evaluation, space=space)
+                    best_jcms.append(record["best_jcm"])
                 run.append_log(json_safe(record))
                 write_hall_of_fame(run, hall)
                 run.write_checkpoint(state.to_json() | digest)
@@ -262,11 +293,14 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
             state = _checkpoint_state(run, run.checkpoint())
             run.truncate_logs(state.iteration)  # an iteration cut short leaves no line past its checkpoint
-    best = state.best(evo.parsimony)
-    report = best_report(best, context, state.iteration, executor)
+    best = state.overall_best(evo.parsimony)
+    report = best_report(best, context, state.iteration, executor, fitness_choices)
     report["finished"] = not interrupted
     if not interrupted and state.iteration < evo.iterations:
         report["stopped_early"] = {"iteration": state.iteration, "patience": evo.patience}
+    if evo.restarts:
+        report["restarts"] = {"made": state.restarts, "allowed": evo.restarts,
+                              "elites": [{"genome": m.genome, "fitness": m.jcm} for m in state.elites]}
         _log(f"no better proxy in {evo.patience} iterations: stopped at iteration {state.iteration} "
              f"of {evo.iterations}", quiet)
     run.write_best(report)

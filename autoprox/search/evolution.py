@@ -17,7 +17,7 @@ import math
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError, SearchError  # noqa: F401 (re-exported)
@@ -49,6 +49,9 @@ class EvolutionConfig:
     parsimony: bool = False
     #: Stop after this many iterations without a better best JCM (None: run every iteration, the paper's).
     patience: int | None = None
+    #: After a stall (``patience``), start again from a new random population this many times at
+    #: most (0: never, the paper's); the run's best proxy is the best over every population.
+    restarts: int = 0
 
     def __post_init__(self) -> None:
         if self.population_size < 2:
@@ -61,6 +64,9 @@ class EvolutionConfig:
             raise ConfigError(f"gene probability must be in (0, 1], got {self.gene_probability}")
         if self.patience is not None and self.patience < 1:
             raise ConfigError(f"patience must be at least 1 iteration, got {self.patience}")
+        if self.restarts < 0 or (self.restarts and self.patience is None):
+            raise ConfigError(f"restarts must be at least 0 and need a patience (a stall to restart after); got "
+                              f"restarts {self.restarts} with patience {self.patience}")
         if not math.isfinite(self.margin):
             raise ConfigError(f"margin must be a finite number, got {self.margin}: with it no child could ever join")
 
@@ -75,9 +81,13 @@ class EvolutionState:
     evaluations: int = 0
     invalid: int = 0
     elapsed: float = 0.0
+    #: Restarts made so far, and the best member of each population left at a restart.
+    restarts: int = 0
+    elites: list[FitnessRecord] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {
+        """The checkpoint; the restart fields only once a restart happened (older checkpoints read alike)."""
+        data = {
             "iteration": self.iteration,
             "population": [m.to_json() for m in self.population],
             "rng_state": self.rng_state,
@@ -85,6 +95,10 @@ class EvolutionState:
             "invalid": self.invalid,
             "elapsed": self.elapsed,
         }
+        if self.restarts:
+            data["restarts"] = self.restarts
+            data["elites"] = [m.to_json() for m in self.elites]
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> "EvolutionState":
@@ -101,8 +115,10 @@ class EvolutionState:
                 evaluations=_count(data["evaluations"], "evaluations"),
                 invalid=_count(data["invalid"], "invalid"),
                 elapsed=float(data["elapsed"]),
+                restarts=_count(data.get("restarts", 0), "restarts"),
+                elites=[fitness_record(m) for m in data.get("elites", [])],
             )
-            if not all(m.valid for m in state.population):
+            if not all(m.valid for m in state.population + state.elites):
                 raise RunDirError("an invalid genome in the population")
             rng_from_json(state.rng_state)
         except RunDirError as exc:
@@ -112,7 +128,12 @@ class EvolutionState:
         return state
 
     def best(self, parsimony: bool = False) -> FitnessRecord:
+        """The best member of the current population."""
         return max(self.population, key=lambda m: rank_key(m, parsimony))
+
+    def overall_best(self, parsimony: bool = False) -> FitnessRecord:
+        """The best over the current population and those left at restarts (the run's result)."""
+        return max(self.elites + self.population, key=lambda m: rank_key(m, parsimony))
 
 
 def stalled(best_jcms: Sequence[float], patience: int | None) -> bool:
@@ -200,10 +221,12 @@ def make_child(parent_tree, rng: random.Random, config: EvolutionConfig, space: 
 def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng: random.Random,
                        seeds: list[str] | None = None, on_evaluation: EvaluationHook | None = None,
                        progress: Callable[[int, int], None] | None = None,
-                       space: GenomeSpace = PAPER_SPACE) -> tuple[list[FitnessRecord], int, int]:
+                       space: GenomeSpace = PAPER_SPACE, iteration: int = 0) -> tuple[list[FitnessRecord], int, int]:
     """Fill a population with distinct valid genomes (``seeds`` first, then random ones).
 
-    Returns (population, fresh evaluations, invalid count).
+    Fresh evaluations are reported to ``on_evaluation`` as made in ``iteration`` (0: the
+    initial population; a restart's iteration otherwise). Returns (population, fresh
+    evaluations, invalid count).
     """
     population: list[FitnessRecord] = []
     seen: set[str] = set()
@@ -216,7 +239,7 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
         if evaluator.evaluations > before:
             evaluations += 1
             if on_evaluation:
-                on_evaluation(record, 0)
+                on_evaluation(record, iteration)
         if not record.valid:
             invalid += 1
         elif record.canonical not in seen:
@@ -301,3 +324,37 @@ def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: Evol
         "total_evaluations": state.evaluations,
         "elapsed": round(state.elapsed, 3),
     }
+
+
+def restart_step(state: EvolutionState, evaluator: FitnessEvaluator, config: EvolutionConfig,
+                 rng: random.Random, on_evaluation: EvaluationHook | None = None,
+                 space: GenomeSpace = PAPER_SPACE) -> dict:
+    """A restart, as one iteration: the population's best is kept aside (``state.elites``) and a new
+    random population (no seed proxies) drawn from ``rng`` replaces it. Returns its log record
+    (``restart`` says which one; ``best_jcm`` is the new population's)."""
+    start = time.perf_counter()
+    iteration = state.iteration + 1
+    state.elites.append(state.best(config.parsimony))
+    population, fresh, invalid = initial_population(evaluator, config, rng, None, on_evaluation, space=space,
+                                                    iteration=iteration)
+    state.population = population
+    state.iteration = iteration
+    state.restarts += 1
+    state.evaluations += fresh
+    state.invalid += invalid
+    state.elapsed += time.perf_counter() - start
+    state.rng_state = rng_state_to_json(rng)
+    best = state.best(config.parsimony)
+    return {
+        "iteration": iteration, "restart": state.restarts, "best_jcm": best.jcm,
+        "mean_jcm": sum(m.jcm for m in population) / len(population), "best_kendall": best.kendall,
+        "best_genome": best.genome, "parent_jcm": None, "child_jcm": None, "accepted": False, "attempts": 0,
+        "evaluations": fresh, "invalid": invalid, "total_evaluations": state.evaluations,
+        "elapsed": round(state.elapsed, 3),
+    }
+
+
+def since_restart(log: Sequence[Mapping]) -> list[Mapping]:
+    """The rows of ``log.jsonl`` since the last restart (its row included), or all of them."""
+    starts = [i for i, row in enumerate(log) if row.get("restart")]
+    return list(log[starts[-1]:]) if starts else list(log)

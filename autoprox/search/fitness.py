@@ -1,10 +1,26 @@
 """Fitness: how well a genome's scores rank architectures by their true accuracies.
 
 A genome is scored on cached statistics only (never by re-running a network). The
-fitness is the joint correlation metric (JCM) over the chosen targets; Spearman and
-Pearson are kept beside Kendall. A genome is invalid when any architecture's score is
-NaN or inf, a shape does not fit, or all scores are equal. Results are memoised by
-the genome's canonical form.
+fitness is, by default, the joint correlation metric (JCM) over the chosen targets;
+Spearman and Pearson are kept beside Kendall. A genome is invalid when any
+architecture's score is NaN or inf, a shape does not fit, or all scores are equal.
+Results are memoised by the genome's canonical form.
+
+Other fitness modes (:class:`FitnessMode`, ``--fitness``) reward what a genome adds
+beyond a descriptor baseline (``BASE``: ``params``, ``coarse`` or ``blend`` of
+:mod:`autoprox.proxies.baselines`, fitted per target on the search part once per run):
+
+``partial:BASE``
+    per target, Kendall's partial tau of the scores with the accuracies given BASE's
+    scores (:func:`partial_figure`);
+``combined:BASE[:W]``
+    per target, Kendall of ``W * rank(scores) + (1 - W) * rank(BASE)``, ranks scaled to
+    [0, 1] within the evaluated architectures (:func:`combined_figure`; W default 0.5).
+
+Either is combined over targets with the JCM weights. A record's ``jcm`` then holds
+this fitness (evolution and the hall of fame compare it); its ``kendall`` stays the
+plain Kendall per target, ``plain_jcm`` the plain JCM and ``fitness_targets`` the
+per-target figures.
 """
 
 from __future__ import annotations
@@ -16,7 +32,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+from scipy.stats import rankdata
 
+from autoprox.core.correlation import jcm as joint_metric
+from autoprox.core.correlation import kendall, partial_kendall
 from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatsKey
 from autoprox.genome.tree import (
@@ -28,6 +47,7 @@ from autoprox.genome.tree import (
     score_architecture,
 )
 from autoprox.networks.statistics import BlockStats, torch_threads
+from autoprox.proxies.baselines import BASELINES
 from autoprox.proxies.figures import _nan_to_none, figures
 from autoprox.proxies.scorers import mean_over_seeds
 
@@ -47,17 +67,25 @@ class FitnessRecord:
     #: With cross-validated fitness: the JCM of each fold, and of all search architectures.
     fold_jcm: list[float] = field(default_factory=list)
     jcm_all: float | None = None
+    #: With a fitness other than plain JCM (:class:`FitnessMode`): its name, the plain JCM
+    #: (``jcm`` then holds the fitness) and the fitness figure of each target.
+    fitness: str = "jcm"
+    plain_jcm: float | None = None
+    fitness_targets: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         """A JSON-safe dict: NaN (here and in the per-target figures) becomes None.
 
-        The cross-validation fields are left out when unused, so paper-setting records
-        stay as they were.
+        The cross-validation and fitness-mode fields are left out when unused, so
+        paper-setting records stay as they were.
         """
         data = {k: _nan_to_none(v) for k, v in asdict(self).items()}
         if not self.fold_jcm:
             data.pop("fold_jcm")
             data.pop("jcm_all")
+        if self.fitness == "jcm":
+            for name in ("fitness", "plain_jcm", "fitness_targets"):
+                data.pop(name)
         return data
 
     @classmethod
@@ -65,14 +93,101 @@ class FitnessRecord:
         values = dict(data)
         if values.get("jcm") is None:
             values["jcm"] = math.nan
-        for name in ("kendall", "spearman", "pearson"):
+        for name in ("kendall", "spearman", "pearson", "fitness_targets"):
             if name in values:
                 values[name] = {t: (math.nan if v is None else v) for t, v in (values[name] or {}).items()}
         return cls(**values)
 
 
+# ------------------------------------------------------------------ fitness modes
+
+@dataclass(frozen=True)
+class FitnessMode:
+    """What the search maximises: ``jcm`` (the paper's) or a figure beyond a baseline ``base``."""
+
+    kind: str = "jcm"
+    base: str | None = None
+    weight: float = 0.5
+
+    @property
+    def name(self) -> str:
+        """The canonical text (what ``config.json`` records): ``jcm``, ``partial:blend``, ``combined:blend:0.3``."""
+        if self.kind == "jcm":
+            return "jcm"
+        if self.kind == "combined" and self.weight != 0.5:
+            return f"combined:{self.base}:{self.weight:g}"
+        return f"{self.kind}:{self.base}"
+
+    @property
+    def plain(self) -> bool:
+        return self.kind == "jcm"
 
 
+def parse_fitness(text: str) -> FitnessMode:
+    """The fitness mode of ``text`` (``jcm``, ``partial:BASE``, ``combined:BASE[:W]``); ConfigError otherwise."""
+    parts = str(text).strip().split(":")
+    kind = parts[0]
+    usage = "use jcm, partial:BASE or combined:BASE[:W] with BASE one of " + ", ".join(BASELINES)
+    if kind == "jcm" and len(parts) == 1:
+        return FitnessMode()
+    if kind not in FITNESS_FIGURES or len(parts) < 2 or len(parts) > (3 if kind == "combined" else 2):
+        raise ConfigError(f"unknown fitness {text!r}; {usage}")
+    base = parts[1]
+    if base not in BASELINES:
+        raise ConfigError(f"fitness {text!r}: unknown base {base!r}; {usage}")
+    weight = 0.5
+    if len(parts) == 3:
+        try:
+            weight = float(parts[2])
+        except ValueError:
+            weight = math.nan
+        if not 0 < weight <= 1:
+            raise ConfigError(f"fitness {text!r}: the weight W must be a number in (0, 1], got {parts[2]!r}")
+    return FitnessMode(kind, base, weight)
+
+
+def _measured(accuracies: np.ndarray, *columns: np.ndarray) -> list[np.ndarray]:
+    """``accuracies`` and ``columns`` cut to the rows whose accuracy is measured (not NaN)."""
+    y = np.asarray(accuracies, dtype=np.float64)
+    keep = ~np.isnan(y)
+    return [y[keep], *(np.asarray(c, dtype=np.float64)[keep] for c in columns)]
+
+
+def scaled_ranks(values: np.ndarray) -> np.ndarray:
+    """Average ranks of ``values`` scaled to [0, 1] (the lowest 0, the highest 1; one value: 0)."""
+    ranks = rankdata(values)
+    return (ranks - 1.0) / max(len(ranks) - 1, 1)
+
+
+def partial_figure(scores: np.ndarray, accuracies: np.ndarray, base: np.ndarray, weight: float = 0.5) -> float:
+    """Kendall's partial tau of ``scores`` and ``accuracies`` given ``base`` on the measured rows
+    (:func:`autoprox.core.correlation.partial_kendall`); NaN when undefined, for instance when the
+    scores rank exactly as the base does. ``weight`` is unused."""
+    y, x, z = _measured(accuracies, scores, base)
+    return partial_kendall(x, y, z)
+
+
+def combined_figure(scores: np.ndarray, accuracies: np.ndarray, base: np.ndarray, weight: float = 0.5) -> float:
+    """Kendall tau-b of ``weight * rank(scores) + (1 - weight) * rank(base)`` with the accuracies, ranks
+    scaled to [0, 1] within the measured rows; NaN when undefined."""
+    y, x, z = _measured(accuracies, scores, base)
+    return kendall(weight * scaled_ranks(x) + (1.0 - weight) * scaled_ranks(z), y)
+
+
+#: Per-target figure of each fitness kind other than ``jcm``: ``(scores, accuracies, base, weight) -> float``.
+FITNESS_FIGURES = {"partial": partial_figure, "combined": combined_figure}
+
+
+def fitness_value(mode: FitnessMode, scores: Mapping[int, np.ndarray], accuracies: Mapping[str, np.ndarray],
+                  bases: Mapping[str, np.ndarray], targets: Sequence[str], target_classes: Mapping[str, int],
+                  weights: Mapping[str, float] | None = None) -> tuple[float, dict[str, float]]:
+    """The fitness of ``mode`` (not ``jcm``) and its per-target figures; rows of all arguments agree.
+    The fitness is NaN when a target's figure is."""
+    figure = FITNESS_FIGURES[mode.kind]
+    per_target = {t: figure(scores[target_classes[t]], accuracies[t], bases[t], mode.weight) for t in targets}
+    if any(math.isnan(v) for v in per_target.values()):
+        return math.nan, per_target
+    return joint_metric(per_target, weights), per_target
 
 
 class FitnessEvaluator:
@@ -83,7 +198,8 @@ class FitnessEvaluator:
                  target_classes: Mapping[str, int], weights: Mapping[str, float] | None = None,
                  terminals: Sequence[Mapping[str, float]] | None = None,
                  folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean",
-                 remote=None, subtree_memo: bool = True) -> None:
+                 remote=None, subtree_memo: bool = True, fitness: FitnessMode | None = None,
+                 bases: Mapping[str, np.ndarray] | None = None) -> None:
         """``remote``: where the architectures' scores come from instead of ``stats`` in this
         process (a :class:`autoprox.search.shards.ShardedScorer`, whose statistics stay on a Dask
         cluster's workers; ``stats`` then only says which sets and how many architectures).
@@ -92,7 +208,10 @@ class FitnessEvaluator:
         given, the fitness is the mean (``fold_mode="mean"``) or the lowest (``"worst"``)
         JCM over the folds, each computed on that fold's architectures alone.
         ``subtree_memo``: keep each architecture's scalar subtree values between genomes
-        (:class:`~autoprox.genome.tree.SubtreeMemo`; exact: the same records)."""
+        (:class:`~autoprox.genome.tree.SubtreeMemo`; exact: the same records).
+        ``fitness``: what the records' ``jcm`` holds (default plain JCM); another mode needs
+        ``bases``, the base's scores per target on these architectures (fitted elsewhere,
+        on the search part)."""
         self.stats = stats
         self.remote = remote
         self.terminals = list(terminals) if terminals is not None else None
@@ -126,6 +245,13 @@ class FitnessEvaluator:
         covered = sorted(i for fold in self.folds for i in fold)
         if self.folds and covered != list(range(self.size)):
             raise ValueError("folds must split the architectures into disjoint sets covering all of them")
+        self.fitness = fitness or FitnessMode()
+        self.bases = {t: np.asarray(v, dtype=np.float64) for t, v in (bases or {}).items()}
+        if not self.fitness.plain:
+            for target in self.targets:
+                if target not in self.bases or len(self.bases[target]) != self.size:
+                    raise ConfigError(f"fitness {self.fitness.name} needs the base's {self.size} scores "
+                                      f"for target {target!r}")
         self.memo: dict[str, FitnessRecord] = {}
         self.subtree_memos: dict[StatsKey, list[SubtreeMemo]] | None = (
             {key: [SubtreeMemo(len(blocks)) for blocks in archs] for key, archs in stats.items()}
@@ -188,6 +314,13 @@ class FitnessEvaluator:
             spearman={t: per_target[t]["spearman"] for t in self.targets},
             pearson={t: per_target[t]["pearson"] for t in self.targets},
         )
+        if not self.fitness.plain:
+            value, by_target = fitness_value(self.fitness, scores, self.accuracies, self.bases, self.targets,
+                                             self.target_classes, self.weights)
+            if math.isnan(value):
+                return FitnessRecord(text, canonical, False, reason=f"undefined {self.fitness.name} fitness")
+            record.fitness, record.plain_jcm, record.fitness_targets = self.fitness.name, record.jcm, by_target
+            record.jcm = value
         if self.folds:
             fold_jcms = [self._fold_jcm(scores, fold) for fold in self.folds]
             if any(math.isnan(v) for v in fold_jcms):
@@ -200,6 +333,10 @@ class FitnessEvaluator:
     def _fold_jcm(self, scores: Mapping[int, np.ndarray], fold: Sequence[int]) -> float:
         part = {classes: values[list(fold)] for classes, values in scores.items()}
         accuracies = {t: self.accuracies[t][list(fold)] for t in self.targets}
+        if not self.fitness.plain:
+            bases = {t: self.bases[t][list(fold)] for t in self.targets}
+            return fitness_value(self.fitness, part, accuracies, bases, self.targets, self.target_classes,
+                                 self.weights)[0]
         return figures(part, accuracies, self.targets, self.target_classes, self.weights)["jcm"]
 
     def remember(self, records: Iterable[FitnessRecord]) -> None:

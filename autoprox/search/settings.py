@@ -11,6 +11,7 @@ from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.cache import StatsPlan
 from autoprox.genome.tree import GenomeSpace
 from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.fitness import FitnessMode, parse_fitness
 from autoprox.search.rundir import RunDirectory
 
 
@@ -42,6 +43,9 @@ class SearchSettings:
     #: ``split_seed`` and ``search_fraction`` when set (the outer folds of ``autoprox evaluate``).
     #: ``split_seed`` still seeds the inner folds of ``cv_folds``.
     split_indices: tuple[int, ...] | None = None
+    #: What the search maximises (:func:`autoprox.search.fitness.parse_fitness`): ``jcm`` (the paper's),
+    #: ``partial:BASE`` or ``combined:BASE[:W]``, the base fitted on the search part only.
+    fitness: str = "jcm"
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -53,6 +57,10 @@ class SearchSettings:
             data["split_indices"] = list(self.split_indices)
         if self.evolution.patience is None:  # likewise: the paper's setting records no patience
             del data["evolution"]["patience"]
+        if not self.evolution.restarts:  # nor restarts
+            del data["evolution"]["restarts"]
+        if self.fitness == "jcm":  # nor a fitness other than the JCM
+            del data["fitness"]
         data["genome"] = GenomeSpace.from_json(self.genome).to_json()
         data["targets"] = list(self.targets)
         data["stat_seeds"] = list(self.stat_seeds)
@@ -79,6 +87,11 @@ class SearchSettings:
     @property
     def genome_space(self) -> GenomeSpace:
         return GenomeSpace.from_json(self.genome)
+
+    @property
+    def fitness_mode(self) -> FitnessMode:
+        """The parsed :attr:`fitness`; ConfigError when it is not one."""
+        return parse_fitness(self.fitness)
 
 
 def _is_int(value) -> bool:
@@ -114,6 +127,7 @@ _FIELD_CHECKS = {
     "cv_folds": _is_int,
     "cv_mode": lambda v: isinstance(v, str),
     "split_indices": lambda v: v is None or _list_of(_is_int)(v),
+    "fitness": lambda v: isinstance(v, str),
 }
 _REQUIRED = ("bench", "targets", "stat_seeds", "evolution")
 
