@@ -279,6 +279,40 @@ register_selection("cv-pick")(select_cv_pick)
 register_selection("cv-pick-zico")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico")))
 
 
+
+
+def selected_for_target(selected: Selected, target: str) -> Selected:
+    """The proxy ``selected`` uses for ``target``, as one that scores every target alike (a per-target
+    ensemble's members for ``target``, :meth:`EnsembleProxy.for_target`); a genome is returned as it is."""
+    return selected.for_target(target) if isinstance(selected, EnsembleProxy) else selected
+
+
+def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str | None = None) -> tuple[Path, Selected]:
+    """Choose a finished run's proxy with selection ``rule`` and write it to ``out`` as a proxy file
+    that ``rank``, ``export`` and ``vit-search`` read: an ensemble file, or for a single genome a
+    proxy JSON (``{"genome": ...}``). ``target``: keep only what the rule chose for that target.
+    An existing ``out`` is refused (RunDirError), never overwritten."""
+    from autoprox.core.atomic import atomic_write_json
+    from autoprox.core.errors import RunDirError
+
+    out, run_dir = Path(out), Path(run_dir)
+    if out.exists():
+        raise RunDirError(f"{out} already exists; choose another --out (nothing was overwritten)")
+    best = read_json(run_dir / "best.json")
+    if not best.get("finished"):
+        raise RunDirError(f"{run_dir}: its search has not finished (continue it with autoprox search --resume)")
+    if target is not None and target not in best.get("targets", []):
+        raise ConfigError(f"--target {target!r} is not one of the run's targets: {', '.join(best.get('targets', []))}")
+    selected = selection(rule)(run_dir)
+    if target is not None:
+        selected = selected_for_target(selected, target)
+    if isinstance(selected, EnsembleProxy):
+        return selected.save(out), selected
+    atomic_write_json(out, {"genome": selected.name, "run": best.get("run"), "selection": rule,
+                            "stats": best.get("stats"), **({"target": target} if target else {})})
+    return out, selected
+
 __all__ = ["CANDIDATES", "CV_PICK_CANDIDATES", "HOF_MEMBERS", "INNER_FOLDS", "SELECTIONS", "SearchPartScores",
            "Selected", "inner_fold_jcms", "inner_fold_kendalls", "lower_bound", "register_selection", "search_part_folds", "select_best",
-           "select_cv_lower_bound", "select_cv_pick", "select_hof_average", "selection"]
+           "select_cv_lower_bound", "select_cv_pick", "select_hof_average",
+           "selected_for_target", "selection", "write_selection"]

@@ -30,6 +30,7 @@ from autoprox.cli import (
     export,
     rank,
     search,
+    select,
     show,
     spaces,
     transfer,
@@ -41,7 +42,7 @@ from autoprox.core.errors import AutoproxError, one_line
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
 COMMANDS: dict[str, ModuleType] = {
     "search": search, "transfer": transfer, "rank": rank, "cache": cache, "show": show, "export": export,
-    "curves": curves, "vit-search": vitsearch, "evaluate": evaluate, "spaces": spaces,
+    "curves": curves, "vit-search": vitsearch, "evaluate": evaluate, "select": select, "spaces": spaces,
 }
 
 

@@ -223,6 +223,15 @@ class EnsembleProxy:
             raise ProxyError(f"{self.name} has no members for target {target!r}; it has: {', '.join(self.members)}")
         return self.members[target]
 
+    def for_target(self, target: str) -> "EnsembleProxy":
+        """The members that score ``target``, as a joint ensemble (scoring every target alike);
+        a joint ensemble is returned as it is."""
+        if self.joint:
+            return self
+        provenance = {**{k: v for k, v in self.provenance.items() if k != "file"}, "target": target}
+        return EnsembleProxy(f"{self.name}[{target}]", {JOINT: self.members_for(target)}, self.plan, provenance,
+                             self.note)
+
     def recorded_plan(self, target_classes: Mapping[str, int]) -> StatsPlan | None:
         """The recorded statistics (input, seeds) for ``target_classes`` (None when none is recorded)."""
         if self.plan is None:

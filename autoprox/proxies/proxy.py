@@ -5,7 +5,7 @@ of them through one path (:meth:`Proxy.score`, over :mod:`autoprox.proxies.score
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -22,6 +22,7 @@ from autoprox.genome.tree import (
     template_genes,
 )
 from autoprox.networks.statistics import InputSpec
+from autoprox.proxies.recommended import is_recommended_name, resolve_recommended
 from autoprox.networks.zoo import NO_TEACHER_NOTE, ZOO, RawResult
 from autoprox.proxies.scorers import (
     ARCHITECTURE_PROXIES,
@@ -221,6 +222,8 @@ def resolve_proxy(text: str) -> Proxy:
     if text in PUBLISHED:
         genome = PUBLISHED[text].genome
         return Proxy(text, parse_genome(genome), {"builtin": text, "genome": genome})
+    if is_recommended_name(text):
+        return _recommended_proxy(text)
     path = _existing_file(text)
     if path is None and text.endswith(".json"):
         raise ProxyError(f"proxy file not found: {text}")
@@ -246,6 +249,18 @@ def resolve_proxy(text: str) -> Proxy:
             f"not a file, and not a genome ({exc})"
         ) from None
     return Proxy(genome_to_string(tree), tree)
+
+
+def _recommended_proxy(text: str):
+    """The proxy a ``recommended:SPACE/TARGET`` name stands for (:mod:`autoprox.proxies.recommended`): its
+    manifest entry's file, cut to the entry's ``target`` when the file is a per-target ensemble."""
+    path, entry = resolve_recommended(text)
+    proxy = resolve_proxy(str(path))
+    target = entry.get("target")
+    if target is not None and getattr(proxy, "targets", ()):
+        proxy = proxy.for_target(target)
+    # A genome keeps its genome string as its name (commands read the genome from it); an ensemble is named.
+    return replace(proxy, name=text) if getattr(proxy, "kind", "") == "ensemble" else proxy
 
 
 def split_proxy_list(text: str) -> list[str]:
