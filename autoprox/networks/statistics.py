@@ -46,7 +46,7 @@ import torch
 
 from autoprox.core.errors import ConfigError, InputSpecError  # noqa: F401 (re-exported)
 from autoprox.networks.models import build_model
-from autoprox.networks.runtime import SPREAD_NAMES, block_statistics
+from autoprox.networks.runtime import SPREAD_NAMES, block_statistics  # noqa: F401 (SPREAD_NAMES re-exported)
 
 STAT_NAMES = ("F1", "F1g", "F2", "F2g", "F3", "F3g", "F4", "F4g")
 STAT_DESCRIPTIONS = {
