@@ -87,11 +87,12 @@ class SampleSpread:
     contribution to the weight gradient is ``dy_i^T x_i`` (summed over calls). Once a
     layer's last call is back-propagated, :attr:`spreads` holds the population standard
     deviation over samples of ``B`` times the contributions (``B``: the batch size), and
-    the contributions are dropped (one layer's ``B x out x in`` held at a time).
+    the contributions are dropped (one layer's ``B x out x in`` held at a time). A call
+    whose input does not lead with the batch's ``batch`` samples is named in :attr:`problem`.
     """
 
-    def __init__(self, layers):
-        self.layers = list(layers)
+    def __init__(self, layers, batch):
+        self.layers, self.batch, self.problem = list(layers), batch, ""
         self.spreads = [None] * len(self.layers)
         self._inputs = [[] for _ in self.layers]
         self._sums = [None] * len(self.layers)
@@ -100,6 +101,10 @@ class SampleSpread:
 
     def _seen(self, index, args, output):
         if not isinstance(output, torch.Tensor) or not output.requires_grad:
+            return
+        if args[0].dim() < 2 or args[0].shape[0] != self.batch:
+            self.problem = (f"a {tuple(self.layers[index].weight.shape)} Linear layer was called on an input of shape "
+                            f"{tuple(args[0].shape)}, not {self.batch} samples first")
             return
         self._inputs[index].append(args[0].detach())
         output.register_hook(lambda grad, index=index, call=len(self._inputs[index]) - 1:
@@ -337,7 +342,7 @@ def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, 
             if not isinstance(layer, torch.nn.Linear):
                 raise NoTransformerBlocks(f"{type(layer).__name__} is not a torch.nn.Linear: the spread of its "
                                           "per-sample weight gradient cannot be read")
-        sampled = SampleSpread(layers)
+        sampled = SampleSpread(layers, inputs.shape[0] if isinstance(inputs, torch.Tensor) and inputs.dim() else -1)
     modes = {module: module.training for module in model.modules()}
     try:
         if train is not None:
@@ -378,6 +383,8 @@ def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, 
 
 def _add_spreads(stats, blocks, hidden, sampled):
     """Put :data:`SPREAD_NAMES` into each block's statistics (``sampled``: the blocks' layers in order)."""
+    if sampled.problem:
+        raise NoTransformerBlocks(f"the per-sample spread cannot be read: {sampled.problem}")
     layers_per_block = len(_SPREAD_LAYERS)
     for index, ((name, _), act, block_stats) in enumerate(zip(blocks, hidden, stats)):
         for offset, stat in enumerate(_SPREAD_LAYERS):
