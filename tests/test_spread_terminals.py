@@ -240,3 +240,30 @@ def test_a_search_with_spread_terminals_runs_on_a_small_benchmark(af_small_file,
                if "genome" in json.loads(line)]
     assert any(set(SPREAD_NAMES) & {n.name for n in parse_genome(g)} for g in genomes)
     assert np.isfinite(report["search"]["jcm"]) and np.isfinite(report["test"]["jcm"])  # the test split scored too
+
+
+def test_a_layer_fed_flattened_samples_is_refused_in_one_line():
+    from autoprox.networks.runtime import NoTransformerBlocks, collect
+
+    class Flat(torch.nn.Module):
+        """A block with the timm names whose qkv sees (batch x tokens) rows, not samples first."""
+
+        def __init__(self):
+            super().__init__()
+            self.attn = torch.nn.Module()
+            self.attn.qkv, self.attn.proj = torch.nn.Linear(4, 12), torch.nn.Linear(4, 4)
+            self.mlp = torch.nn.Module()
+            self.mlp.fc1, self.mlp.act, self.mlp.fc2 = torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 4)
+            self.head = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            rows = self.attn.qkv(x.reshape(-1, 4))[:, :4].reshape(x.shape)
+            x = x + self.attn.proj(rows)
+            x = x + self.mlp.fc2(self.mlp.act(self.mlp.fc1(x)))
+            return self.head(x.mean(dim=1))
+
+    torch.manual_seed(0)
+    images, labels = torch.randn(2, 5, 4), torch.tensor([0, 2])
+    assert set(collect(Flat(), images, labels)[0][0]) == set(STAT_NAMES)  # the eight are read as ever
+    with pytest.raises(NoTransformerBlocks, match=r"called on an input of shape \(10, 4\), not 2 samples first"):
+        collect(Flat(), images, labels, spread=True)
