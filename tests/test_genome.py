@@ -31,7 +31,7 @@ from autoprox.genome.tree import (
     template_tree,
     tree_size,
 )
-from autoprox.networks.statistics import STAT_NAMES
+from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from primitives import BINARY, UNARY
 
 PUBLISHED = (
@@ -66,7 +66,8 @@ def names(tree) -> list[str]:
 
 def test_primitive_set_has_the_statistics_and_every_form_of_every_op():
     pset = primitive_set()
-    assert sorted(t.name for t in pset.terminals[Matrix]) == sorted(STAT_NAMES)
+    # the eight statistics and the spread ones (drawn only in spaces with spread_terminals)
+    assert sorted(t.name for t in pset.terminals[Matrix]) == sorted(STAT_NAMES + SPREAD_NAMES)
     assert len(STAT_NAMES) == 8
     assert len(UNARY) == 24 and len(BINARY) == 4
     for name, prim in UNARY.items():

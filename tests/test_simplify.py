@@ -87,7 +87,8 @@ def test_statistics_are_named_symbols_and_reductions_named_functions():
     assert formula.text == "1/L * sum_l ( mean(frobenius(minmax(W_proj)) + 1/sqrt(1 + exp(-G_H_mlp))) )"
     assert formula.latex.startswith(r"\frac{1}{L} \sum_{l=1}^{L} \left(")
     assert r"W^{\mathrm{proj}}_{l}" in formula.latex and r"\operatorname{frobenius}" in formula.latex
-    assert {SYMBOLS[s].name for s in SYMBOLS} == set(sympy_worker.STAT_SYMBOL_NAMES) | set(sympy_worker.ARCH_SYMBOL_NAMES)
+    assert {SYMBOLS[s].name for s in SYMBOLS} == (set(sympy_worker.STAT_SYMBOL_NAMES) | set(sympy_worker.ARCH_SYMBOL_NAMES)
+                                                | set(sympy_worker.SPREAD_SYMBOL_NAMES))
     from autoprox.spaces.descriptors import terminal_names
 
     assert set(sympy_worker.ARCH_SYMBOL_NAMES) == set(terminal_names())

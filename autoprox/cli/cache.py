@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from autoprox.cli.options import (
+    add_spread_option,
     add_stats_options,
     bench_path,
     executor_from_args,
@@ -25,6 +26,8 @@ def add_parser(sub) -> None:
     build.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="use the space's released file as --bench")
     build.add_argument("--targets", type=str_list, default=(), help="targets (matters with --per-target-stats)")
     add_stats_options(build)
+    add_spread_option(build, "also compute the spread statistics' extra entries (S1g..S4g, what searches with "
+                             "--spread-terminals read)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -198,6 +198,7 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
     genome.add_argument("--arch-terminals", action="store_true",
                         help="let genomes use architecture-level scalars (parameter count, MACs, depth, width, "
                              "heads, MLP ratio and their logarithms)")
+    add_spread_option(genome)
     genome.add_argument("--cv-folds", type=int, default=0,
                         help="cross-validated fitness over K folds of the search split (default 0: none)")
     genome.add_argument("--cv-mode", choices=("mean", "worst"), default="mean",
@@ -214,10 +215,18 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
     add_stats_options(search)
 
 
+def add_spread_option(parser, help: str | None = None) -> None:
+    """``--spread-terminals``: the spread statistics S1g..S4g (extra cache entries) as genome inputs."""
+    parser.add_argument("--spread-terminals", action="store_true", help=help or (
+        "let genomes use the spread over the batch's samples (S1g, S2g, S3g: per-sample weight gradients; S4, "
+        "S4g: the MLP hidden activation and its gradient), computed into extra cache entries (docs/method.md)"))
+
+
 def plan_from_args(args: argparse.Namespace, targets: Sequence[str]) -> StatsPlan:
-    """The statistics plan the statistics options ask for."""
+    """The statistics plan the statistics options ask for (with ``--spread-terminals``, its extra entries too)."""
+    extras = ("spread",) if getattr(args, "spread_terminals", False) else ()
     return StatsPlan.from_options(args.input, args.batch_size, args.stat_seeds, targets, args.per_target_stats,
-                                  getattr(args, "device", "cpu"))
+                                  getattr(args, "device", "cpu"), extras)
 
 
 def _explicit_search_part(run_split: dict, size: int) -> list[int] | None:
@@ -302,7 +311,7 @@ def genome_space(args: argparse.Namespace):
 
     names = list(AGGREGATIONS) if args.aggregation == "gene" else [
         a if a.startswith("block_") else f"block_{a}" for a in str_list(args.aggregation)]
-    return GenomeSpace(args.genome, tuple(names), args.arch_terminals)
+    return GenomeSpace(args.genome, tuple(names), args.arch_terminals, getattr(args, "spread_terminals", False))
 
 
 def search_settings(args: argparse.Namespace):
@@ -355,6 +364,8 @@ def _given_and_recorded(dest: str, args: argparse.Namespace, settings, space: st
         return args.arch_terminals, genomes.arch_terminals
     if dest == "fitness":
         return parse_fitness(args.fitness).name, settings.fitness
+    if dest == "spread_terminals":
+        return args.spread_terminals, genomes.spread_terminals
     given, recorded = getattr(args, dest), getattr(settings, dest)
     if isinstance(recorded, (tuple, list)):
         return tuple(given), tuple(recorded)

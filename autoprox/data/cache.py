@@ -16,6 +16,10 @@ Precision ``float16`` (default) stores each tensor as float16 times a power-of-t
 scale kept in the metadata: the activation gradients reach 1e-11, far below
 float16's normal range, and the scale keeps them (relative error about 5e-4).
 ``float32`` stores values exactly.
+
+Extra statistics (:mod:`autoprox.data.extras`), asked for by ``StatsRequest.extras``, have
+entries of their own keyed by the eight's key fields plus the set's name and version: the
+eight's entries and keys do not depend on them. Blocks read with extras hold both.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import torch
 from autoprox.core.atomic import FULL_DISK_ERRNOS, atomic_open, disk_full_error
 from autoprox.core.errors import CacheError, ConfigError, DiskFullError
 from autoprox.core.parallel import Executor, as_executor
+from autoprox.data.extras import EXTRA_SETS, check_extras, extras_for  # noqa: F401 (extras_for re-exported)
 from autoprox.networks.statistics import (
     STAT_NAMES,
     BlockStats,
@@ -75,12 +80,17 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class StatsRequest:
-    """What statistics are asked for: the cache key's ingredients."""
+    """What statistics are asked for: the cache key's ingredients (``extras``: extra sets
+    wanted besides the eight; only their own entries' keys depend on them)."""
 
     arch: object
     spec: InputSpec
     seed: int
     num_classes: int
+    extras: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extras", check_extras(self.extras))
 
     def key_fields(self, precision: str) -> dict:
         return {
@@ -93,9 +103,15 @@ class StatsRequest:
             "precision": precision,
         }
 
+    def extra_key_fields(self, precision: str, extra: str) -> dict:
+        """The key fields of the entry of extra set ``extra``: the eight's, with its name and version."""
+        return {**self.key_fields(precision), "extra": extra, "extra_version": EXTRA_SETS[extra].version}
 
-def cache_key(request: StatsRequest, precision: str) -> str:
-    text = json.dumps(request.key_fields(precision), sort_keys=True)
+
+def cache_key(request: StatsRequest, precision: str, extra: str | None = None) -> str:
+    """The key of ``request``'s entry of the eight statistics, or with ``extra`` of that extra set's."""
+    fields = request.key_fields(precision) if extra is None else request.extra_key_fields(precision, extra)
+    text = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -163,13 +179,32 @@ class EncodedBlock(collections.abc.Mapping):
         """Bytes held (the encoded arrays)."""
         return sum(array.nbytes for array, _ in self._arrays.values())
 
+    def merged(self, other: "EncodedBlock") -> "EncodedBlock":
+        """This block's statistics and ``other``'s together."""
+        return EncodedBlock({**self._arrays, **other._arrays})
 
-def encode_entry(stats: Sequence[BlockStats], key: str, precision: str) -> bytes:
-    """Serialise statistics into ``.npz`` bytes (no pickle anywhere)."""
+
+def merge_blocks(main: Sequence[BlockStats], *extras: Sequence[BlockStats]) -> list[BlockStats]:
+    """Blocks holding the statistics of ``main`` and of each of ``extras`` (the same blocks);
+    ``main`` itself without extras."""
+    if not extras:
+        return main
+    merged = list(main)
+    for extra in extras:
+        if len(extra) != len(merged):
+            raise CacheCorrupt(f"an extra entry holds {len(extra)} blocks, the statistics {len(merged)}")
+        merged = [a.merged(b) if isinstance(a, EncodedBlock) and isinstance(b, EncodedBlock) else {**a, **b}
+                  for a, b in zip(merged, extra)]
+    return merged
+
+
+def encode_entry(stats: Sequence[BlockStats], key: str, precision: str, extra: str | None = None) -> bytes:
+    """Serialise statistics into ``.npz`` bytes (no pickle anywhere): the eight, or with ``extra``
+    that extra set's statistics (its name then in the metadata)."""
     arrays: dict[str, np.ndarray] = {}
     exponents: dict[str, int] = {}
     for index, block in enumerate(stats):
-        for name in STAT_NAMES:
+        for name in _entry_names(extra):
             label = f"b{index}_{name}"
             arrays[label], exponents[label] = _encode(block[name], precision)
     meta = {
@@ -180,6 +215,8 @@ def encode_entry(stats: Sequence[BlockStats], key: str, precision: str) -> bytes
         "exponents": exponents,
         "shapes": {label: list(a.shape) for label, a in arrays.items()},
     }
+    if extra is not None:
+        meta["extra"] = extra
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -238,24 +275,30 @@ class MappedArchive:
         pass  # the arrays keep the map alive; it closes when the last of them goes
 
 
-def decode_entry(source: Path | bytes, key: str, encoded: bool = False, mapped: bool = False) -> list[BlockStats]:
+def _entry_names(extra: str | None) -> tuple[str, ...]:
+    return STAT_NAMES if extra is None else EXTRA_SETS[extra].stat_names
+
+
+def decode_entry(source: Path | bytes, key: str, encoded: bool = False, mapped: bool = False,
+                 extra: str | None = None) -> list[BlockStats]:
     """Read and check an entry (a file, or its bytes); raise :class:`CacheCorrupt` naming what is wrong.
 
     ``encoded``: keep each block as stored (an :class:`EncodedBlock`, decoded per read)
     instead of float32 tensors. ``mapped`` (with ``encoded``, for a file): the stored
     arrays are views of a memory map of the file (:class:`MappedArchive`), not copies.
+    ``extra``: the entry is that extra set's (:data:`EXTRA_SETS`).
     """
     try:
         if mapped and encoded and not isinstance(source, bytes):
             with MappedArchive(source) as archive:
-                stats = _decode_archive(archive, key, encoded)
+                stats = _decode_archive(archive, key, encoded, extra)
         else:
             with (io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")) as handle:
                 if handle.read(4) not in ZIP_MAGIC:
                     raise CacheCorrupt("not a NumPy .npz archive: it does not start as a zip file does")
                 handle.seek(0)
                 with np.load(handle, allow_pickle=False) as archive:
-                    stats = _decode_archive(archive, key, encoded)
+                    stats = _decode_archive(archive, key, encoded, extra)
     except CacheCorrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - a damaged zip fails in many ways (BadZipFile,
@@ -270,14 +313,15 @@ def decode_entry(source: Path | bytes, key: str, encoded: bool = False, mapped: 
     return stats
 
 
-def _decode_archive(archive, key: str, encoded: bool = False) -> list[BlockStats]:
+def _decode_archive(archive, key: str, encoded: bool = False, extra: str | None = None) -> list[BlockStats]:
     meta = json.loads(bytes(archive["meta"]).decode())
-    if not isinstance(meta, dict) or meta.get("key") != key or meta.get("version") != STATS_VERSION:
+    if not isinstance(meta, dict) or meta.get("key") != key or meta.get("version") != STATS_VERSION \
+            or meta.get("extra") != extra:
         raise CacheCorrupt("metadata does not match its key")
     stats: list[BlockStats] = []
     for index in range(int(meta["blocks"])):
         arrays = {}
-        for name in STAT_NAMES:
+        for name in _entry_names(extra):
             label = f"b{index}_{name}"
             array = archive[label]
             if list(array.shape) != meta["shapes"][label]:
@@ -299,41 +343,50 @@ class StatisticsCache:
         self.unwritable: str | None = None
         self._warned: set[str] = set()  # damaged entries of an unwritable cache, each named once
 
-    def key(self, request: StatsRequest) -> str:
-        return cache_key(request, self.precision)
+    def key(self, request: StatsRequest, extra: str | None = None) -> str:
+        """The key of ``request``'s entry of the eight statistics, or with ``extra`` of that extra set's."""
+        return cache_key(request, self.precision, extra)
 
-    def path(self, request: StatsRequest) -> Path:
-        key = self.key(request)
+    def path(self, request: StatsRequest, extra: str | None = None) -> Path:
+        key = self.key(request, extra)
         return self.root / request.arch.space / key[:2] / f"{key}.npz"
 
     def contains(self, request: StatsRequest) -> bool:
-        return self.path(request).is_file()
+        """Whether every entry ``request`` reads is on disk (the eight's and each extra set's)."""
+        return all(self.path(request, extra).is_file() for extra in (None, *request.extras))
 
-    def _read(self, request: StatsRequest, encoded: bool = False,
-              mapped: bool = False) -> tuple[list[BlockStats] | None, str]:
-        """The entry's statistics, or None and why (empty when there is no entry); ``encoded`` and
-        ``mapped`` as in :func:`decode_entry`."""
-        path = self.path(request)
+    def _read(self, request: StatsRequest, encoded: bool = False, mapped: bool = False,
+              extra: str | None = None) -> tuple[list[BlockStats] | None, str]:
+        """The entry's statistics (the eight, or with ``extra`` that set's), or None and why (empty
+        when there is no entry); ``encoded`` and ``mapped`` as in :func:`decode_entry`."""
+        path = self.path(request, extra)
         if not path.is_file():
             return None, ""
         try:
-            return decode_entry(path, self.key(request), encoded, mapped), ""
+            return decode_entry(path, self.key(request, extra), encoded, mapped, extra), ""
         except CacheCorrupt as exc:
             return None, f"corrupt cache entry {path.name} ({exc})"
         except OSError as exc:  # unreadable (permissions, I/O error): treat as missing
             return None, f"unreadable cache entry {path.name} ({exc.strerror or exc})"
 
+    def _load_entry(self, request, extra, encoded, mapped, stacklevel: int) -> list[BlockStats] | None:
+        stats, problem = self._read(request, encoded, mapped, extra)
+        if problem:
+            warnings.warn(f"{problem}; recomputing", CacheWarning, stacklevel=stacklevel + 1)
+            self._discard(self.path(request, extra))
+        return stats
+
     def load(self, request: StatsRequest, encoded: bool = False, mapped: bool = False) -> list[BlockStats] | None:
         """The cached statistics, or None when absent or corrupt (a corrupt entry is removed).
 
         ``encoded``: blocks kept as stored (:class:`EncodedBlock`), decoded when read;
-        ``mapped``: and memory-mapped from the file rather than read.
+        ``mapped``: and memory-mapped from the file rather than read (with extras: None
+        when any of the entries lacks).
         """
-        stats, problem = self._read(request, encoded, mapped)
-        if problem:
-            warnings.warn(f"{problem}; recomputing", CacheWarning, stacklevel=2)
-            self._discard(self.path(request))
-        return stats
+        parts = []
+        for extra in (None, *request.extras):  # a loop, not a comprehension: warnings name the caller
+            parts.append(self._load_entry(request, extra, encoded, mapped, 2))
+        return None if any(p is None for p in parts) else merge_blocks(*parts)
 
     @staticmethod
     def _discard(path: Path) -> None:
@@ -343,8 +396,10 @@ class StatisticsCache:
             pass
 
     def save(self, request: StatsRequest, stats: Sequence[BlockStats]) -> Path:
-        path = self.path(request)
-        self._write(path, encode_entry(stats, self.key(request), self.precision))
+        """Write ``stats`` (holding the eight and ``request``'s extras); returns the eight's entry."""
+        for extra in (*request.extras, None):
+            path = self.path(request, extra)
+            self._write(path, encode_entry(stats, self.key(request, extra), self.precision, extra))
         return path
 
     def _write(self, path: Path, payload: bytes) -> None:
@@ -375,7 +430,7 @@ class StatisticsCache:
             return False
         return True
 
-    def _warn_unwritable(self, error: OSError, problem: str = "") -> None:
+    def _warn_unwritable(self, error: OSError, problem: str = "", stacklevel: int = 3) -> None:
         reason = error.strerror or str(error)
         prefix = f"{problem}; " if problem else ""
         if problem in self._warned:
@@ -384,9 +439,10 @@ class StatisticsCache:
         if self.unwritable is None:
             self.unwritable = reason
             warnings.warn(f"{prefix}statistics cache {self.root} cannot be written ({reason}): the statistics it "
-                          "lacks are computed in memory and not kept", CacheWarning, stacklevel=3)
+                          "lacks are computed in memory and not kept", CacheWarning, stacklevel=stacklevel)
         elif problem:
-            warnings.warn(f"{prefix}recomputed in memory (the cache cannot be written)", CacheWarning, stacklevel=3)
+            warnings.warn(f"{prefix}recomputed in memory (the cache cannot be written)", CacheWarning,
+                          stacklevel=stacklevel)
 
     def get(self, request: StatsRequest, encoded: bool = False, mapped: bool = False) -> list[BlockStats]:
         """Cached statistics, computing and storing them when missing.
@@ -394,14 +450,24 @@ class StatisticsCache:
         What is returned is what the cache holds (decoded, or with ``encoded`` kept as
         stored and decoded per read), so a fresh computation and a later cache hit give
         the very same numbers. A cache that cannot be written gives the statistics
-        decoded from the bytes it would have held.
+        decoded from the bytes it would have held. With extras, one pass computes what
+        lacks and only missing entries are written (a present one is read as it is).
         """
-        stats, problem = self._read(request, encoded, mapped)
-        if stats is not None:
-            return stats
-        fresh = compute_statistics(request.arch, request.spec, request.seed, request.num_classes)
-        key, path = self.key(request), self.path(request)
-        payload = encode_entry(fresh, key, self.precision)
+        found = {extra: self._read(request, encoded, mapped, extra) for extra in (None, *request.extras)}
+        if all(stats is not None for stats, _ in found.values()):
+            return merge_blocks(*(stats for stats, _ in found.values()))
+        fresh = compute_statistics(request.arch, request.spec, request.seed, request.num_classes,
+                                   **{extra: True for extra in request.extras})
+        loaded = []
+        for extra, (stats, problem) in found.items():
+            loaded.append(stats if stats is not None else self._store(request, extra, fresh, problem, encoded, mapped))
+        return merge_blocks(*loaded)
+
+    def _store(self, request: StatsRequest, extra: str | None, fresh: Sequence[BlockStats], problem: str,
+               encoded: bool, mapped: bool) -> list[BlockStats]:
+        """Write one entry of ``fresh`` (replacing a damaged one, ``problem``) and read it back."""
+        key, path = self.key(request, extra), self.path(request, extra)
+        payload = encode_entry(fresh, key, self.precision, extra)
         try:
             if problem:
                 path.unlink(missing_ok=True)
@@ -409,28 +475,29 @@ class StatisticsCache:
         except DiskFullError:
             raise
         except OSError as exc:  # read-only file system, no permission: keep going in memory
-            self._warn_unwritable(exc, problem)
-            return decode_entry(payload, key, encoded)
+            self._warn_unwritable(exc, problem, stacklevel=4)
+            return decode_entry(payload, key, encoded, extra=extra)
         if problem:
-            warnings.warn(f"{problem}; recomputed", CacheWarning, stacklevel=2)
-        stats = self.load(request, encoded, mapped)
+            warnings.warn(f"{problem}; recomputed", CacheWarning, stacklevel=3)
+        stats = self._load_entry(request, extra, encoded, mapped, 3)
         if stats is None:  # pragma: no cover - only if the disk lies
             raise CacheCorrupt(f"entry {path} unreadable right after writing")
         return stats
 
-    def size_bytes(self, request: StatsRequest) -> int:
-        return self.path(request).stat().st_size
+    def size_bytes(self, request: StatsRequest, extra: str | None = None) -> int:
+        """Bytes of ``request``'s entry of the eight statistics, or with ``extra`` of that set's."""
+        return self.path(request, extra).stat().st_size
 
 
 def _compute_into_cache(root: str, precision: str, space: str, config: dict, spec: dict,
-                        seed: int, num_classes: int) -> tuple[float, list[str]]:
+                        seed: int, num_classes: int, extras: Sequence[str] = ()) -> tuple[float, list[str]]:
     """Worker body for :func:`build_cache` (plain arguments so it crosses processes cheaply).
 
     Returns the seconds spent and the warnings raised, which the calling process
     re-issues (a worker's own warnings would print in Python's raw format).
     """
     cache = StatisticsCache(root, precision)
-    request = StatsRequest(parse_arch(config, space), InputSpec(**spec), seed, num_classes)
+    request = StatsRequest(parse_arch(config, space), InputSpec(**spec), seed, num_classes, tuple(extras))
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -460,7 +527,7 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
         return {"requests": len(requests), "computed": 0, "seconds": seconds, "unwritable": cache.unwritable}
     if missing:
         jobs = [(str(cache.root), cache.precision, r.arch.space, arch_to_config(r.arch), r.spec.to_json(), r.seed,
-                 r.num_classes) for r in missing]
+                 r.num_classes, list(r.extras)) for r in missing]
         try:
             for elapsed, caught in as_executor(workers).run_unordered(_compute_into_cache, jobs):
                 for message in dict.fromkeys(caught):
@@ -474,9 +541,6 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
     return {"requests": len(requests), "computed": len(missing), "seconds": seconds}
 
 
-
-
-
 @dataclass(frozen=True)
 class StatsPlan:
     """Which statistics sets a search or ranking uses.
@@ -484,11 +548,16 @@ class StatsPlan:
     One set per (seed, class count): several ``seeds`` average each architecture's
     score over initialisations; ``target_classes`` maps each target to the class
     count of the statistics it is scored with (all 100 by default: one shared set).
+    ``extras``: extra statistics sets (:data:`EXTRA_SETS`) loaded with the eight.
     """
 
     spec: InputSpec
     seeds: tuple[int, ...]
     target_classes: Mapping[str, int]
+    extras: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extras", check_extras(self.extras))
 
     @property
     def class_counts(self) -> tuple[int, ...]:
@@ -498,20 +567,30 @@ class StatsPlan:
         return [(seed, classes) for seed in self.seeds for classes in self.class_counts]
 
     def requests(self, archs: Sequence) -> list[StatsRequest]:
-        return [StatsRequest(arch, self.spec, seed, classes) for arch in archs for seed, classes in self.keys()]
+        return [StatsRequest(arch, self.spec, seed, classes, self.extras)
+                for arch in archs for seed, classes in self.keys()]
+
+    def with_extras(self, extras: Sequence[str]) -> "StatsPlan":
+        """This plan also loading ``extras`` (itself when it already does)."""
+        merged = tuple(dict.fromkeys((*self.extras, *extras)))
+        return self if merged == self.extras else StatsPlan(self.spec, self.seeds, self.target_classes, merged)
 
     def to_json(self) -> dict:
-        return {"input": self.spec.to_json(), "seeds": list(self.seeds), "target_classes": dict(self.target_classes)}
+        data = {"input": self.spec.to_json(), "seeds": list(self.seeds), "target_classes": dict(self.target_classes)}
+        if self.extras:  # absent otherwise: a plan without extras records what it always did
+            data["extras"] = list(self.extras)
+        return data
 
     @classmethod
     def from_options(cls, input: str, batch_size: int, seeds: Sequence[int], targets: Sequence[str],
-                     per_target_stats: bool = False, device: str = "cpu") -> "StatsPlan":
+                     per_target_stats: bool = False, device: str = "cpu", extras: Sequence[str] = ()) -> "StatsPlan":
         """The plan of ``--input``, ``--batch-size``, ``--stat-seeds`` and ``--per-target-stats`` for
-        ``targets``: one 100-class set, or one set per target with its dataset's class count."""
+        ``targets``: one 100-class set, or one set per target with its dataset's class count
+        (``extras``: the extra statistics sets to load too)."""
         from autoprox.data.benchmark import target_classes
 
         classes = {t: (target_classes(t) if per_target_stats else 100) for t in targets}
-        return cls(InputSpec.parse(input, batch_size, device), tuple(seeds), classes)
+        return cls(InputSpec.parse(input, batch_size, device), tuple(seeds), classes, tuple(extras))
 
 
 #: Statistics sets are keyed by (initialisation seed, class count).
@@ -533,7 +612,8 @@ def load_statistics(cache: StatisticsCache, plan: StatsPlan, archs: Sequence,
     total, done = len(archs) * len(loaded), 0
     for arch in archs:
         for seed, classes in plan.keys():
-            loaded[(seed, classes)].append(cache.get(StatsRequest(arch, plan.spec, seed, classes), encoded, mapped))
+            loaded[(seed, classes)].append(cache.get(StatsRequest(arch, plan.spec, seed, classes, plan.extras),
+                                                     encoded, mapped))
             done += 1
             if progress:
                 progress(done, total)

@@ -6,7 +6,8 @@ same ``gp.Primitive`` and ``gp.Terminal`` objects, so that ``genome_to_string`` 
 
 * the root is one of ``space.aggregations`` over a :class:`Scalar` subtree (each
   block is reduced to a scalar below the aggregation); no aggregation elsewhere;
-* the statistics ``F1 ... F4g`` are always terminals; the architecture-level
+* the statistics ``F1 ... F4g`` are always terminals; the spread statistics
+  (``S1g``, ...) only when ``space.spread_terminals``; the architecture-level
   terminals (``A_params``, ...) only when ``space.arch_terminals``;
 * matrix-only ops stay off scalars. :data:`EXCLUDED_FORMS` are never generated: the
   typed forms the primitive table marks as such (``Primitive.not_generated``, with the
@@ -53,8 +54,9 @@ from autoprox.genome.tree import (
     primitive_set,
     typed_name,
     uses_arch_terminals,
+    uses_spread_terminals,
 )
-from autoprox.networks.statistics import STAT_NAMES
+from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from primitives import PRIMITIVES
 
 #: Typed forms of :func:`primitive_set` that free trees never generate (see above).
@@ -117,7 +119,7 @@ class FreeSet:
 
 
 @lru_cache(maxsize=None)
-def _free_set(aggregations: tuple[str, ...], arch_terminals: bool) -> FreeSet:
+def _free_set(aggregations: tuple[str, ...], arch_terminals: bool, spread_terminals: bool = False) -> FreeSet:
     pset = primitive_set()
     primitives: dict = defaultdict(list)
     for ret, prims in pset.primitives.items():
@@ -128,7 +130,8 @@ def _free_set(aggregations: tuple[str, ...], arch_terminals: bool) -> FreeSet:
                 continue
             primitives[ret].append(prim)
     terminals: dict = defaultdict(list)
-    for name in STAT_NAMES + (ARCH_TERMINALS if arch_terminals else ()):
+    for name in STAT_NAMES + (SPREAD_NAMES if spread_terminals else ()) + (
+            ARCH_TERMINALS if arch_terminals else ()):
         term = pset.mapping[name]
         terminals[term.ret].append(term)
     # Fixed point: the shallowest subtree of each type (0 for types with a terminal).
@@ -159,7 +162,7 @@ def _free_set(aggregations: tuple[str, ...], arch_terminals: bool) -> FreeSet:
 
 def free_set(space: GenomeSpace) -> FreeSet:
     """The free-tree primitives and terminals of ``space``."""
-    return _free_set(tuple(space.aggregations), bool(space.arch_terminals))
+    return _free_set(tuple(space.aggregations), bool(space.arch_terminals), bool(space.spread_terminals))
 
 
 # ------------------------------------------------------------------------ validation
@@ -407,7 +410,7 @@ def vary(parent: gp.PrimitiveTree, rng: random.Random, space: GenomeSpace,
          limits: FreeTreeLimits = DEFAULT_LIMITS) -> gp.PrimitiveTree:
     """One child of ``parent`` by an operator drawn uniformly from :data:`OPERATORS`
     (crossover only when some partner has a node below its root and uses no
-    architecture terminal unless ``space`` allows them; the partner's aggregation does
+    architecture or spread terminal unless ``space`` allows them; the partner's aggregation does
     not matter, the child keeps the parent's).
 
     A child that is over ``limits``, that the operator could not make, or that has
@@ -419,7 +422,8 @@ def vary(parent: gp.PrimitiveTree, rng: random.Random, space: GenomeSpace,
     never modified.
     """
     usable = [p for p in partners
-              if len(p) > 1 and (space.arch_terminals or not uses_arch_terminals(p))]
+              if len(p) > 1 and (space.arch_terminals or not uses_arch_terminals(p))
+              and (space.spread_terminals or not uses_spread_terminals(p))]
     operators = [op for op in OPERATORS if op != "crossover" or usable]
     before = canonical_string(parent)
     for _ in range(limits.max_tries):

@@ -3,7 +3,8 @@
 A genome is a :class:`deap.gp.PrimitiveTree` over a strongly typed primitive set:
 
 * terminals: the eight statistics ``F1 ... F4g`` of one transformer block (type
-  :class:`Matrix`);
+  :class:`Matrix`), and in spaces that allow them the spread statistics ``S1g ... S4g``
+  (:data:`SPREAD_NAMES`, extra cache entries) and architecture-level scalars;
 * the 24 unary and 4 binary operations of the ``primitives`` package, each in its
   matrix form and its scalar form (binary element-wise ops also broadcast a scalar
   over a matrix);
@@ -40,8 +41,9 @@ from typing import Mapping, Sequence
 from deap import gp
 
 from autoprox.core.errors import ConfigError, GenomeError  # noqa: F401 (re-exported)
+from autoprox.data.extras import extras_for
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY, get_aggregation
-from autoprox.networks.statistics import STAT_NAMES
+from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX, terminal_names
 from primitives import BINARY, UNARY
 
@@ -85,7 +87,7 @@ def _identity(x):
 def primitive_set() -> gp.PrimitiveSetTyped:
     """The typed primitive set shared by all genomes (built once, never mutated after)."""
     pset = gp.PrimitiveSetTyped("proxy", [], Score)
-    for name in STAT_NAMES:
+    for name in STAT_NAMES + SPREAD_NAMES:
         pset.addTerminal(name, Matrix, name=name)
     for name in ARCH_TERMINALS:
         pset.addTerminal(name, Scalar, name=name)
@@ -165,7 +167,7 @@ def _parse_expr(tokens: list[str], position: int, depth: int = 0) -> tuple[list,
     if token in "(),":
         raise GenomeError(f"unexpected {token!r} in genome")
     pset = primitive_set()
-    if token in STAT_NAMES:
+    if token in STAT_NAMES or token in SPREAD_NAMES:
         return [pset.mapping[token]], Matrix, position + 1
     if token in ARCH_TERMINALS:
         return [pset.mapping[token]], Scalar, position + 1
@@ -174,7 +176,7 @@ def _parse_expr(tokens: list[str], position: int, depth: int = 0) -> tuple[list,
     if (op not in UNARY and op not in BINARY and op not in AGGREGATIONS) or (
         typed_token and not isinstance(pset.mapping.get(token), gp.Primitive)
     ):
-        known = ", ".join([*STAT_NAMES, *ARCH_TERMINALS, *AGGREGATIONS, *UNARY, *BINARY])
+        known = ", ".join([*STAT_NAMES, *SPREAD_NAMES, *ARCH_TERMINALS, *AGGREGATIONS, *UNARY, *BINARY])
         raise GenomeError(f"unknown token {token!r} in genome; known tokens: {known}")
     if position + 1 >= len(tokens) or tokens[position + 1] != "(":
         raise GenomeError(f"operation {op} needs its arguments in parentheses")
@@ -287,12 +289,15 @@ class GenomeSpace:
     The default is the paper's: template trees, the mean over blocks, the eight
     statistics as the only inputs. ``aggregations`` with more than one entry makes the
     aggregation a gene; ``arch_terminals`` lets an input be an architecture-level
-    scalar (parameter count, depth, ... and their logarithms, :mod:`autoprox.spaces.descriptors`).
+    scalar (parameter count, depth, ... and their logarithms, :mod:`autoprox.spaces.descriptors`);
+    ``spread_terminals`` one of the spread statistics (:data:`SPREAD_NAMES`: the spread over
+    the batch's samples, read from extra cache entries).
     """
 
     kind: str = TEMPLATE
     aggregations: tuple[str, ...] = (DEFAULT_AGGREGATION,)
     arch_terminals: bool = False
+    spread_terminals: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in (TEMPLATE, "free"):
@@ -305,7 +310,8 @@ class GenomeSpace:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        return STAT_NAMES + (ARCH_TERMINALS if self.arch_terminals else ())
+        return STAT_NAMES + (SPREAD_NAMES if self.spread_terminals else ()) + (
+            ARCH_TERMINALS if self.arch_terminals else ())
 
     def gene_choices(self) -> dict[str, tuple[str, ...]]:
         """The template's genes and the values each may take in this space."""
@@ -319,16 +325,27 @@ class GenomeSpace:
         names = [op_name(n.name) for n in tree]
         if names[0] not in self.aggregations:
             return False
+        if not self.spread_terminals and uses_spread_terminals(tree):
+            return False
         return all(n not in ARCH_TERMINALS for n in names) or self.arch_terminals
 
+    @property
+    def extras(self) -> tuple[str, ...]:
+        """The extra statistics sets (:mod:`autoprox.data.extras`) this space's genomes may read."""
+        return extras_for(SPREAD_NAMES) if self.spread_terminals else ()
+
     def to_json(self) -> dict:
-        return {"kind": self.kind, "aggregations": list(self.aggregations), "arch_terminals": self.arch_terminals}
+        data = {"kind": self.kind, "aggregations": list(self.aggregations), "arch_terminals": self.arch_terminals}
+        if self.spread_terminals:  # absent otherwise: the spaces of earlier runs record what they did
+            data["spread_terminals"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: dict | None) -> "GenomeSpace":
         if not data:
             return cls()
-        return cls(data["kind"], tuple(data["aggregations"]), bool(data["arch_terminals"]))
+        return cls(data["kind"], tuple(data["aggregations"]), bool(data["arch_terminals"]),
+                   bool(data.get("spread_terminals", False)))
 
 
 PAPER_SPACE = GenomeSpace()
@@ -336,6 +353,10 @@ PAPER_SPACE = GenomeSpace()
 
 def template_tree(genes: TemplateGenes) -> gp.PrimitiveTree:
     return parse_genome(genes.to_string())
+
+
+#: Every terminal a template input may be.
+_INPUT_NAMES = STAT_NAMES + SPREAD_NAMES + ARCH_TERMINALS
 
 
 def template_genes(tree: gp.PrimitiveTree) -> TemplateGenes:
@@ -346,8 +367,8 @@ def template_genes(tree: gp.PrimitiveTree) -> TemplateGenes:
         and names[0] in AGGREGATIONS
         and names[1] == TEMPLATE_REDUCTION
         and names[2] in BINARY
-        and names[3] in UNARY and names[4] in UNARY and names[5] in STAT_NAMES + ARCH_TERMINALS
-        and names[6] in UNARY and names[7] in UNARY and names[8] in STAT_NAMES + ARCH_TERMINALS
+        and names[3] in UNARY and names[4] in UNARY and names[5] in _INPUT_NAMES
+        and names[6] in UNARY and names[7] in UNARY and names[8] in _INPUT_NAMES
     )
     if not shaped:
         raise GenomeError(f"not a template genome: {genome_to_string(tree)}")
@@ -500,6 +521,15 @@ class SubtreeMemo:
 
 def uses_arch_terminals(tree: gp.PrimitiveTree) -> bool:
     return any(isinstance(n, gp.Terminal) and n.name.startswith(TERMINAL_PREFIX) for n in tree)
+
+
+def uses_spread_terminals(tree: gp.PrimitiveTree) -> bool:
+    return any(isinstance(n, gp.Terminal) and n.name in SPREAD_NAMES for n in tree)
+
+
+def genome_extras(tree: gp.PrimitiveTree) -> tuple[str, ...]:
+    """The extra statistics sets (:mod:`autoprox.data.extras`) ``tree`` reads: its cache entries to load."""
+    return extras_for([n.name for n in tree if isinstance(n, gp.Terminal)])
 
 
 def terminal_tensors(values: Mapping[str, float]) -> dict:

@@ -12,6 +12,25 @@ F4g    gradient of the loss with respect to F4 (same reduction)
 
 The network is built with a seeded initialisation, one minibatch goes forward, the
 cross-entropy loss goes backward once.
+
+The spread statistics (:data:`SPREAD_NAMES`, asked for with ``spread=True``; cached
+apart, only when a run asks for them) come from the same pass. Each is the population
+standard deviation over the batch's samples of the per-sample tensor whose batch mean is
+the statistic of the same number, so that e.g. ``F1g / S1g`` is ZiCo's
+gradient-mean-over-deviation signal:
+
+====== ==========================================================
+S1g    per-sample gradient of the attention qkv weight (3D x D, as F1g)
+S2g    per-sample gradient of the attention output projection weight (D x D, as F2g)
+S3g    per-sample gradient of the MLP fc1 weight (h x D, as F3g)
+S4     MLP hidden activation after GELU (tokens x h, as F4)
+S4g    gradient of the loss w.r.t. the MLP hidden activation (tokens x h, as F4g)
+====== ==========================================================
+
+Sample i's per-sample weight gradient is ``B`` times its contribution to the batch
+gradient (:mod:`autoprox.networks.runtime`), for the batch-mean cross-entropy the
+gradient of its own loss; the networks have no layer that mixes samples, so this is
+exact (a test checks it against one backward pass per sample).
 """
 
 from __future__ import annotations
@@ -27,7 +46,7 @@ import torch
 
 from autoprox.core.errors import ConfigError, InputSpecError  # noqa: F401 (re-exported)
 from autoprox.networks.models import build_model
-from autoprox.networks.runtime import block_statistics
+from autoprox.networks.runtime import SPREAD_NAMES, block_statistics  # noqa: F401 (SPREAD_NAMES re-exported)
 
 STAT_NAMES = ("F1", "F1g", "F2", "F2g", "F3", "F3g", "F4", "F4g")
 STAT_DESCRIPTIONS = {
@@ -39,6 +58,14 @@ STAT_DESCRIPTIONS = {
     "F3g": "gradient of the MLP fc1 weight",
     "F4": "MLP hidden activation after GELU (mean over the batch)",
     "F4g": "gradient of the loss w.r.t. the MLP hidden activation (mean over the batch)",
+}
+#: The spread statistics (:mod:`autoprox.networks.runtime`), by name.
+SPREAD_DESCRIPTIONS = {
+    "S1g": "spread over the batch's samples of the per-sample gradient of the attention qkv weight",
+    "S2g": "spread over the batch's samples of the per-sample gradient of the attention output projection weight",
+    "S3g": "spread over the batch's samples of the per-sample gradient of the MLP fc1 weight",
+    "S4": "spread over the batch's samples of the MLP hidden activation after GELU",
+    "S4g": "spread over the batch's samples of the gradient of the loss w.r.t. the MLP hidden activation",
 }
 IMAGE_SIZE = 224
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
@@ -183,13 +210,15 @@ def make_batch(spec: InputSpec, num_classes: int, seed: int) -> tuple[torch.Tens
     return images, labels
 
 
-def statistics_of_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor) -> list[BlockStats]:
-    """Run one forward/backward pass of ``model`` and collect the eight statistics per block.
+def statistics_of_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor,
+                        spread: bool = False) -> list[BlockStats]:
+    """Run one forward/backward pass of ``model`` and collect the eight statistics per block
+    (with ``spread``, the :data:`SPREAD_NAMES` too).
 
     The collector is the exported proxies' (:func:`autoprox.networks.runtime.block_statistics`),
     with the model's train/eval modes left as they are: one definition of the statistics.
     """
-    return block_statistics(model, images, labels, train=None)
+    return block_statistics(model, images, labels, train=None, spread=spread)
 
 
 @contextmanager
@@ -208,8 +237,9 @@ def torch_threads(count: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def compute_statistics(arch, spec: InputSpec, seed: int, num_classes: int) -> list[BlockStats]:
-    """Statistics of ``arch`` built with initialisation seed ``seed`` on the batch of ``spec``.
+def compute_statistics(arch, spec: InputSpec, seed: int, num_classes: int, spread: bool = False) -> list[BlockStats]:
+    """Statistics of ``arch`` built with initialisation seed ``seed`` on the batch of ``spec``
+    (with ``spread``, the :data:`SPREAD_NAMES` too, from the same pass).
 
     The network is built and initialised on the CPU (the same weights whatever the
     device), then it and the batch move to ``spec.device``; the statistics come back
@@ -221,8 +251,8 @@ def compute_statistics(arch, spec: InputSpec, seed: int, num_classes: int) -> li
         model.train()
         images, labels = make_batch(spec, num_classes, seed)
         if device.type == "cpu":
-            return statistics_of_model(model, images, labels)
-        stats = statistics_of_model(model.to(device), images.to(device), labels.to(device))
+            return statistics_of_model(model, images, labels, spread)
+        stats = statistics_of_model(model.to(device), images.to(device), labels.to(device), spread)
         return [{name: tensor.detach().cpu() for name, tensor in block.items()} for block in stats]
 
 

@@ -33,6 +33,7 @@ from autoprox.core.parallel import as_executor
 from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, build_cache
 from autoprox.genome.tree import (
     InvalidProxy,
+    genome_extras,
     genome_to_string,
     parse_genome,
     score_architecture,
@@ -233,7 +234,9 @@ class GenomeScorer(Scorer):
         return f"statistics ({spec.kind}, batch {spec.batch_size})", "no: statistics cache"
 
     def prepare(self, archs, cache, plan, workers=1, progress=None) -> bool:
-        build_cache(cache, plan.requests(archs), workers=workers, progress=progress)
+        # The extra statistics (the spread terminals' entries) only when the genome reads them.
+        build_cache(cache, plan.with_extras(genome_extras(self.tree)).requests(archs), workers=workers,
+                    progress=progress)
         return progress is not None
 
     def raw_values(self, archs, spec, seed, num_classes, cache, *, workers=1, progress=None, teacher=None,
@@ -241,7 +244,7 @@ class GenomeScorer(Scorer):
         if not keep_statistics:
             return _fresh_genome_values(genome_to_string(self.tree), archs, spec, seed, num_classes, workers,
                                         head_classes)
-        requests = [StatsRequest(arch, spec, seed, num_classes) for arch in archs]
+        requests = [StatsRequest(arch, spec, seed, num_classes, genome_extras(self.tree)) for arch in archs]
         build_cache(cache, requests, workers=workers, progress=progress)
         results = []
         with torch_threads(1):  # as the fitness evaluator: the same numbers to the last bit
@@ -262,9 +265,11 @@ def _fresh_genome_value(genome: str, config: dict, space: str, spec: dict, seed:
     start = time.perf_counter()
     try:
         arch = parse_arch(config, space)
-        stats = compute_statistics(arch, InputSpec(**spec), seed, num_classes)
+        tree = parse_genome(genome)
+        stats = compute_statistics(arch, InputSpec(**spec), seed, num_classes,
+                                   **{extra: True for extra in genome_extras(tree)})
         with torch_threads(1):
-            value = score_architecture(parse_genome(genome), stats, terminal_values(arch, head_classes))
+            value = score_architecture(tree, stats, terminal_values(arch, head_classes))
         return value, time.perf_counter() - start, ""
     except InvalidProxy as exc:
         return None, time.perf_counter() - start, f"invalid: {exc}"[:300]

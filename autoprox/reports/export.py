@@ -53,10 +53,22 @@ from autoprox import __version__
 from autoprox.core.atomic import atomic_write_text
 from autoprox.core.errors import ExportError  # noqa: F401 (re-exported)
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
-from autoprox.genome.tree import ARCH_TERMINALS, genome_to_string, op_name, parse_genome
+from autoprox.genome.tree import (
+    ARCH_TERMINALS,
+    genome_extras,
+    genome_to_string,
+    op_name,
+    parse_genome,
+    uses_spread_terminals,
+)
 from autoprox.networks import runtime
-from autoprox.networks.statistics import STAT_DESCRIPTIONS, STAT_NAMES
-from autoprox.reports.simplify import LEGEND, Formula
+from autoprox.networks.statistics import (
+    SPREAD_DESCRIPTIONS,
+    SPREAD_NAMES,
+    STAT_DESCRIPTIONS,
+    STAT_NAMES,
+)
+from autoprox.reports.simplify import LEGEND, SPREAD_LEGEND, Formula
 from autoprox.spaces.descriptors import DESCRIPTORS, TERMINAL_PREFIX
 
 
@@ -123,7 +135,7 @@ def _fmt(value) -> str:
 
 
 def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggregation: str = "block_mean",
-               terminals: tuple[str, ...] = ()) -> str:
+               terminals: tuple[str, ...] = (), spread: bool = False) -> str:
     lines = [
         f"Zero-cost proxy for Vision Transformers, exported by autoprox {__version__} on {date}.",
         "",
@@ -132,7 +144,7 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
     ]
     lines += ["    score = " + _doc_safe(line) for line in [formula.text]]
     lines += [""]
-    lines += textwrap.wrap(_doc_safe(LEGEND), 88)
+    lines += textwrap.wrap(_doc_safe(LEGEND + (f"; {SPREAD_LEGEND}" if spread else "")), 88)
     lines += [""] + textwrap.wrap(f"Over blocks ({aggregation}): {AGGREGATION_REGISTRY[aggregation].description}", 88)
     if terminals:
         meanings = "; ".join(f"{t} = {'log of the ' if '_log_' in t else ''}"
@@ -177,6 +189,8 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
     from autoprox.reports.simplify import SYMBOL_NAMES
 
     lines += [f"    {name:<4}{SYMBOL_NAMES[name]:<9}{STAT_DESCRIPTIONS[name]}" for name in STAT_NAMES]
+    if spread:  # the spread statistics, read by hooks in the same pass (see collect)
+        lines += [f"    {name:<4}{SYMBOL_NAMES[name]:<11}{SPREAD_DESCRIPTIONS[name]}" for name in SPREAD_NAMES]
     lines += [
         "",
         "F4/F4g are the output of mlp.act and the loss gradient with respect to it, each",
@@ -241,7 +255,7 @@ def score(model, inputs, targets, loss_fn=None, train=True, descriptors=None, he
     NoTransformerBlocks when the model has no block to read, UnknownDescriptors when
     a descriptor the proxy needs can neither be read nor was given.
     """
-    stats, values = collect(model, inputs, targets, loss_fn, train, descriptors, head_classes, DESCRIPTORS)
+    stats, values = collect(model, inputs, targets, loss_fn, train, descriptors, head_classes, DESCRIPTORS__SPREAD__)
     return score_statistics(stats, terminal_values(values) if ARCH_TERMINALS else None)
 '''
 
@@ -284,10 +298,11 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
     info = info or ExportInfo()
     date = date or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
     call, _ = _call_source(tree, 1)
-    docstring = _docstring(genome_text, formula, info, date, aggregation, terminals)
+    docstring = _docstring(genome_text, formula, info, date, aggregation, terminals, uses_spread_terminals(tree))
     functions = (_PROXY_FUNCTIONS.replace("__BLOCK_SCORE__", call)
                  .replace("__AGGREGATE_SOURCE__", AGGREGATION_REGISTRY[aggregation].source.strip("\n"))
                  .replace("__AGGREGATION__", aggregation)
+                 .replace("__SPREAD__", ", spread=True" if uses_spread_terminals(tree) else "")
                  .replace("__DESCRIPTOR_DOC__", _DESCRIPTOR_DOC if terminals else _DESCRIPTOR_DOC_NONE))
     parts = [
         f'"""{docstring}\n"""\n',
@@ -416,6 +431,7 @@ def export_proxy(source: str, out: str | Path, rank: int | None = None, simplify
         raise ExportError(f"cannot write {out}: it is a directory")
     genome, info, config = resolve_export_source(source, rank)
     tree = parse_genome(genome)
-    check = statistics_for_check(Path(source) if config is not None else None, info.space) if simplify else None
+    check = statistics_for_check(Path(source) if config is not None else None, info.space,
+                                 extras=genome_extras(tree)) if simplify else None
     formula = readable_formula(tree, check, timeout or DEFAULT_TIMEOUT, simplify)
     return write_export(out, export_source(tree, formula, info)), formula

@@ -75,13 +75,13 @@ from autoprox.genome.tree import (
     op_name,
     parse_genome,
 )
-from autoprox.networks.statistics import STAT_NAMES
+from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from autoprox.reports import sympy_worker
 from autoprox.reports.sympy_worker import node_count
 from primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES
 
 #: Statistic -> the SymPy symbol's name.
-SYMBOL_NAMES = dict(zip(STAT_NAMES, sympy_worker.STAT_SYMBOL_NAMES))
+SYMBOL_NAMES = dict(zip(STAT_NAMES + SPREAD_NAMES, sympy_worker.STAT_SYMBOL_NAMES + sympy_worker.SPREAD_SYMBOL_NAMES))
 SYMBOLS = {stat: sympy_worker.make_symbol(name) for stat, name in SYMBOL_NAMES.items()}
 SYMBOLS.update({name: sympy_worker.make_symbol(name) for name in sympy_worker.ARCH_SYMBOL_NAMES})
 STATISTIC_OF_SYMBOL = {name: stat for stat, name in SYMBOL_NAMES.items()}
@@ -90,6 +90,8 @@ LATEX_NAMES = {
     "F2": r"W^{\mathrm{proj}}_{l}", "F2g": r"G^{\mathrm{proj}}_{l}",
     "F3": r"W^{\mathrm{fc1}}_{l}", "F3g": r"G^{\mathrm{fc1}}_{l}",
     "F4": r"H^{\mathrm{mlp}}_{l}", "F4g": r"G^{H,\mathrm{mlp}}_{l}",
+    "S1g": r"S^{G,\mathrm{qkv}}_{l}", "S2g": r"S^{G,\mathrm{proj}}_{l}", "S3g": r"S^{G,\mathrm{fc1}}_{l}",
+    "S4": r"S^{H,\mathrm{mlp}}_{l}", "S4g": r"S^{G_H,\mathrm{mlp}}_{l}",
 }
 DEFAULT_TIMEOUT = 10.0
 CHECK_RTOL = 1e-6
@@ -144,7 +146,7 @@ class _FormulaLatexPrinter(LatexPrinter):
 
 
 def expression_latex(expr: sympy.Expr) -> str:
-    names = {SYMBOLS[stat]: LATEX_NAMES[stat] for stat in STAT_NAMES}
+    names = {SYMBOLS[stat]: LATEX_NAMES[stat] for stat in STAT_NAMES + SPREAD_NAMES}
     names[EPS_SYMBOL] = r"\epsilon"
     return _FormulaLatexPrinter({"symbol_names": names}).doprint(expr)
 
@@ -161,6 +163,9 @@ def aggregate_latex(aggregation: str, expr: sympy.Expr) -> str:
 
 LEGEND = ("L = number of transformer blocks, sum_l over blocks l = 1..L, each with its own statistics: "
           + ", ".join(f"{SYMBOL_NAMES[s]} = {s}" for s in STAT_NAMES) + "; eps = 1e-9")
+#: Added to :data:`LEGEND` where a formula reads the spread statistics.
+SPREAD_LEGEND = ("spread over the batch's samples (population standard deviation): "
+                 + ", ".join(f"{SYMBOL_NAMES[s]} = {s}" for s in SPREAD_NAMES))
 
 
 # -------------------------------------------------------- rank-preserving outer ops
@@ -555,7 +560,7 @@ def readable_formula(genome, check_stats=None, timeout: float = DEFAULT_TIMEOUT,
 # ------------------------------------------------------- statistics for the check
 
 
-def statistics_for_check(run=None, space: str | None = None, count: int = 3) -> list:
+def statistics_for_check(run=None, space: str | None = None, count: int = 3, extras=()) -> list:
     """Real statistics to check simplified formulas on.
 
     A run directory ``run``: the cached statistics of its first ``count`` search
@@ -564,6 +569,7 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3) -> 
     AutoFormer), computed here with a batch of 2. Each is a :class:`CheckStatistics`
     carrying its architecture's terminal values (``A_params``, ... as the engine
     computes them), so that formulas with architecture-level terminals are checked too.
+    ``extras``: extra statistics sets (:mod:`autoprox.data.extras`) the formulas read.
     """
     import random
 
@@ -581,9 +587,10 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3) -> 
         except AutoproxError as exc:  # the check goes on with sampled architectures; say why
             warnings.warn(f"checking formulas on sampled architectures: {exc}", stacklevel=2)
         else:
-            plan = context.plan
+            plan = context.plan.with_extras(extras)
             for arch in context.archs("search")[:count]:
-                stats = context.cache.load(StatsRequest(arch, plan.spec, plan.seeds[0], plan.class_counts[0]))
+                stats = context.cache.load(StatsRequest(arch, plan.spec, plan.seeds[0], plan.class_counts[0],
+                                                        plan.extras))
                 if stats is not None:
                     found.append(CheckStatistics(stats, terminal_values(arch)))
             space = space or context.bench.space
@@ -592,5 +599,6 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3) -> 
     space = space if space in ("autoformer", "pit") else "autoformer"
     spec = InputSpec("gaussian", batch_size=2)
     archs = [sample_arch(space, random.Random(seed)) for seed in range(count)]
-    return [CheckStatistics(compute_statistics(arch, spec, seed, 100), terminal_values(arch))
+    return [CheckStatistics(compute_statistics(arch, spec, seed, 100, **{extra: True for extra in extras}),
+                            terminal_values(arch))
             for seed, arch in enumerate(archs)]

@@ -24,6 +24,8 @@ from primitives import NAMED_FUNCTIONS as _PRIMITIVE_OF_FUNCTION
 
 #: The eight statistics as SymPy symbols are named for what they are (see autoprox.reports.simplify).
 STAT_SYMBOL_NAMES = ("W_qkv", "G_qkv", "W_proj", "G_proj", "W_fc1", "G_fc1", "H_mlp", "G_H_mlp")
+#: The spread statistics S1g, S2g, S3g, S4, S4g (standard deviations over the batch: nonnegative).
+SPREAD_SYMBOL_NAMES = ("sd_G_qkv", "sd_G_proj", "sd_G_fc1", "sd_H_mlp", "sd_G_H_mlp")
 #: Architecture-level terminals (scalars; ``A_params``, ``A_log_depth``, ...), kept in sync with
 #: ``autoprox.spaces.descriptors.terminal_names`` (a test checks it). Descriptors are positive.
 ARCH_SYMBOL_NAMES = tuple(f"A_{log}{name}" for name in ("params", "macs", "depth", "width", "heads", "mlp_ratio")
@@ -49,11 +51,13 @@ class Unsupported(ValueError):
 
 
 def make_symbol(name: str) -> sympy.Symbol:
-    """The symbol of a statistic (real) or of ``eps`` (positive)."""
+    """The symbol of a statistic (real; a spread statistic nonnegative) or of ``eps`` (positive)."""
     if name == EPS_NAME:
         return EPS_SYMBOL
     if name in STAT_SYMBOL_NAMES:
         return sympy.Symbol(name, real=True)
+    if name in SPREAD_SYMBOL_NAMES:
+        return sympy.Symbol(name, nonnegative=True)
     if name in ARCH_SYMBOL_NAMES:
         return sympy.Symbol(name, positive=True) if "log_" not in name else sympy.Symbol(name, real=True)
     raise Unsupported(f"unknown symbol {name!r}")
@@ -131,7 +135,7 @@ def node_count(expr: sympy.Basic) -> int:
 def is_matrix(expr: sympy.Basic) -> bool:
     """Whether ``expr`` is matrix-valued: a statistic reaches it without passing a reduction."""
     if isinstance(expr, sympy.Symbol):
-        return expr.name in STAT_SYMBOL_NAMES
+        return expr.name in STAT_SYMBOL_NAMES or expr.name in SPREAD_SYMBOL_NAMES
     if isinstance(expr, AppliedUndef) and expr.func.__name__ in REDUCTIONS:
         return False
     return any(is_matrix(arg) for arg in expr.args)

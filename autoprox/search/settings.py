@@ -145,9 +145,9 @@ def _check_types(data: Mapping) -> None:
 
 
 def stats_plan(settings: SearchSettings, targets: Sequence[str]) -> StatsPlan:
-    """The statistics plan of ``settings`` for ``targets``."""
+    """The statistics plan of ``settings`` for ``targets`` (with the extra statistics its genome space reads)."""
     return StatsPlan.from_options(settings.input, settings.batch_size, settings.stat_seeds, targets,
-                                  settings.per_target_stats)
+                                  settings.per_target_stats, extras=settings.genome_space.extras)
 
 
 #: Settings that may change when a run resumes, because they do not change what it computes:

@@ -33,8 +33,8 @@ class StatisticsShard:
 
     def __init__(self, cache_root: str | None, precision: str, spec: dict, seeds: Sequence[int],
                  target_classes: dict, archs: Sequence[tuple[str, dict]],
-                 terminals: Sequence[dict] | None) -> None:
-        plan = StatsPlan(InputSpec(**spec), tuple(seeds), dict(target_classes))
+                 terminals: Sequence[dict] | None, extras: Sequence[str] = ()) -> None:
+        plan = StatsPlan(InputSpec(**spec), tuple(seeds), dict(target_classes), tuple(extras))
         parsed = [parse_arch(config, space) for space, config in archs]
         with torch_threads(1):
             self.stats = load_statistics(StatisticsCache(cache_root, precision), plan, parsed)
@@ -84,7 +84,7 @@ class ShardedScorer:
             part_terminals = [terminals[i] for i in part] if terminals is not None else None
             futures.append(client.submit(
                 StatisticsShard, str(cache.root), cache.precision, spec, list(plan.seeds), dict(plan.target_classes),
-                arch_args, part_terminals, actor=True, workers=[workers[number % len(workers)]],
+                arch_args, part_terminals, list(plan.extras), actor=True, workers=[workers[number % len(workers)]],
                 allow_other_workers=True, pure=False))
         self.actors = client.gather(futures)
 
