@@ -78,3 +78,23 @@ def test_the_working_directory_comes_before_the_source_tree(tmp_path: Path):
     (tmp_path / "runs").mkdir()
     local = write_manifest(tmp_path / "runs", {"s": {"joint": {"file": "j.json"}}})
     assert find_manifest({}, cwd=tmp_path) == local
+
+
+def test_the_committed_manifest_names_a_proxy_for_every_target_of_both_spaces():
+    """runs/recommended.json: a joint entry and one per target for AutoFormer and PiT, each resolving to a
+    proxy that scores that target (a joint ensemble cut to the target, or the per-target ensemble)."""
+    from autoprox.proxies.proxy import resolve_proxy
+
+    manifest = Path(__file__).resolve().parents[1] / "runs" / "recommended.json"
+    data = load_manifest(manifest)
+    expected = {"autoformer": {"joint", "c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super"},
+                "pit": {"joint", "c100_kd", "flower_kd", "chaoyang_kd"}}
+    assert {space: set(entries) for space, entries in data["spaces"].items()} == expected
+    for name in recommended_names(data):
+        path, entry = resolve_recommended(name, manifest)
+        proxy = resolve_proxy(str(path))
+        target = entry.get("target")
+        if target is None:
+            assert set(proxy.targets) == expected[name.split(":")[1].split("/")[0]] - {"joint"}
+        else:
+            assert proxy.members_for(target)

@@ -138,3 +138,84 @@ def load_bench_accuracies(path):
     from autoprox.data.benchmark import load_benchmark
 
     return load_benchmark(path).accuracies["c100_kd"]
+
+
+def test_select_writes_the_rule_s_choice_as_a_proxy_file_the_commands_read(run_dir, tmp_path):
+    """``autoprox select``: cv-pick's per-target ensemble, one target's cut, and a genome's proxy JSON,
+    each scoring exactly as the selection does; an existing file is never overwritten."""
+    import json
+
+    from autoprox.apps.selection import select_cv_pick, write_selection
+    from autoprox.cli.main import main
+    from autoprox.core.errors import RunDirError
+    from autoprox.proxies.proxy import resolve_proxy
+
+    context = RunContext.open(run_dir)
+    chosen = select_cv_pick(run_dir)
+    expected = chosen.target_scores(context.archs("test"), context.cache, context.plan, TARGETS)
+
+    out = tmp_path / "per-target.json"
+    assert main(["select", str(run_dir), "--selection", "cv-pick", "--out", str(out)]) == 0
+    written = resolve_proxy(str(out))
+    got = written.target_scores(context.archs("test"), context.cache, context.plan, TARGETS)
+    for target in TARGETS:
+        np.testing.assert_array_equal(got[target], expected[target])
+
+    cut_path, cut = write_selection(run_dir, "cv-pick", tmp_path / "c100.json", target="c100_kd")
+    cut = resolve_proxy(str(cut_path))
+    assert cut.joint and cut.provenance["target"] == "c100_kd"
+    both = cut.target_scores(context.archs("test"), context.cache, context.plan, TARGETS)
+    np.testing.assert_array_equal(both["flower_kd"], expected["c100_kd"])  # c100_kd's choice scores every target
+
+    genome_path, best = write_selection(run_dir, "best", tmp_path / "best.json")
+    assert json.loads(genome_path.read_text())["genome"] == resolve_proxy(str(genome_path)).name == best.name
+
+    before = out.read_bytes()
+    with pytest.raises(RunDirError, match="already exists"):
+        write_selection(run_dir, "cv-pick", out)
+    assert out.read_bytes() == before
+    with pytest.raises(ConfigError, match="not one of the run's targets"):
+        write_selection(run_dir, "cv-pick", tmp_path / "x.json", target="imagenet_super")
+
+
+def test_recommended_names_resolve_in_rank_and_export(run_dir, tmp_path, monkeypatch, capsys):
+    """A manifest naming a per-target ensemble: ``recommended:space/target`` scores as that target's cut,
+    ``recommended:space`` as the whole ensemble, and export writes the same module as for the cut file."""
+    import json
+
+    from autoprox.apps.selection import write_selection
+    from autoprox.cli.main import main
+    from autoprox.proxies.proxy import resolve_proxy
+    from autoprox.proxies.recommended import ENVIRONMENT, FORMAT
+
+    write_selection(run_dir, "cv-pick", tmp_path / "space" / "per-target.json")
+    manifest = tmp_path / "recommended.json"
+    manifest.write_text(json.dumps({"format": FORMAT, "spaces": {"small": {
+        "joint": {"file": "space/per-target.json"},
+        "flower_kd": {"file": "space/per-target.json", "target": "flower_kd"}}}}))
+    monkeypatch.setenv(ENVIRONMENT, str(manifest))
+
+    context = RunContext.open(run_dir)
+    whole = resolve_proxy("recommended:small")
+    flower = resolve_proxy("recommended:small/flower_kd")
+    assert whole.name == "recommended:small" and not whole.joint
+    assert flower.joint and flower.name == "recommended:small/flower_kd"
+    archs = context.archs("search")
+    np.testing.assert_array_equal(flower.scores(archs, context.cache, context.plan),
+                                  whole.scores(archs, context.cache, context.plan, target="flower_kd"))
+
+    out = tmp_path / "flower.py"
+    assert main(["export", "recommended:small/flower_kd", "--out", str(out)]) == 0
+    assert "def score" in out.read_text()
+    capsys.readouterr()
+    assert main(["rank", "--bench", str(context.bench.source), "--cache-dir", str(context.cache.root),
+                 "--batch-size", "2", "--proxy", "recommended:small/flower_kd", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    from autoprox.core.correlation import correlate
+
+    all_scores = flower.scores(list(context.bench.archs), context.cache, context.plan)
+    assert report["flower_kd"]["n"] == len(context.bench.archs)
+    assert report["flower_kd"]["kendall"] == pytest.approx(
+        correlate(all_scores, context.bench.accuracies["flower_kd"])["kendall"], abs=1e-12)
+    with pytest.raises(Exception, match="unknown recommended proxy"):
+        resolve_proxy("recommended:small/c100_kd")

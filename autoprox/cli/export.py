@@ -10,7 +10,7 @@ from autoprox.cli.options import finite_float
 
 def add_parser(sub) -> None:
     export = sub.add_parser("export", help="write a proxy as a standalone Python module (torch only)")
-    export.add_argument("source", help="a run directory (its best.json), a proxy JSON, an ensemble JSON, or a genome string")
+    export.add_argument("source", help="a run directory (its best.json), a proxy JSON, an ensemble JSON, a recommended:SPACE/TARGET name, or a genome string")
     export.add_argument("--out", required=True, help="the module to write, e.g. proxy.py")
     export.add_argument("--rank", type=int, default=None, help="export the hall of fame's entry of this rank instead")
     export.add_argument("--no-simplify", action="store_true", help="put the formula in the docstring as built")
@@ -21,7 +21,11 @@ def _ensemble_file(source: str):
     """The ensemble ``source`` names when it is an ensemble file, else None."""
     from autoprox.proxies.ensemble import EnsembleProxy
     from autoprox.proxies.proxy import resolve_proxy
+    from autoprox.proxies.recommended import is_recommended_name
 
+    if is_recommended_name(source):
+        proxy = resolve_proxy(source)
+        return proxy if isinstance(proxy, EnsembleProxy) else None
     try:
         if not Path(source).is_file() or not source.endswith(".json"):
             return None
@@ -48,7 +52,12 @@ def run(args: argparse.Namespace) -> int:
               f"{'joint' if ensemble.joint else 'per target: ' + ', '.join(ensemble.targets)})")
         return 0
 
-    path, formula = export_proxy(args.source, args.out, rank=args.rank, simplify=not args.no_simplify,
+    source = args.source
+    if source.startswith("recommended:"):  # a recommended genome: export its proxy file
+        from autoprox.proxies.recommended import resolve_recommended
+
+        source = str(resolve_recommended(source)[0])
+    path, formula = export_proxy(source, args.out, rank=args.rank, simplify=not args.no_simplify,
                                  timeout=args.timeout)
     print(f"wrote {path}: score(model, inputs, targets) -> float, depends on torch only "
           f"(architecture terminals, if any, are read from the model; pass descriptors=... to give them)")

@@ -153,6 +153,11 @@ def bench_path(args: argparse.Namespace) -> str:
             raise BenchmarkError(f"space {args.space!r} has no released benchmark file (only "
                                  f"{', '.join(BENCH_FILE_NAMES)} have); give --bench FILE")
         return str(default_bench_path(args.space))
+    proxy = getattr(args, "proxy", None)
+    if isinstance(proxy, str) and proxy.startswith("recommended:") and "," not in proxy:
+        space = proxy[len("recommended:"):].partition("/")[0]  # a recommended proxy names its space
+        if space in BENCH_FILE_NAMES:
+            return str(default_bench_path(space))
     raise BenchmarkError("give --bench FILE (or --space to use the released file for that space)")
 
 

@@ -22,8 +22,8 @@ from autoprox.genome.tree import (
     template_genes,
 )
 from autoprox.networks.statistics import InputSpec
-from autoprox.proxies.recommended import is_recommended_name, resolve_recommended
 from autoprox.networks.zoo import NO_TEACHER_NOTE, ZOO, RawResult
+from autoprox.proxies.recommended import is_recommended_name, resolve_recommended
 from autoprox.proxies.scorers import (
     ARCHITECTURE_PROXIES,
     HEAD_CLASSES,
