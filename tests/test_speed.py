@@ -6,6 +6,7 @@ their figures to the last digit and a search makes the same proxies.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import random
@@ -27,6 +28,7 @@ from autoprox.genome.tree import (
     random_template,
     score_architecture,
 )
+from autoprox.networks.statistics import STAT_NAMES
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import FitnessEvaluator
@@ -223,3 +225,52 @@ def test_mapped_statistics_are_the_stored_ones_and_a_flipped_byte_is_caught(af_s
     path.write_bytes(bytes(data))
     with pytest.raises(CacheCorrupt):
         decode_entry(path, copy.key(request), encoded=True, mapped=True)
+
+
+# ------------------------------------------------------------------ a bug must not delete the cache
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_a_bug_in_the_decoder_propagates_and_deletes_nothing(af_small, small_spec, session_cache, tmp_path,
+                                                             monkeypatch, mapped):
+    """Only what a damaged file raises marks an entry corrupt (and deletes it); a TypeError
+    of the decoder is a bug: it propagates, and the good entry stays as it was."""
+    import autoprox.data.cache as cache_module
+    from autoprox.data.cache import StatisticsCache, decode_entry
+
+    request = StatsRequest(af_small.archs[2], small_spec, 0, 100)
+    copy = StatisticsCache(tmp_path)
+    path = copy.save(request, session_cache.get(request))
+    good = path.read_bytes()
+
+    def broken_decode(array, exponent):
+        raise TypeError("a bug in the decoder")
+
+    monkeypatch.setattr(cache_module, "_decode", broken_decode)
+    with pytest.raises(TypeError, match="a bug in the decoder"):
+        copy.load(request)
+    with pytest.raises(TypeError, match="a bug in the decoder"):
+        copy.get(request)
+    stats = copy.load(request, encoded=True, mapped=mapped)  # kept as stored: decoded only when read
+    with pytest.raises(TypeError, match="a bug in the decoder"):
+        stats[0]["F1"]
+    with pytest.raises(TypeError, match="a bug in the decoder"):
+        decode_entry(good, copy.key(request))
+    assert path.read_bytes() == good  # nothing deleted or rewritten
+    monkeypatch.undo()
+    assert all(torch.equal(a[n], b[n]) for a, b in zip(copy.load(request), session_cache.get(request)) for n in a)
+
+
+def test_metadata_of_the_wrong_shape_is_a_corrupt_entry_not_a_type_error(af_small, small_spec):
+    from autoprox.data.cache import STATS_VERSION, CacheCorrupt, decode_entry
+
+    key = "k" * 64
+    for meta in ({"key": key, "version": STATS_VERSION, "blocks": "1", "shapes": {}, "exponents": {}},
+                 {"key": key, "version": STATS_VERSION, "blocks": 1, "shapes": [], "exponents": {}},
+                 {"key": key, "version": STATS_VERSION, "blocks": 1, "shapes": {"b0_F1": [2]},
+                  "exponents": {"b0_F1": "3"}}):
+        buffer = io.BytesIO()
+        np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                 **{f"b0_{n}": np.zeros(2, dtype=np.float16) for n in STAT_NAMES})
+        with pytest.raises(CacheCorrupt):
+            decode_entry(buffer.getvalue(), key)

@@ -26,9 +26,12 @@ import io
 import json
 import math
 import os
+import struct
 import threading
 import time
 import warnings
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -196,14 +199,11 @@ class MappedArchive:
 
     def __init__(self, path: Path) -> None:
         import mmap
-        import struct
-        import zipfile
-        import zlib
 
         self._arrays: dict[str, np.ndarray] = {}
         with open(path, "rb") as handle:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
-            with zipfile.ZipFile(handle) as archive:
+            with zipfile.ZipFile(self._map) as archive:  # a bad offset is a ValueError, not the file's OSError
                 members = archive.infolist()
             view = memoryview(self._map)
             for info in members:
@@ -238,53 +238,74 @@ class MappedArchive:
         pass  # the arrays keep the map alive; it closes when the last of them goes
 
 
+#: What reading a damaged entry raises (zip, zlib, the ``.npy`` header and the metadata
+#: record fail in these ways: ``BadZipFile``, ValueError (``JSONDecodeError``, NumPy's
+#: header checks, a seek out of range), KeyError (a missing member), NotImplementedError
+#: (a flipped compression or version field), RuntimeError (a flipped "encrypted" flag). Only these mark an entry corrupt
+#: (and so deleted); anything else, a TypeError of a bug for one, propagates.
+DAMAGED_ENTRY_ERRORS = (zipfile.BadZipFile, ValueError, KeyError, EOFError, NotImplementedError, RuntimeError,
+                        OverflowError, zlib.error, struct.error)
+
+
 def decode_entry(source: Path | bytes, key: str, encoded: bool = False, mapped: bool = False) -> list[BlockStats]:
     """Read and check an entry (a file, or its bytes); raise :class:`CacheCorrupt` naming what is wrong.
 
     ``encoded``: keep each block as stored (an :class:`EncodedBlock`, decoded per read)
     instead of float32 tensors. ``mapped`` (with ``encoded``, for a file): the stored
     arrays are views of a memory map of the file (:class:`MappedArchive`), not copies.
+
+    Only parsing the entry is guarded (:data:`DAMAGED_ENTRY_ERRORS` become
+    :class:`CacheCorrupt`); an OSError reading the file propagates as such, and decoding
+    the arrays runs outside the guard, so an error there is a bug and propagates instead
+    of having a good entry deleted.
     """
     try:
         if mapped and encoded and not isinstance(source, bytes):
             with MappedArchive(source) as archive:
-                stats = _decode_archive(archive, key, encoded)
+                stored = _read_archive(archive, key)
         else:
-            with (io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")) as handle:
+            # Read whole first: the file's own errors (OSError) stay apart from the format's.
+            with io.BytesIO(source if isinstance(source, bytes) else Path(source).read_bytes()) as handle:
                 if handle.read(4) not in ZIP_MAGIC:
                     raise CacheCorrupt("not a NumPy .npz archive: it does not start as a zip file does")
                 handle.seek(0)
                 with np.load(handle, allow_pickle=False) as archive:
-                    stats = _decode_archive(archive, key, encoded)
+                    stored = _read_archive(archive, key)
     except CacheCorrupt:
         raise
-    except Exception as exc:  # noqa: BLE001 - a damaged zip fails in many ways (BadZipFile,
-        # KeyError, ValueError, but also NotImplementedError for a flipped compression or
-        # version field and RuntimeError for a flipped "encrypted" flag): all mean corrupt.
+    except DAMAGED_ENTRY_ERRORS as exc:
         text = str(exc).splitlines()[0] if str(exc) else ""
         if "allow_pickle" in text:  # NumPy's advice to unpickle; the cache never holds pickles
             text = "it holds pickled objects, which the cache never writes"
         raise CacheCorrupt(f"{type(exc).__name__}: {text}"[:200]) from None
-    if not stats:
+    if not stored:
         raise CacheCorrupt("entry holds no blocks")
-    return stats
+    if encoded:
+        return [EncodedBlock(arrays) for arrays in stored]
+    return [{name: _decode(*pair) for name, pair in arrays.items()} for arrays in stored]
 
 
-def _decode_archive(archive, key: str, encoded: bool = False) -> list[BlockStats]:
+def _read_archive(archive, key: str) -> list[dict[str, tuple[np.ndarray, int]]]:
+    """Each block's stored arrays and scale exponents, checked against the metadata record."""
     meta = json.loads(bytes(archive["meta"]).decode())
     if not isinstance(meta, dict) or meta.get("key") != key or meta.get("version") != STATS_VERSION:
         raise CacheCorrupt("metadata does not match its key")
-    stats: list[BlockStats] = []
-    for index in range(int(meta["blocks"])):
+    blocks, shapes, exponents = meta.get("blocks"), meta.get("shapes"), meta.get("exponents")
+    if not isinstance(blocks, int) or not isinstance(shapes, dict) or not isinstance(exponents, dict):
+        raise CacheCorrupt("metadata lacks its block count, shapes or exponents")
+    stored = []
+    for index in range(blocks):
         arrays = {}
         for name in STAT_NAMES:
             label = f"b{index}_{name}"
-            array = archive[label]
-            if list(array.shape) != meta["shapes"][label]:
+            array, exponent = archive[label], exponents.get(label)
+            if list(array.shape) != shapes.get(label):
                 raise CacheCorrupt(f"{label} has shape {list(array.shape)}")
-            arrays[name] = (array, int(meta["exponents"][label]))
-        stats.append(EncodedBlock(arrays) if encoded else {name: _decode(*pair) for name, pair in arrays.items()})
-    return stats
+            if not isinstance(exponent, int):
+                raise CacheCorrupt(f"{label} has no scale exponent")
+            arrays[name] = (array, exponent)
+        stored.append(arrays)
+    return stored
 
 
 class StatisticsCache:
