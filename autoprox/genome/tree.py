@@ -41,6 +41,12 @@ from deap import gp
 
 from autoprox.core.errors import ConfigError, GenomeError  # noqa: F401 (re-exported)
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY, get_aggregation
+from autoprox.genome.early import (
+    LINEAR_UNDER_MEAN,
+    BranchTable,
+    combine_means,
+    scalar_summary,
+)
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX, terminal_names
 from primitives import BINARY, UNARY
@@ -418,15 +424,34 @@ def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: Mapping,
     slot = memo.slot(position, index) if memo is not None else None
     if slot is not None and slot.hit():
         return slot.value(), slot.end
-    position += 1
+    value = _reduced_early(tree, position, block, memo, index) if memo is not None and memo.reduce_early else None
+    end = tree.searchSubtree(position).stop if value is not None else position + 1
     args = []
-    for _ in range(node.arity):
-        value, position = _evaluate_block(tree, position, block, memo, index)
-        args.append(value)
-    value = primitive_set().context[node.name](*args)
+    for _ in range(node.arity if value is None else 0):
+        arg, end = _evaluate_block(tree, end, block, memo, index)
+        args.append(arg)
+    if value is None:
+        value = primitive_set().context[node.name](*args)
     if slot is not None:
         slot.keep(value)
-    return value, position
+    return value, end
+
+
+def _reduced_early(tree: gp.PrimitiveTree, position: int, block: Mapping, memo: "SubtreeMemo", index: int):
+    """``to_mean_scalar(op(a, b))`` from the operands' summaries (:mod:`autoprox.genome.early`),
+    or None where that is not safe (then the exact path computes it)."""
+    early = memo.early_at(position)
+    if early is None:
+        return None
+    op, operands = early
+    summaries = []
+    for start, key, is_matrix in operands:
+        evaluate = lambda start=start: _evaluate_block(tree, start, block, memo, index)[0]  # noqa: E731
+        summary = memo.branches.summary(key, index, evaluate) if is_matrix else scalar_summary(evaluate())
+        if summary is None:
+            return None
+        summaries.append(summary)
+    return combine_means(op, *summaries)
 
 
 class _Slot:
@@ -466,6 +491,25 @@ def _scalar_subtrees(genome: str) -> tuple[tuple[int, str, int], ...]:
     return tuple(found)
 
 
+@lru_cache(maxsize=8192)
+def _early_reductions(genome: str) -> tuple[tuple[int, str, tuple[tuple[int, str, bool], ...]], ...]:
+    """(position, operation, operands) of each ``to_mean_scalar`` of a matrix-valued operation of
+    :data:`LINEAR_UNDER_MEAN`; an operand is (position, canonical key, whether a matrix)."""
+    tree = parse_genome(genome)
+    found = []
+    for position in range(1, len(tree) - 1):
+        child = tree[position + 1]
+        if (tree[position].name != TEMPLATE_REDUCTION or not isinstance(child, gp.Primitive)
+                or op_name(child.name) not in LINEAR_UNDER_MEAN or child.ret is not Matrix):
+            continue
+        operands, start = [], position + 2
+        for arg_type in child.args:
+            operands.append((start, _format(tree, start, canonical=True)[0], arg_type is Matrix))
+            start = tree.searchSubtree(start).stop
+        found.append((position, op_name(child.name), tuple(operands)))
+    return tuple(found)
+
+
 class SubtreeMemo:
     """Per-block values of scalar subtrees of one architecture, shared between genomes.
 
@@ -474,18 +518,28 @@ class SubtreeMemo:
     back as the same 0-d float32 tensor, so a genome evaluated with the memo gives the
     very numbers it gives without. Only values are kept, never failures. ``limit`` bounds
     the number of kept subtrees (the memo is emptied when it is reached).
+
+    ``reduce_early`` (not exact; off by default): means of sums, differences and scaled
+    matrices are taken from the operands' means (:mod:`autoprox.genome.early`), each matrix
+    branch kept per block; scores then differ by float32 rounding only (``tests/test_speed.py``).
     """
 
-    def __init__(self, blocks: int, limit: int = 4096) -> None:
-        self.blocks, self.limit = blocks, limit
+    def __init__(self, blocks: int, limit: int = 4096, reduce_early: bool = False) -> None:
+        self.blocks, self.limit, self.reduce_early = blocks, limit, reduce_early
         self.table: dict[str, list] = {}
+        #: Early reduction: each matrix branch's per-block summaries.
+        self.branches = BranchTable(blocks)
         self._positions: dict[int, tuple[str, int]] = {}
+        self._early: dict[int, tuple] = {}
 
     def bind(self, tree: gp.PrimitiveTree) -> None:
         """Prepare for evaluating ``tree``."""
-        self._positions = {p: (key, end) for p, key, end in _scalar_subtrees(genome_to_string(tree))}
-        if len(self.table) + len(self._positions) > self.limit:
+        genome = genome_to_string(tree)
+        self._positions = {p: (key, end) for p, key, end in _scalar_subtrees(genome)}
+        self._early = {p: (op, operands) for p, op, operands in _early_reductions(genome)} if self.reduce_early else {}
+        if len(self.table) + len(self.branches) + len(self._positions) + 2 * len(self._early) > self.limit:
             self.table.clear()
+            self.branches.clear()
 
     def slot(self, position: int, index: int) -> _Slot | None:
         found = self._positions.get(position)
@@ -497,6 +551,9 @@ class SubtreeMemo:
             values = self.table[key] = [None] * self.blocks
         return _Slot(values, index, end)
 
+    def early_at(self, position: int) -> tuple | None:
+        """(operation, operands) of an early reduction at ``position`` (:func:`_early_reductions`), or None."""
+        return self._early.get(position)
 
 def uses_arch_terminals(tree: gp.PrimitiveTree) -> bool:
     return any(isinstance(n, gp.Terminal) and n.name.startswith(TERMINAL_PREFIX) for n in tree)

@@ -83,7 +83,7 @@ class FitnessEvaluator:
                  target_classes: Mapping[str, int], weights: Mapping[str, float] | None = None,
                  terminals: Sequence[Mapping[str, float]] | None = None,
                  folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean",
-                 remote=None, subtree_memo: bool = True) -> None:
+                 remote=None, subtree_memo: bool = True, reduce_early: bool = False) -> None:
         """``remote``: where the architectures' scores come from instead of ``stats`` in this
         process (a :class:`autoprox.search.shards.ShardedScorer`, whose statistics stay on a Dask
         cluster's workers; ``stats`` then only says which sets and how many architectures).
@@ -92,7 +92,11 @@ class FitnessEvaluator:
         given, the fitness is the mean (``fold_mode="mean"``) or the lowest (``"worst"``)
         JCM over the folds, each computed on that fold's architectures alone.
         ``subtree_memo``: keep each architecture's scalar subtree values between genomes
-        (:class:`~autoprox.genome.tree.SubtreeMemo`; exact: the same records)."""
+        (:class:`~autoprox.genome.tree.SubtreeMemo`; exact: the same records).
+        ``reduce_early`` (with ``subtree_memo``; not exact, off by default): the mean of a sum or
+        difference of two matrices taken as the sum or difference of their means, each branch's
+        mean kept per architecture and block (scores equal to float32 rounding; see
+        :class:`~autoprox.genome.tree.SubtreeMemo`)."""
         self.stats = stats
         self.remote = remote
         self.terminals = list(terminals) if terminals is not None else None
@@ -128,8 +132,11 @@ class FitnessEvaluator:
             raise ValueError("folds must split the architectures into disjoint sets covering all of them")
         self.memo: dict[str, FitnessRecord] = {}
         self.subtree_memos: dict[StatsKey, list[SubtreeMemo]] | None = (
-            {key: [SubtreeMemo(len(blocks)) for blocks in archs] for key, archs in stats.items()}
+            {key: [SubtreeMemo(len(blocks), reduce_early=reduce_early) for blocks in archs]
+             for key, archs in stats.items()}
             if subtree_memo and remote is None else None)
+        if reduce_early and self.subtree_memos is None:
+            raise ConfigError("reducing early needs the subtree memo (and statistics in this process)")
         self.evaluations = 0
         self.seconds = 0.0
 
