@@ -5,13 +5,18 @@ published Auto-Prox genome (4 targets, single-threaded as the search runs it), t
 time to compute the same statistics afresh (what the released reference code does
 for every evaluation) and their ratio, and the resident memory of the loaded
 statistics. The cache must be warm (``autoprox cache build --space autoformer``).
-Usage: python benchmarks/bench_fitness.py [--genomes 30]
+``--stream EVALUATIONS.jsonl`` replays the genomes a committed search evaluated, in its
+order (children share branches with their parents, as in a search), instead of drawing
+independent random templates; ``--reduce-early`` turns on the (non-exact) early reduction.
+
+Usage: python benchmarks/bench_fitness.py [--genomes 30] [--reduce-early] [--stream runs/autoformer-reference/evaluations.jsonl]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import random
 import statistics
 import sys
@@ -40,28 +45,36 @@ def main() -> None:
                         help="statistics held as stored (float16, decoded per read; the engine's default), "
                              "memory-mapped from the cache files, or as float32")
     parser.add_argument("--no-subtree-memo", action="store_true", help="turn off the scalar-subtree memo")
+    parser.add_argument("--reduce-early", action="store_true",
+                        help="mean of a sum as the sum of memoised branch means (float32 rounding, not exact)")
+    parser.add_argument("--stream", help="an evaluations.jsonl whose genomes are replayed in order "
+                                         "(--genomes then counts valid ones among them)")
+    parser.add_argument("--archs", type=int, default=60, help="the first N search-split architectures")
     parser.add_argument("--profile", help="write a cProfile of the timed evaluations to this file")
     args = parser.parse_args()
     bench = load_benchmark(default_bench_path("autoformer"))
     split = split_benchmark(len(bench))
     targets = bench.default_targets()
     plan = StatsPlan(InputSpec(), (0,), {t: 100 for t in targets})
-    archs = [bench.archs[i] for i in split.search]
+    archs = [bench.archs[i] for i in split.search][: args.archs]
     rss_before = peak_rss_mb()
     start = time.perf_counter()
     stats = load_statistics(StatisticsCache(), plan, archs, encoded=args.held != "float32",
                             mapped=args.held == "mapped")
     load_seconds = time.perf_counter() - start
     rss_after = peak_rss_mb()
-    accuracies = {t: bench.accuracies[t][list(split.search)] for t in targets}
+    accuracies = {t: bench.accuracies[t][list(split.search)][: len(archs)] for t in targets}
     evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes,
-                                 subtree_memo=not args.no_subtree_memo)
+                                 subtree_memo=not args.no_subtree_memo, reduce_early=args.reduce_early)
+    stream = ([json.loads(line)["genome"] for line in Path(args.stream).read_text().splitlines()]
+              if args.stream else [])
     profiler = cProfile.Profile() if args.profile else None
     rng = random.Random(0)
     valid_times, invalid_times = [], []
     with torch_threads(1):
-        trees = [parse_genome(PUBLISHED)]
-        while len(valid_times) < args.genomes:
+        trees = [parse_genome(g) for g in reversed(stream)] if stream else [parse_genome(PUBLISHED)]
+        total_start, cpu_start = time.perf_counter(), time.process_time()
+        while len(valid_times) < args.genomes and (trees or not stream):
             tree = trees.pop() if trees else random_template(rng)
             evaluator.memo.clear()
             if profiler:
@@ -72,6 +85,7 @@ def main() -> None:
             if profiler:
                 profiler.disable()
             (valid_times if record.valid else invalid_times).append(elapsed)
+        total_seconds, cpu_seconds = time.perf_counter() - total_start, time.process_time() - cpu_start
         fresh = []
         for arch in archs[: args.fresh_archs]:
             t0 = time.perf_counter()
@@ -83,10 +97,14 @@ def main() -> None:
     median = statistics.median(valid_times)
     print(f"machine: {machine()}")
     print(f"architectures: {len(archs)}, targets: {len(targets)}, batch {plan.spec.batch_size}, "
-          f"held {args.held}, subtree memo {'off' if args.no_subtree_memo else 'on'}")
+          f"held {args.held}, subtree memo {'off' if args.no_subtree_memo else 'on'}, "
+          f"reduce early {'on' if args.reduce_early else 'off'}, genomes {args.stream or 'random templates'}")
     print(f"loading cached statistics: {load_seconds:.1f} s, resident memory {rss_before:.0f} -> {rss_after:.0f} MB")
     print(f"valid genomes: median {median:.3f} s per evaluation (n={len(valid_times)}, "
           f"p90 {sorted(valid_times)[int(0.9 * len(valid_times))]:.3f} s, max {max(valid_times):.3f} s)")
+    print(f"all {len(valid_times) + len(invalid_times)} evaluations: {total_seconds:.1f} s, "
+          f"{total_seconds / len(valid_times):.3f} s per valid genome; process CPU {cpu_seconds:.1f} s, "
+          f"{cpu_seconds / len(valid_times):.3f} s per valid genome")
     print(f"invalid genomes: median {statistics.median(invalid_times):.4f} s (n={len(invalid_times)})")
     print(f"fresh statistics for the same {len(archs)} architectures: {fresh_total:.1f} s "
           f"(mean {statistics.mean(fresh):.2f} s over {len(fresh)} timed)")

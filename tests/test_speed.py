@@ -6,6 +6,7 @@ their figures to the last digit and a search makes the same proxies.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import random
@@ -17,16 +18,17 @@ import torch
 
 from autoprox.data.cache import EncodedBlock, StatsPlan, StatsRequest, load_statistics
 from autoprox.genome.free import random_tree
+from autoprox.genome.memo import SubtreeMemo
 from autoprox.genome.tree import (
     GenomeError,
     GenomeSpace,
     InvalidProxy,
-    SubtreeMemo,
     mutate_template,
     parse_genome,
     random_template,
     score_architecture,
 )
+from autoprox.networks.statistics import STAT_NAMES
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import FitnessEvaluator
@@ -78,7 +80,7 @@ def test_every_committed_proxy_scores_bitwise_the_same_on_encoded_statistics(req
                                                                               bench_name):
     bench = request.getfixturevalue(bench_name)
     archs = bench.archs[:3]
-    plan = StatsPlan(small_spec, (0,), ALL_100)
+    plan = StatsPlan(small_spec, (0,), ALL_100).with_extras(("spread",))  # for genomes with spread terminals
     plain = load_statistics(session_cache, plan, archs, encoded=False)[(0, 100)]
     encoded = load_statistics(session_cache, plan, archs)[(0, 100)]
     genomes = committed_genomes()
@@ -223,3 +225,156 @@ def test_mapped_statistics_are_the_stored_ones_and_a_flipped_byte_is_caught(af_s
     path.write_bytes(bytes(data))
     with pytest.raises(CacheCorrupt):
         decode_entry(path, copy.key(request), encoded=True, mapped=True)
+
+
+# ------------------------------------------------------------------ a bug must not delete the cache
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_a_bug_in_the_decoder_propagates_and_deletes_nothing(af_small, small_spec, session_cache, tmp_path,
+                                                             monkeypatch, mapped):
+    """Only what a damaged file raises marks an entry corrupt (and deletes it); a TypeError
+    of the decoder is a bug: it propagates, and the good entry stays as it was."""
+    import autoprox.data.entries as cache_module
+    from autoprox.data.cache import StatisticsCache, decode_entry
+
+    request = StatsRequest(af_small.archs[2], small_spec, 0, 100)
+    copy = StatisticsCache(tmp_path)
+    path = copy.save(request, session_cache.get(request))
+    good = path.read_bytes()
+
+    def broken_decode(array, exponent):
+        raise TypeError("a bug in the decoder")
+
+    monkeypatch.setattr(cache_module, "_decode", broken_decode)
+    with pytest.raises(TypeError, match="a bug in the decoder"):
+        copy.load(request)
+    with pytest.raises(TypeError, match="a bug in the decoder"):
+        copy.get(request)
+    stats = copy.load(request, encoded=True, mapped=mapped)  # kept as stored: decoded only when read
+    with pytest.raises(TypeError, match="a bug in the decoder"):
+        stats[0]["F1"]
+    with pytest.raises(TypeError, match="a bug in the decoder"):
+        decode_entry(good, copy.key(request))
+    assert path.read_bytes() == good  # nothing deleted or rewritten
+    monkeypatch.undo()
+    assert all(torch.equal(a[n], b[n]) for a, b in zip(copy.load(request), session_cache.get(request)) for n in a)
+
+
+def test_metadata_of_the_wrong_shape_is_a_corrupt_entry_not_a_type_error(af_small, small_spec):
+    from autoprox.data.cache import STATS_VERSION, CacheCorrupt, decode_entry
+
+    key = "k" * 64
+    for meta in ({"key": key, "version": STATS_VERSION, "blocks": "1", "shapes": {}, "exponents": {}},
+                 {"key": key, "version": STATS_VERSION, "blocks": 1, "shapes": [], "exponents": {}},
+                 {"key": key, "version": STATS_VERSION, "blocks": 1, "shapes": {"b0_F1": [2]},
+                  "exponents": {"b0_F1": "3"}}):
+        buffer = io.BytesIO()
+        np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                 **{f"b0_{n}": np.zeros(2, dtype=np.float16) for n in STAT_NAMES})
+        with pytest.raises(CacheCorrupt):
+            decode_entry(buffer.getvalue(), key)
+
+
+# ------------------------------------------------------------- reducing early (not exact: float32 rounding)
+
+#: How far a block's value reduced early may lie from the exact one, as a fraction of the
+#: operands' magnitude (mean |entry| of a matrix operand, |s| of a scalar one; for a product,
+#: their product): float32 sums of up to a few hundred thousand entries, in two orders.
+EARLY_TOLERANCE = 1e-5
+
+
+def _committed_and_hall_of_fame_genomes() -> list[str]:
+    genomes = set(committed_genomes())
+    for path in REPO.glob("runs/**/hall_of_fame.json"):
+        data = json.loads(path.read_text())
+        entries = data["entries"] if isinstance(data, dict) else data
+        genomes |= {e["genome"] for e in entries if isinstance(e, dict) and "genome" in e}
+    return sorted(genomes)
+
+
+def _operand_scale(tree, block) -> float | None:
+    """The magnitude of the operands of the early reduction right below the aggregation, or None."""
+    from autoprox.genome.memo import _early_reductions
+    from autoprox.genome.tree import _evaluate_block, genome_to_string
+
+    found = [e for e in _early_reductions(genome_to_string(tree)) if e[0] == 1]
+    if not found:
+        return None
+    _, op, operands = found[0]
+    sizes = []
+    for start, _, is_matrix in operands:
+        value = _evaluate_block(tree, start, block)[0]
+        sizes.append(float(torch.mean(torch.abs(value))) if is_matrix else abs(float(value)))
+    return sizes[0] * sizes[1] if op == "element_wise_product" else sizes[0] + sizes[1]
+
+
+@pytest.mark.parametrize("bench_name", ["af_small", "pit_small"])
+def test_reducing_early_keeps_every_committed_proxy_within_float32_rounding(request, session_cache, small_spec,
+                                                                            bench_name):
+    """Every genome of every committed run's best.json and hall of fame: valid or invalid (for the
+    same reason) as exactly; per block within EARLY_TOLERANCE of the operands' magnitude."""
+    from autoprox.genome.tree import block_values
+
+    bench = request.getfixturevalue(bench_name)
+    archs = bench.archs[:1]
+    plan = StatsPlan(small_spec, (0,), ALL_100).with_extras(("spread",))  # for genomes with spread terminals
+    stats = load_statistics(session_cache, plan, archs)[(0, 100)]
+    memos = [SubtreeMemo(len(s), reduce_early=True) for s in stats]
+    genomes = _committed_and_hall_of_fame_genomes()
+    assert len(genomes) > 100
+    checked = reduced = 0
+    for genome in genomes:
+        tree = parse_genome(genome)
+        for arch, blocks, memo in zip(archs, stats, memos):
+            terminals = terminal_values(arch, 100)
+            outcomes = []
+            for used in (None, memo):
+                try:
+                    outcomes.append(block_values(tree, blocks, terminals, used))
+                except (InvalidProxy, GenomeError) as exc:
+                    outcomes.append(str(exc))
+            exact, early = outcomes
+            if isinstance(exact, str) or isinstance(early, str):
+                assert exact == early, genome
+                continue
+            reduced += exact != early
+            from collections import ChainMap
+
+            from autoprox.genome.tree import terminal_tensors
+            for block, x, y in zip(blocks, exact, early):
+                checked += 1
+                if x == y:
+                    continue
+                scale = _operand_scale(tree, ChainMap(block, terminal_tensors(terminals)))
+                assert scale is not None, genome  # nothing reduced early: the exact numbers
+                assert abs(x - y) <= EARLY_TOLERANCE * scale, (genome, x, y, scale)
+    assert checked > 300 and reduced > 0
+
+
+def test_reducing_early_changes_no_committed_proxys_validity_and_barely_its_figures(af_stats, af_small):
+    """A search's records with and without reducing early: the same validity and reasons, JCM within 1e-9
+    unless a near-tie of scores flips (then within a pair's weight), on genomes drawn as a search draws them."""
+    accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
+    exact = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100)
+    early = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, reduce_early=True)
+    rng = random.Random(7)
+    tree, flips, valid = random_template(rng), 0, 0
+    for index in range(80):
+        tree = mutate_template(tree, rng) if index % 4 else random_template(rng)
+        a, b = exact.evaluate(tree), early.evaluate(tree)
+        assert (a.valid, a.reason) == (b.valid, b.reason)
+        if a.valid:
+            valid += 1
+            flips += not math.isclose(a.jcm, b.jcm, abs_tol=1e-9)
+            assert abs(a.jcm - b.jcm) <= 2 / 15 + 1e-9  # one of the 15 pairs of 6 architectures at most
+    assert valid > 10 and flips <= max(1, valid // 20)
+    assert any(len(memo.branches) for memo in early.subtree_memos[(0, 100)])
+
+
+def test_reducing_early_needs_the_memo(af_stats, af_small):
+    from autoprox.core.errors import ConfigError
+
+    accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
+    with pytest.raises(ConfigError, match="subtree memo"):
+        FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, subtree_memo=False, reduce_early=True)

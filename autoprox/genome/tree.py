@@ -43,6 +43,7 @@ from deap import gp
 from autoprox.core.errors import ConfigError, GenomeError  # noqa: F401 (re-exported)
 from autoprox.data.extras import extras_for
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY, get_aggregation
+from autoprox.genome.early import combine_means, scalar_summary
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX, terminal_names
 from primitives import BINARY, UNARY
@@ -432,91 +433,41 @@ class InvalidProxy(ValueError):
 
 
 def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: Mapping,
-                    memo: "SubtreeMemo | None" = None, index: int = 0) -> tuple[object, int]:
+                    memo=None, index: int = 0) -> tuple[object, int]:
     node = tree[position]
     if isinstance(node, gp.Terminal):
         return block[node.name], position + 1
     slot = memo.slot(position, index) if memo is not None else None
     if slot is not None and slot.hit():
         return slot.value(), slot.end
-    position += 1
+    value = _reduced_early(tree, position, block, memo, index) if memo is not None and memo.reduce_early else None
+    end = tree.searchSubtree(position).stop if value is not None else position + 1
     args = []
-    for _ in range(node.arity):
-        value, position = _evaluate_block(tree, position, block, memo, index)
-        args.append(value)
-    value = primitive_set().context[node.name](*args)
+    for _ in range(node.arity if value is None else 0):
+        arg, end = _evaluate_block(tree, end, block, memo, index)
+        args.append(arg)
+    if value is None:
+        value = primitive_set().context[node.name](*args)
     if slot is not None:
         slot.keep(value)
-    return value, position
+    return value, end
 
 
-class _Slot:
-    """One memoised subtree of one block: its kept value, or where to keep it."""
-
-    __slots__ = ("values", "index", "end")
-
-    def __init__(self, values: list, index: int, end: int) -> None:
-        self.values, self.index, self.end = values, index, end
-
-    def hit(self) -> bool:
-        return self.values[self.index] is not None
-
-    def value(self):
-        import torch
-
-        return torch.tensor(self.values[self.index], dtype=torch.float32)
-
-    def keep(self, value) -> None:
-        import torch
-
-        if isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype == torch.float32:
-            self.values[self.index] = float(value)
-
-
-@lru_cache(maxsize=8192)
-def _scalar_subtrees(genome: str) -> tuple[tuple[int, str, int], ...]:
-    """(position, canonical string, end) of each subtree below the aggregation that reduces
-    a block to a scalar (keyed by ``genome``'s text, which fixes the tree)."""
-    tree = parse_genome(genome)
-    found = []
-    for position in range(1, len(tree)):
-        node = tree[position]
-        if isinstance(node, gp.Primitive) and node.ret is Scalar:
-            found.append((position, _format(tree, position, canonical=True)[0],
-                          tree.searchSubtree(position).stop))
-    return tuple(found)
-
-
-class SubtreeMemo:
-    """Per-block values of scalar subtrees of one architecture, shared between genomes.
-
-    A subtree whose value is a block scalar (a branch ending in a reduction) is keyed by
-    its canonical string; its float32 value is kept as a Python float (exact) and given
-    back as the same 0-d float32 tensor, so a genome evaluated with the memo gives the
-    very numbers it gives without. Only values are kept, never failures. ``limit`` bounds
-    the number of kept subtrees (the memo is emptied when it is reached).
-    """
-
-    def __init__(self, blocks: int, limit: int = 4096) -> None:
-        self.blocks, self.limit = blocks, limit
-        self.table: dict[str, list] = {}
-        self._positions: dict[int, tuple[str, int]] = {}
-
-    def bind(self, tree: gp.PrimitiveTree) -> None:
-        """Prepare for evaluating ``tree``."""
-        self._positions = {p: (key, end) for p, key, end in _scalar_subtrees(genome_to_string(tree))}
-        if len(self.table) + len(self._positions) > self.limit:
-            self.table.clear()
-
-    def slot(self, position: int, index: int) -> _Slot | None:
-        found = self._positions.get(position)
-        if found is None:
+def _reduced_early(tree: gp.PrimitiveTree, position: int, block: Mapping, memo, index: int):
+    """``to_mean_scalar(op(a, b))`` from the operands' summaries (:mod:`autoprox.genome.early`),
+    or None where that is not safe (then the exact path computes it)."""
+    early = memo.early_at(position)
+    if early is None:
+        return None
+    op, operands = early
+    summaries = []
+    for start, key, is_matrix in operands:
+        evaluate = lambda start=start: _evaluate_block(tree, start, block, memo, index)[0]  # noqa: E731
+        summary = memo.branches.summary(key, index, evaluate) if is_matrix else scalar_summary(evaluate())
+        if summary is None:
             return None
-        key, end = found
-        values = self.table.get(key)
-        if values is None:
-            values = self.table[key] = [None] * self.blocks
-        return _Slot(values, index, end)
+        summaries.append(summary)
+    return combine_means(op, *summaries)
 
 
 def uses_arch_terminals(tree: gp.PrimitiveTree) -> bool:
@@ -540,11 +491,11 @@ def terminal_tensors(values: Mapping[str, float]) -> dict:
 
 
 def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
-                 terminals: Mapping[str, float] | None = None, memo: SubtreeMemo | None = None) -> list[float]:
+                 terminals: Mapping[str, float] | None = None, memo=None) -> list[float]:
     """The per-block scalar of ``tree`` (below its aggregation) for each block.
 
     ``terminals`` gives the architecture-level terminal values (:mod:`autoprox.spaces.descriptors`),
-    needed only when the tree uses them. ``memo``: this architecture's :class:`SubtreeMemo`
+    needed only when the tree uses them. ``memo``: this architecture's :class:`~autoprox.genome.memo.SubtreeMemo`
     (the same values, scalar subtrees computed once).
     """
     import torch
@@ -581,7 +532,7 @@ def aggregate(aggregation: str, values: Sequence[float]) -> float:
 
 
 def score_architecture(tree: gp.PrimitiveTree, stats: Sequence[dict],
-                       terminals: Mapping[str, float] | None = None, memo: SubtreeMemo | None = None) -> float:
+                       terminals: Mapping[str, float] | None = None, memo=None) -> float:
     """The proxy score of one architecture from its per-block statistics (and, for genomes
     that use them, its architecture-level terminal values); ``memo``: see :func:`block_values`."""
     aggregation = op_name(tree[0].name)

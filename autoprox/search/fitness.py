@@ -38,10 +38,10 @@ from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.correlation import kendall, partial_kendall
 from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatsKey
+from autoprox.genome.memo import SubtreeMemo
 from autoprox.genome.tree import (
     GenomeError,
     InvalidProxy,
-    SubtreeMemo,
     canonical_string,
     genome_to_string,
     score_architecture,
@@ -199,7 +199,7 @@ class FitnessEvaluator:
                  terminals: Sequence[Mapping[str, float]] | None = None,
                  folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean",
                  remote=None, subtree_memo: bool = True, fitness: FitnessMode | None = None,
-                 bases: Mapping[str, np.ndarray] | None = None) -> None:
+                 bases: Mapping[str, np.ndarray] | None = None, reduce_early: bool = False) -> None:
         """``remote``: where the architectures' scores come from instead of ``stats`` in this
         process (a :class:`autoprox.search.shards.ShardedScorer`, whose statistics stay on a Dask
         cluster's workers; ``stats`` then only says which sets and how many architectures).
@@ -208,10 +208,14 @@ class FitnessEvaluator:
         given, the fitness is the mean (``fold_mode="mean"``) or the lowest (``"worst"``)
         JCM over the folds, each computed on that fold's architectures alone.
         ``subtree_memo``: keep each architecture's scalar subtree values between genomes
-        (:class:`~autoprox.genome.tree.SubtreeMemo`; exact: the same records).
+        (:class:`~autoprox.genome.memo.SubtreeMemo`; exact: the same records).
         ``fitness``: what the records' ``jcm`` holds (default plain JCM); another mode needs
         ``bases``, the base's scores per target on these architectures (fitted elsewhere,
-        on the search part)."""
+        on the search part).
+        ``reduce_early`` (with ``subtree_memo``; not exact, off by default): the mean of a sum or
+        difference of two matrices taken as the sum or difference of their means, each branch's
+        mean kept per architecture and block (scores equal to float32 rounding; see
+        :class:`~autoprox.genome.memo.SubtreeMemo`)."""
         self.stats = stats
         self.remote = remote
         self.terminals = list(terminals) if terminals is not None else None
@@ -254,8 +258,11 @@ class FitnessEvaluator:
                                       f"for target {target!r}")
         self.memo: dict[str, FitnessRecord] = {}
         self.subtree_memos: dict[StatsKey, list[SubtreeMemo]] | None = (
-            {key: [SubtreeMemo(len(blocks)) for blocks in archs] for key, archs in stats.items()}
+            {key: [SubtreeMemo(len(blocks), reduce_early=reduce_early) for blocks in archs]
+             for key, archs in stats.items()}
             if subtree_memo and remote is None else None)
+        if reduce_early and self.subtree_memos is None:
+            raise ConfigError("reducing early needs the subtree memo (and statistics in this process)")
         self.evaluations = 0
         self.seconds = 0.0
 
