@@ -294,17 +294,36 @@ def vit_search_table(runs: Runs) -> list[str]:
     return lines
 
 
+#: README's headline: per space, the protocol of the searched proxy and of the recommended selection.
+HEADLINE_PROTOCOLS = {"autoformer": ("autoformer-best-patience30", "autoformer-best-patience30-cv-pick"),
+                      "pit": ("pit-best", "pit-best-cv-pick")}
+
+
+def _mean_sd(figure: dict) -> str:
+    return f"{num(figure['mean'])} +- {num(figure['sd'])}"
+
+
 def headline_table(runs: Runs) -> list[str]:
-    """README's headline: test JCM of the paper setting, the selected configuration and the parameter count."""
-    head = ["space", "test architectures", "parameter count", "paper setting (`runs/*-reference`)",
-            "selected configuration (`runs/*-best`)"]
+    """README's headline: outer-fold test JCM (mean +- sd over 5 folds) of the searched proxy, of the
+    recommended selection (cv-pick) and of the three baselines, with the recommended one's paired
+    difference to the blend (t-interval, folds ahead)."""
+    head = ["space", "searched proxy (`best`)", "recommended (`cv-pick`)", "parameter count",
+            "best coarse descriptor", "fitted blend", "recommended - blend"]
     rows = []
     for space, label in SPACE_NAMES.items():
-        reference, best = runs.best(f"{space}-reference"), runs.best(f"{space}-best")
-        same(reference["params"]["test"]["jcm"], best["params"]["test"]["jcm"], f"{space} params test JCM")
-        rows.append([label, str(len(best["split"]["test"])), num(best["params"]["test"]["jcm"]),
-                     num(reference["test"]["jcm"]), num(best["test"]["jcm"])])
+        searched, chosen = (runs.json(f"protocol/{name}/protocol.json") for name in HEADLINE_PROTOCOLS[space])
+        test, other = chosen["summary"]["jcm"]["test"], searched["summary"]["jcm"]["test"]
+        same(test["blend"]["mean"], other["blend"]["mean"], f"{space} blend JCM of the headline protocols")
+        diff = chosen["summary"]["jcm"]["difference"]["blend"]
+        rows.append([label, _mean_sd(other["proxy"]), _mean_sd(test["proxy"]), _mean_sd(test["params"]),
+                     _mean_sd(test["coarse"]), _mean_sd(test["blend"]),
+                     f"{num(diff['mean'], True)} [{num(diff['ci'][0], True)}, {num(diff['ci'][1], True)}] "
+                     f"{diff['ahead']}/{diff['n']}"])
     return table(head, rows)
+
+
+#: A statistic in a genome's text (the eight and the spread ones); architecture terminals start with A_.
+STATISTIC_TOKEN = re.compile(r"\b(?:F[1-4]g?|S[1-4]g?)\b")
 
 
 def describe_protocol(protocol: dict) -> str:
@@ -348,7 +367,10 @@ def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
         test, blend = jcm["test"]["proxy"], jcm["difference"]["blend"]
         blend_rows[name] = jcm["test"]["blend"]["mean"]
         per_target = [num(summary["targets"][t]["test"]["proxy"]["mean"]) for t in targets]
-        rows.append([f"`{name}`", describe_protocol(protocol), f"{num(test['mean'])} +- {num(test['sd'])}"
+        genomes = [f["result"].get("genome") or "" for f in protocol["folds"] if f.get("result")]
+        reading = sum(1 for g in genomes if STATISTIC_TOKEN.search(g))
+        rows.append([f"`{name}`", describe_protocol(protocol), f"{reading}/{len(genomes)}",
+                     f"{num(test['mean'])} +- {num(test['sd'])}"
                      + ("" if test["n"] == summary["folds"] else f" (n={test['n']})"), *per_target,
                      f"{num(blend['mean'], True)} [{num(blend['ci'][0], True)}, {num(blend['ci'][1], True)}]",
                      f"[{num(blend['corrected_ci'][0], True)}, {num(blend['corrected_ci'][1], True)}]",
@@ -357,7 +379,7 @@ def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
         raise DocsTableError(f"{folder}: no finished protocol of {space}")
     if len({round(v, 12) for v in blend_rows.values()}) != 1:
         raise DocsTableError(f"{folder}: the {space} protocols do not share their folds (blend JCMs differ)")
-    head = ["protocol", "configuration", "JCM", *targets, "JCM - blend [t-interval]", "corrected interval", "ahead"]
+    head = ["protocol", "configuration", "searched proxies reading statistics", "JCM", *targets, "JCM - blend [t-interval]", "corrected interval", "ahead"]
     blend_line = f"Blend on the same folds: JCM {num(next(iter(blend_rows.values())))}."
     return [*table(head, rows), "", blend_line]
 
