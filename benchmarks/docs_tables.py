@@ -322,6 +322,22 @@ def headline_table(runs: Runs) -> list[str]:
     return table(head, rows)
 
 
+def recommended_table(runs: Runs, space: str) -> list[str]:
+    """Per target, the recommended selection's protocol (:data:`HEADLINE_PROTOCOLS`): test Kendall mean +- sd
+    over the outer folds of the proxy and the three baselines, and the paired difference to each baseline
+    with its t-interval and folds ahead; the JCM last."""
+    protocol = runs.json(f"protocol/{HEADLINE_PROTOCOLS[space][1]}/protocol.json")
+    summary = protocol["summary"]
+    baselines = ["params", "coarse", "blend"]
+    rows = []
+    for label, figures in [*((t, summary["targets"][t]) for t in protocol["targets"]), ("JCM", summary["jcm"])]:
+        test, diff = figures["test"], figures["difference"]
+        rows.append([label, *(_mean_sd(test[m]) for m in ["proxy", *baselines]),
+                     *(f"{num(diff[b]['mean'], True)} [{num(diff[b]['ci'][0], True)}, {num(diff[b]['ci'][1], True)}] "
+                       f"{diff[b]['ahead']}/{diff[b]['n']}" for b in baselines)])
+    return table(["target", "recommended", "params", "coarse", "blend", "- params", "- coarse", "- blend"], rows)
+
+
 #: A statistic in a genome's text (the eight and the spread ones); architecture terminals start with A_.
 STATISTIC_TOKEN = re.compile(r"\b(?:F[1-4]g?|S[1-4]g?)\b")
 
@@ -396,6 +412,7 @@ for _space in SPACE_NAMES:
     TABLES[f"per-target-{_space}"] = ("results", _per_space(per_target_table, _space))
     TABLES[f"transfer-{_space}"] = ("results", _per_space(transfer_table, _space))
     TABLES[f"protocol-ablation-{_space}"] = ("results", _per_space(protocol_ablation_table, _space))
+    TABLES[f"recommended-{_space}"] = ("results", _per_space(recommended_table, _space))
 TABLES["beyond-size"] = ("results", beyond_size_table)
 TABLES["vit-search"] = ("results", vit_search_table)
 
