@@ -378,3 +378,20 @@ def test_reducing_early_needs_the_memo(af_stats, af_small):
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
     with pytest.raises(ConfigError, match="subtree memo"):
         FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, subtree_memo=False, reduce_early=True)
+
+
+def test_large_searches_memory_map_their_statistics_and_score_the_same(af_stats, af_small, session_cache, small_spec):
+    """Above MAP_STATISTICS_ABOVE architectures a search memory-maps its statistics; the mapped
+    statistics give bitwise the records the held ones give."""
+    from autoprox.search.engine import MAP_STATISTICS_ABOVE, hold_mapped
+
+    assert not hold_mapped(100) and not hold_mapped(MAP_STATISTICS_ABOVE) and hold_mapped(MAP_STATISTICS_ABOVE + 1)
+    mapped = load_statistics(session_cache, StatsPlan(small_spec, (0,), ALL_100), af_small.archs[:6], mapped=True)
+    accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
+    terminals = [terminal_values(a, 100) for a in af_small.archs[:6]]
+    held = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
+    maps = FitnessEvaluator(mapped, accuracies, TARGETS, ALL_100, terminals=terminals)
+    rng = random.Random(5)
+    for _ in range(12):
+        tree = random_template(rng, GenomeSpace(aggregations=("block_mean", "block_sum"), arch_terminals=True))
+        assert held.evaluate(tree).to_json() == maps.evaluate(tree).to_json()
