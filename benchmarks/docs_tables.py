@@ -303,6 +303,12 @@ def _mean_sd(figure: dict) -> str:
     return f"{num(figure['mean'])} +- {num(figure['sd'])}"
 
 
+def _paired(difference: dict) -> str:
+    """A paired difference of a protocol summary: its mean and t-interval."""
+    low, high = difference["ci"]
+    return f"{num(difference['mean'], True)} [{num(low, True)}, {num(high, True)}]"
+
+
 def headline_table(runs: Runs) -> list[str]:
     """README's headline: outer-fold test JCM (mean +- sd over 5 folds) of the searched proxy, of the
     recommended selection (cv-pick) and of the three baselines, with the recommended one's paired
@@ -317,8 +323,7 @@ def headline_table(runs: Runs) -> list[str]:
         diff = chosen["summary"]["jcm"]["difference"]["blend"]
         rows.append([label, _mean_sd(other["proxy"]), _mean_sd(test["proxy"]), _mean_sd(test["params"]),
                      _mean_sd(test["coarse"]), _mean_sd(test["blend"]),
-                     f"{num(diff['mean'], True)} [{num(diff['ci'][0], True)}, {num(diff['ci'][1], True)}] "
-                     f"{diff['ahead']}/{diff['n']}"])
+                     f"{_paired(diff)} {diff['ahead']}/{diff['n']}"])
     return table(head, rows)
 
 
@@ -333,8 +338,7 @@ def recommended_table(runs: Runs, space: str) -> list[str]:
     for label, figures in [*((t, summary["targets"][t]) for t in protocol["targets"]), ("JCM", summary["jcm"])]:
         test, diff = figures["test"], figures["difference"]
         rows.append([label, *(_mean_sd(test[m]) for m in ["proxy", *baselines]),
-                     *(f"{num(diff[b]['mean'], True)} [{num(diff[b]['ci'][0], True)}, {num(diff[b]['ci'][1], True)}] "
-                       f"{diff[b]['ahead']}/{diff[b]['n']}" for b in baselines)])
+                     *(f"{_paired(diff[b])} {diff[b]['ahead']}/{diff[b]['n']}" for b in baselines)])
     return table(["target", "recommended", "params", "coarse", "blend", "- params", "- coarse", "- blend"], rows)
 
 
@@ -388,7 +392,7 @@ def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
         rows.append([f"`{name}`", describe_protocol(protocol), f"{reading}/{len(genomes)}",
                      f"{num(test['mean'])} +- {num(test['sd'])}"
                      + ("" if test["n"] == summary["folds"] else f" (n={test['n']})"), *per_target,
-                     f"{num(blend['mean'], True)} [{num(blend['ci'][0], True)}, {num(blend['ci'][1], True)}]",
+                     _paired(blend),
                      f"[{num(blend['corrected_ci'][0], True)}, {num(blend['corrected_ci'][1], True)}]",
                      f"{blend['ahead']}/{blend['n']}"])
     if not rows:

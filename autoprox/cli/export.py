@@ -52,10 +52,10 @@ def run(args: argparse.Namespace) -> int:
               f"{'joint' if ensemble.joint else 'per target: ' + ', '.join(ensemble.targets)})")
         return 0
 
-    source = args.source
-    if source.startswith("recommended:"):  # a recommended genome: export its proxy file
-        from autoprox.proxies.recommended import resolve_recommended
+    from autoprox.proxies.recommended import is_recommended_name, resolve_recommended
 
+    source = args.source
+    if is_recommended_name(source):  # a recommended genome: export its proxy file
         source = str(resolve_recommended(source)[0])
     path, formula = export_proxy(source, args.out, rank=args.rank, simplify=not args.no_simplify,
                                  timeout=args.timeout)

@@ -11,6 +11,7 @@ from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import PRECISIONS, StatsPlan
 from autoprox.networks.statistics import DEVICES
 from autoprox.proxies.proxy import seed_genome, split_proxy_list
+from autoprox.proxies.recommended import is_recommended_name, split_recommended_name
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import parse_fitness
 from autoprox.spaces.registry import REGISTRY
@@ -154,8 +155,8 @@ def bench_path(args: argparse.Namespace) -> str:
                                  f"{', '.join(BENCH_FILE_NAMES)} have); give --bench FILE")
         return str(default_bench_path(args.space))
     proxy = getattr(args, "proxy", None)
-    if isinstance(proxy, str) and proxy.startswith("recommended:") and "," not in proxy:
-        space = proxy[len("recommended:"):].partition("/")[0]  # a recommended proxy names its space
+    if isinstance(proxy, str) and is_recommended_name(proxy) and "," not in proxy:
+        space = split_recommended_name(proxy)[0]  # a recommended proxy names its space
         if space in BENCH_FILE_NAMES:
             return str(default_bench_path(space))
     raise BenchmarkError("give --bench FILE (or --space to use the released file for that space)")

@@ -44,6 +44,12 @@ def is_recommended_name(text: str) -> bool:
     return text.startswith(PREFIX)
 
 
+def split_recommended_name(text: str) -> tuple[str, str]:
+    """``(space, entry)`` of a ``recommended:SPACE[/ENTRY]`` name (entry :data:`JOINT` when left out)."""
+    space, _, entry = text[len(PREFIX):].partition("/")
+    return space, entry or JOINT
+
+
 def manifest_candidates(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> list[Path]:
     """Where the manifest is looked for, in order (see the module docstring)."""
     environ = os.environ if environ is None else environ
@@ -115,8 +121,7 @@ def resolve_recommended(text: str, manifest_path: str | Path | None = None) -> t
         raise ProxyError(f"{text!r} is not a recommended proxy name ({PREFIX}SPACE/TARGET)")
     path = Path(manifest_path) if manifest_path is not None else find_manifest()
     manifest = load_manifest(path)
-    space, _, entry = text[len(PREFIX):].partition("/")
-    entry = entry or JOINT
+    space, entry = split_recommended_name(text)
     entries = manifest["spaces"].get(space)
     if entries is None or entry not in entries:
         raise ProxyError(f"unknown recommended proxy {text!r}; {path} names: {', '.join(recommended_names(manifest))}")
@@ -127,4 +132,5 @@ def resolve_recommended(text: str, manifest_path: str | Path | None = None) -> t
 
 
 __all__ = ["ENVIRONMENT", "FORMAT", "JOINT", "MANIFEST_PATH", "PREFIX", "find_manifest", "is_recommended_name",
-           "load_manifest", "manifest_candidates", "recommended_names", "resolve_recommended"]
+           "load_manifest", "manifest_candidates", "recommended_names", "resolve_recommended",
+           "split_recommended_name"]

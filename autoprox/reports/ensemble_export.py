@@ -19,7 +19,6 @@ literal made by ``repr`` of numbers and checked names.
 
 from __future__ import annotations
 
-import ast
 import datetime as _dt
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from autoprox.proxies.scorers import ARCHITECTURE_PROXIES
 from autoprox.reports.export import (
     _call_source,
     _doc_safe,
+    assemble_module,
     runtime_source,
     used_descriptors,
     used_primitives,
@@ -192,12 +192,7 @@ def ensemble_export_source(ensemble: EnsembleProxy, date: str | None = None) -> 
         f"GENOMES = [{', '.join(f'genome_{i}' for i in range(len(trees)))}]",
         _ENSEMBLE_FUNCTIONS,
     ]
-    source = "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
-    try:
-        ast.parse(source)
-    except SyntaxError as exc:  # a bug here, never the user's input
-        raise RuntimeError(f"generated ensemble module does not parse: {exc}") from exc
-    return source
+    return assemble_module(parts, "ensemble")
 
 
 def export_ensemble(source: str | Path, out: str | Path) -> Path:

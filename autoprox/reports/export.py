@@ -320,11 +320,17 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
         runtime_source(),
         functions,
     ]
+    return assemble_module(parts, "proxy")
+
+
+def assemble_module(parts: list[str], what: str) -> str:
+    """The module made of ``parts`` (blank-line separated), checked to parse: a generated module
+    that does not is a bug here, never the user's input (RuntimeError naming ``what``)."""
     source = "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
     try:
         ast.parse(source)
-    except SyntaxError as exc:  # a bug here, never the user's input
-        raise RuntimeError(f"generated proxy module does not parse: {exc}") from exc
+    except SyntaxError as exc:
+        raise RuntimeError(f"generated {what} module does not parse: {exc}") from exc
     return source
 
 
