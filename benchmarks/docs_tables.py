@@ -367,7 +367,18 @@ def describe_protocol(protocol: dict) -> str:
         parts.append(f"{evolution['restarts']} restarts")
     if settings.get("fitness") and settings["fitness"] != "jcm":
         parts.append(f"fitness {settings['fitness']}")
-    parts.append(f"selection {protocol['protocol']['selection']}")
+    seeds = settings.get("stat_seeds") or [0]
+    if len(seeds) > 1:
+        parts.append(f"statistics seeds {','.join(map(str, seeds))}")
+    if settings.get("batch_size", 8) != 8:
+        parts.append(f"batch {settings['batch_size']}")
+    if settings.get("input", "gaussian") != "gaussian":
+        kind = settings["input"]
+        parts.append("real images (shipped photos)" if str(kind).startswith("images") else f"input {kind}")
+    spec = protocol["protocol"]
+    if spec.get("bags"):
+        parts.append(f"bagging {spec['bags']} x {spec.get('bag_fraction', 0.5):g}")
+    parts.append(f"selection {spec['selection']}")
     return ", ".join(parts)
 
 

@@ -107,6 +107,26 @@ def test_cv_pick_chooses_the_best_inner_fold_candidate_per_target(run_dir):
             assert [m.value for m in members if m.kind == "blend"] == [fitted]
 
 
+def test_cv_pick_joint_takes_one_candidate_for_every_target_by_inner_fold_jcm(run_dir):
+    from autoprox.apps.selection import SELECTIONS, select_cv_pick
+    from autoprox.core.correlation import jcm
+
+    per_target = select_cv_pick(run_dir)
+    joint = SELECTIONS["cv-pick-joint"](run_dir)
+    assert joint.name == "cv-pick-joint"
+    table = joint.provenance["inner_kendall"]
+    assert table == per_target.provenance["inner_kendall"]  # the same inner folds, the same figures
+    inner = {c: jcm({t: table[t][c] for t in TARGETS}) for c in table[TARGETS[0]]}
+    pick = max(inner, key=lambda c: inner[c])
+    assert joint.provenance["inner_jcm"] == pytest.approx(inner)
+    assert set(joint.provenance["chosen"].values()) == {pick}
+    for target in TARGETS:
+        assert [m.kind for m in joint.members[target]] == [
+            "blend" if part == "blend" else "proxy" for part in pick.split("+")]
+        if per_target.provenance["chosen"][target] == pick:  # where both rules agree, the same members
+            assert joint.members[target] == per_target.members[target]
+
+
 def test_ensemble_selections_never_read_the_test_part(af_small, session_cache, tmp_path):
     """Permuting the test part's accuracies changes neither the search nor any selection's choice."""
     from dataclasses import replace

@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.core.correlation import correlate
+from autoprox.core.correlation import correlate, jcm
 from autoprox.core.errors import ConfigError
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import blend_features, blend_scores, fit_rank_blend
@@ -242,11 +242,17 @@ def search_part_folds(context: RunContext, folds: int = INNER_FOLDS) -> list[lis
     return make_folds(size, max(2, min(folds, size // 3)), context.settings.split_seed)
 
 
-def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES, folds: int = INNER_FOLDS) \
-        -> EnsembleProxy:
+def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES, folds: int = INNER_FOLDS,
+                   joint: bool = False) -> EnsembleProxy:
     """Per target, the candidate with the best mean Kendall over ``folds`` inner folds of the search
     part (seeded by the run's split seed; blends fitted on each inner training part alone), refitted
-    on the whole search part. Ties go to the earlier candidate. Reads nothing of the test part."""
+    on the whole search part. Ties go to the earlier candidate. Reads nothing of the test part.
+
+    ``joint``: one candidate for every target, the one with the best inner-fold JCM (the targets'
+    mean Kendalls weighted as the run's fitness weights them); a blend is still fitted per target.
+    The protocol compares the two rules (``cv-pick`` and ``cv-pick-joint``) on its outer folds,
+    which is how choosing per target against jointly is itself decided by held-out figures.
+    """
     run = RunDirectory(run_dir)
     context = RunContext.open(run)
     scores = SearchPartScores(Path(run_dir), context)
@@ -262,20 +268,30 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
                 values = [float("nan")]
             finite = [v for v in values if v is not None and np.isfinite(v)]
             means[candidate] = float(np.mean(finite)) if len(finite) == len(values) else float("-inf")
-        pick = max(candidates, key=lambda c: means[c])  # max keeps the first of equal ones
-        parts = _parts(pick)
+        chosen[target] = max(candidates, key=lambda c: means[c])  # max keeps the first of equal ones
+        table[target] = means
+    name, more = "cv-pick", {}
+    if joint:
+        inner_jcm = {c: jcm({t: table[t][c] for t in context.targets}, context.settings.weights)
+                     for c in candidates}
+        pick = max(candidates, key=lambda c: inner_jcm[c])
+        chosen = {target: pick for target in context.targets}
+        name, more = "cv-pick-joint", {"inner_jcm": inner_jcm}
+    for target in context.targets:
+        parts = _parts(chosen[target])
         members = []
         for part in parts:
             raw, _, value = scores.fitted(part, target, range(size), None)
             kind = "blend" if part == "blend" else "proxy"
             members.append(member(kind, value, raw, 1.0 / len(parts), context.plan.target_classes[target]))
-        by_target[target], chosen[target], table[target] = tuple(members), pick, means
-    return EnsembleProxy("cv-pick", by_target, _plan_json(context),
-                         _provenance(run_dir, "cv-pick", candidates=list(candidates), chosen=chosen,
-                                     inner_kendall=table))
+        by_target[target] = tuple(members)
+    return EnsembleProxy(name, by_target, _plan_json(context),
+                         _provenance(run_dir, name, candidates=list(candidates), chosen=chosen,
+                                     inner_kendall=table, **more))
 
 
 register_selection("cv-pick")(select_cv_pick)
+register_selection("cv-pick-joint")(partial(select_cv_pick, joint=True))
 register_selection("cv-pick-zico")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico")))
 
 

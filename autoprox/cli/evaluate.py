@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
                                "JCM over 5 parts of the search part), hof-average (an ensemble: rank average of the "
                                "hall of fame's best 5 distinct proxies), cv-pick (per target, the best of the proxy, "
                                "the descriptor blend and their average by 5-fold cross-validation on the search "
-                               "part) or cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too)")
+                               "part), cv-pick-joint (cv-pick's candidates, one of them for every target, by inner-fold JCM) "
+                               "or cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too)")
     protocol.add_argument("--reuse-searches", metavar="DIR", default=None,
                           help="score again the finished fold searches of the protocol in DIR instead of running "
                                "searches (same settings, folds and benchmark; search options may be left out); "
