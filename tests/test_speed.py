@@ -386,6 +386,7 @@ def test_large_searches_memory_map_their_statistics_and_score_the_same(af_stats,
     from autoprox.search.engine import MAP_STATISTICS_ABOVE, hold_mapped
 
     assert not hold_mapped(100) and not hold_mapped(MAP_STATISTICS_ABOVE) and hold_mapped(MAP_STATISTICS_ABOVE + 1)
+    assert hold_mapped(80, 3) and not hold_mapped(60, 3)  # sets, not architectures: seeds count
     mapped = load_statistics(session_cache, StatsPlan(small_spec, (0,), ALL_100), af_small.archs[:6], mapped=True)
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
     terminals = [terminal_values(a, 100) for a in af_small.archs[:6]]

@@ -41,15 +41,18 @@ from autoprox.spaces.descriptors import terminal_values
 
 #: What ``best.json`` says in place of test figures when the run searched on every architecture.
 NO_TEST_PART = "no test part: the search used every architecture"
-#: Above this many search architectures a search memory-maps its statistics instead of holding
-#: them (the same numbers; about 26 MB per AutoFormer architecture would otherwise be held,
-#: 13 GB at 500; below it holding them is the faster: 0.25 s against 0.33-0.40 s per genome at 60).
+#: Above this many statistics sets (search architectures times the plan's seed and class-count
+#: sets) a search memory-maps its statistics instead of holding them (the same numbers; about
+#: 26 MB per AutoFormer set would otherwise be held, 13 GB at 500; below it holding them is the
+#: faster: 0.25 s against 0.33-0.40 s per genome at 60).
 MAP_STATISTICS_ABOVE = 200
 
 
-def hold_mapped(architectures: int) -> bool:
-    """Whether a search over ``architectures`` memory-maps its statistics (:data:`MAP_STATISTICS_ABOVE`)."""
-    return architectures > MAP_STATISTICS_ABOVE
+def hold_mapped(architectures: int, sets_per_architecture: int = 1) -> bool:
+    """Whether a search over ``architectures``, each with ``sets_per_architecture`` statistics sets
+    (seeds times class counts), memory-maps its statistics (:data:`MAP_STATISTICS_ABOVE`): three
+    seeds of 80 architectures hold as much as 240 architectures of one."""
+    return architectures * sets_per_architecture > MAP_STATISTICS_ABOVE
 
 
 def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None,
@@ -229,7 +232,7 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
         remote = ShardedScorer(executor.client, cache, plan, search_archs, terminals)
         stats = {key: [None] * len(search_archs) for key in plan.keys()}
     else:
-        stats = load_statistics(cache, plan, search_archs, mapped=hold_mapped(len(search_archs)))
+        stats = load_statistics(cache, plan, search_archs, mapped=hold_mapped(len(search_archs), len(plan.keys())))
     accuracies = context.accuracies("search")
     space = settings.genome_space
     folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
