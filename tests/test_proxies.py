@@ -251,3 +251,34 @@ def test_a_genome_longer_than_a_file_name_is_a_genome_everywhere(capsys, tmp_pat
     out, err = capsys.readouterr()
     assert code == 2 and err.startswith("autoprox: error:") and "template's shape" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("space", ["autoformer", "pit"])
+def test_a_genome_of_architecture_terminals_alone_is_scored_without_statistics(space, af_small, pit_small,
+                                                                               session_cache, small_spec, tmp_path):
+    """Such a genome (every fold search of the selected AutoFormer configuration found one) gets the
+    values its statistics path gives, from the block count alone: no network pass, no cache entry."""
+    from autoprox.data.cache import StatisticsCache
+    from autoprox.genome.tree import reads_statistics
+    from autoprox.networks.models import build_model
+    from autoprox.networks.runtime import find_blocks
+    from autoprox.spaces.architectures import transformer_widths
+    from autoprox.spaces.descriptors import terminal_values
+
+    bench = af_small if space == "autoformer" else pit_small
+    archs = bench.archs[:3]
+    genome = ("block_sum(to_mean_scalar(element_wise_product(sigmoid(element_wise_exp(A_depth)), "
+              "element_wise_sqrt(frobenius_norm(A_width)))))")
+    proxy = resolve_proxy(genome)
+    assert not proxy.needs_statistics and not reads_statistics(proxy.genome)
+    assert resolve_proxy(PUBLISHED).needs_statistics
+    empty = StatisticsCache(tmp_path / "cache")
+    plan = StatsPlan(small_spec, (0, 1), {"c100_kd": 100})
+    scores = score_archs(proxy, archs, empty, plan)[100]
+    assert not any((tmp_path / "cache").rglob("*.npz"))  # nothing computed, nothing cached
+    with torch_threads(1):
+        expected = [score_architecture(proxy.genome, session_cache.get(StatsRequest(a, small_spec, 0, 100)),
+                                       terminal_values(a)) for a in archs]
+    np.testing.assert_array_equal(scores, expected)  # block_sum: the block count matters, and is the pass's
+    for arch in archs:
+        assert len(transformer_widths(arch)) == len(find_blocks(build_model(arch, num_classes=100, seed=0)))

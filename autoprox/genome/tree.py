@@ -80,6 +80,11 @@ TYPES = {"Matrix": Matrix, "Scalar": Scalar, "Score": Score}
 _KIND_TYPES = {"matrix": Matrix, "scalar": Scalar}
 
 
+#: The terminals that are per-block statistics (read from a network pass), as opposed to
+#: architecture-level terminals.
+STATISTIC_TERMINALS = frozenset(STAT_NAMES + SPREAD_NAMES)
+
+
 def _identity(x):
     return x
 
@@ -476,6 +481,12 @@ def uses_arch_terminals(tree: gp.PrimitiveTree) -> bool:
 
 def uses_spread_terminals(tree: gp.PrimitiveTree) -> bool:
     return any(isinstance(n, gp.Terminal) and n.name in SPREAD_NAMES for n in tree)
+
+
+def reads_statistics(tree: gp.PrimitiveTree) -> bool:
+    """Whether ``tree`` reads any per-block statistic (the eight or a spread one). A tree of
+    architecture terminals alone needs only its architecture's block count, not a network pass."""
+    return any(isinstance(n, gp.Terminal) and n.name in STATISTIC_TERMINALS for n in tree)
 
 
 def genome_extras(tree: gp.PrimitiveTree) -> tuple[str, ...]:

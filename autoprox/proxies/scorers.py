@@ -36,6 +36,7 @@ from autoprox.genome.tree import (
     genome_extras,
     genome_to_string,
     parse_genome,
+    reads_statistics,
     score_architecture,
 )
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads
@@ -52,6 +53,7 @@ from autoprox.spaces.architectures import (
     count_macs,
     count_params,
     parse_arch,
+    transformer_widths,
 )
 from autoprox.spaces.descriptors import terminal_values
 
@@ -220,7 +222,12 @@ class GenomeScorer(Scorer):
 
     tree: object
     kind = "genome"
-    needs_statistics = True
+
+    @property
+    def needs_statistics(self) -> bool:
+        """Only a genome that reads a statistic needs a network pass; one of architecture
+        terminals alone is scored from each architecture's block count (the same values)."""
+        return reads_statistics(self.tree)
 
     @property
     def source(self) -> str:
@@ -234,6 +241,8 @@ class GenomeScorer(Scorer):
         return f"statistics ({spec.kind}, batch {spec.batch_size})", "no: statistics cache"
 
     def prepare(self, archs, cache, plan, workers=1, progress=None) -> bool:
+        if not self.needs_statistics:
+            return False
         # The extra statistics (the spread terminals' entries) only when the genome reads them.
         build_cache(cache, plan.with_extras(genome_extras(self.tree)).requests(archs), workers=workers,
                     progress=progress)
@@ -241,6 +250,8 @@ class GenomeScorer(Scorer):
 
     def raw_values(self, archs, spec, seed, num_classes, cache, *, workers=1, progress=None, teacher=None,
                    keep_statistics=True, head_classes=HEAD_CLASSES) -> list[RawResult]:
+        if not self.needs_statistics:
+            return _blocks_only_values(self.tree, archs, num_classes, head_classes, progress)
         if not keep_statistics:
             return _fresh_genome_values(genome_to_string(self.tree), archs, spec, seed, num_classes, workers,
                                         head_classes)
@@ -257,6 +268,26 @@ class GenomeScorer(Scorer):
                     continue
                 results.append(RawResult(value, time.perf_counter() - start))
         return results
+
+
+def _blocks_only_values(tree, archs: Sequence, num_classes: int, head_classes: int, progress=None) -> list[RawResult]:
+    """A genome of architecture terminals alone: each architecture's blocks hold no statistic,
+    only their count matters (a sum over blocks: the architecture's transformer blocks, as its
+    depth descriptor counts them), so no network is built and nothing is cached."""
+    results = []
+    with torch_threads(1):
+        for done, arch in enumerate(archs, 1):
+            start = time.perf_counter()
+            try:
+                value = score_architecture(tree, [{} for _ in transformer_widths(arch)],
+                                           terminal_values(arch, head_classes))
+            except InvalidProxy as exc:
+                results.append(RawResult(None, time.perf_counter() - start, f"invalid: {exc}"))
+            else:
+                results.append(RawResult(value, time.perf_counter() - start))
+            if progress:
+                progress(done, len(archs))
+    return results
 
 
 def _fresh_genome_value(genome: str, config: dict, space: str, spec: dict, seed: int, num_classes: int,
