@@ -18,7 +18,12 @@ from autoprox.apps.bagging import (
     bagged_file,
     check_bagging,
 )
-from autoprox.apps.protocol import PROTOCOL_FILE, fold_settings, outer_folds, run_protocol
+from autoprox.apps.protocol import (
+    PROTOCOL_FILE,
+    fold_settings,
+    outer_folds,
+    run_protocol,
+)
 from autoprox.cli.main import main
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.genome.tree import parse_genome
