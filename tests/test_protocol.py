@@ -193,7 +193,7 @@ def test_resume_after_an_interrupted_fold_gives_the_same_figures(protocol, setti
     def searched_again(*args, **kwargs):
         raise AssertionError("a finished fold was searched again")
 
-    monkeypatch.setattr("autoprox.apps.protocol.run_search", searched_again)
+    monkeypatch.setattr("autoprox.apps.protocol_jobs.run_search", searched_again)
     record = json.loads((out / PROTOCOL_FILE).read_text())
     record["folds"][1]["result"] = None
     (out / PROTOCOL_FILE).write_text(json.dumps(record))

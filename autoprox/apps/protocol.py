@@ -11,7 +11,9 @@ outer folds, ``repeats`` times with other shuffles (repeat ``r`` shuffles with s
 (a selection of :data:`SELECTIONS`, by default the run's ``best.json`` genome) and each
 descriptor baseline of :mod:`autoprox.proxies.baselines`, chosen on the same search
 part. Nothing is chosen on a test part. :mod:`autoprox.apps.protocol_summary` turns the
-per-fold figures into means, sds and paired differences with intervals.
+per-fold figures into means, sds and paired differences with intervals. With bags
+(:mod:`autoprox.apps.bagging`) each fold also runs searches on subsamples of its search part,
+and its proxy is the rank average of all their best proxies.
 
 ``OUT/protocol.json`` records the settings, the folds with their indices and, as each
 fold finishes, its figures and the summary; it is written atomically after every fold.
@@ -30,11 +32,23 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from autoprox import __version__
+from autoprox.apps.bagging import (
+    DEFAULT_BAG_FRACTION,
+    bagged_folds,
+    check_bagging,
+    fold_bags,
+)
+from autoprox.apps.protocol_jobs import (
+    differing_settings,
+    log,
+    run_jobs,
+    search_job,
+)
 from autoprox.apps.protocol_summary import (
     BOOTSTRAP_SAMPLES,
     REFERENCE,
@@ -54,8 +68,7 @@ from autoprox.proxies.baselines import BASELINES, baseline_scores, choose_baseli
 from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
-from autoprox.search.engine import run_search
-from autoprox.search.rundir import RunDirectory, read_json
+from autoprox.search.rundir import read_json
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import descriptor_columns
 
@@ -63,9 +76,8 @@ PROTOCOL_FILE = "protocol.json"
 #: Outer folds per repeat unless told otherwise.
 DEFAULT_FOLDS = 5
 
-#: Settings keys that may differ between a record and a resume without changing any figure:
-#: the statistics workers, and the benchmark's spelling (its sha256 is checked instead).
-_FREE_KEYS = ("workers", "bench")
+#: Protocol options a record leaves out at their default (``bags`` only when there are some).
+_UNRECORDED = {"bags": 0}
 
 
 # ------------------------------------------------------------------ the outer folds
@@ -166,14 +178,26 @@ def fold_figures(proxy: Proxy | EnsembleProxy, context: RunContext, choices: Map
     return result
 
 
-def _check_fold_run(run_dir: Path, expected: Mapping, sha256: str) -> None:
-    """A fold directory left by an earlier start must hold the search this protocol would make."""
-    config = RunDirectory(run_dir).config()
-    differing = _differing(config.get("settings", {}), expected)
-    if config.get("benchmark", {}).get("sha256") != sha256:
-        differing.append("benchmark")
-    if differing:
-        raise RunDirError(f"{run_dir} holds a search with other settings ({', '.join(differing)}); use a new --out")
+def fold_result(run_dir: Path, fold: OuterFold, bench_path: str, baselines: Sequence[str],
+                choose: Callable[[Path], Proxy | EnsembleProxy]) -> dict:
+    """The figures of the finished fold search in ``run_dir``: the proxy ``choose(run_dir)`` returns
+    and each baseline chosen on the fold's search part, scored on its test part (JSON-safe)."""
+    bench = load_benchmark(bench_path)
+    best = read_json(run_dir / "best.json")
+    context = RunContext.open(run_dir, bench=bench_path)
+    if list(context.split.test) != list(fold.test):
+        raise RunDirError(f"{run_dir}: its test part is not the outer fold's")
+    columns = descriptor_columns(bench.archs)
+    choices = choose_baselines(columns, bench.accuracies, fold.search, context.targets, baselines)
+    proxy = choose(run_dir)
+    result = {"proxy": proxy.name, "genome": best["genome"], "search_jcm": best["search"].get("jcm"),
+              **({"ensemble": proxy.to_json()} if isinstance(proxy, EnsembleProxy) else {}),
+              **fold_figures(proxy, context, choices, columns)}
+    return json_safe(result)
+
+
+def _outer_fold(fold_json: Mapping) -> OuterFold:
+    return OuterFold(fold_json["repeat"], fold_json["fold"], tuple(fold_json["search"]), tuple(fold_json["test"]))
 
 
 def evaluate_fold(settings_json: Mapping, bench_path: str, fold_json: Mapping, out: str, selection: str,
@@ -186,63 +210,15 @@ def evaluate_fold(settings_json: Mapping, bench_path: str, fold_json: Mapping, o
     inline. Returns ``{"finished": bool, "result": figures or None, "seconds": ...}``.
     """
     start = time.perf_counter()
-    settings = SearchSettings.from_json(settings_json)
-    fold = OuterFold(fold_json["repeat"], fold_json["fold"], tuple(fold_json["search"]), tuple(fold_json["test"]))
-    bench = load_benchmark(bench_path)
+    fold = _outer_fold(fold_json)
     run_dir = Path(searches if searches is not None else out) / fold.name
-    run = RunDirectory(run_dir)
-    if searches is not None:
-        best = _finished_search(run_dir, RunContext.from_settings(settings, bench=bench).settings.to_json(),
-                                bench.sha256)
-    elif run.exists():
-        expected = RunContext.from_settings(settings, bench=bench).settings.to_json()
-        _check_fold_run(run_dir, expected, bench.sha256)
-        best_path = run.file("best.json")
-        best = read_json(best_path) if best_path.is_file() else None
-        if best is None or not best.get("finished"):
-            best = run_search(None, run_dir, resume=True, stop_after=stop_after, quiet=quiet)
-    else:
-        best = run_search(settings, run_dir, stop_after=stop_after, quiet=quiet)
-    if not best.get("finished"):
+    if not search_job(settings_json, bench_path, str(run_dir), stop_after, quiet, searches is not None)["finished"]:
         return {"finished": False, "result": None, "seconds": time.perf_counter() - start}
-    context = RunContext.open(run_dir, bench=bench_path)
-    if list(context.split.test) != list(fold.test):
-        raise RunDirError(f"{run_dir}: its test part is not the outer fold's")
-    columns = descriptor_columns(bench.archs)
-    choices = choose_baselines(columns, bench.accuracies, fold.search, context.targets, baselines)
-    proxy = SELECTIONS[selection](run_dir)
-    result = {"proxy": proxy.name, "genome": best["genome"], "search_jcm": best["search"].get("jcm"),
-              **({"ensemble": proxy.to_json()} if isinstance(proxy, EnsembleProxy) else {}),
-              **fold_figures(proxy, context, choices, columns)}
-    return {"finished": True, "result": json_safe(result), "seconds": time.perf_counter() - start}
-
-
-def _finished_search(run_dir: Path, expected: Mapping, sha256: str) -> dict:
-    """``best.json`` of the finished fold search in ``run_dir`` (of a reused protocol); RunDirError
-    when it is missing, unfinished, or another search."""
-    run = RunDirectory(run_dir)
-    if not run.exists():
-        raise RunDirError(f"{run_dir}: no fold search to reuse")
-    _check_fold_run(run_dir, expected, sha256)
-    best_path = run.file("best.json")
-    best = read_json(best_path) if best_path.is_file() else None
-    if best is None or not best.get("finished"):
-        raise RunDirError(f"{run_dir}: its search is not finished; finish it (autoprox evaluate --resume) "
-                          "before reusing it")
-    return best
+    result = fold_result(run_dir, fold, bench_path, baselines, SELECTIONS[selection])
+    return {"finished": True, "result": result, "seconds": time.perf_counter() - start}
 
 
 # ------------------------------------------------------------------ the whole protocol
-
-def _log(message: str, quiet: bool) -> None:
-    if not quiet:
-        print(f"autoprox evaluate: {message}", file=sys.stderr, flush=True)
-
-
-def _differing(recorded: Mapping, wanted: Mapping) -> list[str]:
-    """Settings keys (but :data:`_FREE_KEYS`) whose values differ."""
-    return sorted(k for k in set(recorded) | set(wanted) if k not in _FREE_KEYS and recorded.get(k) != wanted.get(k))
-
 
 def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resume: bool):
     """The benchmark, normalised settings and the protocol record to continue (or None for a new one)."""
@@ -253,13 +229,14 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
         bench = load_benchmark(locate_benchmark(recorded.bench, previous.get("benchmark_sha256"), near=out))
         if settings is not None:
             given = RunContext.from_settings(settings, bench=bench).settings.to_json()
-            differing = _differing(previous["settings"], given)
+            differing = differing_settings(previous["settings"], given)
             if load_benchmark(settings.bench).sha256 != bench.sha256:
                 differing.append("bench")
             if differing:
                 raise RunDirError(f"{path}: recorded with other search settings ({', '.join(differing)}); "
                                   "resume without search options, or use a new --out")
-        differing = [k for k, v in spec.items() if v is not None and previous["protocol"].get(k) != v]
+        differing = [k for k, v in spec.items()
+                     if v is not None and previous["protocol"].get(k, _UNRECORDED.get(k)) != v]
         if differing:
             raise RunDirError(f"{path}: recorded with other protocol options ({', '.join(differing)}); "
                               "resume without them, or use a new --out")
@@ -279,7 +256,8 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
                  repeats: int | None = None, protocol_seed: int | None = None, fold_workers: int = 1,
                  resume: bool = False, selection: str | None = None, baselines: Sequence[str] | None = None,
                  bootstrap: int | None = None, stop_after: int | None = None, quiet: bool = False,
-                 executor: Executor | None = None, reuse_searches: str | Path | None = None) -> dict:
+                 executor: Executor | None = None, reuse_searches: str | Path | None = None,
+                 bags: int | None = None, bag_fraction: float | None = None) -> dict:
     """Run (or resume) the evaluation protocol of ``settings`` into ``out``; return ``protocol.json``'s content.
 
     Parameters
@@ -313,6 +291,13 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         same settings (None takes its recorded ones), folds, repeats, seed and benchmark, or
         RunDirError. Nothing is written there; ``protocol.json`` records it (``"searches"``,
         relative to ``out``) and only the selection and the scoring are redone.
+    bags, bag_fraction : optional
+        Bagging (:mod:`autoprox.apps.bagging`): besides each fold's search, ``bags`` searches on
+        subsamples of ``bag_fraction`` (default 0.5) of its search part into
+        ``repeat-R/fold-K-bag-b``; the fold's proxy is then their and the fold search's best
+        genomes rank-averaged (``repeat-R/fold-K-bagged.json``), and ``selection`` must be
+        ``best``. With ``reuse_searches`` only the bags run. 0 (the default) is no bagging,
+        and then neither is recorded in ``protocol.json``.
 
     Notes
     -----
@@ -322,7 +307,8 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     if fold_workers < 1:
         raise ConfigError(f"--fold-workers must be at least 1, got {fold_workers}")
     given = {"folds": folds, "repeats": repeats, "seed": protocol_seed, "selection": selection,
-             "baselines": None if baselines is None else list(baselines), "bootstrap": bootstrap}
+             "baselines": None if baselines is None else list(baselines), "bootstrap": bootstrap,
+             "bags": bags, "bag_fraction": bag_fraction}
     if settings is not None:
         settings = replace(settings, split_indices=None)  # each outer fold sets its own
     reused = None
@@ -334,8 +320,17 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         spec = previous["protocol"]
     else:
         defaults = {"folds": DEFAULT_FOLDS, "repeats": 1, "seed": 0, "selection": "best",
-                    "baselines": list(BASELINES), "bootstrap": BOOTSTRAP_SAMPLES}
+                    "baselines": list(BASELINES), "bootstrap": BOOTSTRAP_SAMPLES, "bags": 0,
+                    "bag_fraction": DEFAULT_BAG_FRACTION}
         spec = {k: defaults.get(k) if v is None else v for k, v in given.items()}
+        if not spec["bags"]:
+            if bag_fraction is not None:
+                raise ConfigError("--bag-fraction needs --bags B with B > 0")
+            del spec["bags"], spec["bag_fraction"]
+    check_bagging(spec.get("bags", 0), spec.get("bag_fraction"))
+    if spec.get("bags") and spec["selection"] != "best":
+        raise ConfigError(f"--selection {spec['selection']} cannot be combined with --bags: each fold's proxy is "
+                          "then the bagged ensemble of the searches' best proxies (leave --selection out)")
     if spec["selection"] not in SELECTIONS:
         raise ConfigError(f"unknown selection {spec['selection']!r}; known: {', '.join(SELECTIONS)}")
     unknown = [name for name in spec["baselines"] if name not in BASELINES]
@@ -364,17 +359,21 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         "settings": settings.to_json(),
         "protocol": spec,
         "targets": targets,
-        "folds": previous["folds"] if previous else [f.to_json() | {"result": None} for f in made],
+        "folds": previous["folds"] if previous else [f.to_json() | _bags_json(f, spec) | {"result": None}
+                                                     for f in made],
         "summary": None,
         "finished": False,
     }
+    if previous and any(f.get("bags", []) != _bags_json(m, spec).get("bags", [])
+                        for f, m in zip(previous["folds"], made)):
+        raise RunDirError(f"{out / PROTOCOL_FILE}: its bags are not the ones its seed gives")
     out.mkdir(parents=True, exist_ok=True)
     _write(out, protocol, bench)
 
     pending = [i for i, f in enumerate(protocol["folds"]) if not f.get("result")]
-    _log(f"{bench.space}, {len(bench)} architectures, {spec['folds']} folds x {spec['repeats']} repeat(s): "
-         f"{len(protocol['folds']) - len(pending)} folds finished, {len(pending)} to run, "
-         f"{fold_workers} at a time, into {out}", quiet)
+    log(f"{bench.space}, {len(bench)} architectures, {spec['folds']} folds x {spec['repeats']} repeat(s): "
+        f"{len(protocol['folds']) - len(pending)} folds finished, {len(pending)} to run, "
+        f"{fold_workers} at a time, into {out}", quiet)
     if pending:
         # All statistics once, with the search's workers, before folds share the cache.
         build_cache(context.cache, context.plan.requests(list(bench.archs)),
@@ -383,27 +382,41 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     if executor is not None:  # folds are the cluster's tasks; each fold's search computes with one worker
         fold_workers = executor.workers
     workers = 1 if fold_workers > 1 else settings.workers
-    jobs = [(i, (fold_settings(replace(settings, bench=bench.source), made[i], workers).to_json(), bench.source,
-                 made[i].to_json(), str(out), spec["selection"], spec["baselines"], stop_after,
-                 quiet or fold_workers > 1, searches)) for i in pending]
+    by_fold = {i: fold_settings(replace(settings, bench=bench.source), made[i], workers) for i in pending}
+    if spec.get("bags"):
+        outcomes = bagged_folds(pending, protocol["folds"], by_fold, out, searches, bench.source, stop_after,
+                                quiet, fold_workers, executor)
+    else:
+        total = len(protocol["folds"])
+        jobs = [(i, evaluate_fold, (by_fold[i].to_json(), bench.source, made[i].to_json(), str(out),
+                                    spec["selection"], spec["baselines"], stop_after, quiet or fold_workers > 1,
+                                    searches),
+                 f"fold {i + 1}/{total} ({made[i].name}): search on {len(made[i].search)}, "
+                 f"test on {len(made[i].test)} architectures") for i in pending]
+        outcomes = run_jobs(jobs, fold_workers, quiet, executor, "folds")
     start, done_now = time.perf_counter(), 0
-    for index, outcome in _run_jobs(jobs, fold_workers, quiet, protocol, executor):
+    for index, outcome in outcomes:
         entry = protocol["folds"][index]
         if not outcome["finished"]:
-            _log(f"{entry['run']} stopped before its search finished; continue with: autoprox evaluate --resume "
-                 f"--out {out}", quiet)
+            log(f"{outcome.get('stopped', entry['run'])} stopped before its search finished; continue with: "
+                f"autoprox evaluate --resume --out {out}", quiet)
             if fold_workers == 1:
                 break
             continue
+        if outcome["result"] is None:  # a fold whose search and bags finished: scored with its bagged ensemble
+            scoring = time.perf_counter()
+            outcome["result"] = fold_result(outcome["run_dir"], _outer_fold(entry), bench.source,
+                                            spec["baselines"], outcome["choose"])
+            outcome["seconds"] += time.perf_counter() - scoring
         entry["result"], entry["seconds"] = outcome["result"], round(outcome["seconds"], 1)
         _write(out, protocol, bench)
         done_now += 1
         left = sum(1 for f in protocol["folds"] if not f.get("result"))
         eta = (time.perf_counter() - start) / done_now * left  # wall time per fold, parallelism included
         jcm = outcome["result"]["jcm"]
-        _log(f"{entry['run']} done in {format_seconds(outcome['seconds'])}: test JCM "
-             + ", ".join(f"{m} {_fmt(jcm[m])}" for m in jcm)
-             + (f"; {left} fold(s) left, about {format_seconds(eta)}" if left else ""), quiet)
+        log(f"{entry['run']} done in {format_seconds(outcome['seconds'])}: test JCM "
+            + ", ".join(f"{m} {_fmt(jcm[m])}" for m in jcm)
+            + (f"; {left} fold(s) left, about {format_seconds(eta)}" if left else ""), quiet)
     protocol["finished"] = all(f.get("result") for f in protocol["folds"])
     if protocol["finished"]:
         protocol["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -429,7 +442,8 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
     if settings is None:
         settings = replace(reused_settings, bench=bench.source)
     else:
-        differing = _differing(settings_json, RunContext.from_settings(settings, bench=bench).settings.to_json())
+        wanted = RunContext.from_settings(settings, bench=bench).settings.to_json()
+        differing = differing_settings(settings_json, wanted)
         if load_benchmark(settings.bench).sha256 != sha256:
             differing.append("bench")
         if differing:
@@ -443,29 +457,10 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
     return settings, recorded
 
 
-def _run_jobs(jobs, fold_workers: int, quiet: bool, protocol: Mapping, executor: Executor | None = None):
-    """Yield ``(fold index, outcome)`` as folds finish: inline in order, in joblib processes, or as the
-    tasks of ``executor`` (a Dask cluster: the benchmark and OUT must then be paths its workers share)."""
-    total = len(protocol["folds"])
-    if executor is not None and len(jobs) > 1:
-        _log(f"running {len(jobs)} folds on {executor.description} (their searches are quiet)", quiet)
-        yield from executor.run_unordered(_indexed, jobs)
-        return
-    if fold_workers == 1 or len(jobs) <= 1:
-        for index, arguments in jobs:
-            _log(f"fold {index + 1}/{total} ({protocol['folds'][index]['run']}): search on "
-                 f"{len(arguments[2]['search'])}, test on {len(arguments[2]['test'])} architectures", quiet)
-            yield index, evaluate_fold(*arguments)
-        return
-    from joblib import Parallel, delayed
-
-    _log(f"running {len(jobs)} folds, {fold_workers} at a time (their searches are quiet)", quiet)
-    runner = Parallel(n_jobs=fold_workers, backend="loky", return_as="generator_unordered")
-    yield from runner(delayed(_indexed)(index, arguments) for index, arguments in jobs)
-
-
-def _indexed(index: int, arguments: tuple) -> tuple[int, dict]:
-    return index, evaluate_fold(*arguments)
+def _bags_json(fold: OuterFold, spec: Mapping) -> dict:
+    """``{"bags": [...]}`` (:func:`~autoprox.apps.bagging.fold_bags`) of a fold of a protocol with bags,
+    else ``{}`` (a protocol without bags records its folds as before)."""
+    return {"bags": fold_bags(fold.name, fold.search, fold.repeat, fold.fold, spec)} if spec.get("bags") else {}
 
 
 def _write(out: Path, protocol: dict, bench: Benchmark) -> None:

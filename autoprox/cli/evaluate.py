@@ -43,6 +43,14 @@ def add_parser(sub) -> None:
                           help="score again the finished fold searches of the protocol in DIR instead of running "
                                "searches (same settings, folds and benchmark; search options may be left out); "
                                "nothing is written in DIR")
+    protocol.add_argument("--bags", type=int, default=None, metavar="B",
+                          help="bagging: besides each fold's search, B searches on subsamples (without replacement) "
+                               "of its search part, into OUT/repeat-R/fold-K-bag-b, with evolution seeds seed+1+b; the "
+                               "fold's proxy is the equal-weight rank average of all their best proxies, written to "
+                               "OUT/repeat-R/fold-K-bagged.json (--selection must be best). With --reuse-searches only "
+                               "the bags run (default 0: no bagging)")
+    protocol.add_argument("--bag-fraction", type=float, default=None, metavar="F",
+                          help="the fraction of a fold's search part each bag searches on (default 0.5)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.apps.protocol_summary import format_protocol
 
     options = {"folds": args.folds, "repeats": args.repeats, "protocol_seed": args.protocol_seed,
-               "fold_workers": args.fold_workers, "selection": args.selection, "quiet": args.quiet}
+               "fold_workers": args.fold_workers, "selection": args.selection, "quiet": args.quiet,
+               "bags": args.bags, "bag_fraction": args.bag_fraction}
     if args.reuse_searches and not args.resume:
         if not args.out:
             raise RunDirError("--reuse-searches needs --out NEW_PROTOCOL_DIR")
