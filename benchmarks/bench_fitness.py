@@ -7,9 +7,11 @@ for every evaluation) and their ratio, and the resident memory of the loaded
 statistics. The cache must be warm (``autoprox cache build --space autoformer``).
 ``--stream EVALUATIONS.jsonl`` replays the genomes a committed search evaluated, in its
 order (children share branches with their parents, as in a search), instead of drawing
-independent random templates; ``--reduce-early`` turns on the (non-exact) early reduction.
+independent random templates; ``--reduce-early`` turns on the (non-exact) early reduction;
+``--kernels numpy`` evaluates with the NumPy kernel set (:data:`primitives.KERNEL_SETS`).
 
-Usage: python benchmarks/bench_fitness.py [--genomes 30] [--reduce-early] [--stream runs/autoformer-reference/evaluations.jsonl]
+Usage: python benchmarks/bench_fitness.py [--genomes 30] [--reduce-early] [--kernels torch|numpy]
+       [--stream runs/autoformer-reference/evaluations.jsonl]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from autoprox.data.cache import StatisticsCache, StatsPlan, load_statistics  # n
 from autoprox.genome.tree import parse_genome, random_template  # noqa: E402
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads  # noqa: E402
 from autoprox.search.fitness import FitnessEvaluator  # noqa: E402
+from primitives import KERNEL_SETS  # noqa: E402
 
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
              "element_wise_sqrt(sigmoid(F4g)))))")
@@ -47,6 +50,8 @@ def main() -> None:
     parser.add_argument("--no-subtree-memo", action="store_true", help="turn off the scalar-subtree memo")
     parser.add_argument("--reduce-early", action="store_true",
                         help="mean of a sum as the sum of memoised branch means (float32 rounding, not exact)")
+    parser.add_argument("--kernels", choices=tuple(KERNEL_SETS), default="torch",
+                        help="the kernel set genomes are evaluated with (default torch)")
     parser.add_argument("--stream", help="an evaluations.jsonl whose genomes are replayed in order "
                                          "(--genomes then counts valid ones among them)")
     parser.add_argument("--archs", type=int, default=60, help="the first N search-split architectures")
@@ -65,7 +70,8 @@ def main() -> None:
     rss_after = peak_rss_mb()
     accuracies = {t: bench.accuracies[t][list(split.search)][: len(archs)] for t in targets}
     evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes,
-                                 subtree_memo=not args.no_subtree_memo, reduce_early=args.reduce_early)
+                                 subtree_memo=not args.no_subtree_memo, reduce_early=args.reduce_early,
+                                 kernels=args.kernels)
     stream = ([json.loads(line)["genome"] for line in Path(args.stream).read_text().splitlines()]
               if args.stream else [])
     profiler = cProfile.Profile() if args.profile else None
@@ -98,7 +104,8 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"architectures: {len(archs)}, targets: {len(targets)}, batch {plan.spec.batch_size}, "
           f"held {args.held}, subtree memo {'off' if args.no_subtree_memo else 'on'}, "
-          f"reduce early {'on' if args.reduce_early else 'off'}, genomes {args.stream or 'random templates'}")
+          f"reduce early {'on' if args.reduce_early else 'off'}, kernels {args.kernels}, "
+          f"genomes {args.stream or 'random templates'}")
     print(f"loading cached statistics: {load_seconds:.1f} s, resident memory {rss_before:.0f} -> {rss_after:.0f} MB")
     print(f"valid genomes: median {median:.3f} s per evaluation (n={len(valid_times)}, "
           f"p90 {sorted(valid_times)[int(0.9 * len(valid_times))]:.3f} s, max {max(valid_times):.3f} s)")

@@ -7,7 +7,9 @@ which of them free trees never generate (and why), its SymPy rendering in every 
 write element-wise, the named function standing for it (its text name, its LaTeX name
 and what is known of its value). The torch function itself is the function of the same
 name in :mod:`primitives.unary` or :mod:`primitives.binary`, whose source text is copied
-verbatim into exported proxies (:attr:`Primitive.source`).
+verbatim into exported proxies (:attr:`Primitive.source`); an op whose torch kernel is slow
+here also has a NumPy form of the same name in :mod:`primitives.fast` (:attr:`Primitive.fast`),
+which the ``numpy`` kernel set (:data:`KERNEL_SETS`) evaluates genomes with.
 
 This module imports SymPy only; torch is imported when a primitive's function is first
 used, so that the SymPy worker process (``autoprox.reports.sympy_worker``) starts fast.
@@ -71,6 +73,8 @@ class Primitive:
     form's (``to_std_scalar`` of a scalar is 0, ...); ``sympy.nan`` for a form that is
     always invalid.
     not_generated: form -> why free trees never generate it (it stays valid in a genome).
+    fast: whether :mod:`primitives.fast` holds a NumPy form of the op, under its name
+    (equal to the torch form's values to a few float32 ulps; the ``numpy`` kernel set's).
     """
 
     op_id: str
@@ -82,6 +86,7 @@ class Primitive:
     named: NamedFunction | None = None
     symbolic_forms: Mapping[str, Callable[..., sympy.Expr]] = field(default_factory=dict)
     not_generated: Mapping[str, str] = field(default_factory=dict)
+    fast: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -101,6 +106,14 @@ class Primitive:
         """The torch function (``primitives.unary.NAME`` or ``primitives.binary.NAME``)."""
         module = importlib.import_module(f"{__package__}.{'unary' if self.arity == 1 else 'binary'}")
         return getattr(module, self.name)
+
+    def kernel(self, kernels: str = "torch") -> Callable[..., object]:
+        """The function that computes this op in the kernel set ``kernels`` (:data:`KERNEL_SETS`):
+        the torch function, or in the ``numpy`` set the fast form where the op has one.
+        KeyError naming the known sets when ``kernels`` is none of them."""
+        if kernels not in KERNEL_SETS:
+            raise KeyError(f"unknown kernel set {kernels!r}; known: {', '.join(KERNEL_SETS)}")
+        return KERNEL_SETS[kernels](self)
 
     def __call__(self, *args: object) -> object:
         return self.function(*args)
@@ -150,15 +163,18 @@ _SHAPE_MISMATCH = "always a ShapeMismatch (@ is undefined for a 0-d operand)"
 _UNARY = (
     Primitive("UOP00", "no_op", 1, "elementwise", "matrix", lambda x: x),
     Primitive("UOP01", "element_wise_abs", 1, "elementwise", "matrix", lambda x: sympy.Abs(x)),
-    Primitive("UOP02", "element_wise_tanh", 1, "elementwise", "matrix", lambda x: sympy.tanh(x)),
+    Primitive("UOP02", "element_wise_tanh", 1, "elementwise", "matrix", lambda x: sympy.tanh(x),
+              fast=True),
     Primitive("UOP03", "element_wise_pow", 1, "elementwise", "matrix", lambda x: x**2),
-    Primitive("UOP04", "element_wise_exp", 1, "elementwise", "matrix", lambda x: sympy.exp(x)),
-    Primitive("UOP05", "element_wise_log", 1, "elementwise", "matrix", lambda x: sympy.log(x)),
+    Primitive("UOP04", "element_wise_exp", 1, "elementwise", "matrix", lambda x: sympy.exp(x),
+              fast=True),
+    Primitive("UOP05", "element_wise_log", 1, "elementwise", "matrix", lambda x: sympy.log(x),
+              fast=True),
     Primitive("UOP06", "element_wise_relu", 1, "elementwise", "matrix", lambda x: sympy.Max(0, x)),
     Primitive("UOP07", "element_wise_leaky_relu", 1, "elementwise", "matrix", lambda x: sympy.Max(x / 10, x)),
     Primitive("UOP08", "element_wise_swish", 1, "elementwise", "matrix", lambda x: x / (1 + sympy.exp(-x))),
     Primitive("UOP09", "element_wise_mish", 1, "elementwise", "matrix",
-              lambda x: x * sympy.tanh(sympy.log(1 + sympy.exp(x)))),
+              lambda x: x * sympy.tanh(sympy.log(1 + sympy.exp(x))), fast=True),
     Primitive("UOP10", "element_wise_invert", 1, "elementwise", "matrix", lambda x: 1 / x),
     Primitive("UOP11", "element_wise_normalized_sum", 1, "reduction", "scalar",
               named=NamedFunction("sum_norm", {"real": True}),
@@ -175,7 +191,8 @@ _UNARY = (
     Primitive("UOP18", "frobenius_norm", 1, "reduction", "scalar",
               named=NamedFunction("frobenius", {"nonnegative": True}),
               symbolic_forms={"scalar": lambda x: sympy.Abs(x)}),
-    Primitive("UOP19", "element_wise_abslog", 1, "elementwise", "matrix", lambda x: sympy.Abs(sympy.log(x))),
+    Primitive("UOP19", "element_wise_abslog", 1, "elementwise", "matrix", lambda x: sympy.Abs(sympy.log(x)),
+              fast=True),
     Primitive("UOP20", "l1_norm", 1, "reduction", "scalar", named=NamedFunction("l1", {"nonnegative": True}),
               symbolic_forms={"scalar": lambda x: sympy.Abs(x)}),
     Primitive("UOP21", "min_max_normalize", 1, "matrixwise", "matrix",
@@ -210,6 +227,23 @@ REDUCTIONS: frozenset[str] = frozenset(p.name for p in UNARY.values() if p.kind 
 #: Named SymPy functions (``frobenius``, ``matmul``, ...) -> the primitive each stands for.
 NAMED_FUNCTIONS: Mapping[str, Primitive] = MappingProxyType(
     {p.named.name: p for p in PRIMITIVES.values() if p.named is not None})
+
+
+def _torch_kernel(primitive: Primitive) -> Callable[..., object]:
+    return primitive.function
+
+
+def _numpy_kernel(primitive: Primitive) -> Callable[..., object]:
+    if not primitive.fast:
+        return primitive.function
+    return getattr(importlib.import_module(f"{__package__}.fast"), primitive.name)
+
+
+#: Kernel sets a genome can be evaluated with, each mapping a primitive to its function:
+#: ``torch`` (the default: the torch forms, bitwise those of every committed run) and
+#: ``numpy`` (the :mod:`primitives.fast` forms of the ops that have one, torch's elsewhere).
+KERNEL_SETS: Mapping[str, Callable[[Primitive], Callable[..., object]]] = MappingProxyType(
+    {"torch": _torch_kernel, "numpy": _numpy_kernel})
 
 
 def get_primitive(name: str) -> Primitive:

@@ -9,12 +9,14 @@ from typing import Any, Sequence
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import PRECISIONS, StatsPlan
+from autoprox.genome.tree import DEFAULT_KERNELS
 from autoprox.networks.statistics import DEVICES
 from autoprox.proxies.proxy import seed_genome, split_proxy_list
 from autoprox.proxies.recommended import is_recommended_name, split_recommended_name
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import parse_fitness
 from autoprox.spaces.registry import REGISTRY
+from primitives import KERNEL_SETS
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -195,6 +197,10 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
                         help="comma list of autoprox_a, autoprox_p, genome strings or proxy JSON files put into the "
                              "initial population (hand-crafted zoo proxies cannot be: they are refused with the reason)")
     search.add_argument("--quiet", action="store_true", help="no progress output")
+    search.add_argument("--kernels", choices=tuple(KERNEL_SETS), default=DEFAULT_KERNELS,
+                        help="kernels genomes are evaluated with: torch (default, bitwise the committed runs) or "
+                             "numpy (NumPy's tanh, exp and log, faster on this torch build; scores equal to a few "
+                             "float32 ulps, relative 1e-6 or less; docs/manual.md)")
     genome = search.add_argument_group("genome space and selection (beyond the paper; defaults are the paper's)")
     genome.add_argument("--genome", choices=("template", "free"), default="template",
                         help="the paper's template trees, or free-form typed trees")
@@ -343,7 +349,7 @@ def search_settings(args: argparse.Namespace):
         stat_seeds=tuple(args.stat_seeds), per_target_stats=args.per_target_stats, cache_dir=args.cache_dir,
         cache_precision=args.cache_precision, workers=args.workers, seed_proxies=seed_genomes,
         evolution=evolution, genome=space.to_json(), cv_folds=args.cv_folds, cv_mode=args.cv_mode,
-        fitness=parse_fitness(args.fitness).name,
+        fitness=parse_fitness(args.fitness).name, kernels=args.kernels,
     )
 
 

@@ -36,7 +36,8 @@ import re
 from collections import ChainMap
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping, Sequence
+from types import MappingProxyType
+from typing import Callable, Mapping, Sequence
 
 from deap import gp
 
@@ -46,7 +47,7 @@ from autoprox.genome.aggregations import AGGREGATION_REGISTRY, get_aggregation
 from autoprox.genome.early import combine_means, scalar_summary
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX, terminal_names
-from primitives import BINARY, UNARY
+from primitives import BINARY, KERNEL_SETS, UNARY
 
 #: Architecture-level scalar terminals (``A_params``, ``A_log_depth``, ...).
 ARCH_TERMINALS = tuple(terminal_names())
@@ -105,6 +106,29 @@ def primitive_set() -> gp.PrimitiveSetTyped:
     for name in AGGREGATIONS:
         pset.addPrimitive(_identity, [Scalar], Score, name=name)
     return pset
+
+
+#: The default kernel set (:data:`primitives.KERNEL_SETS`): torch's, bitwise what every committed run computed.
+DEFAULT_KERNELS = "torch"
+
+
+@lru_cache(maxsize=None)
+def kernel_map(kernels: str = DEFAULT_KERNELS) -> Mapping[str, Callable]:
+    """Node name -> the function that evaluates it, in the kernel set ``kernels`` (:data:`primitives.KERNEL_SETS`).
+
+    ``torch`` is the primitive set's own context; ``numpy`` replaces the typed forms of the ops
+    that have a fast form (:mod:`primitives.fast`). ConfigError naming the known sets otherwise.
+    """
+    if kernels not in KERNEL_SETS:
+        raise ConfigError(f"unknown kernel set {kernels!r}; use {' or '.join(KERNEL_SETS)}")
+    context = primitive_set().context
+    if kernels == DEFAULT_KERNELS:
+        return context
+    chosen = dict(context)
+    for prim in (*UNARY.values(), *BINARY.values()):
+        for form in prim.forms:
+            chosen[typed_name(prim.name, form)] = prim.kernel(kernels)
+    return MappingProxyType(chosen)
 
 
 def op_name(node_name: str) -> str:
@@ -438,27 +462,33 @@ class InvalidProxy(ValueError):
 
 
 def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: Mapping,
-                    memo=None, index: int = 0) -> tuple[object, int]:
+                    memo=None, index: int = 0, kernels: Mapping[str, Callable] | None = None) -> tuple[object, int]:
+    """The value of the subtree at ``position`` on one block and where it ends; ``kernels``: node
+    name -> function (:func:`kernel_map`; default the primitive set's context, torch's)."""
+    if kernels is None:
+        kernels = primitive_set().context
     node = tree[position]
     if isinstance(node, gp.Terminal):
         return block[node.name], position + 1
     slot = memo.slot(position, index) if memo is not None else None
     if slot is not None and slot.hit():
         return slot.value(), slot.end
-    value = _reduced_early(tree, position, block, memo, index) if memo is not None and memo.reduce_early else None
+    value = (_reduced_early(tree, position, block, memo, index, kernels)
+             if memo is not None and memo.reduce_early else None)
     end = tree.searchSubtree(position).stop if value is not None else position + 1
     args = []
     for _ in range(node.arity if value is None else 0):
-        arg, end = _evaluate_block(tree, end, block, memo, index)
+        arg, end = _evaluate_block(tree, end, block, memo, index, kernels)
         args.append(arg)
     if value is None:
-        value = primitive_set().context[node.name](*args)
+        value = kernels[node.name](*args)
     if slot is not None:
         slot.keep(value)
     return value, end
 
 
-def _reduced_early(tree: gp.PrimitiveTree, position: int, block: Mapping, memo, index: int):
+def _reduced_early(tree: gp.PrimitiveTree, position: int, block: Mapping, memo, index: int,
+                   kernels: Mapping[str, Callable]):
     """``to_mean_scalar(op(a, b))`` from the operands' summaries (:mod:`autoprox.genome.early`),
     or None where that is not safe (then the exact path computes it)."""
     early = memo.early_at(position)
@@ -467,7 +497,7 @@ def _reduced_early(tree: gp.PrimitiveTree, position: int, block: Mapping, memo, 
     op, operands = early
     summaries = []
     for start, key, is_matrix in operands:
-        evaluate = lambda start=start: _evaluate_block(tree, start, block, memo, index)[0]  # noqa: E731
+        evaluate = lambda start=start: _evaluate_block(tree, start, block, memo, index, kernels)[0]  # noqa: E731
         summary = memo.branches.summary(key, index, evaluate) if is_matrix else scalar_summary(evaluate())
         if summary is None:
             return None
@@ -502,12 +532,15 @@ def terminal_tensors(values: Mapping[str, float]) -> dict:
 
 
 def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
-                 terminals: Mapping[str, float] | None = None, memo=None) -> list[float]:
+                 terminals: Mapping[str, float] | None = None, memo=None,
+                 kernels: Mapping[str, Callable] | None = None) -> list[float]:
     """The per-block scalar of ``tree`` (below its aggregation) for each block.
 
     ``terminals`` gives the architecture-level terminal values (:mod:`autoprox.spaces.descriptors`),
     needed only when the tree uses them. ``memo``: this architecture's :class:`~autoprox.genome.memo.SubtreeMemo`
-    (the same values, scalar subtrees computed once).
+    (the same values, scalar subtrees computed once); a memo keeps values of one kernel set only,
+    so give it the same ``kernels`` every time. ``kernels``: node name -> function
+    (:func:`kernel_map`); default the primitive set's context, the torch kernels.
     """
     import torch
 
@@ -518,12 +551,14 @@ def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
         if terminals is None:
             raise GenomeError("this genome uses architecture-level terminals; their values are needed")
         extra = terminal_tensors(terminals)
+    if kernels is None:
+        kernels = primitive_set().context
     if memo is not None:
         memo.bind(tree)
     values = []
     for index, block in enumerate(stats):
         try:
-            value, _ = _evaluate_block(tree, 1, ChainMap(block, extra) if extra else block, memo, index)
+            value, _ = _evaluate_block(tree, 1, ChainMap(block, extra) if extra else block, memo, index, kernels)
         except InvalidResult as exc:
             raise InvalidProxy(str(exc)) from None
         except RuntimeError as exc:  # torch's own shape errors
@@ -543,8 +578,9 @@ def aggregate(aggregation: str, values: Sequence[float]) -> float:
 
 
 def score_architecture(tree: gp.PrimitiveTree, stats: Sequence[dict],
-                       terminals: Mapping[str, float] | None = None, memo=None) -> float:
+                       terminals: Mapping[str, float] | None = None, memo=None,
+                       kernels: Mapping[str, Callable] | None = None) -> float:
     """The proxy score of one architecture from its per-block statistics (and, for genomes
-    that use them, its architecture-level terminal values); ``memo``: see :func:`block_values`."""
+    that use them, its architecture-level terminal values); ``memo`` and ``kernels``: see :func:`block_values`."""
     aggregation = op_name(tree[0].name)
-    return aggregate(aggregation, block_values(tree, stats, terminals, memo))
+    return aggregate(aggregation, block_values(tree, stats, terminals, memo, kernels))

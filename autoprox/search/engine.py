@@ -229,7 +229,7 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
     terminals = [terminal_values(a) for a in search_archs]
     remote = None
     if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
-        remote = ShardedScorer(executor.client, cache, plan, search_archs, terminals)
+        remote = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
         stats = {key: [None] * len(search_archs) for key in plan.keys()}
     else:
         stats = load_statistics(cache, plan, search_archs, mapped=hold_mapped(len(search_archs), len(plan.keys())))
@@ -241,7 +241,7 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
     fitness_choices, bases = context.fitness_bases() if not fitness.plain else (None, None)
     evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes, settings.weights,
                                  terminals=terminals, folds=folds, fold_mode=settings.cv_mode, remote=remote,
-                                 fitness=fitness, bases=bases)
+                                 fitness=fitness, bases=bases, kernels=settings.kernels)
     evo = settings.evolution
 
     # The hall of fame sees every fresh evaluation; on resume it is rebuilt from

@@ -40,10 +40,12 @@ from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatsKey
 from autoprox.genome.memo import SubtreeMemo
 from autoprox.genome.tree import (
+    DEFAULT_KERNELS,
     GenomeError,
     InvalidProxy,
     canonical_string,
     genome_to_string,
+    kernel_map,
     score_architecture,
 )
 from autoprox.networks.statistics import BlockStats, torch_threads
@@ -199,7 +201,8 @@ class FitnessEvaluator:
                  terminals: Sequence[Mapping[str, float]] | None = None,
                  folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean",
                  remote=None, subtree_memo: bool = True, fitness: FitnessMode | None = None,
-                 bases: Mapping[str, np.ndarray] | None = None, reduce_early: bool = False) -> None:
+                 bases: Mapping[str, np.ndarray] | None = None, reduce_early: bool = False,
+                 kernels: str = DEFAULT_KERNELS) -> None:
         """``remote``: where the architectures' scores come from instead of ``stats`` in this
         process (a :class:`autoprox.search.shards.ShardedScorer`, whose statistics stay on a Dask
         cluster's workers; ``stats`` then only says which sets and how many architectures).
@@ -215,8 +218,13 @@ class FitnessEvaluator:
         ``reduce_early`` (with ``subtree_memo``; not exact, off by default): the mean of a sum or
         difference of two matrices taken as the sum or difference of their means, each branch's
         mean kept per architecture and block (scores equal to float32 rounding; see
-        :class:`~autoprox.genome.memo.SubtreeMemo`)."""
+        :class:`~autoprox.genome.memo.SubtreeMemo`).
+        ``kernels``: the kernel set genomes are evaluated with (:data:`primitives.KERNEL_SETS`):
+        ``torch`` (default; the committed runs' numbers bitwise) or ``numpy`` (NumPy's tanh, exp
+        and log, faster here; scores equal to a few float32 ulps, ``tests/test_kernels.py``)."""
         self.stats = stats
+        self.kernels = kernels
+        self.kernel_functions = kernel_map(kernels)
         self.remote = remote
         self.terminals = list(terminals) if terminals is not None else None
         self.folds = [list(f) for f in folds] if folds else []
@@ -284,8 +292,9 @@ class FitnessEvaluator:
             for key, archs in self.stats.items():
                 terminals = self.terminals or [None] * len(archs)
                 memos = self.subtree_memos[key] if self.subtree_memos is not None else [None] * len(archs)
-                per_key[key] = np.fromiter((score_architecture(tree, s, t, m) for s, t, m in zip(archs, terminals, memos)),
-                                           dtype=np.float64, count=len(archs))
+                per_key[key] = np.fromiter(
+                    (score_architecture(tree, s, t, m, self.kernel_functions) for s, t, m in zip(archs, terminals, memos)),
+                    dtype=np.float64, count=len(archs))
         return mean_over_seeds(per_key)
 
     def evaluate(self, tree) -> FitnessRecord:

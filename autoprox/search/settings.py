@@ -9,10 +9,11 @@ from typing import Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.cache import StatsPlan
-from autoprox.genome.tree import GenomeSpace
+from autoprox.genome.tree import DEFAULT_KERNELS, GenomeSpace
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import FitnessMode, parse_fitness
 from autoprox.search.rundir import RunDirectory
+from primitives import KERNEL_SETS
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class SearchSettings:
     #: What the search maximises (:func:`autoprox.search.fitness.parse_fitness`): ``jcm`` (the paper's),
     #: ``partial:BASE`` or ``combined:BASE[:W]``, the base fitted on the search part only.
     fitness: str = "jcm"
+    #: The kernel set genomes are evaluated with (:data:`primitives.KERNEL_SETS`): ``torch`` (the
+    #: committed runs' numbers bitwise) or ``numpy`` (faster here; scores equal to a few float32 ulps).
+    kernels: str = DEFAULT_KERNELS
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -61,6 +65,8 @@ class SearchSettings:
             del data["evolution"]["restarts"]
         if self.fitness == "jcm":  # nor a fitness other than the JCM
             del data["fitness"]
+        if self.kernels == DEFAULT_KERNELS:  # nor the kernel set, when torch's
+            del data["kernels"]
         data["genome"] = GenomeSpace.from_json(self.genome).to_json()
         data["targets"] = list(self.targets)
         data["stat_seeds"] = list(self.stat_seeds)
@@ -128,6 +134,7 @@ _FIELD_CHECKS = {
     "cv_mode": lambda v: isinstance(v, str),
     "split_indices": lambda v: v is None or _list_of(_is_int)(v),
     "fitness": lambda v: isinstance(v, str),
+    "kernels": lambda v: isinstance(v, str) and v in KERNEL_SETS,
 }
 _REQUIRED = ("bench", "targets", "stat_seeds", "evolution")
 

@@ -18,7 +18,13 @@ import numpy as np
 
 from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatisticsCache, StatsPlan, load_statistics
-from autoprox.genome.tree import InvalidProxy, parse_genome, score_architecture
+from autoprox.genome.tree import (
+    DEFAULT_KERNELS,
+    InvalidProxy,
+    kernel_map,
+    parse_genome,
+    score_architecture,
+)
 from autoprox.networks.statistics import InputSpec, torch_threads
 from autoprox.spaces.architectures import arch_to_config, parse_arch
 
@@ -27,19 +33,21 @@ class StatisticsShard:
     """The statistics of some architectures, held in a worker's memory; scores genomes on them.
 
     Made on the worker (as a Dask actor) from plain arguments: the cache's root and
-    precision, the statistics plan's parts, the architectures as (space, config) and their
-    terminal values.
+    precision, the statistics plan's parts, the architectures as (space, config), their
+    terminal values and the kernel set's name (:data:`primitives.KERNEL_SETS`).
     """
 
     def __init__(self, cache_root: str | None, precision: str, spec: dict, seeds: Sequence[int],
                  target_classes: dict, archs: Sequence[tuple[str, dict]],
-                 terminals: Sequence[dict] | None, extras: Sequence[str] = ()) -> None:
+                 terminals: Sequence[dict] | None, extras: Sequence[str] = (),
+                 kernels: str = DEFAULT_KERNELS) -> None:
         plan = StatsPlan(InputSpec(**spec), tuple(seeds), dict(target_classes), tuple(extras))
         parsed = [parse_arch(config, space) for space, config in archs]
         with torch_threads(1):
             self.stats = load_statistics(StatisticsCache(cache_root, precision), plan, parsed)
         self.terminals = list(terminals) if terminals is not None else None
         self.size = len(parsed)
+        self.kernels = kernel_map(kernels)
 
     def scores(self, genome: str) -> dict:
         """``{(seed, classes) as "seed:classes": [score per architecture]}``, or ``{"invalid": reason}``."""
@@ -49,7 +57,8 @@ class StatisticsShard:
         try:
             with torch_threads(1):
                 for (seed, classes), archs in self.stats.items():
-                    result[f"{seed}:{classes}"] = [score_architecture(tree, s, t) for s, t in zip(archs, terminals)]
+                    result[f"{seed}:{classes}"] = [score_architecture(tree, s, t, kernels=self.kernels)
+                                                       for s, t in zip(archs, terminals)]
         except InvalidProxy as exc:
             return {"invalid": str(exc)}
         return result
@@ -71,7 +80,8 @@ class ShardedScorer:
     """
 
     def __init__(self, client, cache: StatisticsCache, plan: StatsPlan, archs: Sequence,
-                 terminals: Sequence[dict] | None = None, shards: int | None = None) -> None:
+                 terminals: Sequence[dict] | None = None, shards: int | None = None,
+                 kernels: str = DEFAULT_KERNELS) -> None:
         workers = list(client.scheduler_info()["workers"])
         if not workers:
             raise ConfigError("the Dask cluster has no worker")
@@ -84,7 +94,7 @@ class ShardedScorer:
             part_terminals = [terminals[i] for i in part] if terminals is not None else None
             futures.append(client.submit(
                 StatisticsShard, str(cache.root), cache.precision, spec, list(plan.seeds), dict(plan.target_classes),
-                arch_args, part_terminals, list(plan.extras), actor=True, workers=[workers[number % len(workers)]],
+                arch_args, part_terminals, list(plan.extras), kernels, actor=True, workers=[workers[number % len(workers)]],
                 allow_other_workers=True, pure=False))
         self.actors = client.gather(futures)
 
