@@ -14,6 +14,7 @@ from autoprox.genome.tree import (
     InvalidProxy,
     canonical_string,
     parse_genome,
+    uses_spread_terminals,
 )
 from autoprox.search.halloffame import (
     HALL_OF_FAME,
@@ -99,6 +100,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     from autoprox.reports.simplify import (
         DEFAULT_TIMEOUT,
         LEGEND,
+        SPREAD_LEGEND,
         readable_formulas,
         statistics_for_check,
     )
@@ -178,6 +180,8 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         lines.append("LaTeX:")
         lines += [f"  #{rank}: {by_canonical[e.canonical].latex}" for rank, e in enumerate(rows, start=1)]
     lines.append(LEGEND)
+    if any(uses_spread_terminals(parse_genome(entry.canonical)) for entry in rows):
+        lines.append(SPREAD_LEGEND)
     if best is not None:
         block = best.get("beyond_size")
         if isinstance(block, Mapping) and block:
