@@ -92,3 +92,13 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def read_json_file(path: str | os.PathLike, what: str, error: type[Exception]) -> Any:
+    """The JSON value in ``path``; ``error`` (an AutoproxError) naming the file and ``what`` it
+    should be when it cannot be read or parsed: the one reading of user-given JSON files
+    (proxy, ensemble and manifest files) so that they fail alike."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise error(f"{path}: not {what} ({exc})") from None

@@ -36,7 +36,6 @@ scoring with another plan mixes scales, and the commands use the recorded one.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +43,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.core.atomic import atomic_write_json, json_safe
+from autoprox.core.atomic import atomic_write_json, json_safe, read_json_file
 from autoprox.core.errors import InputSpecError, ProxyError
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.networks.statistics import InputSpec
@@ -396,10 +395,7 @@ def ensemble_from_json(data: Mapping, where: str = "ensemble") -> EnsembleProxy:
 def load_ensemble(path: str | Path) -> EnsembleProxy:
     """Read an ensemble file; ProxyError naming the file and the field when it is not one."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProxyError(f"{path}: not a JSON ensemble file ({exc})") from None
+    data = read_json_file(path, "a JSON ensemble file", ProxyError)
     ensemble = ensemble_from_json(data, str(path))
     return EnsembleProxy(ensemble.name, ensemble.members, ensemble.plan,
                          {**ensemble.provenance, "file": str(path)})

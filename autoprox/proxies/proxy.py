@@ -4,7 +4,6 @@ of them through one path (:meth:`Proxy.score`, over :mod:`autoprox.proxies.score
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from autoprox.core.atomic import read_json_file
 from autoprox.core.errors import ProxyError  # noqa: F401 (re-exported)
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.tree import (
@@ -228,10 +228,7 @@ def resolve_proxy(text: str) -> Proxy:
     if path is None and text.endswith(".json"):
         raise ProxyError(f"proxy file not found: {text}")
     if path is not None:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
-            raise ProxyError(f"{path}: not a JSON proxy file ({exc})") from None
+        data = read_json_file(path, "a JSON proxy file", ProxyError)
         if isinstance(data, dict) and isinstance(data.get("format"), str) and data["format"] in PROXY_FILE_FORMATS:
             return PROXY_FILE_FORMATS[data["format"]](path, data)
         if not isinstance(data, dict) or not isinstance(data.get("genome"), str):

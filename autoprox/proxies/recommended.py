@@ -20,11 +20,11 @@ install from a clone, as the README's bootstrap makes).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Mapping
 
+from autoprox.core.atomic import read_json_file
 from autoprox.core.errors import ProxyError
 
 #: The prefix of a recommended proxy's name.
@@ -83,10 +83,7 @@ def find_manifest(environ: Mapping[str, str] | None = None, cwd: Path | None = N
 def load_manifest(path: str | Path) -> dict:
     """The manifest at ``path``, checked; ProxyError with one line naming the file and the problem."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProxyError(f"{path}: not a readable recommended-proxy manifest ({exc})") from None
+    data = read_json_file(path, "a readable recommended-proxy manifest", ProxyError)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ProxyError(f"{path}: not a recommended-proxy manifest (its 'format' is not {FORMAT!r})")
     spaces = data.get("spaces")
