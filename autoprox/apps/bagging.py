@@ -32,14 +32,13 @@ from functools import partial
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import numpy as np
-
 from autoprox.apps.protocol_jobs import log, run_jobs, search_job
+from autoprox.apps.selection import genome_average, usable_scores
 from autoprox.core.errors import ConfigError, ProxyError, RunDirError
 from autoprox.core.parallel import Executor
 from autoprox.core.progress import format_seconds
 from autoprox.genome.tree import InvalidProxy, parse_genome
-from autoprox.proxies.ensemble import JOINT, EnsembleProxy, member
+from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
 from autoprox.search.rundir import read_json
@@ -104,10 +103,6 @@ def bag_settings(fold_settings: SearchSettings, subsample: Sequence[int], bag: i
     return replace(fold_settings, split_indices=tuple(subsample), evolution=evolution)
 
 
-def _usable(scores: dict[int, np.ndarray]) -> bool:
-    return all(bool(np.all(np.isfinite(v))) and np.ptp(v) > 0 for v in scores.values())
-
-
 def bagged_ensemble(fold_run: Path, member_runs: Sequence[Path], bench: str | Path | None = None,
                     labels: Sequence[str] | None = None) -> EnsembleProxy:
     """The fold's bagged proxy: equal-weight quantile average of the ``best.json`` genomes of
@@ -131,24 +126,16 @@ def bagged_ensemble(fold_run: Path, member_runs: Sequence[Path], bench: str | Pa
         except InvalidProxy as exc:
             left_out.append({"run": label, "genome": genome, "why": str(exc)})
             continue
-        if not _usable(scores):
+        if not usable_scores(scores):
             left_out.append({"run": label, "genome": genome, "why": "not finite or constant on the search part"})
             continue
         chosen.append((label, genome, scores))
     if not chosen:
         raise ProxyError(f"{fold_run}: no bagged member is finite and not constant on the fold's search part")
-    weight = 1.0 / len(chosen)
-    plan = context.plan
-
-    def members(classes: int):
-        return tuple(member("proxy", genome, scores[classes], weight, classes) for _, genome, scores in chosen)
-
-    by_key = ({JOINT: members(plan.class_counts[0])} if len(plan.class_counts) == 1
-              else {t: members(plan.target_classes[t]) for t in context.targets})
     provenance = {"run": labels[0], "selection": BAGGED, "reference": "the fold's search part",
                   "members": [{"run": label, "genome": genome} for label, genome, _ in chosen],
                   **({"left_out": left_out} if left_out else {})}
-    return EnsembleProxy(BAGGED, by_key, {"input": plan.spec.to_json(), "seeds": list(plan.seeds)}, provenance)
+    return genome_average(BAGGED, context, [(genome, scores) for _, genome, scores in chosen], provenance)
 
 
 def fold_bags(fold_name: str, search: Sequence[int], repeat: int, fold: int, spec: Mapping) -> list[dict]:

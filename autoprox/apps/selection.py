@@ -137,6 +137,28 @@ def _valid_scores(values: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(values))) and np.ptp(values) > 0
 
 
+def usable_scores(scores: Mapping[int, np.ndarray]) -> bool:
+    """Whether a genome's raw scores (per class count) are finite and not constant at every class
+    count: what a member of a rank-average ensemble needs on its reference part."""
+    return all(_valid_scores(v) for v in scores.values())
+
+
+def genome_average(name: str, context: RunContext, chosen: Sequence[tuple[str, Mapping[int, np.ndarray]]],
+                   provenance: dict) -> EnsembleProxy:
+    """The equal-weight quantile average of ``chosen`` genomes, each with its raw scores on the
+    reference part per class count. Joint when every target shares one statistics class count,
+    else one member list per target of the same genomes at that target's class count."""
+    weight = 1.0 / len(chosen)
+
+    def members(classes: int) -> tuple[Member, ...]:
+        return tuple(member("proxy", genome, scores[classes], weight, classes) for genome, scores in chosen)
+
+    plan = context.plan
+    by_key = ({JOINT: members(plan.class_counts[0])} if len(plan.class_counts) == 1
+              else {t: members(plan.target_classes[t]) for t in context.targets})
+    return EnsembleProxy(name, by_key, _plan_json(context), provenance)
+
+
 @register_selection("hof-average")
 def select_hof_average(run_dir: Path, count: int = HOF_MEMBERS) -> Selected:
     """Equal-weight rank average (quantiles against the search part) of the hall of fame's best
@@ -153,7 +175,7 @@ def select_hof_average(run_dir: Path, count: int = HOF_MEMBERS) -> Selected:
             scores = context.score(Proxy(entry.genome, parse_genome(entry.genome)), "search", workers=1)
         except InvalidProxy:
             continue
-        if not all(_valid_scores(v) for v in scores.values()):
+        if not usable_scores(scores):
             continue
         if any(all(np.array_equal(np.argsort(v, kind="stable"), np.argsort(o[c], kind="stable"))
                    for c, v in scores.items()) for _, o in chosen):
@@ -161,16 +183,8 @@ def select_hof_average(run_dir: Path, count: int = HOF_MEMBERS) -> Selected:
         chosen.append((entry.genome, scores))
     if not chosen:
         return select_best(run_dir)
-    weight = 1.0 / len(chosen)
-
-    def members(classes: int) -> tuple[Member, ...]:
-        return tuple(member("proxy", genome, scores[classes], weight, classes) for genome, scores in chosen)
-
-    classes = context.plan.target_classes
-    by_key = ({JOINT: members(context.plan.class_counts[0])} if len(context.plan.class_counts) == 1
-              else {t: members(classes[t]) for t in context.targets})
-    return EnsembleProxy(f"hof-average-{len(chosen)}", by_key, _plan_json(context),
-                         _provenance(run_dir, "hof-average", genomes=[g for g, _ in chosen]))
+    return genome_average(f"hof-average-{len(chosen)}", context, chosen,
+                          _provenance(run_dir, "hof-average", genomes=[g for g, _ in chosen]))
 
 
 class SearchPartScores:
@@ -329,6 +343,6 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     return out, selected
 
 __all__ = ["CANDIDATES", "CV_PICK_CANDIDATES", "HOF_MEMBERS", "INNER_FOLDS", "SELECTIONS", "SearchPartScores",
-           "Selected", "inner_fold_jcms", "inner_fold_kendalls", "lower_bound", "register_selection", "search_part_folds", "select_best",
+           "Selected", "genome_average", "inner_fold_jcms", "inner_fold_kendalls", "lower_bound", "register_selection", "search_part_folds", "select_best",
            "select_cv_lower_bound", "select_cv_pick", "select_hof_average",
-           "selected_for_target", "selection", "write_selection"]
+           "selected_for_target", "selection", "usable_scores", "write_selection"]
