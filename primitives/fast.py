@@ -71,12 +71,9 @@ def element_wise_abslog(x: torch.Tensor) -> torch.Tensor:
     """UOP19: NumPy's log, then the absolute value in place (negative values give NaN, zero inf)."""
     if not numpy_ready(x):
         return unary.element_wise_abslog(x)
-    values = x.numpy()
-    out = np.empty_like(values)
-    with np.errstate(all="ignore"):
-        np.log(values, out=out)
-        np.abs(out, out=out)
-    return torch.from_numpy(out)
+    result = _apply(np.log, x)
+    np.abs(result.numpy(), out=result.numpy())
+    return result
 
 
 __all__ = ["element_wise_abslog", "element_wise_exp", "element_wise_log", "element_wise_mish",

@@ -74,11 +74,11 @@ def search_job(settings_json: Mapping, bench_path: str, run_dir: str, stop_after
     bench = load_benchmark(bench_path)
     run_dir = Path(run_dir)
     run = RunDirectory(run_dir)
-    if reuse:
-        best = finished_search(run_dir, RunContext.from_settings(settings, bench=bench).settings.to_json(),
-                               bench.sha256)
-    elif run.exists():
+    if reuse or run.exists():
         expected = RunContext.from_settings(settings, bench=bench).settings.to_json()
+    if reuse:
+        best = finished_search(run_dir, expected, bench.sha256)
+    elif run.exists():
         check_search_run(run_dir, expected, bench.sha256)
         best_path = run.file("best.json")
         best = read_json(best_path) if best_path.is_file() else None
