@@ -374,7 +374,7 @@ def describe_protocol(protocol: dict) -> str:
         parts.append(f"batch {settings['batch_size']}")
     if settings.get("input", "gaussian") != "gaussian":
         kind = settings["input"]
-        parts.append("real images (shipped photos)" if str(kind).startswith("images") else f"input {kind}")
+        parts.append(f"real images from {kind.partition(':')[2]}" if kind.startswith("images:") else f"input {kind}")
     spec = protocol["protocol"]
     if spec.get("bags"):
         parts.append(f"bagging {spec['bags']} x {spec.get('bag_fraction', 0.5):g}")
