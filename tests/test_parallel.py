@@ -186,3 +186,31 @@ def test_scheduler_without_an_answering_scheduler_is_one_line(capsys):
 
     assert main(["cache", "build", "--space", "pit", "--scheduler", "127.0.0.1:1"]) == 2
     assert capsys.readouterr().err.startswith("autoprox: error: no Dask scheduler answered at tcp://127.0.0.1:1")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_threaded_map_returns_the_loops_values_and_raises_its_first_error(threads):
+    from autoprox.core.parallel import ThreadedMap
+
+    mapper = ThreadedMap(threads)
+    try:
+        assert mapper(lambda i: i * 0.5, 7).tolist() == [i * 0.5 for i in range(7)]
+        assert mapper(lambda i: 1.0, 0).tolist() == []
+
+        def failing(i: int) -> float:
+            if i in (3, 5, 6, 30):
+                raise ValueError(f"item {i}")
+            return float(i)
+
+        for _ in range(20):  # whichever thread fails first, the plain loop's first failure is raised
+            with pytest.raises(ValueError, match="item 3$"):
+                mapper(failing, 40)
+    finally:
+        mapper.close()
+
+
+def test_threaded_map_refuses_no_threads():
+    from autoprox.core.parallel import ThreadedMap
+
+    with pytest.raises(ConfigError, match="at least 1"):
+        ThreadedMap(0)

@@ -127,6 +127,28 @@ def test_subtree_memo_gives_bitwise_identical_records(af_stats, af_small):
     assert any(memo.table for memo in memoised.subtree_memos[(0, 100)])
 
 
+@pytest.mark.parametrize("threads", [2, 4])
+def test_scoring_threads_give_bitwise_identical_records_and_the_same_first_failure(af_stats, af_small, threads):
+    """Architectures scored side by side in threads: every record (figures, validity and the reason of
+    an invalid genome, which names the first architecture that failed) is the one-thread record."""
+    accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
+    terminals = [terminal_values(a, 100) for a in af_small.archs[:6]]
+    threaded = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals, threads=threads)
+    single = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
+    rng = random.Random(21)
+    free_space = GenomeSpace("free", ("block_mean", "block_sum"), arch_terminals=True)
+    trees = [random_template(rng) for _ in range(60)] + [random_tree(rng, free_space) for _ in range(60)]
+    valid = 0
+    try:
+        for tree in trees:
+            a, b = threaded.evaluate(tree).to_json(), single.evaluate(tree).to_json()
+            assert json.dumps(a) == json.dumps(b)
+            valid += a["valid"]
+    finally:
+        threaded.close()
+    assert 0 < valid < len(trees)  # both valid and invalid genomes were compared
+
+
 def test_subtree_memo_is_bounded(af_stats):
     memo = SubtreeMemo(len(af_stats[(0, 100)][0]), limit=3)
     rng = random.Random(5)
@@ -139,18 +161,25 @@ def _records(path: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if k != "elapsed"} for line in path.read_text().splitlines()]
 
 
-@pytest.mark.parametrize("kind", ["template", "free"])
-def test_a_short_search_makes_the_log_recorded_before_the_speed_levers(af_small_file, session_cache, tmp_path, kind):
-    """``tests/data/speed/<kind>``: the logs of this search made by the code before statistics were held
-    encoded and subtrees memoised (commit 52875c2)."""
+@pytest.mark.parametrize("kind,workers", [("template", 1), ("free", 1), ("template", 2)])
+def test_a_short_search_makes_the_log_recorded_before_the_speed_levers(af_small_file, session_cache, tmp_path, kind,
+                                                                        workers):
+    """``tests/data/speed/<capability>/<kind>``: the logs of this search made by the code before statistics
+    were held encoded and subtrees memoised (commit 52875c2), and before architectures were scored in
+    ``workers`` threads side by side, on a machine of this one's torch CPU capability (AVX2 and AVX512
+    kernels round differently, so each has its own recording)."""
+    recorded = DATA / torch.backends.cpu.get_cpu_capability().lower() / kind
+    if not recorded.is_dir():
+        pytest.skip(f"no log recorded on a {torch.backends.cpu.get_cpu_capability()} machine (tests/data/speed)")
     genome = {} if kind == "template" else {"kind": "free", "aggregations": ["block_mean"], "arch_terminals": False}
     settings = SearchSettings(
-        bench=str(af_small_file), batch_size=2, cache_dir=str(session_cache.root), workers=1, search_fraction=0.75,
+        bench=str(af_small_file), batch_size=2, cache_dir=str(session_cache.root), workers=workers,
+        search_fraction=0.75,
         evolution=EvolutionConfig(population_size=6, iterations=10, retry_cap=4, top_k=2, seed=3), genome=genome,
     )
     run_search(settings, tmp_path / kind, quiet=True)
     for name in ("log.jsonl", "evaluations.jsonl"):
-        assert _records(tmp_path / kind / name) == _records(DATA / kind / name), name
+        assert _records(tmp_path / kind / name) == _records(recorded / name), name
 
 
 def test_torch_decoding_equals_the_numpy_reference_at_every_exponent():

@@ -17,14 +17,22 @@ again, and finished tasks are never lost.
 
 Dask and distributed are an optional extra (``pip install 'autoprox[dask]'``); without
 them everything runs as before on joblib.
+
+Within one process, :class:`ThreadedMap` maps a function over items in threads, for work
+that releases the GIL (torch and NumPy kernels on large arrays) and must share memory:
+the fitness of a genome on architectures whose statistics are held once.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
 
 from autoprox.core.errors import ConfigError
 
@@ -183,5 +191,70 @@ def make_executor(scheduler: str | None = None, workers: int = 1) -> Executor:
     return DaskExecutor(client, None, f"the Dask cluster at {value}")
 
 
-__all__ = ["DaskExecutor", "Executor", "LocalExecutor", "TASK_RETRIES", "as_executor", "make_executor",
+class ThreadedMap:
+    """``values[i] = function(i)`` for ``i < count`` in ``threads`` threads of this process, failing
+    as a plain loop would.
+
+    Thread ``k`` takes items ``k, k + threads, ...`` (interleaved, so items of unequal cost
+    spread evenly); this thread does its share itself. When items raise, the exception
+    raised is the one of the lowest item, the one ``for i in range(count)`` would have
+    stopped at, and no thread starts an item above the lowest failure found so far. So
+    the result, or the error, does not depend on ``threads`` as long as ``function(i)``
+    depends on ``i`` alone (items may share read-only data; each item's own mutable state
+    is touched by one thread at a time).
+
+    Threads pay off only where ``function`` spends its time outside the GIL. A
+    KeyboardInterrupt reaches this thread; the others finish the item they are on.
+    ``initializer`` runs once in each new thread (thread-local settings such as torch's
+    intra-op thread count, which a new thread does not take from the one that starts it).
+    """
+
+    def __init__(self, threads: int, initializer: Callable[[], Any] | None = None) -> None:
+        if threads < 1:
+            raise ConfigError(f"threads must be at least 1, got {threads}")
+        self.threads = threads
+        self.initializer = initializer
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __call__(self, function: Callable[[int], float], count: int) -> np.ndarray:
+        """The float64 array of ``function(i)`` for ``i < count``; raises as the plain loop would."""
+        threads = min(self.threads, count)
+        if threads <= 1:
+            return np.fromiter((function(i) for i in range(count)), dtype=np.float64, count=count)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="autoprox-map",
+                                            initializer=self.initializer)
+        values = np.empty(count, dtype=np.float64)
+        lowest = [math.inf]  # the lowest item that raised so far
+        failures: dict[int, BaseException] = {}
+        lock = threading.Lock()
+
+        def share(first: int) -> None:
+            for i in range(first, count, threads):
+                if i > lowest[0]:
+                    return
+                try:
+                    values[i] = function(i)
+                except Exception as exc:
+                    with lock:
+                        failures[i] = exc
+                        lowest[0] = min(lowest[0], i)
+                    return
+
+        futures = [self._pool.submit(share, k) for k in range(1, threads)]
+        share(0)
+        for future in futures:
+            future.result()
+        if failures:
+            raise failures[min(failures)]
+        return values
+
+    def close(self) -> None:
+        """Stop the threads (a later call starts them again)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+__all__ = ["DaskExecutor", "Executor", "LocalExecutor", "TASK_RETRIES", "ThreadedMap", "as_executor", "make_executor",
            "parse_scheduler"]

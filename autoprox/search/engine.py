@@ -234,14 +234,25 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
     else:
         stats = load_statistics(cache, plan, search_archs, mapped=hold_mapped(len(search_archs), len(plan.keys())))
     accuracies = context.accuracies("search")
-    space = settings.genome_space
     folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
     fitness = settings.fitness_mode
     # The base of a fitness beyond it: fitted per target on the search part, once per run.
     fitness_choices, bases = context.fitness_bases() if not fitness.plain else (None, None)
     evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes, settings.weights,
                                  terminals=terminals, folds=folds, fold_mode=settings.cv_mode, remote=remote,
-                                 fitness=fitness, bases=bases, kernels=settings.kernels)
+                                 fitness=fitness, bases=bases, kernels=settings.kernels,
+                                 threads=max(1, settings.workers) if remote is None else 1)
+    try:
+        return _evolve(context, evaluator, resume, stop_after, quiet, hint, executor, fitness_choices, digest)
+    finally:
+        evaluator.close()
+
+
+def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop_after: int | None, quiet: bool,
+            hint: str, executor: Executor | None, fitness_choices, digest: dict) -> dict:
+    """The evolution of :func:`_search` on its evaluator, then the report."""
+    run, settings = context.run, context.settings
+    space = settings.genome_space
     evo = settings.evolution
 
     # The hall of fame sees every fresh evaluation; on resume it is rebuilt from

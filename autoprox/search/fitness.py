@@ -29,14 +29,17 @@ import math
 import random
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+import torch
 from scipy.stats import rankdata
 
 from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.correlation import kendall, partial_kendall
 from autoprox.core.errors import ConfigError
+from autoprox.core.parallel import ThreadedMap
 from autoprox.data.cache import StatsKey
 from autoprox.genome.memo import SubtreeMemo
 from autoprox.genome.tree import (
@@ -202,7 +205,7 @@ class FitnessEvaluator:
                  folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean",
                  remote=None, subtree_memo: bool = True, fitness: FitnessMode | None = None,
                  bases: Mapping[str, np.ndarray] | None = None, reduce_early: bool = False,
-                 kernels: str = DEFAULT_KERNELS) -> None:
+                 kernels: str = DEFAULT_KERNELS, threads: int = 1) -> None:
         """``remote``: where the architectures' scores come from instead of ``stats`` in this
         process (a :class:`autoprox.search.shards.ShardedScorer`, whose statistics stay on a Dask
         cluster's workers; ``stats`` then only says which sets and how many architectures).
@@ -221,8 +224,14 @@ class FitnessEvaluator:
         :class:`~autoprox.genome.memo.SubtreeMemo`).
         ``kernels``: the kernel set genomes are evaluated with (:data:`primitives.KERNEL_SETS`):
         ``torch`` (default; the committed runs' numbers bitwise) or ``numpy`` (NumPy's tanh, exp
-        and log, faster here; scores equal to a few float32 ulps, ``tests/test_kernels.py``)."""
+        and log, faster here; scores equal to a few float32 ulps, ``tests/test_kernels.py``).
+        ``threads``: architectures scored side by side in this many threads of this process, on
+        the one copy of the statistics (:class:`~autoprox.core.parallel.ThreadedMap`); each
+        architecture's score is computed as with one thread, so the records are the same bits
+        whatever the count (the kernels run outside the GIL). Call :meth:`close` when done."""
         self.stats = stats
+        # Each scoring thread's torch runs one intra-op thread, as torch_threads(1) makes this one.
+        self.threads = ThreadedMap(threads, initializer=partial(torch.set_num_threads, 1))
         self.kernels = kernels
         self.kernel_functions = kernel_map(kernels)
         self.remote = remote
@@ -283,7 +292,8 @@ class FitnessEvaluator:
         over seeds is the core's :func:`~autoprox.proxies.scorers.mean_over_seeds`. Computed
         single-threaded whatever the caller's torch setting, so that they are the very
         numbers :meth:`autoprox.proxies.proxy.Proxy.score` gives (a parallel reduction sums
-        in another order and moves the last bits).
+        in another order and moves the last bits); with ``threads``, whole architectures run
+        side by side instead, each with one intra-op thread.
         """
         if self.remote is not None:
             return self.remote.architecture_scores(tree)
@@ -292,10 +302,16 @@ class FitnessEvaluator:
             for key, archs in self.stats.items():
                 terminals = self.terminals or [None] * len(archs)
                 memos = self.subtree_memos[key] if self.subtree_memos is not None else [None] * len(archs)
-                per_key[key] = np.fromiter(
-                    (score_architecture(tree, s, t, m, self.kernel_functions) for s, t, m in zip(archs, terminals, memos)),
-                    dtype=np.float64, count=len(archs))
+
+                def score(i: int, archs=archs, terminals=terminals, memos=memos) -> float:
+                    return score_architecture(tree, archs[i], terminals[i], memos[i], self.kernel_functions)
+
+                per_key[key] = self.threads(score, len(archs))
         return mean_over_seeds(per_key)
+
+    def close(self) -> None:
+        """Stop the scoring threads, if any."""
+        self.threads.close()
 
     def evaluate(self, tree) -> FitnessRecord:
         """The genome's fitness record (memoised by canonical form)."""
