@@ -136,9 +136,16 @@ def fit_rank_blend(features: np.ndarray, accuracies: np.ndarray, ridge: float = 
 
 
 def blend_scores(choice: Choice, columns: Columns) -> np.ndarray:
-    """Scores of a fitted blend on the architectures of ``columns``."""
+    """Scores of a fitted blend on the architectures of ``columns``.
+
+    The weighted sum runs feature by feature in element-wise operations, not as a matrix
+    product, so an architecture's score is the same bits whichever architectures it is scored
+    with (BLAS may sum one row and many rows in different orders)."""
     z = (blend_features(columns, choice["features"]) - np.asarray(choice["center"])) / np.asarray(choice["scale"])
-    return z @ np.asarray(choice["coef"], dtype=np.float64)
+    total = np.zeros(len(z))
+    for column, weight in zip(z.T, np.asarray(choice["coef"], dtype=np.float64)):
+        total += column * weight
+    return total
 
 
 @register_baseline("blend", blend_scores, "rank-linear blend of descriptors fitted on the search part")
