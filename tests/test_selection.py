@@ -127,6 +127,45 @@ def test_cv_pick_joint_takes_one_candidate_for_every_target_by_inner_fold_jcm(ru
             assert joint.members[target] == per_target.members[target]
 
 
+def test_cv_pick_coarse_chooses_the_coarse_descriptor_on_each_inner_training_part(run_dir):
+    from autoprox.apps.selection import (
+        SearchPartScores,
+        inner_fold_kendalls,
+        search_part_folds,
+    )
+    from autoprox.core.correlation import correlate
+    from autoprox.proxies.baselines import fit_coarse
+    from autoprox.proxies.figures import BAR_DESCRIPTORS
+
+    chosen = SELECTIONS["cv-pick-coarse"](run_dir)
+    context = RunContext.open(run_dir)
+    scores = SearchPartScores(run_dir, context)
+    folds = search_part_folds(context)
+    size = len(context.indices("search"))
+    table = chosen.provenance["inner_kendall"]
+    for target in TARGETS:
+        assert set(table[target]) == {"best", "blend", "best+blend", "coarse"}
+        # By hand: on each inner fold, the descriptor that ranks the other folds best, scored on the fold.
+        by_hand = []
+        for fold in folds:
+            train = [i for i in range(size) if i not in fold]
+            accuracies = scores.accuracies[target]
+            best = max(BAR_DESCRIPTORS, key=lambda d: np.nan_to_num(
+                correlate(scores.columns[d][train], accuracies[train])["kendall"], nan=-2.0))
+            assert fit_coarse({d: v[train] for d, v in scores.columns.items()}, accuracies[train])["descriptor"] == best
+            by_hand.append(correlate(scores.columns[best][fold], accuracies[fold])["kendall"])
+        assert inner_fold_kendalls(scores, "coarse", target, folds) == pytest.approx(by_hand, nan_ok=True)
+        # A fold where the chosen descriptor is constant has no Kendall: the candidate is then out.
+        mean = float(np.mean(by_hand)) if np.all(np.isfinite(by_hand)) else float("-inf")
+        assert table[target]["coarse"] == pytest.approx(mean)
+        pick = chosen.provenance["chosen"][target]
+        assert table[target][pick] == max(table[target].values())
+        if pick == "coarse":  # chosen again on the whole search part, kept as a descriptor member
+            (only,) = chosen.members[target]
+            whole = fit_coarse({d: v for d, v in scores.columns.items()}, scores.accuracies[target])
+            assert (only.kind, only.value) == ("descriptor", whole["descriptor"])
+
+
 def test_ensemble_selections_never_read_the_test_part(af_small, session_cache, tmp_path):
     """Permuting the test part's accuracies changes neither the search nor any selection's choice."""
     from dataclasses import replace

@@ -21,7 +21,12 @@ import numpy as np
 from autoprox.core.correlation import correlate, jcm
 from autoprox.core.errors import ConfigError
 from autoprox.genome.tree import InvalidProxy, parse_genome
-from autoprox.proxies.baselines import blend_features, blend_scores, fit_rank_blend
+from autoprox.proxies.baselines import (
+    blend_features,
+    blend_scores,
+    fit_coarse,
+    fit_rank_blend,
+)
 from autoprox.proxies.ensemble import JOINT, EnsembleProxy, Member, member, quantile
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.search.context import RunContext
@@ -120,8 +125,8 @@ def select_cv_lower_bound(run_dir: Path, candidates: int = CANDIDATES, folds: in
 #: Hall-of-fame proxies ``hof-average`` rank-averages.
 HOF_MEMBERS = 5
 #: ``cv-pick``'s candidates: each a ``+``-joined list of ``best`` (the run's best proxy), ``blend``
-#: (the descriptor blend fitted on the part at hand) or a built-in proxy (``zico``), averaged with
-#: equal weights. The default is what the protocol measured to help (docs/manual.md).
+#: (the descriptor blend fitted on the part at hand), ``coarse`` (the coarse descriptor that ranks
+#: the part at hand best) or a built-in proxy (``zico``), averaged with equal weights. The default is what the protocol measured to help (docs/manual.md).
 CV_PICK_CANDIDATES = ("best", "blend", "best+blend")
 
 
@@ -207,13 +212,18 @@ class SearchPartScores:
         if text not in self._proxies:
             proxy = self.best if part == "best" else resolve_proxy(part)
             if not isinstance(proxy, Proxy) or proxy.provenance.get("file"):
-                raise ConfigError(f"cv-pick candidate part {part!r} must be best, blend or a built-in proxy")
+                raise ConfigError(f"cv-pick candidate part {part!r} must be best, blend, coarse or a built-in proxy")
             self._proxies[text] = self.context.score(proxy, "search", workers=1)
         return self._proxies[text][self.context.plan.target_classes[target]]
 
     def fitted(self, part: str, target: str, train: Sequence[int], test: Sequence[int] | None):
-        """(raw scores on ``train``, raw scores on ``test``, the member's value): ``blend`` fitted on
-        ``train`` only."""
+        """(raw scores on ``train``, raw scores on ``test``, the member's value): ``blend`` fitted and
+        ``coarse`` chosen on ``train`` only."""
+        if part == "coarse":
+            rows = {name: values[list(train)] for name, values in self.columns.items()}
+            descriptor = fit_coarse(rows, self.accuracies[target][list(train)])["descriptor"]
+            values = np.asarray(self.columns[descriptor], dtype=np.float64)
+            return values[list(train)], None if test is None else values[list(test)], descriptor
         if part == "blend":
             choice = fit_rank_blend(self.features[list(train)], self.accuracies[target][list(train)])
             rows = {name: values[list(train)] for name, values in self.columns.items()}
@@ -296,7 +306,7 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
         members = []
         for part in parts:
             raw, _, value = scores.fitted(part, target, range(size), None)
-            kind = "blend" if part == "blend" else "proxy"
+            kind = {"blend": "blend", "coarse": "descriptor"}.get(part, "proxy")
             members.append(member(kind, value, raw, 1.0 / len(parts), context.plan.target_classes[target]))
         by_target[target] = tuple(members)
     return EnsembleProxy(name, by_target, _plan_json(context),
@@ -307,6 +317,7 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
 register_selection("cv-pick")(select_cv_pick)
 register_selection("cv-pick-joint")(partial(select_cv_pick, joint=True))
 register_selection("cv-pick-zico")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico")))
+register_selection("cv-pick-coarse")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "coarse")))
 
 
 

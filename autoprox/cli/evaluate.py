@@ -38,7 +38,9 @@ def add_parser(sub) -> None:
                                "hall of fame's best 5 distinct proxies), cv-pick (per target, the best of the proxy, "
                                "the descriptor blend and their average by 5-fold cross-validation on the search "
                                "part), cv-pick-joint (cv-pick's candidates, one of them for every target, by inner-fold JCM) "
-                               "or cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too)")
+                               "cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too) or "
+                               "cv-pick-coarse (cv-pick with the coarse descriptor chosen on each inner training part "
+                               "as a candidate too)")
     protocol.add_argument("--reuse-searches", metavar="DIR", default=None,
                           help="score again the finished fold searches of the protocol in DIR instead of running "
                                "searches (same settings, folds and benchmark; search options may be left out); "

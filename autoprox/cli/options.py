@@ -114,7 +114,9 @@ def add_stats_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cache-dir", default=None, help="statistics cache (default $AUTOPROX_CACHE or ~/.cache/autoprox)")
     group.add_argument("--cache-precision", choices=PRECISIONS, default="float16",
                        help="how statistics are stored (default float16 with a power-of-two scale)")
-    group.add_argument("--workers", type=int, default=2, help="parallel processes for statistics (default 2)")
+    group.add_argument("--workers", type=int, default=2,
+                       help="parallel processes for statistics; a search also scores architectures in this "
+                            "many threads (default 2; the results do not depend on it)")
     group.add_argument("--scheduler", default=None, metavar="local:N|HOST:PORT",
                        help="run the parallel steps on a Dask cluster: local:N starts N worker processes here, "
                             "HOST:PORT is a running 'dask scheduler' (needs the dask extra; default: --workers "
