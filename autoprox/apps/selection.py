@@ -24,7 +24,7 @@ from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import (
     blend_features,
     blend_scores,
-    fit_coarse,
+    choose_baselines,
     fit_rank_blend,
 )
 from autoprox.proxies.ensemble import JOINT, EnsembleProxy, Member, member, quantile
@@ -126,7 +126,8 @@ def select_cv_lower_bound(run_dir: Path, candidates: int = CANDIDATES, folds: in
 HOF_MEMBERS = 5
 #: ``cv-pick``'s candidates: each a ``+``-joined list of ``best`` (the run's best proxy), ``blend``
 #: (the descriptor blend fitted on the part at hand), ``coarse`` (the coarse descriptor that ranks
-#: the part at hand best) or a built-in proxy (``zico``), averaged with equal weights. The default is what the protocol measured to help (docs/manual.md).
+#: the part at hand best) or a built-in proxy (``zico``), averaged with equal weights. The default
+#: is what the protocol measured to help (docs/manual.md).
 CV_PICK_CANDIDATES = ("best", "blend", "best+blend")
 
 
@@ -220,8 +221,8 @@ class SearchPartScores:
         """(raw scores on ``train``, raw scores on ``test``, the member's value): ``blend`` fitted and
         ``coarse`` chosen on ``train`` only."""
         if part == "coarse":
-            rows = {name: values[list(train)] for name, values in self.columns.items()}
-            descriptor = fit_coarse(rows, self.accuracies[target][list(train)])["descriptor"]
+            descriptor = choose_baselines(self.columns, self.accuracies, train, [target],
+                                          ["coarse"])["coarse"][target]["descriptor"]
             values = np.asarray(self.columns[descriptor], dtype=np.float64)
             return values[list(train)], None if test is None else values[list(test)], descriptor
         if part == "blend":
