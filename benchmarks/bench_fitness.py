@@ -8,9 +8,12 @@ statistics. The cache must be warm (``autoprox cache build --space autoformer``)
 ``--stream EVALUATIONS.jsonl`` replays the genomes a committed search evaluated, in its
 order (children share branches with their parents, as in a search), instead of drawing
 independent random templates; ``--reduce-early`` turns on the (non-exact) early reduction;
-``--kernels numpy`` evaluates with the NumPy kernel set (:data:`primitives.KERNEL_SETS`).
+``--kernels numpy`` evaluates with the NumPy kernel set (:data:`primitives.KERNEL_SETS`);
+``--evaluation counted`` once per distinct stored value (:mod:`autoprox.genome.counted`), the
+exact path for the genomes it does not cover (the statistics are counted before the timing).
 
 Usage: python benchmarks/bench_fitness.py [--genomes 30] [--reduce-early] [--kernels torch|numpy]
+       [--evaluation exact|counted]
        [--stream runs/autoformer-reference/evaluations.jsonl]
 """
 
@@ -27,10 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import machine, peak_rss_mb  # noqa: E402
+from common import machine, peak_rss_mb, private_mb  # noqa: E402
 
 from autoprox.data.benchmark import default_bench_path, load_benchmark, split_benchmark  # noqa: E402
 from autoprox.data.cache import StatisticsCache, StatsPlan, load_statistics  # noqa: E402
+from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS  # noqa: E402
 from autoprox.genome.tree import parse_genome, random_template  # noqa: E402
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads  # noqa: E402
 from autoprox.search.fitness import FitnessEvaluator  # noqa: E402
@@ -52,6 +56,8 @@ def main() -> None:
                         help="mean of a sum as the sum of memoised branch means (float32 rounding, not exact)")
     parser.add_argument("--kernels", choices=tuple(KERNEL_SETS), default="torch",
                         help="the kernel set genomes are evaluated with (default torch)")
+    parser.add_argument("--evaluation", choices=EVALUATIONS, default=DEFAULT_EVALUATION,
+                        help="exact (default) or counted evaluation (autoprox.genome.counted)")
     parser.add_argument("--stream", help="an evaluations.jsonl whose genomes are replayed in order "
                                          "(--genomes then counts valid ones among them)")
     parser.add_argument("--archs", type=int, default=60, help="the first N search-split architectures")
@@ -71,7 +77,9 @@ def main() -> None:
     accuracies = {t: bench.accuracies[t][list(split.search)][: len(archs)] for t in targets}
     evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes,
                                  subtree_memo=not args.no_subtree_memo, reduce_early=args.reduce_early,
-                                 kernels=args.kernels)
+                                 kernels=args.kernels, evaluation=args.evaluation)
+    counting_seconds = evaluator.prepare()
+    rss_counted = peak_rss_mb()
     stream = ([json.loads(line)["genome"] for line in Path(args.stream).read_text().splitlines()]
               if args.stream else [])
     profiler = cProfile.Profile() if args.profile else None
@@ -105,8 +113,15 @@ def main() -> None:
     print(f"architectures: {len(archs)}, targets: {len(targets)}, batch {plan.spec.batch_size}, "
           f"held {args.held}, subtree memo {'off' if args.no_subtree_memo else 'on'}, "
           f"reduce early {'on' if args.reduce_early else 'off'}, kernels {args.kernels}, "
+          f"evaluation {args.evaluation}, "
           f"genomes {args.stream or 'random templates'}")
     print(f"loading cached statistics: {load_seconds:.1f} s, resident memory {rss_before:.0f} -> {rss_after:.0f} MB")
+    if evaluator.counted is not None:
+        counted_mb = sum(blocks.nbytes for blocks in evaluator.counted.values()) / 1e6
+        print(f"counting the statistics: {counting_seconds:.1f} s, {counted_mb:.0f} MB of counts, "
+              f"peak resident memory {rss_counted:.0f} MB; genomes scored counted {evaluator.path_counts['counted']}, "
+              f"by the exact path {evaluator.path_counts['exact']} (valid and invalid)")
+    print(f"private memory now: {private_mb():.0f} MB")
     print(f"valid genomes: median {median:.3f} s per evaluation (n={len(valid_times)}, "
           f"p90 {sorted(valid_times)[int(0.9 * len(valid_times))]:.3f} s, max {max(valid_times):.3f} s)")
     print(f"all {len(valid_times) + len(invalid_times)} evaluations: {total_seconds:.1f} s, "

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import PRECISIONS, StatsPlan
+from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.genome.tree import DEFAULT_KERNELS
 from autoprox.networks.statistics import DEVICES
 from autoprox.proxies.proxy import seed_genome, split_proxy_list
@@ -203,6 +204,10 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
                         help="kernels genomes are evaluated with: torch (default, bitwise the committed runs) or "
                              "numpy (NumPy's tanh, exp and log, faster on this torch build; scores equal to a few "
                              "float32 ulps, relative 1e-6 or less; docs/manual.md)")
+    search.add_argument("--evaluation", choices=EVALUATIONS, default=DEFAULT_EVALUATION,
+                        help="how genomes are evaluated: exact (default, entry by entry, bitwise the committed runs) "
+                             "or counted (once per distinct stored float16 value for all blocks at once, the exact "
+                             "path for what it does not cover; scores equal to float32 rounding; docs/manual.md)")
     genome = search.add_argument_group("genome space and selection (beyond the paper; defaults are the paper's)")
     genome.add_argument("--genome", choices=("template", "free"), default="template",
                         help="the paper's template trees, or free-form typed trees")
@@ -351,7 +356,7 @@ def search_settings(args: argparse.Namespace):
         stat_seeds=tuple(args.stat_seeds), per_target_stats=args.per_target_stats, cache_dir=args.cache_dir,
         cache_precision=args.cache_precision, workers=args.workers, seed_proxies=seed_genomes,
         evolution=evolution, genome=space.to_json(), cv_folds=args.cv_folds, cv_mode=args.cv_mode,
-        fitness=parse_fitness(args.fitness).name, kernels=args.kernels,
+        fitness=parse_fitness(args.fitness).name, kernels=args.kernels, evaluation=args.evaluation,
     )
 
 

@@ -92,6 +92,10 @@ class EncodedBlock(collections.abc.Mapping):
     def __len__(self) -> int:
         return len(self._arrays)
 
+    def stored(self, name: str) -> tuple[np.ndarray, int] | None:
+        """A statistic as stored: its array (float16 or float32) and its power-of-two exponent; None if absent."""
+        return self._arrays.get(name)
+
     def shape(self, name: str) -> tuple[int, ...]:
         """A statistic's shape, without decoding it."""
         return tuple(self._arrays[name][0].shape)

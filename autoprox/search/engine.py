@@ -228,6 +228,8 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
                 progress=None if quiet else Progress("statistics", every=15))
     terminals = [terminal_values(a) for a in search_archs]
     remote = None
+    if isinstance(executor, DaskExecutor) and settings.evaluation != "exact":
+        raise ConfigError(f"--evaluation {settings.evaluation} runs in this process; it cannot be used with --scheduler")
     if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
         remote = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
         stats = {key: [None] * len(search_archs) for key in plan.keys()}
@@ -241,7 +243,8 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
     evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes, settings.weights,
                                  terminals=terminals, folds=folds, fold_mode=settings.cv_mode, remote=remote,
                                  fitness=fitness, bases=bases, kernels=settings.kernels,
-                                 threads=max(1, settings.workers) if remote is None else 1)
+                                 threads=max(1, settings.workers) if remote is None else 1,
+                                 evaluation=settings.evaluation)
     try:
         return _evolve(context, evaluator, resume, stop_after, quiet, hint, executor, fitness_choices, digest)
     finally:

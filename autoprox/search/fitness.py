@@ -41,6 +41,14 @@ from autoprox.core.correlation import kendall, partial_kendall
 from autoprox.core.errors import ConfigError
 from autoprox.core.parallel import ThreadedMap
 from autoprox.data.cache import StatsKey
+from autoprox.genome.counted import (
+    DEFAULT_EVALUATION,
+    EVALUATIONS,
+    CountedBlocks,
+    NotCounted,
+    counted_scores,
+    is_counted_form,
+)
 from autoprox.genome.memo import SubtreeMemo
 from autoprox.genome.tree import (
     DEFAULT_KERNELS,
@@ -205,7 +213,7 @@ class FitnessEvaluator:
                  folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean",
                  remote=None, subtree_memo: bool = True, fitness: FitnessMode | None = None,
                  bases: Mapping[str, np.ndarray] | None = None, reduce_early: bool = False,
-                 kernels: str = DEFAULT_KERNELS, threads: int = 1) -> None:
+                 kernels: str = DEFAULT_KERNELS, threads: int = 1, evaluation: str = DEFAULT_EVALUATION) -> None:
         """``remote``: where the architectures' scores come from instead of ``stats`` in this
         process (a :class:`autoprox.search.shards.ShardedScorer`, whose statistics stay on a Dask
         cluster's workers; ``stats`` then only says which sets and how many architectures).
@@ -228,7 +236,11 @@ class FitnessEvaluator:
         ``threads``: architectures scored side by side in this many threads of this process, on
         the one copy of the statistics (:class:`~autoprox.core.parallel.ThreadedMap`); each
         architecture's score is computed as with one thread, so the records are the same bits
-        whatever the count (the kernels run outside the GIL). Call :meth:`close` when done."""
+        whatever the count (the kernels run outside the GIL). Call :meth:`close` when done.
+        ``evaluation``: ``exact`` (default; entry by entry, the committed runs' numbers bitwise) or
+        ``counted`` (:mod:`autoprox.genome.counted`: once per distinct stored value for all blocks at
+        once, the exact path for what it does not cover; scores equal to float32 rounding, needs the
+        statistics held as stored float16)."""
         self.stats = stats
         # Each scoring thread's torch runs one intra-op thread, as torch_threads(1) makes this one.
         self.threads = ThreadedMap(threads, initializer=partial(torch.set_num_threads, 1))
@@ -280,8 +292,28 @@ class FitnessEvaluator:
             if subtree_memo and remote is None else None)
         if reduce_early and self.subtree_memos is None:
             raise ConfigError("reducing early needs the subtree memo (and statistics in this process)")
+        if evaluation not in EVALUATIONS:
+            raise ConfigError(f"unknown evaluation {evaluation!r}; use {' or '.join(EVALUATIONS)}")
+        self.evaluation = evaluation
+        self.counted: dict[StatsKey, CountedBlocks] | None = None
+        if evaluation == "counted":
+            if remote is not None:
+                raise ConfigError("counted evaluation runs on statistics in this process, not on a cluster's workers")
+            if not all(is_counted_form(archs) for archs in stats.values()):
+                raise ConfigError("counted evaluation needs the statistics held as stored float16 "
+                                  "(cache precision float16, not loaded as float32)")
+            self.counted = {key: CountedBlocks(archs) for key, archs in stats.items()}
+        #: Genomes scored by counted evaluation and by the exact path (with ``evaluation="counted"``).
+        self.path_counts = {"counted": 0, "exact": 0}
         self.evaluations = 0
         self.seconds = 0.0
+
+    def prepare(self) -> float:
+        """Count every statistic now rather than on first use (counted evaluation); the seconds it took."""
+        start = time.perf_counter()
+        for blocks in (self.counted or {}).values():
+            blocks.prepare(tuple(blocks.statistic_names))
+        return time.perf_counter() - start
 
     def architecture_scores(self, tree) -> dict[int, np.ndarray]:
         """Scores per class count, each the mean over seeds; raises InvalidProxy.
@@ -297,6 +329,14 @@ class FitnessEvaluator:
         """
         if self.remote is not None:
             return self.remote.architecture_scores(tree)
+        if self.counted is not None:
+            try:
+                per_key = {key: counted_scores(tree, blocks, self.terminals, self.kernel_functions)
+                           for key, blocks in self.counted.items()}
+                self.path_counts["counted"] += 1
+                return mean_over_seeds(per_key)
+            except NotCounted:
+                self.path_counts["exact"] += 1
         per_key = {}
         with torch_threads(1):
             for key, archs in self.stats.items():

@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.cache import StatsPlan
+from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.genome.tree import DEFAULT_KERNELS, GenomeSpace
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import FitnessMode, parse_fitness
@@ -50,6 +51,10 @@ class SearchSettings:
     #: The kernel set genomes are evaluated with (:data:`primitives.KERNEL_SETS`): ``torch`` (the
     #: committed runs' numbers bitwise) or ``numpy`` (faster here; scores equal to a few float32 ulps).
     kernels: str = DEFAULT_KERNELS
+    #: How genomes are evaluated (:data:`autoprox.genome.counted.EVALUATIONS`): ``exact`` (entry by
+    #: entry, the committed runs' numbers bitwise) or ``counted`` (once per distinct stored value,
+    #: the exact path where it does not apply; scores equal to float32 rounding).
+    evaluation: str = DEFAULT_EVALUATION
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -67,6 +72,8 @@ class SearchSettings:
             del data["fitness"]
         if self.kernels == DEFAULT_KERNELS:  # nor the kernel set, when torch's
             del data["kernels"]
+        if self.evaluation == DEFAULT_EVALUATION:  # nor the evaluation, when exact
+            del data["evaluation"]
         data["genome"] = GenomeSpace.from_json(self.genome).to_json()
         data["targets"] = list(self.targets)
         data["stat_seeds"] = list(self.stat_seeds)
@@ -135,6 +142,7 @@ _FIELD_CHECKS = {
     "split_indices": lambda v: v is None or _list_of(_is_int)(v),
     "fitness": lambda v: isinstance(v, str),
     "kernels": lambda v: isinstance(v, str) and v in KERNEL_SETS,
+    "evaluation": lambda v: isinstance(v, str) and v in EVALUATIONS,
 }
 _REQUIRED = ("bench", "targets", "stat_seeds", "evolution")
 
