@@ -65,32 +65,6 @@ class Tabled:
 
 
 @dataclass(frozen=True, eq=False)
-class Spread:
-    """A function of one statistic that differs from block to block (after a whole-matrix operation
-    such as ``normalize``): its value at each (block, code) of the counts, in their stored order."""
-
-    statistic: CountedStatistic
-    values: torch.Tensor  # float32 [N], aligned with statistic.counts.data
-
-
-def _spread(value) -> Spread:
-    """A matrix operand as a :class:`Spread` (a :class:`Tabled` one read at each block's codes)."""
-    if isinstance(value, Spread):
-        return value
-    statistic = value.statistic
-    if not (statistic.numel > 0).all():
-        raise NotCounted("a block without entries")
-    columns = torch.from_numpy(np.asarray(statistic.counts.indices, dtype=np.int64))
-    return Spread(statistic, torch.index_select(value.values.reshape(-1), 0, columns))
-
-
-def _per_entry(statistic: CountedStatistic, per_block: torch.Tensor) -> torch.Tensor:
-    """A per-block value repeated at each of the block's codes (a Spread's order)."""
-    lengths = torch.from_numpy(np.diff(statistic.counts.indptr).astype(np.int64))
-    return torch.repeat_interleave(per_block, lengths)
-
-
-@dataclass(frozen=True, eq=False)
 class Pending:
     """A binary operation on a matrix whose result only its mean can be taken of (``to_mean_scalar``)."""
 
@@ -175,13 +149,6 @@ def _block_sums(table: Tabled, square: bool = False, absolute: bool = False) -> 
         values = values * values  # element-wise, as the exact path squares each entry
     elif absolute:
         values = torch.abs(values)
-    if isinstance(table, Spread):
-        entries = values.numpy()
-        if not np.isfinite(entries).all():
-            raise NotCounted("a value is not finite")
-        if entries.size and float(np.max(np.abs(entries))) * float(np.max(statistic.numel)) >= FLOAT32_MAX:
-            raise NotCounted("a sum could overflow float32")
-        return np.add.reduceat(statistic.counts.data * entries.astype(np.float64), statistic.counts.indptr[:-1])
     _check_finite(statistic, values.numpy())
     return statistic.counts @ values.numpy().astype(np.float64).ravel()
 
@@ -232,13 +199,6 @@ _CANCELLATION = 1e-6
 def _standard_deviations(table: Tabled) -> torch.Tensor:
     """float32 [M]: each block's population standard deviation, in float64 from the first two
     moments of its counts, or in two passes over its codes where those would cancel."""
-    if isinstance(table, Spread):
-        statistic = table.statistic
-        means = _block_sums(table) / statistic.numel
-        _block_sums(table, square=True)  # the checks of the squares' sum
-        deviations = table.values.numpy().astype(np.float64) - np.repeat(means, np.diff(statistic.counts.indptr))
-        squares = np.add.reduceat(statistic.counts.data * deviations * deviations, statistic.counts.indptr[:-1])
-        return _float32(np.sqrt(squares / statistic.numel))
     statistic, arrays = table.statistic, table.values.numpy()
     values = arrays.astype(np.float64).ravel()
     _check_finite(statistic, arrays)
@@ -261,29 +221,11 @@ def _bounds(value) -> np.ndarray:
         arrays = value.values.numpy()
         return np.array([float(np.max(np.abs(arrays[g, p]))) if p.size else 0.0
                          for g, p in enumerate(value.statistic.present)])
-    if isinstance(value, Spread):
-        return np.maximum.reduceat(np.abs(value.values.numpy()), value.statistic.counts.indptr[:-1]).astype(np.float64)
     return np.abs(value.numpy().astype(np.float64))
 
 
 def _per_block(bounds: np.ndarray, value) -> np.ndarray:
     return bounds[value.statistic.group] if isinstance(value, Tabled) else bounds
-
-
-def _matrixwise(op: str, value) -> Spread:
-    """``normalize`` or ``min_max_normalize`` of a matrix operand, with each block's mean and
-    standard deviation (or least and largest entry), entry by entry as the op's torch form."""
-    spread = _spread(value)
-    statistic, entries = spread.statistic, spread.values
-    if op == "normalize":
-        return Spread(statistic, (entries - _per_entry(statistic, _means(value)))
-                      / _per_entry(statistic, _standard_deviations(value)))
-    if op == "min_max_normalize":
-        starts = statistic.counts.indptr[:-1]
-        low = _per_entry(statistic, torch.from_numpy(np.minimum.reduceat(entries.numpy(), starts)))
-        high = _per_entry(statistic, torch.from_numpy(np.maximum.reduceat(entries.numpy(), starts)))
-        return Spread(statistic, (entries - low) / (high - low))
-    raise NotCounted(f"{op} is not a counted whole-matrix operation")
 
 
 def _mean_of_pending(pending: Pending) -> torch.Tensor:
@@ -292,7 +234,7 @@ def _mean_of_pending(pending: Pending) -> torch.Tensor:
     left, right, op = pending.left, pending.right, pending.op
     if op not in LINEAR_UNDER_MEAN:
         raise NotCounted(f"the mean of {op} is not its operands'")
-    matrices = [v for v in (left, right) if isinstance(v, (Tabled, Spread))]
+    matrices = [v for v in (left, right) if isinstance(v, Tabled)]
     if op == "element_wise_product" and len(matrices) == 2:
         raise NotCounted("the mean of a Hadamard product is not the product of the means")
     if len(matrices) == 2:
@@ -300,7 +242,7 @@ def _mean_of_pending(pending: Pending) -> torch.Tensor:
         if any(sa != sb for sa, sb in zip(a.shapes, b.shapes)):
             raise NotCounted("shapes differ")
     bound_left, bound_right = (_per_block(_bounds(v), v) for v in (left, right))
-    numel = np.maximum(*(v.statistic.numel if isinstance(v, (Tabled, Spread)) else np.ones(len(bound_left))
+    numel = np.maximum(*(_per_block(v.statistic.numel, v) if isinstance(v, Tabled) else np.ones(len(bound_left))
                          for v in (left, right)))
     if not (np.isfinite(bound_left).all() and np.isfinite(bound_right).all()):
         raise NotCounted("a value is not finite")
@@ -310,8 +252,8 @@ def _mean_of_pending(pending: Pending) -> torch.Tensor:
             raise NotCounted("a product could overflow or leave float32's normal range")
     elif not (numel * (bound_left + bound_right) < FLOAT32_MAX).all():
         raise NotCounted("a sum could overflow float32")
-    mean_left = _means(left) if isinstance(left, (Tabled, Spread)) else left
-    mean_right = _means(right) if isinstance(right, (Tabled, Spread)) else right
+    mean_left = _means(left) if isinstance(left, Tabled) else left
+    mean_right = _means(right) if isinstance(right, Tabled) else right
     if op == "element_wise_sum":
         return mean_left + mean_right
     if op == "element_wise_difference":
@@ -370,21 +312,17 @@ class _Walk:
                 return _mean_of_pending(args[0])
             raise NotCounted(f"{op} of a pending operation")
         if len(args) == 1:
-            (matrix,) = args
+            (table,) = args
             kind = PRIMITIVES[op].kind
             if kind == "elementwise":
-                return type(matrix)(matrix.statistic, self.kernels[name](matrix.values))
+                return Tabled(table.statistic, self.kernels[name](table.values))
             if kind == "reduction":
-                return _reduce(op, matrix)
-            if kind == "matrixwise":
-                return _matrixwise(op, matrix)
+                return _reduce(op, table)
             raise NotCounted(f"{op} ({kind}) of a matrix")
         left, right = args
-        if (isinstance(left, (Tabled, Spread)) and isinstance(right, (Tabled, Spread))
-                and left.statistic is right.statistic and op in LINEAR_UNDER_MEAN):
-            if isinstance(left, Tabled) and isinstance(right, Tabled):
-                return Tabled(left.statistic, self.kernels[name](left.values, right.values))
-            return Spread(left.statistic, self.kernels[name](_spread(left).values, _spread(right).values))
+        if (isinstance(left, Tabled) and isinstance(right, Tabled) and left.statistic is right.statistic
+                and op in LINEAR_UNDER_MEAN):
+            return Tabled(left.statistic, self.kernels[name](left.values, right.values))
         if op == "matrix_multiplication":
             raise NotCounted("a matrix product")
         return Pending(op, left, right)
