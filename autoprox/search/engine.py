@@ -234,7 +234,10 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
         remote = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
         stats = {key: [None] * len(search_archs) for key in plan.keys()}
     else:
-        stats = load_statistics(cache, plan, search_archs, mapped=hold_mapped(len(search_archs), len(plan.keys())))
+        # Counted evaluation holds the statistics as code counts; the stored arrays, which only the
+        # genomes it does not cover read, are then memory-mapped rather than held a second time.
+        stats = load_statistics(cache, plan, search_archs, mapped=settings.evaluation == "counted"
+                                or hold_mapped(len(search_archs), len(plan.keys())))
     accuracies = context.accuracies("search")
     folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
     fitness = settings.fitness_mode
@@ -246,6 +249,10 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
                                  threads=max(1, settings.workers) if remote is None else 1,
                                  evaluation=settings.evaluation)
     try:
+        if evaluator.counted is not None:
+            seconds = evaluator.prepare()
+            _log(f"counted evaluation: statistics counted in {seconds:.1f} s "
+                 f"({sum(b.nbytes for b in evaluator.counted.values()) / 1e6:.0f} MB)", quiet)
         return _evolve(context, evaluator, resume, stop_after, quiet, hint, executor, fitness_choices, digest)
     finally:
         evaluator.close()

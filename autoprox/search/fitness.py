@@ -309,10 +309,12 @@ class FitnessEvaluator:
         self.seconds = 0.0
 
     def prepare(self) -> float:
-        """Count every statistic now rather than on first use (counted evaluation); the seconds it took."""
+        """Count every statistic now rather than on first use (counted evaluation), in the scoring
+        threads; the seconds it took."""
         start = time.perf_counter()
         for blocks in (self.counted or {}).values():
-            blocks.prepare(tuple(blocks.statistic_names))
+            names = blocks.statistic_names
+            self.threads(lambda i, blocks=blocks, names=names: float(blocks.statistic(names[i]).blocks), len(names))
         return time.perf_counter() - start
 
     def architecture_scores(self, tree) -> dict[int, np.ndarray]:
