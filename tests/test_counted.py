@@ -117,6 +117,9 @@ def test_statistics_held_as_float32_are_not_counted(session_cache, small_spec, a
     "frobenius_norm(sigmoid(F4))",
     "to_std_scalar(element_wise_mish(F1g))",
     "to_mean_scalar(element_wise_product(element_wise_abs(F4g), element_wise_sqrt(element_wise_abs(F4g))))",
+    "to_mean_scalar(element_wise_tanh(min_max_normalize(F3)))",
+    "frobenius_norm(element_wise_sum(normalize(F1g), element_wise_abs(F1g)))",
+    "to_std_scalar(sigmoid(normalize(F2)))",
 ])
 def test_a_counted_reduction_is_the_float64_sum_of_the_exact_entries(af_stats, genome):
     """Per block: the counted value equals the reduction of the entries the exact path computes,

@@ -13,12 +13,14 @@ not bitwise (``tests/test_counted.py`` states and checks the tolerance).
 
 What is evaluated this way: the statistics and architecture terminals; element-wise
 operations; the five reductions (mean, sum over numel, L1, Frobenius norm, standard
-deviation); every scalar form; a binary operation of two values of one statistic
+deviation); ``normalize`` and ``min_max_normalize``, whose result differs from block to block,
+so that it and what follows it are evaluated block by block on each block's distinct values
+(:class:`Blockwise`, still 4 to 11 times fewer than its entries); every scalar form; a binary operation of two values of one statistic
 (element-wise, so still one chain) or of two scalars; and under ``to_mean_scalar`` a sum or
 difference of two matrices or a sum, difference or product of a matrix and a scalar, as the
 mean of the matrix and the scalar (or the two means), where nothing can overflow or
-underflow. Anything else (row-wise and whole-matrix operations on a matrix, Hadamard and
-matrix products of two statistics) raises :class:`NotCounted`, and so does any value that is
+underflow. Anything else (row-wise operations on a matrix, Hadamard and matrix products of two
+statistics) raises :class:`NotCounted`, and so does any value that is
 not finite or a shape mismatch: the caller then evaluates the genome the exact way, which
 also gives an invalid genome its exact reason.
 """
@@ -65,6 +67,32 @@ class Tabled:
 
 
 @dataclass(frozen=True, eq=False)
+class Blockwise:
+    """A function of one statistic that differs from block to block (after ``normalize`` or
+    ``min_max_normalize``): per block, its value at each of the block's codes (ascending), a
+    small float32 tensor, evaluated block by block like the exact path but on distinct values."""
+
+    statistic: CountedStatistic
+    values: tuple[torch.Tensor, ...]  # per block, float32 [codes of the block]
+
+
+def _rows(statistic: CountedStatistic):
+    """Per block: its counts (float64) and the positions of its codes in the flattened tables."""
+    counts = statistic.counts
+    for m in range(statistic.blocks):
+        start, end = counts.indptr[m], counts.indptr[m + 1]
+        yield counts.data[start:end], counts.indices[start:end]
+
+
+def _blockwise(value) -> Blockwise:
+    """A matrix operand as a :class:`Blockwise` one (a :class:`Tabled` one read at each block's codes)."""
+    if isinstance(value, Blockwise):
+        return value
+    flat = value.values.numpy().reshape(-1)
+    return Blockwise(value.statistic, tuple(torch.from_numpy(flat.take(columns)) for _, columns in _rows(value.statistic)))
+
+
+@dataclass(frozen=True, eq=False)
 class Pending:
     """A binary operation on a matrix whose result only its mean can be taken of (``to_mean_scalar``)."""
 
@@ -73,6 +101,8 @@ class Pending:
     right: object
 
 
+#: The forms a matrix value takes here.
+MATRICES = (Tabled, Blockwise)
 #: Operations whose matrix form is element-wise (a function of each entry alone).
 ELEMENTWISE = frozenset(name for name, p in PRIMITIVES.items() if p.kind == "elementwise")
 
@@ -145,6 +175,17 @@ def _block_sums(table: Tabled, square: bool = False, absolute: bool = False) -> 
     its row of counts times those values at every code, in float64; NotCounted when a value that
     occurs is not finite or a float32 sum of the entries could overflow."""
     statistic, values = table.statistic, table.values
+    if isinstance(table, Blockwise):
+        sums = np.empty(statistic.blocks, dtype=np.float64)
+        for m, ((counts, _), block) in enumerate(zip(_rows(statistic), values)):
+            block = block * block if square else torch.abs(block) if absolute else block
+            entries = block.numpy()
+            if not np.isfinite(entries).all():
+                raise NotCounted("a value is not finite")
+            if entries.size and float(np.max(np.abs(entries))) * float(statistic.numel[m]) >= FLOAT32_MAX:
+                raise NotCounted("a sum could overflow float32")
+            sums[m] = np.dot(counts, entries.astype(np.float64))
+        return sums
     if square:
         values = values * values  # element-wise, as the exact path squares each entry
     elif absolute:
@@ -199,6 +240,15 @@ _CANCELLATION = 1e-6
 def _standard_deviations(table: Tabled) -> torch.Tensor:
     """float32 [M]: each block's population standard deviation, in float64 from the first two
     moments of its counts, or in two passes over its codes where those would cancel."""
+    if isinstance(table, Blockwise):
+        statistic = table.statistic
+        means = _block_sums(table) / statistic.numel
+        _block_sums(table, square=True)  # the checks of the squares' sum
+        out = np.empty(statistic.blocks, dtype=np.float64)
+        for m, ((counts, _), block) in enumerate(zip(_rows(statistic), table.values)):
+            deviations = block.numpy().astype(np.float64) - means[m]
+            out[m] = np.dot(counts, deviations * deviations) / statistic.numel[m]
+        return _float32(np.sqrt(out))
     statistic, arrays = table.statistic, table.values.numpy()
     values = arrays.astype(np.float64).ravel()
     _check_finite(statistic, arrays)
@@ -221,11 +271,32 @@ def _bounds(value) -> np.ndarray:
         arrays = value.values.numpy()
         return np.array([float(np.max(np.abs(arrays[g, p]))) if p.size else 0.0
                          for g, p in enumerate(value.statistic.present)])
+    if isinstance(value, Blockwise):
+        return np.array([float(torch.max(torch.abs(v))) if v.numel() else 0.0 for v in value.values])
     return np.abs(value.numpy().astype(np.float64))
 
 
 def _per_block(bounds: np.ndarray, value) -> np.ndarray:
     return bounds[value.statistic.group] if isinstance(value, Tabled) else bounds
+
+
+def _matrixwise(op: str, value) -> Blockwise:
+    """``normalize`` or ``min_max_normalize`` of a matrix operand, block by block: each block's
+    mean and standard deviation from its counts (or its least and largest value), then each of
+    its values as the op's torch form computes each entry."""
+    if not (value.statistic.numel > 0).all():
+        raise NotCounted("a block without entries")
+    blocks = _blockwise(value)
+    if op == "normalize":
+        means, deviations = _means(value), _standard_deviations(value)
+        return Blockwise(blocks.statistic, tuple((v - means[m]) / deviations[m] for m, v in enumerate(blocks.values)))
+    if op == "min_max_normalize":
+        def scaled(v: torch.Tensor) -> torch.Tensor:
+            low = torch.min(v)
+            return (v - low) / (torch.max(v) - low)
+
+        return Blockwise(blocks.statistic, tuple(scaled(v) for v in blocks.values))
+    raise NotCounted(f"{op} is not a counted whole-matrix operation")
 
 
 def _mean_of_pending(pending: Pending) -> torch.Tensor:
@@ -234,7 +305,7 @@ def _mean_of_pending(pending: Pending) -> torch.Tensor:
     left, right, op = pending.left, pending.right, pending.op
     if op not in LINEAR_UNDER_MEAN:
         raise NotCounted(f"the mean of {op} is not its operands'")
-    matrices = [v for v in (left, right) if isinstance(v, Tabled)]
+    matrices = [v for v in (left, right) if isinstance(v, MATRICES)]
     if op == "element_wise_product" and len(matrices) == 2:
         raise NotCounted("the mean of a Hadamard product is not the product of the means")
     if len(matrices) == 2:
@@ -242,7 +313,7 @@ def _mean_of_pending(pending: Pending) -> torch.Tensor:
         if any(sa != sb for sa, sb in zip(a.shapes, b.shapes)):
             raise NotCounted("shapes differ")
     bound_left, bound_right = (_per_block(_bounds(v), v) for v in (left, right))
-    numel = np.maximum(*(_per_block(v.statistic.numel, v) if isinstance(v, Tabled) else np.ones(len(bound_left))
+    numel = np.maximum(*(v.statistic.numel if isinstance(v, MATRICES) else np.ones(len(bound_left))
                          for v in (left, right)))
     if not (np.isfinite(bound_left).all() and np.isfinite(bound_right).all()):
         raise NotCounted("a value is not finite")
@@ -252,8 +323,8 @@ def _mean_of_pending(pending: Pending) -> torch.Tensor:
             raise NotCounted("a product could overflow or leave float32's normal range")
     elif not (numel * (bound_left + bound_right) < FLOAT32_MAX).all():
         raise NotCounted("a sum could overflow float32")
-    mean_left = _means(left) if isinstance(left, Tabled) else left
-    mean_right = _means(right) if isinstance(right, Tabled) else right
+    mean_left = _means(left) if isinstance(left, MATRICES) else left
+    mean_right = _means(right) if isinstance(right, MATRICES) else right
     if op == "element_wise_sum":
         return mean_left + mean_right
     if op == "element_wise_difference":
@@ -311,18 +382,26 @@ class _Walk:
             if op == TEMPLATE_REDUCTION and len(args) == 1:
                 return _mean_of_pending(args[0])
             raise NotCounted(f"{op} of a pending operation")
+        function = self.kernels[name]
         if len(args) == 1:
-            (table,) = args
+            (matrix,) = args
             kind = PRIMITIVES[op].kind
             if kind == "elementwise":
-                return Tabled(table.statistic, self.kernels[name](table.values))
+                if isinstance(matrix, Blockwise):
+                    return Blockwise(matrix.statistic, tuple(function(v) for v in matrix.values))
+                return Tabled(matrix.statistic, function(matrix.values))
             if kind == "reduction":
-                return _reduce(op, table)
+                return _reduce(op, matrix)
+            if kind == "matrixwise":
+                return _matrixwise(op, matrix)
             raise NotCounted(f"{op} ({kind}) of a matrix")
         left, right = args
-        if (isinstance(left, Tabled) and isinstance(right, Tabled) and left.statistic is right.statistic
+        if (isinstance(left, MATRICES) and isinstance(right, MATRICES) and left.statistic is right.statistic
                 and op in LINEAR_UNDER_MEAN):
-            return Tabled(left.statistic, self.kernels[name](left.values, right.values))
+            if isinstance(left, Tabled) and isinstance(right, Tabled):
+                return Tabled(left.statistic, function(left.values, right.values))
+            pairs = zip(_blockwise(left).values, _blockwise(right).values)
+            return Blockwise(left.statistic, tuple(function(a, b) for a, b in pairs))
         if op == "matrix_multiplication":
             raise NotCounted("a matrix product")
         return Pending(op, left, right)
