@@ -61,6 +61,7 @@ def main() -> None:
     parser.add_argument("--stream", help="an evaluations.jsonl whose genomes are replayed in order "
                                          "(--genomes then counts valid ones among them)")
     parser.add_argument("--archs", type=int, default=60, help="the first N search-split architectures")
+    parser.add_argument("--verbose", action="store_true", help="print each valid genome's time")
     parser.add_argument("--profile", help="write a cProfile of the timed evaluations to this file")
     args = parser.parse_args()
     bench = load_benchmark(default_bench_path("autoformer"))
@@ -99,6 +100,8 @@ def main() -> None:
             if profiler:
                 profiler.disable()
             (valid_times if record.valid else invalid_times).append(elapsed)
+            if args.verbose and record.valid:
+                print(f"{elapsed:.3f} s  {record.genome}")
         total_seconds, cpu_seconds = time.perf_counter() - total_start, time.process_time() - cpu_start
         fresh = []
         for arch in archs[: args.fresh_archs]:

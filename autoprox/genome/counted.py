@@ -76,6 +76,12 @@ class Blockwise:
     values: tuple[torch.Tensor, ...]  # per block, float32 [codes of the block]
 
 
+def _dot(counts: np.ndarray, values: np.ndarray) -> float:
+    """The float64 dot product of a block's counts and values, in this thread (torch's, which
+    follows its intra-op thread count: NumPy's BLAS would start threads of its own)."""
+    return float(torch.dot(torch.from_numpy(counts), torch.from_numpy(np.asarray(values, dtype=np.float64))))
+
+
 def _rows(statistic: CountedStatistic):
     """Per block: its counts (float64) and the positions of its codes in the flattened tables."""
     counts = statistic.counts
@@ -132,7 +138,10 @@ class CountedBlocks:
     def statistic(self, name: str) -> CountedStatistic:
         """The counted statistic ``name``; NotCounted when its blocks are not stored float16."""
         if name not in self._statistics:
-            self._statistics[name] = count_statistic(name, self._blocks)
+            counted = count_statistic(name, self._blocks)
+            if counted is not None:  # what every genome reading it needs, made now rather than in its first one
+                counted.base_values, counted.present, counted.largest_numel  # noqa: B018
+            self._statistics[name] = counted
         found = self._statistics[name]
         if found is None:
             raise NotCounted(f"statistic {name} is not held as stored float16")
@@ -184,7 +193,7 @@ def _block_sums(table: Tabled, square: bool = False, absolute: bool = False) -> 
                 raise NotCounted("a value is not finite")
             if entries.size and float(np.max(np.abs(entries))) * float(statistic.numel[m]) >= FLOAT32_MAX:
                 raise NotCounted("a sum could overflow float32")
-            sums[m] = np.dot(counts, entries.astype(np.float64))
+            sums[m] = _dot(counts, entries)
         return sums
     if square:
         values = values * values  # element-wise, as the exact path squares each entry
@@ -247,7 +256,7 @@ def _standard_deviations(table: Tabled) -> torch.Tensor:
         out = np.empty(statistic.blocks, dtype=np.float64)
         for m, ((counts, _), block) in enumerate(zip(_rows(statistic), table.values)):
             deviations = block.numpy().astype(np.float64) - means[m]
-            out[m] = np.dot(counts, deviations * deviations) / statistic.numel[m]
+            out[m] = _dot(counts, deviations * deviations) / statistic.numel[m]
         return _float32(np.sqrt(out))
     statistic, arrays = table.statistic, table.values.numpy()
     values = arrays.astype(np.float64).ravel()
@@ -260,7 +269,7 @@ def _standard_deviations(table: Tabled) -> torch.Tensor:
     for m in np.flatnonzero(~(variances > _CANCELLATION * squares)):
         start, end = counts.indptr[m], counts.indptr[m + 1]
         deviations = values.take(counts.indices[start:end]) - means[m]
-        variances[m] = np.dot(counts.data[start:end], deviations * deviations) / statistic.numel[m]
+        variances[m] = _dot(counts.data[start:end], deviations * deviations) / statistic.numel[m]
     return _float32(np.sqrt(variances))
 
 
