@@ -47,7 +47,7 @@ def main() -> None:
                                  settings.weights, terminals=[terminal_values(a) for a in archs],
                                  kernels=settings.kernels, evaluation="counted")
     counting = evaluator.prepare()
-    changed_validity, changed_reason, moved, moved_much, largest = [], 0, 0, 0, 0.0
+    changed_validity, changed_reason, moved, moved_much, largest, movers = [], 0, 0, 0, 0.0, []
     start = time.perf_counter()
     with torch_threads(1):
         for recorded in records:
@@ -59,6 +59,7 @@ def main() -> None:
                 changed_reason += record.reason != recorded["reason"]
                 continue
             delta = abs(record.jcm - recorded["jcm"])
+            movers.append((delta, recorded["jcm"], record.jcm, recorded["genome"]))
             moved += delta > 0
             moved_much += delta > 1e-3
             largest = max(largest, delta) if not math.isnan(delta) else largest
@@ -74,6 +75,11 @@ def main() -> None:
     for genome in changed_validity[:10]:
         print(f"  {genome}")
     print(f"valid genomes whose JCM moved: {moved} (by more than 0.001: {moved_much}; at most {largest:.4f})")
+    best_exact = max((r["jcm"] for r in records if r["valid"]), default=math.nan)
+    best_counted = max((m[2] for m in movers), default=math.nan)
+    print(f"best JCM: exact {best_exact:.4f}, counted {best_counted:.4f}")
+    for delta, before, after, genome in sorted(movers, reverse=True)[:5]:
+        print(f"  {before:+.4f} -> {after:+.4f}  {genome}")
 
 
 if __name__ == "__main__":

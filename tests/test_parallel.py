@@ -160,6 +160,15 @@ def test_a_search_on_the_cluster_is_the_local_search(cluster_executor, af_small_
         return [{k: v for k, v in json.loads(line).items() if k != "elapsed"} for line in (run / "log.jsonl").open()]
 
     assert log(tmp_path / "dask") == log(tmp_path / "local")
+    # counted evaluation holds its counts in the search's process: refused before any run directory is made
+    from dataclasses import replace
+
+    from autoprox.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--evaluation counted runs in this process"):
+        run_search(replace(settings, evaluation="counted"), tmp_path / "counted", quiet=True,
+                   executor=cluster_executor)
+    assert not (tmp_path / "counted").exists()
 
 
 def test_cache_build_through_a_local_cluster_equals_the_local_one(af_small, tmp_path, capsys):

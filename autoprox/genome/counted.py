@@ -6,23 +6,24 @@ float16 codes times ``2**exponent``, and over a benchmark a statistic takes few 
 (:mod:`autoprox.data.counts`). So an element-wise chain of operations on a statistic is
 evaluated here on the 65,536 codes of each exponent, once for all blocks of all
 architectures, and a block's sum of the result is the dot product of its code counts with
-those values. What a block's entries hold is the same float32 values the exact path computes
-(the same kernels, on the same decoded inputs); only the order of summation differs
-(float64 dot products of counts and values against torch's float32 cascade sums), so scores agree to float32 rounding,
-not bitwise (``tests/test_counted.py`` states and checks the tolerance).
+those values. A block's entries hold the very float32 values the exact path computes (the
+same kernels on the same decoded inputs); only the summation differs (float64 products of
+counts and values against torch's float32 cascade sums), so scores agree to float32
+rounding, not bitwise (``tests/test_counted.py`` states and checks the tolerance).
 
-What is evaluated this way: the statistics and architecture terminals; element-wise
-operations; the five reductions (mean, sum over numel, L1, Frobenius norm, standard
-deviation); ``normalize`` and ``min_max_normalize``, whose result differs from block to block,
-so that it and what follows it are evaluated block by block on each block's distinct values
-(:class:`Blockwise`, still 4 to 11 times fewer than its entries); every scalar form; a binary operation of two values of one statistic
-(element-wise, so still one chain) or of two scalars; and under ``to_mean_scalar`` a sum or
-difference of two matrices or a sum, difference or product of a matrix and a scalar, as the
-mean of the matrix and the scalar (or the two means), where nothing can overflow or
-underflow. Anything else (row-wise operations on a matrix, Hadamard and matrix products of two
-statistics) raises :class:`NotCounted`, and so does any value that is
-not finite or a shape mismatch: the caller then evaluates the genome the exact way, which
-also gives an invalid genome its exact reason.
+Evaluated this way: the statistics and architecture terminals; element-wise operations; the
+five reductions (mean, sum over numel, L1, Frobenius norm, standard deviation);
+``normalize`` and ``min_max_normalize``, whose result differs from block to block, so that it
+and what follows it are evaluated block by block on each block's distinct values
+(:class:`Blockwise`, still 4 to 11 times fewer than its entries); every scalar form; a binary
+operation of two values of one statistic (element-wise, so still one chain) or of two
+scalars; and under ``to_mean_scalar`` a sum or difference of two matrices, or a sum,
+difference or product of a matrix and a scalar, as the mean of the matrix and the scalar (or
+the two means), where nothing can overflow or underflow. Anything else (row-wise operations
+on a matrix, Hadamard and matrix products of two statistics) raises :class:`NotCounted`, and
+so does a value that is not finite, a shape mismatch, or near-constant scores
+(:data:`NEAR_CONSTANT`): the caller then evaluates the genome the exact way, which also gives
+an invalid genome its exact reason.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ class Blockwise:
 
     statistic: CountedStatistic
     values: tuple[torch.Tensor, ...]  # per block, float32 [codes of the block]
+    #: Straight from ``normalize``: each block's mean is zero but for rounding, which the exact
+    #: path's float32 sum and this float64 one round differently, so no mean of it is taken here.
+    centred: bool = False
 
 
 def _dot(counts: np.ndarray, values: np.ndarray) -> float:
@@ -95,7 +99,8 @@ def _blockwise(value) -> Blockwise:
     if isinstance(value, Blockwise):
         return value
     flat = value.values.numpy().reshape(-1)
-    return Blockwise(value.statistic, tuple(torch.from_numpy(flat.take(columns)) for _, columns in _rows(value.statistic)))
+    blocks = tuple(torch.from_numpy(flat.take(columns)) for _, columns in _rows(value.statistic))
+    return Blockwise(value.statistic, blocks)
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,6 +190,8 @@ def _block_sums(table: Tabled, square: bool = False, absolute: bool = False) -> 
     occurs is not finite or a float32 sum of the entries could overflow."""
     statistic, values = table.statistic, table.values
     if isinstance(table, Blockwise):
+        if table.centred and not (square or absolute):
+            raise NotCounted("the mean of a normalized matrix is its rounding")
         sums = np.empty(statistic.blocks, dtype=np.float64)
         for m, ((counts, _), block) in enumerate(zip(_rows(statistic), values)):
             block = block * block if square else torch.abs(block) if absolute else block
@@ -298,7 +305,8 @@ def _matrixwise(op: str, value) -> Blockwise:
     blocks = _blockwise(value)
     if op == "normalize":
         means, deviations = _means(value), _standard_deviations(value)
-        return Blockwise(blocks.statistic, tuple((v - means[m]) / deviations[m] for m, v in enumerate(blocks.values)))
+        return Blockwise(blocks.statistic, tuple((v - means[m]) / deviations[m] for m, v in enumerate(blocks.values)),
+                         centred=True)
     if op == "min_max_normalize":
         def scaled(v: torch.Tensor) -> torch.Tensor:
             low = torch.min(v)

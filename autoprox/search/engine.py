@@ -35,7 +35,7 @@ from autoprox.search.evolution import (
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.search.rundir import CHECKPOINT, EVALUATIONS, RunDirectory, read_records
-from autoprox.search.settings import SearchSettings, settings_digest
+from autoprox.search.settings import SearchSettings, recorded_settings, settings_digest
 from autoprox.search.shards import ShardedScorer
 from autoprox.spaces.descriptors import terminal_values
 
@@ -140,6 +140,11 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     """
     run = RunDirectory(out)
     hint = resume_command or f"autoprox search --resume --out {run.path}"
+    evaluation = settings.evaluation if settings is not None else None
+    if resume and isinstance(executor, DaskExecutor):
+        evaluation = recorded_settings(run.path)[0].evaluation
+    if isinstance(executor, DaskExecutor) and evaluation not in (None, "exact"):
+        raise ConfigError(f"--evaluation {evaluation} runs in this process; it cannot be used with --scheduler")
     if resume:
         run.config()  # RunDirError when this is no run
     else:
@@ -228,8 +233,6 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
                 progress=None if quiet else Progress("statistics", every=15))
     terminals = [terminal_values(a) for a in search_archs]
     remote = None
-    if isinstance(executor, DaskExecutor) and settings.evaluation != "exact":
-        raise ConfigError(f"--evaluation {settings.evaluation} runs in this process; it cannot be used with --scheduler")
     if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
         remote = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
         stats = {key: [None] * len(search_archs) for key in plan.keys()}
