@@ -112,6 +112,8 @@ class Pending:
     right: object
 
 
+#: Element-wise operations after which a normalized matrix still has a mean of zero but for rounding.
+KEEP_CENTRED = frozenset({"no_op", "element_wise_revert"})
 #: The forms a matrix value takes here.
 MATRICES = (Tabled, Blockwise)
 #: Operations whose matrix form is element-wise (a function of each entry alone).
@@ -405,7 +407,8 @@ class _Walk:
             kind = PRIMITIVES[op].kind
             if kind == "elementwise":
                 if isinstance(matrix, Blockwise):
-                    return Blockwise(matrix.statistic, tuple(function(v) for v in matrix.values))
+                    return Blockwise(matrix.statistic, tuple(function(v) for v in matrix.values),
+                                     centred=matrix.centred and op in KEEP_CENTRED)
                 return Tabled(matrix.statistic, function(matrix.values))
             if kind == "reduction":
                 return _reduce(op, matrix)
