@@ -319,8 +319,26 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
                 if progress:
                     progress(done, len(requests))
         except DiskFullError as exc:
+            _remove_partial_writes(cache, missing)
             raise DiskFullError(f"{exc} ({len(seconds)} entries written by this command before it filled)") from None
+        except BaseException:
+            _remove_partial_writes(cache, missing)
+            raise
     return {"requests": len(requests), "computed": len(missing), "seconds": seconds}
+
+
+def _remove_partial_writes(cache: StatisticsCache, requests: Sequence[StatsRequest]) -> None:
+    """The temporary files of ``requests``' entries that workers stopped mid-write left beside them
+    (:func:`~autoprox.core.atomic.atomic_open` names them ``.ENTRY.npz.*.tmp``): when one task fails,
+    the local executor ends the other workers, and a worker ended while writing cannot remove its own."""
+    for request in requests:
+        for extra in (None, *request.extras):
+            path = cache.path(request, extra)
+            for partial in path.parent.glob(f".{path.name}.*.tmp") if path.parent.is_dir() else ():
+                try:
+                    partial.unlink()
+                except OSError:
+                    pass
 
 
 @dataclass(frozen=True)
