@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -271,6 +272,9 @@ def test_a_counted_search_runs_and_records_it(af_small_file, session_cache, tmp_
                               cache_dir=str(session_cache.root), workers=1, search_fraction=0.75,
                               evolution=EvolutionConfig(population_size=6, iterations=4, retry_cap=3, seed=1),
                               evaluation="counted")
+    with pytest.raises(ConfigError, match="needs --cache-precision float16"):
+        run_search(replace(settings, cache_precision="float32"), tmp_path / "float32", quiet=True)
+    assert not (tmp_path / "float32").exists()
     report = run_search(settings, tmp_path / "run", quiet=True)
     assert report["finished"] is True
     config = json.loads((tmp_path / "run" / "config.json").read_text())

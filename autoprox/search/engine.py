@@ -145,6 +145,8 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         evaluation = recorded_settings(run.path)[0].evaluation
     if isinstance(executor, DaskExecutor) and evaluation not in (None, "exact"):
         raise ConfigError(f"--evaluation {evaluation} runs in this process; it cannot be used with --scheduler")
+    if evaluation == "counted" and settings is not None and settings.cache_precision != "float16":
+        raise ConfigError("--evaluation counted counts stored float16 values; it needs --cache-precision float16")
     if resume:
         run.config()  # RunDirError when this is no run
     else:
