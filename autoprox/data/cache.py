@@ -318,11 +318,11 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
                 done += 1
                 if progress:
                     progress(done, len(requests))
-        except DiskFullError as exc:
+        except BaseException as exc:
             _remove_partial_writes(cache, missing)
-            raise DiskFullError(f"{exc} ({len(seconds)} entries written by this command before it filled)") from None
-        except BaseException:
-            _remove_partial_writes(cache, missing)
+            if isinstance(exc, DiskFullError):
+                raise DiskFullError(f"{exc} ({len(seconds)} entries written by this command before it filled)") \
+                    from None
             raise
     return {"requests": len(requests), "computed": len(missing), "seconds": seconds}
 

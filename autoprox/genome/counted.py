@@ -154,16 +154,6 @@ class CountedBlocks:
             raise NotCounted(f"statistic {name} is not held as stored float16")
         return found
 
-    def prepare(self, names: Sequence[str] = STAT_NAMES) -> None:
-        """Count the statistics ``names`` now (those the blocks hold) instead of on first use."""
-        present = self.statistic_names
-        for name in names:
-            if name in present:
-                try:
-                    self.statistic(name)
-                except NotCounted:
-                    pass
-
     def remember(self, key: str, value) -> None:
         """Keep a scalar subtree's values (emptying the memo when it is full)."""
         if isinstance(value, torch.Tensor):
@@ -196,12 +186,8 @@ def _block_sums(table: Tabled, square: bool = False, absolute: bool = False) -> 
             raise NotCounted("the mean of a normalized matrix is its rounding")
         sums = np.empty(statistic.blocks, dtype=np.float64)
         for m, ((counts, _), block) in enumerate(zip(_rows(statistic), values)):
-            block = block * block if square else torch.abs(block) if absolute else block
-            entries = block.numpy()
-            if not np.isfinite(entries).all():
-                raise NotCounted("a value is not finite")
-            if entries.size and float(np.max(np.abs(entries))) * float(statistic.numel[m]) >= FLOAT32_MAX:
-                raise NotCounted("a sum could overflow float32")
+            entries = (block * block if square else torch.abs(block) if absolute else block).numpy()
+            _check_summable(entries, statistic.numel[m])
             sums[m] = _dot(counts, entries)
         return sums
     if square:
@@ -212,15 +198,19 @@ def _block_sums(table: Tabled, square: bool = False, absolute: bool = False) -> 
     return statistic.counts @ values.numpy().astype(np.float64).ravel()
 
 
+def _check_summable(values: np.ndarray, numel: int) -> None:
+    """NotCounted when one of ``values`` is NaN or inf, or a float32 sum of ``numel`` entries
+    taking them could overflow."""
+    if not np.isfinite(values).all():
+        raise NotCounted("a value is not finite")
+    if values.size and float(np.max(np.abs(values))) * float(numel) >= FLOAT32_MAX:
+        raise NotCounted("a sum could overflow float32")
+
+
 def _check_finite(statistic: CountedStatistic, arrays: np.ndarray) -> None:
-    """NotCounted when a value that occurs in some block is NaN or inf, or a float32 sum of a
-    block's entries could overflow."""
+    """:func:`_check_summable` of every exponent group's values at the codes occurring in it."""
     for group, present in enumerate(statistic.present):
-        seen = arrays[group, present]
-        if not np.isfinite(seen).all():
-            raise NotCounted("a value is not finite")
-        if seen.size and float(np.max(np.abs(seen))) * float(statistic.largest_numel[group]) >= FLOAT32_MAX:
-            raise NotCounted("a sum could overflow float32")
+        _check_summable(arrays[group, present], statistic.largest_numel[group])
 
 
 def _float32(values: np.ndarray) -> torch.Tensor:
@@ -261,9 +251,9 @@ def _standard_deviations(table: Tabled) -> torch.Tensor:
     if isinstance(table, Blockwise):
         statistic = table.statistic
         means = _block_sums(table) / statistic.numel
-        _block_sums(table, square=True)  # the checks of the squares' sum
         out = np.empty(statistic.blocks, dtype=np.float64)
         for m, ((counts, _), block) in enumerate(zip(_rows(statistic), table.values)):
+            _check_summable((block * block).numpy(), statistic.numel[m])
             deviations = block.numpy().astype(np.float64) - means[m]
             out[m] = _dot(counts, deviations * deviations) / statistic.numel[m]
         return _float32(np.sqrt(out))
