@@ -390,3 +390,29 @@ def test_an_ensemble_selection_is_scored_per_target_and_recorded(protocol, tmp_p
                 assert recorded["kendall"]["proxy"][target] == pytest.approx(original["result"]["kendall"]["blend"][target])
             if chosen == "best":
                 assert recorded["kendall"]["proxy"][target] == pytest.approx(original["result"]["kendall"]["proxy"][target])
+
+
+def test_more_repeats_on_resume_extend_a_finished_protocol(protocol, settings, tmp_path, monkeypatch):
+    out, whole = protocol
+    grown = tmp_path / "grown"
+    shutil.copytree(out, grown)
+    rescored = tmp_path / "rescored"
+    run_protocol(None, rescored, bootstrap=200, reuse_searches=grown, quiet=True)
+    with pytest.raises(RunDirError, match="has 1 repeats; extend that protocol to 2 repeats first"):
+        run_protocol(None, rescored, repeats=2, resume=True, quiet=True)
+
+    extended = run_protocol(None, grown, repeats=2, resume=True, quiet=True)
+    assert extended["finished"] and extended["protocol"]["repeats"] == 2
+    assert [f["run"] for f in extended["folds"]] == [f"repeat-{r}/fold-{k}" for r in range(2) for k in range(FOLDS)]
+    assert extended["folds"][:FOLDS] == whole["folds"]  # finished folds kept as they were
+    fresh = run_protocol(settings, tmp_path / "fresh", folds=FOLDS, repeats=2, bootstrap=200, quiet=True)
+    assert figures_of(extended) == figures_of(fresh)
+    assert extended["summary"]["jcm"]["test"]["proxy"]["n"] == 2 * FOLDS
+    with pytest.raises(RunDirError, match="holds 2 repeats; --repeats 1 would drop finished folds"):
+        run_protocol(None, grown, repeats=1, resume=True, quiet=True)
+
+    # the re-scoring protocol now grows as far as the searches it reads, and searches nothing itself
+    monkeypatch.setattr("autoprox.apps.protocol_jobs.run_search", lambda *a, **k: pytest.fail("searched again"))
+    grown_too = run_protocol(None, rescored, repeats=2, resume=True, quiet=True)
+    assert figures_of(grown_too) == figures_of(fresh)
+    assert not (rescored / "repeat-1").exists()

@@ -235,8 +235,12 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
             if differing:
                 raise RunDirError(f"{path}: recorded with other search settings ({', '.join(differing)}); "
                                   "resume without search options, or use a new --out")
-        differing = [k for k, v in spec.items()
-                     if v is not None and previous["protocol"].get(k, _UNRECORDED.get(k)) != v]
+        recorded_repeats = previous["protocol"].get("repeats", 1)
+        if spec.get("repeats") is not None and spec["repeats"] < recorded_repeats:
+            raise RunDirError(f"{path}: it holds {recorded_repeats} repeats; --repeats {spec['repeats']} would "
+                              "drop finished folds (give more repeats to extend it, or leave --repeats out)")
+        differing = [k for k, v in spec.items() if k != "repeats"
+                     and v is not None and previous["protocol"].get(k, _UNRECORDED.get(k)) != v]
         if differing:
             raise RunDirError(f"{path}: recorded with other protocol options ({', '.join(differing)}); "
                               "resume without them, or use a new --out")
@@ -318,6 +322,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     bench, settings, previous = _open_protocol(out, settings, given, resume)
     if previous:
         spec = previous["protocol"]
+        extra = _extra_repeats(previous, given["repeats"], out)
     else:
         defaults = {"folds": DEFAULT_FOLDS, "repeats": 1, "seed": 0, "selection": "best",
                     "baselines": list(BASELINES), "bootstrap": BOOTSTRAP_SAMPLES, "bags": 0,
@@ -340,10 +345,19 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         raise ConfigError(f"bootstrap resamples must be >= 0, got {spec['bootstrap']}")
     context = RunContext.from_settings(settings, bench=bench)
     settings, targets = context.settings, list(context.targets)
-    made = outer_folds(len(bench), spec["folds"], spec["repeats"], spec["seed"])
-    if previous and [f.to_json() for f in made] != [{k: f[k] for k in ("repeat", "fold", "run", "search", "test")}
-                                                    for f in previous["folds"]]:
+    made = outer_folds(len(bench), spec["folds"], spec["repeats"] + (extra if previous else 0), spec["seed"])
+    recorded_folds = previous["folds"] if previous else []
+    if previous and [f.to_json() for f in made[:len(recorded_folds)]] != [
+            {k: f[k] for k in ("repeat", "fold", "run", "search", "test")} for f in recorded_folds]:
         raise RunDirError(f"{out / PROTOCOL_FILE}: its folds are not the ones its seed gives")
+    if previous and extra:
+        log(f"extending {out} from {spec['repeats']} to {spec['repeats'] + extra} repeats: "
+            f"{len(made) - len(recorded_folds)} new folds", quiet)
+        spec = {**spec, "repeats": spec["repeats"] + extra}
+        recorded_folds = [*recorded_folds, *(f.to_json() | _bags_json(f, spec) | {"result": None}
+                                             for f in made[len(recorded_folds):])]
+        previous = {**previous, "protocol": spec, "folds": recorded_folds}
+        previous.pop("written", None)
     if reused is not None and [f.to_json() for f in made] != [
             {k: f.get(k) for k in ("repeat", "fold", "run", "search", "test")} for f in reused["folds"]]:
         raise RunDirError(f"{reuse_searches}: its folds are not the ones this protocol makes")
@@ -359,8 +373,8 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         "settings": settings.to_json(),
         "protocol": spec,
         "targets": targets,
-        "folds": previous["folds"] if previous else [f.to_json() | _bags_json(f, spec) | {"result": None}
-                                                     for f in made],
+        "folds": recorded_folds if previous else [f.to_json() | _bags_json(f, spec) | {"result": None}
+                                                  for f in made],
         "summary": None,
         "finished": False,
     }
@@ -422,6 +436,21 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         protocol["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     _write(out, protocol, bench)
     return read_json(out / PROTOCOL_FILE)
+
+
+def _extra_repeats(previous: Mapping, repeats: int | None, out: Path) -> int:
+    """How many repeats a resumed protocol gains: ``repeats`` minus the recorded ones (0 when
+    ``repeats`` is None). A protocol that re-scores another's searches can grow only as far as
+    that one has: its missing folds would have no search to read."""
+    recorded = previous["protocol"].get("repeats", 1)
+    extra = 0 if repeats is None else repeats - recorded
+    searches = previous["protocol"].get("searches")
+    if extra and searches:
+        source = read_json(out / searches / PROTOCOL_FILE)["protocol"].get("repeats", 1)
+        if repeats > source:
+            raise RunDirError(f"{out / PROTOCOL_FILE}: it re-scores the searches of {out / searches}, which has "
+                              f"{source} repeats; extend that protocol to {repeats} repeats first")
+    return extra
 
 
 def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, given: dict) \

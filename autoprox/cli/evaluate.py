@@ -26,7 +26,9 @@ def add_parser(sub) -> None:
                                    "given ones must match the recorded ones)")
     protocol = evaluate.add_argument_group("protocol")
     protocol.add_argument("--folds", type=int, default=None, help="outer folds per repeat (default 5)")
-    protocol.add_argument("--repeats", type=int, default=None, help="repeats with other shuffles (default 1)")
+    protocol.add_argument("--repeats", type=int, default=None,
+                          help="repeats with other shuffles (default 1); with --resume, a larger number extends a "
+                               "finished protocol by the new repeats' folds")
     protocol.add_argument("--protocol-seed", type=int, default=None,
                           help="seed of the outer shuffle; repeat r uses seed + r (default 0)")
     protocol.add_argument("--fold-workers", type=int, default=1,
