@@ -138,6 +138,7 @@ def test_cv_pick_coarse_chooses_the_coarse_descriptor_on_each_inner_training_par
     from autoprox.proxies.figures import BAR_DESCRIPTORS
 
     chosen = SELECTIONS["cv-pick-coarse"](run_dir)
+    assert chosen.name == chosen.provenance["selection"] == "cv-pick-coarse"
     context = RunContext.open(run_dir)
     scores = SearchPartScores(run_dir, context)
     folds = search_part_folds(context)
@@ -278,3 +279,18 @@ def test_recommended_names_resolve_in_rank_and_export(run_dir, tmp_path, monkeyp
         correlate(all_scores, context.bench.accuracies["flower_kd"])["kendall"], abs=1e-12)
     with pytest.raises(Exception, match="unknown recommended proxy"):
         resolve_proxy("recommended:small/c100_kd")
+
+
+def test_cv_pick_wide_weighs_zico_alone_and_in_pairs_beside_cv_pick_coarse(run_dir):
+    from autoprox.apps.selection import CV_PICK_WIDE_CANDIDATES
+
+    wide, coarse = SELECTIONS["cv-pick-wide"](run_dir), SELECTIONS["cv-pick-coarse"](run_dir)
+    assert wide.name == "cv-pick-wide" and {"zico", "best+zico", "blend+zico"} <= set(CV_PICK_WIDE_CANDIDATES)
+    for target in TARGETS:
+        table = wide.provenance["inner_kendall"][target]
+        assert list(table) == list(CV_PICK_WIDE_CANDIDATES)
+        for candidate, value in coarse.provenance["inner_kendall"][target].items():  # same folds, same figures
+            assert table[candidate] == pytest.approx(value)
+        pick = wide.provenance["chosen"][target]
+        assert table[pick] == max(table.values())
+        assert len(wide.members[target]) == len(pick.split("+"))

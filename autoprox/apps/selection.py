@@ -268,7 +268,7 @@ def search_part_folds(context: RunContext, folds: int = INNER_FOLDS) -> list[lis
 
 
 def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES, folds: int = INNER_FOLDS,
-                   joint: bool = False) -> EnsembleProxy:
+                   joint: bool = False, name: str = "cv-pick") -> EnsembleProxy:
     """Per target, the candidate with the best mean Kendall over ``folds`` inner folds of the search
     part (seeded by the run's split seed; blends fitted on each inner training part alone), refitted
     on the whole search part. Ties go to the earlier candidate. Reads nothing of the test part.
@@ -277,6 +277,7 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
     mean Kendalls weighted as the run's fitness weights them); a blend is still fitted per target.
     The protocol compares the two rules (``cv-pick`` and ``cv-pick-joint``) on its outer folds,
     which is how choosing per target against jointly is itself decided by held-out figures.
+    ``name``: the rule's name, recorded in the ensemble and its provenance.
     """
     run = RunDirectory(run_dir)
     context = RunContext.open(run)
@@ -295,13 +296,13 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
             means[candidate] = float(np.mean(finite)) if len(finite) == len(values) else float("-inf")
         chosen[target] = max(candidates, key=lambda c: means[c])  # max keeps the first of equal ones
         table[target] = means
-    name, more = "cv-pick", {}
+    more = {}
     if joint:
         inner_jcm = {c: jcm({t: table[t][c] for t in context.targets}, context.settings.weights)
                      for c in candidates}
         pick = max(candidates, key=lambda c: inner_jcm[c])
         chosen = {target: pick for target in context.targets}
-        name, more = "cv-pick-joint", {"inner_jcm": inner_jcm}
+        more = {"inner_jcm": inner_jcm}
     for target in context.targets:
         parts = _parts(chosen[target])
         members = []
@@ -316,9 +317,14 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
 
 
 register_selection("cv-pick")(select_cv_pick)
-register_selection("cv-pick-joint")(partial(select_cv_pick, joint=True))
-register_selection("cv-pick-zico")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico")))
-register_selection("cv-pick-coarse")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "coarse")))
+register_selection("cv-pick-joint")(partial(select_cv_pick, joint=True, name="cv-pick-joint"))
+register_selection("cv-pick-zico")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico"),
+                                           name="cv-pick-zico"))
+register_selection("cv-pick-coarse")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "coarse"),
+                                             name="cv-pick-coarse"))
+#: ``cv-pick-coarse``'s candidates with ZiCo alone and averaged with the proxy and with the blend.
+CV_PICK_WIDE_CANDIDATES = (*CV_PICK_CANDIDATES, "coarse", "zico", "best+zico", "blend+zico")
+register_selection("cv-pick-wide")(partial(select_cv_pick, candidates=CV_PICK_WIDE_CANDIDATES, name="cv-pick-wide"))
 
 
 
