@@ -408,6 +408,11 @@ def test_more_repeats_on_resume_extend_a_finished_protocol(protocol, settings, t
     fresh = run_protocol(settings, tmp_path / "fresh", folds=FOLDS, repeats=2, bootstrap=200, quiet=True)
     assert figures_of(extended) == figures_of(fresh)
     assert extended["summary"]["jcm"]["test"]["proxy"]["n"] == 2 * FOLDS
+    first, second = extended["repeat_summaries"]  # each repeat alone: the first is the one-repeat protocol's
+    assert first["jcm"]["test"] == whole["summary"]["jcm"]["test"]
+    assert first["targets"]["c100_kd"]["difference"]["blend"]["ci"] == \
+        whole["summary"]["targets"]["c100_kd"]["difference"]["blend"]["ci"]
+    assert second["folds"] == FOLDS and "repeat_summaries" not in whole
     with pytest.raises(RunDirError, match="holds 2 repeats; --repeats 1 would drop finished folds"):
         run_protocol(None, grown, repeats=1, resume=True, quiet=True)
 

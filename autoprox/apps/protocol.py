@@ -496,9 +496,16 @@ def _write(out: Path, protocol: dict, bench: Benchmark) -> None:
     """Recompute the summary of the finished folds (from their JSON form) and write ``protocol.json``."""
     finished = [f for f in protocol["folds"] if f.get("result")]
     spec = protocol["protocol"]
+    methods, weights = [REFERENCE, *spec["baselines"]], protocol["settings"]["weights"]
     protocol["summary"] = json_safe(summarise(
-        finished, bench.accuracies, protocol["targets"], protocol["settings"]["weights"],
-        [REFERENCE, *spec["baselines"]], samples=spec["bootstrap"], seed=spec["seed"], size=len(bench)))
+        finished, bench.accuracies, protocol["targets"], weights, methods,
+        samples=spec["bootstrap"], seed=spec["seed"], size=len(bench)))
+    if spec.get("repeats", 1) > 1:
+        # each repeat alone (no bootstrap): how far the outer shuffle moves the figures, and the
+        # first repeat's figures stay comparable with a one-repeat protocol on the same folds
+        protocol["repeat_summaries"] = [json_safe(summarise(
+            [f for f in finished if f["repeat"] == r], bench.accuracies, protocol["targets"], weights, methods,
+            samples=0, seed=spec["seed"], size=len(bench))) for r in range(spec["repeats"])]
     atomic_write_json(out / PROTOCOL_FILE, protocol)
 
 
