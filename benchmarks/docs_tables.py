@@ -295,8 +295,8 @@ def vit_search_table(runs: Runs) -> list[str]:
 
 
 #: README's headline: per space, the protocol of the searched proxy and of the recommended selection.
-HEADLINE_PROTOCOLS = {"autoformer": ("autoformer-best-patience30", "autoformer-best-patience30-cv-pick"),
-                      "pit": ("pit-best", "pit-best-cv-pick")}
+HEADLINE_PROTOCOLS = {"autoformer": ("autoformer-best-patience30", "autoformer-best-patience30-cv-pick-coarse"),
+                      "pit": ("pit-best", "pit-best-cv-pick-coarse")}
 
 
 def _mean_sd(figure: dict) -> str:
@@ -309,21 +309,29 @@ def _paired(difference: dict) -> str:
     return f"{num(difference['mean'], True)} [{num(low, True)}, {num(high, True)}]"
 
 
+def _outer_folds(protocol: dict) -> str:
+    spec = protocol["protocol"]
+    return f"{spec['folds']} x {spec.get('repeats', 1)}"
+
+
 def headline_table(runs: Runs) -> list[str]:
-    """README's headline: outer-fold test JCM (mean +- sd over 5 folds) of the searched proxy, of the
-    recommended selection (cv-pick) and of the three baselines, with the recommended one's paired
-    difference to the blend (t-interval, folds ahead)."""
-    head = ["space", "searched proxy (`best`)", "recommended (`cv-pick`)", "parameter count",
-            "best coarse descriptor", "fitted blend", "recommended - blend"]
+    """README's headline: outer-fold test JCM (mean +- sd over every outer fold) of the searched proxy,
+    of the recommended selection and of the three baselines, with the recommended one's paired
+    difference to the blend (t-interval and Nadeau-Bengio corrected interval, folds ahead)."""
+    head = ["space", "outer folds x repeats", "searched proxy (`best`)", "recommended (selection)",
+            "parameter count", "best coarse descriptor", "fitted blend", "recommended - blend [t-interval]",
+            "corrected interval"]
     rows = []
     for space, label in SPACE_NAMES.items():
         searched, chosen = (runs.json(f"protocol/{name}/protocol.json") for name in HEADLINE_PROTOCOLS[space])
         test, other = chosen["summary"]["jcm"]["test"], searched["summary"]["jcm"]["test"]
         same(test["blend"]["mean"], other["blend"]["mean"], f"{space} blend JCM of the headline protocols")
         diff = chosen["summary"]["jcm"]["difference"]["blend"]
-        rows.append([label, _mean_sd(other["proxy"]), _mean_sd(test["proxy"]), _mean_sd(test["params"]),
+        low, high = diff["corrected_ci"]
+        rows.append([label, _outer_folds(chosen), _mean_sd(other["proxy"]),
+                     f"{_mean_sd(test['proxy'])} (`{chosen['protocol']['selection']}`)", _mean_sd(test["params"]),
                      _mean_sd(test["coarse"]), _mean_sd(test["blend"]),
-                     f"{_paired(diff)} {diff['ahead']}/{diff['n']}"])
+                     f"{_paired(diff)} {diff['ahead']}/{diff['n']}", f"[{num(low, True)}, {num(high, True)}]"])
     return table(head, rows)
 
 
@@ -331,15 +339,21 @@ def recommended_table(runs: Runs, space: str) -> list[str]:
     """Per target, the recommended selection's protocol (:data:`HEADLINE_PROTOCOLS`): test Kendall mean +- sd
     over the outer folds of the proxy and the three baselines, and the paired difference to each baseline
     with its t-interval and folds ahead; the JCM last."""
-    protocol = runs.json(f"protocol/{HEADLINE_PROTOCOLS[space][1]}/protocol.json")
+    name = HEADLINE_PROTOCOLS[space][1]
+    protocol = runs.json(f"protocol/{name}/protocol.json")
     summary = protocol["summary"]
     baselines = ["params", "coarse", "blend"]
     rows = []
     for label, figures in [*((t, summary["targets"][t]) for t in protocol["targets"]), ("JCM", summary["jcm"])]:
         test, diff = figures["test"], figures["difference"]
+        low, high = diff["blend"]["corrected_ci"]
         rows.append([label, *(_mean_sd(test[m]) for m in ["proxy", *baselines]),
-                     *(f"{_paired(diff[b])} {diff[b]['ahead']}/{diff[b]['n']}" for b in baselines)])
-    return table(["target", "recommended", "params", "coarse", "blend", "- params", "- coarse", "- blend"], rows)
+                     *(f"{_paired(diff[b])} {diff[b]['ahead']}/{diff[b]['n']}" for b in baselines),
+                     f"[{num(low, True)}, {num(high, True)}]"])
+    caption = (f"`runs/protocol/{name}`: selection `{protocol['protocol']['selection']}`, "
+               f"{_outer_folds(protocol)} outer folds ({summary['folds']} in all).")
+    return [caption, "", *table(["target", "recommended", "params", "coarse", "blend", "- params", "- coarse",
+                                 "- blend", "- blend, corrected"], rows)]
 
 
 #: A statistic in a genome's text (the eight and the spread ones); architecture terminals start with A_.
@@ -393,14 +407,17 @@ def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
         protocol = runs.json(f"protocol/{name}/protocol.json")
         if protocol["space"] != space or not protocol.get("finished"):
             continue
-        summary, targets = protocol["summary"], protocol["targets"]
+        # a protocol grown to several repeats shows its first repeat here: the same folds as every other row
+        summary, targets = first_repeat_summary(protocol), protocol["targets"]
         jcm = summary["jcm"]
         test, blend = jcm["test"]["proxy"], jcm["difference"]["blend"]
         blend_rows[name] = jcm["test"]["blend"]["mean"]
         per_target = [num(summary["targets"][t]["test"]["proxy"]["mean"]) for t in targets]
-        genomes = [f["result"].get("genome") or "" for f in protocol["folds"] if f.get("result")]
+        genomes = [f["result"].get("genome") or "" for f in protocol["folds"] if f.get("result") and f["repeat"] == 0]
         reading = sum(1 for g in genomes if STATISTIC_TOKEN.search(g))
-        rows.append([f"`{name}`", describe_protocol(protocol), f"{reading}/{len(genomes)}",
+        repeats = protocol["protocol"].get("repeats", 1)
+        label = f"`{name}`" + (f" (repeat 0 of {repeats})" if repeats > 1 else "")
+        rows.append([label, describe_protocol(protocol), f"{reading}/{len(genomes)}",
                      f"{num(test['mean'])} +- {num(test['sd'])}"
                      + ("" if test["n"] == summary["folds"] else f" (n={test['n']})"), *per_target,
                      _paired(blend),
@@ -410,9 +427,43 @@ def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
         raise DocsTableError(f"{folder}: no finished protocol of {space}")
     if len({round(v, 12) for v in blend_rows.values()}) != 1:
         raise DocsTableError(f"{folder}: the {space} protocols do not share their folds (blend JCMs differ)")
-    head = ["protocol", "configuration", "searched proxies reading statistics", "JCM", *targets, "JCM - blend [t-interval]", "corrected interval", "ahead"]
+    head = ["protocol", "configuration", "searched proxies reading statistics", "JCM", *targets,
+            "JCM - blend [t-interval]", "corrected interval", "ahead"]
     blend_line = f"Blend on the same folds: JCM {num(next(iter(blend_rows.values())))}."
     return [*table(head, rows), "", blend_line]
+
+
+def first_repeat_summary(protocol: dict) -> dict:
+    """The summary of a protocol's first repeat: its ``repeat_summaries[0]`` when it has several
+    repeats (written by ``autoprox evaluate``), else its summary."""
+    return (protocol.get("repeat_summaries") or [protocol["summary"]])[0]
+
+
+def repeats_table(runs: Runs, space: str) -> list[str]:
+    """The headline protocols of ``space`` repeat by repeat (each repeat another shuffle of the
+    architectures into 5 folds): test JCM of the searched proxy, the recommended selection and the
+    blend, and recommended - blend with its t-interval; then all folds together, with the
+    Nadeau-Bengio corrected interval that allows for folds sharing architectures."""
+    searched, chosen = (runs.json(f"protocol/{name}/protocol.json") for name in HEADLINE_PROTOCOLS[space])
+    if searched["protocol"].get("repeats", 1) != chosen["protocol"].get("repeats", 1):
+        raise DocsTableError(f"{space}: the headline protocols have different repeats")
+    rows = []
+    parts = list(zip(searched.get("repeat_summaries") or [searched["summary"]],
+                     chosen.get("repeat_summaries") or [chosen["summary"]]))
+    for repeat, (mine, picked) in enumerate(parts):
+        same(mine["jcm"]["test"]["blend"]["mean"], picked["jcm"]["test"]["blend"]["mean"], f"{space} repeat {repeat}")
+        diff = picked["jcm"]["difference"]["blend"]
+        rows.append([f"repeat {repeat} ({picked['folds']} folds)", _mean_sd(mine["jcm"]["test"]["proxy"]),
+                     _mean_sd(picked["jcm"]["test"]["proxy"]), _mean_sd(picked["jcm"]["test"]["blend"]),
+                     f"{_paired(diff)} {diff['ahead']}/{diff['n']}", ""])
+    whole, diff = chosen["summary"]["jcm"], chosen["summary"]["jcm"]["difference"]["blend"]
+    low, high = diff["corrected_ci"]
+    rows.append([f"all ({chosen['summary']['folds']} folds)", _mean_sd(searched["summary"]["jcm"]["test"]["proxy"]),
+                 _mean_sd(whole["test"]["proxy"]), _mean_sd(whole["test"]["blend"]),
+                 f"{_paired(diff)} {diff['ahead']}/{diff['n']}", f"[{num(low, True)}, {num(high, True)}]"])
+    head = ["outer split", "searched proxy (`best`)", f"recommended (`{chosen['protocol']['selection']}`)",
+            "fitted blend", "recommended - blend [t-interval]", "corrected interval"]
+    return table(head, rows)
 
 
 def _per_space(function: Callable[[Runs, str], list[str]], space: str) -> Callable[[Runs], list[str]]:
@@ -428,6 +479,7 @@ for _space in SPACE_NAMES:
     TABLES[f"transfer-{_space}"] = ("results", _per_space(transfer_table, _space))
     TABLES[f"protocol-ablation-{_space}"] = ("results", _per_space(protocol_ablation_table, _space))
     TABLES[f"recommended-{_space}"] = ("results", _per_space(recommended_table, _space))
+    TABLES[f"repeats-{_space}"] = ("results", _per_space(repeats_table, _space))
 TABLES["beyond-size"] = ("results", beyond_size_table)
 TABLES["vit-search"] = ("results", vit_search_table)
 
