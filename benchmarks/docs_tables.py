@@ -309,6 +309,17 @@ def _paired(difference: dict) -> str:
     return f"{num(difference['mean'], True)} [{num(low, True)}, {num(high, True)}]"
 
 
+def _paired_ahead(difference: dict) -> str:
+    """A paired difference's mean and t-interval, and the folds where the proxy is ahead."""
+    return f"{_paired(difference)} {difference['ahead']}/{difference['n']}"
+
+
+def _corrected(difference: dict) -> str:
+    """A paired difference's Nadeau-Bengio corrected interval."""
+    low, high = difference["corrected_ci"]
+    return f"[{num(low, True)}, {num(high, True)}]"
+
+
 def _outer_folds(protocol: dict) -> str:
     spec = protocol["protocol"]
     return f"{spec['folds']} x {spec.get('repeats', 1)}"
@@ -327,11 +338,10 @@ def headline_table(runs: Runs) -> list[str]:
         test, other = chosen["summary"]["jcm"]["test"], searched["summary"]["jcm"]["test"]
         same(test["blend"]["mean"], other["blend"]["mean"], f"{space} blend JCM of the headline protocols")
         diff = chosen["summary"]["jcm"]["difference"]["blend"]
-        low, high = diff["corrected_ci"]
         rows.append([label, _outer_folds(chosen), _mean_sd(other["proxy"]),
                      f"{_mean_sd(test['proxy'])} (`{chosen['protocol']['selection']}`)", _mean_sd(test["params"]),
                      _mean_sd(test["coarse"]), _mean_sd(test["blend"]),
-                     f"{_paired(diff)} {diff['ahead']}/{diff['n']}", f"[{num(low, True)}, {num(high, True)}]"])
+                     _paired_ahead(diff), _corrected(diff)])
     return table(head, rows)
 
 
@@ -346,10 +356,9 @@ def recommended_table(runs: Runs, space: str) -> list[str]:
     rows = []
     for label, figures in [*((t, summary["targets"][t]) for t in protocol["targets"]), ("JCM", summary["jcm"])]:
         test, diff = figures["test"], figures["difference"]
-        low, high = diff["blend"]["corrected_ci"]
         rows.append([label, *(_mean_sd(test[m]) for m in ["proxy", *baselines]),
-                     *(f"{_paired(diff[b])} {diff[b]['ahead']}/{diff[b]['n']}" for b in baselines),
-                     f"[{num(low, True)}, {num(high, True)}]"])
+                     *(_paired_ahead(diff[b]) for b in baselines),
+                     _corrected(diff["blend"])])
     caption = (f"`runs/protocol/{name}`: selection `{protocol['protocol']['selection']}`, "
                f"{_outer_folds(protocol)} outer folds ({summary['folds']} in all).")
     return [caption, "", *table(["target", "recommended", "params", "coarse", "blend", "- params", "- coarse",
@@ -408,7 +417,7 @@ def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
         if protocol["space"] != space or not protocol.get("finished"):
             continue
         # a protocol grown to several repeats shows its first repeat here: the same folds as every other row
-        summary, targets = first_repeat_summary(protocol), protocol["targets"]
+        summary, targets = repeat_summaries(protocol)[0], protocol["targets"]
         jcm = summary["jcm"]
         test, blend = jcm["test"]["proxy"], jcm["difference"]["blend"]
         blend_rows[name] = jcm["test"]["blend"]["mean"]
@@ -421,7 +430,7 @@ def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
                      f"{num(test['mean'])} +- {num(test['sd'])}"
                      + ("" if test["n"] == summary["folds"] else f" (n={test['n']})"), *per_target,
                      _paired(blend),
-                     f"[{num(blend['corrected_ci'][0], True)}, {num(blend['corrected_ci'][1], True)}]",
+                     _corrected(blend),
                      f"{blend['ahead']}/{blend['n']}"])
     if not rows:
         raise DocsTableError(f"{folder}: no finished protocol of {space}")
@@ -433,10 +442,10 @@ def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
     return [*table(head, rows), "", blend_line]
 
 
-def first_repeat_summary(protocol: dict) -> dict:
-    """The summary of a protocol's first repeat: its ``repeat_summaries[0]`` when it has several
-    repeats (written by ``autoprox evaluate``), else its summary."""
-    return (protocol.get("repeat_summaries") or [protocol["summary"]])[0]
+def repeat_summaries(protocol: dict) -> list[dict]:
+    """A protocol's summary per repeat: its ``repeat_summaries`` when it has several repeats
+    (written by ``autoprox evaluate``), else its one summary."""
+    return protocol.get("repeat_summaries") or [protocol["summary"]]
 
 
 def repeats_table(runs: Runs, space: str) -> list[str]:
@@ -448,19 +457,16 @@ def repeats_table(runs: Runs, space: str) -> list[str]:
     if searched["protocol"].get("repeats", 1) != chosen["protocol"].get("repeats", 1):
         raise DocsTableError(f"{space}: the headline protocols have different repeats")
     rows = []
-    parts = list(zip(searched.get("repeat_summaries") or [searched["summary"]],
-                     chosen.get("repeat_summaries") or [chosen["summary"]]))
-    for repeat, (mine, picked) in enumerate(parts):
+    for repeat, (mine, picked) in enumerate(zip(repeat_summaries(searched), repeat_summaries(chosen))):
         same(mine["jcm"]["test"]["blend"]["mean"], picked["jcm"]["test"]["blend"]["mean"], f"{space} repeat {repeat}")
         diff = picked["jcm"]["difference"]["blend"]
         rows.append([f"repeat {repeat} ({picked['folds']} folds)", _mean_sd(mine["jcm"]["test"]["proxy"]),
                      _mean_sd(picked["jcm"]["test"]["proxy"]), _mean_sd(picked["jcm"]["test"]["blend"]),
-                     f"{_paired(diff)} {diff['ahead']}/{diff['n']}", ""])
+                     _paired_ahead(diff), ""])
     whole, diff = chosen["summary"]["jcm"], chosen["summary"]["jcm"]["difference"]["blend"]
-    low, high = diff["corrected_ci"]
     rows.append([f"all ({chosen['summary']['folds']} folds)", _mean_sd(searched["summary"]["jcm"]["test"]["proxy"]),
                  _mean_sd(whole["test"]["proxy"]), _mean_sd(whole["test"]["blend"]),
-                 f"{_paired(diff)} {diff['ahead']}/{diff['n']}", f"[{num(low, True)}, {num(high, True)}]"])
+                 _paired_ahead(diff), _corrected(diff)])
     head = ["outer split", "searched proxy (`best`)", f"recommended (`{chosen['protocol']['selection']}`)",
             "fitted blend", "recommended - blend [t-interval]", "corrected interval"]
     return table(head, rows)

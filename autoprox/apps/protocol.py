@@ -235,11 +235,7 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
             if differing:
                 raise RunDirError(f"{path}: recorded with other search settings ({', '.join(differing)}); "
                                   "resume without search options, or use a new --out")
-        recorded_repeats = previous["protocol"].get("repeats", 1)
-        if spec.get("repeats") is not None and spec["repeats"] < recorded_repeats:
-            raise RunDirError(f"{path}: it holds {recorded_repeats} repeats; --repeats {spec['repeats']} would "
-                              "drop finished folds (give more repeats to extend it, or leave --repeats out)")
-        differing = [k for k, v in spec.items() if k != "repeats"
+        differing = [k for k, v in spec.items() if k != "repeats"  # more repeats grow it: _grown_repeats
                      and v is not None and previous["protocol"].get(k, _UNRECORDED.get(k)) != v]
         if differing:
             raise RunDirError(f"{path}: recorded with other protocol options ({', '.join(differing)}); "
@@ -321,8 +317,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         given["searches"] = os.path.relpath(Path(reuse_searches), out)
     bench, settings, previous = _open_protocol(out, settings, given, resume)
     if previous:
-        spec = previous["protocol"]
-        extra = _extra_repeats(previous, given["repeats"], out)
+        spec = {**previous["protocol"], "repeats": _grown_repeats(previous, given["repeats"], out)}
     else:
         defaults = {"folds": DEFAULT_FOLDS, "repeats": 1, "seed": 0, "selection": "best",
                     "baselines": list(BASELINES), "bootstrap": BOOTSTRAP_SAMPLES, "bags": 0,
@@ -345,19 +340,15 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         raise ConfigError(f"bootstrap resamples must be >= 0, got {spec['bootstrap']}")
     context = RunContext.from_settings(settings, bench=bench)
     settings, targets = context.settings, list(context.targets)
-    made = outer_folds(len(bench), spec["folds"], spec["repeats"] + (extra if previous else 0), spec["seed"])
-    recorded_folds = previous["folds"] if previous else []
-    if previous and [f.to_json() for f in made[:len(recorded_folds)]] != [
-            {k: f[k] for k in ("repeat", "fold", "run", "search", "test")} for f in recorded_folds]:
+    made = outer_folds(len(bench), spec["folds"], spec["repeats"], spec["seed"])
+    folds = list(previous["folds"]) if previous else []
+    if [f.to_json() for f in made[:len(folds)]] != [{k: f[k] for k in ("repeat", "fold", "run", "search", "test")}
+                                                    for f in folds]:
         raise RunDirError(f"{out / PROTOCOL_FILE}: its folds are not the ones its seed gives")
-    if previous and extra:
-        log(f"extending {out} from {spec['repeats']} to {spec['repeats'] + extra} repeats: "
-            f"{len(made) - len(recorded_folds)} new folds", quiet)
-        spec = {**spec, "repeats": spec["repeats"] + extra}
-        recorded_folds = [*recorded_folds, *(f.to_json() | _bags_json(f, spec) | {"result": None}
-                                             for f in made[len(recorded_folds):])]
-        previous = {**previous, "protocol": spec, "folds": recorded_folds}
-        previous.pop("written", None)
+    if previous and len(made) > len(folds):
+        log(f"extending {out} from {previous['protocol']['repeats']} to {spec['repeats']} repeats: "
+            f"{len(made) - len(folds)} new folds", quiet)
+    folds += [f.to_json() | _bags_json(f, spec) | {"result": None} for f in made[len(folds):]]
     if reused is not None and [f.to_json() for f in made] != [
             {k: f.get(k) for k in ("repeat", "fold", "run", "search", "test")} for f in reused["folds"]]:
         raise RunDirError(f"{reuse_searches}: its folds are not the ones this protocol makes")
@@ -373,8 +364,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         "settings": settings.to_json(),
         "protocol": spec,
         "targets": targets,
-        "folds": recorded_folds if previous else [f.to_json() | _bags_json(f, spec) | {"result": None}
-                                                  for f in made],
+        "folds": folds,
         "summary": None,
         "finished": False,
     }
@@ -438,19 +428,25 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     return read_json(out / PROTOCOL_FILE)
 
 
-def _extra_repeats(previous: Mapping, repeats: int | None, out: Path) -> int:
-    """How many repeats a resumed protocol gains: ``repeats`` minus the recorded ones (0 when
-    ``repeats`` is None). A protocol that re-scores another's searches can grow only as far as
-    that one has: its missing folds would have no search to read."""
-    recorded = previous["protocol"].get("repeats", 1)
-    extra = 0 if repeats is None else repeats - recorded
+def _grown_repeats(previous: Mapping, repeats: int | None, out: Path) -> int:
+    """The repeats of a resumed protocol: the recorded ones, or ``repeats`` when that is more (the
+    protocol grows by the new repeats' folds). Fewer would drop finished folds and are refused; a
+    protocol that re-scores another's searches can grow only as far as that one has, since its
+    missing folds would have no search to read."""
+    recorded = previous["protocol"]["repeats"]
+    if repeats is None or repeats == recorded:
+        return recorded
+    path = out / PROTOCOL_FILE
+    if repeats < recorded:
+        raise RunDirError(f"{path}: it holds {recorded} repeats; --repeats {repeats} would drop finished folds "
+                          "(give more repeats to extend it, or leave --repeats out)")
     searches = previous["protocol"].get("searches")
-    if extra and searches:
-        source = read_json(out / searches / PROTOCOL_FILE)["protocol"].get("repeats", 1)
+    if searches:
+        source = read_json(out / searches / PROTOCOL_FILE)["protocol"]["repeats"]
         if repeats > source:
-            raise RunDirError(f"{out / PROTOCOL_FILE}: it re-scores the searches of {out / searches}, which has "
+            raise RunDirError(f"{path}: it re-scores the searches of {out / searches}, which has "
                               f"{source} repeats; extend that protocol to {repeats} repeats first")
-    return extra
+    return repeats
 
 
 def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, given: dict) \

@@ -316,15 +316,18 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
                                      inner_kendall=table, **more))
 
 
-register_selection("cv-pick")(select_cv_pick)
-register_selection("cv-pick-joint")(partial(select_cv_pick, joint=True, name="cv-pick-joint"))
-register_selection("cv-pick-zico")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico"),
-                                           name="cv-pick-zico"))
-register_selection("cv-pick-coarse")(partial(select_cv_pick, candidates=(*CV_PICK_CANDIDATES, "coarse"),
-                                             name="cv-pick-coarse"))
+def _register_cv_pick(name: str, **options) -> None:
+    """Register :func:`select_cv_pick` with ``options`` as selection ``name`` (the name it records)."""
+    register_selection(name)(partial(select_cv_pick, name=name, **options))
+
+
 #: ``cv-pick-coarse``'s candidates with ZiCo alone and averaged with the proxy and with the blend.
 CV_PICK_WIDE_CANDIDATES = (*CV_PICK_CANDIDATES, "coarse", "zico", "best+zico", "blend+zico")
-register_selection("cv-pick-wide")(partial(select_cv_pick, candidates=CV_PICK_WIDE_CANDIDATES, name="cv-pick-wide"))
+register_selection("cv-pick")(select_cv_pick)
+_register_cv_pick("cv-pick-joint", joint=True)
+_register_cv_pick("cv-pick-zico", candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico"))
+_register_cv_pick("cv-pick-coarse", candidates=(*CV_PICK_CANDIDATES, "coarse"))
+_register_cv_pick("cv-pick-wide", candidates=CV_PICK_WIDE_CANDIDATES)
 
 
 
