@@ -1,4 +1,4 @@
-"""Shared fixtures: the real shared benchmark and small, real statistics.
+"""Shared fixtures: the real benchmark the package ships and small, real statistics.
 
 Statistics here use batch 2 (not the default 8) so that the suite stays fast; they
 are computed by the real models into a temporary cache once per session.
@@ -14,8 +14,11 @@ from autoprox.data.benchmark import load_benchmark
 from autoprox.data.cache import StatisticsCache
 from autoprox.networks.statistics import InputSpec
 
+from autoprox.core.resources import packaged_benchmark_dir
+
 REPO = Path(__file__).resolve().parent.parent
-BENCH_DIR = REPO.parent / "shared" / "vit-bench-101"
+#: The ViT-Bench-101 files shipped as package data (``autoprox/resources/vit-bench-101``).
+BENCH_DIR = packaged_benchmark_dir()
 AF_FILE = BENCH_DIR / "gt_autoformer.pth"
 PIT_FILE = BENCH_DIR / "gt_pit.pth"
 SMALL_SPEC = InputSpec("gaussian", batch_size=2)

@@ -328,7 +328,9 @@ def test_split_is_seeded_disjoint_and_covering():
 
 
 # --- finding the released files -----------------------------------------------------
-def test_default_bench_path_finds_shared_files(monkeypatch):
+def test_default_bench_path_finds_the_packaged_files(monkeypatch, tmp_path):
+    """With no flag and no environment variable the packaged files are found, whatever the folder."""
+    monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(BENCH_DIR_ENV, raising=False)
     assert default_bench_path("autoformer") == AF_FILE.resolve()
     assert default_bench_path("pit") == PIT_FILE.resolve()
@@ -336,13 +338,24 @@ def test_default_bench_path_finds_shared_files(monkeypatch):
         default_bench_path("resnet")
 
 
-def test_default_bench_path_from_working_directory(monkeypatch, tmp_path):
+def test_locate_benchmark_finds_other_files_in_the_working_directory(monkeypatch, tmp_path):
     monkeypatch.delenv(BENCH_DIR_ENV, raising=False)
     local = tmp_path / "vit-bench-101"
     local.mkdir()
-    shutil.copyfile(PIT_FILE, local / "gt_pit.pth")
+    shutil.copyfile(PIT_FILE, local / "mine.pth")
     monkeypatch.chdir(tmp_path)
-    assert default_bench_path("pit") == (local / "gt_pit.pth").resolve()
+    assert benchmark_module.locate_benchmark("mine.pth").resolve() == (local / "mine.pth").resolve()
+
+
+def test_a_copy_of_a_packaged_file_is_recorded_by_name(monkeypatch, tmp_path):
+    """A run made on a byte-for-byte copy of a packaged file records the bare name, so it reopens anywhere."""
+    monkeypatch.delenv(BENCH_DIR_ENV, raising=False)
+    shutil.copyfile(PIT_FILE, tmp_path / "gt_pit.pth")
+    assert benchmark_module.portable_bench_path(tmp_path / "gt_pit.pth") == "gt_pit.pth"
+    (tmp_path / "other").mkdir()
+    changed = tmp_path / "other" / "gt_pit.pth"
+    changed.write_bytes(PIT_FILE.read_bytes() + b"x")
+    assert benchmark_module.portable_bench_path(changed) == str(changed)
 
 
 def test_default_bench_path_honours_env(monkeypatch, tmp_path):

@@ -69,23 +69,30 @@ def test_bad_manifests_are_one_line(tmp_path: Path, content: str, problem: str):
 
 
 def test_the_environment_variable_wins_and_must_exist(manifest: Path, tmp_path: Path):
-    assert find_manifest({ENVIRONMENT: str(manifest)}, cwd=tmp_path / "elsewhere") == manifest
+    assert find_manifest({ENVIRONMENT: str(manifest)}) == manifest
     with pytest.raises(ProxyError, match="no such manifest"):
         find_manifest({ENVIRONMENT: str(tmp_path / "missing.json")})
 
 
-def test_the_working_directory_comes_before_the_source_tree(tmp_path: Path):
+def test_the_packaged_manifest_is_found_from_any_folder(tmp_path: Path, monkeypatch):
+    """No variable set: the manifest shipped in the package, whatever the working directory holds."""
+    from autoprox.core.resources import packaged_manifest
+
     (tmp_path / "runs").mkdir()
-    local = write_manifest(tmp_path / "runs", {"s": {"joint": {"file": "j.json"}}})
-    assert find_manifest({}, cwd=tmp_path) == local
+    write_manifest(tmp_path / "runs", {"s": {"joint": {"file": "j.json"}}})
+    monkeypatch.chdir(tmp_path)
+    assert find_manifest({}) == packaged_manifest()
+    assert packaged_manifest().is_file()
 
 
 def test_the_committed_manifest_names_a_proxy_for_every_target_of_both_spaces():
-    """runs/recommended.json: a joint entry and one per target for AutoFormer and PiT, each resolving to a
+    """The packaged manifest: a joint entry and one per target for AutoFormer and PiT, each resolving to a
     proxy that scores that target (a joint ensemble cut to the target, or the per-target ensemble)."""
     from autoprox.proxies.proxy import resolve_proxy
 
-    manifest = Path(__file__).resolve().parents[1] / "runs" / "recommended.json"
+    from autoprox.core.resources import packaged_manifest
+
+    manifest = packaged_manifest()
     data = load_manifest(manifest)
     expected = {"autoformer": {"joint", "c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super"},
                 "pit": {"joint", "c100_kd", "flower_kd", "chaoyang_kd"}}

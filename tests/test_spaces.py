@@ -24,7 +24,9 @@ from autoprox.spaces.architectures import (
     transformer_widths,
 )
 
-BENCH = Path("/work/shared/vit-bench-101")
+from tests.conftest import BENCH_DIR
+
+BENCH = BENCH_DIR
 
 # spaces.md's table: (config, parameters, MACs), 100-class head.
 TABLE = [

@@ -43,6 +43,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.errors import BenchmarkError, ConfigError  # noqa: F401 (re-exported)
+from autoprox.core.resources import packaged_benchmark_dir
 from autoprox.data.tables import parse_architectures, read_csv_entries
 from autoprox.spaces.architectures import (  # noqa: F401 (ArchitectureError, arch_to_config re-exported)
     ArchitectureError,
@@ -352,17 +353,13 @@ def bench_search_dirs() -> list[Path]:
     """Where released files are looked for, in order.
 
     ``$AUTOPROX_BENCH_DIR`` alone when it is set (an explicit choice is never
-    silently replaced by another copy); otherwise ``./vit-bench-101``, then
-    ``../shared/vit-bench-101`` relative to the working directory and to this checkout.
+    silently replaced by another copy); otherwise the files shipped with the package
+    (``autoprox/resources/vit-bench-101``), then ``./vit-bench-101`` under the working
+    directory (for other files of the same format).
     """
     if os.environ.get(BENCH_DIR_ENV):
         return [Path(os.environ[BENCH_DIR_ENV])]
-    dirs = []
-    repo_root = Path(__file__).resolve().parents[2]
-    for base in (Path.cwd(), repo_root):
-        dirs.append(base / "vit-bench-101")
-        dirs.append(base.parent / "shared" / "vit-bench-101")
-    return dirs
+    return [packaged_benchmark_dir(), Path.cwd() / "vit-bench-101"]
 
 
 def default_bench_path(space: str) -> Path:
@@ -386,15 +383,18 @@ def default_bench_path(space: str) -> Path:
 
 def portable_bench_path(path: str | os.PathLike) -> str:
     """How a run records its benchmark: the file name alone when the file lies in one of
-    :func:`bench_search_dirs` (so the run reopens on any machine that has it there), else
+    :func:`bench_search_dirs`, or is a byte-for-byte copy of the file of that name there
+    (so the run reopens on any machine that has it, the packaged files included), else
     the path as given."""
     given = Path(path)
     if not _is_file(given):
         return str(path)
     resolved = given.resolve()
     for directory in bench_search_dirs():
-        if directory.is_dir() and (directory / given.name).is_file() and (directory / given.name).resolve() == resolved:
-            return given.name
+        known = directory / given.name
+        if directory.is_dir() and known.is_file():
+            if known.resolve() == resolved or file_sha256(known) == file_sha256(resolved):
+                return given.name
     return str(path)
 
 

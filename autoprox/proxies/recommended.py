@@ -1,6 +1,7 @@
 """Recommended proxies: ``recommended:SPACE/TARGET`` names read from a manifest.
 
-The manifest (``runs/recommended.json`` in the source tree) names, for each space, the
+The manifest (``recommended.json``, shipped with the package in
+``autoprox/resources/recommended/``) names, for each space, the
 proxy to use for each target and the joint one (``joint``), each a proxy file the
 engine wrote (a run's ``best.json`` or an ensemble file) searched with the
 configuration the evaluation protocol chose. A manifest looks like::
@@ -12,10 +13,9 @@ configuration the evaluation protocol chose. A manifest looks like::
 File paths are relative to the manifest's folder. Each entry may carry more keys (its
 run, the protocol figures behind the choice); only ``file`` is needed to score.
 
-Where the manifest is looked for, first found wins: the ``AUTOPROX_RECOMMENDED``
-environment variable, ``runs/recommended.json`` under the working directory, then
-``runs/recommended.json`` beside the installed package's source tree (an editable
-install from a clone, as the README's bootstrap makes).
+Where the manifest is looked for: the file the ``AUTOPROX_RECOMMENDED`` environment
+variable names when it is set, else the packaged manifest, so the names resolve in any
+folder, from a wheel as from a clone.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Mapping
 
 from autoprox.core.atomic import read_json_file
 from autoprox.core.errors import ProxyError
+from autoprox.core.resources import packaged_manifest
 
 #: The prefix of a recommended proxy's name.
 PREFIX = "recommended:"
@@ -35,8 +36,6 @@ FORMAT = "autoprox-recommended/1"
 JOINT = "joint"
 #: Environment variable naming a manifest file.
 ENVIRONMENT = "AUTOPROX_RECOMMENDED"
-#: Where the manifest sits inside a source tree or working directory.
-MANIFEST_PATH = Path("runs") / "recommended.json"
 
 
 def is_recommended_name(text: str) -> bool:
@@ -50,34 +49,28 @@ def split_recommended_name(text: str) -> tuple[str, str]:
     return space, entry or JOINT
 
 
-def manifest_candidates(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> list[Path]:
+def manifest_candidates(environ: Mapping[str, str] | None = None) -> list[Path]:
     """Where the manifest is looked for, in order (see the module docstring)."""
     environ = os.environ if environ is None else environ
-    places = []
     if environ.get(ENVIRONMENT):
-        places.append(Path(environ[ENVIRONMENT]))
-    places.append((Path.cwd() if cwd is None else cwd) / MANIFEST_PATH)
-    places.append(Path(__file__).resolve().parents[2] / MANIFEST_PATH)
-    return places
+        return [Path(environ[ENVIRONMENT])]
+    return [packaged_manifest()]
 
 
-def find_manifest(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path:
-    """The first manifest of :func:`manifest_candidates` that exists; ProxyError naming where it looked.
+def find_manifest(environ: Mapping[str, str] | None = None) -> Path:
+    """The manifest of :func:`manifest_candidates`; ProxyError naming where it looked.
 
     A manifest named by ``AUTOPROX_RECOMMENDED`` must exist: a typo there is not silently
-    replaced by another manifest.
+    replaced by the packaged manifest.
     """
     environ = os.environ if environ is None else environ
-    candidates = manifest_candidates(environ, cwd)
+    path = manifest_candidates(environ)[0]
+    if path.is_file():
+        return path
     if environ.get(ENVIRONMENT):
-        if not candidates[0].is_file():
-            raise ProxyError(f"{ENVIRONMENT}={environ[ENVIRONMENT]}: no such manifest file")
-        return candidates[0]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise ProxyError("no recommended-proxy manifest found (looked for "
-                     + ", ".join(str(p) for p in candidates) + f"); set {ENVIRONMENT}")
+        raise ProxyError(f"{ENVIRONMENT}={environ[ENVIRONMENT]}: no such manifest file")
+    raise ProxyError(f"the packaged recommended-proxy manifest {path} is missing (a broken install?); "
+                     f"set {ENVIRONMENT}")
 
 
 def load_manifest(path: str | Path) -> dict:
@@ -128,6 +121,6 @@ def resolve_recommended(text: str, manifest_path: str | Path | None = None) -> t
     return file, dict(entries[entry])
 
 
-__all__ = ["ENVIRONMENT", "FORMAT", "JOINT", "MANIFEST_PATH", "PREFIX", "find_manifest", "is_recommended_name",
+__all__ = ["ENVIRONMENT", "FORMAT", "JOINT", "PREFIX", "find_manifest", "is_recommended_name",
            "load_manifest", "manifest_candidates", "recommended_names", "resolve_recommended",
            "split_recommended_name"]
