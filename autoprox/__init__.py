@@ -1,11 +1,40 @@
 """autoprox: evolutionary discovery of zero-cost proxies for Vision Transformers.
 
-The data flow is the architecture, one module per step:
-``spaces`` -> ``models`` -> ``statistics`` / ``cache`` -> ``genome`` (over the
-``primitives`` package) -> ``fitness`` -> ``evolution`` -> ``rundir`` -> ``cli``.
+The data flow is the architecture, one layer per step (docs/layout.md):
+``spaces`` -> ``networks`` -> ``data`` (benchmark, statistics cache) -> ``genome`` (over the
+``primitives`` package) -> ``proxies`` -> ``search`` -> ``apps`` -> ``reports`` -> ``cli``.
+
+The names most users need are here: :class:`ProxySearch` (a search as an estimator),
+:class:`Proxy` (any proxy, one scoring path), :func:`resolve_proxy` (a proxy from its name:
+``params``, ``zico``, ``autoprox_a``, a genome string, a proxy file, ``recommended:pit/joint``),
+:func:`load_benchmark` and :func:`build_vit`. They are imported when first used, so
+``import autoprox`` stays light.
 """
 
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it (imported on first use).
+_LAZY = {
+    "ProxySearch": "autoprox.api",
+    "FoundProxy": "autoprox.api",
+    "Proxy": "autoprox.proxies.proxy",
+    "resolve_proxy": "autoprox.proxies.proxy",
+    "load_benchmark": "autoprox.data.benchmark",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'autoprox' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def build_vit(arch, num_classes: int = 100, seed: int | None = None):
@@ -31,3 +60,6 @@ def build_vit(arch, num_classes: int = 100, seed: int | None = None):
     if isinstance(arch, dict) and isinstance(arch.get("arch"), dict):
         arch = arch["arch"]
     return build_model(parse_arch(arch), num_classes=num_classes, seed=seed)
+
+
+__all__ = ["FoundProxy", "Proxy", "ProxySearch", "__version__", "build_vit", "load_benchmark", "resolve_proxy"]

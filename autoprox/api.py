@@ -1,16 +1,18 @@
 """The Python API, in the manner of gplearn's and PySR's estimators.
 
->>> from autoprox.api import ProxySearch
+>>> from autoprox import ProxySearch
 >>> search = ProxySearch(space="pit", iterations=50, out="runs/pit-notebook").fit()  # doctest: +SKIP
 >>> search.best_.genome, search.best_.test_jcm                                         # doctest: +SKIP
->>> search.hall_of_fame_[0].sympy, search.hall_of_fame_[0].latex                      # doctest: +SKIP
+>>> search.equations_.to_markdown()                                                    # doctest: +SKIP
+>>> search.best_.score_architectures([{"base_dim": 32, "mlp_ratio": 4, ...}])          # doctest: +SKIP
 >>> ProxySearch.from_run("runs/pit-best").best_.score(model, images, labels)           # doctest: +SKIP
 
 A fitted search is a run directory (the same one ``autoprox search`` writes); every
 attribute ending in ``_`` is read from it, so ``from_run`` gives the same object for a
-run made from the command line. The command line and this API share every step.
+run made from the command line. The parameters are the options of ``autoprox search``
+(:mod:`autoprox.search.options`, one table for both): the same names with ``_`` for
+``-``, the same defaults, the same checks and the same one-line errors.
 """
-
 from __future__ import annotations
 
 import math
@@ -18,20 +20,20 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from autoprox.core.errors import ConfigError, RunDirError
-from autoprox.data.benchmark import default_bench_path
-from autoprox.genome.tree import (
-    AGGREGATIONS,
-    GenomeSpace,
-    parse_genome,
-    score_architecture,
-)
+from autoprox.genome.tree import parse_genome, score_architecture
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
-from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.halloffame import load_hall_of_fame
+from autoprox.search.options import (
+    option_values,
+    options_for,
+    options_from_settings,
+    resume_conflicts,
+    settings_from_options,
+)
 from autoprox.search.rundir import RunDirectory, read_json
 from autoprox.search.settings import SearchSettings
 
@@ -41,7 +43,9 @@ class FoundProxy:
     """A discovered proxy: its genome, its figures, and its readable and runnable forms.
 
     ``jcm`` and ``kendall`` are search-split figures (what evolution saw); ``test_jcm``
-    is the test split's when the run's ``best.json`` reports it.
+    is the test split's when the run's ``best.json`` reports it. ``run_dir`` is the run it
+    was found by, when there is one: :meth:`score_architectures` then computes statistics
+    as that run did (input, batch, seeds, cache).
     """
 
     genome: str
@@ -49,6 +53,7 @@ class FoundProxy:
     kendall: Mapping[str, float] = field(default_factory=dict)
     test_jcm: float | None = None
     complexity: int | None = None
+    run_dir: str | None = field(default=None, compare=False)
 
     @cached_property
     def tree(self):
@@ -78,6 +83,53 @@ class FoundProxy:
     def proxy(self) -> Proxy:
         """The engine's proxy object, for :meth:`autoprox.search.context.RunContext.score` and ranking."""
         return Proxy(self.genome, self.tree)
+
+    def score_architectures(self, archs, workers: int | None = None, cache_dir: str | None = None,
+                            progress: bool = False):
+        """Scores of architectures, computed as the engine scores them (statistics cached).
+
+        Parameters
+        ----------
+        archs : sequence of dict, or str
+            Architecture configs (``{"base_dim": 32, ...}``, any registered space's), or a
+            benchmark: a space name with a packaged file (``"pit"``) or a benchmark file's path.
+        workers : int, optional
+            Processes computing missing statistics (default: the run's, else 1).
+        cache_dir : str, optional
+            The statistics cache (default: the run's, else ``$AUTOPROX_CACHE`` or ``~/.cache/autoprox``).
+        progress : bool
+            Show a progress line on stderr while statistics are computed.
+
+        Returns
+        -------
+        numpy.ndarray
+            One score per architecture, in the order given (statistics with a 100-class head,
+            or the run's class count when it used one set).
+        """
+        from autoprox.core.progress import Progress
+        from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path, load_benchmark
+        from autoprox.data.cache import StatisticsCache, StatsPlan
+        from autoprox.spaces.architectures import parse_arch
+
+        if isinstance(archs, (str, Path)):
+            path = default_bench_path(str(archs)) if str(archs) in BENCH_FILE_NAMES else Path(archs)
+            parsed = list(load_benchmark(path).archs)
+        else:
+            parsed = [arch if not isinstance(arch, Mapping) else parse_arch(dict(arch)) for arch in archs]
+        if not parsed:
+            raise ConfigError("no architecture to score")
+        if self.run_dir is not None:
+            context = RunContext.open(self.run_dir)
+            plan, cache = context.plan, context.cache
+            workers = context.settings.workers if workers is None else workers
+            if cache_dir is not None:
+                cache = StatisticsCache(cache_dir, cache.precision)
+        else:
+            plan = StatsPlan.from_options("gaussian", 8, (0,), ["c100_kd"])
+            cache = StatisticsCache(cache_dir)
+        scores = self.proxy.score(parsed, cache, plan, workers=workers or 1,
+                                  progress=Progress("statistics") if progress else None)
+        return scores[100] if 100 in scores else next(iter(scores.values()))
 
     def torch_source(self) -> str:
         """A standalone Python module (torch only) computing this proxy on any model, as ``autoprox export`` writes."""
@@ -109,35 +161,20 @@ class FoundProxy:
         return float(score_architecture(self.tree, stats, terminals or None))
 
 
+def _parameters_doc() -> str:
+    return "\n".join(f"    {o.name} : default {o.default!r}\n        {o.help}" for o in options_for("search"))
+
+
 class ProxySearch:
     """A proxy search as an estimator: set it up, :meth:`fit` it, read the fitted attributes.
 
     Parameters
     ----------
-    space : {"autoformer", "pit"}, optional
-        Search space; picks the space's released benchmark file (found without flags).
-    bench : str, optional
-        A benchmark file instead of ``space``.
-    targets : sequence of str
-        Targets of the joint correlation metric (default: the KD columns plus imagenet_super).
-    iterations, population, seed : int
-        Evolution length, population size and seed (the paper's 200, 20, 0).
-    genome : {"template", "free"}
-        The paper's template trees or free-form typed trees.
-    aggregation : str or sequence of str
-        Over blocks: ``"mean"`` (the paper), ``"sum"``, ``"wmean"``, ``"std"``, several, or ``"gene"`` (all).
-    arch_terminals : bool
-        Let genomes use architecture-level scalars (parameter count, depth, ...).
-    cv_folds : int
-        Cross-validated fitness over this many folds of the search split (0: none).
-    parsimony : bool
-        At equal JCM the smaller proxy ranks higher.
-    out : str, optional
-        Run directory (default: a new temporary directory); must be new or empty.
-    **settings
-        Any other field of :class:`autoprox.search.settings.SearchSettings` (``batch_size``,
-        ``workers``, ``cache_dir``, ``split_seed``, ``weights``, ...) or of
-        :class:`autoprox.search.evolution.EvolutionConfig` (``margin``, ``retry_cap``, ...).
+    Every option of ``autoprox search`` under its Python name (``--cv-folds`` is ``cv_folds``),
+    with the same default and the same check (:data:`autoprox.search.options.SEARCH_OPTIONS`).
+    Lists may be given as Python sequences (``targets=["c100_kd"]``) or as the command line's
+    comma strings; ``weights`` as a mapping. An unknown name or a bad value raises
+    :class:`~autoprox.core.errors.ConfigError` at once, with one line naming it.
 
     Attributes
     ----------
@@ -145,74 +182,99 @@ class ProxySearch:
         The best proxy, with its search- and test-split figures (``best.json``).
     hall_of_fame_ : list of FoundProxy
         The best distinct proxies seen, best first.
+    equations_ : autoprox.reports.equations.EquationTable
+        The hall of fame as a table: complexity, formula, search and test figures
+        (``to_csv``, ``to_markdown``).
     run_dir_ : pathlib.Path
         The run directory.
     report_ : dict
         The content of ``best.json``.
+
+    Notes
+    -----
+    :meth:`fit` on a run directory that holds this search continues it, as
+    ``autoprox search --resume`` does: a larger ``iterations`` extends a finished run, and
+    the session parameters (``workers``, ``cache_dir``, ``scheduler``, ``bench``) may differ
+    from the run's. ``resume=True`` takes the run's recorded settings for every parameter
+    not given.
     """
 
-    def __init__(self, space: str | None = None, bench: str | None = None, targets: Sequence[str] = (),
-                 iterations: int = 200, population: int = 20, seed: int = 0, genome: str = "template",
-                 aggregation: str | Sequence[str] = "mean", arch_terminals: bool = False, cv_folds: int = 0,
-                 parsimony: bool = False, out: str | None = None, quiet: bool = True, **settings) -> None:
-        self.space, self.bench, self.targets = space, bench, tuple(targets)
-        self.iterations, self.population, self.seed = iterations, population, seed
-        self.genome, self.aggregation, self.arch_terminals = genome, aggregation, arch_terminals
-        self.cv_folds, self.parsimony, self.out, self.quiet = cv_folds, parsimony, out, quiet
-        self.settings = dict(settings)
+    def __init__(self, **params) -> None:
+        self._given: set[str] = set()
+        self._params = option_values({}, "search")
+        self.set_params(**params)
 
+    # --------------------------------------------------------- estimator protocol
+    def get_params(self, deep: bool = True) -> dict:
+        """Every parameter's value (scikit-learn's protocol; ``deep`` is accepted and changes nothing)."""
+        return dict(self._params)
+
+    def set_params(self, **params) -> "ProxySearch":
+        """Set parameters by name; each is checked as on the command line (ConfigError for a bad one)."""
+        values = option_values({**{k: self._params[k] for k in self._given}, **params}, "search")
+        self._params = values
+        self._given |= set(params)
+        return self
+
+    def __getattr__(self, name: str):
+        params = self.__dict__.get("_params")
+        if params is not None and name in params:
+            return params[name]
+        raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{o.name}={self._params[o.name]!r}" for o in options_for("search")
+                          if self._params[o.name] != o.default)
+        return f"ProxySearch({shown})"
+
+    # ------------------------------------------------------------------ fitting
     def search_settings(self) -> SearchSettings:
         """The :class:`SearchSettings` these parameters describe (what ``config.json`` will record)."""
-        if self.bench is None and self.space is None:
+        if self._params["bench"] is None and self._params["space"] is None:
             raise ConfigError("give space='autoformer'|'pit' or bench=FILE")
-        evolution_fields = set(EvolutionConfig.__dataclass_fields__)
-        extra_evolution = {k: v for k, v in self.settings.items() if k in evolution_fields}
-        extra_settings = {k: v for k, v in self.settings.items() if k not in evolution_fields}
-        unknown = set(extra_settings) - set(SearchSettings.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"unknown search setting(s): {', '.join(sorted(unknown))}")
-        evolution = EvolutionConfig(population_size=self.population, iterations=self.iterations, seed=self.seed,
-                                    parsimony=self.parsimony, **extra_evolution)
-        names = [self.aggregation] if isinstance(self.aggregation, str) else list(self.aggregation)
-        if names == ["gene"]:
-            names = list(AGGREGATIONS)
-        names = [n if n.startswith("block_") else f"block_{n}" for n in names]
-        space = GenomeSpace(self.genome, tuple(names), self.arch_terminals)
-        bench = self.bench or str(default_bench_path(self.space))
-        return SearchSettings(bench=bench, targets=self.targets, evolution=evolution, genome=space.to_json(),
-                              cv_folds=self.cv_folds, **extra_settings)
+        return settings_from_options(self._params)
 
     def fit(self) -> "ProxySearch":
-        """Run the search into :attr:`out` (resuming it when it already holds this search, stopped)."""
+        """Run the search into ``out``, or continue the one it holds (see Notes)."""
+        from autoprox.core.parallel import make_executor
         from autoprox.search.engine import run_search
+        from autoprox.search.settings import recorded_settings
 
-        out = Path(self.out) if self.out else Path(tempfile.mkdtemp(prefix="autoprox-run-"))
+        params = self._params
+        out = Path(params["out"]) if params["out"] else Path(tempfile.mkdtemp(prefix="autoprox-run-"))
         run = RunDirectory(out)
-        if run.exists():
-            recorded = run.config()["settings"]
-            wanted = RunContext.from_settings(self.search_settings()).settings.to_json()
-            if recorded != wanted:
-                raise RunDirError(f"{out} holds another search; choose another out")
-            run_search(None, out, resume=True, quiet=self.quiet)
-        else:
-            run_search(self.search_settings(), out, quiet=self.quiet)
+        resume = bool(params["resume"]) or run.exists()
+        if params["resume"] and not run.exists():
+            raise RunDirError(f"resume=True needs out to hold a run; {out} holds none")
+        with make_executor(params["scheduler"], params["workers"]) as executor:
+            if resume:
+                settings, space = recorded_settings(out)
+                given = {name: params[name] for name in (self._given if params["resume"] else params)}
+                if given.get("space") is None:  # no space given: the run's own (bench names the file)
+                    given.pop("space", None)
+                conflicts = resume_conflicts(given, settings, space)
+                if conflicts:
+                    raise RunDirError(f"{out} holds another search ({'; '.join(conflicts)}); choose another out, "
+                                      "or leave those parameters out with resume=True")
+                session = {name: params[name] for name in ("bench", "workers", "cache_dir")
+                           if name in self._given}
+                run_search(None, out, resume=True, quiet=params["quiet"], extend_iterations=params["iterations"],
+                           executor=executor, **session)
+            else:
+                run_search(self.search_settings(), out, quiet=params["quiet"], executor=executor)
         return self._read(out)
 
     @classmethod
     def from_run(cls, path: str | Path) -> "ProxySearch":
         """The fitted search of an existing run directory (made by ``fit`` or ``autoprox search``)."""
-        run = RunDirectory(path)
-        recorded = SearchSettings.from_json(run.config()["settings"])
-        space = recorded.genome_space
-        evolution = recorded.evolution
-        own = {"bench", "targets", "evolution", "genome", "cv_folds"}
-        extra = {k: getattr(recorded, k) for k in SearchSettings.__dataclass_fields__ if k not in own}
-        extra |= {k: getattr(evolution, k) for k in EvolutionConfig.__dataclass_fields__
-                  if k not in ("population_size", "iterations", "seed", "parsimony")}
-        search = cls(bench=recorded.bench, targets=recorded.targets, iterations=evolution.iterations,
-                     population=evolution.population_size, seed=evolution.seed, genome=space.kind,
-                     aggregation=list(space.aggregations), arch_terminals=space.arch_terminals,
-                     cv_folds=recorded.cv_folds, parsimony=evolution.parsimony, out=str(path), **extra)
+        from autoprox.search.settings import recorded_settings
+
+        settings, space = recorded_settings(path)
+        values = options_from_settings(settings, space)
+        values["space"] = None if values["bench"] else values["space"]
+        values["out"] = str(path)
+        defaults = option_values({}, "search")
+        search = cls(**{k: v for k, v in values.items() if v != defaults[k]})
         return search._read(Path(path))
 
     def _read(self, out: Path) -> "ProxySearch":
@@ -228,18 +290,24 @@ class ProxySearch:
         self.run_dir_ = out
         self.best_ = FoundProxy(report["genome"], search.get("jcm"),
                                 {t: m.get("kendall") for t, m in (search.get("targets") or {}).items()},
-                                test.get("jcm"))
-        self.hall_of_fame_ = [FoundProxy(e.genome, e.jcm, dict(e.kendall), complexity=e.complexity)
+                                test.get("jcm"), run_dir=str(out))
+        self.hall_of_fame_ = [FoundProxy(e.genome, e.jcm, dict(e.kendall), complexity=e.complexity,
+                                         run_dir=str(out))
                               for e in load_hall_of_fame(run).hall.entries]
         return self
+
+    @cached_property
+    def equations_(self):
+        """The hall of fame as a table with complexity, formulas and search and test figures."""
+        from autoprox.reports.equations import equation_table
+
+        if not hasattr(self, "run_dir_"):
+            raise RunDirError("this search is not fitted yet: call fit() or use ProxySearch.from_run")
+        return equation_table(self.context(), self.hall_of_fame_)
 
     def context(self) -> RunContext:
         """The run's :class:`RunContext` (benchmark, split, statistics), to score other proxies on it."""
         return RunContext.open(self.run_dir_)
-
-    def __repr__(self) -> str:
-        fitted = f", fitted: {self.best_.genome}" if hasattr(self, "best_") else ""
-        return f"ProxySearch(space={self.space!r}, bench={self.bench!r}, iterations={self.iterations}{fitted})"
 
 
 __all__ = ["FoundProxy", "ProxySearch"]

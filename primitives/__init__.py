@@ -1,7 +1,8 @@
 """Primitive operations of the Auto-Prox search space (Table 14).
 
 24 unary ops (UOP00..UOP23) and 4 binary ops (BOP01..BOP04) on matrices (2-D
-float32 tensors) and scalars (0-d tensors): 56 primitive forms. The table
+float32 tensors) and scalars (0-d tensors): 56 primitive forms. Operators of your own
+are one record each: :func:`make_primitive` then :func:`register_primitive`. The table
 (:mod:`primitives.table`) imports SymPy only; the torch functions
 (:mod:`primitives.unary`, :mod:`primitives.binary`) and what comes with them
 (``EPS``, ``InvalidResult``, ``ShapeMismatch``) are imported on first use.
@@ -16,15 +17,22 @@ from .table import (
     KINDS,
     NAMED_FUNCTIONS,
     OUTPUT_KINDS,
+    PAPER_BINARY,
+    PAPER_OPERATORS,
+    PAPER_UNARY,
     PRIMITIVES,
     REDUCTIONS,
     UNARY,
     NamedFunction,
+    check_operators,
     Primitive,
     export_preamble,
     forms,
     get_primitive,
+    make_primitive,
     named_function,
+    register_primitive,
+    unregister_primitive,
 )
 
 
@@ -51,9 +59,13 @@ __all__ = [
     "KINDS",
     "NAMED_FUNCTIONS",
     "OUTPUT_KINDS",
+    "PAPER_BINARY",
+    "PAPER_OPERATORS",
+    "PAPER_UNARY",
     "PRIMITIVES",
     "REDUCTIONS",
     "UNARY",
+    "check_operators",
     "InvalidResult",
     "NamedFunction",
     "Primitive",
@@ -61,5 +73,8 @@ __all__ = [
     "export_preamble",
     "forms",
     "get_primitive",
+    "make_primitive",
     "named_function",
+    "register_primitive",
+    "unregister_primitive",
 ]

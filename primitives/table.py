@@ -87,6 +87,10 @@ class Primitive:
     symbolic_forms: Mapping[str, Callable[..., sympy.Expr]] = field(default_factory=dict)
     not_generated: Mapping[str, str] = field(default_factory=dict)
     fast: bool = False
+    #: A primitive registered from outside this package (:func:`make_primitive`): its torch
+    #: function itself, and the source text an exported proxy copies (default: the function's).
+    torch_function: Callable[..., object] | None = field(default=None, compare=False)
+    export_source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -103,7 +107,9 @@ class Primitive:
 
     @property
     def function(self) -> Callable[..., object]:
-        """The torch function (``primitives.unary.NAME`` or ``primitives.binary.NAME``)."""
+        """The torch function (``primitives.unary.NAME`` or ``primitives.binary.NAME``, or a registered one's own)."""
+        if self.torch_function is not None:
+            return self.torch_function
         module = importlib.import_module(f"{__package__}.{'unary' if self.arity == 1 else 'binary'}")
         return getattr(module, self.name)
 
@@ -121,6 +127,8 @@ class Primitive:
     @property
     def source(self) -> str:
         """The function's source text, to copy verbatim into an exported proxy file."""
+        if self.export_source is not None:
+            return self.export_source
         return inspect.getsource(self.function)
 
     @property
@@ -217,12 +225,18 @@ _BINARY = (
                              "matrix_scalar": _SHAPE_MISMATCH, "scalar_matrix": _SHAPE_MISMATCH}),
 )
 
-# Tables keyed by the paper's op name (the token used in genome strings), in paper
-# order UOP00..UOP23 and BOP01..BOP04; each Primitive carries its op_id.
+# Tables keyed by the op name (the token used in genome strings): the paper's in paper
+# order UOP00..UOP23 and BOP01..BOP04, then any registered with register_primitive.
+# Each Primitive carries its op_id.
 UNARY: dict[str, Primitive] = {p.name: p for p in _UNARY}
 BINARY: dict[str, Primitive] = {p.name: p for p in _BINARY}
 PRIMITIVES: dict[str, Primitive] = {**UNARY, **BINARY}
-_BY_ID: Mapping[str, Primitive] = MappingProxyType({p.op_id: p for p in PRIMITIVES.values()})
+#: The paper's operators, in paper order: the default operator set of every search,
+#: whatever else is registered (so registering a primitive changes no default search).
+PAPER_UNARY: tuple[str, ...] = tuple(UNARY)
+PAPER_BINARY: tuple[str, ...] = tuple(BINARY)
+PAPER_OPERATORS: tuple[str, ...] = PAPER_UNARY + PAPER_BINARY
+_BY_ID: dict[str, Primitive] = {p.op_id: p for p in PRIMITIVES.values()}
 REDUCTIONS: frozenset[str] = frozenset(p.name for p in UNARY.values() if p.kind == "reduction")
 #: Named SymPy functions (``frobenius``, ``matmul``, ...) -> the primitive each stands for.
 NAMED_FUNCTIONS: Mapping[str, Primitive] = MappingProxyType(
@@ -246,6 +260,109 @@ KERNEL_SETS: Mapping[str, Callable[[Primitive], Callable[..., object]]] = Mappin
     {"torch": _torch_kernel, "numpy": _numpy_kernel})
 
 
+_NAME = __import__("re").compile(r"[a-z][a-z0-9_]*")
+#: Names a registered primitive may not take: the statistics, aggregations and typed-form suffixes
+#: live in the same token namespace as the operators.
+_RESERVED_PREFIXES = ("block_",)
+
+
+def make_primitive(name: str, function: Callable[..., object], sympy_form: Callable[..., sympy.Expr],
+                   arity: int = 1, kind: str | None = None, output_kind: str = "matrix",
+                   source: str | None = None, scalar_forms: Mapping[str, Callable[..., sympy.Expr]] | None = None,
+                   not_generated: Mapping[str, str] | None = None) -> Primitive:
+    """A primitive record of an operator of your own, in the manner of gplearn's ``make_function``.
+
+    Parameters
+    ----------
+    name : str
+        The token genomes write it with (lower case, digits, ``_``; not a built-in's name).
+    function : callable
+        The torch function: a 2-D float32 tensor (or a 0-d one, for the scalar form) in, a
+        tensor out (``arity`` arguments). It must be a top-level function whose source reads
+        only torch, EPS, InvalidResult and ShapeMismatch, unless ``source`` is given: exported
+        proxies copy that source verbatim.
+    sympy_form : callable
+        The same operation on SymPy expressions, for readable formulas (``lambda x: x / (1 + sympy.Abs(x))``).
+    arity : {1, 2}
+    kind : str, optional
+        One of :data:`KINDS`; default ``"elementwise"`` for arity 1, ``"binary"`` for arity 2.
+    output_kind : {"matrix", "scalar"}
+        What the matrix form returns (``"scalar"`` for a reduction).
+    source : str, optional
+        The source text exported proxies hold for it (default: ``inspect.getsource(function)``).
+    scalar_forms, not_generated : mapping, optional
+        As :class:`Primitive`'s ``symbolic_forms`` and ``not_generated``.
+
+    Returns
+    -------
+    Primitive
+        The record; :func:`register_primitive` makes genomes, searches and exports know it.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name.startswith(_RESERVED_PREFIXES):
+        raise ValueError(f"a primitive's name is lower case letters, digits and '_', not starting with "
+                         f"'block_'; got {name!r}")
+    if name in PAPER_OPERATORS:
+        raise ValueError(f"a primitive called {name!r} is already registered (one of the paper's)")
+    if not callable(function) or not callable(sympy_form):
+        raise ValueError(f"{name}: function and sympy_form must be callables")
+    kind = kind or ("binary" if arity == 2 else "elementwise")
+    if source is None:
+        if getattr(function, "__name__", None) != name:
+            raise ValueError(f"{name}: the function's source cannot be read as a function called {name!r} (a "
+                             "lambda, or another name?): exported proxies call it by that name; give source=, "
+                             f"the text defining {name}(...) that an exported proxy will hold")
+        try:
+            source = inspect.getsource(function)
+        except (OSError, TypeError):
+            raise ValueError(f"{name}: the function's source cannot be read; give source=, the text an exported "
+                             "proxy will hold") from None
+    return Primitive(f"USER:{name}", name, arity, kind, output_kind, sympy_form,
+                     symbolic_forms=dict(scalar_forms or {}), not_generated=dict(not_generated or {}),
+                     torch_function=function, export_source=source)
+
+
+def register_primitive(primitive: Primitive) -> Primitive:
+    """Make ``primitive`` (from :func:`make_primitive`) known to genomes, searches and exports.
+
+    A search uses it only where its genome space names it (``operators``); the default
+    operator set stays :data:`PAPER_OPERATORS`. Registering the same record again does
+    nothing; another record under a taken name is refused (ValueError).
+    """
+    known = PRIMITIVES.get(primitive.name)
+    if known is not None:
+        if known == primitive and known.function is primitive.function:
+            return known
+        raise ValueError(f"a primitive called {primitive.name!r} is already registered")
+    if primitive.named is not None:
+        raise ValueError(f"{primitive.name}: a registered primitive gives its SymPy form, not a named function")
+    (UNARY if primitive.arity == 1 else BINARY)[primitive.name] = primitive
+    PRIMITIVES[primitive.name] = primitive
+    _BY_ID[primitive.op_id] = primitive
+    return primitive
+
+
+def unregister_primitive(name: str) -> None:
+    """Forget a primitive :func:`register_primitive` registered (the paper's cannot be removed)."""
+    if name in PAPER_OPERATORS:
+        raise ValueError(f"{name!r} is one of the paper's primitives")
+    primitive = PRIMITIVES.pop(name, None)
+    if primitive is not None:
+        (UNARY if primitive.arity == 1 else BINARY).pop(name, None)
+        _BY_ID.pop(primitive.op_id, None)
+
+
+def check_operators(names) -> None:
+    """ValueError unless ``names`` are registered operations, none twice, at least one unary and one binary."""
+    missing = [name for name in names if name not in PRIMITIVES]
+    if missing:
+        raise ValueError(f"operator {missing[0]!r} is not registered here: a primitive of your own is registered "
+                         "(primitives.register_primitive) before a search, resume or export that uses it")
+    if len(set(names)) != len(names):
+        raise ValueError("an operator is named twice")
+    if not any(name in UNARY for name in names) or not any(name in BINARY for name in names):
+        raise ValueError("operators need at least one unary and one binary operation")
+
+
 def get_primitive(name: str) -> Primitive:
     """The primitive with this paper name (e.g. "softmax") or op id (e.g. "UOP15").
 
@@ -267,8 +384,8 @@ def named_function(name: str) -> NamedFunction:
 
 
 def forms() -> list[tuple[str, str]]:
-    """The 56 primitive forms: each of the 28 ops in its "matrix" and "scalar" form."""
-    return [(p.name, form) for p in PRIMITIVES.values() for form in FORMS]
+    """The paper's 56 primitive forms: each of its 28 ops in its "matrix" and "scalar" form."""
+    return [(name, form) for name in PAPER_OPERATORS for form in FORMS]
 
 
 def export_preamble() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -38,7 +39,7 @@ def test_fit_gives_the_best_proxy_and_the_hall_of_fame(fitted):
     assert math.isfinite(fitted.best_.jcm) and fitted.best_.test_jcm == fitted.report_["test"]["jcm"]
     assert fitted.hall_of_fame_ and fitted.hall_of_fame_[0].jcm >= fitted.hall_of_fame_[-1].jcm
     top = fitted.hall_of_fame_[0]
-    assert top.text.startswith("mean_l") or "(" in top.text
+    assert top.text.startswith(("mean_l", "1/L * sum_l", "sum_l", "sd_l", "wmean_l")), top.text
     assert isinstance(top.latex, str) and top.latex
     assert top.sympy.free_symbols  # the per-block expression reads statistics
 
@@ -77,8 +78,14 @@ def test_torch_source_is_a_standalone_module():
 def test_bad_settings_are_one_line_errors():
     with pytest.raises(ConfigError, match="give space"):
         ProxySearch().search_settings()
-    with pytest.raises(ConfigError, match="unknown search setting"):
-        ProxySearch(space="pit", colour="blue").search_settings()
+    with pytest.raises(ConfigError, match="unknown option 'colour'"):
+        ProxySearch(space="pit", colour="blue")
+    with pytest.raises(ConfigError, match="unknown option 'population_size' \\(did you mean 'population'\\?\\)"):
+        ProxySearch(space="pit", population_size=10)
+    with pytest.raises(ConfigError, match="population: expected at least 2, got 1"):
+        ProxySearch(space="pit", population=1)
+    with pytest.raises(ConfigError, match="margin: expected a finite number"):
+        ProxySearch(space="pit").set_params(margin=float("nan"))
 
 
 def test_a_found_proxy_with_architecture_terminals_reads_them_from_the_model(af_small):
@@ -95,3 +102,95 @@ def test_a_found_proxy_with_architecture_terminals_reads_them_from_the_model(af_
     images, labels = make_batch(spec, 100, seed)
     torch.set_num_threads(1)
     assert proxy.score(model, images, labels) == pytest.approx(expected, rel=1e-5)
+
+
+def test_every_table_option_is_a_cli_option_and_an_api_parameter_with_the_same_default():
+    """One option table: argparse's search options and ProxySearch's parameters are the same names and defaults."""
+    import argparse
+
+    from autoprox.cli.main import build_parser
+    from autoprox.search.options import options_for
+
+    parser = build_parser()
+    search = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["search"]
+    cli = {a.dest: a.default for a in search._actions if a.dest != "help"}
+    table = {o.name: o.default for o in options_for("search")}
+    api = ProxySearch().get_params()
+    assert set(cli) == set(table) == set(api)
+    for name, default in table.items():
+        assert api[name] == default, name
+        assert (list(cli[name]) if isinstance(cli[name], list) else cli[name]) == (
+            list(default) if isinstance(default, tuple) and isinstance(cli[name], list) else default), name
+
+
+def test_api_values_are_checked_and_resolved_as_the_cli_does():
+    """spread_terminals, seed proxies by name and comma strings give the settings the command line gives."""
+    from autoprox.cli.main import build_parser
+    from autoprox.cli.options import search_settings
+
+    line = ["search", "--space", "pit", "--spread-terminals", "--seed-proxies", "autoprox_p", "--targets",
+            "c100_kd,flower_kd", "--weights", "c100_kd=2", "--aggregation", "mean,sum"]
+    from_cli = search_settings(build_parser().parse_args(line))
+    from_api = ProxySearch(space="pit", spread_terminals=True, seed_proxies=["autoprox_p"],
+                           targets=["c100_kd", "flower_kd"], weights={"c100_kd": 2},
+                           aggregation=["mean", "sum"]).search_settings()
+    assert from_api == from_cli
+    assert from_api.seed_proxies[0].startswith("block_mean(") and from_api.genome_space.spread_terminals
+
+
+def test_params_round_trip_and_repr_names_what_differs():
+    search = ProxySearch(space="pit", iterations=5, cv_folds=3)
+    again = ProxySearch(**search.get_params())
+    assert again.get_params() == search.get_params()
+    assert repr(search) == "ProxySearch(space='pit', iterations=5, cv_folds=3)"
+    assert search.set_params(seed=4) is search and search.seed == 4 and search.iterations == 5
+
+
+def test_fit_extends_a_finished_run_and_takes_other_session_settings(fitted, tmp_path):
+    """fit() on a finished run with more iterations and other workers continues it, as --resume does."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(fitted.run_dir_, copy)
+    params = {**ProxySearch.from_run(copy).get_params(), "iterations": 5, "workers": 2, "quiet": True}
+    extended = ProxySearch(**params).fit()
+    checkpoint = json.loads((copy / "checkpoint.json").read_text())
+    assert checkpoint["iteration"] == 5
+    assert extended.best_.jcm >= fitted.best_.jcm
+    with pytest.raises(Exception, match="holds another search"):
+        ProxySearch(**{**params, "seed": 9}).fit()
+
+
+def test_a_found_proxy_scores_architecture_configs_and_a_benchmark(fitted, af_small):
+    """score_architectures gives the run's own scores for configs and for a benchmark file."""
+    from autoprox.spaces.architectures import arch_to_config
+
+    context = fitted.context()
+    expected = context.score(fitted.best_.proxy, "test")[100]
+    configs = [arch_to_config(a) for a in context.archs("test")]
+    assert np.allclose(fitted.best_.score_architectures(configs), expected, rtol=0, atol=0)
+    assert len(fitted.best_.score_architectures(context.bench.source)) \
+        == len(context.bench)
+
+
+def test_equations_table_holds_search_and_test_figures(fitted, tmp_path):
+    table = fitted.equations_
+    assert len(table) == len(fitted.hall_of_fame_)
+    first = table[0]
+    assert first["genome"] == fitted.hall_of_fame_[0].genome and first["search_jcm"] == fitted.hall_of_fame_[0].jcm
+    test = fitted.context().evaluate(fitted.hall_of_fame_[0].proxy, "test")
+    assert first["test_jcm"] == pytest.approx(test["jcm"])
+    csv_text = table.to_csv(tmp_path / "eq.csv")
+    assert (tmp_path / "eq.csv").read_text() == csv_text and csv_text.startswith("rank,complexity,formula,genome")
+    markdown = table.to_markdown()
+    assert markdown.splitlines()[0].startswith("| rank | complexity | formula | search_jcm")
+    assert len(markdown.splitlines()) == len(table) + 2
+
+
+def test_the_main_names_are_importable_from_the_package():
+    import autoprox
+
+    assert autoprox.ProxySearch is ProxySearch
+    from autoprox import Proxy, resolve_proxy
+
+    assert isinstance(resolve_proxy("params"), Proxy)

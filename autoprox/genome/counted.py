@@ -47,7 +47,7 @@ from autoprox.genome.tree import (
     uses_arch_terminals,
 )
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
-from primitives import PRIMITIVES
+from primitives import PAPER_OPERATORS, PRIMITIVES
 
 #: How genomes are evaluated: entry by entry (``exact``, the default: the committed runs' numbers
 #: bitwise) or once per distinct stored value (``counted``, this module; float32 rounding apart).
@@ -392,6 +392,8 @@ class _Walk:
                 return _mean_of_pending(args[0])
             raise NotCounted(f"{op} of a pending operation")
         function = self.kernels[name]
+        if op not in PAPER_OPERATORS and PRIMITIVES[op].kind != "elementwise":
+            raise NotCounted(f"{op}, a registered primitive that is not element-wise")
         if len(args) == 1:
             (matrix,) = args
             kind = PRIMITIVES[op].kind

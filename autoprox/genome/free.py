@@ -51,16 +51,22 @@ from autoprox.genome.tree import (
     Scalar,
     Score,
     canonical_string,
+    op_name,
     primitive_set,
     typed_name,
     uses_arch_terminals,
     uses_spread_terminals,
 )
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
-from primitives import PRIMITIVES
+from primitives import PAPER_OPERATORS, PRIMITIVES
 
 #: Typed forms of :func:`primitive_set` that free trees never generate (see above).
 EXCLUDED_FORMS = frozenset(typed_name(p.name, form) for p in PRIMITIVES.values() for form in p.not_generated)
+
+
+def excluded_forms() -> frozenset[str]:
+    """:data:`EXCLUDED_FORMS` with those of the primitives registered since."""
+    return EXCLUDED_FORMS | {typed_name(p.name, form) for p in PRIMITIVES.values() for form in p.not_generated}
 
 #: Variation operators :func:`vary` chooses among (uniformly; crossover only with a partner).
 OPERATORS = ("subtree", "node_replacement", "insert", "shrink", "crossover")
@@ -119,12 +125,14 @@ class FreeSet:
 
 
 @lru_cache(maxsize=None)
-def _free_set(aggregations: tuple[str, ...], arch_terminals: bool, spread_terminals: bool = False) -> FreeSet:
+def _free_set(aggregations: tuple[str, ...], arch_terminals: bool, spread_terminals: bool = False,
+              operators: tuple[str, ...] = PAPER_OPERATORS, registered: tuple[str, ...] = ()) -> FreeSet:
     pset = primitive_set()
+    allowed_ops = set(operators)
     primitives: dict = defaultdict(list)
     for ret, prims in pset.primitives.items():
         for prim in prims:
-            if prim.name in EXCLUDED_FORMS:
+            if prim.name in excluded_forms() or (ret is not Score and op_name(prim.name) not in allowed_ops):
                 continue
             if ret is Score and prim.name not in aggregations:
                 continue
@@ -162,7 +170,9 @@ def _free_set(aggregations: tuple[str, ...], arch_terminals: bool, spread_termin
 
 def free_set(space: GenomeSpace) -> FreeSet:
     """The free-tree primitives and terminals of ``space``."""
-    return _free_set(tuple(space.aggregations), bool(space.arch_terminals), bool(space.spread_terminals))
+    operators = space.unary_operators + space.binary_operators
+    return _free_set(tuple(space.aggregations), bool(space.arch_terminals), bool(space.spread_terminals),
+                     operators, tuple(PRIMITIVES))
 
 
 # ------------------------------------------------------------------------ validation
@@ -198,7 +208,7 @@ def check_tree(tree: Sequence, space: GenomeSpace, limits: FreeTreeLimits | None
             getattr(known, "args", None) != getattr(node, "args", None)
         ):
             raise GenomeError(f"node {position} ({node.name}) is not in the primitive set")
-        if node.name not in allowed and not (allow_excluded and node.name in EXCLUDED_FORMS):
+        if node.name not in allowed and not (allow_excluded and node.name in excluded_forms()):
             raise GenomeError(f"node {position} ({node.name}) is not allowed in this space")
         if (node.name in AGGREGATIONS) != (position == 0):
             raise GenomeError(f"node {position} ({node.name}): an aggregation must be the root, and only it")

@@ -15,11 +15,9 @@ A genome is a :class:`deap.gp.PrimitiveTree` over a strongly typed primitive set
 The typed forms of each operation are the primitive table's (``Primitive.forms``); a
 form's node name is the operation's name with :data:`FORM_SUFFIXES`' suffix.
 
-The paper's template (Appendix C) is one shape of tree::
+The paper's template (Appendix C) is one shape of tree (free-form trees use the same set)::
 
     block_mean(to_mean_scalar(BOP(U2(U1(Fa)), U4(U3(Fb)))))
-
-Free-form trees use the same primitive set; only generation and mutation differ.
 
 Persistence is a plain token string such as
 ``block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)),
@@ -47,7 +45,7 @@ from autoprox.genome.aggregations import AGGREGATION_REGISTRY, get_aggregation
 from autoprox.genome.early import combine_means, scalar_summary
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX, terminal_names
-from primitives import BINARY, KERNEL_SETS, UNARY
+from primitives import BINARY, KERNEL_SETS, PAPER_BINARY, PAPER_UNARY, PRIMITIVES, UNARY, check_operators
 
 #: Architecture-level scalar terminals (``A_params``, ``A_log_depth``, ...).
 ARCH_TERMINALS = tuple(terminal_names())
@@ -75,8 +73,6 @@ class Score:
     """Type tag: an architecture's score (after aggregation over blocks)."""
 
 
-
-TYPES = {"Matrix": Matrix, "Scalar": Scalar, "Score": Score}
 #: The type tag of each value kind of the primitive table.
 _KIND_TYPES = {"matrix": Matrix, "scalar": Scalar}
 
@@ -90,9 +86,13 @@ def _identity(x):
     return x
 
 
-@lru_cache(maxsize=1)
 def primitive_set() -> gp.PrimitiveSetTyped:
-    """The typed primitive set shared by all genomes (built once, never mutated after)."""
+    """The typed primitive set of every registered primitive, built once per set of them, never mutated."""
+    return _primitive_set(tuple(PRIMITIVES))
+
+
+@lru_cache(maxsize=8)
+def _primitive_set(registered: tuple[str, ...]) -> gp.PrimitiveSetTyped:
     pset = gp.PrimitiveSetTyped("proxy", [], Score)
     for name in STAT_NAMES + SPREAD_NAMES:
         pset.addTerminal(name, Matrix, name=name)
@@ -112,7 +112,6 @@ def primitive_set() -> gp.PrimitiveSetTyped:
 DEFAULT_KERNELS = "torch"
 
 
-@lru_cache(maxsize=None)
 def kernel_map(kernels: str = DEFAULT_KERNELS) -> Mapping[str, Callable]:
     """Node name -> the function that evaluates it, in the kernel set ``kernels`` (:data:`primitives.KERNEL_SETS`).
 
@@ -121,6 +120,11 @@ def kernel_map(kernels: str = DEFAULT_KERNELS) -> Mapping[str, Callable]:
     """
     if kernels not in KERNEL_SETS:
         raise ConfigError(f"unknown kernel set {kernels!r}; use {' or '.join(KERNEL_SETS)}")
+    return _kernel_map(kernels, tuple(PRIMITIVES))
+
+
+@lru_cache(maxsize=None)
+def _kernel_map(kernels: str, registered: tuple[str, ...]) -> Mapping[str, Callable]:
     context = primitive_set().context
     if kernels == DEFAULT_KERNELS:
         return context
@@ -207,7 +211,8 @@ def _parse_expr(tokens: list[str], position: int, depth: int = 0) -> tuple[list,
         typed_token and not isinstance(pset.mapping.get(token), gp.Primitive)
     ):
         known = ", ".join([*STAT_NAMES, *SPREAD_NAMES, *ARCH_TERMINALS, *AGGREGATIONS, *UNARY, *BINARY])
-        raise GenomeError(f"unknown token {token!r} in genome; known tokens: {known}")
+        raise GenomeError(f"unknown token {token!r} in genome (a primitive of your own must be registered with "
+                          f"primitives.register_primitive first); known tokens: {known}"[:1200])
     if position + 1 >= len(tokens) or tokens[position + 1] != "(":
         raise GenomeError(f"operation {op} needs its arguments in parentheses")
     position += 2
@@ -301,14 +306,16 @@ class TemplateGenes:
         return f"{self.aggregation}({TEMPLATE_REDUCTION}({self.binary}({branch_a}, {branch_b})))"
 
 
+#: The template's genes and their values in the paper's space (the paper's operators only,
+#: whatever else is registered).
 GENE_CHOICES = {
     "input_a": STAT_NAMES,
-    "unary_a1": tuple(UNARY),
-    "unary_a2": tuple(UNARY),
+    "unary_a1": PAPER_UNARY,
+    "unary_a2": PAPER_UNARY,
     "input_b": STAT_NAMES,
-    "unary_b1": tuple(UNARY),
-    "unary_b2": tuple(UNARY),
-    "binary": tuple(BINARY),
+    "unary_b1": PAPER_UNARY,
+    "unary_b2": PAPER_UNARY,
+    "binary": PAPER_BINARY,
 }
 
 
@@ -320,14 +327,16 @@ class GenomeSpace:
     statistics as the only inputs. ``aggregations`` with more than one entry makes the
     aggregation a gene; ``arch_terminals`` lets an input be an architecture-level
     scalar (parameter count, depth, ... and their logarithms, :mod:`autoprox.spaces.descriptors`);
-    ``spread_terminals`` one of the spread statistics (:data:`SPREAD_NAMES`: the spread over
-    the batch's samples, read from extra cache entries).
+    ``spread_terminals`` one of the spread statistics (:data:`SPREAD_NAMES`, extra cache entries).
+    ``operators``: the operations genomes are built from; None is the paper's 24 + 4, and a
+    primitive of your own (:func:`primitives.register_primitive`) takes part only when named.
     """
 
     kind: str = TEMPLATE
     aggregations: tuple[str, ...] = (DEFAULT_AGGREGATION,)
     arch_terminals: bool = False
     spread_terminals: bool = False
+    operators: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in (TEMPLATE, "free"):
@@ -337,6 +346,20 @@ class GenomeSpace:
         for name in self.aggregations:
             if name not in AGGREGATIONS:
                 raise GenomeError(f"unknown aggregation {name!r}; known: {', '.join(AGGREGATIONS)}")
+        if self.operators is not None:
+            try:
+                check_operators(self.operators)
+            except ValueError as exc:
+                raise GenomeError(str(exc)) from None
+
+    @property
+    def unary_operators(self) -> tuple[str, ...]:
+        """The unary operations of this space, in the order given (the paper's by default)."""
+        return PAPER_UNARY if self.operators is None else tuple(n for n in self.operators if n in UNARY)
+
+    @property
+    def binary_operators(self) -> tuple[str, ...]:  # noqa: D102 - as unary_operators
+        return PAPER_BINARY if self.operators is None else tuple(n for n in self.operators if n in BINARY)
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -346,6 +369,10 @@ class GenomeSpace:
     def gene_choices(self) -> dict[str, tuple[str, ...]]:
         """The template's genes and the values each may take in this space."""
         choices = dict(GENE_CHOICES, input_a=self.inputs, input_b=self.inputs)
+        if self.operators is not None:
+            unary = self.unary_operators
+            choices.update(unary_a1=unary, unary_a2=unary, unary_b1=unary, unary_b2=unary,
+                           binary=self.binary_operators)
         if len(self.aggregations) > 1:
             choices["aggregation"] = self.aggregations
         return choices
@@ -356,6 +383,9 @@ class GenomeSpace:
         if names[0] not in self.aggregations:
             return False
         if not self.spread_terminals and uses_spread_terminals(tree):
+            return False
+        allowed = set(self.unary_operators) | set(self.binary_operators)
+        if any(n in PRIMITIVES and n not in allowed for n in names):
             return False
         return all(n not in ARCH_TERMINALS for n in names) or self.arch_terminals
 
@@ -368,14 +398,18 @@ class GenomeSpace:
         data = {"kind": self.kind, "aggregations": list(self.aggregations), "arch_terminals": self.arch_terminals}
         if self.spread_terminals:  # absent otherwise: the spaces of earlier runs record what they did
             data["spread_terminals"] = True
+        if self.operators is not None:  # likewise
+            data["operators"] = list(self.operators)
         return data
 
     @classmethod
     def from_json(cls, data: dict | None) -> "GenomeSpace":
         if not data:
             return cls()
+        operators = data.get("operators")
         return cls(data["kind"], tuple(data["aggregations"]), bool(data["arch_terminals"]),
-                   bool(data.get("spread_terminals", False)))
+                   bool(data.get("spread_terminals", False)),
+                   None if operators is None else tuple(str(name) for name in operators))
 
 
 PAPER_SPACE = GenomeSpace()

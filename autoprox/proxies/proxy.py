@@ -81,7 +81,6 @@ AUTOPROX_P = ("block_mean(to_mean_scalar(element_wise_difference(frobenius_norm(
               "logsoftmax(element_wise_abs(F3)))))")
 register_published_genome("autoprox_a", AUTOPROX_A, "Auto-Prox (Wei et al. AAAI 2024) eq. 2, found on AutoFormer")
 register_published_genome("autoprox_p", AUTOPROX_P, "Auto-Prox (Wei et al. AAAI 2024) eq. 3, found on PiT")
-PUBLISHED_GENOMES: dict[str, str] = {name: p.genome for name, p in PUBLISHED.items()}
 
 #: Every built-in name, in the order of the ranking table.
 BUILTIN_PROXIES: tuple[str, ...] = (*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED)
@@ -326,7 +325,6 @@ __all__ = [
     "BUILTIN_PROXIES",
     "PUBLISHED",
     "PROXY_FILE_FORMATS",
-    "PUBLISHED_GENOMES",
     "InvalidProxy",
     "Proxy",
     "ProxyError",

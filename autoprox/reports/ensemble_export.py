@@ -20,13 +20,12 @@ literal made by ``repr`` of numbers and checked names.
 from __future__ import annotations
 
 import datetime as _dt
-from pathlib import Path
 
 from autoprox.core.errors import ExportError
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import genome_to_string, op_name
 from autoprox.networks.runtime import DESCRIPTOR_NAMES
-from autoprox.proxies.ensemble import JOINT, EnsembleProxy, load_ensemble
+from autoprox.proxies.ensemble import JOINT, EnsembleProxy
 from autoprox.proxies.proxy import resolve_proxy
 from autoprox.proxies.scorers import ARCHITECTURE_PROXIES
 from autoprox.reports.export import (
@@ -36,7 +35,6 @@ from autoprox.reports.export import (
     runtime_source,
     used_descriptors,
     used_primitives,
-    write_export,
 )
 
 #: Architecture proxies as the runtime's descriptors.
@@ -195,9 +193,4 @@ def ensemble_export_source(ensemble: EnsembleProxy, date: str | None = None) -> 
     return assemble_module(parts, "ensemble")
 
 
-def export_ensemble(source: str | Path, out: str | Path) -> Path:
-    """Write the standalone module of the ensemble file ``source`` to ``out``; return its path."""
-    return write_export(out, ensemble_export_source(load_ensemble(source)))
-
-
-__all__ = ["ensemble_export_source", "export_ensemble"]
+__all__ = ["ensemble_export_source"]

@@ -124,6 +124,13 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         except GenomeError as exc:
             warnings.warn(f"{run.file('best.json')}: its genome is not valid ({exc}); shown without it", stacklevel=2)
             best = None
+    best_kendall = _search_kendall(best)
+
+    def is_best(entry) -> bool:
+        """The entry best.json holds: its genome, or the simpler one of the same behaviour the hall keeps."""
+        return entry.canonical == best_canonical or (best_kendall is not None and _same_kendall(entry.kendall,
+                                                                                                best_kendall))
+
     done = _iterations_done(run, hall.iteration)
     settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
     evolution = settings.get("evolution") if isinstance(settings.get("evolution"), dict) else {}
@@ -150,14 +157,17 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     lines.append(header)
     first_rank: dict[str, int] = {}
     for rank, entry in enumerate(rows, start=1):
-        mark = "*" if entry.canonical == best_canonical else " "
+        mark = "*" if is_best(entry) else " "
         taus = "  ".join(f"{_tau(entry.kendall.get(t)):>{w}}" for t, w in zip(targets, widths))
         text = by_canonical[entry.canonical].text
         same = f"   (same formula as #{first_rank[text]})" if text in first_rank else ""
         first_rank.setdefault(text, rank)
         lines.append(f"{rank:>4}{mark}  {entry.jcm:+.3f}  {taus}  {entry.complexity:>5}  {text}{same}")
-    if best is not None and best_canonical is not None and all(r.canonical != best_canonical for r in rows):
-        rank = hall.rank_of(best_canonical)
+    alike = next((r for r, e in enumerate(rows, start=1) if is_best(e) and e.canonical != best_canonical), None)
+    if alike is not None:
+        lines.append(f"best.json holds {best['genome']}, kept as #{alike} (the same ranking, fewer nodes)")
+    elif best is not None and best_canonical is not None and not any(is_best(r) for r in rows):
+        rank = next((r for r, e in enumerate(hall.entries, start=1) if is_best(e)), None)
         where = f"rank {rank} of the hall of fame" if rank else "not in the hall of fame"
         lines.append(f"best.json holds {best['genome']} ({where})")
     elif best is None:
@@ -200,11 +210,24 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
                      "the run's statistics):")
         labels = {}
         for rank, entry in enumerate(rows, start=1):
-            mark = "*" if entry.canonical == best_canonical else ""
+            mark = "*" if is_best(entry) else ""
             labels[f"#{rank}{mark}"] = reports[entry.canonical]
         lines += format_beyond_size(labels, label="rank")
         lines.append(BEYOND_SIZE_LEGEND)
     return "\n".join(lines) + "\n"
+
+
+def _search_kendall(best: Mapping | None) -> dict[str, float] | None:
+    """best.json's search-split Kendall per target, or None when it has none."""
+    targets = ((best or {}).get("search") or {}).get("targets")
+    if not isinstance(targets, Mapping) or not targets:
+        return None
+    values = {t: (m or {}).get("kendall") for t, m in targets.items() if isinstance(m, Mapping)}
+    return values if values and all(isinstance(v, (int, float)) for v in values.values()) else None
+
+
+def _same_kendall(a: Mapping, b: Mapping) -> bool:
+    return set(a) == set(b) and all(abs(float(a[t]) - float(b[t])) <= 1e-12 for t in a)
 
 
 BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Kendall with the parameter count, the depth; "

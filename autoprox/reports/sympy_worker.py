@@ -36,7 +36,6 @@ NAMED_FUNCTIONS = frozenset(_PRIMITIVE_OF_FUNCTION)
 #: Named functions that reduce a matrix to a scalar (those of the reductions).
 REDUCTIONS = frozenset(name for name, p in _PRIMITIVE_OF_FUNCTION.items() if p.kind == "reduction")
 #: Named functions that keep a matrix a matrix.
-MATRIX_FUNCTIONS = NAMED_FUNCTIONS - REDUCTIONS
 #: SymPy node types an expression may hold (anything else is not passed between processes).
 NODES = {
     "Add": sympy.Add, "Mul": sympy.Mul, "Pow": sympy.Pow, "exp": sympy.exp, "log": sympy.log,

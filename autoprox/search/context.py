@@ -44,9 +44,7 @@ from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings, stats_plan
 from autoprox.spaces.descriptors import descriptor_columns
 
-#: The parts of a benchmark a run names: its search split, its test split, or every architecture.
-PARTS = ("search", "test", "all")
-
+#: How messages name the parts of a benchmark a run names.
 _PART_NAMES = {"search": "the search split", "test": "the test split", "all": "all architectures"}
 
 #: Scores of a proxy: one array per statistics class count (see :class:`StatsPlan`).
@@ -252,4 +250,4 @@ def _run_directory(run: str | Path | RunDirectory | None) -> RunDirectory | None
     return RunDirectory(run)
 
 
-__all__ = ["PARTS", "RunContext", "Scores", "settings_split"]
+__all__ = ["RunContext", "Scores", "settings_split"]

@@ -4,10 +4,14 @@ The population only holds what survived; a good child that missed the acceptance
 margin, or a member pushed out later, is still worth reading. The hall of fame
 keeps, over every genome a search evaluated:
 
-* ``entries``: the ``capacity`` best distinct valid genomes (distinct by canonical
-  form), ranked by search-split JCM (ties: fewer nodes first, then the canonical
-  string), each with its per-target Kendall tau, its complexity and the iteration it
-  was first evaluated in;
+* ``entries``: the ``capacity`` best distinct valid genomes, ranked by search-split JCM
+  (ties: fewer nodes first, then the canonical string), each with its per-target
+  Kendall tau, its complexity and the iteration it was first evaluated in. Distinct
+  means distinct in behaviour: genomes with the same canonical form, or with the same
+  Kendall tau on every target of the search split (the same ranking of the search
+  architectures, in practice: a width term written six ways), count once, by the
+  simplest of them (fewest nodes, then the canonical string). A hall of fame read
+  from a file written before this rule is brought to it on reading;
 * ``pareto``: the Pareto front of JCM against complexity over every valid genome
   seen (no other genome has a JCM at least as high with at most as many nodes, one
   of the two strictly), ordered by complexity.
@@ -62,6 +66,11 @@ class Entry:
 
     def sort_key(self) -> tuple:
         return (-self.jcm, self.complexity, self.canonical)
+
+    @property
+    def signature(self) -> tuple:
+        """What the entry does on the search split: its Kendall tau per target."""
+        return tuple(sorted(self.kendall.items()))
 
     def dominates(self, other: "Entry") -> bool:
         """At least as good on both axes (higher JCM, fewer nodes), strictly on one."""
@@ -128,6 +137,11 @@ class HallOfFame:
     def _enter_top(self, entry: Entry) -> bool:
         if any(e.canonical == entry.canonical for e in self.entries):
             return False
+        alike = next((e for e in self.entries if e.signature == entry.signature), None)
+        if alike is not None:
+            if alike.sort_key() <= entry.sort_key():
+                return False
+            self.entries.remove(alike)  # the simpler genome of the same behaviour takes its place
         if len(self.entries) >= self.capacity and entry.sort_key() >= self.entries[-1].sort_key():
             return False
         self.entries.append(entry)
@@ -173,7 +187,7 @@ class HallOfFame:
             return cls(
                 capacity=int(data["capacity"]),
                 targets=[str(t) for t in data["targets"]],
-                entries=[Entry.from_json(e) for e in data["entries"]],
+                entries=distinct_entries(Entry.from_json(e) for e in data["entries"]),
                 pareto=[Entry.from_json(e) for e in data["pareto"]],
                 evaluated=int(data["evaluated"]),
                 valid=int(data["valid"]),
@@ -196,6 +210,16 @@ class HallOfFame:
                 detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise RunDirError(f"evaluation record {number} is malformed: {detail}") from None
         return hall
+
+
+def distinct_entries(entries: Iterable[Entry]) -> list[Entry]:
+    """``entries`` ranked, one per behaviour (:attr:`Entry.signature`): the simplest of each."""
+    kept: dict[tuple, Entry] = {}
+    for entry in entries:
+        other = kept.get(entry.signature)
+        if other is None or entry.sort_key() < other.sort_key():
+            kept[entry.signature] = entry
+    return sorted(kept.values(), key=Entry.sort_key)
 
 
 def write_hall_of_fame(run: RunDirectory, hall: HallOfFame) -> None:

@@ -24,7 +24,6 @@ import os
 import warnings
 from collections.abc import Iterable, Mapping
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from autoprox.core.errors import ArchitectureError
@@ -39,7 +38,6 @@ __all__ = [
     "detect_space_of_config",
     "get_space",
     "register_space",
-    "register_space_file",
     "space_names",
     "space_of",
 ]
@@ -221,11 +219,6 @@ def register_space(space: SearchSpace | type[SearchSpace]) -> Any:
     """Register a space in :data:`REGISTRY`; usable as a class decorator (returns its argument)."""
     REGISTRY.register(space)
     return space
-
-
-def register_space_file(path: str | os.PathLike) -> FamilySpace:
-    """Read a declarative family (JSON or TOML) and register it in :data:`REGISTRY`."""
-    return REGISTRY.register_file(Path(path))
 
 
 def get_space(name: str) -> SearchSpace:

@@ -1,0 +1,118 @@
+"""A primitive of your own is one registered record: searched, exported and recorded by name,
+refused where it is not registered, and without effect on default searches."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+import sympy
+import torch
+
+from autoprox.api import FoundProxy
+from autoprox.core.errors import AutoproxError
+from autoprox.genome.tree import GenomeSpace, parse_genome, score_architecture
+from autoprox.networks.models import build_model
+from autoprox.networks.statistics import InputSpec, compute_statistics, derived_seed, make_batch
+from autoprox.search.engine import run_search
+from autoprox.search.options import option_values, settings_from_options
+from primitives import PAPER_OPERATORS, PRIMITIVES, make_primitive, register_primitive, unregister_primitive
+
+
+def element_wise_softsign(x):
+    return x / (1 + torch.abs(x))
+
+
+@pytest.fixture
+def softsign():
+    record = register_primitive(make_primitive("element_wise_softsign", element_wise_softsign,
+                                               lambda x: x / (1 + sympy.Abs(x))))
+    yield record
+    unregister_primitive(record.name)
+
+
+def _settings(bench, cache, **extra):
+    values = option_values({"bench": str(bench), "targets": ("c100_kd", "flower_kd"), "iterations": 2,
+                            "population": 4, "retry_cap": 3, "batch_size": 2, "workers": 1,
+                            "cache_dir": str(cache.root), "search_fraction": 0.75, "quiet": True, **extra})
+    return settings_from_options(values)
+
+
+def test_a_registered_primitive_is_searched_recorded_and_exported(softsign, af_small_file, session_cache, tmp_path,
+                                                                  af_small):
+    out = tmp_path / "run"
+    settings = _settings(af_small_file, session_cache, operators=("element_wise_softsign", "element_wise_sum"))
+    report = run_search(settings, out, quiet=True)
+    assert report["genome"].count("element_wise_softsign") == 4  # every unary gene is the only unary operator
+    recorded = json.loads((out / "config.json").read_text())["settings"]["genome"]
+    assert recorded["operators"] == ["element_wise_softsign", "element_wise_sum"]
+
+    from autoprox.reports.export import export_proxy
+
+    path, _ = export_proxy(str(out), tmp_path / "proxy.py", simplify=False)
+    text = path.read_text()
+    assert "def element_wise_softsign(x):" in text and "import autoprox" not in text
+    spec = importlib.util.spec_from_file_location("exported_softsign", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    arch = af_small.archs[0]
+    spec_in = InputSpec("gaussian", batch_size=2)
+    expected = score_architecture(parse_genome(report["genome"]), compute_statistics(arch, spec_in, 0, 100))
+    model = build_model(arch, num_classes=100, seed=derived_seed(0, "model"))
+    images, labels = make_batch(spec_in, 100, 0)
+    torch.set_num_threads(1)
+    assert module.score(model, images, labels) == pytest.approx(float(expected), rel=1e-5)
+    assert "element_wise_softsign" not in FoundProxy(report["genome"]).text  # its SymPy form is written out
+
+
+def test_a_run_with_a_primitive_not_registered_is_refused_on_resume_and_export(af_small_file, session_cache,
+                                                                               tmp_path):
+    record = register_primitive(make_primitive("element_wise_softsign", element_wise_softsign,
+                                               lambda x: x / (1 + sympy.Abs(x))))
+    out = tmp_path / "run"
+    try:
+        settings = _settings(af_small_file, session_cache, iterations=1,
+                             operators=("element_wise_softsign", "element_wise_sum"))
+        run_search(settings, out, quiet=True)
+    finally:
+        unregister_primitive(record.name)
+    with pytest.raises(AutoproxError, match="element_wise_softsign.*not registered"):
+        run_search(None, out, resume=True, quiet=True, extend_iterations=2)
+    from autoprox.reports.export import export_proxy
+
+    with pytest.raises(AutoproxError, match="register"):
+        export_proxy(str(out), tmp_path / "proxy.py", simplify=False)
+
+
+def test_registering_a_primitive_changes_no_default_search(af_small_file, session_cache, tmp_path):
+    """The paper's operators stay the default: the same genomes, in the same order, with or without it."""
+    before = run_search(_settings(af_small_file, session_cache), tmp_path / "before", quiet=True)
+    record = register_primitive(make_primitive("element_wise_softsign", element_wise_softsign,
+                                               lambda x: x / (1 + sympy.Abs(x))))
+    try:
+        assert "element_wise_softsign" in PRIMITIVES
+        after = run_search(_settings(af_small_file, session_cache), tmp_path / "after", quiet=True)
+        free = run_search(_settings(af_small_file, session_cache, genome="free"), tmp_path / "free", quiet=True)
+    finally:
+        unregister_primitive(record.name)
+    free_before = run_search(_settings(af_small_file, session_cache, genome="free"), tmp_path / "free0", quiet=True)
+    genomes = [json.loads(line)["genome"] for line in (tmp_path / "before" / "evaluations.jsonl").open()]
+    assert genomes == [json.loads(line)["genome"] for line in (tmp_path / "after" / "evaluations.jsonl").open()]
+    assert before["genome"] == after["genome"] and free["genome"] == free_before["genome"]
+    assert "operators" not in json.loads((tmp_path / "after" / "config.json").read_text())[
+        "settings"]["genome"]
+
+
+def test_bad_primitives_and_operator_sets_are_refused():
+    with pytest.raises(ValueError, match="already registered"):
+        register_primitive(make_primitive("sigmoid", element_wise_softsign, lambda x: x))
+    with pytest.raises(ValueError, match="source cannot be read"):
+        make_primitive("my_lambda", lambda x: x, lambda x: x)
+    with pytest.raises(ValueError, match="lower case"):
+        make_primitive("Bad Name", element_wise_softsign, lambda x: x)
+    with pytest.raises(AutoproxError, match="not registered"):
+        GenomeSpace(operators=("element_wise_nothing", "element_wise_sum"))
+    with pytest.raises(AutoproxError, match="at least one unary and one binary"):
+        GenomeSpace(operators=("sigmoid",))
+    assert GenomeSpace().unary_operators + GenomeSpace().binary_operators == PAPER_OPERATORS

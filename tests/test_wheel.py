@@ -1,0 +1,77 @@
+"""The built wheel works outside the repository: it carries the benchmark and the recommended proxies.
+
+A wheel is built from this checkout into a temporary folder and unpacked with pip into a
+folder of its own; commands then run from an empty folder with that folder first on the
+path (its dependencies come from this environment), so nothing of the checkout is read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The wheel built from this checkout, installed (without dependencies) into a folder of its own."""
+    wheels = tmp_path_factory.mktemp("wheel")
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(wheels), str(REPO)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next(wheels.glob("autoprox-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for packaged in ("autoprox/resources/vit-bench-101/gt_autoformer.pth", "autoprox/resources/vit-bench-101/gt_pit.pth",
+                     "autoprox/resources/vit-bench-101/NOTICE", "autoprox/resources/recommended/recommended.json",
+                     "autoprox/resources/recommended/autoformer/cv-pick-coarse.json",
+                     "autoprox/resources/recommended/pit/cv-pick-coarse.json"):
+        assert packaged in names, packaged
+    site = tmp_path_factory.mktemp("site")
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
+                              str(wheel)], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr[-2000:]
+    return site
+
+
+def _autoprox(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOPROX_")}
+    env["PYTHONPATH"] = str(site)
+    return subprocess.run([sys.executable, "-m", "autoprox.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def test_the_wheel_is_the_package_imported(installed, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    found = subprocess.run([sys.executable, "-c", "import autoprox; print(autoprox.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True)
+    assert Path(found.stdout.strip()).is_relative_to(installed), found.stdout
+
+
+def test_recommended_proxies_and_packaged_benchmarks_rank_from_an_empty_folder(installed, tmp_path):
+    result = _autoprox(installed, tmp_path, "rank", "--proxy", "recommended:autoformer/joint", "--space",
+                       "autoformer", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = json.loads(result.stdout)
+    assert set(figures) >= {"c100_kd", "flower_kd", "chaoyang_kd"}
+    params = _autoprox(installed, tmp_path, "rank", "--proxy", "params", "--space", "pit", "--json")
+    assert params.returncode == 0, params.stderr[-2000:]
+    assert round(json.loads(params.stdout)["c100_kd"]["kendall"], 3) == 0.817  # the README of ViT-Bench-101
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_search_runs_from_an_empty_folder(installed, tmp_path, session_cache):
+    result = _autoprox(installed, tmp_path, "search", "--space", "pit", "--iterations", "3", "--out", "r",
+                       "--population", "4", "--batch-size", "2", "--cache-dir", str(session_cache.root), "--quiet")
+    assert result.returncode == 0, result.stderr[-2000:]
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert config["settings"]["bench"] == "gt_pit.pth" and config["space"] == "pit"
+    assert (tmp_path / "r" / "best.json").is_file()
