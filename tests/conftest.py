@@ -71,3 +71,27 @@ def af_small_file(af_small, tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "af16.jsonl"
     write_benchmark_jsonl(af_small, path)
     return path
+
+
+def unpacked_protocol(name: str, into: Path) -> Path:
+    """A copy of the committed protocol ``runs/protocol/NAME`` in ``into``, with its archive
+    unpacked (the whole ``protocol.json`` and the fold runs), as runs/README.md tells a user to."""
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("runs_archive", REPO / "scripts" / "runs_archive.py")
+    runs_archive = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runs_archive)
+    copy = Path(shutil.copytree(REPO / "runs" / "protocol" / name, into / name))
+    runs_archive.unpack(copy)
+    return copy
+
+
+def tracked_files(pattern: str) -> list[Path]:
+    """The files git tracks under the repository whose path matches ``pattern`` (a git pathspec glob),
+    so that tests of committed runs read what is committed, not whatever else lies in runs/."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z", "--", f":(glob){pattern}"], cwd=REPO, check=True,
+                            capture_output=True, text=True).stdout
+    return sorted(REPO / name for name in listed.split("\0") if name)

@@ -224,7 +224,7 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
     """The benchmark, normalised settings and the protocol record to continue (or None for a new one)."""
     path = out / PROTOCOL_FILE
     if resume:
-        previous = read_json(path)
+        previous = _unarchived(read_json(path), out)
         recorded = SearchSettings.from_json(previous["settings"])
         bench = load_benchmark(locate_benchmark(recorded.bench, previous.get("benchmark_sha256"), near=out))
         if settings is not None:
@@ -457,7 +457,7 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
         raise RunDirError(f"--reuse-searches {source}: the new protocol needs its own --out")
     if not (source / PROTOCOL_FILE).is_file():
         raise RunDirError(f"--reuse-searches {source}: no {PROTOCOL_FILE} there")
-    recorded = read_json(source / PROTOCOL_FILE)
+    recorded = _unarchived(read_json(source / PROTOCOL_FILE), source)
     try:
         settings_json, sha256 = recorded["settings"], recorded["benchmark_sha256"]
         reused_settings = SearchSettings.from_json(settings_json)
@@ -480,6 +480,16 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
                               f"{recorded['protocol'].get(key)}, not {given[key]}")
         given[key] = recorded["protocol"].get(key)
     return settings, recorded
+
+
+def _unarchived(protocol: dict, folder: Path) -> dict:
+    """``protocol`` as read; RunDirError when it is the trimmed record of a committed protocol whose
+    fold runs are packed in an archive beside it (runs/README.md), with the line that unpacks them."""
+    if isinstance(protocol, dict) and "archive" in protocol:
+        archive = folder / str(protocol["archive"].get("file", "archive.tar.xz"))
+        raise RunDirError(f"{folder}: its fold runs and whole {PROTOCOL_FILE} are packed in {archive}; "
+                          f"unpack them first: python scripts/runs_archive.py unpack {folder}")
+    return protocol
 
 
 def _bags_json(fold: OuterFold, spec: Mapping) -> dict:
