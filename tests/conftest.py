@@ -17,6 +17,24 @@ from autoprox.networks.statistics import InputSpec
 from autoprox.core.resources import packaged_benchmark_dir
 
 REPO = Path(__file__).resolve().parent.parent
+
+#: The slow tests: every test of a file named here, or the tests named ``FILE::TEST`` (a
+#: parametrised test with all its cases). Chosen by their own time in ``--durations=0``
+#: (BENCHMARKS.md, the test suite): each takes seconds to minutes, together most of the suite.
+#: ``python -m pytest -m "not slow" -q`` is the quick check; CI and the README run everything.
+SLOW_TESTS: frozenset[str] = frozenset({
+    # whole searches, protocols, transfer studies and their resumes
+    "tests/test_api.py", "tests/test_bagging.py", "tests/test_fitness_modes.py", "tests/test_generalise.py",
+    "tests/test_halloffame.py", "tests/test_patience.py", "tests/test_protocol.py", "tests/test_restarts.py",
+    "tests/test_search.py", "tests/test_selection.py", "tests/test_transfer.py", "tests/test_failures.py",
+    "tests/test_cli.py", "tests/test_curves.py",
+    # every committed or recorded proxy replayed on real statistics
+    "tests/test_speed.py", "tests/test_counted.py", "tests/test_kernels.py", "tests/test_export.py",
+    "tests/test_spread_terminals.py",
+    # whole proxy zoos, Dask clusters, timm models, ViT searches, bounded property-based fuzzing
+    "tests/test_zoo.py", "tests/test_parallel.py", "tests/test_timm_models.py", "tests/test_vitsearch.py",
+    "tests/test_fuzz_parsers.py",
+})
 #: The ViT-Bench-101 files shipped as package data (``autoprox/resources/vit-bench-101``).
 BENCH_DIR = packaged_benchmark_dir()
 AF_FILE = BENCH_DIR / "gt_autoformer.pth"
@@ -95,3 +113,11 @@ def tracked_files(pattern: str) -> list[Path]:
     listed = subprocess.run(["git", "ls-files", "-z", "--", f":(glob){pattern}"], cwd=REPO, check=True,
                             capture_output=True, text=True).stdout
     return sorted(REPO / name for name in listed.split("\0") if name)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests :data:`SLOW_TESTS` names as ``slow`` (registered in pyproject.toml)."""
+    for item in items:
+        path, _, name = item.nodeid.partition("::")
+        if path in SLOW_TESTS or f"{path}::{name.split('[')[0]}" in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)

@@ -64,3 +64,14 @@ def test_no_import_cycles_lazy_imports_included():
 @pytest.mark.parametrize("path", PACKAGE_FILES, ids=[str(p.relative_to(REPO)) for p in PACKAGE_FILES])
 def test_modules_fit_on_a_screen_or_two(path):
     assert len(path.read_text(encoding="utf-8").splitlines()) <= 620, path
+
+
+def test_every_slow_test_named_in_conftest_exists():
+    """A name in SLOW_TESTS that matches no test would silently leave a slow test in the quick lane."""
+    from tests.conftest import SLOW_TESTS
+
+    for entry in sorted(SLOW_TESTS):
+        path, _, name = entry.partition("::")
+        source = REPO / path
+        assert source.is_file(), entry
+        assert not name or f"def {name}(" in source.read_text(), entry

@@ -59,6 +59,7 @@ from autoprox.apps.selection import SELECTIONS, register_selection, select_best
 from autoprox.core.atomic import atomic_write_json, json_safe
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
 from autoprox.core.progress import Progress, format_seconds
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
@@ -419,7 +420,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         eta = (time.perf_counter() - start) / done_now * left  # wall time per fold, parallelism included
         jcm = outcome["result"]["jcm"]
         log(f"{entry['run']} done in {format_seconds(outcome['seconds'])}: test JCM "
-            + ", ".join(f"{m} {_fmt(jcm[m])}" for m in jcm)
+            + ", ".join(f"{m} {format_float(jcm[m])}" for m in jcm)
             + (f"; {left} fold(s) left, about {format_seconds(eta)}" if left else ""), quiet)
     protocol["finished"] = all(f.get("result") for f in protocol["folds"])
     if protocol["finished"]:
@@ -513,10 +514,6 @@ def _write(out: Path, protocol: dict, bench: Benchmark) -> None:
             [f for f in finished if f["repeat"] == r], bench.accuracies, protocol["targets"], weights, methods,
             samples=0, seed=spec["seed"], size=len(bench))) for r in range(spec["repeats"])]
     atomic_write_json(out / PROTOCOL_FILE, protocol)
-
-
-def _fmt(value) -> str:
-    return "nan" if value is None else f"{value:+.3f}"
 
 
 __all__ = ["DEFAULT_FOLDS", "PROTOCOL_FILE", "SELECTIONS", "OuterFold", "check_fold_count", "evaluate_fold",
