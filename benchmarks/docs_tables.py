@@ -10,8 +10,8 @@ Each generated table sits between two markers in a Markdown file:
     ...written by this script...
     <!-- /table:NAME -->
 
-and is rebuilt from the run files under runs/ (``best.json``, ``config.json``,
-``transfer.json``, ``top.json``), read as plain JSON. The script needs only the standard
+and is rebuilt from the run files under runs/ (``runs/protocol/*/protocol.json`` and
+``runs/vit-*/top.json``; runs/README.md says which table reads which), read as plain JSON. The script needs only the standard
 library: it never imports the autoprox package, so it runs without torch and whatever the
 package's layout. Figures that the runs do not store (the paired bootstrap differences, the
 zoo ranking tables, timings) are not generated; the pages keep them as text and say which
@@ -32,13 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 SPACE_NAMES = {"autoformer": "AutoFormer", "pit": "PiT"}
 
-#: Ablation rows per space, in the order of the table: (run directory relative to runs/).
-#: The first row is the committed paper-setting reference run.
-ABLATION_RUNS = ("{space}-reference", "ablation/{space}-sum", "ablation/{space}-gene",
-                 "ablation/{space}-gene-arch", "ablation/{space}-mean-cv",
-                 "ablation/{space}-gene-arch-cv", "ablation/{space}-free-gene-arch-cv")
-
-#: Defaults of a run whose config.json predates the genome options (the reference runs).
+#: Defaults of settings recorded before the genome options existed.
 DEFAULT_GENOME = {"kind": "template", "aggregations": ["block_mean"], "arch_terminals": False}
 
 
@@ -71,15 +65,6 @@ class Runs:
             self._cache[path] = load_json(path)
         return self._cache[path]
 
-    def best(self, run: str) -> dict:
-        return self.json(f"{run}/best.json")
-
-    def config(self, run: str) -> dict:
-        return self.json(f"{run}/config.json")
-
-    def exists(self, relative: str) -> bool:
-        return (self.root / relative).is_file()
-
 
 # ---------------------------------------------------------------------------- formatting
 
@@ -92,36 +77,10 @@ def num(value, signed: bool = False) -> str:
     return "0.000" if text in ("-0.000", "+0.000") and not signed else text
 
 
-def yes_no(flag) -> str:
-    return "yes" if flag else "no"
-
-
 def table(head: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
-
-
-def describe_config(config: dict) -> str:
-    """The configuration column of the ablation table, from a run's settings (as ablation_table.py says it)."""
-    settings = config["settings"]
-    genome = settings.get("genome") or DEFAULT_GENOME
-    parts = [genome["kind"], "+".join(a.replace("block_", "") for a in genome["aggregations"])]
-    if genome.get("arch_terminals"):
-        parts.append("arch terms")
-    folds = settings.get("cv_folds") or 0
-    parts.append(f"cv{folds}" if folds else "single fold")
-    if settings.get("evolution", {}).get("parsimony"):
-        parts.append("parsimony")
-    return ", ".join(parts)
-
-
-def targets_of(best: dict) -> list[str]:
-    return list(best["targets"])
-
-
-def kendall(figures: dict, target: str):
-    return figures["targets"][target]["kendall"]
 
 
 def same(value_a, value_b, what: str) -> None:
@@ -131,136 +90,6 @@ def same(value_a, value_b, what: str) -> None:
 
 
 # ---------------------------------------------------------------------------- tables
-
-
-def reference_table(runs: Runs, space: str) -> list[str]:
-    """The paper-setting reference run: proxy and parameter count, search and test split."""
-    run = f"{space}-reference"
-    best = runs.best(run)
-    head = ["target", "proxy, search split", "proxy, **test split**", "params, search split",
-            "params, **test split**"]
-    rows = []
-    for target in targets_of(best):
-        rows.append([target, num(kendall(best["search"], target)), f"**{num(kendall(best['test'], target))}**",
-                     num(kendall(best["params"]["search"], target)),
-                     f"**{num(kendall(best['params']['test'], target))}**"])
-    rows.append(["JCM", num(best["search"]["jcm"]), f"**{num(best['test']['jcm'])}**",
-                 num(best["params"]["search"]["jcm"]), f"**{num(best['params']['test']['jcm'])}**"])
-    split = best["split"]
-    lines = [f"Best proxy of `runs/{run}` (iteration {best['iteration']}, split seed {split['seed']}: "
-             f"{len(split['search'])} search / {len(split['test'])} test architectures):",
-             "", f"`{best['genome']}`", ""]
-    return lines + table(head, rows)
-
-
-def ablation_table(runs: Runs, space: str) -> list[str]:
-    """Kendall per target on the test split, test and search JCM and the gap, one row per configuration."""
-    names = [pattern.format(space=space) for pattern in ABLATION_RUNS]
-    first = runs.best(names[0])
-    targets = targets_of(first)
-    head = (["configuration", "run"] + [f"{t}: tau" for t in targets] + ["test JCM", "search JCM", "gap"])
-    rows = [["*parameter count*", ""] + [num(kendall(first["params"]["test"], t)) for t in targets]
-            + [num(first["params"]["test"]["jcm"]), "", ""]]
-    for name in names:
-        best = runs.best(name)
-        if targets_of(best) != targets:
-            raise DocsTableError(f"runs/{name}: targets {targets_of(best)}, not {targets}")
-        for target in targets:
-            same(kendall(best["params"]["test"], target), kendall(first["params"]["test"], target),
-                 f"runs/{name} params {target}")
-        label = describe_config(runs.config(name))
-        if not best.get("finished"):
-            label += f" (stopped at {best.get('iteration')})"
-        search_jcm, test_jcm = best["search"]["jcm"], best["test"]["jcm"]
-        gap = None if search_jcm is None or test_jcm is None else search_jcm - test_jcm
-        rows.append([label, f"`{name}`"] + [num(kendall(best["test"], t)) for t in targets]
-                    + [num(test_jcm), num(search_jcm), num(gap, signed=True)])
-    return table(head, rows)
-
-
-def _chosen(runs: Runs, space: str, target: str) -> tuple[str, dict, dict]:
-    """The run that serves ``target``, chosen on the search split: per-target when its Kendall there is higher."""
-    joint_name = f"{space}-best"
-    joint = runs.best(joint_name)
-    per_name = f"per-target/{space}-{target}"
-    if runs.exists(f"{per_name}/best.json"):
-        per = runs.best(per_name)
-        if kendall(per["search"], target) > kendall(joint["search"], target):
-            return "per-target", per, {"name": per_name}
-    return "joint", joint, {"name": joint_name}
-
-
-def _held_out(runs: Runs, space: str) -> dict:
-    path = f"transfer/{space}/transfer.json"
-    if not runs.exists(path):
-        return {}
-    return {fold["held_out"]: fold for fold in runs.json(path)["folds"]}
-
-
-def per_target_table(runs: Runs, space: str) -> list[str]:
-    """Per target on the test split: joint, per-target and transferred proxy beside the parameter count and the bar."""
-    joint = runs.best(f"{space}-best")
-    held_out = _held_out(runs, space)
-    head = ["target", "parameter count", "bar: best coarse descriptor", "joint: search / test",
-            "per-target: search / test", "chosen on the search split", "chosen beats the bar on test?",
-            "transferred (held out): test"]
-    rows = []
-    for target in targets_of(joint):
-        bar = joint["beyond_size"]["test"][target]["bar"]
-        per_name = f"per-target/{space}-{target}"
-        per_cell = "not run"
-        if runs.exists(f"{per_name}/best.json"):
-            per = runs.best(per_name)
-            per_cell = f"{num(kendall(per['search'], target))} / {num(kendall(per['test'], target))}"
-            same(per["beyond_size"]["test"][target]["bar"]["kendall"], bar["kendall"], f"runs/{per_name} bar")
-        chosen, chosen_best, _ = _chosen(runs, space, target)
-        chosen_test = chosen_best["beyond_size"]["test"][target]
-        fold = held_out.get(target)
-        transfer_cell = "not run" if fold is None else num(fold["held_out_figures"]["test"]["proxy"]["kendall"])
-        rows.append([target, num(kendall(joint["params"]["test"], target)),
-                     f"{bar['descriptor']} ({num(bar['kendall'])})",
-                     f"{num(kendall(joint['search'], target))} / {num(kendall(joint['test'], target))}",
-                     per_cell, chosen, f"{yes_no(chosen_test['beats_bar'])} ({num(chosen_test['kendall'])})",
-                     transfer_cell])
-    return table(head, rows)
-
-
-def transfer_table(runs: Runs, space: str) -> list[str]:
-    """One row per held-out target of runs/transfer/SPACE/transfer.json, as `autoprox transfer` prints it."""
-    study = runs.json(f"transfer/{space}/transfer.json")
-    head = ["held out", "searched on", "tau (search split)", "tau (test split)", "params (test)",
-            "bar (test)", "beats params", "beats bar", "searched JCM (test)"]
-    rows = []
-    for fold in study["folds"]:
-        search, test = fold["held_out_figures"]["search"], fold["held_out_figures"]["test"]
-        bar = test["beyond_size"]["bar"]
-        rows.append([fold["held_out"], ", ".join(fold["searched_on"]), num(search["proxy"]["kendall"]),
-                     num(test["proxy"]["kendall"]), num(test["params"]["kendall"]),
-                     f"{bar['descriptor']} ({num(bar['kendall'])})", yes_no(test["beats_params"]),
-                     yes_no(test["beyond_size"]["beats_bar"]), num(fold["searched"]["test_jcm"])])
-    finished = "" if study.get("finished") else " (study not finished)"
-    return [f"`runs/transfer/{space}/transfer.json`{finished}:", ""] + table(head, rows)
-
-
-def beyond_size_table(runs: Runs) -> list[str]:
-    """The chosen proxies against the best coarse descriptor on the test split (best.json's beyond-size block)."""
-    head = ["run", "target", "proxy tau (test)", "best coarse descriptor (tau)", "beats it?", "tau with params",
-            "partial tau given params"]
-    rows = []
-    for space in SPACE_NAMES:
-        joint_name = f"{space}-best"
-        entries = [(joint_name, target) for target in targets_of(runs.best(joint_name))]
-        for target in targets_of(runs.best(joint_name)):
-            chosen, _, info = _chosen(runs, space, target)
-            if chosen == "per-target":
-                entries.append((info["name"], target))
-        for name, target in entries:
-            figures = runs.best(name)["beyond_size"]["test"][target]
-            bar = figures["bar"]
-            rows.append([name.split("/")[-1], target, num(figures["kendall"]),
-                         f"{bar['descriptor']} ({num(bar['kendall'])})", yes_no(figures["beats_bar"]),
-                         num(figures["kendall_with_params"]), num(figures["partial_given_params"])])
-    return table(head, rows)
 
 
 def _arch_cell(arch: dict) -> str:
@@ -479,14 +308,9 @@ def _per_space(function: Callable[[Runs, str], list[str]], space: str) -> Callab
 #: Table name -> (page, generator). Pages: "results" (docs/results.md) or "readme" (README.md).
 TABLES: dict[str, tuple[str, Callable[[Runs], list[str]]]] = {"headline": ("readme", headline_table)}
 for _space in SPACE_NAMES:
-    TABLES[f"reference-{_space}"] = ("results", _per_space(reference_table, _space))
-    TABLES[f"ablation-{_space}"] = ("results", _per_space(ablation_table, _space))
-    TABLES[f"per-target-{_space}"] = ("results", _per_space(per_target_table, _space))
-    TABLES[f"transfer-{_space}"] = ("results", _per_space(transfer_table, _space))
     TABLES[f"protocol-ablation-{_space}"] = ("results", _per_space(protocol_ablation_table, _space))
     TABLES[f"recommended-{_space}"] = ("results", _per_space(recommended_table, _space))
     TABLES[f"repeats-{_space}"] = ("results", _per_space(repeats_table, _space))
-TABLES["beyond-size"] = ("results", beyond_size_table)
 TABLES["vit-search"] = ("results", vit_search_table)
 
 

@@ -17,6 +17,44 @@ from autoprox.networks.statistics import InputSpec
 from autoprox.core.resources import packaged_benchmark_dir
 
 REPO = Path(__file__).resolve().parent.parent
+
+#: The slow tests: every test of a file named here, or the tests named ``FILE::TEST`` (a
+#: parametrised test with all its cases). Chosen by their own time in ``--durations=0``
+#: (BENCHMARKS.md, the test suite): each takes seconds to minutes, together most of the suite.
+#: ``python -m pytest -m "not slow" -q`` is the quick check; CI and the README run everything.
+SLOW_TESTS: frozenset[str] = frozenset({
+    # whole searches, protocols, transfer studies and their resumes (module fixtures run searches)
+    "tests/test_api.py", "tests/test_bagging.py", "tests/test_fitness_modes.py", "tests/test_generalise.py",
+    "tests/test_halloffame.py", "tests/test_patience.py", "tests/test_protocol.py", "tests/test_restarts.py",
+    "tests/test_search.py", "tests/test_selection.py", "tests/test_transfer.py", "tests/test_failures.py",
+    "tests/test_curves.py",
+    # every committed or recorded proxy replayed on real statistics
+    "tests/test_speed.py", "tests/test_counted.py", "tests/test_kernels.py", "tests/test_spread_terminals.py",
+    # whole proxy zoos and ranking tables, ensembles on real statistics, Dask clusters, timm models, fuzzing
+    "tests/test_zoo.py", "tests/test_ranking.py", "tests/test_ensemble.py", "tests/test_parallel.py",
+    "tests/test_timm_models.py", "tests/test_fuzz_parsers.py",
+    # single tests of seconds to minutes in files that are otherwise quick
+    "tests/test_cli.py::test_rank_table_of_a_comma_list_in_each_format",
+    "tests/test_cli.py::test_cache_build_reports_what_it_computed",
+    "tests/test_cli.py::test_search_seed_proxies_autoprox_a_and_p_and_refusals",
+    "tests/test_cli.py::test_rank_single_zoo_proxy_keeps_the_single_proxy_output",
+    "tests/test_cli.py::test_rank_a_genome_and_a_proxy_file",
+    "tests/test_export.py::test_reference_runs_export_proxies_that_reproduce_the_engine",
+    "tests/test_export.py::test_exported_modules_reproduce_the_engine_in_a_fresh_interpreter",
+    "tests/test_export.py::test_descriptors_read_from_the_models_equal_the_engines",
+    "tests/test_export.py::test_descriptors_can_be_given_when_the_model_does_not_tell",
+    "tests/test_vitsearch.py::test_too_many_samples_for_a_narrow_budget_says_so",
+    "tests/test_vitsearch.py::test_genome_scores_match_the_engine",
+    "tests/test_fitness.py::test_two_seeds_average_the_scores",
+    "tests/test_fitness.py::test_each_target_uses_its_class_count",
+    "tests/test_context.py::test_show_export_curves_and_rank_on_a_run_copied_elsewhere",
+    "tests/test_context.py::test_search_refuses_a_non_empty_folder_that_is_not_a_run_and_leaves_it_untouched",
+    "tests/test_space_plugins.py::test_commands_on_autoformer_s",
+    "tests/test_space_plugins.py::test_commands_on_a_space_given_as_a_file",
+    "tests/test_space_plugins.py::test_space_name_carries_the_definition_to_worker_processes",
+    "tests/test_cache.py::test_build_cache_workers_give_identical_results",
+    "tests/test_proxies.py::test_every_registered_proxy_scores_a_tiny_benchmark",
+})
 #: The ViT-Bench-101 files shipped as package data (``autoprox/resources/vit-bench-101``).
 BENCH_DIR = packaged_benchmark_dir()
 AF_FILE = BENCH_DIR / "gt_autoformer.pth"
@@ -71,3 +109,35 @@ def af_small_file(af_small, tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "af16.jsonl"
     write_benchmark_jsonl(af_small, path)
     return path
+
+
+def unpacked_protocol(name: str, into: Path) -> Path:
+    """A copy of the committed protocol ``runs/protocol/NAME`` in ``into``, with its archive
+    unpacked (the whole ``protocol.json`` and the fold runs), as runs/README.md tells a user to."""
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("runs_archive", REPO / "scripts" / "runs_archive.py")
+    runs_archive = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runs_archive)
+    copy = Path(shutil.copytree(REPO / "runs" / "protocol" / name, into / name))
+    runs_archive.unpack(copy)
+    return copy
+
+
+def tracked_files(pattern: str) -> list[Path]:
+    """The files git tracks under the repository whose path matches ``pattern`` (a git pathspec glob),
+    so that tests of committed runs read what is committed, not whatever else lies in runs/."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z", "--", f":(glob){pattern}"], cwd=REPO, check=True,
+                            capture_output=True, text=True).stdout
+    return sorted(REPO / name for name in listed.split("\0") if name)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests :data:`SLOW_TESTS` names as ``slow`` (registered in pyproject.toml)."""
+    for item in items:
+        path, _, name = item.nodeid.partition("::")
+        if path in SLOW_TESTS or f"{path}::{name.split('[')[0]}" in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)

@@ -4,8 +4,10 @@ fold's search part, their best proxies rank-averaged into one ensemble per fold.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,7 +35,7 @@ from autoprox.search.context import RunContext
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
-from tests.conftest import REPO
+from tests.conftest import REPO, unpacked_protocol
 
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
 EVOLUTION = EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5)
@@ -241,14 +243,28 @@ def test_without_bags_protocol_json_is_as_before(plain, settings, tmp_path):
         run_protocol(None, tmp_path / "zero", bags=2, resume=True, quiet=True)
 
 
-def test_a_committed_protocol_resumes_unchanged(tmp_path):
-    committed = json.loads((REPO / "runs" / "protocol" / "pit-best" / PROTOCOL_FILE).read_text())
-    copy = tmp_path / "pit-best"
-    copy.mkdir()
-    (copy / PROTOCOL_FILE).write_text(json.dumps(committed))
+def test_a_committed_protocol_resumes_unchanged_once_unpacked(tmp_path):
+    copy = unpacked_protocol("pit-best", tmp_path)
+    committed = json.loads((copy / PROTOCOL_FILE).read_text())
+    assert "archive" not in committed and committed["finished"]
     again = run_protocol(None, copy, resume=True, quiet=True)
     for key in ("protocol", "settings", "folds", "summary"):
         assert again[key] == committed[key]
+
+
+def test_a_committed_protocol_still_packed_says_how_to_unpack(tmp_path):
+    """The committed protocol.json beside its archive keeps the figures, not the folds' scores:
+    resuming it, or reusing its searches, is one clear line naming the unpack command."""
+    packed = Path(shutil.copytree(REPO / "runs" / "protocol" / "pit-best", tmp_path / "pit-best"))
+    trimmed = json.loads((packed / PROTOCOL_FILE).read_text())
+    assert trimmed["summary"] and all(set(f["result"]) >= {"genome", "jcm", "kendall"} for f in trimmed["folds"])
+    unpack = f"python scripts/runs_archive.py unpack {packed}"
+    with pytest.raises(RunDirError, match=re.escape(unpack)):
+        run_protocol(None, packed, resume=True, quiet=True)
+    with pytest.raises(RunDirError, match=re.escape(unpack)):
+        run_protocol(None, tmp_path / "new", reuse_searches=packed, selection="cv-pick", quiet=True)
+    assert json.loads((packed / PROTOCOL_FILE).read_text()) == trimmed  # nothing written
+    assert not (tmp_path / "new").exists()
 
 
 def test_refusals(plain, settings, tmp_path, capsys):

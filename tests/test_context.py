@@ -17,10 +17,10 @@ from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.architectures import count_params
-from tests.conftest import PIT_FILE, REPO
+from tests.conftest import PIT_FILE, REPO, tracked_files
 
 RUNS = REPO / "runs"
-COMMITTED = sorted(path.parent for path in RUNS.rglob("config.json"))
+COMMITTED = [path.parent for path in tracked_files("runs/**/config.json")]
 
 
 def test_every_committed_run_is_found():

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,8 +35,8 @@ from autoprox.networks.statistics import STAT_NAMES
 from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.settings import SearchSettings, settings_digest
 from autoprox.spaces.descriptors import terminal_values
+from tests.genome_corpus import best_genomes
 
-REPO = Path(__file__).resolve().parent.parent
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super")
 ALL_100 = {t: 100 for t in TARGETS}
 #: Largest relative difference between a counted and an exact block value (below the aggregation),
@@ -153,7 +152,7 @@ def test_a_counted_reduction_is_the_float64_sum_of_the_exact_entries(af_stats, g
 
 
 def _committed_genomes() -> list[str]:
-    return sorted({json.loads(p.read_text())["genome"] for p in REPO.glob("runs/**/best.json")})
+    return best_genomes()
 
 
 @pytest.mark.parametrize("bench_name", ["af", "pit"])

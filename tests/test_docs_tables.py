@@ -1,19 +1,26 @@
 """benchmarks/docs_tables.py: the measured tables of docs/results.md and README.md say what runs/ says.
 
-Runs the script as a subprocess with the plain interpreter: it reads the run files as JSON
-and must not need torch or the autoprox package.
+The script runs as a subprocess with the plain interpreter: it reads the run files as JSON and
+must not need torch or the autoprox package. Apart from the check of the committed pages, every
+test writes a small synthetic runs/ tree and pages, so the assertions follow from figures the
+test chose, not from whatever the committed runs hold.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "benchmarks" / "docs_tables.py"
-RESULTS = REPO / "docs" / "results.md"
+SPACES = {"autoformer": ["c100_kd", "flower_kd"], "pit": ["c100_kd", "flower_kd"]}
+RESULTS_TABLES = [f"{kind}-{space}" for space in SPACES for kind in ("protocol-ablation", "recommended", "repeats")]
+RESULTS_TABLES.append("vit-search")
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
@@ -27,66 +34,167 @@ def table_body(text: str, name: str) -> str:
     return match.group(1)
 
 
+def _figure(mean: float, sd: float = 0.05, n: int = 5) -> dict:
+    return {"mean": mean, "sd": sd, "n": n}
+
+
+def _difference(mean: float, n: int = 5) -> dict:
+    return {"mean": mean, "ci": [mean - 0.02, mean + 0.02], "corrected_ci": [mean - 0.05, mean + 0.05],
+            "ahead": n if mean > 0 else 0, "n": n}
+
+
+def _summary(proxy: float, blend: float, n: int) -> dict:
+    """One summary block: the proxy's and three baselines' test figures and the proxy's differences."""
+    figures = {"proxy": proxy, "params": 0.300, "coarse": 0.400, "blend": blend}
+    block = {"test": {m: _figure(v, n=n) for m, v in figures.items()},
+             "difference": {m: _difference(proxy - figures[m], n) for m in ("params", "coarse", "blend")}}
+    return {"folds": n, "jcm": block, "targets": {t: block for t in SPACES["autoformer"]}}
+
+
+def protocol(space: str, selection: str, proxy: float, blend: float, genome: str, repeats: int = 1) -> dict:
+    """A finished protocol record with the fields docs_tables reads (as ``autoprox evaluate`` writes them)."""
+    folds = [{"repeat": r, "fold": k, "result": {"genome": genome}} for r in range(repeats) for k in range(5)]
+    record = {"space": space, "finished": True, "targets": SPACES[space],
+              "settings": {"genome": {"kind": "template", "aggregations": ["block_mean", "block_sum"],
+                                      "arch_terminals": True},
+                           "evolution": {"patience": 30}},
+              "protocol": {"folds": 5, "repeats": repeats, "selection": selection},
+              "folds": folds, "summary": _summary(proxy, blend, 5 * repeats)}
+    if repeats > 1:
+        record["repeat_summaries"] = [_summary(proxy + 0.001 * r, blend, 5) for r in range(repeats)]
+    return record
+
+
+def vit_top(space: str) -> dict:
+    return {"space": space, "budget_millions": [4, 9], "finished": True, "scored": 40, "samples": 40, "failed": 0,
+            "search_seconds": 12.0, "seconds_per_architecture": 0.3,
+            "top": [{"rank": 1, "score": 2.5, "params": 8_010_000, "macs": 1_780_000_000,
+                     "arch": {"hidden_dim": 240, "mlp_ratio": [3.5, 4.0]}}]}
+
+
+def write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+@pytest.fixture
+def synthetic(tmp_path) -> dict:
+    """A runs/ tree with the four headline protocols, one more AutoFormer protocol and one ViT search,
+    and empty pages holding every table's markers."""
+    runs = tmp_path / "runs"
+    for space, searched, recommended, blend in [("autoformer", "autoformer-best-patience30",
+                                                 "autoformer-best-patience30-cv-pick-coarse", 0.548),
+                                                ("pit", "pit-best", "pit-best-cv-pick-coarse", 0.780)]:
+        write_json(runs / "protocol" / searched / "protocol.json",
+                   protocol(space, "best", blend - 0.123, blend, "block_sum(to_mean_scalar(A_depth))", repeats=3))
+        write_json(runs / "protocol" / recommended / "protocol.json",
+                   protocol(space, "cv-pick-coarse", blend + 0.064, blend, "block_mean(to_mean_scalar(F1))",
+                            repeats=3))
+    write_json(runs / "protocol" / "autoformer-gene" / "protocol.json",
+               protocol("autoformer", "best", 0.415, 0.548, "block_mean(frobenius_norm(F2g))"))
+    write_json(runs / "vit-autoformer" / "top.json", vit_top("autoformer"))
+    results, readme = tmp_path / "results.md", tmp_path / "README.md"
+    results.write_text("# Results\n\nprose\n\n"
+                       + "".join(f"<!-- table:{name} -->\n<!-- /table:{name} -->\n\n" for name in RESULTS_TABLES))
+    readme.write_text("# Front\n\n<!-- table:headline -->\n<!-- /table:headline -->\n")
+    return {"runs": runs, "results": results, "readme": readme}
+
+
+def run_on(paths: dict, *args: str) -> subprocess.CompletedProcess:
+    return run_script(*args, "--runs", str(paths["runs"]), "--docs", str(paths["results"]),
+                      "--readme", str(paths["readme"]))
+
+
 def test_committed_tables_match_the_runs():
     result = run_script("--check")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_changed_number_fails_the_check(tmp_path):
-    text = RESULTS.read_text()
-    body = table_body(text, "reference-autoformer")
-    assert "| JCM | 0.357 | **0.172** |" in body  # the paper-setting AutoFormer run, test JCM
-    copy = tmp_path / "results.md"
-    copy.write_text(text.replace("| JCM | 0.357 | **0.172** |", "| JCM | 0.357 | **0.173** |"))
-    result = run_script("--check", "--docs", str(copy))
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "reference-autoformer" in result.stderr
-    assert copy.read_text() != text  # --check leaves the file alone
+def test_tables_are_written_from_the_run_figures(synthetic):
+    assert run_on(synthetic, "--check").returncode == 1  # empty tables are stale
+    assert run_on(synthetic).returncode == 0
+    headline = table_body(synthetic["readme"].read_text(), "headline")
+    # recommended 0.612 against the blend's 0.548: +0.064, its t-interval, folds ahead, corrected interval
+    assert "| AutoFormer | 5 x 3 | 0.425 +- 0.050 | 0.612 +- 0.050 (`cv-pick-coarse`) |" in headline
+    assert "+0.064 [+0.044, +0.084] 15/15 | [+0.014, +0.114] |" in headline
+    text = synthetic["results"].read_text()
+    repeats = table_body(text, "repeats-pit")
+    assert [line.split(" |")[0] for line in repeats.splitlines()[2:]] == \
+        ["| repeat 0 (5 folds)", "| repeat 1 (5 folds)", "| repeat 2 (5 folds)", "| all (15 folds)"]
+    assert "| repeat 2 (5 folds) | 0.659 +- 0.050 | 0.846 +- 0.050 | 0.780 +- 0.050 |" in repeats
+    ablation = table_body(text, "protocol-ablation-autoformer")
+    # every finished AutoFormer protocol is a row; the statistic count reads the fold genomes
+    assert "`autoformer-gene`" in ablation and "`pit-best`" not in ablation
+    assert re.search(r"\| `autoformer-best-patience30` \(repeat 0 of 3\) \| [^|]+ \| 0/5 \|", ablation)
+    assert re.search(r"\| `autoformer-best-patience30-cv-pick-coarse` \(repeat 0 of 3\) \| [^|]+ \| 5/5 \|", ablation)
+    assert "Blend on the same folds: JCM 0.548." in ablation
+    vit = table_body(text, "vit-search")
+    assert "| 1 | 2.500000 | 8.01M | 1.78G | hidden_dim 240, mlp_ratio [3.5, 4] |" in vit
+    assert run_on(synthetic, "--check").returncode == 0
 
-    # without --check the script writes the runs' figures back, and the check passes again
-    rewrite = run_script("--docs", str(copy))
-    assert rewrite.returncode == 0, rewrite.stdout + rewrite.stderr
-    assert copy.read_text() == text
-    assert run_script("--check", "--docs", str(copy)).returncode == 0
+
+def test_a_changed_run_figure_fails_the_check_until_rewritten(synthetic):
+    assert run_on(synthetic).returncode == 0
+    written = synthetic["results"].read_text()
+    path = synthetic["runs"] / "protocol" / "pit-best-cv-pick-coarse" / "protocol.json"
+    record = json.loads(path.read_text())
+    record["summary"]["jcm"]["test"]["proxy"]["mean"] = 0.700
+    path.write_text(json.dumps(record))
+    result = run_on(synthetic, "--check")
+    assert result.returncode == 1
+    assert "recommended-pit" in result.stderr and "repeats-pit" in result.stderr and "headline" in result.stderr
+    assert synthetic["results"].read_text() == written  # --check changes nothing
+    assert run_on(synthetic).returncode == 0
+    assert "| JCM | 0.700 +- 0.050 |" in table_body(synthetic["results"].read_text(), "recommended-pit")
+    assert run_on(synthetic, "--check").returncode == 0
 
 
-def test_every_generated_table_is_checked(tmp_path):
+def test_every_generated_table_is_checked(synthetic, tmp_path):
     """Altering any one generated table (not only the first) is caught, and names that table."""
-    text = RESULTS.read_text()
+    assert run_on(synthetic).returncode == 0
+    text = synthetic["results"].read_text()
     names = re.findall(r"<!-- table:([\w-]+) -->\n.*?<!-- /table:\1 -->", text, re.S)
-    assert {"reference-pit", "ablation-autoformer", "per-target-pit", "transfer-autoformer", "beyond-size",
-            "vit-search"} <= set(names)
+    assert sorted(names) == sorted(RESULTS_TABLES)
     for name in names:
         body = table_body(text, name)
         number = re.search(r"\d\.\d{3}", body)
         assert number, f"table {name} has no 3-decimal figure"
         digit = "1" if number.group()[-1] != "1" else "2"
         altered = body[:number.end() - 1] + digit + body[number.end():]
-        copy = tmp_path / f"{name}.md"
-        copy.write_text(text.replace(body, altered, 1))
-        result = run_script("--check", "--docs", str(copy))
+        synthetic["results"].write_text(text.replace(body, altered, 1))
+        result = run_on(synthetic, "--check")
         assert result.returncode == 1, (name, result.stdout + result.stderr)
         assert name in result.stderr
 
 
-def test_hand_kept_text_is_left_alone(tmp_path):
+def test_hand_kept_text_is_left_alone(synthetic):
     """Text outside the markers (prose, hand-kept tables) is neither checked nor rewritten."""
-    text = RESULTS.read_text()
-    copy = tmp_path / "results.md"
-    edited = text.replace("## Read this first", "## Read this first (edited)", 1)
-    copy.write_text(edited)
-    assert run_script("--check", "--docs", str(copy)).returncode == 0
-    assert run_script("--docs", str(copy)).returncode == 0
-    assert copy.read_text() == edited
+    assert run_on(synthetic).returncode == 0
+    edited = synthetic["results"].read_text().replace("prose", "prose, edited by hand")
+    synthetic["results"].write_text(edited)
+    assert run_on(synthetic, "--check").returncode == 0
+    assert run_on(synthetic).returncode == 0
+    assert synthetic["results"].read_text() == edited
 
 
-def test_missing_markers_are_an_error(tmp_path):
-    text = RESULTS.read_text()
-    copy = tmp_path / "results.md"
-    copy.write_text(re.sub(r"<!-- table:beyond-size -->\n.*?<!-- /table:beyond-size -->\n", "", text, flags=re.S))
-    result = run_script("--check", "--docs", str(copy))
-    assert result.returncode == 2
-    assert "beyond-size" in result.stderr
+def test_missing_or_unknown_markers_are_an_error(synthetic):
+    text = synthetic["results"].read_text()
+    synthetic["results"].write_text(text.replace("<!-- table:vit-search -->\n<!-- /table:vit-search -->\n", ""))
+    result = run_on(synthetic, "--check")
+    assert result.returncode == 2 and "no markers for table 'vit-search'" in result.stderr
+    synthetic["results"].write_text(text + "<!-- table:beyond-size -->\n<!-- /table:beyond-size -->\n")
+    result = run_on(synthetic, "--check")
+    assert result.returncode == 2 and "unknown table 'beyond-size'" in result.stderr
+
+
+def test_protocols_on_other_folds_are_refused(synthetic):
+    """Rows of one ablation table must share their folds: a protocol whose blend differs is an error."""
+    path = synthetic["runs"] / "protocol" / "autoformer-gene" / "protocol.json"
+    record = json.loads(path.read_text())
+    record["summary"]["jcm"]["test"]["blend"]["mean"] = 0.600
+    path.write_text(json.dumps(record))
+    result = run_on(synthetic)
+    assert result.returncode == 2 and "do not share their folds" in result.stderr
 
 
 def test_no_torch_and_no_autoprox_import():

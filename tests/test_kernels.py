@@ -33,6 +33,7 @@ from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.settings import SearchSettings, settings_digest
 from autoprox.spaces.descriptors import terminal_values
 from primitives import KERNEL_SETS, PRIMITIVES, UNARY, fast, unary
+from tests.genome_corpus import best_genomes
 
 REPO = Path(__file__).resolve().parent.parent
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super")
@@ -127,7 +128,7 @@ def test_kernel_maps_differ_from_the_primitive_set_only_at_the_fast_forms():
 
 
 def _committed_genomes() -> list[str]:
-    return sorted({json.loads(p.read_text())["genome"] for p in REPO.glob("runs/**/best.json")})
+    return best_genomes()
 
 
 def _outcome(tree, stats, terminals, kernels, memo=None):

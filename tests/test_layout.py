@@ -41,15 +41,26 @@ def test_primitives_import_nothing_of_autoprox():
         assert not any(m.startswith("autoprox") for m in _imports(path)), path
 
 
-@pytest.mark.parametrize("path", PACKAGE_FILES, ids=[str(p.relative_to(REPO)) for p in PACKAGE_FILES])
-def test_each_module_imports_only_from_its_layer_or_below(path):
-    module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+def _upward_imports(module: str, imported: set[str]) -> list[str]:
+    """The imports of ``module`` from a layer above its own."""
     own = _layer(module)
     if own is None:
-        return
-    for imported in _imports(path):
-        layer = _layer(imported)
-        assert layer is None or layer <= own or imported == "autoprox", f"{module} imports {imported} from above"
+        return []
+    return [f"{module} imports {name} from above" for name in sorted(imported)
+            if (layer := _layer(name)) is not None and layer > own and name != "autoprox"]
+
+
+def test_an_upward_import_is_caught():
+    assert _upward_imports("autoprox.apps.ranking", {"autoprox.cli.main", "autoprox.core.errors", "primitives"}) \
+        == ["autoprox.apps.ranking imports autoprox.cli.main from above"]
+    assert _upward_imports("autoprox.api", {"autoprox.cli.main"}) == []  # the API sits above every layer
+
+
+def test_every_module_imports_only_from_its_layer_or_below():
+    assert len(PACKAGE_FILES) > 50
+    upward = [line for path in PACKAGE_FILES
+              for line in _upward_imports(".".join(path.relative_to(REPO).with_suffix("").parts), _imports(path))]
+    assert not upward, "\n".join(upward)
 
 
 def test_no_import_cycles_lazy_imports_included():
@@ -61,6 +72,18 @@ def test_no_import_cycles_lazy_imports_included():
     assert result.returncode == 0 and result.stdout.strip().endswith("cycles: 0"), result.stdout
 
 
-@pytest.mark.parametrize("path", PACKAGE_FILES, ids=[str(p.relative_to(REPO)) for p in PACKAGE_FILES])
-def test_modules_fit_on_a_screen_or_two(path):
-    assert len(path.read_text(encoding="utf-8").splitlines()) <= 620, path
+def test_modules_fit_on_a_screen_or_two():
+    lengths = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in PACKAGE_FILES}
+    long = [f"{path.relative_to(REPO)}: {n} lines" for path, n in lengths.items() if n > 620]
+    assert not long, "; ".join(long)
+
+
+def test_every_slow_test_named_in_conftest_exists():
+    """A name in SLOW_TESTS that matches no test would silently leave a slow test in the quick lane."""
+    from tests.conftest import SLOW_TESTS
+
+    for entry in sorted(SLOW_TESTS):
+        path, _, name = entry.partition("::")
+        source = REPO / path
+        assert source.is_file(), entry
+        assert not name or f"def {name}(" in source.read_text(), entry

@@ -133,10 +133,15 @@ def test_kinds_and_output_kinds():
         assert p.arity == (2 if p.kind == "binary" else 1)
 
 
-def test_primitive_is_frozen():
-    p = P.get_primitive("softmax")
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        p.name = "other"  # type: ignore[misc]
+def test_a_primitive_is_one_value_by_name_and_by_id():
+    """Name and paper id find the same registered primitive, and a changed copy of it (the only way to
+    change one) leaves the registry as it was: no caller can alter another search's primitive set."""
+    by_name, by_id = P.get_primitive("softmax"), P.get_primitive("UOP15")
+    assert by_name is by_id
+    changed = dataclasses.replace(by_name, name="other")
+    assert changed != by_name and changed.op_id == "UOP15"
+    assert P.get_primitive("UOP15") is by_name and P.PRIMITIVES["softmax"] is by_name
+    assert "other" not in P.PRIMITIVES
 
 
 def test_get_primitive():

@@ -34,6 +34,7 @@ from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import terminal_values
+from tests.genome_corpus import best_genomes, hall_of_fame_genomes
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "speed"
@@ -42,8 +43,7 @@ ALL_100 = {t: 100 for t in TARGETS}
 
 
 def committed_genomes() -> list[str]:
-    genomes = {json.loads(p.read_text())["genome"] for p in sorted(REPO.glob("runs/**/best.json"))}
-    return sorted(genomes)
+    return best_genomes()
 
 
 def _outcome(tree, stats, terminals, memo=None):
@@ -314,12 +314,7 @@ EARLY_TOLERANCE = 1e-5
 
 
 def _committed_and_hall_of_fame_genomes() -> list[str]:
-    genomes = set(committed_genomes())
-    for path in REPO.glob("runs/**/hall_of_fame.json"):
-        data = json.loads(path.read_text())
-        entries = data["entries"] if isinstance(data, dict) else data
-        genomes |= {e["genome"] for e in entries if isinstance(e, dict) and "genome" in e}
-    return sorted(genomes)
+    return hall_of_fame_genomes()
 
 
 def _operand_scale(tree, block) -> float | None:

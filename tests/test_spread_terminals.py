@@ -273,16 +273,12 @@ def test_a_layer_fed_flattened_samples_is_refused_in_one_line():
 def test_show_adds_the_spread_legend_only_where_a_shown_formula_reads_a_spread_statistic(tmp_path, capsys):
     """A committed fold search with spread terminals (its best proxy reads S4g): ``show`` names the
     spread symbols it prints; a run of the eight statistics alone keeps the plain legend."""
-    import shutil
-    from pathlib import Path
-
     from autoprox.cli.main import main
     from autoprox.reports.simplify import LEGEND, SPREAD_LEGEND
+    from tests.conftest import unpacked_protocol
 
-    runs = Path(__file__).resolve().parent.parent / "runs"
-    for source, spread in [(runs / "protocol/autoformer-gene-spread-patience30/repeat-0/fold-0", True),
-                           (runs / "protocol/autoformer-gene-patience30/repeat-0/fold-0", False)]:
-        copy = shutil.copytree(source, tmp_path / source.parent.parent.name)
+    for name, spread in [("autoformer-gene-spread-patience30", True), ("autoformer-gene-patience30", False)]:
+        copy = unpacked_protocol(name, tmp_path) / "repeat-0" / "fold-0"
         assert main(["show", str(copy), "--top", "3"]) == 0
         out = capsys.readouterr().out
         assert LEGEND in out

@@ -59,6 +59,7 @@ from autoprox.apps.selection import SELECTIONS, register_selection, select_best
 from autoprox.core.atomic import atomic_write_json, json_safe
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
 from autoprox.core.progress import Progress, format_seconds
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
@@ -224,7 +225,7 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
     """The benchmark, normalised settings and the protocol record to continue (or None for a new one)."""
     path = out / PROTOCOL_FILE
     if resume:
-        previous = read_json(path)
+        previous = _unarchived(read_json(path), out)
         recorded = SearchSettings.from_json(previous["settings"])
         bench = load_benchmark(locate_benchmark(recorded.bench, previous.get("benchmark_sha256"), near=out))
         if settings is not None:
@@ -419,7 +420,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         eta = (time.perf_counter() - start) / done_now * left  # wall time per fold, parallelism included
         jcm = outcome["result"]["jcm"]
         log(f"{entry['run']} done in {format_seconds(outcome['seconds'])}: test JCM "
-            + ", ".join(f"{m} {_fmt(jcm[m])}" for m in jcm)
+            + ", ".join(f"{m} {format_float(jcm[m])}" for m in jcm)
             + (f"; {left} fold(s) left, about {format_seconds(eta)}" if left else ""), quiet)
     protocol["finished"] = all(f.get("result") for f in protocol["folds"])
     if protocol["finished"]:
@@ -457,7 +458,7 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
         raise RunDirError(f"--reuse-searches {source}: the new protocol needs its own --out")
     if not (source / PROTOCOL_FILE).is_file():
         raise RunDirError(f"--reuse-searches {source}: no {PROTOCOL_FILE} there")
-    recorded = read_json(source / PROTOCOL_FILE)
+    recorded = _unarchived(read_json(source / PROTOCOL_FILE), source)
     try:
         settings_json, sha256 = recorded["settings"], recorded["benchmark_sha256"]
         reused_settings = SearchSettings.from_json(settings_json)
@@ -482,6 +483,16 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
     return settings, recorded
 
 
+def _unarchived(protocol: dict, folder: Path) -> dict:
+    """``protocol`` as read; RunDirError when it is the trimmed record of a committed protocol whose
+    fold runs are packed in an archive beside it (runs/README.md), with the line that unpacks them."""
+    if isinstance(protocol, dict) and "archive" in protocol:
+        archive = folder / str(protocol["archive"].get("file", "archive.tar.xz"))
+        raise RunDirError(f"{folder}: its fold runs and whole {PROTOCOL_FILE} are packed in {archive}; "
+                          f"unpack them first: python scripts/runs_archive.py unpack {folder}")
+    return protocol
+
+
 def _bags_json(fold: OuterFold, spec: Mapping) -> dict:
     """``{"bags": [...]}`` (:func:`~autoprox.apps.bagging.fold_bags`) of a fold of a protocol with bags,
     else ``{}`` (a protocol without bags records its folds as before)."""
@@ -503,10 +514,6 @@ def _write(out: Path, protocol: dict, bench: Benchmark) -> None:
             [f for f in finished if f["repeat"] == r], bench.accuracies, protocol["targets"], weights, methods,
             samples=0, seed=spec["seed"], size=len(bench))) for r in range(spec["repeats"])]
     atomic_write_json(out / PROTOCOL_FILE, protocol)
-
-
-def _fmt(value) -> str:
-    return "nan" if value is None else f"{value:+.3f}"
 
 
 __all__ = ["DEFAULT_FOLDS", "PROTOCOL_FILE", "SELECTIONS", "OuterFold", "check_fold_count", "evaluate_fold",

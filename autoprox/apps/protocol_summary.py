@@ -30,6 +30,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats as sps
 
+from autoprox.core.numbers import format_float
 #: Method the baselines are compared with.
 REFERENCE = "proxy"
 #: Bootstrap resamples per summary (0: none).
@@ -199,12 +200,11 @@ def _float(value) -> float:
 # ------------------------------------------------------------------------ the table
 
 def _num(value) -> str:
-    return "   nan" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.3f}"
+    return f"{format_float(value):>6}"  # as wide as "+0.123", so that columns of intervals line up
 
 
 def _mean_sd(stats: Mapping) -> str:
-    sd = stats.get("sd")
-    return f"{_num(stats.get('mean'))} +- {'nan' if sd is None or math.isnan(sd) else f'{sd:.3f}'}"
+    return f"{_num(stats.get('mean'))} +- {format_float(stats.get('sd'), signed=False)}"
 
 
 def _difference(stats: Mapping) -> str:

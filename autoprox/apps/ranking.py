@@ -45,6 +45,7 @@ import numpy as np
 from autoprox.core.atomic import json_safe
 from autoprox.core.correlation import correlate, kendall, partial_kendall
 from autoprox.core.errors import ConfigError
+from autoprox.core.numbers import format_float
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import Benchmark
 from autoprox.data.cache import StatisticsCache, StatsPlan, build_cache
@@ -242,9 +243,9 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
 def _cell(summary: Mapping | None, seeds: int) -> str:
     if not summary or summary.get("mean") is None:
         return ""
-    text = f"{summary['mean']:+.3f}"
+    text = format_float(summary["mean"])
     if seeds > 1 and summary.get("std") is not None:
-        text += f" ± {summary['std']:.3f}"
+        text += f" ± {format_float(summary['std'], signed=False)}"
     return text
 
 
@@ -257,7 +258,7 @@ def _seconds(value) -> str:
 def _bar_text(bar: Mapping | None) -> str:
     if not bar or bar.get("kendall") is None or (isinstance(bar["kendall"], float) and math.isnan(bar["kendall"])):
         return ""
-    return f"{bar['descriptor']} {bar['kendall']:+.3f}"
+    return f"{bar['descriptor']} {format_float(bar['kendall'])}"
 
 
 def _yes_no(value) -> str:

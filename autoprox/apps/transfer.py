@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 from autoprox import __version__
 from autoprox.core.atomic import atomic_write_json, json_safe
 from autoprox.core.errors import ConfigError
+from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
 from autoprox.genome.tree import InvalidProxy, parse_genome
@@ -227,18 +228,14 @@ def format_transfer(study: Mapping, split: str = "test") -> str:
         searched_jcm = fold["searched"].get(f"{split}_jcm")
         lines.append(
             f"{fold['held_out']:<16}{', '.join(fold['searched_on']):<42}"
-            f"{_num(figures['proxy']['kendall']):>8}{_num(figures['params']['kendall']):>8}"
-            f"{bar['descriptor'] + ' ' + _num(bar['kendall']):>18}"
+            f"{format_float(figures['proxy']['kendall']):>8}{format_float(figures['params']['kendall']):>8}"
+            f"{bar['descriptor'] + ' ' + format_float(bar['kendall']):>18}"
             f"{'yes' if figures['beats_params'] else 'no':>14}"
-            f"{'yes' if figures['beyond_size']['beats_bar'] else 'no':>11}{_num(searched_jcm):>14}"
+            f"{'yes' if figures['beyond_size']['beats_bar'] else 'no':>11}{format_float(searched_jcm):>14}"
         )
     if not study.get("finished"):
         lines.append(f"({len(study['folds'])} of {len(study['targets'])} folds finished)")
     return "\n".join(lines) + "\n"
-
-
-def _num(value) -> str:
-    return "nan" if value is None else f"{value:+.3f}"
 
 
 __all__ = ["TRANSFER_FILE", "fold_directory", "fold_settings", "format_transfer", "held_out_report", "run_transfer"]

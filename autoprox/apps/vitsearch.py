@@ -30,6 +30,7 @@ import numpy as np
 
 from autoprox.core.atomic import atomic_write_json, atomic_write_text, json_safe
 from autoprox.core.errors import VitSearchError  # noqa: F401 (re-exported)
+from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark
 from autoprox.data.cache import StatisticsCache, StatsPlan
@@ -344,12 +345,12 @@ def picks_table(picks: Sequence[BenchPick], targets: Sequence[str]) -> str:
         cells = []
         for t in targets:
             q = pick.targets[t]
-            cells.append("n/a" if q["pick"] is None else f"{q['pick']:.2f} ({q['percentile']:.0f})")
+            accuracy = format_float(q["pick"], 2, signed=False)
+            cells.append(accuracy if q["pick"] is None else f"{accuracy} ({q['percentile']:.0f})")
         lines.append(f"| {pick.proxy} | {params:.2f}M | " + " | ".join(cells) + " |")
     if reference:
         for label in ("best", "median", "random"):
-            cells = [f"{reference.targets[t][label]:.2f}" if reference.targets[t][label] is not None else "n/a"
-                     for t in targets]
+            cells = [format_float(reference.targets[t][label], 2, signed=False) for t in targets]
             name = {"best": "best architecture", "median": "median architecture",
                     "random": "random pick (expected)"}[label]
             lines.append(f"| *{name}* | | " + " | ".join(cells) + " |")

@@ -298,10 +298,6 @@ def check_resume_options(args: argparse.Namespace, settings, space: str, run: st
                           f"{'; '.join(conflicts)}; leave them out, or start a new run with another --out")
 
 
-def fmt(value) -> str:
-    return "   nan" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.3f}"
-
-
 def executor_from_args(args: argparse.Namespace):
     """Where the command's parallel steps run: ``--scheduler``, else ``--workers`` local processes.
     Use it as a context manager: a local Dask cluster it started is closed after."""

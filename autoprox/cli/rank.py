@@ -16,13 +16,13 @@ from autoprox.cli.options import (
     evaluation_context,
     executor_from_args,
     finite_float,
-    fmt,
     int_list,
     plan_from_args,
     str_list,
     usable_targets,
 )
 from autoprox.core.errors import ConfigError, ProxyError
+from autoprox.core.numbers import format_float
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache
@@ -162,10 +162,12 @@ def run(args: argparse.Namespace) -> int:
           f"{'tau params':>12}{'tau depth':>11}{'partial|params':>16}{'partial|depth':>15}  {'bar':<16}{'beats bar':>9}")
     for target, m in per_target.items():
         bar = m["bar"]
-        bar_text = f"{bar['descriptor']} {fmt(bar['kendall'])}"
-        print(f"{target:<16}{fmt(m['kendall']):>9}{fmt(m['spearman']):>10}{fmt(m['pearson']):>9}{m['n']:>5}"
-              f"{fmt(m['kendall_with_params']):>12}{fmt(m['kendall_with_depth']):>11}"
-              f"{fmt(m['partial_given_params']):>16}{fmt(m['partial_given_depth']):>15}  {bar_text:<16}"
+        bar_text = f"{bar['descriptor']} {format_float(bar['kendall'])}"
+        print(f"{target:<16}{format_float(m['kendall']):>9}{format_float(m['spearman']):>10}"
+              f"{format_float(m['pearson']):>9}{m['n']:>5}"
+              f"{format_float(m['kendall_with_params']):>12}{format_float(m['kendall_with_depth']):>11}"
+              f"{format_float(m['partial_given_params']):>16}{format_float(m['partial_given_depth']):>15}"
+              f"  {bar_text:<16}"
               f"{'yes' if m['beats_bar'] else 'no':>9}")
     print("tau params, tau depth: the proxy's Kendall with the parameter count, the depth; partial|params, "
           "partial|depth: its partial Kendall\nwith the target given them (nan: undefined); bar: the best coarse "

@@ -9,11 +9,11 @@ from autoprox.cli.options import (
     add_search_options,
     check_resume_options,
     executor_from_args,
-    fmt,
     given_options,
     search_settings,
 )
 from autoprox.core.errors import RunDirError
+from autoprox.core.numbers import format_float
 from autoprox.data.benchmark import load_benchmark
 
 #: Options ``search --resume`` honours: where the benchmark and the cache are, how many processes compute
@@ -58,8 +58,8 @@ def _print_best(report: dict) -> None:
     print(f"{'target':<16}{'search tau':>12}{'test tau':>10}{'params search':>15}{'params test':>13}")
     for target in report["targets"]:
         row = [report["search"], report["test"], report["params"]["search"], report["params"]["test"]]
-        cells = [fmt(r.get("targets", {}).get(target, {}).get("kendall")) for r in row]
+        cells = [format_float(r.get("targets", {}).get(target, {}).get("kendall")) for r in row]
         print(f"{target:<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
-    cells = [fmt(r.get("jcm")) for r in (report["search"], report["test"], report["params"]["search"], report["params"]["test"])]
+    cells = [format_float(r.get("jcm")) for r in (report["search"], report["test"], report["params"]["search"], report["params"]["test"])]
     print(f"{'JCM':<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
     print(f"written to {Path(report['run']) / 'best.json'}")

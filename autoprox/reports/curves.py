@@ -27,6 +27,7 @@ from typing import Sequence
 
 from autoprox.core.atomic import atomic_open, atomic_write_text
 from autoprox.core.errors import AutoproxError, CurvesError, one_line  # noqa: F401 (re-exported)
+from autoprox.core.numbers import format_float
 from autoprox.search.rundir import (
     BEST,
     LOG,
@@ -163,7 +164,7 @@ def draw(runs: Sequence[RunCurves], window: int = DEFAULT_WINDOW):
         jcm_ax.plot(run.iterations, run.mean_jcm, color=color, lw=1, ls="--", label=f"{name}: mean JCM")
         if run.params_jcm is not None:
             jcm_ax.axhline(run.params_jcm, color=color, lw=1, ls=":",
-                           label=f"{name}: parameter count ({run.params_jcm:+.3f})")
+                           label=f"{name}: parameter count ({format_float(run.params_jcm)})")
         rate_ax.plot(run.iterations, run.acceptance_rate, color=color, lw=1.5, label=name)
     for index, (run, name) in enumerate(zip(runs, names)):
         style = LINE_STYLES[index % len(LINE_STYLES)]

@@ -52,6 +52,7 @@ from deap import gp
 from autoprox import __version__
 from autoprox.core.atomic import atomic_write_text
 from autoprox.core.errors import ExportError  # noqa: F401 (re-exported)
+from autoprox.core.numbers import format_float
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import (
     ARCH_TERMINALS,
@@ -131,7 +132,7 @@ def used_primitives(tree: gp.PrimitiveTree) -> list[str]:
 
 
 def _fmt(value) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:+.4f}"
+    return format_float(value, digits=4)
 
 
 def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggregation: str = "block_mean",

@@ -3,12 +3,12 @@ beyond-size figures of each entry."""
 
 from __future__ import annotations
 
-import math
 import warnings
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from autoprox.core.errors import ConfigError
+from autoprox.core.numbers import format_float
 from autoprox.genome.tree import (
     GenomeError,
     InvalidProxy,
@@ -162,7 +162,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         text = by_canonical[entry.canonical].text
         same = f"   (same formula as #{first_rank[text]})" if text in first_rank else ""
         first_rank.setdefault(text, rank)
-        lines.append(f"{rank:>4}{mark}  {entry.jcm:+.3f}  {taus}  {entry.complexity:>5}  {text}{same}")
+        lines.append(f"{rank:>4}{mark}  {format_float(entry.jcm)}  {taus}  {entry.complexity:>5}  {text}{same}")
     alike = next((r for r, e in enumerate(rows, start=1) if is_best(e) and e.canonical != best_canonical), None)
     if alike is not None:
         lines.append(f"best.json holds {best['genome']}, kept as #{alike} (the same ranking, fewer nodes)")
@@ -185,7 +185,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     for entry in hall.pareto:
         rank = hall.rank_of(entry.canonical)
         label = f"#{rank}" if rank and rank <= len(rows) else by_canonical[entry.canonical].text
-        lines.append(f"  {entry.complexity:>3} nodes  JCM {entry.jcm:+.3f}  {label}")
+        lines.append(f"  {entry.complexity:>3} nodes  JCM {format_float(entry.jcm)}  {label}")
     if latex:
         lines.append("LaTeX:")
         lines += [f"  #{rank}: {by_canonical[e.canonical].latex}" for rank, e in enumerate(rows, start=1)]
@@ -259,9 +259,7 @@ def _no_part(block) -> bool:
 
 
 def _tau(value) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "n/a"
-    return f"{value:+.3f}"
+    return format_float(value)
 
 
 def _readable_block(block) -> dict:
