@@ -347,3 +347,12 @@ def test_serve_follows_a_running_search_and_binds_to_loopback_only(small_setting
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_run_being_written_is_seen_so_a_served_page_computes_nothing_then(small_run):
+    from autoprox.reports.html_serve import being_written
+
+    assert not being_written(small_run)
+    with RunDirectory(small_run).lock():
+        assert being_written(small_run)
+    assert not being_written(small_run)

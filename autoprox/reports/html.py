@@ -53,7 +53,7 @@ th.group { text-align: center; border-bottom: 1px solid #b9c0cc; }
 td.text, th.text { text-align: left; }
 td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.chosen td { background: #fff8e1; }
-td.formula svg { display: block; max-width: 430px; height: auto; }
+td.formula svg { display: block; max-width: 400px; height: auto; }
 .wide { overflow-x: auto; }
 figure { margin: 12px 0 20px; }
 figure svg { max-width: 100%; height: auto; display: block; }

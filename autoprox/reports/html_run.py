@@ -246,7 +246,7 @@ def _hall_section(hall, best, test, formulas, fitness, context_note, memo) -> st
         return body + "<p>Empty: no valid genome evaluated yet.</p>"
     chosen = _canonical(best)
     targets = list(hall.targets)
-    headers = ["rank", fitness, "nodes", "formula", *targets, *(targets if test is not None else ()), "iteration"]
+    headers = ["rank", fitness, "nodes", "formula", *targets, *(targets if test is not None else ()), "found at"]
     groups = [("", 4), ("Kendall τ, search split", len(targets))]
     groups += [("Kendall τ, test split", len(targets))] if test is not None else []
     groups += [("", 1)]
@@ -385,9 +385,10 @@ def _beyond_section(best, context, scores) -> str:
                          num(f.get("kendall_with_depth")), num(f.get("partial_given_params")),
                          num(f.get("partial_given_depth")), text(f"{bar.get('descriptor', '?')}"),
                          num(bar.get("kendall")), text("n/a" if beats is None else ("yes" if beats else "no"))])
-    body += f"<p>Does the proxy see more than size? Figures {esc(source)}.</p>"
-    body += table(["split", "target", "τ proxy", "τ with params", "τ with depth", "partial | params",
-                   "partial | depth", "bar", "bar τ", "beats it?"], rows, table_id="beyond")
+    body += (f"<p>Does the proxy see more than size? Figures {esc(source)}: per split and target, its Kendall, its "
+             "Kendall with the parameter count and the depth, its partial Kendall given each, and the bar.</p>")
+    body += table(["split", "target", "proxy", "w/ params", "w/ depth", "partial|params", "partial|depth", "bar",
+                   "bar τ", "beats it?"], rows, table_id="beyond")
     body += figure(svg.beyond_size_svg(blocks, "beyond"), esc(BEYOND_SIZE_LEGEND.replace("\n", " ")),
                    "figure-beyond")
     return body

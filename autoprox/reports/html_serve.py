@@ -21,6 +21,7 @@ from typing import Callable
 from autoprox.core.errors import AutoproxError, ReportError, one_line
 from autoprox.reports.html import PROTOCOL_FILE, ReportMemo, esc
 from autoprox.reports.report import render_report, report_kind
+from autoprox.search.rundir import LOCK
 
 #: The only address served: the page is for the person at this machine.
 HOST = "127.0.0.1"
@@ -56,6 +57,23 @@ def _js_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def being_written(path: Path) -> bool:
+    """Whether a process holds the run's lock (:meth:`autoprox.search.rundir.RunDirectory.lock`): a search is running."""
+    import fcntl
+
+    try:
+        handle = open(path / LOCK)
+    except OSError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False
+
+
 class LiveReport:
     """The served page of one run or protocol, rendered again only when its files changed."""
 
@@ -74,8 +92,11 @@ class LiveReport:
             token = state_token(self.path)
             if token != self.token:
                 first = not self.document
-                try:  # the first page computes what it needs; later ones use the cache only (a search is running)
-                    self.document = render_report(self.path, compute=first, simplify=self.simplify, memo=self.memo,
+                # The first page computes what it lacks, unless a search is running (its test split's statistics
+                # come at its end); later pages use the cache only.
+                compute = first and not being_written(self.path)
+                try:
+                    self.document = render_report(self.path, compute=compute, simplify=self.simplify, memo=self.memo,
                                                   script=reload_script(token), progress=self.progress)
                     self.token = token
                 except AutoproxError as exc:
