@@ -73,6 +73,9 @@ def check_self_contained(report, document: str) -> None:
     figures_with_svg = {s.figure for s in report.svgs}
     assert set(report.figures) <= figures_with_svg
     assert all(link.startswith("#") for link in report.loads), [l for l in report.loads if not l.startswith("#")]
+    ids = re.findall(r'\bid="([^"]+)"', document)
+    assert len(ids) == len(set(ids))  # figures share one document: their ids are prefixed apart
+    assert {link[1:] for link in report.loads} <= set(ids)  # every reference inside the page points into it
     assert "link" not in report.tags and "iframe" not in report.tags and "img" not in report.tags
     assert not re.search(r"@import|url\(\s*['\"]?(https?:)?//", "".join(report.styles))
     without_namespaces = re.sub(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"', "", document)
