@@ -359,3 +359,26 @@ def test_a_run_being_written_is_seen_so_a_served_page_computes_nothing_then(smal
     with RunDirectory(small_run).lock():
         assert being_written(small_run)
     assert not being_written(small_run)
+
+
+def test_an_interrupted_run_says_so_with_its_resume_command(small_settings, tmp_path):
+    run = tmp_path / "stopped"
+    run_search(small_settings, run, quiet=True, stop_after=2)
+    report = parse_report(render_report(run, simplify=False))
+    assert report.texts["status"] == "interrupted" and report.texts["iteration"] == "2"
+    assert report.texts["resume"] == f"autoprox search --resume --out {run}"
+
+
+def test_missing_statistics_are_computed_with_progress_on_stderr(small_run, capsys, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(small_run, copy)
+    config = json.loads((copy / "config.json").read_text())
+    config["settings"]["cache_dir"] = str(tmp_path / "cold-cache")
+    (copy / "config.json").write_text(json.dumps(config))
+    code, _, err = run_cli(capsys, "report", copy, "--out", tmp_path / "r.html", "--no-simplify")
+    assert code == 0, err
+    assert "computing 4 missing statistics entries of the test split" in err
+    assert "computing 12 missing statistics entries of the search split" in err
+    report = parse_report((tmp_path / "r.html").read_text())
+    assert "figure-scatter" in report.figures
+    check_run_tables(report, copy, test_columns=True)
