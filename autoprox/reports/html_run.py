@@ -300,8 +300,6 @@ def _tau(block: Mapping | None, target: str):
 
 
 def _chosen_section(run, best, context, context_note, compute, memo, progress, formulas) -> str:
-    from autoprox.reports.html_scores import PartScorer
-
     body = '<h2 id="chosen">The chosen proxy</h2>'
     if best is None or not isinstance(best.get("genome"), str):
         return body + "<p>best.json is written when the search ends (or is interrupted).</p>"
@@ -316,7 +314,7 @@ def _chosen_section(run, best, context, context_note, compute, memo, progress, f
     rows.append([text("JCM"), num((best.get("search") or {}).get("jcm")), num((best.get("test") or {}).get("jcm")),
                  num((params.get("search") or {}).get("jcm")), num((params.get("test") or {}).get("jcm"))])
     body += table(["target", "τ search", "τ test", "params τ search", "params τ test"], rows, table_id="chosen-figures")
-    scores = _chosen_scores(context, genome, compute, memo, progress, PartScorer)
+    scores = _chosen_scores(context, genome, compute, memo, progress)
     if scores is None:
         body += f"<p>Per-architecture scores {esc(_test_missing(context_note))}.</p>"
     else:
@@ -336,9 +334,10 @@ def _chosen_section(run, best, context, context_note, compute, memo, progress, f
     return body
 
 
-def _chosen_scores(context, genome, compute, memo, progress, scorer_class) -> dict | None:
+def _chosen_scores(context, genome, compute, memo, progress) -> dict | None:
     """The chosen proxy's scores on each part it has ({part: {class count: array}}), or None."""
     from autoprox.genome.tree import InvalidProxy
+    from autoprox.reports.html_scores import PartScorer
 
     if context is None:
         return None
@@ -348,7 +347,7 @@ def _chosen_scores(context, genome, compute, memo, progress, scorer_class) -> di
             continue
         key = (str(context.run.path), part, "scores", genome)
         if key not in memo.figures:
-            scorer = scorer_class(context, part, memo.statistics)
+            scorer = PartScorer(context, part, memo.statistics)
             if not scorer.available([genome], compute, progress):
                 return None
             try:
