@@ -54,6 +54,11 @@ SLOW_TESTS: frozenset[str] = frozenset({
     "tests/test_space_plugins.py::test_space_name_carries_the_definition_to_worker_processes",
     "tests/test_cache.py::test_build_cache_workers_give_identical_results",
     "tests/test_proxies.py::test_every_registered_proxy_scores_a_tiny_benchmark",
+    # a wheel built and used from an empty folder; searches with an operator of one's own
+    "tests/test_wheel.py",
+    "tests/test_custom_primitive.py::test_a_registered_primitive_is_searched_recorded_and_exported",
+    "tests/test_custom_primitive.py::test_a_run_with_a_primitive_not_registered_is_refused_on_resume_and_export",
+    "tests/test_custom_primitive.py::test_registering_a_primitive_changes_no_default_search",
 })
 #: The ViT-Bench-101 files shipped as package data (``autoprox/resources/vit-bench-101``).
 BENCH_DIR = packaged_benchmark_dir()

@@ -18,8 +18,6 @@ import pytest
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:

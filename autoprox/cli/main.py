@@ -29,6 +29,7 @@ from autoprox.cli import (
     evaluate,
     export,
     rank,
+    report,
     search,
     select,
     show,
@@ -42,7 +43,7 @@ from autoprox.core.errors import AutoproxError, one_line
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
 COMMANDS: dict[str, ModuleType] = {
     "search": search, "transfer": transfer, "rank": rank, "cache": cache, "show": show, "export": export,
-    "curves": curves, "vit-search": vitsearch, "evaluate": evaluate, "select": select, "spaces": spaces,
+    "curves": curves, "report": report, "vit-search": vitsearch, "evaluate": evaluate, "select": select, "spaces": spaces,
 }
 
 

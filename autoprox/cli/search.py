@@ -18,7 +18,7 @@ from autoprox.data.benchmark import load_benchmark
 
 #: Options ``search --resume`` honours: where the benchmark and the cache are, how many processes compute
 #: statistics, the new total of iterations, the output. Every other option given must agree with the run.
-RESUME_HONOURED = frozenset({"out", "resume", "quiet", "iterations", "workers", "cache_dir", "bench"})
+RESUME_HONOURED = frozenset({"out", "resume", "quiet", "iterations", "workers", "cache_dir", "bench", "report"})
 
 
 def add_parser(sub) -> None:
@@ -27,11 +27,17 @@ def add_parser(sub) -> None:
                        resume_help="continue the run in --out where it stopped, with its recorded settings; "
                                    "--iterations (a new total), --workers, --cache-dir and --bench (the same file "
                                    "elsewhere) are honoured, any other option must agree with the run")
+    search.add_argument("--report", action="store_true",
+                        help="write report.html (autoprox report) into the run directory at the end, and while it "
+                             "runs at checkpoints at most every 30 seconds")
 
 
 def run(args: argparse.Namespace) -> int:
+    from autoprox.reports.report import CheckpointReports
     from autoprox.search.engine import run_search
     from autoprox.search.settings import recorded_settings
+
+    reports = CheckpointReports() if args.report else None
 
     if args.resume:
         if not args.out:
@@ -43,13 +49,16 @@ def run(args: argparse.Namespace) -> int:
             report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=args.iterations,
                                 bench=args.bench if "bench" in given else None,
                                 workers=args.workers if "workers" in given else None,
-                                cache_dir=args.cache_dir if "cache_dir" in given else None, executor=executor)
+                                cache_dir=args.cache_dir if "cache_dir" in given else None, executor=executor,
+                                on_checkpoint=reports)
     else:
         settings = search_settings(args)
         out = args.out or f"runs/{load_benchmark(settings.bench).space}-seed{args.seed}"
         with executor_from_args(args) as executor:
-            report = run_search(settings, out, quiet=args.quiet, executor=executor)
+            report = run_search(settings, out, quiet=args.quiet, executor=executor, on_checkpoint=reports)
     _print_best(report)
+    if reports is not None:
+        _write_report(report["run"], reports)
     return 0 if report.get("finished") else 130
 
 
@@ -63,3 +72,17 @@ def _print_best(report: dict) -> None:
     cells = [format_float(r.get("jcm")) for r in (report["search"], report["test"], report["params"]["search"], report["params"]["test"])]
     print(f"{'JCM':<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
     print(f"written to {Path(report['run']) / 'best.json'}")
+
+
+def _write_report(run: str, reports) -> None:
+    """The run's report.html at the end of the search; a report that cannot be written is a warning, as the
+    search itself is done and kept."""
+    import warnings
+
+    from autoprox.core.errors import AutoproxError, one_line
+    from autoprox.reports.report import write_report
+
+    try:
+        print(f"report written to {write_report(run, memo=reports.memo)}")
+    except AutoproxError as exc:
+        warnings.warn(f"report.html not written: {one_line(exc)}", stacklevel=2)

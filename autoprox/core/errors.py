@@ -70,6 +70,10 @@ class ConfigError(AutoproxError, ValueError):
     """Settings that contradict each other or a run's recorded settings."""
 
 
+class ReportError(AutoproxError, ValueError):
+    """A folder or an output that an HTML report cannot be made of or written to."""
+
+
 class DiskFullError(AutoproxError, OSError):
     """A file that could not be written because its file system is full (ENOSPC) or over quota (EDQUOT)."""
 
@@ -82,6 +86,6 @@ def one_line(error: BaseException) -> str:
 
 __all__ = [
     "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
-    "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "ProxyError", "RunDirError", "SearchError",
+    "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "ProxyError", "ReportError", "RunDirError", "SearchError",
     "VitSearchError", "one_line",
 ]

@@ -120,7 +120,8 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
                stop_after: int | None = None, quiet: bool = False,
                extend_iterations: int | None = None, bench: str | Path | None = None,
                workers: int | None = None, cache_dir: str | None = None,
-               resume_command: str | None = None, executor: Executor | None = None) -> dict:
+               resume_command: str | None = None, executor: Executor | None = None,
+               on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
     """Run (or resume) a proxy search into ``out``; return the content of ``best.json``.
 
     ``stop_after`` ends the run after that iteration as if interrupted (tests use it to
@@ -136,7 +137,8 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     whose ``config.json`` settings differ from those its checkpoint was made with is
     refused. An interruption (Ctrl-C, or SIGTERM turned into one by the command line)
     and a full disk keep what was computed and say how to continue
-    (``resume_command``, by default ``autoprox search --resume --out OUT``).
+    (``resume_command``, by default ``autoprox search --resume --out OUT``). ``on_checkpoint`` is
+    called with the run directory after each iteration's checkpoint is written (``search --report``).
     """
     run = RunDirectory(out)
     hint = resume_command or f"autoprox search --resume --out {run.path}"
@@ -161,7 +163,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         else:
             run.create(context.config_json())
         try:
-            return _search(context, resume, stop_after, quiet, hint, executor)
+            return _search(context, resume, stop_after, quiet, hint, executor, on_checkpoint)
         except KeyboardInterrupt:
             print(f"interrupted; what was computed is kept: continue with: {hint}", file=sys.stderr, flush=True)
             raise
@@ -219,7 +221,7 @@ def _evaluation_records(run: RunDirectory) -> list[tuple[dict, FitnessRecord]]:
 
 
 def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bool, hint: str,
-            executor: Executor | None = None) -> dict:
+            executor: Executor | None = None, on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
     """The search itself, in a locked run directory whose ``config.json`` is written."""
     run = context.run
     settings, bench, split, plan, cache = (context.settings, context.bench, context.split, context.plan,
@@ -258,13 +260,15 @@ def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bo
             seconds = evaluator.prepare()
             _log(f"counted evaluation: statistics counted in {seconds:.1f} s "
                  f"({sum(b.nbytes for b in evaluator.counted.values()) / 1e6:.0f} MB)", quiet)
-        return _evolve(context, evaluator, resume, stop_after, quiet, hint, executor, fitness_choices, digest)
+        return _evolve(context, evaluator, resume, stop_after, quiet, hint, executor, fitness_choices, digest,
+                       on_checkpoint)
     finally:
         evaluator.close()
 
 
 def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop_after: int | None, quiet: bool,
-            hint: str, executor: Executor | None, fitness_choices, digest: dict) -> dict:
+            hint: str, executor: Executor | None, fitness_choices, digest: dict,
+            on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
     """The evolution of :func:`_search` on its evaluator, then the report."""
     run, settings = context.run, context.settings
     space = settings.genome_space
@@ -324,6 +328,8 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
                 run.append_log(json_safe(record))
                 write_hall_of_fame(run, hall)
                 run.write_checkpoint(state.to_json() | digest)
+                if on_checkpoint is not None:
+                    on_checkpoint(run)
                 if ticker:
                     ticker(state.iteration, evo.iterations)
         except KeyboardInterrupt:

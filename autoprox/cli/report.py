@@ -1,0 +1,34 @@
+"""``autoprox report``: a run's or a protocol's one-file HTML report, or the report served live."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub) -> None:
+    report = sub.add_parser("report", help="write a run's or a protocol's report as one self-contained HTML file, "
+                                           "or serve it live while the run goes on")
+    report.add_argument("path", metavar="PATH", help="run directory or protocol directory")
+    report.add_argument("--out", metavar="FILE.html", help="HTML file to write (default PATH/report.html)")
+    report.add_argument("--serve", action="store_true",
+                        help="serve the report on 127.0.0.1 instead, refreshed as the run writes new iterations "
+                             "(Ctrl-C stops)")
+    report.add_argument("--port", type=int, default=8000, help="port of --serve (0: any free port)")
+    report.add_argument("--no-simplify", action="store_true",
+                        help="show the formulas as built, without SymPy simplification (faster)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoprox.core.errors import ReportError
+    from autoprox.reports.report import write_report
+
+    if args.serve:
+        from autoprox.reports.html_serve import serve_report
+
+        if args.out:
+            raise ReportError("--serve serves the report and writes no file: leave out --out")
+        serve_report(args.path, args.port, simplify=not args.no_simplify)
+        return 0
+    out = write_report(args.path, args.out, simplify=not args.no_simplify)
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,163 @@
+"""The HTML report of an evaluation protocol (``autoprox evaluate``): folds, paired differences, repeats.
+
+Everything shown is what ``protocol.json`` records: each finished fold's chosen proxy and
+its test Kendall per method, the summary over the folds (per method's mean and sd, the
+paired differences proxy minus each baseline with their t and corrected intervals,
+:mod:`autoprox.apps.protocol_summary`), and the per-repeat summaries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from autoprox.apps.protocol_summary import REFERENCE
+from autoprox.core.errors import AutoproxError, ReportError
+from autoprox.reports import figures_svg as svg
+from autoprox.reports.html import (
+    PROTOCOL_FILE,
+    Cell,
+    ReportMemo,
+    esc,
+    facts,
+    figure,
+    formula_cell,
+    num,
+    number,
+    table,
+    text,
+)
+from autoprox.search.rundir import read_json
+
+
+def protocol_body(path: Path, simplify: bool, memo: ReportMemo) -> tuple[str, str]:
+    """(title, body HTML) of the protocol in ``path``; ReportError when its protocol.json cannot be read."""
+    protocol = read_json(path / PROTOCOL_FILE)
+    try:
+        spec, folds = protocol["protocol"], list(protocol["folds"])
+        targets = list(protocol["targets"])
+    except (KeyError, TypeError) as exc:
+        raise ReportError(f"{path / PROTOCOL_FILE}: not a protocol this autoprox can read (no {exc})") from None
+    summary = protocol.get("summary") or {}
+    methods = list(summary.get("methods") or [REFERENCE, *spec.get("baselines", [])])
+    baselines = [m for m in methods if m != REFERENCE]
+    name = path.resolve().name
+    done = [f for f in folds if f.get("result")]
+    status = "finished" if protocol.get("finished") else "unfinished"
+    rows = [("space", esc(protocol.get("space", "?"))),
+            ("design", esc(f"{spec.get('folds')} outer folds x {spec.get('repeats')} repeat(s), protocol seed "
+                           f"{spec.get('seed')}, {protocol.get('architectures', '?')} architectures")),
+            ("selection", esc(spec.get("selection", "best"))),
+            ("baselines", esc(", ".join(baselines))),
+            ("targets", esc(", ".join(targets))),
+            ("status", f'<span class="status{"" if protocol.get("finished") else " unfinished"}">'
+                       f"{esc(status)}: {len(done)} of {len(folds)} folds</span>")]
+    command = protocol.get("command")
+    if isinstance(command, list):
+        rows.append(("made by", f"<code>{esc(' '.join(map(str, command)))}</code>"))
+    body = (f'<header class="top"><h1>Protocol {esc(name)}</h1><div class="muted">{esc(path)}</div></header>'
+            + facts(rows))
+    if not protocol.get("finished"):
+        body += f'<p>Continue it with:</p><pre class="command">{esc(f"autoprox evaluate --resume --out {path}")}</pre>'
+    body += _fold_section(path, done, methods, targets, simplify, memo)
+    body += _summary_section(summary, methods, baselines, targets)
+    body += _repeat_section(protocol.get("repeat_summaries") or [], methods, baselines)
+    return f"autoprox report: protocol {name}", body
+
+
+def _fold_section(path: Path, folds: Sequence[Mapping], methods, targets, simplify: bool, memo: ReportMemo) -> str:
+    from autoprox.reports.simplify import readable_formulas
+
+    body = '<h2 id="folds">Folds</h2>'
+    if not folds:
+        return body + "<p>No fold finished yet.</p>"
+    genomes = [f["result"].get("genome") for f in folds]
+    readable = {}
+    wanted = [g for g in dict.fromkeys(genomes) if isinstance(g, str) and (g, simplify) not in memo.formulas]
+    for genome in wanted:
+        try:
+            memo.formulas[genome, simplify] = readable_formulas([genome], simplify=simplify)[0]
+        except AutoproxError:  # not a genome (an ensemble's name): shown as recorded
+            memo.formulas[genome, simplify] = None
+    readable = {g: memo.formulas.get((g, simplify)) for g in genomes if isinstance(g, str)}
+    rows = []
+    for index, fold in enumerate(folds):
+        result = fold["result"]
+        formula = readable.get(result.get("genome"))
+        shown = (formula_cell(formula, memo, f"fold{index}") if formula is not None
+                 else Cell(f'<span class="mono">{esc(result.get("proxy", "?"))}</span>', "formula"))
+        rows.append([Cell(str(fold.get("repeat", 0))), Cell(str(fold.get("fold"))), Cell(str(len(fold.get("search") or []))),
+                     Cell(str(len(fold.get("test") or []))), num(result.get("search_jcm")),
+                     *(num((result.get("jcm") or {}).get(m)) for m in methods),
+                     num(fold.get("seconds"), 0, signed=False), shown])
+    body += ("<p>Each outer fold: a search on its search part chose a proxy (its search fitness), then the proxy and "
+             "the descriptor baselines (chosen on the same search part) were measured on the fold's test part, "
+             "which the search never saw. Test JCM per method.</p>")
+    body += table(["repeat", "fold", "search", "test", "search fitness", *(f"test JCM {m}" for m in methods),
+                   "seconds", "chosen proxy"], rows, table_id="folds-table")
+    return body
+
+
+def _interval(values) -> str:
+    if not isinstance(values, (list, tuple)) or len(values) != 2:
+        return "n/a"
+    return f"[{number(values[0])}, {number(values[1])}]"
+
+
+def _summary_rows(summary: Mapping, targets) -> list[tuple[str, Mapping]]:
+    rows = [(t, summary["targets"][t]) for t in targets if t in (summary.get("targets") or {})]
+    if summary.get("jcm"):
+        rows.append(("JCM", summary["jcm"]))
+    return rows
+
+
+def _summary_section(summary: Mapping, methods, baselines, targets) -> str:
+    body = '<h2 id="differences">Paired differences</h2>'
+    rows = _summary_rows(summary, targets)
+    if not rows:
+        return body + "<p>No summary yet.</p>"
+    test_rows = [[text(name), *(Cell(esc(f"{number(row['test'][m]['mean'])} ± {number(row['test'][m]['sd'], signed=False)}"))
+                                for m in methods)] for name, row in rows]
+    body += (f"<p>Test Kendall over the {summary.get('folds')} outer folds, mean ± sd (proxy: the search's chosen "
+             "proxy; the baselines are chosen on each fold's search part).</p>")
+    body += table(["target", *methods], test_rows, table_id="test-kendall")
+    difference_rows = []
+    for name, row in rows:
+        for baseline in baselines:
+            d = row["difference"][baseline]
+            boot = d.get("bootstrap") or {}
+            difference_rows.append([text(name), text(f"proxy - {baseline}"), num(d.get("mean")), Cell(esc(_interval(d.get("ci")))),
+                                    Cell(esc(_interval(d.get("corrected_ci")))),
+                                    Cell(esc(_interval([boot.get("low"), boot.get("high")]) if boot else "n/a")),
+                                    Cell(f"{d.get('ahead')}/{d.get('n')}")])
+    body += table(["target", "difference", "mean", "95% t-interval", "corrected interval", "bootstrap", "folds ahead"],
+                  difference_rows, table_id="differences-table")
+    differences = {name: row["difference"] for name, row in rows}
+    body += figure(svg.forest_svg([name for name, _ in rows], baselines, differences, "forest"),
+                   "Proxy minus each baseline, test Kendall, one value per outer fold: the mean (circle), the 95% "
+                   "t-interval over folds (thick; too narrow, the folds' search parts overlap) and Nadeau and Bengio's "
+                   "corrected interval (thin). Right of zero: the proxy ranks better.", "figure-forest")
+    if summary.get("invalid_folds"):
+        body += f"<p>The proxy was invalid on the test part of {summary['invalid_folds']} fold(s); left out.</p>"
+    return body
+
+
+def _repeat_section(repeats: Sequence[Mapping], methods, baselines) -> str:
+    body = '<h2 id="repeats">Per repeat</h2>'
+    if not repeats:
+        return body + "<p>One repeat: the summary above is its summary.</p>"
+    rows = []
+    for index, summary in enumerate(repeats):
+        jcm = summary.get("jcm") or {}
+        if not jcm:
+            continue
+        rows.append([Cell(str(index)), Cell(str(summary.get("folds"))), *(num(jcm["test"][m]["mean"]) for m in methods),
+                     *(Cell(esc(f"{number(jcm['difference'][b]['mean'])} {_interval(jcm['difference'][b].get('ci'))}"))
+                       for b in baselines)])
+    body += "<p>Each repeat's own folds: test JCM mean per method, and proxy minus each baseline with its t-interval.</p>"
+    body += table(["repeat", "folds", *(f"JCM {m}" for m in methods), *(f"proxy - {b}" for b in baselines)], rows,
+                  table_id="repeats-table")
+    return body
+
+
+__all__ = ["protocol_body"]

@@ -1,0 +1,396 @@
+"""The HTML report of one search run: header, evolution curves, hall of fame, chosen proxy, beyond size.
+
+Every number in a table is read from the run's own files (``config.json``, ``log.jsonl``,
+``evaluations.jsonl``, ``hall_of_fame.json``, ``best.json``) except the test-split Kendall of
+the hall of fame's entries and the chosen proxy's per-architecture scores, which are computed
+here from the run's statistics cache (:mod:`autoprox.reports.html_scores`) exactly as the
+search computes them. A run still going has no ``best.json`` yet; its report says so and
+shows what is there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from autoprox.core.errors import AutoproxError, CurvesError, GenomeError, one_line
+from autoprox.genome.tree import canonical_string, parse_genome, uses_spread_terminals
+from autoprox.reports import figures_svg as svg
+from autoprox.reports.html import (
+    Cell,
+    ReportMemo,
+    esc,
+    facts,
+    figure,
+    formula_cell,
+    num,
+    number,
+    table,
+    text,
+)
+from autoprox.search.halloffame import HALL_OF_FAME, load_hall_of_fame
+from autoprox.search.rundir import (
+    BEST,
+    EVALUATIONS,
+    RunDirectory,
+    read_json,
+    read_records,
+)
+
+#: Rows of the hall of fame in the report.
+HALL_ROWS = 20
+
+
+def run_body(path: Path, compute: bool, simplify: bool, memo: ReportMemo,
+             progress: Callable[[str], None]) -> tuple[str, str]:
+    """(title, body HTML) of the run in ``path``; RunDirError on a run whose files cannot be read."""
+    from autoprox.reports.curves import load_curves
+
+    run = RunDirectory(path)
+    config = run.config()
+    settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
+    try:
+        curves = load_curves(run.path)
+    except CurvesError:  # no iteration logged yet (an initial population being evaluated)
+        curves = None
+    hall = load_hall_of_fame(run).hall
+    best = read_json(run.file(BEST)) if run.file(BEST).is_file() else None
+    evaluated = _evaluations_per_iteration(run)
+    fitness = str(settings.get("fitness") or "jcm")
+    name = run.path.resolve().name
+    context, context_note = _context(run)
+    parts = [_header(run, config, settings, curves, hall, best, name)]
+    parts.append(_curves_section(curves, evaluated, fitness))
+    genomes = [e.genome for e in hall.entries[:HALL_ROWS]]
+    chosen = best.get("genome") if best and isinstance(best.get("genome"), str) else None
+    test = _test_figures(context, genomes + ([chosen] if chosen else []), compute, memo, progress)
+    formulas = _formulas(run, genomes + [e.genome for e in hall.pareto] + ([chosen] if chosen else []), simplify, memo)
+    parts.append(_hall_section(hall, best, test, formulas, fitness, context_note, memo))
+    parts.append(_chosen_section(run, best, context, context_note, compute, memo, progress, formulas))
+    return f"autoprox report: run {name}", "".join(parts)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _evaluations_per_iteration(run: RunDirectory) -> list[tuple[int, int, int, int]]:
+    """Per iteration of ``evaluations.jsonl``: (iteration, genomes evaluated, valid ones, distinct genomes so far)."""
+    path = run.file(EVALUATIONS)
+    counts: Counter = Counter()
+    valid: Counter = Counter()
+    first_seen: dict[str, int] = {}
+    for _, record in read_records(path):
+        iteration = record.get("iteration")
+        if isinstance(iteration, bool) or not isinstance(iteration, int):
+            continue
+        counts[iteration] += 1
+        valid[iteration] += bool(record.get("valid"))
+        key = record.get("canonical") or record.get("genome")
+        if isinstance(key, str):
+            first_seen.setdefault(key, iteration)
+    fresh = Counter(first_seen.values())
+    rows, distinct = [], 0
+    for iteration in sorted(counts):
+        distinct += fresh[iteration]
+        rows.append((iteration, counts[iteration], valid[iteration], distinct))
+    return rows
+
+
+def _context(run: RunDirectory):
+    """The run's RunContext, or None and why (a benchmark not found here: the computed parts are left out)."""
+    from autoprox.search.context import RunContext
+
+    try:
+        return RunContext.open(run), ""
+    except AutoproxError as exc:
+        return None, f"not computed: {one_line(exc)}"
+
+
+def _test_figures(context, genomes: Sequence[str], compute: bool, memo: ReportMemo,
+                  progress: Callable[[str], None]) -> dict[str, Mapping] | None:
+    """Test-split figures by canonical genome, or None when the test split cannot be scored now."""
+    from autoprox.reports.html_scores import PartScorer
+
+    if context is None or not context.split.test:
+        return None
+    scorer = PartScorer(context, "test", memo.statistics)
+    if not scorer.available(genomes, compute, progress):
+        return None
+    found = {}
+    for genome in genomes:
+        canonical = canonical_string(parse_genome(genome))
+        key = (str(context.run.path), "test", canonical)
+        if key not in memo.figures:
+            memo.figures[key] = scorer.figures(genome)
+        found[canonical] = memo.figures[key]
+    return found
+
+
+def _formulas(run: RunDirectory, genomes: Sequence[str], simplify: bool, memo: ReportMemo) -> dict:
+    """Readable formulas by genome string (memoised: simplifying takes a SymPy process)."""
+    from autoprox.reports.simplify import readable_formulas, statistics_for_check
+
+    wanted = [g for g in dict.fromkeys(genomes) if (g, simplify) not in memo.formulas]
+    if wanted:
+        check = statistics_for_check(run) if simplify else None
+        for genome, formula in zip(wanted, readable_formulas(wanted, check_stats=check, simplify=simplify)):
+            memo.formulas[genome, simplify] = formula
+    return {g: memo.formulas[g, simplify] for g in genomes}
+
+
+# ---------------------------------------------------------------------------- header
+
+
+def _duration(seconds) -> str:
+    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return "n/a"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours} h {minutes:02d} min" if hours else (f"{minutes} min {secs:02d} s" if minutes else f"{secs} s")
+
+
+def run_status(best: Mapping | None) -> tuple[str, bool]:
+    """(status words, finished?) of a run from its ``best.json``."""
+    if best is None:
+        return "in progress (or stopped before its first best.json)", False
+    if not best.get("finished"):
+        return "interrupted", False
+    if best.get("stopped_early"):
+        return f"finished: stopped early after {best['stopped_early'].get('patience')} iterations without progress", True
+    return "finished", True
+
+
+def _header(run, config, settings, curves, hall, best, name) -> str:
+    evolution = settings.get("evolution") if isinstance(settings.get("evolution"), dict) else {}
+    split = config.get("split") if isinstance(config.get("split"), dict) else {}
+    benchmark = config.get("benchmark") if isinstance(config.get("benchmark"), dict) else {}
+    genome = settings.get("genome") if isinstance(settings.get("genome"), dict) else {}
+    status, finished = run_status(best)
+    iteration = curves.iterations[-1] if curves else 0
+    log_path = run.file("log.jsonl")
+    elapsed = None
+    for _, record in read_records(log_path):
+        elapsed = record.get("elapsed", elapsed)
+    weights = settings.get("weights") or {}
+    targets = ", ".join(f"{t}{f' (weight {weights[t]:g})' if t in weights else ''}" for t in settings.get("targets") or [])
+    rows = [
+        ("space", esc(config.get("space", "?"))),
+        ("benchmark", esc(f"{benchmark.get('file') or benchmark.get('path') or '?'}, "
+                          f"{benchmark.get('architectures', '?')} architectures")),
+        ("split", esc(f"{len(split.get('search') or [])} search / {len(split.get('test') or [])} test architectures "
+                      f"(split seed {settings.get('split_seed', '?')})")),
+        ("targets", esc(targets or "?")),
+        ("fitness", esc(f"{settings.get('fitness') or 'jcm'}"
+                        + (f", {settings['cv_folds']}-fold cross-validation" if settings.get("cv_folds") else ""))),
+        ("genome", esc(genome.get("kind", "template"))),
+        ("evolution", esc(f"population {evolution.get('population_size', '?')}, "
+                          f"{evolution.get('iterations', '?')} iterations, seed {evolution.get('seed', '?')}"
+                          + (f", patience {evolution['patience']}" if evolution.get("patience") else ""))),
+        ("statistics", esc(f"input {settings.get('input', '?')}, batch {settings.get('batch_size', '?')}, "
+                           f"seeds {settings.get('stat_seeds', '?')}")),
+        ("status", f'<span class="status{"" if finished else " unfinished"}" id="status">{esc(status)}</span>'),
+        ("iteration", f'<span id="iteration">{iteration}</span> of {esc(evolution.get("iterations", "?"))}'),
+        ("genomes evaluated", f'<span id="evaluated">{hall.evaluated}</span> ({hall.valid} valid)'),
+        ("wall time", f'<span id="wall-time">{esc(_duration(elapsed))}</span>'),
+    ]
+    command = config.get("command")
+    if isinstance(command, list):
+        rows.append(("made by", f"<code>{esc(' '.join(map(str, command)))}</code>"))
+    body = f'<header class="top"><h1>Run {esc(name)}</h1><div class="muted">{esc(run.path)}</div></header>'
+    body += facts(rows)
+    if not finished:
+        body += ('<p>Continue it with:</p><pre class="command" id="resume">'
+                 f"{esc(f'autoprox search --resume --out {run.path}')}</pre>")
+    return body
+
+
+# ---------------------------------------------------------------------------- curves
+
+
+def _curves_section(curves, evaluated, fitness: str) -> str:
+    body = '<h2 id="evolution">Evolution</h2>'
+    if curves is None:
+        return body + "<p>No iteration logged yet: the initial population is being evaluated.</p>"
+    image = svg.curves_svg(curves.iterations, curves.best_jcm, curves.mean_jcm, curves.params_jcm, curves.kendall,
+                           [r[0] for r in evaluated], [r[2] / r[1] if r[1] else math.nan for r in evaluated],
+                           [r[3] for r in evaluated], fitness, "curves")
+    body += figure(image, "Top: the population's best and mean fitness on the search split (dotted: the parameter "
+                   f"count's, {esc(curves.params_note)}), and the best proxy's Kendall tau per target. Bottom: per "
+                   "iteration, the share of the genomes evaluated that were valid, and the distinct genomes evaluated "
+                   "so far (from evaluations.jsonl).", "figure-curves")
+    rows, previous = [], None
+    for i, iteration in enumerate(curves.iterations):
+        best = curves.best_jcm[i]
+        if previous is None or (math.isfinite(best) and best > previous):
+            rows.append([Cell(str(iteration)), num(best), num(curves.mean_jcm[i]),
+                         *(num(curves.kendall[t][i]) for t in curves.targets)])
+            previous = best
+    body += "<h3>Iterations where the best fitness rose</h3>"
+    body += table(["iteration", f"best {fitness}", f"mean {fitness}", *(f"τ {t}" for t in curves.targets)], rows,
+                  table_id="improvements")
+    return body
+
+
+# ----------------------------------------------------------------------- hall of fame
+
+
+def _hall_section(hall, best, test, formulas, fitness, context_note, memo) -> str:
+    from autoprox.reports.simplify import LEGEND, SPREAD_LEGEND
+
+    body = '<h2 id="hall-of-fame">Hall of fame</h2>'
+    rows_in = hall.entries[:HALL_ROWS]
+    if not rows_in:
+        return body + "<p>Empty: no valid genome evaluated yet.</p>"
+    chosen = _canonical(best)
+    targets = list(hall.targets)
+    headers = ["rank", fitness, "nodes", "formula", *targets, *(targets if test is not None else ()), "found at"]
+    groups = [("", 4), ("Kendall τ, search split", len(targets))]
+    groups += [("Kendall τ, test split", len(targets))] if test is not None else []
+    groups += [("", 1)]
+    rows, classes = [], []
+    for rank, entry in enumerate(rows_in, start=1):
+        row = [Cell(f"{rank}{'*' if entry.canonical == chosen else ''}"), num(entry.jcm), Cell(str(entry.complexity)),
+               formula_cell(formulas[entry.genome], memo, f"hof{rank}"), *(num(entry.kendall.get(t)) for t in targets)]
+        if test is not None:
+            block = test.get(entry.canonical) or {}
+            row += [num(((block.get("targets") or {}).get(t) or {}).get("kendall")) for t in targets]
+        row += [Cell(str(entry.iteration))]
+        rows.append(row)
+        classes.append("chosen" if entry.canonical == chosen else "")
+    body += (f"<p>The {len(rows_in)} best distinct proxies of the {hall.evaluated} genomes evaluated "
+             f"({esc(HALL_OF_FAME)}); search-split figures as the search measured them"
+             + (", test-split Kendall computed from the run's statistics (the test split chose nothing)"
+                if test is not None else f"; test-split Kendall {esc(_test_missing(context_note))}")
+             + ". * and the shaded row: the proxy best.json holds.</p>")
+    body += table(headers, rows, classes, table_id="hall", groups=groups)
+    legend = LEGEND + ("; " + SPREAD_LEGEND if any(uses_spread_terminals(parse_genome(e.canonical)) for e in rows_in)
+                       else "")
+    body += f'<p class="note">{esc(legend)}</p>'
+    points = [(e.complexity, e.jcm) for e in rows_in]
+    front = [(e.complexity, e.jcm) for e in hall.pareto]
+    marked = next(((e.complexity, e.jcm) for e in [*rows_in, *hall.pareto] if e.canonical == chosen), None)
+    body += figure(svg.pareto_svg(points, front, marked, fitness, "pareto"),
+                   "Grey: the hall of fame; blue: the Pareto front over every valid genome evaluated (no other genome "
+                   "has a fitness at least as high with at most as many nodes); star: the chosen proxy.",
+                   "figure-pareto")
+    return body
+
+
+def _test_missing(note: str) -> str:
+    return note or ("not shown yet: the test split's statistics are computed when the search ends")
+
+
+def _canonical(best: Mapping | None) -> str | None:
+    if not best or not isinstance(best.get("genome"), str):
+        return None
+    try:
+        return canonical_string(parse_genome(best["genome"]))
+    except GenomeError:
+        return None
+
+
+# ---------------------------------------------------------------------- chosen proxy
+
+
+def _tau(block: Mapping | None, target: str):
+    return (((block or {}).get("targets") or {}).get(target) or {}).get("kendall")
+
+
+def _chosen_section(run, best, context, context_note, compute, memo, progress, formulas) -> str:
+    body = '<h2 id="chosen">The chosen proxy</h2>'
+    if best is None or not isinstance(best.get("genome"), str):
+        return body + "<p>best.json is written when the search ends (or is interrupted).</p>"
+    genome = best["genome"]
+    formula = formulas[genome]
+    targets = [t for t in best.get("targets") or []]
+    params = best.get("params") if isinstance(best.get("params"), dict) else {}
+    body += f'<p class="formula">{formula_cell(formula, memo, "chosen").html}</p>'
+    body += f'<p class="mono note">{esc(genome)}</p>'
+    rows = [[text(t), num(_tau(best.get("search"), t)), num(_tau(best.get("test"), t)),
+             num(_tau(params.get("search"), t)), num(_tau(params.get("test"), t))] for t in targets]
+    rows.append([text("JCM"), num((best.get("search") or {}).get("jcm")), num((best.get("test") or {}).get("jcm")),
+                 num((params.get("search") or {}).get("jcm")), num((params.get("test") or {}).get("jcm"))])
+    body += table(["target", "τ search", "τ test", "params τ search", "params τ test"], rows, table_id="chosen-figures")
+    scores = _chosen_scores(context, genome, compute, memo, progress)
+    if scores is None:
+        body += f"<p>Per-architecture scores {esc(_test_missing(context_note))}.</p>"
+    else:
+        panels = {}
+        for target in targets:
+            classes = context.plan.target_classes[target]
+            panels[target] = {part: (scores[part][classes], context.accuracies(part, [target])[target])
+                              for part in scores}
+            panels[target]["title"] = (f"{target}\nτ search {number(_tau(best.get('search'), target))}, test "
+                                       f"{number(_tau(best.get('test'), target))}; params test "
+                                       f"{number(_tau(params.get('test'), target))}")
+        body += figure(svg.scatter_svg(targets, panels, "scatter"),
+                       "The chosen proxy's score against each target's accuracy: circles the search architectures it "
+                       "was chosen on, triangles the test architectures it never saw. Titles: its Kendall tau and "
+                       "the parameter count's on the test split.", "figure-scatter")
+    body += _beyond_section(best, context, scores)
+    return body
+
+
+def _chosen_scores(context, genome, compute, memo, progress) -> dict | None:
+    """The chosen proxy's scores on each part it has ({part: {class count: array}}), or None."""
+    from autoprox.genome.tree import InvalidProxy
+    from autoprox.reports.html_scores import PartScorer
+
+    if context is None:
+        return None
+    found = {}
+    for part in ("search", "test"):
+        if not context.indices(part):
+            continue
+        key = (str(context.run.path), part, "scores", genome)
+        if key not in memo.figures:
+            scorer = PartScorer(context, part, memo.statistics)
+            if not scorer.available([genome], compute, progress):
+                return None
+            try:
+                memo.figures[key] = scorer.scores(genome)
+            except InvalidProxy:
+                memo.figures[key] = None
+        if memo.figures[key] is not None:
+            found[part] = memo.figures[key]
+    return found or None
+
+
+def _beyond_section(best, context, scores) -> str:
+    from autoprox.reports.show import BEYOND_SIZE_LEGEND
+
+    body = '<h3 id="beyond-size">Beyond size</h3>'
+    recorded = best.get("beyond_size") if isinstance(best.get("beyond_size"), Mapping) else None
+    if recorded:
+        blocks, source = dict(recorded), "as best.json records it"
+    elif scores is not None:
+        blocks = {part: context.beyond_size(scores[part], part) for part in scores}
+        source = "computed now from the run's statistics (best.json predates this report)"
+    else:
+        return body + "<p>Not available: best.json has no beyond-size report and the scores are not computed.</p>"
+    blocks = {part: {t: f for t, f in block.items() if isinstance(f, Mapping)} for part, block in blocks.items()
+              if isinstance(block, Mapping) and "invalid" not in block and "none" not in block}
+    if not blocks:
+        return body + "<p>Not available for this proxy (invalid on the split).</p>"
+    rows = []
+    for part, block in blocks.items():
+        for target, f in block.items():
+            bar = f.get("bar") if isinstance(f.get("bar"), Mapping) else {}
+            beats = f.get("beats_bar")
+            rows.append([text(part), text(target), num(f.get("kendall")), num(f.get("kendall_with_params")),
+                         num(f.get("kendall_with_depth")), num(f.get("partial_given_params")),
+                         num(f.get("partial_given_depth")), text(f"{bar.get('descriptor', '?')}"),
+                         num(bar.get("kendall")), text("n/a" if beats is None else ("yes" if beats else "no"))])
+    body += (f"<p>Does the proxy see more than size? Figures {esc(source)}: per split and target, its Kendall, its "
+             "Kendall with the parameter count and the depth, its partial Kendall given each, and the bar.</p>")
+    body += table(["split", "target", "proxy", "w/ params", "w/ depth", "partial|params", "partial|depth", "bar",
+                   "bar τ", "beats it?"], rows, table_id="beyond")
+    body += figure(svg.beyond_size_svg(blocks, "beyond"), esc(BEYOND_SIZE_LEGEND.replace("\n", " ")),
+                   "figure-beyond")
+    return body
+
+
+__all__ = ["HALL_ROWS", "run_body", "run_status"]

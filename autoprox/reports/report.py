@@ -1,0 +1,118 @@
+"""Making and writing the report of a folder: a run directory or a protocol directory.
+
+:func:`render_report` tells which the folder is and puts the page together from
+:mod:`autoprox.reports.html_run` or :mod:`autoprox.reports.html_protocol`; :func:`write_report`
+writes it atomically; :class:`CheckpointReports` is ``search --report``'s hook.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+from autoprox.core.atomic import atomic_write_text
+from autoprox.core.errors import ReportError
+from autoprox.reports.html import PROTOCOL_FILE, REPORT_FILE, ReportMemo, page
+from autoprox.reports.html_protocol import protocol_body
+from autoprox.reports.html_run import run_body
+
+
+def report_kind(path: str | Path) -> str:
+    """``run`` or ``protocol``; ReportError naming what the folder lacks when it is neither."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ReportError(f"{path} is not a directory: give a run directory or a protocol directory")
+    if (path / PROTOCOL_FILE).is_file():
+        return "protocol"
+    if (path / "config.json").is_file():
+        return "run"
+    raise ReportError(f"{path} is neither a run directory (no config.json) nor a protocol directory "
+                      f"(no {PROTOCOL_FILE})")
+
+
+def render_report(path: str | Path, compute: bool = True, simplify: bool = True, memo: ReportMemo | None = None,
+                  script: str = "", progress: Callable[[str], None] | None = None) -> str:
+    """The HTML of the report of the run or protocol in ``path``.
+
+    ``compute``: statistics missing from the cache are computed (progress on stderr) for the
+    figures that need them; false: only what the cache holds is used, the rest said missing
+    (a search in progress, whose test split is computed at its end). ``memo`` carries work
+    from one rendering to the next.
+    """
+    memo = memo if memo is not None else ReportMemo()
+    say = progress if progress is not None else _stderr
+    if report_kind(path) == "protocol":
+        title, body = protocol_body(Path(path), simplify=simplify, memo=memo)
+    else:
+        title, body = run_body(Path(path), compute=compute, simplify=simplify, memo=memo, progress=say)
+    return page(title, body, script)
+
+
+def write_report(path: str | Path, out: str | Path | None = None, compute: bool = True, simplify: bool = True,
+                 memo: ReportMemo | None = None, progress: Callable[[str], None] | None = None) -> Path:
+    """Write the report of ``path`` into ``out`` (default ``PATH/report.html``); return where it went."""
+    out = Path(out) if out is not None else Path(path) / REPORT_FILE
+    if out.is_dir():
+        raise ReportError(f"cannot write {out}: it is a directory")
+    _check_writable(out)  # before the rendering's seconds are spent
+    document = render_report(path, compute=compute, simplify=simplify, memo=memo, progress=progress)
+    try:
+        atomic_write_text(out, document)
+    except OSError as exc:
+        raise ReportError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return out
+
+
+class CheckpointReports:
+    """``search --report``: called after each checkpoint, writes ``report.html`` into the run directory.
+
+    Rendering a page takes seconds, an iteration may take less: a new page is written when at
+    least ``every`` seconds (and three times the last rendering's duration) have passed since the
+    last one (``every`` 0: at every checkpoint). Only cached statistics are read (the search computes the test split's at its end);
+    a report that cannot be written is said once, as a warning, and the search goes on.
+    """
+
+    def __init__(self, every: float = 30.0, simplify: bool = True) -> None:
+        self.every = every
+        self.simplify = simplify
+        self.memo = ReportMemo()
+        self.next_time = 0.0
+        self.warned = False
+
+    def __call__(self, run) -> None:
+        import time
+        import warnings
+
+        from autoprox.core.errors import AutoproxError, one_line
+
+        now = time.monotonic()
+        if now < self.next_time:
+            return
+        try:
+            write_report(run.path, compute=False, simplify=self.simplify, memo=self.memo, progress=lambda _: None)
+        except AutoproxError as exc:
+            if not self.warned:
+                warnings.warn(f"report.html not written at this checkpoint: {one_line(exc)}", stacklevel=2)
+                self.warned = True
+        took = time.monotonic() - now
+        self.next_time = time.monotonic() + (max(self.every, 3 * took) if self.every > 0 else 0.0)
+
+
+def _check_writable(out: Path) -> None:
+    """ReportError when no file can be created beside ``out`` (a read-only folder, a missing one that cannot be made)."""
+    import tempfile
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".check"):
+            pass
+    except OSError as exc:
+        raise ReportError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def _stderr(message: str) -> None:
+    print(f"autoprox report: {message}", file=sys.stderr, flush=True)
+
+
+__all__ = ["CheckpointReports", "render_report", "report_kind", "write_report"]

@@ -1,0 +1,384 @@
+"""``autoprox report``: one self-contained HTML file of a run or a protocol, its numbers, ``--serve`` and bad input.
+
+Reports are parsed with the standard library's html.parser (tests/report_html.py): every
+figure is an inline SVG that draws something, nothing is loaded from anywhere, and each
+table's numbers are the run's (hall_of_fame.json, log.jsonl, best.json) or the
+protocol's (protocol.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from autoprox.cli.main import main
+from autoprox.reports.report import CheckpointReports, render_report
+from autoprox.search.engine import run_search
+from autoprox.search.evolution import EvolutionConfig
+from autoprox.search.halloffame import load_hall_of_fame
+from autoprox.search.rundir import RunDirectory
+from autoprox.search.settings import SearchSettings
+from tests.conftest import REPO
+from tests.report_html import body_rows, header, parse_report
+
+EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=2, seed=1)
+RUNS = REPO / "runs"
+
+
+def fmt(value) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+@pytest.fixture(scope="module")
+def small_settings(af_small_file, session_cache):
+    return SearchSettings(bench=str(af_small_file), batch_size=2, cache_dir=str(session_cache.root), workers=1,
+                          search_fraction=0.75, evolution=EVOLUTION)
+
+
+@pytest.fixture(scope="module")
+def small_run(small_settings, tmp_path_factory):
+    """A real 3-iteration search on 16 small AutoFormer architectures (12 search, 4 test)."""
+    path = tmp_path_factory.mktemp("runs") / "small"
+    run_search(small_settings, path, quiet=True)
+    return path
+
+
+def run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("autoprox: error: "), err
+    return lines[0]
+
+
+def check_self_contained(report, document: str) -> None:
+    """No figure empty, nothing loaded from anywhere: no URL in src/href, no stylesheet or script from outside."""
+    assert report.svgs and all(s.drawn > 10 for s in report.svgs), [(s.figure, s.drawn) for s in report.svgs]
+    assert all(f is not None for f in report.figures)
+    figures_with_svg = {s.figure for s in report.svgs}
+    assert set(report.figures) <= figures_with_svg
+    assert all(link.startswith("#") for link in report.loads), [l for l in report.loads if not l.startswith("#")]
+    ids = re.findall(r'\bid="([^"]+)"', document)
+    assert len(ids) == len(set(ids))  # figures share one document: their ids are prefixed apart
+    assert {link[1:] for link in report.loads} <= set(ids)  # every reference inside the page points into it
+    assert "link" not in report.tags and "iframe" not in report.tags and "img" not in report.tags
+    assert not re.search(r"@import|url\(\s*['\"]?(https?:)?//", "".join(report.styles))
+    without_namespaces = re.sub(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"', "", document)
+    assert not re.search(r"https?://", without_namespaces)
+
+
+def check_run_tables(report, run: Path, test_columns: bool) -> None:
+    """The hall of fame, the improvements, the chosen proxy and the header hold the run's own numbers."""
+    hall = load_hall_of_fame(run).hall
+    best = json.loads((run / "best.json").read_text())
+    log = RunDirectory(run).log()
+    targets = list(hall.targets)
+    columns = header(report, "hall")
+    assert columns[:4] == ["rank", "jcm", "nodes", "formula"] and columns[4:4 + len(targets)] == targets
+    rows = body_rows(report, "hall")
+    assert len(rows) == min(20, len(hall.entries))
+    chosen_rank = None
+    for rank, (row, entry) in enumerate(zip(rows, hall.entries), start=1):
+        assert row[0].rstrip("*") == str(rank) and row[1] == fmt(entry.jcm) and row[2] == str(entry.complexity)
+        assert row[4:4 + len(targets)] == [fmt(entry.kendall[t]) for t in targets]
+        assert row[-1] == str(entry.iteration)
+        if row[0].endswith("*"):
+            chosen_rank = rank
+            assert entry.canonical == best["canonical"]
+    assert chosen_rank is not None
+    if test_columns:  # computed here from the statistics: the chosen proxy's equal best.json's test split
+        row = rows[chosen_rank - 1]
+        assert row[4 + len(targets):4 + 2 * len(targets)] == [fmt(best["test"]["targets"][t]["kendall"]) for t in targets]
+    else:
+        assert len(columns) == 5 + len(targets)
+    chosen = body_rows(report, "chosen-figures")
+    for row, target in zip(chosen, targets):
+        assert row == [target, fmt(best["search"]["targets"][target]["kendall"]), fmt(best["test"]["targets"][target]["kendall"]),
+                       fmt(best["params"]["search"]["targets"][target]["kendall"]),
+                       fmt(best["params"]["test"]["targets"][target]["kendall"])]
+    assert chosen[-1] == ["JCM", fmt(best["search"]["jcm"]), fmt(best["test"]["jcm"]), fmt(best["params"]["search"]["jcm"]),
+                          fmt(best["params"]["test"]["jcm"])]
+    by_iteration = {r["iteration"]: r for r in log}
+    improvements = body_rows(report, "improvements")
+    assert improvements and improvements[0][0] == str(log[0]["iteration"])
+    for row in improvements:
+        record = by_iteration[int(row[0])]
+        assert row[1:] == [fmt(record["best_jcm"]), fmt(record["mean_jcm"]), *(fmt(record["best_kendall"][t]) for t in targets)]
+    assert report.texts["iteration"] == str(log[-1]["iteration"])
+    assert report.texts["evaluated"] == str(hall.evaluated)
+    assert report.texts["status"] == "finished"
+
+
+# ============================================================== a run, computed here
+
+
+def test_report_of_a_run_is_one_self_contained_file_with_the_runs_numbers(small_run, capsys, tmp_path):
+    out = tmp_path / "small.html"
+    code, text, err = run_cli(capsys, "report", small_run, "--out", out, "--no-simplify")
+    assert code == 0, err
+    assert text.strip() == f"wrote {out}"
+    document = out.read_text()
+    report = parse_report(document)
+    check_self_contained(report, document)
+    assert set(report.figures) == {"figure-curves", "figure-pareto", "figure-scatter", "figure-beyond"}
+    check_run_tables(report, small_run, test_columns=True)
+    best = json.loads((small_run / "best.json").read_text())
+    beyond = body_rows(report, "beyond")
+    assert [r[:3] for r in beyond] == [[part, t, fmt(best["beyond_size"][part][t]["kendall"])]
+                                       for part in ("search", "test") for t in best["targets"]]
+    assert "resume" not in report.texts  # finished: no resume command
+
+
+def test_a_report_at_every_checkpoint_follows_the_search(small_settings, tmp_path):
+    shown = []
+    reports = CheckpointReports(every=0, simplify=False)
+
+    def on_checkpoint(run):
+        reports(run)
+        report = parse_report((run.path / "report.html").read_text())
+        shown.append((report.texts["iteration"], report.texts["status"], "resume" in report.texts))
+
+    run_search(small_settings, tmp_path / "run", quiet=True, on_checkpoint=on_checkpoint)
+    assert [s[0] for s in shown] == ["1", "2", "3"]
+    assert all(status.startswith("in progress") and resume for _, status, resume in shown)
+
+
+def test_search_report_writes_report_html_into_the_run(af_small_file, session_cache, capsys, tmp_path):
+    out = tmp_path / "run"
+    code, text, err = run_cli(capsys, "search", "--bench", af_small_file, "--batch-size", 2, "--cache-dir",
+                              session_cache.root, "--workers", 1, "--search-fraction", 0.75, "--population", 4,
+                              "--iterations", 2, "--retry-cap", 3, "--top-k", 2, "--seed", 1, "--quiet", "--out", out,
+                              "--report")
+    assert code == 0, err
+    assert f"report written to {out / 'report.html'}" in text
+    report = parse_report((out / "report.html").read_text())
+    assert report.texts["iteration"] == "2" and report.texts["status"] == "finished"
+    assert "figure-scatter" in report.figures
+
+
+# ============================================================ committed runs, protocol
+
+
+@pytest.mark.parametrize("name", ["pit-reference", "autoformer-reference", "pit-best"])
+def test_report_of_a_committed_run_holds_its_files_numbers(name, tmp_path, monkeypatch):
+    """Rendered from an empty statistics cache, computing nothing: what the run's files hold is all shown."""
+    monkeypatch.setenv("AUTOPROX_CACHE", str(tmp_path / "empty-cache"))
+    document = render_report(RUNS / name, compute=False, simplify=False)
+    report = parse_report(document)
+    check_self_contained(report, document)
+    check_run_tables(report, RUNS / name, test_columns=False)
+    assert {"figure-curves", "figure-pareto"} <= set(report.figures)
+    best = json.loads((RUNS / name / "best.json").read_text())
+    if "beyond_size" in best:  # recorded: table and figure from best.json
+        assert "figure-beyond" in report.figures
+        rows = body_rows(report, "beyond")
+        assert [r[3] for r in rows] == [fmt(best["beyond_size"][p][t]["kendall_with_params"])
+                                        for p in ("search", "test") for t in best["targets"]]
+
+
+def test_report_of_a_protocol_holds_its_folds_and_intervals(capsys, tmp_path):
+    path = RUNS / "protocol" / "pit-best"
+    out = tmp_path / "protocol.html"
+    code, _, err = run_cli(capsys, "report", path, "--out", out, "--no-simplify")
+    assert code == 0, err
+    document = out.read_text()
+    report = parse_report(document)
+    check_self_contained(report, document)
+    assert report.figures == ["figure-forest"]
+    protocol = json.loads((path / "protocol.json").read_text())
+    methods = protocol["summary"]["methods"]
+    folds = body_rows(report, "folds-table")
+    assert len(folds) == len(protocol["folds"]) == 15
+    for row, fold in zip(folds, protocol["folds"]):
+        result = fold["result"]
+        assert row[:5] == [str(fold["repeat"]), str(fold["fold"]), str(len(fold["search"])), str(len(fold["test"])),
+                           fmt(result["search_jcm"])]
+        assert row[5:5 + len(methods)] == [fmt(result["jcm"][m]) for m in methods]
+    differences = body_rows(report, "differences-table")
+    jcm = protocol["summary"]["jcm"]["difference"]
+    rows = {(r[0], r[1]): r for r in differences}
+    for baseline in protocol["protocol"]["baselines"]:
+        d = jcm[baseline]
+        assert rows["JCM", f"proxy - {baseline}"][2:] == [
+            fmt(d["mean"]), f"[{fmt(d['ci'][0])}, {fmt(d['ci'][1])}]",
+            f"[{fmt(d['corrected_ci'][0])}, {fmt(d['corrected_ci'][1])}]",
+            f"[{fmt(d['bootstrap']['low'])}, {fmt(d['bootstrap']['high'])}]", f"{d['ahead']}/{d['n']}"]
+    repeats = body_rows(report, "repeats-table")
+    assert [r[2] for r in repeats] == [fmt(s["jcm"]["test"]["proxy"]["mean"]) for s in protocol["repeat_summaries"]]
+
+
+# ===================================================================== bad input
+
+
+def test_a_folder_that_is_neither_a_run_nor_a_protocol_is_one_line(capsys, tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    code, _, err = run_cli(capsys, "report", tmp_path)
+    assert code == 2
+    assert "neither a run directory" in one_error_line(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_run_with_a_broken_log_line_is_one_line(small_run, capsys, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(small_run, copy)
+    lines = (copy / "log.jsonl").read_text().splitlines(keepends=True)
+    (copy / "log.jsonl").write_text(lines[0] + "{not json\n" + "".join(lines[1:]))
+    code, _, err = run_cli(capsys, "report", copy, "--out", tmp_path / "r.html")
+    assert code == 2
+    assert "log.jsonl: line 2 is not valid JSON" in one_error_line(err)
+    assert not (tmp_path / "r.html").exists()
+
+
+@contextmanager
+def read_only_folder(path: Path):
+    """A folder no file can be created in: a read-only tmpfs as root (root ignores permissions), else chmod."""
+    path.mkdir()
+    if os.geteuid() != 0:
+        path.chmod(0o555)
+        try:
+            yield path
+        finally:
+            path.chmod(0o755)
+        return
+    if shutil.which("mount") is None:
+        pytest.skip("a read-only folder for root needs mount (a read-only tmpfs)")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(path)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def test_a_read_only_out_is_one_line(small_run, capsys, tmp_path):
+    with read_only_folder(tmp_path / "ro") as folder:
+        code, _, err = run_cli(capsys, "report", small_run, "--out", folder / "report.html", "--no-simplify")
+    assert code == 2
+    line = one_error_line(err)
+    assert f"cannot write {folder / 'report.html'}" in line
+    assert "read-only" in line.lower() or "permission" in line.lower()
+
+
+# ========================================================================= --serve
+
+
+def _env(session_cache) -> dict:
+    return dict(os.environ, AUTOPROX_CACHE=str(session_cache.root), PYTHONPATH=str(REPO))
+
+
+def _serve(path, port, env) -> tuple[subprocess.Popen, str]:
+    server = subprocess.Popen([sys.executable, "-m", "autoprox.cli", "report", str(path), "--serve", "--port", str(port),
+                               "--no-simplify"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = server.stdout.readline()
+    match = re.search(r"at (http://127\.0\.0\.1:(\d+)/)", line)
+    if match is None:
+        server.kill()
+        raise AssertionError(f"no serving line: {line!r} {server.stderr.read()}")
+    return server, match.group(1)
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        return answer.read().decode()
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Local addresses of the sockets listening on ``port`` (/proc/net/tcp and tcp6)."""
+    found = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:
+                found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]) if len(address) == 8 else address)
+    return found
+
+
+def test_serve_follows_a_running_search_and_binds_to_loopback_only(small_settings, session_cache, tmp_path, capsys):
+    from dataclasses import replace
+
+    run = tmp_path / "live"
+    run_search(replace(small_settings, evolution=replace(EVOLUTION, iterations=2)), run, quiet=True)
+    env = _env(session_cache)
+    server, url = _serve(run, 0, env)
+    try:
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        assert _listening_addresses(port) == {"127.0.0.1"}
+        first = parse_report(_get(url))
+        assert first.texts["iteration"] == "2" and first.scripts  # the served page reloads itself
+        token = _get(url + "state")
+        search = subprocess.Popen([sys.executable, "-m", "autoprox.cli", "search", "--resume", "--out", str(run),
+                                   "--iterations", "5", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env)
+        seen = []
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            page = parse_report(_get(url))
+            seen.append(page.texts["iteration"])
+            if search.poll() is not None and seen[-1] == "5" and page.texts["status"] == "finished":
+                break
+            time.sleep(0.3)
+        assert search.wait(timeout=60) == 0, search.stderr.read()
+        assert seen[-1] == "5", seen
+        assert _get(url + "state") != token
+
+        code, _, err = run_cli(capsys, "report", run, "--serve", "--port", port)  # a second server, same port
+        assert code == 2
+        assert one_error_line(err) == (f"autoprox: error: cannot serve on 127.0.0.1:{port}: the address is already in "
+                                       "use (choose another --port)")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_a_run_being_written_is_seen_so_a_served_page_computes_nothing_then(small_run):
+    from autoprox.reports.html_serve import being_written
+
+    assert not being_written(small_run)
+    with RunDirectory(small_run).lock():
+        assert being_written(small_run)
+    assert not being_written(small_run)
+
+
+def test_an_interrupted_run_says_so_with_its_resume_command(small_settings, tmp_path):
+    run = tmp_path / "stopped"
+    run_search(small_settings, run, quiet=True, stop_after=2)
+    report = parse_report(render_report(run, simplify=False))
+    assert report.texts["status"] == "interrupted" and report.texts["iteration"] == "2"
+    assert report.texts["resume"] == f"autoprox search --resume --out {run}"
+
+
+def test_missing_statistics_are_computed_with_progress_on_stderr(small_run, capsys, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(small_run, copy)
+    config = json.loads((copy / "config.json").read_text())
+    config["settings"]["cache_dir"] = str(tmp_path / "cold-cache")
+    (copy / "config.json").write_text(json.dumps(config))
+    code, _, err = run_cli(capsys, "report", copy, "--out", tmp_path / "r.html", "--no-simplify")
+    assert code == 0, err
+    assert "computing 4 missing statistics entries of the test split" in err
+    assert "computing 12 missing statistics entries of the search split" in err
+    report = parse_report((tmp_path / "r.html").read_text())
+    assert "figure-scatter" in report.figures
+    check_run_tables(report, copy, test_columns=True)
