@@ -30,7 +30,7 @@ from autoprox.reports.html import (
     table,
     text,
 )
-from autoprox.search.halloffame import HALL_OF_FAME, load_hall_of_fame
+from autoprox.search.halloffame import HALL_OF_FAME, holds_proxy, load_hall_of_fame, search_kendall
 from autoprox.search.rundir import (
     BEST,
     EVALUATIONS,
@@ -244,7 +244,11 @@ def _hall_section(hall, best, test, formulas, fitness, context_note, memo) -> st
     rows_in = hall.entries[:HALL_ROWS]
     if not rows_in:
         return body + "<p>Empty: no valid genome evaluated yet.</p>"
-    chosen = _canonical(best)
+    chosen_canonical, chosen_kendall = _canonical(best), search_kendall(best)
+
+    def chosen(entry) -> bool:  # best.json's genome, or the simpler one of its behaviour the hall keeps
+        return holds_proxy(entry, chosen_canonical, chosen_kendall)
+
     targets = list(hall.targets)
     headers = ["rank", fitness, "nodes", "formula", *targets, *(targets if test is not None else ()), "found at"]
     groups = [("", 4), ("Kendall τ, search split", len(targets))]
@@ -252,14 +256,14 @@ def _hall_section(hall, best, test, formulas, fitness, context_note, memo) -> st
     groups += [("", 1)]
     rows, classes = [], []
     for rank, entry in enumerate(rows_in, start=1):
-        row = [Cell(f"{rank}{'*' if entry.canonical == chosen else ''}"), num(entry.jcm), Cell(str(entry.complexity)),
+        row = [Cell(f"{rank}{'*' if chosen(entry) else ''}"), num(entry.jcm), Cell(str(entry.complexity)),
                formula_cell(formulas[entry.genome], memo, f"hof{rank}"), *(num(entry.kendall.get(t)) for t in targets)]
         if test is not None:
             block = test.get(entry.canonical) or {}
             row += [num(((block.get("targets") or {}).get(t) or {}).get("kendall")) for t in targets]
         row += [Cell(str(entry.iteration))]
         rows.append(row)
-        classes.append("chosen" if entry.canonical == chosen else "")
+        classes.append("chosen" if chosen(entry) else "")
     body += (f"<p>The {len(rows_in)} best distinct proxies of the {hall.evaluated} genomes evaluated "
              f"({esc(HALL_OF_FAME)}); search-split figures as the search measured them"
              + (", test-split Kendall computed from the run's statistics (the test split chose nothing)"
@@ -271,7 +275,7 @@ def _hall_section(hall, best, test, formulas, fitness, context_note, memo) -> st
     body += f'<p class="note">{esc(legend)}</p>'
     points = [(e.complexity, e.jcm) for e in rows_in]
     front = [(e.complexity, e.jcm) for e in hall.pareto]
-    marked = next(((e.complexity, e.jcm) for e in [*rows_in, *hall.pareto] if e.canonical == chosen), None)
+    marked = next(((e.complexity, e.jcm) for e in [*rows_in, *hall.pareto] if chosen(e)), None)
     body += figure(svg.pareto_svg(points, front, marked, fitness, "pareto"),
                    "Grey: the hall of fame; blue: the Pareto front over every valid genome evaluated (no other genome "
                    "has a fitness at least as high with at most as many nodes); star: the chosen proxy.",

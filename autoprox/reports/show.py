@@ -19,7 +19,9 @@ from autoprox.genome.tree import (
 from autoprox.search.halloffame import (
     HALL_OF_FAME,
     Entry,
+    holds_proxy,
     load_hall_of_fame,
+    search_kendall,
     write_hall_of_fame,
 )
 from autoprox.search.rundir import RunDirectory, RunDirError, read_json
@@ -124,12 +126,10 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         except GenomeError as exc:
             warnings.warn(f"{run.file('best.json')}: its genome is not valid ({exc}); shown without it", stacklevel=2)
             best = None
-    best_kendall = _search_kendall(best)
+    best_kendall = search_kendall(best)
 
     def is_best(entry) -> bool:
-        """The entry best.json holds: its genome, or the simpler one of the same behaviour the hall keeps."""
-        return entry.canonical == best_canonical or (best_kendall is not None and _same_kendall(entry.kendall,
-                                                                                                best_kendall))
+        return holds_proxy(entry, best_canonical, best_kendall)
 
     done = _iterations_done(run, hall.iteration)
     settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
@@ -215,19 +215,6 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         lines += format_beyond_size(labels, label="rank")
         lines.append(BEYOND_SIZE_LEGEND)
     return "\n".join(lines) + "\n"
-
-
-def _search_kendall(best: Mapping | None) -> dict[str, float] | None:
-    """best.json's search-split Kendall per target, or None when it has none."""
-    targets = ((best or {}).get("search") or {}).get("targets")
-    if not isinstance(targets, Mapping) or not targets:
-        return None
-    values = {t: (m or {}).get("kendall") for t, m in targets.items() if isinstance(m, Mapping)}
-    return values if values and all(isinstance(v, (int, float)) for v in values.values()) else None
-
-
-def _same_kendall(a: Mapping, b: Mapping) -> bool:
-    return set(a) == set(b) and all(abs(float(a[t]) - float(b[t])) <= 1e-12 for t in a)
 
 
 BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Kendall with the parameter count, the depth; "

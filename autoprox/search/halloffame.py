@@ -222,6 +222,24 @@ def distinct_entries(entries: Iterable[Entry]) -> list[Entry]:
     return sorted(kept.values(), key=Entry.sort_key)
 
 
+def search_kendall(best: Mapping | None) -> dict[str, float] | None:
+    """The search-split Kendall per target a ``best.json`` records, or None when it has none."""
+    targets = ((best or {}).get("search") or {}).get("targets")
+    if not isinstance(targets, Mapping) or not targets:
+        return None
+    values = {t: (m or {}).get("kendall") for t, m in targets.items() if isinstance(m, Mapping)}
+    return values if values and all(isinstance(v, (int, float)) for v in values.values()) else None
+
+
+def holds_proxy(entry: Entry, canonical: str | None, kendall: Mapping[str, float] | None) -> bool:
+    """Whether ``entry`` stands for the proxy of canonical form ``canonical`` and search Kendall ``kendall``
+    (a run's ``best.json``): that genome, or the simpler one of the same behaviour the hall keeps."""
+    if canonical is not None and entry.canonical == canonical:
+        return True
+    return kendall is not None and set(entry.kendall) == set(kendall) and all(
+        abs(float(entry.kendall[t]) - float(kendall[t])) <= 1e-12 for t in kendall)
+
+
 def write_hall_of_fame(run: RunDirectory, hall: HallOfFame) -> None:
     atomic_write_json(run.file(HALL_OF_FAME), hall.to_json())
 
