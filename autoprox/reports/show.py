@@ -165,7 +165,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         lines.append(f"{rank:>4}{mark}  {format_float(entry.jcm)}  {taus}  {entry.complexity:>5}  {text}{same}")
     alike = next((r for r, e in enumerate(rows, start=1) if is_best(e) and e.canonical != best_canonical), None)
     if alike is not None:
-        lines.append(f"best.json holds {best['genome']}, kept as #{alike} (the same ranking, fewer nodes)")
+        lines.append(f"best.json holds {best['genome']}, kept as #{alike} (the same ranking: the hall keeps one genome per ranking, the simplest)")
     elif best is not None and best_canonical is not None and not any(is_best(r) for r in rows):
         rank = next((r for r, e in enumerate(hall.entries, start=1) if is_best(e)), None)
         where = f"rank {rank} of the hall of fame" if rank else "not in the hall of fame"
