@@ -30,6 +30,7 @@ from autoprox.genome.tree import (
 )
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
+from autoprox.search.multispace import MultiRunContext, open_context
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.rundir import RunDirectory, read_json
@@ -109,15 +110,25 @@ class FoundProxy:
         return float(score_architecture(self.tree, stats, terminals or None))
 
 
+def _bench_files(space, bench) -> str | tuple[str, ...]:
+    """The benchmark file of ``space``/``bench``, or the files of several (spaces first, then benchmarks)."""
+    spaces = [] if space is None else [space] if isinstance(space, str) else list(space)
+    files = [] if bench is None else [str(bench)] if isinstance(bench, (str, Path)) else [str(b) for b in bench]
+    chosen = [str(default_bench_path(s)) for s in spaces] + files
+    return chosen[0] if len(chosen) == 1 else tuple(chosen)
+
+
 class ProxySearch:
     """A proxy search as an estimator: set it up, :meth:`fit` it, read the fitted attributes.
 
     Parameters
     ----------
-    space : {"autoformer", "pit"}, optional
-        Search space; picks the space's released benchmark file (found without flags).
-    bench : str, optional
-        A benchmark file instead of ``space``.
+    space : {"autoformer", "pit"} or sequence of them, optional
+        Search space; picks the space's released benchmark file (found without flags). Several
+        (``space=["autoformer", "pit"]``): one search over all of them, its fitness the JCM over
+        every (benchmark, target) pair (``bench_weights={"pit": 2}`` weighs a benchmark).
+    bench : str or sequence of str, optional
+        A benchmark file instead of ``space`` (several: as several spaces).
     targets : sequence of str
         Targets of the joint correlation metric (default: the KD columns plus imagenet_super).
     iterations, population, seed : int
@@ -178,7 +189,7 @@ class ProxySearch:
             names = list(AGGREGATIONS)
         names = [n if n.startswith("block_") else f"block_{n}" for n in names]
         space = GenomeSpace(self.genome, tuple(names), self.arch_terminals)
-        bench = self.bench or str(default_bench_path(self.space))
+        bench = _bench_files(self.space, self.bench)
         return SearchSettings(bench=bench, targets=self.targets, evolution=evolution, genome=space.to_json(),
                               cv_folds=self.cv_folds, **extra_settings)
 
@@ -190,7 +201,8 @@ class ProxySearch:
         run = RunDirectory(out)
         if run.exists():
             recorded = run.config()["settings"]
-            wanted = RunContext.from_settings(self.search_settings()).settings.to_json()
+            settings = self.search_settings()
+            wanted = (MultiRunContext if settings.multi_space else RunContext).from_settings(settings).settings.to_json()
             if recorded != wanted:
                 raise RunDirError(f"{out} holds another search; choose another out")
             run_search(None, out, resume=True, quiet=self.quiet)
@@ -235,7 +247,7 @@ class ProxySearch:
 
     def context(self) -> RunContext:
         """The run's :class:`RunContext` (benchmark, split, statistics), to score other proxies on it."""
-        return RunContext.open(self.run_dir_)
+        return open_context(self.run_dir_)
 
     def __repr__(self) -> str:
         fitted = f", fitted: {self.best_.genome}" if hasattr(self, "best_") else ""

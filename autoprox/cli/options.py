@@ -77,6 +77,27 @@ def record_given_options(parser: argparse.ArgumentParser) -> None:
     parser.register("action", "store_true", store_true)
 
 
+#: Namespace attribute listing every ``--space`` and ``--bench`` given, in order: ``("space", NAME)`` or
+#: ``("bench", FILE)`` (a search over several benchmarks repeats them).
+BENCHES_GIVEN = "benches_given"
+
+
+class _RepeatableStore(argparse._StoreAction):
+    """``--space`` / ``--bench``: the first value given in ``dest`` (what a one-benchmark command reads),
+    every value in order in :data:`BENCHES_GIVEN`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = list(getattr(namespace, BENCHES_GIVEN, None) or ())
+        if not any(kind == self.dest for kind, _ in given):
+            setattr(namespace, self.dest, values)
+        setattr(namespace, BENCHES_GIVEN, given + [(self.dest, values)])
+
+
+def benches_given(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Every ``--space`` and ``--bench`` given, in order (:data:`BENCHES_GIVEN`)."""
+    return list(getattr(args, BENCHES_GIVEN, None) or ())
+
+
 def given_options(args: argparse.Namespace) -> set[str]:
     return set(getattr(args, GIVEN, None) or ())
 
@@ -170,15 +191,23 @@ def bench_path(args: argparse.Namespace) -> str:
 def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_help: str) -> None:
     """Options of ``search``, shared by ``transfer`` (which runs one search per held-out target)."""
     record_given_options(search)
-    search.add_argument("--space", choices=space_choices(),
-                        help=f"search space; picks its released benchmark file ({', '.join(BENCH_FILE_NAMES)})")
+    repeatable = _recording(_RepeatableStore)
+    search.add_argument("--space", choices=space_choices(), action=repeatable,
+                        help=f"search space; picks its released benchmark file ({', '.join(BENCH_FILE_NAMES)}); "
+                             "repeated (or with --bench), a search over every space at once")
     add_space_file_option(search)
-    search.add_argument("--bench", help="benchmark file (default: the space's released file, found without flags)")
+    search.add_argument("--bench", action=repeatable,
+                        help="benchmark file (default: the space's released file, found without flags); may be "
+                             "repeated: a search over several benchmarks, fitness the JCM over every "
+                             "(benchmark, target) pair")
     search.add_argument("--out", help=out_help)
     search.add_argument("--resume", action="store_true", help=resume_help)
     search.add_argument("--targets", type=str_list, default=(),
                         help="comma-separated targets (default: the KD columns plus imagenet_super)")
     search.add_argument("--weights", type=weights_option, default={}, help="JCM weights, e.g. c100_kd=2,flower_kd=1 (default equal)")
+    search.add_argument("--bench-weights", type=weights_option, default={},
+                        help="with several benchmarks: the weight of each by space, e.g. autoformer=1,pit=1 "
+                             "(default equal); a pair weighs its benchmark's weight times its target's")
     search.add_argument("--split-seed", type=int, default=0, help="seed of the search/test split")
     search.add_argument("--search-fraction", type=finite_float, default=0.6, help="share of architectures searched on")
     search.add_argument("--seed", type=int, default=0, help="seed of the evolution")
@@ -350,8 +379,16 @@ def search_settings(args: argparse.Namespace):
     )
     space = genome_space(args)
     seed_genomes = tuple(seed_genome(p) for p in args.seed_proxies)
+    given = benches_given(args)
+    if len(given) > 1:  # several benchmarks: one search over all of them
+        bench = tuple(bench_path(argparse.Namespace(**{"space": None, "bench": None, kind: value}))
+                      for kind, value in given)
+    else:
+        bench = bench_path(args)
+    if args.bench_weights and len(given) < 2:
+        raise ConfigError("--bench-weights weighs several benchmarks; give --space or --bench more than once")
     return SearchSettings(
-        bench=bench_path(args), targets=tuple(args.targets), weights=args.weights, split_seed=args.split_seed,
+        bench=bench, bench_weights=args.bench_weights, targets=tuple(args.targets), weights=args.weights, split_seed=args.split_seed,
         search_fraction=args.search_fraction, input=args.input, batch_size=args.batch_size,
         stat_seeds=tuple(args.stat_seeds), per_target_stats=args.per_target_stats, cache_dir=args.cache_dir,
         cache_precision=args.cache_precision, workers=args.workers, seed_proxies=seed_genomes,
@@ -370,7 +407,7 @@ def _given_and_recorded(dest: str, args: argparse.Namespace, settings, space: st
     if dest in evolution_fields:
         return getattr(args, dest), getattr(evolution, evolution_fields[dest])
     if dest == "space":
-        return args.space, space
+        return "+".join(v for kind, v in benches_given(args) if kind == "space"), space
     if dest == "bench":
         return args.bench, settings.bench
     if dest == "seed_proxies":
