@@ -1,0 +1,87 @@
+"""A multi-space fitness evaluation against the single-space ones, per architecture.
+
+Times the same valid random template genomes three ways on cached statistics of the search
+splits (60 AutoFormer, 60 PiT architectures; --search-fraction 0.6, split seed 0): on
+AutoFormer alone, on PiT alone, and on both at once through the multi-space evaluator
+(:class:`autoprox.search.multispace.MultiFitnessEvaluator`); the three are interleaved
+genome by genome so that the machine's load weighs on each alike. Reports the median
+seconds per genome and per architecture of each, and the ratio of the multi-space time per
+architecture to the single-space one (the two spaces' times summed over their architectures).
+The caches must be warm (``autoprox cache build --space autoformer`` and ``--space pit``).
+
+Usage: python benchmarks/bench_multispace.py [--genomes 30] [--evaluation counted|exact]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import machine  # noqa: E402
+
+from autoprox.data.benchmark import default_bench_path  # noqa: E402
+from autoprox.genome.tree import GenomeSpace  # noqa: E402
+from autoprox.search.evolution import random_genome  # noqa: E402
+from autoprox.search.multispace import MultiRunContext, multi_evaluator  # noqa: E402
+from autoprox.search.settings import SearchSettings  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--genomes", type=int, default=30, help="valid random genomes to time")
+    parser.add_argument("--evaluation", choices=("counted", "exact"), default="counted")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    settings = SearchSettings(bench=(str(default_bench_path("autoformer")), str(default_bench_path("pit"))),
+                              evaluation=args.evaluation)
+    context = MultiRunContext.from_settings(settings)
+    multi = multi_evaluator(context, None, quiet=True)
+    singles = multi_evaluator(context, None, quiet=True).evaluators  # separate memos: nothing is shared
+    multi.prepare()
+    for evaluator in singles.values():
+        evaluator.prepare()
+    sizes = {p.bench.space: len(p.split.search) for p in context.parts}
+    rng = random.Random(args.seed)
+    times = {"multi": [], **{space: [] for space in singles}}
+    space = GenomeSpace()
+    timed = 0
+    while timed < args.genomes:
+        tree = random_genome(rng, space)
+        rows = {}
+        for name, evaluator in [("multi", multi), *singles.items()]:
+            evaluator.memo.clear()
+            if name == "multi":
+                for inner in multi.evaluators.values():
+                    inner.memo.clear()
+            start = time.perf_counter()
+            record = evaluator.evaluate(tree)
+            rows[name] = (time.perf_counter() - start, record.valid)
+        if all(valid for _, valid in rows.values()):
+            for name, (seconds, _) in rows.items():
+                times[name].append(seconds)
+            timed += 1
+    total = sum(sizes.values())
+    single_per_arch = statistics.median(
+        [sum(times[s][i] for s in sizes) / total for i in range(args.genomes)])
+    multi_per_arch = statistics.median([t / total for t in times["multi"]])
+    print(f"machine: {machine()}")
+    print(f"{args.genomes} valid random template genomes, evaluation {args.evaluation}, "
+          f"search splits {', '.join(f'{s} {n}' for s, n in sizes.items())}")
+    for name, values in times.items():
+        archs = total if name == "multi" else sizes[name]
+        print(f"  {name:<11} median {statistics.median(values):.4f} s per genome, "
+              f"{statistics.median(values) / archs * 1e3:.3f} ms per architecture")
+    print(f"  multi-space per architecture / single-space per architecture: {multi_per_arch / single_per_arch:.2f}")
+    multi.close()
+    for evaluator in singles.values():
+        evaluator.close()
+
+
+if __name__ == "__main__":
+    main()
