@@ -488,6 +488,10 @@ for _space in SPACE_NAMES:
     TABLES[f"repeats-{_space}"] = ("results", _per_space(repeats_table, _space))
 TABLES["beyond-size"] = ("results", beyond_size_table)
 TABLES["vit-search"] = ("results", vit_search_table)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from docs_tables_cross import tables as _cross_tables  # noqa: E402 (the leave-one-space-out tables, beside this file)
+
+TABLES.update(_cross_tables())
 
 
 # ---------------------------------------------------------------------------- pages
