@@ -26,6 +26,7 @@ from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.genome.tree import parse_genome, score_architecture
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
+from autoprox.search.multispace import MultiRunContext, open_context
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.options import (
     option_values,
@@ -119,7 +120,8 @@ class FoundProxy:
         if not parsed:
             raise ConfigError("no architecture to score")
         if self.run_dir is not None:
-            context = RunContext.open(self.run_dir)
+            context = open_context(self.run_dir)
+            context = context.parts[0] if isinstance(context, MultiRunContext) else context  # one plan for all
             plan, cache = context.plan, context.cache
             workers = context.settings.workers if workers is None else workers
             if cache_dir is not None:
@@ -305,9 +307,10 @@ class ProxySearch:
             raise RunDirError("this search is not fitted yet: call fit() or use ProxySearch.from_run")
         return equation_table(self.context(), self.hall_of_fame_)
 
-    def context(self) -> RunContext:
-        """The run's :class:`RunContext` (benchmark, split, statistics), to score other proxies on it."""
-        return RunContext.open(self.run_dir_)
+    def context(self) -> RunContext | MultiRunContext:
+        """The run's :class:`RunContext` (benchmark, split, statistics), to score other proxies on it
+        (a :class:`~autoprox.search.multispace.MultiRunContext` for a search over several spaces)."""
+        return open_context(self.run_dir_)
 
 
 __all__ = ["FoundProxy", "ProxySearch"]

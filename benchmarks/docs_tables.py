@@ -312,6 +312,10 @@ for _space in SPACE_NAMES:
     TABLES[f"recommended-{_space}"] = ("results", _per_space(recommended_table, _space))
     TABLES[f"repeats-{_space}"] = ("results", _per_space(repeats_table, _space))
 TABLES["vit-search"] = ("results", vit_search_table)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from docs_tables_cross import tables as _cross_tables  # noqa: E402 (the leave-one-space-out tables, beside this file)
+
+TABLES.update(_cross_tables())
 
 
 # ---------------------------------------------------------------------------- pages

@@ -30,6 +30,15 @@ def test_every_committed_run_is_found():
 @pytest.mark.parametrize("run", COMMITTED, ids=[str(p.relative_to(RUNS)) for p in COMMITTED])
 def test_committed_run_opens_with_its_recorded_split_and_benchmark(run):
     config = json.loads((run / "config.json").read_text())
+    if isinstance(config["settings"]["bench"], list):  # a search over several spaces: one part per benchmark
+        from autoprox.search.multispace import open_context
+
+        context = open_context(run)
+        assert [p.bench.sha256 for p in context.parts] == [b["sha256"] for b in config["benchmark"]]
+        assert all(list(p.targets) == config["settings"]["targets"] for p in context.parts)
+        assert context.split.to_json() == config["split"]
+        assert not any(Path(b).is_absolute() for b in config["settings"]["bench"])
+        return
     context = RunContext.open(run)
     assert context.bench.sha256 == config["benchmark"]["sha256"]
     assert list(context.targets) == config["settings"]["targets"]

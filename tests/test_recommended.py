@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from autoprox.core.errors import ProxyError
+from tests.conftest import REPO
 from autoprox.proxies.recommended import (
     ENVIRONMENT,
     FORMAT,
@@ -95,11 +96,16 @@ def test_the_committed_manifest_names_a_proxy_for_every_target_of_both_spaces():
     manifest = packaged_manifest()
     data = load_manifest(manifest)
     expected = {"autoformer": {"joint", "c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super"},
-                "pit": {"joint", "c100_kd", "flower_kd", "chaoyang_kd"}}
+                "pit": {"joint", "c100_kd", "flower_kd", "chaoyang_kd"},
+                # the label-free proxy, searched on both spaces: one formula for every shared target
+                "any": {"joint", "c100_kd", "flower_kd", "chaoyang_kd", "c100_base", "flower_base", "chaoyang_base"}}
     assert {space: set(entries) for space, entries in data["spaces"].items()} == expected
     for name in recommended_names(data):
         path, entry = resolve_recommended(name, manifest)
         proxy = resolve_proxy(str(path))
+        if name.startswith("recommended:any/"):
+            assert proxy.genome is not None and (REPO / entry["run"] / "best.json").is_file()
+            continue
         target = entry.get("target")
         if target is None:
             assert set(proxy.targets) == expected[name.split(":")[1].split("/")[0]] - {"joint"}

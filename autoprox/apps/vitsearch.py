@@ -59,6 +59,20 @@ TOP_CSV = "top.csv"
 
 
 
+#: The proxy of a space that has no labelled benchmark: searched on every labelled space, and chosen by
+#: how it ranked spaces its search never saw (docs/results.md, "Across spaces").
+UNLABELLED_DEFAULT = "recommended:any/joint"
+
+
+def default_proxy(space: str) -> str:
+    """The proxy ``vit-search`` uses when none is given: the space's own recommended proxy where the
+    space has a labelled benchmark (AutoFormer-Ti, PiT), else :data:`UNLABELLED_DEFAULT` (AutoFormer-S/B,
+    space files, timm models)."""
+    from autoprox.data.benchmark import BENCH_FILE_NAMES
+
+    return f"recommended:{space}/joint" if space in BENCH_FILE_NAMES else UNLABELLED_DEFAULT
+
+
 def parse_budget(text: str) -> tuple[float, float]:
     """``"4:9"`` (millions of parameters) -> (4e6, 9e6)."""
     lo, sep, hi = text.partition(":")

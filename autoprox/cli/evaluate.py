@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from autoprox.cli.options import add_search_options, executor_from_args, search_settings
+from autoprox.cli.options import (
+    add_search_options,
+    executor_from_args,
+    search_settings,
+    str_list,
+)
 from autoprox.core.errors import RunDirError
 from autoprox.data.benchmark import load_benchmark
 
@@ -53,6 +58,18 @@ def add_parser(sub) -> None:
                                "fold's proxy is the equal-weight rank average of all their best proxies, written to "
                                "OUT/repeat-R/fold-K-bagged.json (--selection must be best). With --reuse-searches only "
                                "the bags run (default 0: no bagging)")
+    cross = evaluate.add_argument_group("leave one space out (several labelled spaces)")
+    cross.add_argument("--leave-space-out", action="store_true",
+                       help="with --space (or --bench) given more than once: leave each space out in turn, search on "
+                            "every architecture of the others with --seeds seeds, and score the chosen proxy on all the "
+                            "left-out space's architectures beside the parameter count, MACs, the zoo proxies, the "
+                            "published Auto-Prox proxies and the descriptor and blend chosen on the other spaces; "
+                            "OUT/protocol.json holds everything")
+    cross.add_argument("--seeds", type=int, default=None, help="search seeds per left-out space (default 5)")
+    cross.add_argument("--zoo-baselines", type=str_list, default=None, metavar="LIST",
+                       help="the zoo proxies scored as baselines (default all; 'none' for none)")
+    cross.add_argument("--bootstrap", type=int, default=None,
+                       help="bootstrap resamples of the left-out architectures (default 1000; 0: none)")
     protocol.add_argument("--bag-fraction", type=float, default=None, metavar="F",
                           help="the fraction of a fold's search part each bag searches on (default 0.5)")
 
@@ -61,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.apps.protocol import PROTOCOL_FILE, run_protocol
     from autoprox.apps.protocol_summary import format_protocol
 
+    if args.leave_space_out:
+        return _leave_space_out(args)
     options = {"folds": args.folds, "repeats": args.repeats, "protocol_seed": args.protocol_seed,
                "fold_workers": args.fold_workers, "selection": args.selection, "quiet": args.quiet,
                "bags": args.bags, "bag_fraction": args.bag_fraction}
@@ -92,3 +111,36 @@ def run(args: argparse.Namespace) -> int:
 def _fold_executor(args: argparse.Namespace, executor):
     """Folds go to the cluster only when --scheduler names one; else --fold-workers decides."""
     return executor if getattr(args, "scheduler", None) else None
+
+
+def _leave_space_out(args: argparse.Namespace) -> int:
+    """``evaluate --leave-space-out``: the leave-one-space-out protocol (:mod:`autoprox.apps.cross_space`)."""
+    from autoprox.apps.cross_space import (
+        PROTOCOL_FILE,
+        format_cross_space,
+        run_cross_space,
+    )
+    from autoprox.core.errors import ConfigError
+
+    zoo = None if args.zoo_baselines is None else [z for z in args.zoo_baselines if z != "none"]
+    iterations = None
+    if args.resume:
+        if not args.out:
+            raise RunDirError("--resume needs --out PROTOCOL_DIR")
+        settings = search_settings(args) if (args.space or args.bench) else None
+        out = Path(args.out)
+        iterations = args.iterations  # a new total for every search
+    else:
+        settings = search_settings(args)
+        if not settings.multi_space:
+            raise ConfigError("--leave-space-out needs at least two labelled spaces: give --space (or --bench) "
+                              "more than once")
+        spaces = "+".join(load_benchmark(b).space for b in settings.benches)
+        out = Path(args.out or f"runs/leave-space-out-{spaces}-seed{args.seed}")
+    protocol = run_cross_space(settings, out, seeds=args.seeds, zoo=zoo, bootstrap=args.bootstrap,
+                               resume=args.resume, quiet=args.quiet,
+                               search_workers=args.fold_workers, iterations=iterations)
+    print(format_cross_space(protocol), end="")
+    print(f"written to {out / PROTOCOL_FILE}")
+    return 0 if protocol.get("finished") else 130
+

@@ -84,6 +84,27 @@ def record_given_options(parser: argparse.ArgumentParser) -> None:
     parser.register("action", "store_true", store_true)
 
 
+#: Namespace attribute listing every ``--space`` and ``--bench`` given, in order: ``("space", NAME)`` or
+#: ``("bench", FILE)`` (a search over several benchmarks repeats them).
+BENCHES_GIVEN = "benches_given"
+
+
+class _RepeatableStore(argparse._StoreAction):
+    """``--space`` / ``--bench``: the first value given in ``dest`` (what a one-benchmark command reads),
+    every value in order in :data:`BENCHES_GIVEN`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = list(getattr(namespace, BENCHES_GIVEN, None) or ())
+        if not any(kind == self.dest for kind, _ in given):
+            setattr(namespace, self.dest, values)
+        setattr(namespace, BENCHES_GIVEN, given + [(self.dest, values)])
+
+
+def benches_given(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Every ``--space`` and ``--bench`` given, in order (:data:`BENCHES_GIVEN`)."""
+    return list(getattr(args, BENCHES_GIVEN, None) or ())
+
+
 def given_options(args: argparse.Namespace) -> set[str]:
     return set(getattr(args, GIVEN, None) or ())
 
@@ -97,6 +118,9 @@ def add_table_option(parser, option: Option, help: str | None = None) -> None:
     kwargs: dict[str, Any] = {"help": help or option.help, "default": option.default}
     if option.flag:
         kwargs["action"] = "store_true"
+    elif option.several:  # the first value in dest (what one-benchmark commands read), all of them in order
+        kwargs["action"] = _recording(_RepeatableStore)
+        kwargs["type"] = _argparse_type(option)
     else:
         kwargs["type"] = _argparse_type(option)
         if option.repeat:
@@ -178,8 +202,14 @@ def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_he
 
 
 def table_values(args: argparse.Namespace, command: str = "search") -> dict[str, Any]:
-    """The option table's values of ``command`` in ``args`` (what ``ProxySearch`` takes as parameters)."""
-    return option_values({o.name: getattr(args, o.name) for o in options_for(command)}, command)
+    """The option table's values of ``command`` in ``args`` (what ``ProxySearch`` takes as parameters);
+    ``--space`` and ``--bench`` given several times give a tuple of every value."""
+    given = {o.name: getattr(args, o.name) for o in options_for(command)}
+    for name in ("space", "bench"):
+        values = [value for kind, value in benches_given(args) if kind == name]
+        if len(values) > 1:
+            given[name] = tuple(values)
+    return option_values(given, command)
 
 
 def add_spread_option(parser, help: str | None = None) -> None:

@@ -132,11 +132,14 @@ def run(args: argparse.Namespace) -> int:
     if proxy.note:
         print(f"{proxy.name}: {proxy.note}", file=sys.stderr)
     bench = load_benchmark(bench_path(args))
-    part = args.split or default_part(proxy.provenance.get("split"), len(bench))
+    recorded_split = proxy.provenance.get("split")
+    if isinstance(recorded_split, list):  # a multi-space run's proxy: the split of this benchmark's space, if any
+        recorded_split = next((s for s in recorded_split if isinstance(s, dict) and s.get("space") == bench.space), None)
+    part = args.split or default_part(recorded_split, len(bench))
     if args.split is None and part == "test":
         print(f"split: test, the architectures the search of {args.proxy} never saw (its run's recorded split); "
               "--split all ranks every architecture", file=sys.stderr)
-    context = evaluation_context(args, proxy.provenance.get("split"), all_targets=True, part=part, bench=bench)
+    context = evaluation_context(args, recorded_split, all_targets=True, part=part, bench=bench)
     indices = context.indices(part)
     if proxy.kind != "architecture" and not args.json:
         print(f"scoring {len(indices)} architectures with {proxy.name}", file=sys.stderr)

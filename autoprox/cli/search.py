@@ -7,6 +7,7 @@ from pathlib import Path
 
 from autoprox.cli.options import (
     add_search_options,
+    benches_given,
     check_resume_options,
     executor_from_args,
     given_options,
@@ -47,19 +48,26 @@ def run(args: argparse.Namespace) -> int:
         given = given_options(args)
         with executor_from_args(args) as executor:
             report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=args.iterations,
-                                bench=args.bench if "bench" in given else None,
+                                bench=_resume_benches(args) if "bench" in given else None,
                                 workers=args.workers if "workers" in given else None,
                                 cache_dir=args.cache_dir if "cache_dir" in given else None, executor=executor,
                                 on_checkpoint=reports)
     else:
         settings = search_settings(args)
-        out = args.out or f"runs/{load_benchmark(settings.bench).space}-seed{args.seed}"
+        spaces = "+".join(load_benchmark(b).space for b in settings.benches)
+        out = args.out or f"runs/{spaces}-seed{args.seed}"
         with executor_from_args(args) as executor:
             report = run_search(settings, out, quiet=args.quiet, executor=executor, on_checkpoint=reports)
     _print_best(report)
     if reports is not None:
         _write_report(report["run"], reports)
     return 0 if report.get("finished") else 130
+
+
+def _resume_benches(args: argparse.Namespace):
+    """Where a resumed run's benchmark is: the one ``--bench``, or each of several, in order."""
+    files = [value for kind, value in benches_given(args) if kind == "bench"]
+    return files[0] if len(files) == 1 else files
 
 
 def _print_best(report: dict) -> None:

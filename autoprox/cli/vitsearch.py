@@ -36,9 +36,11 @@ def add_parser(sub) -> None:
     )
     vit.add_argument("--space", choices=space_choices(), help="search space (sampling mode); or --space-file")
     add_space_file_option(vit)
-    vit.add_argument("--proxy", required=True,
-                     help="params, flops, a zoo proxy, autoprox_a/p, a genome string or a proxy JSON; "
-                          "with --on-bench also 'all' or a comma list")
+    vit.add_argument("--proxy", default=None,
+                     help="params, flops, a zoo proxy, autoprox_a/p, a recommended: name, a genome string or a proxy "
+                          "JSON; with --on-bench also 'all' or a comma list (default: recommended:SPACE/joint for a "
+                          "space with a labelled benchmark, else recommended:any/joint, the proxy searched on every "
+                          "labelled space and chosen on spaces its search never saw)")
     vit.add_argument("--samples", type=int, default=400, help="distinct architectures to sample (default 400)")
     vit.add_argument("--params", default=None,
                      help="parameter budget MIN:MAX in millions (default: the paper's, autoformer 4:9, pit 2:25; "
@@ -76,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if not space:
         raise BenchmarkError("give --space NAME or --space-file FILE (or --on-bench FILE)")
     cpu_only(args, "vit-search (sampling fresh architectures)")
+    _default_proxy(args, space)
     budget = parse_budget(args.params) if args.params else (
         tuple(x * 1e6 for x in PAPER_BUDGETS[space]) if space in PAPER_BUDGETS else param_range(space, args.classes))
     proxy = resolve_proxy(args.proxy)
@@ -124,12 +127,22 @@ def _ensemble_statistics(proxy: EnsembleProxy, args: argparse.Namespace, stats: 
     return recorded
 
 
+def _default_proxy(args: argparse.Namespace, space: str) -> None:
+    """``--proxy`` left out: the default of :func:`autoprox.apps.vitsearch.default_proxy` for ``space``, said on stderr."""
+    from autoprox.apps.vitsearch import default_proxy
+
+    if args.proxy is None:
+        args.proxy = default_proxy(space)
+        print(f"--proxy not given: {args.proxy} for space {space}", file=sys.stderr)
+
+
 def _vit_search_on_bench(args: argparse.Namespace) -> int:
     from autoprox.apps.vitsearch import parse_budget, pick_on_bench, picks_table
     from autoprox.proxies.proxy import resolve_proxies
     from autoprox.spaces.architectures import count_params
 
     bench = load_benchmark(args.on_bench)
+    _default_proxy(args, bench.space)
     targets = bench.check_targets(list(args.targets) or bench.targets)
     indices = split_benchmark(len(bench), args.split_seed).indices(args.split, len(bench))
     if args.params:

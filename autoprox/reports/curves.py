@@ -88,9 +88,9 @@ def params_reference(run: RunDirectory, config: dict) -> tuple[float | None, str
             pass
     try:
         from autoprox.proxies.proxy import Proxy
-        from autoprox.search.context import RunContext
+        from autoprox.search.multispace import open_context
 
-        result = RunContext.open(run).evaluate(Proxy("params"), "search", workers=1)
+        result = open_context(run).evaluate(Proxy("params"), "search", workers=1)
         return float(result["jcm"]), "computed from the benchmark"
     except AutoproxError as exc:  # the reference line is optional; the plot says why it is missing
         return None, f"no parameter-count reference ({one_line(exc)})"

@@ -67,18 +67,20 @@ def hall_beyond_size(run: RunDirectory, entries: Iterable[Entry], progress: bool
     from autoprox.core.progress import Progress
     from autoprox.data.cache import build_cache
     from autoprox.proxies.proxy import Proxy
-    from autoprox.search.context import RunContext
+    from autoprox.search.multispace import open_context
 
-    context = RunContext.open(run)
+    context = open_context(run)
     indices = context.indices("search")
     entries = list(entries)
-    requests = context.plan.requests(context.archs("search"))
-    missing = sum(not context.cache.contains(r) for r in requests)
-    if missing:
-        if progress:
-            print(f"beyond size: computing {missing} missing statistics entries of the search split", file=sys.stderr)
-        build_cache(context.cache, requests, workers=context.settings.workers,
-                    progress=Progress("statistics", every=15) if progress else None)
+    for part in getattr(context, "parts", (context,)):  # a multi-space run: each benchmark's
+        requests = part.plan.requests(part.archs("search"))
+        missing = sum(not part.cache.contains(r) for r in requests)
+        if missing:
+            if progress:
+                print(f"beyond size: computing {missing} missing statistics entries of the search split",
+                      file=sys.stderr)
+            build_cache(part.cache, requests, workers=part.settings.workers,
+                        progress=Progress("statistics", every=15) if progress else None)
     ticker = Progress(f"beyond size of {len(entries)} proxies, search split", every=5) if progress else None
     reports = {}
     if ticker:

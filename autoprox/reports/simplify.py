@@ -576,14 +576,15 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3, ext
     from autoprox.core.errors import AutoproxError
     from autoprox.data.cache import StatsRequest
     from autoprox.networks.statistics import InputSpec, compute_statistics
-    from autoprox.search.context import RunContext
+    from autoprox.search.multispace import open_context
     from autoprox.spaces.architectures import sample_arch
     from autoprox.spaces.descriptors import terminal_values
 
     found = []
     if run is not None:
         try:
-            context = RunContext.open(run)
+            context = open_context(run)
+            context = getattr(context, "parts", (context,))[0]  # a multi-space run: its first benchmark's
         except AutoproxError as exc:  # the check goes on with sampled architectures; say why
             warnings.warn(f"checking formulas on sampled architectures: {exc}", stacklevel=2)
         else:

@@ -80,6 +80,9 @@ class RunContext:
         default; None: no check): at least three measured values, not all equal. All this is
         checked before any statistics are computed.
         """
+        if settings.multi_space:
+            raise ConfigError(f"{len(settings.benches)} benchmarks given where one is taken; a search over several "
+                              "spaces is made by autoprox search (autoprox.search.multispace)")
         # A recorded bare file name (a portable run) is looked for in the usual places.
         bench = bench if bench is not None else load_benchmark(locate_benchmark(settings.bench))
         targets = tuple(bench.check_targets(list(settings.targets) or bench.default_targets()))

@@ -16,7 +16,7 @@ from autoprox.core.atomic import json_safe
 from autoprox.core.errors import ConfigError, DiskFullError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
-from autoprox.data.cache import StatisticsCache, build_cache, load_statistics
+from autoprox.data.cache import StatisticsCache
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.networks.statistics import torch_threads
 from autoprox.proxies.proxy import Proxy
@@ -32,29 +32,21 @@ from autoprox.search.evolution import (
     since_restart,
     stalled,
 )
-from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
+from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, hold_mapped re-exported)
+    MAP_STATISTICS_ABOVE,
+    MultiRunContext,
+    hold_mapped,
+    multi_evaluator,
+    open_context,
+    space_evaluator,
+)
 from autoprox.search.rundir import CHECKPOINT, EVALUATIONS, RunDirectory, read_records
 from autoprox.search.settings import SearchSettings, recorded_settings, settings_digest
-from autoprox.search.shards import ShardedScorer
-from autoprox.spaces.descriptors import terminal_values
 
 #: What ``best.json`` says in place of test figures when the run searched on every architecture.
 NO_TEST_PART = "no test part: the search used every architecture"
-#: Above this many statistics sets (search architectures times the plan's seed and class-count
-#: sets) a search memory-maps its statistics instead of holding them (the same numbers; about
-#: 26 MB per AutoFormer set would otherwise be held, 13 GB at 500; below it holding them is the
-#: faster: 0.25 s against 0.33-0.40 s per genome at 60).
-MAP_STATISTICS_ABOVE = 200
-
-
-def hold_mapped(architectures: int, sets_per_architecture: int = 1) -> bool:
-    """Whether a search over ``architectures``, each with ``sets_per_architecture`` statistics sets
-    (seeds times class counts), memory-maps its statistics (:data:`MAP_STATISTICS_ABOVE`): three
-    seeds of 80 architectures hold as much as 240 architectures of one."""
-    return architectures * sets_per_architecture > MAP_STATISTICS_ABOVE
-
-
 def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None,
                 fitness_choices: dict | None = None) -> dict:
     """``best.json``: the genome, its figures on both splits, and the parameter count's beside them.
@@ -154,7 +146,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     else:
         if settings is None:
             raise ConfigError("settings are needed for a new search")
-        context = RunContext.from_settings(settings, run)
+        context = (MultiRunContext if settings.multi_space else RunContext).from_settings(settings, run)
         run.check_creatable()
         run.path.mkdir(parents=True, exist_ok=True)
     with run.lock():
@@ -175,7 +167,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
 def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iterations: int | None,
                     workers: int | None, cache_dir: str | None) -> RunContext:
     """The context of a run to resume, checked against its checkpoint; the new total of iterations recorded."""
-    context = RunContext.open(run, bench=bench)
+    context = open_context(run, bench=bench)
     checkpoint = run.checkpoint()
     if checkpoint is not None:
         recorded = checkpoint.get("settings_digest")
@@ -189,11 +181,19 @@ def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iteratio
     session = {k: v for k, v in (("workers", workers), ("cache_dir", cache_dir)) if v is not None}
     if session:
         settings = replace(context.settings, **session)
-        context = replace(context, settings=settings,
-                          cache=StatisticsCache(settings.cache_dir, settings.cache_precision))
+        if isinstance(context, MultiRunContext):
+            context = replace(context, settings=settings, parts=tuple(
+                replace(p, settings=replace(p.settings, **session),
+                        cache=StatisticsCache(settings.cache_dir, settings.cache_precision)) for p in context.parts))
+        else:
+            context = replace(context, settings=settings,
+                              cache=StatisticsCache(settings.cache_dir, settings.cache_precision))
     if extend_iterations is not None:
         evolution = replace(context.settings.evolution, iterations=extend_iterations)
         context = replace(context, settings=replace(context.settings, evolution=evolution))
+        if isinstance(context, MultiRunContext):
+            context = replace(context, parts=tuple(replace(p, settings=replace(p.settings, evolution=evolution))
+                                                   for p in context.parts))
         config = run.config()
         config["settings"]["evolution"]["iterations"] = extend_iterations
         run.update_config(config)
@@ -220,41 +220,21 @@ def _evaluation_records(run: RunDirectory) -> list[tuple[dict, FitnessRecord]]:
     return records
 
 
-def _search(context: RunContext, resume: bool, stop_after: int | None, quiet: bool, hint: str,
+def _search(context: RunContext | MultiRunContext, resume: bool, stop_after: int | None, quiet: bool, hint: str,
             executor: Executor | None = None, on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
     """The search itself, in a locked run directory whose ``config.json`` is written."""
     run = context.run
-    settings, bench, split, plan, cache = (context.settings, context.bench, context.split, context.plan,
-                                           context.cache)
+    settings, bench, split = context.settings, context.bench, context.split
     targets = list(context.targets)
     digest = {"settings_digest": settings_digest(settings, bench.sha256)}
 
     _log(f"autoprox search: {bench.space}, {len(split.search)} search / {len(split.test)} test architectures, "
          f"targets {', '.join(targets)}, fitness {settings.fitness}, run directory {run.path}", quiet)
     # The search split's statistics first: the test split's are computed only for the final report.
-    search_archs = context.archs("search")
-    build_cache(cache, plan.requests(search_archs), workers=executor if executor is not None else settings.workers,
-                progress=None if quiet else Progress("statistics", every=15))
-    terminals = [terminal_values(a) for a in search_archs]
-    remote = None
-    if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
-        remote = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
-        stats = {key: [None] * len(search_archs) for key in plan.keys()}
+    if isinstance(context, MultiRunContext):
+        evaluator, fitness_choices = multi_evaluator(context, executor, quiet), None
     else:
-        # Counted evaluation holds the statistics as code counts; the stored arrays, which only the
-        # genomes it does not cover read, are then memory-mapped rather than held a second time.
-        stats = load_statistics(cache, plan, search_archs, mapped=settings.evaluation == "counted"
-                                or hold_mapped(len(search_archs), len(plan.keys())))
-    accuracies = context.accuracies("search")
-    folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
-    fitness = settings.fitness_mode
-    # The base of a fitness beyond it: fitted per target on the search part, once per run.
-    fitness_choices, bases = context.fitness_bases() if not fitness.plain else (None, None)
-    evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes, settings.weights,
-                                 terminals=terminals, folds=folds, fold_mode=settings.cv_mode, remote=remote,
-                                 fitness=fitness, bases=bases, kernels=settings.kernels,
-                                 threads=max(1, settings.workers) if remote is None else 1,
-                                 evaluation=settings.evaluation)
+        evaluator, fitness_choices = space_evaluator(context, executor, quiet)
     try:
         if evaluator.counted is not None:
             seconds = evaluator.prepare()

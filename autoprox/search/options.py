@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from autoprox.core.errors import BenchmarkError, ConfigError
@@ -69,6 +70,9 @@ class Option:
         The commands that take it.
     metavar : str, optional
         The placeholder ``--help`` shows.
+    several : bool
+        One value, or several when given more than once (``--space A --space B``): a string, or a
+        tuple of them.
     """
 
     name: str
@@ -82,6 +86,7 @@ class Option:
     session: bool = False
     commands: frozenset = SEARCH_COMMANDS
     metavar: str | None = None
+    several: bool = False
 
     @property
     def flag_name(self) -> str:
@@ -166,6 +171,22 @@ def text_list(name: str) -> Convert:
             raise ConfigError(f"expected strings, got {value!r}"[:200])
         return items
     return convert
+
+
+def one_or_several(name: str) -> Convert:
+    """One string, or several (a sequence of two or more) as a tuple; one in a sequence is that string."""
+    def convert(value: Any) -> str | tuple[str, ...]:
+        if isinstance(value, (str, Path)):
+            return str(value)
+        items = tuple(str(item) if isinstance(item, Path) else text(name)(item) for item in _sequence(name, value))
+        if not items:
+            raise ConfigError("expected at least one value")
+        return items[0] if len(items) == 1 else items
+    return convert
+
+
+def _several(value: Any) -> list[str]:
+    return [] if value is None else [value] if isinstance(value, str) else list(value)
 
 
 def integer_list(name: str) -> Convert:
@@ -257,19 +278,22 @@ _GENOME = "genome space and selection (beyond the paper; defaults are the paper'
 #: Every option of ``search``; ``transfer`` and ``evaluate`` take them all, and the
 #: statistics group is taken by ``rank``, ``cache build`` and ``vit-search`` too.
 SEARCH_OPTIONS: tuple[Option, ...] = (
-    Option("space", None, f"search space; picks its released benchmark file ({', '.join(BENCH_FILE_NAMES)})",
-           text("space")),
+    Option("space", None, f"search space; picks its released benchmark file ({', '.join(BENCH_FILE_NAMES)}); "
+           "repeated (or with --bench), one search over every space at once", one_or_several("space"), several=True),
     Option("space_file", (), "a declarative ViT family (JSON or TOML, docs/spaces.md) to register, so that a "
            "benchmark of it can be read or its architectures sampled; may be repeated", text("space_file"),
            repeat=True, metavar="FILE"),
-    Option("bench", None, "benchmark file (default: the space's released file, found without flags)", text("bench"),
-           session=True),
+    Option("bench", None, "benchmark file (default: the space's released file, found without flags); may be "
+           "repeated: a search over several benchmarks, fitness the JCM over every (benchmark, target) pair",
+           one_or_several("bench"), session=True, several=True),
     Option("out", None, "run directory (default runs/<space>-seed<seed>)", text("out"), session=True),
     Option("resume", False, "continue the run in --out where it stopped, with its recorded settings; --iterations "
            "(a new total), --workers, --cache-dir, --scheduler and --bench (the same file elsewhere) are honoured, "
            "any other option must agree with the run", flag=True, session=True),
     Option("targets", (), "comma-separated targets (default: the KD columns plus imagenet_super)", text_list("targets")),
     Option("weights", {}, "JCM weights, e.g. c100_kd=2,flower_kd=1 (default equal)", weights("weights")),
+    Option("bench_weights", {}, "with several benchmarks: the weight of each by space, e.g. autoformer=1,pit=1 "
+           "(default equal); a pair weighs its benchmark's weight times its target's", weights("bench_weights")),
     Option("split_seed", 0, "seed of the search/test split", integer("split_seed")),
     Option("search_fraction", 0.6, "share of architectures searched on",
            number("search_fraction", 0.0, 1.0, low_open=True)),
@@ -376,19 +400,21 @@ def register_space_files(values: Mapping[str, Any]) -> list:
     return [REGISTRY.register_file(path) for path in values.get("space_file") or ()]
 
 
-def bench_of(values: Mapping[str, Any]) -> str:
-    """The benchmark file the options name: ``bench``, else the space's released (packaged) file."""
+def bench_of(values: Mapping[str, Any]) -> str | tuple[str, ...]:
+    """The benchmark file the options name (``bench``, else the space's released, packaged file), or the
+    files of several (the spaces' first, then the benchmarks given): a search over all of them."""
     register_space_files(values)
-    if values.get("bench"):
-        return values["bench"]
-    space = values.get("space")
-    if space:
+    files = []
+    for space in _several(values.get("space")):
         check_space(space)
         if space not in BENCH_FILE_NAMES:
             raise BenchmarkError(f"space {space!r} has no released benchmark file (only "
                                  f"{', '.join(BENCH_FILE_NAMES)} have); give --bench FILE")
-        return str(default_bench_path(space))
-    raise BenchmarkError("give --space autoformer|pit or --bench FILE")
+        files.append(str(default_bench_path(space)))
+    files += _several(values.get("bench"))
+    if not files:
+        raise BenchmarkError("give --space autoformer|pit or --bench FILE")
+    return files[0] if len(files) == 1 else tuple(files)
 
 
 def genome_space_of(values: Mapping[str, Any]) -> GenomeSpace:
@@ -418,8 +444,12 @@ def settings_from_options(values: Mapping[str, Any]) -> SearchSettings:
     if values.get("device", "cpu") != "cpu":
         raise ConfigError(f"search runs on the CPU only; build the statistics first with "
                           f"autoprox cache build --device {values['device']}")
+    bench = bench_of(values)
+    if values["bench_weights"] and isinstance(bench, str):
+        raise ConfigError("--bench-weights weighs several benchmarks; give --space or --bench more than once")
     return SearchSettings(
-        bench=bench_of(values), targets=tuple(values["targets"]), weights=dict(values["weights"]),
+        bench=bench, bench_weights=dict(values["bench_weights"]), targets=tuple(values["targets"]),
+        weights=dict(values["weights"]),
         split_seed=values["split_seed"], search_fraction=values["search_fraction"], input=values["input"],
         batch_size=values["batch_size"], stat_seeds=tuple(values["stat_seeds"]),
         per_target_stats=values["per_target_stats"], cache_dir=values["cache_dir"],
@@ -438,7 +468,8 @@ def options_from_settings(settings: SearchSettings, space: str | None = None) ->
         ",".join(name.removeprefix("block_") for name in genomes.aggregations)
     values = {option.name: option.default for option in SEARCH_OPTIONS}
     values.update(
-        space=space or None, bench=settings.bench, targets=tuple(settings.targets), weights=dict(settings.weights),
+        space=None if settings.multi_space else space or None, bench=settings.bench,
+        bench_weights=dict(settings.bench_weights), targets=tuple(settings.targets), weights=dict(settings.weights),
         split_seed=settings.split_seed, search_fraction=settings.search_fraction, seed=evolution.seed,
         population=evolution.population_size, iterations=evolution.iterations,
         sample_ratio=evolution.sample_ratio, top_k=evolution.top_k, margin=evolution.margin,
@@ -470,6 +501,8 @@ def resume_conflicts(given: Mapping[str, Any], settings: SearchSettings, space: 
     differs from the run's recorded setting, as ``--name VALUE (the run has VALUE)``."""
     recorded = options_from_settings(settings, space)
     skip = set(honoured) | {option.name for option in SEARCH_OPTIONS if option.session} | {"space_file"}
+    if settings.multi_space:  # which spaces: the benchmarks' digests, checked on resume, say it
+        skip.add("space")
     conflicts = []
     for name in sorted(set(given) - skip):
         if name not in recorded:

@@ -21,7 +21,9 @@ from primitives import KERNEL_SETS
 class SearchSettings:
     """Everything a search depends on, as given by the user (recorded in ``config.json``)."""
 
-    bench: str
+    #: The benchmark file; several (a tuple) for a search over several spaces at once, whose
+    #: fitness is the JCM over every (benchmark, target) pair (:mod:`autoprox.search.multispace`).
+    bench: str | tuple[str, ...]
     targets: tuple[str, ...] = ()
     weights: Mapping[str, float] = field(default_factory=dict)
     split_seed: int = 0
@@ -55,6 +57,19 @@ class SearchSettings:
     #: entry, the committed runs' numbers bitwise) or ``counted`` (once per distinct stored value,
     #: the exact path where it does not apply; scores equal to float32 rounding).
     evaluation: str = DEFAULT_EVALUATION
+    #: With several benchmarks: the weight of each, by space name (default 1 each); a pair's weight in
+    #: the JCM is its benchmark's weight times its target's.
+    bench_weights: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def benches(self) -> tuple[str, ...]:
+        """The benchmark files, one or several."""
+        return (self.bench,) if isinstance(self.bench, str) else tuple(self.bench)
+
+    @property
+    def multi_space(self) -> bool:
+        """Whether the search runs over several benchmarks at once."""
+        return not isinstance(self.bench, str)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -74,6 +89,12 @@ class SearchSettings:
             del data["kernels"]
         if self.evaluation == DEFAULT_EVALUATION:  # nor the evaluation, when exact
             del data["evaluation"]
+        if self.multi_space:  # a list only when several: a single-space config reads as before
+            data["bench"] = list(self.bench)
+        if not self.bench_weights:
+            del data["bench_weights"]
+        else:
+            data["bench_weights"] = dict(self.bench_weights)
         data["genome"] = GenomeSpace.from_json(self.genome).to_json()
         data["targets"] = list(self.targets)
         data["stat_seeds"] = list(self.stat_seeds)
@@ -93,6 +114,9 @@ class SearchSettings:
         values["seed_proxies"] = tuple(values.get("seed_proxies", ()))
         values["evolution"] = EvolutionConfig(**values["evolution"])
         values["genome"] = dict(values.get("genome") or {})
+        if isinstance(values["bench"], list):
+            values["bench"] = tuple(values["bench"])
+        values["bench_weights"] = dict(values.get("bench_weights") or {})
         indices = values.get("split_indices")
         values["split_indices"] = None if indices is None else tuple(int(i) for i in indices)
         return cls(**values)
@@ -121,7 +145,9 @@ def _list_of(check):
 
 #: What each recorded setting must be (a missing optional one takes its default).
 _FIELD_CHECKS = {
-    "bench": lambda v: isinstance(v, str),
+    "bench": lambda v: isinstance(v, str) or (_list_of(lambda b: isinstance(b, str))(v) and len(v) >= 2),
+    "bench_weights": lambda v: isinstance(v, Mapping) and all(
+        isinstance(k, str) and _is_number(w) for k, w in v.items()),
     "targets": _list_of(lambda v: isinstance(v, str)),
     "weights": lambda v: isinstance(v, Mapping) and all(isinstance(k, str) and _is_number(w) for k, w in v.items()),
     "split_seed": _is_int,
@@ -171,17 +197,18 @@ def stats_plan(settings: SearchSettings, targets: Sequence[str]) -> StatsPlan:
 SESSION_SETTINGS = ("bench", "cache_dir", "workers")
 
 
-def settings_digest(settings: SearchSettings, bench_sha256: str) -> str:
+def settings_digest(settings: SearchSettings, bench_sha256: str | Sequence[str]) -> str:
     """SHA-256 of everything in ``settings`` that determines a search's result, and of its benchmark's content.
 
     A checkpoint records it; a resume whose settings give another digest would mix two searches.
-    Left out: :data:`SESSION_SETTINGS` and the total of iterations.
+    Left out: :data:`SESSION_SETTINGS` and the total of iterations. ``bench_sha256``: one digest, or
+    one per benchmark of a multi-space search.
     """
     data = settings.to_json()
     for name in SESSION_SETTINGS:
         data.pop(name, None)
     data["evolution"] = {k: v for k, v in data["evolution"].items() if k != "iterations"}
-    data["benchmark_sha256"] = bench_sha256
+    data["benchmark_sha256"] = bench_sha256 if isinstance(bench_sha256, str) else list(bench_sha256)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -69,5 +69,41 @@ def descriptor_columns(archs) -> dict:
     return {name: np.array([d[name] for d in described], dtype=np.float64) for name in DESCRIPTORS}
 
 
+#: What each descriptor is in each built-in space: the same formula (:func:`describe`) reads
+#: different things where the spaces are built differently. A multi-space search accepts the
+#: architecture terminals only where every space it searches gives each descriptor one meaning
+#: (:func:`terminal_differences`).
+TERMINAL_MEANINGS = {
+    "autoformer": {
+        "params": "parameter count (100-class head)",
+        "macs": "multiply-accumulates of one 224x224 image (197 tokens in every block)",
+        "depth": "number of transformer blocks (12 to 16)",
+        "width": "the embedding width, one for every block (192 to 240)",
+        "heads": "mean number of attention heads over blocks (each block 3 or 4)",
+        "mlp_ratio": "mean MLP expansion ratio over blocks (each block 3.5 to 4)",
+    },
+    "pit": {
+        "params": "parameter count (100-class head)",
+        "macs": "multiply-accumulates of one 224x224 image (token count shrinks by stage)",
+        "depth": "number of transformer blocks over the three stages",
+        "width": "mean over blocks of the stage width base_dim x heads (the width doubles at each pooling)",
+        "heads": "mean over blocks of the stage's heads (the heads double at each pooling)",
+        "mlp_ratio": "the one MLP expansion ratio of every block",
+    },
+}
 
+
+def terminal_meanings(space: str) -> dict[str, str]:
+    """What each descriptor means in ``space`` (:data:`TERMINAL_MEANINGS`; a space outside it: the
+    generic meaning of :data:`DESCRIPTORS`, as its blocks give it)."""
+    known = TERMINAL_MEANINGS.get(space)
+    if known is not None:
+        return dict(known)
+    return {name: f"{meaning} (as space {space}'s blocks give it)" for name, meaning in DESCRIPTORS.items()}
+
+
+def terminal_differences(spaces) -> list[str]:
+    """The descriptors whose meaning differs between ``spaces``; empty when they define every one alike."""
+    meanings = [terminal_meanings(s) for s in spaces]
+    return [name for name in DESCRIPTORS if len({m[name] for m in meanings}) > 1]
 

@@ -1,0 +1,126 @@
+"""The leave-one-space-out tables of docs/results.md ("Across spaces"), from the committed
+``runs/leave-space-out/*/protocol.json`` files (``autoprox evaluate --leave-space-out``).
+
+Plain JSON and the standard library only, as :mod:`docs_tables`, which registers these tables.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+#: The committed leave-one-space-out protocols: table name -> protocol directory under runs/.
+CROSS_PROTOCOLS = {
+    "cross-space-mean": "leave-space-out/template-mean",
+    "cross-space-gene": "leave-space-out/template-gene",
+}
+
+SPACE_NAMES = {"autoformer": "AutoFormer", "pit": "PiT"}
+
+#: How the tables name each method.
+LABELS = {"params": "parameter count", "flops": "MACs", "autoprox_a": "autoprox_a (paper, AutoFormer)",
+          "autoprox_p": "autoprox_p (paper, PiT)", "coarse": "best descriptor, chosen on the other space",
+          "blend": "descriptor blend, fitted on the other space",
+          "blend-own": "descriptor blend fitted on this space's own labels (reference, uses them)"}
+
+
+def _num(value, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def _difference(diff: dict, seeds: int) -> str:
+    interval = diff.get("interval") or {}
+    low, high = interval.get("low"), interval.get("high")
+    cell = f"{_num(diff['difference'], True)} [{_num(low, True)}, {_num(high, True)}]"
+    return f"{cell} {diff['seeds_ahead']}/{seeds}"
+
+
+def iterations_run(runs, relative: str, protocol: dict) -> str:
+    """How many iterations each direction's searches ran (from their ``best.json``)."""
+    parts = []
+    for direction in protocol["directions"]:
+        counts = sorted({runs.json(f"{relative}/{s['run']}/best.json")["iteration"] for s in direction["searches"]
+                         if s.get("scores")})
+        name = SPACE_NAMES.get(direction["left_out"], direction["left_out"])
+        parts.append(f"{name} left out: {'/'.join(map(str, counts)) or 'none'}")
+    return "iterations run per search: " + "; ".join(parts)
+
+
+def describe(protocol: dict) -> str:
+    """One line: the configuration and the size it was run at."""
+    settings = protocol["settings"]
+    genome = settings.get("genome") or {}
+    evolution = settings["evolution"]
+    spec = protocol["protocol"]
+    aggregations = "+".join(a.replace("block_", "") for a in genome.get("aggregations", ["block_mean"]))
+    extras = [name for name, on in (("arch terms", genome.get("arch_terminals")),
+                                    ("spread terms", genome.get("spread_terminals")),
+                                    ("parsimony", evolution.get("parsimony"))) if on]
+    return (f"{genome.get('kind', 'template')}, {aggregations}{''.join(', ' + e for e in extras)}; "
+            f"population {evolution['population_size']}, retry cap {evolution.get('retry_cap', 20)}, "
+            f"{spec['seeds']} seeds per direction, evaluation {settings.get('evaluation', 'exact')}, "
+            f"{spec['bootstrap']} bootstrap resamples")
+
+
+def cross_table(protocol: dict, iterations: str = "") -> list[str]:
+    """Per method, the JCM on each left-out space and the searched proxy's paired difference against it."""
+    summary = protocol["summary"]
+    spaces = [d["left_out"] for d in protocol["directions"]]
+    head = ["method (labels it used)"]
+    for space in spaces:
+        trained = next(d["trained_on"] for d in protocol["directions"] if d["left_out"] == space)
+        name = SPACE_NAMES.get(space, space)
+        others = "+".join(SPACE_NAMES.get(s, s) for s in trained)
+        head += [f"{name} JCM (searched on {others})", f"{name}: searched - it [95%] seeds ahead"]
+    rows = [["searched proxy (the other space's labels), mean +- sd over seeds (min to max)"]]
+    for space in spaces:
+        searched = summary[space].get("searched") or {}
+        rows[0] += [f"{_num(searched.get('jcm_mean'))} +- {_num(searched.get('jcm_sd'))} "
+                    f"({_num(searched.get('jcm_min'))} to {_num(searched.get('jcm_max'))})", ""]
+    methods = list(summary[spaces[0]].get("differences") or {})
+    for method in methods:
+        row = [LABELS.get(method, f"{method} (zoo, none)")]
+        for space in spaces:
+            diff = (summary[space].get("differences") or {}).get(method)
+            row += ["n/a", "n/a"] if diff is None else [_num(diff["jcm"]), _difference(diff, summary[space]["seeds"])]
+        rows.append(row)
+    invalid = sorted({name for d in protocol["directions"] for name in ((d.get("baselines") or {}).get("invalid") or {})})
+    lines = [f"Configuration: {describe(protocol)}; {iterations}. JCM over {', '.join(protocol['targets'])} on all the "
+             "left-out space's architectures.", ""] + _table(head, rows)
+    if invalid:
+        lines += ["", f"Could not score: {', '.join(invalid)} (protocol.json says why)."]
+    return lines
+
+
+def per_target_table(protocol: dict) -> list[str]:
+    """Kendall per target of the searched proxy (mean over seeds) and of the main baselines, per left-out space."""
+    summary = protocol["summary"]
+    targets = protocol["targets"]
+    rows = []
+    for direction in protocol["directions"]:
+        space = direction["left_out"]
+        figures = summary[space]["figures"]
+        searched = summary[space].get("searched") or {}
+        name = SPACE_NAMES.get(space, space)
+        rows.append([name, "searched (mean over seeds)"] + [_num(searched.get("kendall_mean", {}).get(t))
+                                                            for t in targets])
+        for method in ("params", "blend", "blend-own"):
+            if method in figures:
+                rows.append([name, LABELS[method]] + [_num(figures[method]["kendall"].get(t)) for t in targets])
+    return _table(["left out", "method"] + targets, rows)
+
+
+def tables() -> dict[str, tuple[str, Callable]]:
+    """The tables to register: ``{name: ("results", builder)}`` for each committed protocol."""
+    made = {}
+    for name, relative in CROSS_PROTOCOLS.items():
+        made[name] = ("results", lambda r, relative=relative: cross_table(
+            r.json(f"{relative}/protocol.json"), iterations_run(r, relative, r.json(f"{relative}/protocol.json"))))
+        made[f"{name}-targets"] = ("results", lambda r, relative=relative: per_target_table(
+            r.json(f"{relative}/protocol.json")))
+    return made
