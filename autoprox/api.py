@@ -248,6 +248,11 @@ class ProxySearch:
         resume = bool(params["resume"]) or run.exists()
         if params["resume"] and not run.exists():
             raise RunDirError(f"resume=True needs out to hold a run; {out} holds none")
+        reports = None
+        if params["report"]:
+            from autoprox.reports.report import CheckpointReports
+
+            reports = CheckpointReports()
         with make_executor(params["scheduler"], params["workers"]) as executor:
             if resume:
                 settings, space = recorded_settings(out)
@@ -261,9 +266,14 @@ class ProxySearch:
                 session = {name: params[name] for name in ("bench", "workers", "cache_dir")
                            if name in self._given}
                 run_search(None, out, resume=True, quiet=params["quiet"], extend_iterations=params["iterations"],
-                           executor=executor, **session)
+                           executor=executor, on_checkpoint=reports, **session)
             else:
-                run_search(self.search_settings(), out, quiet=params["quiet"], executor=executor)
+                run_search(self.search_settings(), out, quiet=params["quiet"], executor=executor,
+                           on_checkpoint=reports)
+        if reports is not None:
+            from autoprox.reports.report import write_report
+
+            write_report(out, memo=reports.memo)
         return self._read(out)
 
     @classmethod

@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
     )
     add_search_options(evaluate, out_help="protocol directory (default runs/protocol-<space>-seed<seed>)",
                        resume_help="continue the protocol in --out where it stopped (search options may be left out; "
-                                   "given ones must match the recorded ones)")
+                                   "given ones must match the recorded ones)", command="evaluate")
     protocol = evaluate.add_argument_group("protocol")
     protocol.add_argument("--folds", type=int, default=None, help="outer folds per repeat (default 5)")
     protocol.add_argument("--repeats", type=int, default=None,

@@ -195,16 +195,17 @@ def bench_path(args: argparse.Namespace) -> str:
     raise BenchmarkError("give --bench FILE (or --space to use the released file for that space)")
 
 
-def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_help: str) -> None:
-    """Every option of the option table's ``search`` command: ``search``, ``transfer`` and ``evaluate`` take them."""
+def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_help: str,
+                       command: str = "search") -> None:
+    """The option table's options of ``command``: ``search``, ``transfer`` and ``evaluate`` take every search option."""
     record_given_options(search)
-    _add_group(search, options_for("search"), {"out": out_help, "resume": resume_help})
+    _add_group(search, options_for(command), {"out": out_help, "resume": resume_help})
 
 
 def table_values(args: argparse.Namespace, command: str = "search") -> dict[str, Any]:
     """The option table's values of ``command`` in ``args`` (what ``ProxySearch`` takes as parameters);
     ``--space`` and ``--bench`` given several times give a tuple of every value."""
-    given = {o.name: getattr(args, o.name) for o in options_for(command)}
+    given = {o.name: getattr(args, o.name) for o in options_for(command) if hasattr(args, o.name)}
     for name in ("space", "bench"):
         values = [value for kind, value in benches_given(args) if kind == name]
         if len(values) > 1:

@@ -28,9 +28,6 @@ def add_parser(sub) -> None:
                        resume_help="continue the run in --out where it stopped, with its recorded settings; "
                                    "--iterations (a new total), --workers, --cache-dir and --bench (the same file "
                                    "elsewhere) are honoured, any other option must agree with the run")
-    search.add_argument("--report", action="store_true",
-                        help="write report.html (autoprox report) into the run directory at the end, and while it "
-                             "runs at checkpoints at most every 30 seconds")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
                     "parameter count and the best coarse descriptor. Takes every option of 'search'.")
     add_search_options(transfer, out_help="study directory (default runs/transfer-<space>-seed<seed>)",
                        resume_help="continue the study in --out where it stopped, with its recorded settings "
-                                   "(any option given must agree with them)")
+                                   "(any option given must agree with them)", command="transfer")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -314,6 +314,8 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
            "the initial population (hand-crafted zoo proxies cannot be: they are refused with the reason)",
            proxies("seed_proxies")),
     Option("quiet", False, "no progress output", flag=True, session=True),
+    Option("report", False, "write report.html (autoprox report) into the run directory at the end, and while it "
+           "runs at checkpoints at most every 30 seconds", flag=True, session=True, commands=frozenset({"search"})),
     Option("kernels", DEFAULT_KERNELS, "kernels genomes are evaluated with: torch (default, bitwise the committed "
            "runs) or numpy (NumPy's tanh, exp and log, faster on this torch build; scores equal to a few float32 "
            "ulps, relative 1e-6 or less; docs/manual.md)", text("kernels"), choices=tuple(KERNEL_SETS)),
