@@ -21,6 +21,9 @@ SCRIPT = REPO / "benchmarks" / "docs_tables.py"
 SPACES = {"autoformer": ["c100_kd", "flower_kd"], "pit": ["c100_kd", "flower_kd"]}
 RESULTS_TABLES = [f"{kind}-{space}" for space in SPACES for kind in ("protocol-ablation", "recommended", "repeats")]
 RESULTS_TABLES.append("vit-search")
+#: The leave-one-space-out tables (benchmarks/docs_tables_cross.py), read from the committed protocols' records.
+CROSS_TABLES = [f"cross-space-{kind}{suffix}" for kind in ("mean", "gene") for suffix in ("", "-targets")]
+RESULTS_TABLES += CROSS_TABLES
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
@@ -93,6 +96,12 @@ def synthetic(tmp_path) -> dict:
     write_json(runs / "protocol" / "autoformer-gene" / "protocol.json",
                protocol("autoformer", "best", 0.415, 0.548, "block_mean(frobenius_norm(F2g))"))
     write_json(runs / "vit-autoformer" / "top.json", vit_top("autoformer"))
+    for name in ("template-mean", "template-gene"):  # the cross-space tables' inputs: protocol.json and best.json
+        source = REPO / "runs" / "leave-space-out" / name
+        for path in [source / "protocol.json", *sorted(source.glob("*/*/best.json"))]:
+            target = runs / "leave-space-out" / name / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
     results, readme = tmp_path / "results.md", tmp_path / "README.md"
     results.write_text("# Results\n\nprose\n\n"
                        + "".join(f"<!-- table:{name} -->\n<!-- /table:{name} -->\n\n" for name in RESULTS_TABLES))
