@@ -56,7 +56,7 @@ from autoprox.apps.protocol_summary import (
     summarise,
 )
 from autoprox.apps.selection import SELECTIONS, register_selection, select_best
-from autoprox.core.atomic import atomic_write_json, json_safe
+from autoprox.core.atomic import atomic_write_json, json_safe, make_directory
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.parallel import Executor
@@ -101,12 +101,20 @@ class OuterFold:
                 "search": list(self.search), "test": list(self.test)}
 
 
+#: Fewest test architectures of an outer fold: fewer cannot be ranked (every figure NaN).
+MIN_FOLD_TEST = 3
+
+
 def check_fold_count(folds: int, size: int) -> None:
-    """Refuse a fold count the benchmark cannot give (each test part needs an architecture)."""
+    """Refuse a fold count the benchmark cannot give (each test part needs 3 architectures to rank)."""
     if folds < 2:
         raise ConfigError(f"--folds must be at least 2, got {folds}")
     if folds > size:
         raise ConfigError(f"--folds {folds} is more than the benchmark's {size} architectures")
+    if size // folds < MIN_FOLD_TEST:
+        raise ConfigError(f"--folds {folds} leaves {size // folds} test architecture(s) in a fold of the benchmark's "
+                          f"{size}, and a fold needs at least {MIN_FOLD_TEST} to rank them: give at most "
+                          f"--folds {max(size // MIN_FOLD_TEST, 2)}")
 
 
 def outer_folds(size: int, folds: int, repeats: int = 1, seed: int = 0) -> list[OuterFold]:
@@ -371,7 +379,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     if previous and any(f.get("bags", []) != _bags_json(m, spec).get("bags", [])
                         for f, m in zip(previous["folds"], made)):
         raise RunDirError(f"{out / PROTOCOL_FILE}: its bags are not the ones its seed gives")
-    out.mkdir(parents=True, exist_ok=True)
+    make_directory(out)
     _write(out, protocol, bench)
 
     pending = [i for i, f in enumerate(protocol["folds"]) if not f.get("result")]

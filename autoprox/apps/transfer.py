@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from autoprox import __version__
-from autoprox.core.atomic import atomic_write_json, json_safe
+from autoprox.core.atomic import atomic_write_json, json_safe, make_directory
 from autoprox.core.errors import ConfigError
 from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
@@ -138,7 +138,7 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
         read_json(out / TRANSFER_FILE)  # RunDirError when there is no study to resume
     elif settings is None:
         raise ConfigError("settings are needed for a new transfer study")
-    out.mkdir(parents=True, exist_ok=True)
+    make_directory(out)
     with hold_lock(out / ".autoprox.lock", f"{out} is being written by another autoprox process"):
         return _run_transfer(settings, out, resume, quiet, executor)
 

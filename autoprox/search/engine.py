@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from autoprox.core.atomic import json_safe
+from autoprox.core.atomic import json_safe, make_directory
 from autoprox.core.errors import ConfigError, DiskFullError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
@@ -154,7 +154,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             raise ConfigError("settings are needed for a new search")
         context = RunContext.from_settings(settings, run)
         run.check_creatable()
-        run.path.mkdir(parents=True, exist_ok=True)
+        make_directory(run.path)
     with run.lock():
         if resume:
             context = _resume_context(run, bench, extend_iterations, workers, cache_dir)
