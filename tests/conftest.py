@@ -24,6 +24,15 @@ PIT_FILE = BENCH_DIR / "gt_pit.pth"
 SMALL_SPEC = InputSpec("gaussian", batch_size=2)
 
 
+def tracked_files(root: Path) -> set[Path]:
+    """The files git tracks under ``root`` (resolved): the tests of committed files read only these,
+    so runs of a user's own written into the checkout's ``runs/`` never break the suite."""
+    import subprocess
+
+    listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=True).stdout
+    return {(root / name).resolve() for name in listed.decode().split("\0") if name}
+
+
 @pytest.fixture(scope="session")
 def af_bench():
     return load_benchmark(AF_FILE)

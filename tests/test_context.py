@@ -17,10 +17,11 @@ from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.architectures import count_params
-from tests.conftest import PIT_FILE, REPO
+from tests.conftest import PIT_FILE, REPO, tracked_files
 
 RUNS = REPO / "runs"
-COMMITTED = sorted(path.parent for path in RUNS.rglob("config.json"))
+TRACKED = tracked_files(RUNS)
+COMMITTED = sorted(path.parent for path in RUNS.rglob("config.json") if path.resolve() in TRACKED)
 
 
 def test_every_committed_run_is_found():
@@ -38,7 +39,7 @@ def test_committed_run_opens_with_its_recorded_split_and_benchmark(run):
 
 
 def test_no_committed_run_file_holds_a_machine_path():
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "portable_runs.py"), str(RUNS), "--check"],
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "portable_runs.py"), str(RUNS), "--check", "--tracked"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
