@@ -201,3 +201,76 @@ def test_the_readme_tour_runs_in_a_scratch_copy_and_the_committed_file_checks_pa
                              "tests/test_docs_tables.py::test_committed_tables_match_the_runs"],
                             cwd=scratch, capture_output=True, text=True, env=env, timeout=300)
     assert checks.returncode == 0 and "3 passed" in checks.stdout, checks.stdout + checks.stderr
+
+
+# ---------------------------------------------------------------- the first command's end, and stopping
+def _small_search(tmp_path, af_small_file, cache, *extra: str) -> list[str]:
+    return ["search", "--bench", str(af_small_file), "--batch-size", "2", "--workers", "1", "--population", "4",
+            "--retry-cap", "2", "--search-fraction", "0.75", "--cache-dir", str(cache), *extra]
+
+
+def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_test_split(
+        capsys, tmp_path, af_small_file, session_cache):
+    out = tmp_path / "run"
+    code, printed, _ = run_cli(capsys, *_small_search(tmp_path, af_small_file, session_cache.root, "--iterations",
+                                                      "1", "--quiet", "--out", str(out)))
+    assert code == 0
+    best = json.loads((out / "best.json").read_text())
+    mine, theirs = best["test"]["jcm"], best["params"]["test"]["jcm"]
+    verdict = f"the proxy beats it by {mine - theirs:.3f}" if mine > theirs else "the proxy does not beat it"
+    line = f"test JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
+    assert line in printed.splitlines()
+    code, shown, _ = run_cli(capsys, "show", str(out), "--top", "1", "--no-simplify")
+    assert code == 0 and shown.splitlines()[1] == f"best.json: {line}"
+    # the committed paper-setting AutoFormer run: it does not beat the parameter count, and show says so
+    code, shown, _ = run_cli(capsys, "show", str(REPO / "runs" / "autoformer-reference"), "--top", "1",
+                             "--no-simplify")
+    assert shown.splitlines()[1] == ("best.json: test JCM 0.172 against the parameter count's 0.283: "
+                                     "the proxy does not beat it")
+
+
+def test_patience_says_why_the_search_stopped(capsys, tmp_path, af_small_file, session_cache):
+    out = tmp_path / "patient"
+    code, _, err = run_cli(capsys, *_small_search(tmp_path, af_small_file, session_cache.root, "--iterations", "60",
+                                                  "--patience", "1", "--out", str(out)))
+    assert code == 0
+    best = json.loads((out / "best.json").read_text())
+    stopped = best["stopped_early"]["iteration"]
+    assert stopped < 60
+    assert f"no better proxy in 1 iterations (--patience 1): stopped at iteration {stopped} of 60" in err
+    code, shown, _ = run_cli(capsys, "show", str(out), "--top", "1", "--no-simplify")
+    assert (f"iteration {stopped} of 60 (stopped early: no better proxy in 1 iterations (--patience))"
+            in shown.splitlines()[0])
+
+
+def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_path, af_small_file):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.test_failures import _start, _wait_for
+
+    cache, out = tmp_path / "cache", tmp_path / "run"
+    env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
+    process = _start(_small_search(tmp_path, af_small_file, cache, "--iterations", "1000000", "--quiet",
+                                   "--out", str(out)), env)
+    try:
+        checkpoint = out / "checkpoint.json"
+        _wait_for(lambda: checkpoint.is_file() and json.loads(checkpoint.read_text())["iteration"] >= 1, process)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 143, stderr
+    best = json.loads((out / "best.json").read_text())
+    assert best["test"] == {"none": "not computed: the search was stopped before its end; resuming it computes them"}
+    search_part = len(best["split"]["search"])
+    assert len(list(cache.rglob("*.npz"))) == search_part  # no statistics of the test split were computed
+    finish = subprocess.run([sys.executable, "-m", "autoprox.cli", "search", "--resume", "--out", str(out),
+                             "--iterations", str(best["iteration"] + 1), "--quiet"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert finish.returncode == 0, finish.stderr
+    assert "jcm" in json.loads((out / "best.json").read_text())["test"]
+    assert len(list(cache.rglob("*.npz"))) == len(best["split"]["search"]) + len(best["split"]["test"])

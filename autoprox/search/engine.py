@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import random
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -41,6 +42,8 @@ from autoprox.spaces.descriptors import terminal_values
 
 #: What ``best.json`` says in place of test figures when the run searched on every architecture.
 NO_TEST_PART = "no test part: the search used every architecture"
+#: What it says in their place when a signal stopped the search (they are computed when it resumes).
+TEST_DEFERRED = "not computed: the search was stopped before its end; resuming it computes them"
 #: Above this many statistics sets (search architectures times the plan's seed and class-count
 #: sets) a search memory-maps its statistics instead of holding them (the same numbers; about
 #: 26 MB per AutoFormer set would otherwise be held, 13 GB at 500; below it holding them is the
@@ -56,20 +59,22 @@ def hold_mapped(architectures: int, sets_per_architecture: int = 1) -> bool:
 
 
 def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None,
-                fitness_choices: dict | None = None) -> dict:
+                fitness_choices: dict | None = None, test_figures: bool = True) -> dict:
     """``best.json``: the genome, its figures on both splits, and the parameter count's beside them.
 
     The figures are the plain ones (Kendall, JCM) whatever the fitness; with another fitness,
     ``fitness`` says which, its value on the search part and the base chosen per target
     (``fitness_choices``). A run without a test part says so (:data:`NO_TEST_PART`) in place of
-    its test figures.
+    its test figures; without ``test_figures`` (a search stopped by a signal, which must stop at
+    once) they are left for its resume to compute (:data:`TEST_DEFERRED`).
     """
     settings, run = context.settings, context.run
     proxy = Proxy(record.genome, parse_genome(record.genome))
     params = Proxy("params")
-    parts = ("search", "test") if context.split.test else ("search",)
+    parts = ("search", "test") if context.split.test and test_figures else ("search",)
+    absent = TEST_DEFERRED if context.split.test else NO_TEST_PART
     # Score the proxy once per split; its figures and its beyond-size report both read them.
-    scores = {"test": InvalidProxy(NO_TEST_PART)}
+    scores = {"test": InvalidProxy(absent)}
     for part in parts:
         try:
             scores[part] = context.score(proxy, part, workers=executor)
@@ -78,7 +83,7 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
 
     def on_split(part: str, summary: Callable) -> dict:
         if part not in parts:
-            return {"none": NO_TEST_PART}
+            return {"none": absent}
         if isinstance(scores[part], InvalidProxy):
             return {"invalid": str(scores[part])}
         return summary(scores[part], part)
@@ -95,7 +100,7 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
         "split": context.split.to_json(),
         "search": on_split("search", context.figures),
         "test": on_split("test", context.figures),
-        "params": {part: context.evaluate(params, part, workers=1) if part in parts else {"none": NO_TEST_PART}
+        "params": {part: context.evaluate(params, part, workers=1) if part in parts else {"none": absent}
                    for part in ("search", "test")},
         "genome_space": settings.genome_space.to_json(),
         "cv": {"folds": settings.cv_folds, "mode": settings.cv_mode, "fitness": record.jcm,
@@ -139,7 +144,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     (``resume_command``, by default ``autoprox search --resume --out OUT``).
     """
     run = RunDirectory(out)
-    hint = resume_command or f"autoprox search --resume --out {run.path}"
+    hint = resume_command or f"autoprox search --resume --out {shlex.quote(str(run.path))}"
     evaluation = settings.evaluation if settings is not None else None
     if resume and isinstance(executor, DaskExecutor):
         evaluation = recorded_settings(run.path)[0].evaluation
@@ -332,15 +337,17 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
             state = _checkpoint_state(run, run.checkpoint())
             run.truncate_logs(state.iteration)  # an iteration cut short leaves no line past its checkpoint
     best = state.overall_best(evo.parsimony)
-    report = best_report(best, context, state.iteration, executor, fitness_choices)
+    # a signal must stop the search at once: the test split's figures wait for its resume
+    report = best_report(best, context, state.iteration, executor, fitness_choices, test_figures=not signalled)
     report["finished"] = not interrupted
     if not interrupted and state.iteration < evo.iterations:
         report["stopped_early"] = {"iteration": state.iteration, "patience": evo.patience}
+        _log(f"\nno better proxy in {evo.patience} iterations (--patience {evo.patience}"
+             + (f", after {state.restarts} restart(s)" if evo.restarts else "")
+             + f"): stopped at iteration {state.iteration} of {evo.iterations}", quiet)
     if evo.restarts:
         report["restarts"] = {"made": state.restarts, "allowed": evo.restarts,
                               "elites": [{"genome": m.genome, "fitness": m.jcm} for m in state.elites]}
-        _log(f"no better proxy in {evo.patience} iterations: stopped at iteration {state.iteration} "
-             f"of {evo.iterations}", quiet)
     run.write_best(report)
     if signalled:
         print(f"stopped at iteration {state.iteration}; continue with: {hint}", file=sys.stderr, flush=True)
