@@ -274,3 +274,52 @@ def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_pat
     assert finish.returncode == 0, finish.stderr
     assert "jcm" in json.loads((out / "best.json").read_text())["test"]
     assert len(list(cache.rglob("*.npz"))) == len(best["split"]["search"]) + len(best["split"]["test"])
+
+
+def test_the_progress_line_shows_the_best_fitness_so_far(capsys, tmp_path, af_small_file, session_cache):
+    import io
+
+    from autoprox.core.progress import Progress
+
+    stream = io.StringIO()
+    Progress("evolution", stream=stream)(3, 3, note="best JCM +0.357")
+    assert stream.getvalue().rstrip().endswith("] 3/3 00:00<--:-- best JCM +0.357")
+    out = tmp_path / "run"
+    code, _, err = run_cli(capsys, *_small_search(tmp_path, af_small_file, session_cache.root, "--iterations", "2",
+                                                  "--out", str(out)))
+    assert code == 0
+    hall = json.loads((out / "hall_of_fame.json").read_text())
+    best = max(entry["jcm"] for entry in hall["entries"])
+    final = [line for line in err.splitlines() if line.startswith("evolution [")][-1]
+    assert " 2/2 " in final and final.endswith(f" best JCM {best:+.3f}")
+
+
+# ---------------------------------------------------------------- noise: joblib's worker warning, progress
+def loky_leak_limit() -> int:
+    """In a local worker: the growth loky takes for a memory leak."""
+    from joblib.externals.loky import process_executor
+
+    return process_executor._MAX_MEMORY_LEAK_SIZE
+
+
+def test_parallel_steps_keep_their_workers_and_report_progress_as_results_arrive(pit_small, small_spec):
+    import warnings
+
+    from autoprox.core.parallel import WORKER_GROWTH_LIMIT, LocalExecutor
+    from autoprox.networks.zoo import compute_raw_values
+
+    # the cause: loky stops a worker whose resident size grew 300 MB past its first task's, and
+    # warns "A worker stopped while some jobs were given to the executor"; networks of every size
+    # legitimately hold more than that, so each local worker raises the limit
+    assert list(LocalExecutor(2).run(loky_leak_limit, [(), ()])) == [WORKER_GROWTH_LIMIT] * 2
+    archs = list(pit_small.archs[:6])
+    calls: list[int] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = compute_raw_values(["snip"], archs, small_spec, 0, 100, workers=2,
+                                     progress=lambda done, total: calls.append(done))
+    assert not [w for w in caught if "A worker stopped" in str(w.message)]
+    assert calls == list(range(len(archs) + 1))  # one step per architecture, not 0 then 6
+    assert all(r.ok for r in results["snip"])
+    serial = compute_raw_values(["snip"], archs, small_spec, 0, 100, workers=1)
+    assert [r.raw for r in results["snip"]] == [r.raw for r in serial["snip"]]  # each result at its own index

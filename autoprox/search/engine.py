@@ -309,6 +309,7 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
             _log(f"resuming at iteration {state.iteration} of {evo.iterations}", quiet)
 
         ticker = None if quiet else Progress("evolution", every=30)
+        fitness_label = "JCM" if settings.fitness == "jcm" else settings.fitness  # the progress line's best so far
         interrupted = signalled = False
         # Stalls are judged on the current population: the iterations since the last restart.
         best_jcms = [r["best_jcm"] for r in since_restart(run.log())] if evo.patience else []
@@ -330,7 +331,9 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
                 write_hall_of_fame(run, hall)
                 run.write_checkpoint(state.to_json() | digest)
                 if ticker:
-                    ticker(state.iteration, evo.iterations)
+                    best_so_far = hall.entries[0].jcm if hall.entries else None
+                    ticker(state.iteration, evo.iterations,
+                           note=None if best_so_far is None else f"best {fitness_label} {best_so_far:+.3f}")
         except KeyboardInterrupt:
             interrupted = signalled = True
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
