@@ -323,3 +323,69 @@ def test_parallel_steps_keep_their_workers_and_report_progress_as_results_arrive
     assert all(r.ok for r in results["snip"])
     serial = compute_raw_values(["snip"], archs, small_spec, 0, 100, workers=1)
     assert [r.raw for r in results["snip"]] == [r.raw for r in serial["snip"]]  # each result at its own index
+
+
+# ---------------------------------------------------------------- evaluate: partial summaries
+def _partial_protocol(finished: int) -> dict:
+    from autoprox.apps.protocol_summary import REFERENCE, summarise
+    from autoprox.data.benchmark import load_benchmark
+    from tests.conftest import PIT_FILE
+
+    protocol = json.loads((REPO / "runs" / "protocol" / "pit-best" / "protocol.json").read_text())
+    for fold in protocol["folds"][finished:]:
+        fold["result"] = None
+    spec, bench = protocol["protocol"], load_benchmark(PIT_FILE)
+    protocol["summary"] = summarise(protocol["folds"][:finished], bench.accuracies, protocol["targets"],
+                                    protocol["settings"]["weights"], [REFERENCE, *spec["baselines"]], samples=0,
+                                    size=len(bench))
+    return protocol
+
+
+def test_a_partial_protocol_summary_prints_no_nan_and_no_empty_table():
+    from autoprox.apps.protocol_summary import format_protocol
+
+    one = format_protocol(_partial_protocol(1))
+    assert "nan" not in one and "+-" not in one.split("\n", 3)[3]
+    assert "one fold finished: the sd and the intervals need two" in one
+    none = format_protocol(_partial_protocol(0))
+    assert none.splitlines()[1:] == ["no fold has finished yet: no figures"]
+    full = format_protocol(_partial_protocol(2))
+    assert "+-" in full and "[" in full and "nan" not in full
+
+
+def _protocol_settings(af_small_file, session_cache):
+    from autoprox.search.evolution import EvolutionConfig
+    from autoprox.search.settings import SearchSettings
+
+    return SearchSettings(bench=str(af_small_file), targets=("c100_kd", "flower_kd"), batch_size=2,
+                          cache_dir=str(session_cache.root), workers=1,
+                          evolution=EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5))
+
+
+def test_an_interrupted_evaluate_gives_its_own_quoted_resume_hint(capsys, tmp_path, af_small_file, session_cache):
+    import shlex
+
+    from autoprox.apps.protocol import run_protocol
+
+    out = tmp_path / "my protocol"
+    stopped = run_protocol(_protocol_settings(af_small_file, session_cache), out, folds=2, stop_after=1, quiet=False)
+    assert not stopped["finished"]
+    err = capsys.readouterr().err
+    assert f"continue with: autoprox evaluate --resume --out {shlex.quote(str(out))}" in err
+    assert "autoprox search --resume" not in err  # the inner fold's own hint is not the way to continue
+
+
+def test_the_protocol_folder_has_its_own_lock(capsys, tmp_path, af_small_file, session_cache):
+    from autoprox.search.rundir import hold_lock
+
+    out = tmp_path / "protocol"
+    out.mkdir()
+    with hold_lock(out / ".autoprox.lock", "held by this test"):
+        code, _, err = run_cli(capsys, "evaluate", "--bench", str(af_small_file), "--folds", "2", "--iterations", "1",
+                               "--batch-size", "2", "--workers", "1", "--quiet", "--cache-dir",
+                               str(session_cache.root), "--out", str(out))
+    assert code == 2
+    assert err.strip().splitlines() == [f"autoprox: error: {out} is being written by another autoprox process "
+                                        f"(pid {__import__('os').getpid()}, lock {out / '.autoprox.lock'}); wait for "
+                                        "it to end or stop it, then try again"]
+    assert list(out.iterdir()) == []  # nothing written, the lock released

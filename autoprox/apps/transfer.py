@@ -17,6 +17,7 @@ writes it, as each fold's run directory is.
 from __future__ import annotations
 
 import datetime as _dt
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -181,7 +182,7 @@ def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quie
     for number, held_out in enumerate(targets, 1):
         run_dir = fold_directory(out, held_out)
         one = fold_settings(settings, targets, held_out)
-        hint = f"autoprox transfer --resume --out {out}"
+        hint = f"autoprox transfer --resume --out {shlex.quote(str(out))}"
         _log(f"transfer fold {number}/{len(targets)}: search on {', '.join(one.targets)}, hold out {held_out}", quiet)
         best_path = run_dir / "best.json"
         if RunDirectory(run_dir).exists():  # left by an earlier start, or by a plain search with these settings
@@ -192,7 +193,7 @@ def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quie
         else:
             best = run_search(one, run_dir, quiet=quiet, resume_command=hint, executor=executor)
         if not best.get("finished"):
-            _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {out}", quiet)
+            _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {shlex.quote(str(out))}", quiet)
             return study
         earlier = reported.get(held_out)
         if earlier is None or earlier["genome"] != best["genome"]:
