@@ -389,3 +389,59 @@ def test_the_protocol_folder_has_its_own_lock(capsys, tmp_path, af_small_file, s
                                         f"(pid {__import__('os').getpid()}, lock {out / '.autoprox.lock'}); wait for "
                                         "it to end or stop it, then try again"]
     assert list(out.iterdir()) == []  # nothing written, the lock released
+
+
+# ---------------------------------------------------------------- messages
+def test_a_huge_genome_is_not_echoed_whole(capsys):
+    genome = "foo" * 35_000  # 105 KB
+    code, _, err = run_cli(capsys, "rank", "--proxy", genome, "--space", "pit")
+    assert code == 2 and err.count("\n") == 1
+    assert len(err) < 2_000 and __import__("re").search(r"foo\.\.\. \(105,00\d characters\)", err)
+
+
+def _csv(tmp_path: Path, af_small, delimiter: str = ",", repeat_first: bool = False) -> Path:
+    import csv
+
+    from autoprox.spaces.architectures import arch_to_config
+
+    path = tmp_path / "table.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle, delimiter=delimiter)
+        writer.writerow(["arch", "c100_kd_acc"])
+        rows = [(json.dumps(arch_to_config(a)), f"{af_small.accuracies['c100_kd'][i]:g}")
+                for i, a in enumerate(af_small.archs)]
+        writer.writerows(rows + (rows[:1] if repeat_first else []))
+    return path
+
+
+def test_a_csv_with_another_delimiter_names_it(capsys, tmp_path, af_small):
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", str(_csv(tmp_path, af_small, ";")))
+    assert code == 2
+    assert "the header is one column holding ';': the file seems to use ';' as its delimiter" in err
+
+
+def test_a_duplicate_csv_row_names_its_line(capsys, tmp_path, af_small):
+    path = _csv(tmp_path, af_small, repeat_first=True)
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", str(path))
+    assert code == 2
+    assert err.strip() == (f"autoprox: error: {path}: line {len(af_small) + 2}: entry {len(af_small)} repeats the "
+                           "architecture of entry 0 with the same accuracies; list each architecture once")
+
+
+def test_spaces_cuts_a_huge_description(capsys, tmp_path):
+    definition = json.loads(AUTOFORMER_FILE.read_text()) | {"name": "wordy", "description": "many words " * 1_000_000}
+    path = tmp_path / "wordy.json"
+    path.write_text(json.dumps(definition))
+    code, out, _ = run_cli(capsys, "spaces", "wordy", "--space-file", str(path))
+    assert code == 0 and len(out) < 5_000
+    assert "... (cut: 10,999,999 characters; --json shows it whole)" in out
+
+
+def test_help_shows_no_percent_escapes_or_rst(capsys):
+    from autoprox.cli.main import COMMANDS
+
+    for command in [[], *([name] for name in COMMANDS)]:
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        text = capsys.readouterr().out
+        assert "%%" not in text and "``" not in text, command
