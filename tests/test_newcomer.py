@@ -445,3 +445,35 @@ def test_help_shows_no_percent_escapes_or_rst(capsys):
             main([*command, "--help"])
         text = capsys.readouterr().out
         assert "%%" not in text and "``" not in text, command
+
+
+# ---------------------------------------------------------------- bad input that should stop
+def test_a_cache_dir_that_is_a_file_stops_the_command(capsys, tmp_path, af_small_file):
+    cache = tmp_path / "cache"
+    cache.write_text("a file")
+    for argv in (["rank", "--proxy", "snip", "--bench", str(af_small_file)],
+                 ["search", "--bench", str(af_small_file), "--iterations", "1", "--out", str(tmp_path / "run")]):
+        code, _, err = run_cli(capsys, *argv, "--cache-dir", str(cache))
+        assert code == 2
+        assert err.strip().splitlines()[-1] == (f"autoprox: error: statistics cache {cache} cannot be a folder: it "
+                                                "is a file; give --cache-dir a folder")
+    code, _, err = run_cli(capsys, "rank", "--proxy", "snip", "--bench", str(af_small_file), "--cache-dir",
+                           str(cache / "below"))
+    assert code == 2 and f"({cache} is a file)" in err
+    assert not (tmp_path / "run").exists() and cache.read_text() == "a file"
+
+
+@pytest.mark.parametrize("rule", ["cv-lcb", "hof-average"])
+def test_select_by_the_hall_of_fame_refuses_a_corrupt_one(capsys, tmp_path, rule):
+    import shutil
+
+    run = shutil.copytree(REPO / "runs" / "pit-best", tmp_path / "run")
+    (run / "evaluations.jsonl").unlink(missing_ok=True)
+    (run / "hall_of_fame.json").write_text("{ not json")
+    code, _, err = run_cli(capsys, "select", str(run), "--selection", rule, "--out", str(tmp_path / "chosen.json"))
+    assert code == 2 and not (tmp_path / "chosen.json").exists()
+    assert err.strip().splitlines() == [
+        f"autoprox: error: {run / 'hall_of_fame.json'}: hall_of_fame.json unreadable ({run / 'hall_of_fame.json'} "
+        "is not valid JSON (Expecting property name enclosed in double quotes at line 1)), and no evaluations to "
+        f"rebuild it from; --selection {rule} chooses among the hall of fame: restore the file, or use "
+        "--selection best"]
