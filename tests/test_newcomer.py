@@ -477,3 +477,29 @@ def test_select_by_the_hall_of_fame_refuses_a_corrupt_one(capsys, tmp_path, rule
         "is not valid JSON (Expecting property name enclosed in double quotes at line 1)), and no evaluations to "
         f"rebuild it from; --selection {rule} chooses among the hall of fame: restore the file, or use "
         "--selection best"]
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+def test_device_cuda_without_cuda_says_so(capsys, tmp_path, af_small_file):
+    for argv in (["search", "--bench", str(af_small_file), "--out", str(tmp_path / "run")],
+                 ["rank", "--proxy", "params", "--bench", str(af_small_file)]):
+        code, _, err = run_cli(capsys, *argv, "--device", "cuda")
+        assert code == 2 and "cache build" not in err
+        assert err.strip().startswith("autoprox: error: --device cuda: CUDA is not available on this machine")
+
+
+# ---------------------------------------------------------------- options
+def test_a_free_tree_seeds_a_free_genome_search(capsys, tmp_path, af_small_file, session_cache):
+    tree = "block_mean(to_mean_scalar(F1))"  # not the template's shape
+    out = tmp_path / "free"
+    code, _, err = run_cli(capsys, *_small_search(tmp_path, af_small_file, session_cache.root, "--iterations", "1",
+                                                  "--genome", "free", "--seed-proxies", tree, "--quiet",
+                                                  "--out", str(out)))
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["seed_proxies"] == [tree]
+    first = json.loads((out / "evaluations.jsonl").read_text().splitlines()[0])
+    assert first["genome"] == tree  # the seed was the first genome evaluated
+    code, _, err = run_cli(capsys, *_small_search(tmp_path, af_small_file, session_cache.root, "--iterations", "1",
+                                                  "--seed-proxies", tree, "--out", str(tmp_path / "template")))
+    assert code == 2 and "does not have the template's shape" in err  # the template search still refuses it

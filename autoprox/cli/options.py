@@ -130,6 +130,9 @@ def add_stats_options(parser: argparse.ArgumentParser) -> None:
 def cpu_only(args: argparse.Namespace, command: str) -> None:
     """Refuse ``--device`` other than cpu where a command does not take it yet."""
     if getattr(args, "device", "cpu") != "cpu":
+        from autoprox.networks.statistics import resolve_device
+
+        resolve_device(args.device)  # no such device here: say so, rather than advise cache build on it
         raise ConfigError(f"{command} runs on the CPU only; build the statistics first with "
                           f"autoprox cache build --device {args.device}")
 
@@ -349,7 +352,7 @@ def search_settings(args: argparse.Namespace):
         patience=args.patience, restarts=args.restarts,
     )
     space = genome_space(args)
-    seed_genomes = tuple(seed_genome(p) for p in args.seed_proxies)
+    seed_genomes = tuple(seed_genome(p, free=args.genome == "free") for p in args.seed_proxies)
     return SearchSettings(
         bench=bench_path(args), targets=tuple(args.targets), weights=args.weights, split_seed=args.split_seed,
         search_fraction=args.search_fraction, input=args.input, batch_size=args.batch_size,
@@ -374,7 +377,8 @@ def _given_and_recorded(dest: str, args: argparse.Namespace, settings, space: st
     if dest == "bench":
         return args.bench, settings.bench
     if dest == "seed_proxies":
-        return tuple(seed_genome(p) for p in args.seed_proxies), tuple(settings.seed_proxies)
+        return (tuple(seed_genome(p, free=settings.genome_space.kind == "free") for p in args.seed_proxies),
+                tuple(settings.seed_proxies))
     if dest == "genome":
         return args.genome, genomes.kind
     if dest == "aggregation":
