@@ -503,3 +503,14 @@ def test_a_free_tree_seeds_a_free_genome_search(capsys, tmp_path, af_small_file,
     code, _, err = run_cli(capsys, *_small_search(tmp_path, af_small_file, session_cache.root, "--iterations", "1",
                                                   "--seed-proxies", tree, "--out", str(tmp_path / "template")))
     assert code == 2 and "does not have the template's shape" in err  # the template search still refuses it
+
+
+def test_vit_search_takes_the_space_a_space_file_registers(capsys, tmp_path, session_cache):
+    out = tmp_path / "vit"
+    code, _, err = run_cli(capsys, "vit-search", "--space-file", str(AUTOFORMER_FILE), "--space", "autoformer-ti-file",
+                           "--proxy", "params", "--samples", "2", "--batch-size", "2", "--workers", "1",
+                           "--cache-dir", str(session_cache.root), "--out", str(out))
+    assert code == 0, err
+    assert json.loads((out / "top.json").read_text())["space"] == "autoformer-ti-file"
+    code, _, err = run_cli(capsys, "vit-search", "--space", "nope", "--proxy", "params", "--out", str(tmp_path / "x"))
+    assert code == 2 and err.strip().startswith("autoprox: error: unknown search space 'nope', expected one of")
