@@ -514,3 +514,47 @@ def test_vit_search_takes_the_space_a_space_file_registers(capsys, tmp_path, ses
     assert json.loads((out / "top.json").read_text())["space"] == "autoformer-ti-file"
     code, _, err = run_cli(capsys, "vit-search", "--space", "nope", "--proxy", "params", "--out", str(tmp_path / "x"))
     assert code == 2 and err.strip().startswith("autoprox: error: unknown search space 'nope', expected one of")
+
+
+def _architecture_only_run(tmp_path: Path) -> Path:
+    """A copy of the committed PiT run whose best proxy reads only architecture terminals (no statistics)."""
+    import shutil
+
+    run = shutil.copytree(REPO / "runs" / "pit-best", tmp_path / "run")
+    best = json.loads((run / "best.json").read_text())
+    best["genome"] = "block_mean(A_params)"
+    (run / "best.json").write_text(json.dumps(best))
+    return run
+
+
+def test_rank_a_run_proxy_finds_its_benchmark_and_the_table_uses_its_test_split(capsys, tmp_path):
+    run = _architecture_only_run(tmp_path)
+    test = json.loads((run / "config.json").read_text())["split"]["test"]
+    cache = ["--cache-dir", str(tmp_path / "cache")]  # nothing is computed: the proxy reads no statistics
+    code, out, err = run_cli(capsys, "rank", "--proxy", str(run / "best.json"), *cache)
+    assert code == 0, err
+    assert f"the one {run} was made with" in err
+    assert out.splitlines()[0].endswith(f"(pit, split test, {len(test)} architectures)")
+    code, out, err = run_cli(capsys, "rank", "--proxy", f"params,{run / 'best.json'}", "--format", "json", *cache)
+    assert code == 0, err
+    assert f"ranking 2 proxies on {len(test)} architectures" in err
+    assert "split: test, the architectures the searches of the run proxies never saw" in err
+    code, out, err = run_cli(capsys, "rank", "--proxy", f"params,{run / 'best.json'}", "--format", "json",
+                             "--split", "all", "--space", "pit", *cache)
+    assert code == 0 and "ranking 2 proxies on 100 architectures" in err
+
+
+def test_a_recommended_proxy_on_its_own_benchmark_is_called_in_sample(tmp_path, pit_small):
+    from autoprox.cli.rank import in_sample_note
+    from autoprox.data.benchmark import load_benchmark, write_benchmark_jsonl
+    from autoprox.proxies.proxy import resolve_proxy
+    from tests.conftest import PIT_FILE
+
+    proxy = resolve_proxy("recommended:pit/flower_kd")
+    note = in_sample_note(proxy, load_benchmark(PIT_FILE))
+    assert note.startswith("in-sample: recommended:pit/flower_kd was chosen by the evaluation protocol on this very "
+                           "benchmark's architectures")
+    other = tmp_path / "pit12.jsonl"
+    write_benchmark_jsonl(pit_small, other)
+    assert in_sample_note(proxy, load_benchmark(other)) is None
+    assert in_sample_note(resolve_proxy("params"), load_benchmark(PIT_FILE)) is None
