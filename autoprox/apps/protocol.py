@@ -268,9 +268,18 @@ def _holding_the_protocol_lock(run: Callable) -> Callable:
 
     @functools.wraps(run)
     def locked(settings, out, *args, **kwargs):
+        new = not (Path(out).exists() or Path(out).is_symlink())
         out = make_directory(out)
-        with hold_lock(out / LOCK, f"{out} is being written by another autoprox process"):
-            return run(settings, out, *args, **kwargs)
+        try:
+            with hold_lock(out / LOCK, f"{out} is being written by another autoprox process"):
+                return run(settings, out, *args, **kwargs)
+        except BaseException:
+            if new:  # refused before anything was written: leave no folder behind (rmdir takes only an empty one)
+                try:
+                    out.rmdir()
+                except OSError:
+                    pass
+            raise
 
     return locked
 
