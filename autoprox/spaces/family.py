@@ -39,12 +39,22 @@ from autoprox.spaces.base import (
     is_int,
     is_number,
 )
+from autoprox.spaces.limits import (
+    DEFAULT_MAX_ACTIVATION_GB,
+    DEFAULT_MAX_PARAMS,
+    IMAGE_SIZE,
+    IN_CHANS,
+    LIMIT_BATCH,
+    activation_bytes,
+    available_memory_bytes,
+    check_buildable,
+    check_limits,
+    normalise_limits,
+)
 
 __all__ = ["DEFAULT_MAX_ACTIVATION_GB", "DEFAULT_MAX_PARAMS", "IMAGE_SIZE", "IN_CHANS", "FamilyArch", "FamilySpace",
            "SpaceName", "available_memory_bytes", "load_family"]
 
-IMAGE_SIZE = 224  # the statistics' minibatch is 224x224 (autoprox.networks.statistics)
-IN_CHANS = 3
 SCOPES = ("network", "stage", "block")
 WIDTH_KEYS = ("embed_dim", "base_dim")
 #: Choice key -> (scopes allowed, default scope).
@@ -61,12 +71,7 @@ FIELDS = {
     "position_embedding": "tokens", "classifier": None, "init": "trunc_normal", "stages": 1,
     "attention_head_dim": None, "relative_position": None, "choices": None, "limits": None,
 }
-#: Default bounds on a family's largest architecture (a file's ``limits`` field may change them).
-DEFAULT_MAX_PARAMS = 1_000_000_000
-DEFAULT_MAX_ACTIVATION_GB = 64.0
-#: Batch of the activation bound: the statistics' minibatch (autoprox.networks.statistics).
-LIMIT_BATCH = 8
-FLOAT_BYTES = 4
+
 POSITION_EMBEDDINGS = ("tokens", "map", "none")
 CLASSIFIERS = ("token", "mean")
 INITS = ("trunc_normal", "default")
@@ -345,36 +350,12 @@ class FamilySpace(SearchSpace):
         return self._counts(arch, num_classes)[1]
 
     def activation_bytes(self, arch: FamilyArch, batch: int = LIMIT_BATCH) -> int:
-        """Bytes of the float32 activations one forward pass keeps for the backward pass.
-
-        Counted from the config, without building anything: per block and token the two
-        LayerNorm outputs, q/k/v, the attention output, the projection, the residual, the
-        MLP's hidden layer before and after GELU, and the attention matrix (scores and
-        softmax) per head; the patch embedding and the input. An estimate within a small
-        factor of what PyTorch allocates, enough to refuse what cannot run.
-        """
-        tokens, sides = self.tokens(), self.map_sides()
-        floats = IN_CHANS * IMAGE_SIZE * IMAGE_SIZE + tokens[0] * arch.widths[0]
-        for (width, heads, hidden), s in zip(self.blocks(arch), self.stage_of_blocks(arch)):
-            q, n = self.attention_width(width, heads), tokens[s]
-            floats += n * (5 * width + 4 * q + 2 * hidden) + 2 * heads * n * n
-        for s in range(self.stages - 1):
-            floats += sides[s + 1] ** 2 * arch.widths[s + 1]
-        return batch * FLOAT_BYTES * floats
+        """Bytes of the float32 activations one forward pass keeps (:func:`limits.activation_bytes`)."""
+        return activation_bytes(self, arch, batch)
 
     def check_buildable(self, arch: FamilyArch, batch: int = LIMIT_BATCH) -> None:
-        """Refuse (:class:`ArchitectureError`) an architecture this machine's memory cannot hold.
-
-        Its weights and their gradients plus the activations of one batch, against the
-        memory available now; called before any tensor of the network is allocated.
-        """
-        params = self.count_params(arch)
-        needed = 2 * FLOAT_BYTES * params + self.activation_bytes(arch, batch)
-        available = available_memory_bytes()
-        if available is not None and needed > available:
-            raise ArchitectureError(f"{self.name} arch: needs about {needed / 1e9:,.1f} GB ({params:,} parameters, "
-                                    f"activations of a batch of {batch}), more than the {available / 1e9:,.1f} GB "
-                                    f"of memory available on this machine; not built")
+        """Refuse an architecture this machine's memory cannot hold (:func:`limits.check_buildable`)."""
+        check_buildable(self, arch, batch)
 
     # --------------------------------------------------------------------- sampling
     def draw(self, rng: random.Random) -> FamilyArch:
@@ -479,29 +460,8 @@ def _normalise(definition: Mapping, source: str) -> dict[str, Any]:
     if out["relative_position"] and not out["class_token"]:
         raise _fail(source, "relative_position", "AutoFormer's relative position tables need a class token")
     out["choices"] = _normalise_choices(definition.get("choices"), out["stages"], source)
-    out["limits"] = _normalise_limits(definition.get("limits"), source)
+    out["limits"] = normalise_limits(definition.get("limits"), source)
     return out
-
-
-def _normalise_limits(limits: Any, source: str) -> dict[str, float]:
-    """``limits``: the largest architecture's bounds (``max_params``, ``max_activation_gb``)."""
-    out = {"max_params": DEFAULT_MAX_PARAMS, "max_activation_gb": DEFAULT_MAX_ACTIVATION_GB}
-    if limits is None:
-        return out
-    if not isinstance(limits, Mapping):
-        raise _fail(source, "limits", f"a mapping of max_params and max_activation_gb, got {_short(limits)}")
-    for key, value in limits.items():
-        if key not in out:
-            raise _fail(source, f"limits.{key}", "unknown; known: max_params, max_activation_gb")
-        if not is_number(value) or not math.isfinite(value) or value <= 0:
-            raise _fail(source, f"limits.{key}", f"must be a positive number, got {_short(value)}")
-        out[key] = value
-    return out
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _positive_int(definition: Mapping, key: str, default: int | None, source: str) -> int:
@@ -613,38 +573,7 @@ def _check_consistency(family: FamilySpace, source: str) -> None:
         raise _fail(source, "choices", "its smallest or largest architecture is not valid: with pooling between "
                                        "stages every stage's width must be a multiple of the previous stage's")
     if ends is not None:
-        _check_limits(family, ends[1], source)
-
-
-def _check_limits(family: FamilySpace, largest: FamilyArch, source: str) -> None:
-    """The largest architecture within the file's ``limits`` (default 1e9 parameters, 64 GB)."""
-    limits = family.definition["limits"]
-    params = family.count_params(largest)
-    activation_gb = family.activation_bytes(largest) / 1e9
-    if params > limits["max_params"]:
-        raise SpaceDefinitionError(f"{source}: its largest architecture has {params:,} parameters, more than the "
-                                   f"bound of {limits['max_params']:,.0f}; shrink the choices, or raise "
-                                   f"limits.max_params in the file")
-    if activation_gb > limits["max_activation_gb"]:
-        raise SpaceDefinitionError(f"{source}: its largest architecture needs about {activation_gb:,.1f} GB of "
-                                   f"activations at batch {LIMIT_BATCH}, more than the bound of "
-                                   f"{limits['max_activation_gb']:g} GB; shrink the choices, or raise "
-                                   f"limits.max_activation_gb in the file")
-
-
-def available_memory_bytes() -> int | None:
-    """Memory available to a new allocation now (Linux ``MemAvailable``), or ``None`` if unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
+        check_limits(family, ends[1], source)
 
 
 # ------------------------------------------------------------------------ files
