@@ -3,6 +3,7 @@
 Usage:
     python benchmarks/docs_tables.py            # rewrite every table in place
     python benchmarks/docs_tables.py --check    # exit 1 if any table differs from what the runs say
+    python benchmarks/docs_tables.py --check --tracked   # the same from the run files git tracks only
 
 Each generated table sits between two markers in a Markdown file:
 
