@@ -46,14 +46,13 @@ from autoprox.spaces.limits import (
     IN_CHANS,
     LIMIT_BATCH,
     activation_bytes,
-    available_memory_bytes,
     check_buildable,
     check_limits,
     normalise_limits,
 )
 
 __all__ = ["DEFAULT_MAX_ACTIVATION_GB", "DEFAULT_MAX_PARAMS", "IMAGE_SIZE", "IN_CHANS", "FamilyArch", "FamilySpace",
-           "SpaceName", "available_memory_bytes", "load_family"]
+           "SpaceName", "load_family"]
 
 SCOPES = ("network", "stage", "block")
 WIDTH_KEYS = ("embed_dim", "base_dim")

@@ -4,7 +4,7 @@ A family whose largest architecture has more than ``limits.max_params`` paramete
 1e9) or needs more than ``limits.max_activation_gb`` of float32 activations for a batch of 8
 (default 64 GB, estimated from the config) is refused when its file is read; within those
 bounds, a network whose weights, gradients and activations need more memory than the machine
-has available is refused before any tensor of it is allocated. The functions read a family
+has is refused before any tensor of it is allocated. The functions read a family
 through its geometry methods (``tokens``, ``map_sides``, ``blocks``, ...), so that this module
 does not import :mod:`autoprox.spaces.family`.
 """
@@ -20,7 +20,7 @@ from autoprox.core.errors import ArchitectureError
 from autoprox.spaces.base import SpaceDefinitionError, is_number
 
 __all__ = ["DEFAULT_MAX_ACTIVATION_GB", "DEFAULT_MAX_PARAMS", "IMAGE_SIZE", "IN_CHANS", "LIMIT_BATCH",
-           "activation_bytes", "available_memory_bytes", "check_buildable", "check_limits", "normalise_limits"]
+           "activation_bytes", "machine_memory_bytes", "check_buildable", "check_limits", "normalise_limits"]
 
 IMAGE_SIZE = 224  # the statistics' minibatch is 224x224 (autoprox.networks.statistics)
 IN_CHANS = 3
@@ -53,14 +53,14 @@ def activation_bytes(family, arch, batch: int = LIMIT_BATCH) -> int:
 
 def check_buildable(family, arch, batch: int = LIMIT_BATCH) -> None:
     """Refuse (:class:`ArchitectureError`) an architecture this machine's memory cannot hold: its
-    weights and their gradients plus the activations of one batch, against the memory available now."""
+    weights and their gradients plus the activations of one batch, against the machine's memory."""
     params = family.count_params(arch)
     needed = 2 * FLOAT_BYTES * params + activation_bytes(family, arch, batch)
-    available = available_memory_bytes()
-    if available is not None and needed > available:
+    memory = machine_memory_bytes()
+    if memory is not None and needed > memory:
         raise ArchitectureError(f"{family.name} arch: needs about {needed / 1e9:,.1f} GB ({params:,} parameters, "
-                                f"activations of a batch of {batch}), more than the {available / 1e9:,.1f} GB "
-                                f"of memory available on this machine; not built")
+                                f"activations of a batch of {batch}), more than this machine's "
+                                f"{memory / 1e9:,.1f} GB of memory; not built")
 
 
 def normalise_limits(limits: Any, source: str) -> dict[str, float]:
@@ -98,17 +98,15 @@ def check_limits(family, largest, source: str) -> None:
                                    f"limits.max_activation_gb in the file")
 
 
-def available_memory_bytes() -> int | None:
-    """Memory available to a new allocation now (Linux ``MemAvailable``), or ``None`` if unknown."""
+def machine_memory_bytes() -> int | None:
+    """This machine's physical memory, or ``None`` if unknown.
+
+    All of it, not what other processes leave free now: a network beyond it can never be
+    built here, while one within it may only have to wait for memory (refusing it on a busy
+    machine would be wrong).
+    """
     try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
 
