@@ -3,6 +3,7 @@
 Usage:
     python benchmarks/docs_tables.py            # rewrite every table in place
     python benchmarks/docs_tables.py --check    # exit 1 if any table differs from what the runs say
+    python benchmarks/docs_tables.py --check --tracked   # the same from the run files git tracks only
 
 Each generated table sits between two markers in a Markdown file:
 
@@ -24,6 +25,7 @@ import argparse
 import difflib
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
@@ -55,15 +57,27 @@ def load_json(path: Path) -> dict:
 class Runs:
     """The committed run files under one runs/ directory, read once each."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, tracked_only: bool = False):
         self.root = root
         self._cache: dict[Path, dict] = {}
+        self.tracked = tracked_files(root) if tracked_only else None
+
+    def glob(self, pattern: str) -> list[Path]:
+        """The files under the root matching ``pattern``; with ``tracked_only``, those git tracks."""
+        found = sorted(self.root.glob(pattern))
+        return found if self.tracked is None else [p for p in found if p.resolve() in self.tracked]
 
     def json(self, relative: str) -> dict:
         path = self.root / relative
         if path not in self._cache:
             self._cache[path] = load_json(path)
         return self._cache[path]
+
+
+def tracked_files(root: Path) -> set[Path]:
+    """The files git tracks under ``root`` (resolved paths), so output of one's own there is left out."""
+    listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=True).stdout
+    return {(root / name).resolve() for name in listed.decode().split("\0") if name}
 
 
 # ---------------------------------------------------------------------------- formatting
@@ -104,7 +118,7 @@ def _arch_cell(arch: dict) -> str:
 def vit_search_table(runs: Runs) -> list[str]:
     """The top 5 of each committed 400-sample vit-search (runs/vit-*/top.json)."""
     lines: list[str] = []
-    for path in sorted(runs.root.glob("vit-*/top.json")):
+    for path in runs.glob("vit-*/top.json"):
         name = path.parent.name
         top = runs.json(f"{name}/top.json")
         low, high = top["budget_millions"]
@@ -240,7 +254,7 @@ def protocol_ablation_table(runs: Runs, space: str) -> list[str]:
     Nadeau-Bengio corrected interval and folds ahead. The baselines are the same folds' for every row."""
     folder = runs.root / "protocol"
     rows, blend_rows = [], {}
-    names = sorted(p.parent.name for p in folder.glob("*/protocol.json")) if folder.is_dir() else []
+    names = [p.parent.name for p in runs.glob("protocol/*/protocol.json")]
     for name in names:
         protocol = runs.json(f"protocol/{name}/protocol.json")
         if protocol["space"] != space or not protocol.get("finished"):
@@ -352,8 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=REPO / "docs" / "results.md", help="the results page")
     parser.add_argument("--readme", type=Path, default=REPO / "README.md", help="the front page (headline table)")
     parser.add_argument("--runs", type=Path, default=REPO / "runs", help="the committed runs")
+    parser.add_argument("--tracked", action="store_true",
+                        help="read only the run files git tracks, so runs of your own under --runs are left out")
     args = parser.parse_args(argv)
-    runs = Runs(args.runs)
+    runs = Runs(args.runs, tracked_only=args.tracked)
     stale = False
     try:
         for page, path in (("results", args.docs), ("readme", args.readme)):

@@ -1,6 +1,6 @@
 """Make run directories made before autoprox recorded benchmarks portably open on any machine.
 
-Usage: python scripts/portable_runs.py RUNS_DIR [--check]
+Usage: python scripts/portable_runs.py RUNS_DIR [--check] [--tracked]
 
 Runs written before the run object (``RunContext``) recorded their benchmark by the
 absolute path of the machine that made them (``/work/shared/vit-bench-101/gt_pit.pth``)
@@ -10,13 +10,15 @@ lies in the usual places (``autoprox.data.benchmark.bench_search_dirs``) with th
 recorded sha256 to its bare file name, drops the recorded cache directory, and cuts the
 program path in the recorded command to its name. Files are replaced atomically; nothing
 else is touched. ``--check`` only lists the files that still hold an absolute path and
-exits 1 if there are any.
+exits 1 if there are any; ``--tracked`` reads only the files git tracks (a checkout's
+committed runs, not output of one's own written beside them).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -67,9 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", type=Path)
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--tracked", action="store_true", help="only the files git tracks")
     args = parser.parse_args(argv)
     left = []
-    for path in sorted(p for name in RUN_FILES for p in args.runs.rglob(name)):
+    paths = sorted(p for name in RUN_FILES for p in args.runs.rglob(name))
+    if args.tracked:
+        listed = subprocess.run(["git", "-C", str(args.runs), "ls-files", "-z"], capture_output=True, check=True)
+        tracked = {(args.runs / name).resolve() for name in listed.stdout.decode().split("\0") if name}
+        paths = [p for p in paths if p.resolve() in tracked]
+    for path in paths:
         text = path.read_text(encoding="utf-8")
         if args.check:
             if absolute_paths(text):

@@ -47,7 +47,7 @@ def test_committed_run_opens_with_its_recorded_split_and_benchmark(run):
 
 
 def test_no_committed_run_file_holds_a_machine_path():
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "portable_runs.py"), str(RUNS), "--check"],
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "portable_runs.py"), str(RUNS), "--check", "--tracked"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 

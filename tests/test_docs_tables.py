@@ -27,7 +27,7 @@ RESULTS_TABLES += CROSS_TABLES
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, str(SCRIPT), "--tracked", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=120)
 
 

@@ -26,8 +26,10 @@ one worker); every fold is deterministic, so the figures do not depend on it.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import random
+import shlex
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -56,7 +58,7 @@ from autoprox.apps.protocol_summary import (
     summarise,
 )
 from autoprox.apps.selection import SELECTIONS, register_selection, select_best
-from autoprox.core.atomic import atomic_write_json, json_safe
+from autoprox.core.atomic import atomic_write_json, json_safe, make_directory
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.numbers import format_float
@@ -69,7 +71,7 @@ from autoprox.proxies.baselines import BASELINES, baseline_scores, choose_baseli
 from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
-from autoprox.search.rundir import read_json
+from autoprox.search.rundir import LOCK, hold_lock, read_json
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import descriptor_columns
 
@@ -102,12 +104,20 @@ class OuterFold:
                 "search": list(self.search), "test": list(self.test)}
 
 
+#: Fewest test architectures of an outer fold: fewer cannot be ranked (every figure NaN).
+MIN_FOLD_TEST = 3
+
+
 def check_fold_count(folds: int, size: int) -> None:
-    """Refuse a fold count the benchmark cannot give (each test part needs an architecture)."""
+    """Refuse a fold count the benchmark cannot give (each test part needs 3 architectures to rank)."""
     if folds < 2:
         raise ConfigError(f"--folds must be at least 2, got {folds}")
     if folds > size:
         raise ConfigError(f"--folds {folds} is more than the benchmark's {size} architectures")
+    if size // folds < MIN_FOLD_TEST:
+        raise ConfigError(f"--folds {folds} leaves {size // folds} test architecture(s) in a fold of the benchmark's "
+                          f"{size}, and a fold needs at least {MIN_FOLD_TEST} to rank them: give at most "
+                          f"--folds {max(size // MIN_FOLD_TEST, 2)}")
 
 
 def outer_folds(size: int, folds: int, repeats: int = 1, seed: int = 0) -> list[OuterFold]:
@@ -247,12 +257,35 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
     if path.exists():
         raise RunDirError(f"{out} already holds an evaluation protocol; continue it with --resume "
                           "or choose a new --out")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or any(p.name != LOCK for p in out.iterdir())):
         raise RunDirError(f"{out} is not empty and holds no {PROTOCOL_FILE}; its files are left as they are: "
                           "choose a new --out")
     return load_benchmark(settings.bench), settings, None
 
 
+def _holding_the_protocol_lock(run: Callable) -> Callable:
+    """``run(settings, out, ...)`` with ``out`` created and locked (its own lock, as each fold's run has):
+    a second process writing the same protocol is refused, naming the holder's pid."""
+
+    @functools.wraps(run)
+    def locked(settings, out, *args, **kwargs):
+        new = not (Path(out).exists() or Path(out).is_symlink())
+        out = make_directory(out)
+        try:
+            with hold_lock(out / LOCK, f"{out} is being written by another autoprox process"):
+                return run(settings, out, *args, **kwargs)
+        except BaseException:
+            if new:  # refused before anything was written: leave no folder behind (rmdir takes only an empty one)
+                try:
+                    out.rmdir()
+                except OSError:
+                    pass
+            raise
+
+    return locked
+
+
+@_holding_the_protocol_lock
 def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | None = None,
                  repeats: int | None = None, protocol_seed: int | None = None, fold_workers: int = 1,
                  resume: bool = False, selection: str | None = None, baselines: Sequence[str] | None = None,
@@ -372,7 +405,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     if previous and any(f.get("bags", []) != _bags_json(m, spec).get("bags", [])
                         for f, m in zip(previous["folds"], made)):
         raise RunDirError(f"{out / PROTOCOL_FILE}: its bags are not the ones its seed gives")
-    out.mkdir(parents=True, exist_ok=True)
+    make_directory(out)
     _write(out, protocol, bench)
 
     pending = [i for i, f in enumerate(protocol["folds"]) if not f.get("result")]
@@ -381,9 +414,14 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         f"{fold_workers} at a time, into {out}", quiet)
     if pending:
         # All statistics once, with the search's workers, before folds share the cache.
-        build_cache(context.cache, context.plan.requests(list(bench.archs)),
-                    workers=executor if executor is not None else settings.workers,
-                    progress=None if quiet else Progress("statistics", every=15))
+        try:
+            build_cache(context.cache, context.plan.requests(list(bench.archs)),
+                        workers=executor if executor is not None else settings.workers,
+                        progress=None if quiet else Progress("statistics", every=15))
+        except KeyboardInterrupt:
+            print(f"interrupted; what was computed is kept: continue with: autoprox evaluate --resume --out "
+                  f"{shlex.quote(str(out))}", file=sys.stderr, flush=True)
+            raise
     if executor is not None:  # folds are the cluster's tasks; each fold's search computes with one worker
         fold_workers = executor.workers
     workers = 1 if fold_workers > 1 else settings.workers
@@ -404,7 +442,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         entry = protocol["folds"][index]
         if not outcome["finished"]:
             log(f"{outcome.get('stopped', entry['run'])} stopped before its search finished; continue with: "
-                f"autoprox evaluate --resume --out {out}", quiet)
+                f"autoprox evaluate --resume --out {shlex.quote(str(out))}", quiet)
             if fold_workers == 1:
                 break
             continue

@@ -6,6 +6,7 @@ resumed or taken as finished, and jobs run inline, in joblib processes or on a D
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -74,6 +75,8 @@ def search_job(settings_json: Mapping, bench_path: str, run_dir: str, stop_after
     bench = load_benchmark(bench_path)
     run_dir = Path(run_dir)
     run = RunDirectory(run_dir)
+    # an interrupted fold is continued by the protocol's resume (OUT/repeat-R/fold-K), not its own
+    hint = f"autoprox evaluate --resume --out {shlex.quote(str(run_dir.parent.parent))}"
     if reuse or run.exists():
         expected = RunContext.from_settings(settings, bench=bench).settings.to_json()
     if reuse:
@@ -83,9 +86,9 @@ def search_job(settings_json: Mapping, bench_path: str, run_dir: str, stop_after
         best_path = run.file("best.json")
         best = read_json(best_path) if best_path.is_file() else None
         if best is None or not best.get("finished"):
-            best = run_search(None, run_dir, resume=True, stop_after=stop_after, quiet=quiet)
+            best = run_search(None, run_dir, resume=True, stop_after=stop_after, quiet=quiet, resume_command=hint)
     else:
-        best = run_search(settings, run_dir, stop_after=stop_after, quiet=quiet)
+        best = run_search(settings, run_dir, stop_after=stop_after, quiet=quiet, resume_command=hint)
     return {"finished": bool(best.get("finished")), "seconds": time.perf_counter() - start}
 
 

@@ -203,13 +203,19 @@ def _num(value) -> str:
     return f"{format_float(value):>6}"  # as wide as "+0.123", so that columns of intervals line up
 
 
+def _undefined(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _mean_sd(stats: Mapping) -> str:
-    return f"{_num(stats.get('mean'))} +- {format_float(stats.get('sd'), signed=False)}"
+    sd = stats.get("sd")  # undefined over one fold: the mean alone, not "+- nan"
+    return _num(stats.get("mean")) + ("" if _undefined(sd) else f" +- {sd:.3f}")
 
 
 def _difference(stats: Mapping) -> str:
     low, high = stats["ci"]
-    return f"{_num(stats['mean'])} [{_num(low)},{_num(high)}] {stats['ahead']}/{stats['n']}"
+    interval = "" if _undefined(low) or _undefined(high) else f" [{_num(low)},{_num(high)}]"
+    return f"{_num(stats['mean'])}{interval} {stats['ahead']}/{stats['n']}"
 
 
 def format_protocol(protocol: Mapping) -> str:
@@ -225,6 +231,11 @@ def format_protocol(protocol: Mapping) -> str:
     rows = [(t, row) for t, row in summary.get("targets", {}).items()]
     if summary.get("jcm"):
         rows.append(("JCM", summary["jcm"]))
+    if not rows:  # no fold finished: no table with headers only
+        lines[1:] = ["no fold has finished yet: no figures"]
+        return "\n".join(lines) + "\n"
+    if done < 2:
+        lines.append("one fold finished: the sd and the intervals need two; the means are that fold's figures")
     lines.append(f"{'target':<16}" + "".join(f"{m:>18}" for m in methods))
     for name, row in rows:
         lines.append(f"{name:<16}" + "".join(f"{_mean_sd(row['test'][m]):>18}" for m in methods))

@@ -12,6 +12,7 @@ Rules are registered with :func:`register_selection`; the protocol (``autoprox e
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -19,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.correlation import correlate, jcm
-from autoprox.core.errors import ConfigError
+from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import (
     blend_features,
@@ -31,7 +32,7 @@ from autoprox.proxies.ensemble import JOINT, EnsembleProxy, Member, member, quan
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.search.context import RunContext
 from autoprox.search.fitness import make_folds
-from autoprox.search.halloffame import load_hall_of_fame
+from autoprox.search.halloffame import HALL_OF_FAME, load_hall_of_fame
 from autoprox.search.rundir import RunDirectory, read_json
 from autoprox.spaces.descriptors import descriptor_columns
 
@@ -98,13 +99,26 @@ def lower_bound(jcms: list[float]) -> float:
     return float(values.mean() - values.std(ddof=1)) if values.size > 1 else float(values[0])
 
 
+def _hall_entries(run: RunDirectory, rule: str) -> list:
+    """The hall of fame's entries for ``rule``: a file that had to be rebuilt is named in a warning,
+    and one unreadable with nothing to rebuild it from stops the rule (RunDirError)."""
+    loaded = load_hall_of_fame(run)
+    if loaded.note and HALL_OF_FAME in loaded.note and "unreadable" in loaded.note and not loaded.hall.entries:
+        raise RunDirError(f"{run.file(HALL_OF_FAME)}: {loaded.note.split('; ')[0]}, and no evaluations to rebuild "
+                          f"it from; --selection {rule} chooses among the hall of fame: restore the file, or use "
+                          "--selection best")
+    if loaded.note:
+        warnings.warn(f"{run.path}: {loaded.note}", stacklevel=3)
+    return loaded.hall.entries
+
+
 @register_selection("cv-lcb")
 def select_cv_lower_bound(run_dir: Path, candidates: int = CANDIDATES, folds: int = INNER_FOLDS) -> Proxy:
     """Among the hall of fame's best ``candidates``, the proxy with the highest mean minus sd of
     its JCM over ``folds`` parts of the search part: a proxy that ranks every part well is preferred
     to one that ranks some parts very well. Ties go to the better search fitness."""
     run = RunDirectory(run_dir)
-    entries = load_hall_of_fame(run).hall.entries[:candidates]
+    entries = _hall_entries(run, "cv-lcb")[:candidates]
     if not entries:
         return select_best(run_dir)
     context = RunContext.open(run)
@@ -174,7 +188,7 @@ def select_hof_average(run_dir: Path, count: int = HOF_MEMBERS) -> Selected:
     run = RunDirectory(run_dir)
     context = RunContext.open(run)
     chosen: list[tuple[str, Mapping[int, np.ndarray]]] = []
-    for entry in load_hall_of_fame(run).hall.entries:
+    for entry in _hall_entries(run, "hof-average"):
         if len(chosen) == count:
             break
         try:
@@ -344,7 +358,6 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     proxy JSON (``{"genome": ...}``). ``target``: keep only what the rule chose for that target.
     An existing ``out`` is refused (RunDirError), never overwritten."""
     from autoprox.core.atomic import atomic_write_json
-    from autoprox.core.errors import RunDirError
 
     out, run_dir = Path(out), Path(run_dir)
     if out.exists():

@@ -17,13 +17,14 @@ writes it, as each fold's run directory is.
 from __future__ import annotations
 
 import datetime as _dt
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from autoprox import __version__
-from autoprox.core.atomic import atomic_write_json, json_safe
+from autoprox.core.atomic import atomic_write_json, json_safe, make_directory
 from autoprox.core.errors import ConfigError
 from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
@@ -139,7 +140,7 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
         read_json(out / TRANSFER_FILE)  # RunDirError when there is no study to resume
     elif settings is None:
         raise ConfigError("settings are needed for a new transfer study")
-    out.mkdir(parents=True, exist_ok=True)
+    make_directory(out)
     with hold_lock(out / ".autoprox.lock", f"{out} is being written by another autoprox process"):
         return _run_transfer(settings, out, resume, quiet, executor)
 
@@ -182,7 +183,7 @@ def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quie
     for number, held_out in enumerate(targets, 1):
         run_dir = fold_directory(out, held_out)
         one = fold_settings(settings, targets, held_out)
-        hint = f"autoprox transfer --resume --out {out}"
+        hint = f"autoprox transfer --resume --out {shlex.quote(str(out))}"
         _log(f"transfer fold {number}/{len(targets)}: search on {', '.join(one.targets)}, hold out {held_out}", quiet)
         best_path = run_dir / "best.json"
         if RunDirectory(run_dir).exists():  # left by an earlier start, or by a plain search with these settings
@@ -193,7 +194,7 @@ def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quie
         else:
             best = run_search(one, run_dir, quiet=quiet, resume_command=hint, executor=executor)
         if not best.get("finished"):
-            _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {out}", quiet)
+            _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {shlex.quote(str(out))}", quiet)
             return study
         earlier = reported.get(held_out)
         if earlier is None or earlier["genome"] != best["genome"]:

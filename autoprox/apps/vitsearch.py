@@ -28,7 +28,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.core.atomic import atomic_write_json, atomic_write_text, json_safe
+from autoprox.core.atomic import atomic_write_json, atomic_write_text, json_safe, make_directory
 from autoprox.core.errors import VitSearchError  # noqa: F401 (re-exported)
 from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
@@ -217,7 +217,7 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
         if recorded.get("identity") != json_safe(settings.identity()):
             raise RunDirError(f"{out} holds a different ViT search ({config_path.name} differs); choose another --out")
     else:
-        out.mkdir(parents=True, exist_ok=True)
+        make_directory(out)
         atomic_write_json(config_path, {
             "settings": settings.to_json(), "identity": json_safe(settings.identity()), "proxy": proxy.name,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "command": sys.argv,

@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
                     "fold run a whole search on the other folds into OUT/repeat-R/fold-K and score its proxy on the "
                     "fold, beside the parameter count, the best coarse descriptor and a rank-linear blend of "
                     "descriptors chosen on the same search part. Prints test Kendall mean +- sd over folds and the "
-                    "paired differences with 95%% intervals; OUT/protocol.json holds everything. Takes every option "
+                    "paired differences with 95% intervals; OUT/protocol.json holds everything. Takes every option "
                     "of 'search' (--split-seed and --search-fraction are replaced by the outer folds; --split-seed "
                     "still seeds --cv-folds).",
     )

@@ -38,7 +38,7 @@ from autoprox.cli import (
     vitsearch,
 )
 from autoprox.cli.options import HelpFormatter
-from autoprox.core.errors import AutoproxError, one_line
+from autoprox.core.errors import AutoproxError, cut_long_words, one_line
 
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
 COMMANDS: dict[str, ModuleType] = {
@@ -60,7 +60,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="autoprox", description=__doc__.splitlines()[0])
+    parser = Parser(prog="autoprox", description=__doc__.splitlines()[0].replace("``", ""))  # no RST in help
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS.values():
         module.add_parser(sub)
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """One line per warning, ``autoprox: warning: ...``, without Python's source line."""
-    print(f"autoprox: warning: {message}", file=sys.stderr if file is None else file)
+    print(f"autoprox: warning: {cut_long_words(str(message))}", file=sys.stderr if file is None else file)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -117,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
     except AutoproxError as exc:
         if os.environ.get("AUTOPROX_DEBUG"):
             raise
-        print(f"autoprox: error: {one_line(exc)}", file=sys.stderr)
+        print(f"autoprox: error: {cut_long_words(one_line(exc))}", file=sys.stderr)
         return exc.exit_status
     except KeyboardInterrupt as exc:
         print(f"autoprox: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)

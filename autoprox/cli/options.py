@@ -160,6 +160,9 @@ def add_stats_options(parser: argparse.ArgumentParser) -> None:
 def cpu_only(args: argparse.Namespace, command: str) -> None:
     """Refuse ``--device`` other than cpu where a command does not take it yet."""
     if getattr(args, "device", "cpu") != "cpu":
+        from autoprox.networks.statistics import resolve_device
+
+        resolve_device(args.device)  # no such device here: say so, rather than advise cache build on it
         raise ConfigError(f"{command} runs on the CPU only; build the statistics first with "
                           f"autoprox cache build --device {args.device}")
 

@@ -73,12 +73,19 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
     ensembles = [p.name for p in proxies if isinstance(p, EnsembleProxy)]
     if ensembles:
         raise ProxyError(f"the ranking table takes no ensemble ({ensembles[0]}): rank it alone with --proxy FILE")
+    for proxy in proxies:  # without --bench or --space: the benchmark of the first run proxy
+        args.bench = args.bench or run_bench(args, proxy)
     bench = load_benchmark(bench_path(args))
     part = args.split or "all"
     targets = bench.check_targets(list(args.targets) or bench.default_targets())
     split = split_benchmark(len(bench), args.split_seed if args.split_seed is not None else 0,
                             args.search_fraction if args.search_fraction is not None else 0.6)
     indices = split.indices(part, len(bench))
+    recorded = recorded_test_split(proxies, len(bench)) if args.split is None else None
+    if recorded is not None:  # the default of a single run proxy's rank: the test split its search never saw
+        part, indices = "test", sorted(recorded["test"])
+        print("split: test, the architectures the searches of the run proxies never saw (their runs' recorded "
+              "split); --split all ranks every architecture", file=sys.stderr)
     if args.targets:
         bench.check_measured(targets, indices, PART_NAMES[part])
     else:
@@ -96,6 +103,45 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
                            plan.target_classes, cache, workers=executor, quiet=False, split=part)
     sys.stdout.write(format_table(table, fmt))
     return 0
+
+
+def run_bench(args: argparse.Namespace, proxy) -> str | None:
+    """Without --bench and --space, the benchmark file a run's ``best.json`` was made with (found as
+    the run opens it: :meth:`RunContext.open`); None for any other proxy."""
+    if args.bench or getattr(args, "space", None):
+        return None
+    source = proxy.provenance.get("file") if isinstance(proxy.provenance, dict) else None
+    run_dir = Path(source).parent if isinstance(source, str) else None
+    if run_dir is None or not (run_dir / "config.json").is_file():
+        return None
+    from autoprox.search.context import RunContext
+
+    bench = RunContext.open(run_dir).bench.source
+    print(f"benchmark: {bench}, the one {run_dir} was made with (--bench FILE ranks on another)", file=sys.stderr)
+    return bench
+
+
+def in_sample_note(proxy, bench) -> str | None:
+    """The note for a ``recommended:SPACE/...`` proxy ranked on the packaged benchmark it was chosen on."""
+    from autoprox.data.benchmark import default_bench_path, file_sha256
+    from autoprox.proxies.recommended import is_recommended_name, split_recommended_name
+
+    if not is_recommended_name(proxy.name):
+        return None
+    space = split_recommended_name(proxy.name)[0]
+    if space not in BENCH_FILE_NAMES or file_sha256(default_bench_path(space)) != bench.sha256:
+        return None
+    return (f"in-sample: {proxy.name} was chosen by the evaluation protocol on this very benchmark's architectures, "
+            "so these figures are not an estimate on architectures it never saw; the protocol's outer-fold test "
+            "figures are (docs/results.md)")
+
+
+def recorded_test_split(proxies, size: int) -> dict | None:
+    """The split the run proxies of a table share, when it covers this benchmark (as :func:`default_part`)."""
+    splits = [p.provenance.get("split") for p in proxies if isinstance(p.provenance, dict) and p.provenance.get("split")]
+    if splits and all(s == splits[0] for s in splits) and default_part(splits[0], size) == "test":
+        return splits[0]
+    return None
 
 
 def default_part(run_split, size: int) -> str:
@@ -131,7 +177,11 @@ def run(args: argparse.Namespace) -> int:
     proxy = resolve_proxy(args.proxy)
     if proxy.note:
         print(f"{proxy.name}: {proxy.note}", file=sys.stderr)
+    args.bench = run_bench(args, proxy) or args.bench  # the run's own benchmark, as if given with --bench
     bench = load_benchmark(bench_path(args))
+    note = in_sample_note(proxy, bench)
+    if note:
+        print(note, file=sys.stderr)
     recorded_split = proxy.provenance.get("split")
     if isinstance(recorded_split, list):  # a multi-space run's proxy: the split of this benchmark's space, if any
         recorded_split = next((s for s in recorded_split if isinstance(s, dict) and s.get("space") == bench.space), None)

@@ -68,6 +68,9 @@ def _resume_benches(args: argparse.Namespace):
 
 
 def _print_best(report: dict) -> None:
+    from autoprox.reports.show import params_verdict
+    from autoprox.search.engine import TEST_DEFERRED
+
     print(f"best proxy: {report['genome']}")
     print(f"{'target':<16}{'search tau':>12}{'test tau':>10}{'params search':>15}{'params test':>13}")
     for target in report["targets"]:
@@ -76,6 +79,12 @@ def _print_best(report: dict) -> None:
         print(f"{target:<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
     cells = [format_float(r.get("jcm")) for r in (report["search"], report["test"], report["params"]["search"], report["params"]["test"])]
     print(f"{'JCM':<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
+    verdict = params_verdict(report)
+    if verdict:
+        print(verdict)
+    deferred = report.get("test", {}).get("none")
+    if deferred == TEST_DEFERRED:
+        print(f"test figures {deferred}")
     print(f"written to {Path(report['run']) / 'best.json'}")
 
 

@@ -39,6 +39,18 @@ def describe_space(space, classes: int) -> dict:
     return entry
 
 
+#: Longest description ``autoprox spaces`` prints (``--json`` gives it whole).
+LONGEST_SUMMARY = 300
+
+
+def _short(text: str) -> str:
+    """A description on one line, cut to :data:`LONGEST_SUMMARY` characters."""
+    text = " ".join(str(text).split())
+    if len(text) <= LONGEST_SUMMARY:
+        return text
+    return f"{text[:LONGEST_SUMMARY]}... (cut: {len(text):,} characters; --json shows it whole)"
+
+
 def _millions(span) -> str:
     return f"{span[0] / 1e6:.2f}M to {span[1] / 1e6:.2f}M" if span else "per architecture"
 
@@ -55,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for entry in described:
         print(f"{entry['name']}  ({entry['origin']})")
-        print(f"    {entry['summary']}")
+        print(f"    {_short(entry['summary'])}")
         macs = f"{entry['macs'][0] / 1e9:.2f}G to {entry['macs'][1] / 1e9:.2f}G" if entry["macs"] else "per architecture"
         print(f"    parameters {_millions(entry['params'])}, MACs {macs} ({args.classes}-class head)")
         width = max(len(k) for k in entry["choices"])

@@ -34,7 +34,9 @@ def add_parser(sub) -> None:
                     "or, with --on-bench FILE, choose among a benchmark's architectures and report how good the pick "
                     "really is. Paper budgets: " + ", ".join(f"{s} {lo:g}:{hi:g}" for s, (lo, hi) in PAPER_BUDGETS.items()),
     )
-    vit.add_argument("--space", choices=space_choices(), help="search space (sampling mode); or --space-file")
+    # no argparse choices: a space registered by --space-file is known only once the files are read
+    vit.add_argument("--space", metavar="NAME", help=f"search space (sampling mode): {', '.join(space_choices())}, "
+                                                     "or one a --space-file defines")
     add_space_file_option(vit)
     vit.add_argument("--proxy", default=None,
                      help="params, flops, a zoo proxy, autoprox_a/p, a recommended: name, a genome string or a proxy "
@@ -77,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
     space = args.space or (files[0].name if files else None)
     if not space:
         raise BenchmarkError("give --space NAME or --space-file FILE (or --on-bench FILE)")
+    from autoprox.spaces.registry import REGISTRY
+
+    space = REGISTRY.get(space).name  # ArchitectureError naming the known spaces
     cpu_only(args, "vit-search (sampling fresh architectures)")
     _default_proxy(args, space)
     budget = parse_budget(args.params) if args.params else (

@@ -18,7 +18,7 @@ from typing import IO, Any, Iterator
 
 import numpy as np
 
-from autoprox.core.errors import DiskFullError
+from autoprox.core.errors import DiskFullError, RunDirError
 
 #: Error numbers that mean "no room left": a full file system, an exhausted quota.
 FULL_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -28,6 +28,36 @@ def disk_full_error(path: str | os.PathLike, error: OSError, written: int) -> Di
     """The one-line error of a write to ``path`` that ran out of room after ``written`` bytes."""
     reason = os.strerror(error.errno).lower() if error.errno else str(error)
     return DiskFullError(f"cannot write {path}: {reason} after {written} bytes")
+
+
+def make_directory(path: str | os.PathLike, option: str = "--out") -> Path:
+    """Create the folder ``path`` (and its parents) if need be; RunDirError in one line if it cannot be one.
+
+    A loop of symbolic links, a symbolic link to nothing, a file on the way, a folder that
+    cannot be created: each is named, with ``option`` as the thing to change.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno in FULL_DISK_ERRNOS:
+            raise disk_full_error(path, exc, 0) from None
+        raise RunDirError(f"{path} cannot be a folder: {_unusable(path, exc)}; choose another {option}") from None
+    return path
+
+
+def _unusable(path: Path, exc: OSError) -> str:
+    """Why ``mkdir`` of ``path`` failed, in words."""
+    try:
+        os.stat(path)
+    except OSError as stat_error:
+        if errno.ELOOP in (exc.errno, stat_error.errno):
+            return "it goes through a loop of symbolic links"
+    if path.is_symlink() and not path.exists():
+        return f"it is a symbolic link to {os.readlink(path)}, which does not exist"
+    if exc.errno == errno.EEXIST or exc.errno == errno.ENOTDIR:
+        return "it, or a folder above it, is a file"
+    return exc.strerror or str(exc)
 
 
 @contextmanager

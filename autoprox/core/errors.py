@@ -84,8 +84,21 @@ def one_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+#: Longest run of non-blank characters a message shows whole (a genome, a value pasted in).
+LONGEST_WORD = 200
+
+
+def cut_long_words(text: str, limit: int = LONGEST_WORD) -> str:
+    """``text`` with every run of more than ``limit`` non-blank characters cut to its start and
+    its length, so that a 100 KB genome or value pasted into a command is not echoed whole."""
+    import re
+
+    return re.sub(rf"\S{{{limit + 1},}}", lambda m: f"{m.group()[:limit // 2]}... ({len(m.group()):,} characters)",
+                  text)
+
+
 __all__ = [
     "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
-    "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "ProxyError", "ReportError", "RunDirError", "SearchError",
-    "VitSearchError", "one_line",
+    "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "ProxyError", "ReportError",
+    "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "one_line",
 ]

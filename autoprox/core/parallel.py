@@ -81,6 +81,54 @@ def exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="autoprox-exit-with-parent", daemon=True).start()
 
 
+#: A local worker's growth in resident size that loky takes for a leak (its own default is 300 MB,
+#: less than the activations of one large network: see :func:`release_freed_memory`).
+WORKER_GROWTH_LIMIT = 8 * 2**30
+
+
+def local_worker_setup(parent: int) -> None:
+    """Initializer of every local (loky) worker: exit with ``parent`` (:func:`exit_with_parent`), and
+    raise loky's leak limit to :data:`WORKER_GROWTH_LIMIT`, so a worker is not stopped, with the
+    warning "A worker stopped while some jobs were given to the executor", for holding memory that
+    its networks legitimately needed."""
+    exit_with_parent(parent)
+    try:
+        from joblib.externals.loky import process_executor
+    except ImportError:  # a joblib without its vendored loky: nothing to raise
+        return
+    if hasattr(process_executor, "_MAX_MEMORY_LEAK_SIZE"):
+        process_executor._MAX_MEMORY_LEAK_SIZE = max(process_executor._MAX_MEMORY_LEAK_SIZE, WORKER_GROWTH_LIMIT)
+
+
+def release_freed_memory() -> None:
+    """Hand the memory freed by a finished task back to the system (glibc's ``malloc_trim``).
+
+    A task builds networks of every size; glibc keeps what they freed, so a worker's
+    resident size grows by the largest network's activations. loky takes a growth of more
+    than 300 MB after a worker's first task for a leak: it stops the worker, warns "A worker
+    stopped while some jobs were given to the executor ... memory leak" and starts another
+    (seconds of imports each time). Trimming after each task keeps the size near where it
+    was; what fragmentation still holds is under :data:`WORKER_GROWTH_LIMIT`.
+    """
+    import gc
+
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        pass
+
+
+def _run_and_release(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` in a local worker, then its freed memory released (:func:`release_freed_memory`)."""
+    try:
+        return fn(*args)
+    finally:
+        release_freed_memory()
+
+
 class LocalExecutor(Executor):
     """``workers`` joblib (loky) processes on this machine; in this process when ``workers`` is 1."""
 
@@ -95,7 +143,7 @@ class LocalExecutor(Executor):
 
         return Parallel(n_jobs=self.workers, backend="loky",
                         return_as="generator" if ordered else "generator_unordered",
-                        initializer=exit_with_parent, initargs=(os.getpid(),))
+                        initializer=local_worker_setup, initargs=(os.getpid(),))
 
     def run_unordered(self, fn: Callable, jobs: Sequence[tuple]) -> Iterator[Any]:
         if self.workers == 1 or len(jobs) <= 1:

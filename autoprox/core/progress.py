@@ -18,6 +18,9 @@ def format_seconds(seconds: float) -> str:
 class Progress:
     """Call with (done, total); prints ``label [####    ] 12/100 00:10<01:13``.
 
+    ``note`` (optional) is printed after the times: what the step has reached so far, such
+    as a search's best fitness.
+
     On a terminal the line is redrawn in place; elsewhere (logs, CI) a line is printed
     at most every ``every`` seconds and at the end.
     """
@@ -32,7 +35,7 @@ class Progress:
         self.first_done: int | None = None
         self.interactive = hasattr(self.stream, "isatty") and self.stream.isatty()
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, note: str | None = None) -> None:
         now = time.perf_counter()
         if self.first_done is None:
             self.first_done = done
@@ -47,7 +50,7 @@ class Progress:
         filled = int(self.width * done / total) if total else self.width
         bar = "#" * filled + " " * (self.width - filled)
         eta_text = format_seconds(eta) if eta == eta else "--:--"
-        line = f"{self.label} [{bar}] {done}/{total} {format_seconds(elapsed)}<{eta_text}"
+        line = f"{self.label} [{bar}] {done}/{total} {format_seconds(elapsed)}<{eta_text}" + (f" {note}" if note else "")
         if self.interactive:
             self.stream.write("\r" + line + ("\n" if finished else ""))
         else:

@@ -168,7 +168,7 @@ def _read_entries(path: Path) -> tuple[Any, list[int] | None]:
         raise BenchmarkError(f"benchmark file not found: {str(path)[:300]}")
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return read_csv_entries(path), None  # rows are checked, line by line, in the tables module
+        return read_csv_entries(path, with_lines=True)  # rows are checked, line by line, in the tables module
     if suffix in (".jsonl", ".json"):
         try:
             text = path.read_text(encoding="utf-8")

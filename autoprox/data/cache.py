@@ -24,6 +24,7 @@ eight's entries and keys do not depend on them. Blocks read with extras hold bot
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from autoprox.core.atomic import FULL_DISK_ERRNOS, atomic_open, disk_full_error
-from autoprox.core.errors import ConfigError, DiskFullError
+from autoprox.core.errors import CacheError, ConfigError, DiskFullError
 from autoprox.core.parallel import Executor, as_executor
 from autoprox.data.entries import (  # noqa: F401 (the entry format, re-exported)
     DAMAGED_ENTRY_ERRORS,
@@ -113,6 +114,19 @@ def cache_key(request: StatsRequest, precision: str, extra: str | None = None) -
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _check_folder(root: Path) -> None:
+    """CacheError unless ``root`` is, or can become, a folder: a file there (or above it), or a symbolic
+    link to nowhere or in a loop, is refused at once rather than warned about on every write."""
+    for folder in (root, *root.parents):
+        if folder.is_dir():
+            return
+        if folder.exists() or folder.is_symlink():
+            what = "a file" if folder.exists() else "a symbolic link to nothing or a loop of them"
+            where = "" if folder == root else f" ({folder} is {what})"
+            raise CacheError(f"statistics cache {root} cannot be a folder{where or f': it is {what}'}; "
+                             "give --cache-dir a folder")
+
+
 class StatisticsCache:
     """Statistics on disk under ``root/<space>/<key[:2]>/<key>.npz``."""
 
@@ -120,6 +134,7 @@ class StatisticsCache:
         if precision not in PRECISIONS:
             raise ConfigError(f"unknown cache precision {precision!r}; use {' or '.join(PRECISIONS)}")
         self.root = Path(root) if root is not None else default_cache_dir()
+        _check_folder(self.root)
         self.precision = precision
         #: Why the cache cannot be written, once a write failed (then warned about once).
         self.unwritable: str | None = None
@@ -205,6 +220,9 @@ class StatisticsCache:
         except OSError as exc:
             if exc.errno in FULL_DISK_ERRNOS:
                 raise DiskFullError(f"statistics cache {self.root} is full: {disk_full_error(folder, exc, 0)}") from None
+            if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ELOOP):  # not a folder at all: nothing to warn about
+                raise CacheError(f"statistics cache {self.root} cannot be a folder (it, or a folder above it, is a "
+                                 f"file or a loop of symbolic links); give --cache-dir a folder") from None
             if warn:
                 self._warn_unwritable(exc)
             else:

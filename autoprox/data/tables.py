@@ -143,10 +143,11 @@ def _cell_number(text: str) -> float | None:
     return value
 
 
-def read_csv_entries(path: str | Path) -> list[dict[str, Any]]:
+def read_csv_entries(path: str | Path, with_lines: bool = False) -> list[dict[str, Any]] | tuple[list, list[int]]:
     """The entries of a CSV benchmark, validated (architectures included), as JSON Lines entries.
 
-    Raises one :class:`BenchmarkError` naming every bad row by its line number.
+    Raises one :class:`BenchmarkError` naming every bad row by its line number. With
+    ``with_lines``, also the file line of each entry (for the errors found later).
     """
     path = Path(path)
     try:
@@ -163,6 +164,11 @@ def read_csv_entries(path: str | Path) -> list[dict[str, Any]]:
         raise BenchmarkError(f"{path}: line {consumed[-1]}: {exc}") from None
     header_line = consumed[0]
     problems = []
+    if len(header) == 1:  # one column: most likely another delimiter
+        found = [d for d in (";", "\t", "|", ":") if d in header[0]]
+        if found:
+            problems.append(f"the header is one column holding {found[0]!r}: the file seems to use {found[0]!r} as "
+                            "its delimiter; a CSV benchmark is comma-separated")
     for index, name in enumerate(header):
         if name in header[:index]:
             problems.append(f"column {name!r} appears twice")
@@ -176,6 +182,7 @@ def read_csv_entries(path: str | Path) -> list[dict[str, Any]]:
         raise BenchmarkError(f"{path}: header (line {header_line}): " + "; ".join(problems))
 
     entries: list[dict[str, Any]] = []
+    entry_lines: list[int] = []
     reasons_by_line: dict[int, list[str]] = {}
     checkable: list[tuple[int, dict[str, Any]]] = []  # rows whose architecture can be checked
     trouble: list[str] = []
@@ -197,6 +204,7 @@ def read_csv_entries(path: str | Path) -> list[dict[str, Any]]:
             reasons_by_line[line] = reasons
         else:
             entries.append(entry)
+            entry_lines.append(line)
         if "arch" in entry or "model" in entry:
             checkable.append((line, entry))
     if not checkable and not reasons_by_line and not trouble:
@@ -212,7 +220,7 @@ def read_csv_entries(path: str | Path) -> list[dict[str, Any]]:
     errors = trouble + [f"line {n}: " + ", ".join(reasons_by_line[n]) for n in sorted(reasons_by_line)]
     if errors:
         raise _report(str(path), errors, "rows")
-    return entries
+    return (entries, entry_lines) if with_lines else entries
 
 
 def _entry(cells: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:

@@ -367,6 +367,7 @@ class FamilyViT(nn.Module):
     def __init__(self, arch: FamilyArch, num_classes: int = 100) -> None:
         super().__init__()
         family = arch.family
+        family.check_buildable(arch)  # before any tensor is allocated
         self.arch, self.num_classes = arch, num_classes
         self.class_tokens = family.class_tokens
         self.position = family.position_embedding

@@ -405,6 +405,11 @@ def _compute_arch(names: Sequence[str], config: dict, space: str, spec: dict, se
     return out
 
 
+def _compute_arch_keyed(index: int, *arguments) -> tuple[int, dict]:
+    """``(index, _compute_arch(*arguments))``: a result that says which architecture it is of."""
+    return index, _compute_arch(*arguments)
+
+
 def compute_raw_values(names: Sequence[str], archs: Sequence, spec: InputSpec, seed: int, num_classes: int,
                        teacher: nn.Module | None = None, workers: int = 1,
                        score_cache: ZooScoreCache | None = None,
@@ -436,8 +441,9 @@ def compute_raw_values(names: Sequence[str], archs: Sequence, spec: InputSpec, s
     def arguments(index, job_names):
         return (job_names, arch_to_config(archs[index]), archs[index].space, spec_json, seed, num_classes, teacher)
 
-    outcomes = as_executor(workers).run(_compute_arch, [arguments(i, n) for i, n in jobs])
-    for (index, _), outcome in zip(jobs, outcomes):
+    # results as they arrive, so progress advances and each is cached at once
+    outcomes = as_executor(workers).run_unordered(_compute_arch_keyed, [(i, *arguments(i, n)) for i, n in jobs])
+    for index, outcome in outcomes:
         for name, (raw, seconds, error) in outcome.items():
             results[name][index] = RawResult(raw, seconds, error)
             cacheable = score_cache is not None and ZOO[name].cacheable(teacher)

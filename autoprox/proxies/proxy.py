@@ -292,17 +292,21 @@ def resolve_proxies(text: str) -> list[Proxy]:
     return proxies
 
 
-def seed_genome(text: str) -> str:
+def seed_genome(text: str, free: bool = False) -> str:
     """The genome string a search can start from for ``text``; ProxyError saying why not.
 
     Built-in published proxies (``autoprox_a``, ``autoprox_p``), genome strings and
     proxy files are accepted when they have the template's shape (the search mutates
-    template genes); ``params``, ``flops`` and the zoo are refused with the reason.
+    template genes), or any tree with ``free`` (``--genome free`` mutates whole subtrees;
+    the search checks it is within its genome space); ``params``, ``flops`` and the zoo are
+    refused with the reason.
     """
     proxy = resolve_proxy(text)
     if proxy.genome is None:
         raise ProxyError(f"{proxy.name} cannot seed the search: it is {proxy.scorer.nature} "
                          "that genomes are built from")
+    if free:
+        return genome_to_string(proxy.genome)
     try:
         template_genes(proxy.genome)
     except GenomeError:

@@ -138,8 +138,17 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     evolution = settings.get("evolution") if isinstance(settings.get("evolution"), dict) else {}
     iterations = evolution.get("iterations")
     status = "finished" if best and best.get("finished") else "in progress or interrupted"
+    early = best.get("stopped_early") if best else None
+    if status == "finished" and isinstance(early, Mapping):
+        status = f"stopped early: no better proxy in {early.get('patience')} iterations (--patience)"
     lines = [f"run {run.path}: {config.get('space', '?')}, iteration {done} of {iterations} ({status}), "
              f"{hall.evaluated} genomes evaluated, {hall.valid} valid"]
+    verdict = params_verdict(best) if best else None
+    if verdict:
+        lines.append(f"best.json: {verdict}")
+    deferred = best.get("test") if best else None
+    if isinstance(deferred, Mapping) and str(deferred.get("none", "")).startswith("not computed"):
+        lines.append(f"test figures {deferred['none']}")
     lines += _setting_lines(settings, config, best)
     source = f"{HALL_OF_FAME}" if loaded.source == "file" else loaded.note
     rows = hall.entries[:top]
@@ -217,6 +226,21 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         lines += format_beyond_size(labels, label="rank")
         lines.append(BEYOND_SIZE_LEGEND)
     return "\n".join(lines) + "\n"
+
+
+def params_verdict(report: Mapping) -> str | None:
+    """One plain line: the proxy's JCM against the parameter count's on the test split (the search
+    split when the run has no test figures), and whether it beats it; None without figures."""
+    for part in ("test", "search"):
+        proxy, params = report.get(part), (report.get("params") or {}).get(part)
+        if not isinstance(proxy, Mapping) or not isinstance(params, Mapping):
+            continue
+        mine, theirs = proxy.get("jcm"), params.get("jcm")
+        if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
+            verdict = (f"the proxy beats it by {mine - theirs:.3f}" if mine > theirs
+                       else "the proxy does not beat it")
+            return f"{part} JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
+    return None
 
 
 BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Kendall with the parameter count, the depth; "

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import random
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from autoprox.core.atomic import json_safe
+from autoprox.core.atomic import json_safe, make_directory
 from autoprox.core.errors import ConfigError, DiskFullError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
@@ -47,21 +48,27 @@ from autoprox.search.settings import SearchSettings, recorded_settings, settings
 
 #: What ``best.json`` says in place of test figures when the run searched on every architecture.
 NO_TEST_PART = "no test part: the search used every architecture"
+#: What it says in their place when a signal stopped the search (they are computed when it resumes).
+TEST_DEFERRED = "not computed: the search was stopped before its end; resuming it computes them"
+
+
 def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None,
-                fitness_choices: dict | None = None) -> dict:
+                fitness_choices: dict | None = None, test_figures: bool = True) -> dict:
     """``best.json``: the genome, its figures on both splits, and the parameter count's beside them.
 
     The figures are the plain ones (Kendall, JCM) whatever the fitness; with another fitness,
     ``fitness`` says which, its value on the search part and the base chosen per target
     (``fitness_choices``). A run without a test part says so (:data:`NO_TEST_PART`) in place of
-    its test figures.
+    its test figures; without ``test_figures`` (a search stopped by a signal, which must stop at
+    once) they are left for its resume to compute (:data:`TEST_DEFERRED`).
     """
     settings, run = context.settings, context.run
     proxy = Proxy(record.genome, parse_genome(record.genome))
     params = Proxy("params")
-    parts = ("search", "test") if context.split.test else ("search",)
+    parts = ("search", "test") if context.split.test and test_figures else ("search",)
+    absent = TEST_DEFERRED if context.split.test else NO_TEST_PART
     # Score the proxy once per split; its figures and its beyond-size report both read them.
-    scores = {"test": InvalidProxy(NO_TEST_PART)}
+    scores = {"test": InvalidProxy(absent)}
     for part in parts:
         try:
             scores[part] = context.score(proxy, part, workers=executor)
@@ -70,7 +77,7 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
 
     def on_split(part: str, summary: Callable) -> dict:
         if part not in parts:
-            return {"none": NO_TEST_PART}
+            return {"none": absent}
         if isinstance(scores[part], InvalidProxy):
             return {"invalid": str(scores[part])}
         return summary(scores[part], part)
@@ -87,7 +94,7 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
         "split": context.split.to_json(),
         "search": on_split("search", context.figures),
         "test": on_split("test", context.figures),
-        "params": {part: context.evaluate(params, part, workers=1) if part in parts else {"none": NO_TEST_PART}
+        "params": {part: context.evaluate(params, part, workers=1) if part in parts else {"none": absent}
                    for part in ("search", "test")},
         "genome_space": settings.genome_space.to_json(),
         "cv": {"folds": settings.cv_folds, "mode": settings.cv_mode, "fitness": record.jcm,
@@ -133,7 +140,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     called with the run directory after each iteration's checkpoint is written (``search --report``).
     """
     run = RunDirectory(out)
-    hint = resume_command or f"autoprox search --resume --out {run.path}"
+    hint = resume_command or f"autoprox search --resume --out {shlex.quote(str(run.path))}"
     evaluation = settings.evaluation if settings is not None else None
     if resume and isinstance(executor, DaskExecutor):
         evaluation = recorded_settings(run.path)[0].evaluation
@@ -148,7 +155,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             raise ConfigError("settings are needed for a new search")
         context = (MultiRunContext if settings.multi_space else RunContext).from_settings(settings, run)
         run.check_creatable()
-        run.path.mkdir(parents=True, exist_ok=True)
+        make_directory(run.path)
     with run.lock():
         if resume:
             context = _resume_context(run, bench, extend_iterations, workers, cache_dir)
@@ -288,6 +295,7 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
             _log(f"resuming at iteration {state.iteration} of {evo.iterations}", quiet)
 
         ticker = None if quiet else Progress("evolution", every=30)
+        fitness_label = "JCM" if settings.fitness == "jcm" else settings.fitness  # the progress line's best so far
         interrupted = signalled = False
         # Stalls are judged on the current population: the iterations since the last restart.
         best_jcms = [r["best_jcm"] for r in since_restart(run.log())] if evo.patience else []
@@ -311,22 +319,26 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
                 if on_checkpoint is not None:
                     on_checkpoint(run)
                 if ticker:
-                    ticker(state.iteration, evo.iterations)
+                    best_so_far = hall.entries[0].jcm if hall.entries else None
+                    ticker(state.iteration, evo.iterations,
+                           note=None if best_so_far is None else f"best {fitness_label} {best_so_far:+.3f}")
         except KeyboardInterrupt:
             interrupted = signalled = True
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
             state = _checkpoint_state(run, run.checkpoint())
             run.truncate_logs(state.iteration)  # an iteration cut short leaves no line past its checkpoint
     best = state.overall_best(evo.parsimony)
-    report = best_report(best, context, state.iteration, executor, fitness_choices)
+    # a signal must stop the search at once: the test split's figures wait for its resume
+    report = best_report(best, context, state.iteration, executor, fitness_choices, test_figures=not signalled)
     report["finished"] = not interrupted
     if not interrupted and state.iteration < evo.iterations:
         report["stopped_early"] = {"iteration": state.iteration, "patience": evo.patience}
+        _log(f"\nno better proxy in {evo.patience} iterations (--patience {evo.patience}"
+             + (f", after {state.restarts} restart(s)" if evo.restarts else "")
+             + f"): stopped at iteration {state.iteration} of {evo.iterations}", quiet)
     if evo.restarts:
         report["restarts"] = {"made": state.restarts, "allowed": evo.restarts,
                               "elites": [{"genome": m.genome, "fitness": m.jcm} for m in state.elites]}
-        _log(f"no better proxy in {evo.patience} iterations: stopped at iteration {state.iteration} "
-             f"of {evo.iterations}", quiet)
     run.write_best(report)
     if signalled:
         print(f"stopped at iteration {state.iteration}; continue with: {hint}", file=sys.stderr, flush=True)

@@ -434,16 +434,20 @@ def evolution_of(values: Mapping[str, Any]) -> EvolutionConfig:
                            restarts=values["restarts"])
 
 
-def seed_genomes(names: Sequence[str]) -> tuple[str, ...]:
-    """Each seed proxy as the genome string it stands for (``autoprox_a``, a proxy file, a genome)."""
+def seed_genomes(names: Sequence[str], free: bool = False) -> tuple[str, ...]:
+    """Each seed proxy as the genome string it stands for (``autoprox_a``, a proxy file, a genome);
+    ``free``: a search of free trees, which any tree may seed."""
     from autoprox.proxies.proxy import seed_genome
 
-    return tuple(seed_genome(name) for name in names)
+    return tuple(seed_genome(name, free=free) for name in names)
 
 
 def settings_from_options(values: Mapping[str, Any]) -> SearchSettings:
     """The :class:`SearchSettings` of a new search from the options' values (:func:`option_values`)."""
     if values.get("device", "cpu") != "cpu":
+        from autoprox.networks.statistics import resolve_device
+
+        resolve_device(values["device"])  # no such device here: say so, rather than advise cache build on it
         raise ConfigError(f"search runs on the CPU only; build the statistics first with "
                           f"autoprox cache build --device {values['device']}")
     bench = bench_of(values)
@@ -456,7 +460,8 @@ def settings_from_options(values: Mapping[str, Any]) -> SearchSettings:
         batch_size=values["batch_size"], stat_seeds=tuple(values["stat_seeds"]),
         per_target_stats=values["per_target_stats"], cache_dir=values["cache_dir"],
         cache_precision=values["cache_precision"], workers=values["workers"],
-        seed_proxies=seed_genomes(values["seed_proxies"]), evolution=evolution_of(values),
+        seed_proxies=seed_genomes(values["seed_proxies"], free=values["genome"] == "free"),
+        evolution=evolution_of(values),
         genome=genome_space_of(values).to_json(), cv_folds=values["cv_folds"], cv_mode=values["cv_mode"],
         fitness=values["fitness"], kernels=values["kernels"], evaluation=values["evaluation"])
 
@@ -486,10 +491,10 @@ def options_from_settings(settings: SearchSettings, space: str | None = None) ->
     return values
 
 
-def _comparable(name: str, value: Any) -> Any:
-    """A value as it is compared with a run's recorded one."""
+def _comparable(name: str, value: Any, free: bool = False) -> Any:
+    """A value as it is compared with a run's recorded one (``free``: the run searches free trees)."""
     if name == "seed_proxies":
-        return seed_genomes(value)
+        return seed_genomes(value, free=free)
     if name == "aggregation":
         return aggregation_names(value)
     if isinstance(value, list):
@@ -509,7 +514,8 @@ def resume_conflicts(given: Mapping[str, Any], settings: SearchSettings, space: 
     for name in sorted(set(given) - skip):
         if name not in recorded:
             continue
-        mine, theirs = _comparable(name, given[name]), _comparable(name, recorded[name])
+        free = settings.genome_space.kind == "free"
+        mine, theirs = _comparable(name, given[name], free), _comparable(name, recorded[name], free)
         if mine != theirs:
             conflicts.append(f"{OPTIONS[name].flag_name} {_show(mine)} (the run has {_show(theirs)})")
     return conflicts

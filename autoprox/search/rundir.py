@@ -39,6 +39,7 @@ from autoprox.core.atomic import (
     atomic_write_json,
     atomic_write_text,
     disk_full_error,
+    make_directory,
 )
 from autoprox.core.errors import RunDirError  # noqa: F401 (re-exported)
 
@@ -151,7 +152,7 @@ class RunDirectory:
     def create(self, config: dict) -> None:
         """Start a run in a new or empty directory; a directory holding anything else is refused, untouched."""
         self.check_creatable()
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_directory(self.path)
         atomic_write_json(self.file(CONFIG), config)
 
     def check_creatable(self) -> None:

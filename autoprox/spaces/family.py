@@ -39,11 +39,21 @@ from autoprox.spaces.base import (
     is_int,
     is_number,
 )
+from autoprox.spaces.limits import (
+    DEFAULT_MAX_ACTIVATION_GB,
+    DEFAULT_MAX_PARAMS,
+    IMAGE_SIZE,
+    IN_CHANS,
+    LIMIT_BATCH,
+    activation_bytes,
+    check_buildable,
+    check_limits,
+    normalise_limits,
+)
 
-__all__ = ["IMAGE_SIZE", "IN_CHANS", "FamilyArch", "FamilySpace", "SpaceName", "load_family"]
+__all__ = ["DEFAULT_MAX_ACTIVATION_GB", "DEFAULT_MAX_PARAMS", "IMAGE_SIZE", "IN_CHANS", "FamilyArch", "FamilySpace",
+           "SpaceName", "load_family"]
 
-IMAGE_SIZE = 224  # the statistics' minibatch is 224x224 (autoprox.networks.statistics)
-IN_CHANS = 3
 SCOPES = ("network", "stage", "block")
 WIDTH_KEYS = ("embed_dim", "base_dim")
 #: Choice key -> (scopes allowed, default scope).
@@ -58,8 +68,9 @@ CHOICE_SCOPES = {
 FIELDS = {
     "name": None, "description": "", "patch_size": None, "patch_stride": None, "class_token": True,
     "position_embedding": "tokens", "classifier": None, "init": "trunc_normal", "stages": 1,
-    "attention_head_dim": None, "relative_position": None, "choices": None,
+    "attention_head_dim": None, "relative_position": None, "choices": None, "limits": None,
 }
+
 POSITION_EMBEDDINGS = ("tokens", "map", "none")
 CLASSIFIERS = ("token", "mean")
 INITS = ("trunc_normal", "default")
@@ -130,7 +141,7 @@ class FamilySpace(SearchSpace):
         self.definition = normal
         self.source = source
         # What determines the networks (the description does not): part of every cache key.
-        networks = {k: v for k, v in normal.items() if k != "description"}
+        networks = {k: v for k, v in normal.items() if k not in ("description", "limits")}
         self.digest = hashlib.sha256(json.dumps(networks, sort_keys=True).encode()).hexdigest()
         self.name = SpaceName(normal["name"], normal)
         self.summary = normal["description"] or f"declarative ViT family ({Path(source).name})"
@@ -337,6 +348,14 @@ class FamilySpace(SearchSpace):
     def count_macs(self, arch: FamilyArch, num_classes: int = 100) -> int:
         return self._counts(arch, num_classes)[1]
 
+    def activation_bytes(self, arch: FamilyArch, batch: int = LIMIT_BATCH) -> int:
+        """Bytes of the float32 activations one forward pass keeps (:func:`limits.activation_bytes`)."""
+        return activation_bytes(self, arch, batch)
+
+    def check_buildable(self, arch: FamilyArch, batch: int = LIMIT_BATCH) -> None:
+        """Refuse an architecture this machine's memory cannot hold (:func:`limits.check_buildable`)."""
+        check_buildable(self, arch, batch)
+
     # --------------------------------------------------------------------- sampling
     def draw(self, rng: random.Random) -> FamilyArch:
         """Every choice uniform; ``non_decreasing`` choices uniform over the valid tuples."""
@@ -440,6 +459,7 @@ def _normalise(definition: Mapping, source: str) -> dict[str, Any]:
     if out["relative_position"] and not out["class_token"]:
         raise _fail(source, "relative_position", "AutoFormer's relative position tables need a class token")
     out["choices"] = _normalise_choices(definition.get("choices"), out["stages"], source)
+    out["limits"] = normalise_limits(definition.get("limits"), source)
     return out
 
 
@@ -547,9 +567,12 @@ def _check_consistency(family: FamilySpace, source: str) -> None:
                     raise _fail(source, "choices.num_heads", f"{heads} heads do not divide embed_dim {width} "
                                 f"(attention width = embedding width); change the choices or give attention_head_dim "
                                 f"(q, k, v width = heads x attention_head_dim, as AutoFormer's 64)")
-    if family.stages > 1 and family.extremes() is None:
+    ends = family.extremes()
+    if family.stages > 1 and ends is None:
         raise _fail(source, "choices", "its smallest or largest architecture is not valid: with pooling between "
                                        "stages every stage's width must be a multiple of the previous stage's")
+    if ends is not None:
+        check_limits(family, ends[1], source)
 
 
 # ------------------------------------------------------------------------ files
