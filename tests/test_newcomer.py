@@ -127,7 +127,8 @@ TOUR_FOLDER = "/tmp/autoprox"
 #: The README's sizes, and the smallest ones that still run each command's code.
 TOUR_SCALE = {"--iterations": "1", "--samples": "2"}
 TOUR_EXTRA = {"search": ["--batch-size", "2", "--population", "4", "--workers", "1", "--retry-cap", "2", "--quiet"],
-              "vit-search": ["--batch-size", "2", "--workers", "1"], "show": ["--no-simplify"]}
+              "vit-search": ["--batch-size", "2", "--workers", "1"], "show": ["--no-simplify"],
+              "report": ["--no-simplify"]}
 
 
 def readme_tour_commands() -> list[list[str]]:
@@ -165,7 +166,7 @@ def test_the_readme_tour_runs_in_a_scratch_copy_and_the_committed_file_checks_pa
     from autoprox.data.benchmark import write_benchmark_jsonl
 
     commands = readme_tour_commands()
-    assert [c[0] for c in commands] == ["search", "show", "export", "rank", "vit-search"]
+    assert [c[0] for c in commands] == ["search", "show", "export", "rank", "vit-search", "report"]
     outs = [c[c.index("--out") + 1] for c in commands if "--out" in c]
     assert outs and all(out.startswith(TOUR_FOLDER + "/") for out in outs)  # the tour writes outside the checkout
     scratch = _scratch_copy(tmp_path / "checkout")

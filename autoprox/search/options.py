@@ -343,7 +343,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option("fitness", "jcm", "what the search maximises: jcm (the paper's), partial:BASE (per target, partial "
            "Kendall given BASE), or combined:BASE[:W] (per target, Kendall of W*rank(proxy)+(1-W)*rank(BASE), W "
            "default 0.5); BASE is params, coarse or blend, fitted on the search part only; each combined over "
-           "targets with the JCM weights", fitness, group=_GENOME),
+           "targets with the JCM weights", text("fitness"), group=_GENOME),
     Option("restarts", 0, "after a stall (needs --patience), start again from a new random population, up to N "
            "times; the best proxy of every population counts (default 0: never, the paper's)",
            integer("restarts", 0), group=_GENOME),
@@ -463,7 +463,7 @@ def settings_from_options(values: Mapping[str, Any]) -> SearchSettings:
         seed_proxies=seed_genomes(values["seed_proxies"], free=values["genome"] == "free"),
         evolution=evolution_of(values),
         genome=genome_space_of(values).to_json(), cv_folds=values["cv_folds"], cv_mode=values["cv_mode"],
-        fitness=values["fitness"], kernels=values["kernels"], evaluation=values["evaluation"])
+        fitness=parse_fitness(values["fitness"]).name, kernels=values["kernels"], evaluation=values["evaluation"])
 
 
 def options_from_settings(settings: SearchSettings, space: str | None = None) -> dict[str, Any]:
@@ -497,6 +497,8 @@ def _comparable(name: str, value: Any, free: bool = False) -> Any:
         return seed_genomes(value, free=free)
     if name == "aggregation":
         return aggregation_names(value)
+    if name == "fitness":
+        return parse_fitness(value).name
     if isinstance(value, list):
         return tuple(value)
     return value
