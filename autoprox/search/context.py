@@ -159,11 +159,7 @@ class RunContext:
     def config_json(self, command: Sequence[str] | None = None) -> dict:
         """What ``config.json`` records for this run (no absolute path of this machine)."""
         return {
-            "autoprox_version": __version__,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": list(command if command is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
-            "settings": self.settings.to_json(),
-            "space": self.bench.space,
+            **config_header(self.settings, self.bench.space, command),
             "benchmark": {"path": self.settings.bench, "file": Path(self.bench.source).name,
                           "sha256": self.bench.sha256, "architectures": len(self.bench)},
             "split": self.split.to_json(),
@@ -221,6 +217,17 @@ class RunContext:
         return self.figures(scores, part, targets, weights)
 
 
+def config_header(settings: SearchSettings, space: str, command: Sequence[str] | None = None) -> dict:
+    """The fields every ``config.json`` begins with: version, time, command line, settings and space."""
+    return {
+        "autoprox_version": __version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": list(command if command is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "settings": settings.to_json(),
+        "space": space,
+    }
+
+
 def settings_split(settings: SearchSettings, size: int) -> Split:
     """The search/test split ``settings`` ask for on a benchmark of ``size`` architectures.
 
@@ -253,4 +260,4 @@ def _run_directory(run: str | Path | RunDirectory | None) -> RunDirectory | None
     return RunDirectory(run)
 
 
-__all__ = ["RunContext", "Scores", "settings_split"]
+__all__ = ["RunContext", "Scores", "config_header", "settings_split"]

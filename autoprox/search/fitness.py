@@ -203,7 +203,34 @@ def fitness_value(mode: FitnessMode, scores: Mapping[int, np.ndarray], accuracie
     return joint_metric(per_target, weights), per_target
 
 
-class FitnessEvaluator:
+class MemoisedFitness:
+    """``evaluate``: a genome's record, computed once per canonical form by ``_evaluate(tree, canonical)``.
+
+    Subclasses hold ``memo`` (canonical string -> record), ``seconds`` (time spent computing) and
+    ``evaluations`` (records computed, not read from the memo).
+    """
+
+    memo: dict
+    seconds: float
+    evaluations: int
+
+    def evaluate(self, tree) -> FitnessRecord:
+        """The genome's fitness record (memoised by canonical form)."""
+        canonical = canonical_string(tree)
+        if canonical in self.memo:
+            return self.memo[canonical]
+        start = time.perf_counter()
+        record = self._evaluate(tree, canonical)
+        self.seconds += time.perf_counter() - start
+        self.evaluations += 1
+        self.memo[canonical] = record
+        return record
+
+    def _evaluate(self, tree, canonical: str) -> FitnessRecord:
+        raise NotImplementedError
+
+
+class FitnessEvaluator(MemoisedFitness):
     """Scores genomes on in-memory statistics of a fixed set of architectures."""
 
     def __init__(self, stats: Mapping[StatsKey, Sequence[Sequence[BlockStats]]],
@@ -354,18 +381,6 @@ class FitnessEvaluator:
     def close(self) -> None:
         """Stop the scoring threads, if any."""
         self.threads.close()
-
-    def evaluate(self, tree) -> FitnessRecord:
-        """The genome's fitness record (memoised by canonical form)."""
-        canonical = canonical_string(tree)
-        if canonical in self.memo:
-            return self.memo[canonical]
-        start = time.perf_counter()
-        record = self._evaluate(tree, canonical)
-        self.seconds += time.perf_counter() - start
-        self.evaluations += 1
-        self.memo[canonical] = record
-        return record
 
     def _evaluate(self, tree, canonical: str) -> FitnessRecord:
         text = genome_to_string(tree)

@@ -14,16 +14,13 @@ A single-space run never comes here: :func:`open_context` opens either kind from
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoprox import __version__
 from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
@@ -33,12 +30,11 @@ from autoprox.data.cache import STATS_VERSION, build_cache, load_statistics
 from autoprox.genome.tree import (
     GenomeError,
     InvalidProxy,
-    canonical_string,
     genome_to_string,
 )
 from autoprox.proxies.proxy import Proxy
-from autoprox.search.context import RunContext
-from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
+from autoprox.search.context import RunContext, config_header
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness, make_folds
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 from autoprox.search.shards import ShardedScorer
@@ -231,11 +227,7 @@ class MultiRunContext:
     def config_json(self, command: Sequence[str] | None = None) -> dict:
         """``config.json`` of a multi-space run: the single-space record's fields, as one list per benchmark."""
         return {
-            "autoprox_version": __version__,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": list(command if command is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
-            "settings": self.settings.to_json(),
-            "space": self.bench.space,
+            **config_header(self.settings, self.bench.space, command),
             "spaces": list(self.spaces),
             "benchmark": [{"path": c.settings.bench, "file": Path(c.bench.source).name, "sha256": c.bench.sha256,
                            "architectures": len(c.bench), "space": c.bench.space} for c in self.parts],
@@ -328,7 +320,7 @@ def open_context(path: str | Path | RunDirectory, bench=None) -> RunContext | Mu
 
 # ------------------------------------------------------------------------ fitness
 
-class MultiFitnessEvaluator:
+class MultiFitnessEvaluator(MemoisedFitness):
     """The fitness of a multi-space search: one :class:`FitnessEvaluator` per benchmark, and the JCM
     over every (benchmark, target) pair of their Kendalls (:data:`pair_weights` weighting them).
 
@@ -360,21 +352,8 @@ class MultiFitnessEvaluator:
         for record in records:
             self.memo.setdefault(record.canonical, record)
 
-    def evaluate(self, tree) -> FitnessRecord:
-        """The genome's record: per-pair Kendall, Spearman and Pearson, and the JCM over the pairs."""
-        import time
-
-        canonical = canonical_string(tree)
-        if canonical in self.memo:
-            return self.memo[canonical]
-        start = time.perf_counter()
-        record = self._evaluate(tree, canonical)
-        self.seconds += time.perf_counter() - start
-        self.evaluations += 1
-        self.memo[canonical] = record
-        return record
-
     def _evaluate(self, tree, canonical: str) -> FitnessRecord:
+        """The genome's record: per-pair Kendall, Spearman and Pearson, and the JCM over the pairs."""
         text = genome_to_string(tree)
         merged = FitnessRecord(text, canonical, True)
         for space, evaluator in self.evaluators.items():
