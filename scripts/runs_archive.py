@@ -106,8 +106,20 @@ def unpack(folder: Path) -> int:
     """Extract ``folder/archive.tar.xz`` in place (the whole protocol.json replaces the trimmed one)."""
     with _open(folder) as tar:
         members = tar.getmembers()
-        tar.extractall(folder, members=members, filter="data")  # refuses paths outside folder, links, devices
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(folder, members=members, filter="data")  # refuses paths outside folder, links, devices
+        else:  # Python before 3.11.4 has no extraction filters: the same refusals, checked here
+            for member in members:
+                _check_member(folder, member)
+            tar.extractall(folder, members=members)
     return len(members)
+
+
+def _check_member(folder: Path, member: tarfile.TarInfo) -> None:
+    """TarError unless ``member`` is a plain file or folder that extracts inside ``folder``."""
+    target = (folder / member.name).resolve()
+    if not (member.isfile() or member.isdir()) or not target.is_relative_to(folder.resolve()):
+        raise tarfile.TarError(f"{member.name!r} is not a plain file or folder inside {folder}")
 
 
 def check(folder: Path) -> list[str]:
