@@ -115,7 +115,7 @@ def test_architecture_terminals_are_refused_where_the_spaces_define_them_differe
     assert "--arch-terminals" in err and "differently" in err
 
 
-def test_a_multi_space_search_refuses_what_only_one_benchmark_can_do(multi_settings, af_small_file):
+def test_a_multi_space_search_refuses_what_only_one_benchmark_can_do(multi_settings, af_small_file, tmp_path):
     with pytest.raises(ConfigError, match="one benchmark per space"):
         MultiRunContext.from_settings(replace(multi_settings, bench=(str(af_small_file), str(af_small_file))))
     with pytest.raises(ConfigError, match="--bench-weights names space 'vit'"):
@@ -124,6 +124,10 @@ def test_a_multi_space_search_refuses_what_only_one_benchmark_can_do(multi_setti
         MultiRunContext.from_settings(replace(multi_settings, cv_folds=3))
     with pytest.raises(ConfigError, match="2 benchmarks given where one is taken"):
         RunContext.from_settings(multi_settings)
+    # each space would need its own base: refused before the run directory is made
+    with pytest.raises(ConfigError, match="combined:params is for one benchmark"):
+        run_search(replace(multi_settings, fitness="combined:params"), tmp_path / "run", quiet=True)
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_single_space_config_records_no_trace_of_several(multi_settings):
@@ -200,6 +204,29 @@ def test_a_resumed_leave_space_out_protocol_keeps_its_searches(cross_protocol):
     assert again["summary"] == protocol["summary"]
     text = format_cross_space(again)
     assert "left out pit (searched on autoformer; 2 seed(s))" in text and "blend-own" in text
+
+
+def test_a_combined_fitness_protocol_scores_the_left_out_space_as_the_fitness_ranked(multi_settings, tmp_path):
+    """With --fitness combined:params:W the left-out space is ranked by W * rank(genome) + (1 - W) *
+    rank(params) within its architectures, as the search's fitness ranked the other space; the genome
+    alone is kept beside it."""
+    from scipy.stats import rankdata
+
+    from autoprox.apps.cross_space import run_cross_space
+
+    settings = replace(multi_settings, bench_weights={}, fitness="combined:params:0.25",
+                       evolution=replace(EVOLUTION, iterations=1))
+    protocol = run_cross_space(settings, tmp_path / "protocol", seeds=1, zoo=(), bootstrap=0, quiet=True)
+    assert protocol["finished"]
+    for direction in protocol["directions"]:
+        params = direction["baselines"]["scores"]["params"]
+        (search,) = direction["searches"]
+        assert search["anchor"]["base"] == "params" and search["anchor"]["weight"] == 0.25
+        for target, combined in search["scores"].items():
+            genome, base = search["genome_scores"][target], params[target]
+            scaled = [(rankdata(v) - 1) / (len(v) - 1) for v in (genome, base)]
+            assert combined == pytest.approx((0.25 * scaled[0] + 0.75 * scaled[1]).tolist(), abs=1e-12)
+            assert combined != pytest.approx(genome)  # the proxy scored is not the genome alone
 
 
 def test_a_two_space_search_on_a_dask_cluster_is_the_local_one(multi_settings, tmp_path):

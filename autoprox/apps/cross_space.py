@@ -50,6 +50,7 @@ from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
+from autoprox.search.fitness import scaled_ranks
 from autoprox.search.multispace import MultiRunContext
 from autoprox.search.rundir import RunDirectory, read_json
 from autoprox.search.settings import SearchSettings
@@ -135,13 +136,24 @@ def proxy_scores(proxy: Proxy, context: RunContext, workers: int = 1) -> dict[st
     return {t: np.asarray(scores[context.plan.target_classes[t]], dtype=np.float64).tolist() for t in context.targets}
 
 
+def other_spaces_labels(context: MultiRunContext, left_out: str, targets: Sequence[str]
+                        ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The descriptor columns and accuracies of every space but ``left_out``, all their architectures
+    joined: what a baseline (or a fitness base) is chosen on without the left-out space's labels."""
+    others = [p for p in context.parts if p.bench.space != left_out]
+    train_columns = [descriptor_columns(p.bench.archs) for p in others]
+    columns = {k: np.concatenate([c[k] for c in train_columns]) for k in train_columns[0]}
+    accuracies = {t: np.concatenate([np.asarray(p.bench.accuracies[t], dtype=np.float64) for p in others])
+                  for t in targets}
+    return columns, accuracies
+
+
 def baseline_table(settings: SearchSettings, context: MultiRunContext, left_out: str, zoo: Sequence[str],
                    workers: int = 1) -> tuple[dict, dict, dict]:
     """``(scores, choices, invalid)`` of every baseline on the left-out space: scores per method and target,
     the descriptor choices made on the other spaces (and the own-label blend's), the reasons of those
     that cannot score there."""
     part = next(p for p in context.parts if p.bench.space == left_out)
-    others = [p for p in context.parts if p.bench.space != left_out]
     target = left_out_context(settings, part)
     scores, invalid = {}, {}
     for name in (*NAMED_BASELINES[:2], *zoo, *NAMED_BASELINES[2:]):
@@ -151,10 +163,7 @@ def baseline_table(settings: SearchSettings, context: MultiRunContext, left_out:
         else:
             scores[name] = result
     # The descriptor baselines: chosen on the other spaces' labels (all their architectures together).
-    train_columns = [descriptor_columns(p.bench.archs) for p in others]
-    columns = {k: np.concatenate([c[k] for c in train_columns]) for k in train_columns[0]}
-    accuracies = {t: np.concatenate([np.asarray(p.bench.accuracies[t], dtype=np.float64) for p in others])
-                  for t in target.targets}
+    columns, accuracies = other_spaces_labels(context, left_out, target.targets)
     choices = choose_baselines(columns, accuracies, range(len(columns["params"])), target.targets,
                                TRANSFERRED_BASELINES)
     own_columns = descriptor_columns(part.bench.archs)
@@ -164,6 +173,29 @@ def baseline_table(settings: SearchSettings, context: MultiRunContext, left_out:
         kind = "blend" if name == OWN_BLEND else name
         scores[name] = {t: baseline_scores(kind, per_target[t], own_columns).tolist() for t in target.targets}
     return scores, choices, invalid
+
+
+def anchored_scores(settings: SearchSettings, context: MultiRunContext, left_out: str,
+                    genome_scores: Mapping[str, Sequence[float]]) -> tuple[dict[str, list[float]], dict]:
+    """The searched proxy as its fitness ranked it: with ``--fitness combined:BASE:W``, per target
+    ``W * rank(genome) + (1 - W) * rank(BASE)`` on the left-out space, ranks scaled to [0, 1] within its
+    architectures (:func:`autoprox.search.fitness.combined_figure`'s ranking), BASE chosen on the other
+    spaces' labels and scored on the left-out space's descriptors (none of its labels). Any other fitness:
+    the genome's scores as they are. Returns the scores and what was combined (empty when nothing)."""
+    mode = settings.fitness_mode
+    if mode.kind != "combined":
+        return {t: list(v) for t, v in genome_scores.items()}, {}
+    part = next(p for p in context.parts if p.bench.space == left_out)
+    targets = list(genome_scores)
+    columns, accuracies = other_spaces_labels(context, left_out, targets)
+    choices = choose_baselines(columns, accuracies, range(len(columns["params"])), targets, [mode.base])[mode.base]
+    own_columns = descriptor_columns(part.bench.archs)
+    combined = {}
+    for t in targets:
+        base = baseline_scores(mode.base, choices[t], own_columns)
+        genome = np.asarray(genome_scores[t], dtype=np.float64)
+        combined[t] = (mode.weight * scaled_ranks(genome) + (1.0 - mode.weight) * scaled_ranks(base)).tolist()
+    return combined, {"base": mode.base, "weight": mode.weight, "choices": choices}
 
 
 def method_figures(scores: Mapping[str, Sequence[float]], accuracies: Mapping[str, np.ndarray],
@@ -355,7 +387,9 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
             search["invalid"] = result
             search["scores"] = {t: [math.nan] * len(part.bench) for t in target.targets}
         else:
-            search["scores"] = result
+            search["scores"], anchor = anchored_scores(settings, context, direction["left_out"], result)
+            if anchor:  # the genome alone beside the proxy its fitness ranked
+                search["anchor"], search["genome_scores"] = anchor, result
         _write(out, protocol, context)
         jcm = method_figures(search["scores"], target.accuracies("all"), settings.weights)["jcm"]
         log(f"leave out {part.bench.space}, seed {search['seed']}: JCM {jcm:+.3f} on {part.bench.space} "

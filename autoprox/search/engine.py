@@ -38,6 +38,7 @@ from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, hold_mapped re-exported)
     MAP_STATISTICS_ABOVE,
     MultiRunContext,
+    check_searchable,
     hold_mapped,
     multi_evaluator,
     open_context,
@@ -154,6 +155,8 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         if settings is None:
             raise ConfigError("settings are needed for a new search")
         context = (MultiRunContext if settings.multi_space else RunContext).from_settings(settings, run)
+        if settings.multi_space:
+            check_searchable(settings)
         run.check_creatable()
         make_directory(run.path)
     with run.lock():

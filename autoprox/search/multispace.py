@@ -126,7 +126,9 @@ class MultiRunContext:
                       measured_on: str | None = "search") -> "MultiRunContext":
         """The context of a new multi-space run; ConfigError (one line) for what such a run cannot do:
         one benchmark, two of one space, weights of an unknown space, an explicit split, cross-validated
-        or beyond-base fitness, architecture terminals that the spaces define differently."""
+        fitness, architecture terminals that the spaces define differently. A fitness beyond a base is
+        refused by the search itself (:func:`multi_evaluator`): the leave-one-space-out protocol, whose
+        searches each see one space, takes it."""
         paths = settings.benches
         if len(paths) < 2:
             raise ConfigError("a multi-space search needs at least two benchmarks")
@@ -136,9 +138,6 @@ class MultiRunContext:
         if settings.cv_folds:
             raise ConfigError("--cv-folds is for one benchmark; a multi-space search's fitness is the JCM over "
                               "every (benchmark, target) pair")
-        if not settings.fitness_mode.plain:
-            raise ConfigError(f"--fitness {settings.fitness} is for one benchmark; a multi-space search's fitness "
-                              "is the JCM over every (benchmark, target) pair")
         loaded = list(benches) if benches is not None else [load_benchmark(locate_benchmark(p)) for p in paths]
         spaces = [b.space for b in loaded]
         if len(set(spaces)) != len(spaces):
@@ -401,8 +400,17 @@ def space_evaluator(context: RunContext, executor: Executor | None, quiet: bool
     return evaluator, fitness_choices
 
 
+def check_searchable(settings: SearchSettings) -> None:
+    """ConfigError when a multi-space search cannot run ``settings``: a fitness beyond a base (each space
+    would need its own base; the leave-one-space-out protocol, whose searches each see one space, takes it)."""
+    if not settings.fitness_mode.plain:
+        raise ConfigError(f"--fitness {settings.fitness} is for one benchmark; a multi-space search's fitness is "
+                          "the JCM over every (benchmark, target) pair (the leave-one-space-out protocol takes it)")
+
+
 def multi_evaluator(context: MultiRunContext, executor: Executor | None, quiet: bool) -> MultiFitnessEvaluator:
     """The fitness evaluator of a multi-space search: one per benchmark, their statistics built in turn."""
+    check_searchable(context.settings)
     evaluators = {}
     try:
         for part in context.parts:
@@ -414,5 +422,5 @@ def multi_evaluator(context: MultiRunContext, executor: Executor | None, quiet: 
     return MultiFitnessEvaluator(evaluators, context.pair_weights)
 
 
-__all__ = ["MultiFitnessEvaluator", "MultiRunContext", "open_context", "pair_name", "multi_evaluator",
+__all__ = ["MultiFitnessEvaluator", "MultiRunContext", "check_searchable", "open_context", "pair_name", "multi_evaluator",
            "space_evaluator", "shared_default_targets", "check_terminals"]
