@@ -1,12 +1,23 @@
-"""Choose the label-free recommended proxy, ``recommended:any/joint``, from the leave-one-space-out protocols.
+"""Choose the label-free recommended proxies, ``recommended:any/...``, from the leave-one-space-out protocols.
 
-The rule: among the configurations of the committed protocols (``runs/leave-space-out/NAME``),
-the one whose searched proxies have the highest JCM on the left-out spaces, averaged over
-both directions (each direction's mean over its seeds); its search on every labelled space
-(:data:`SEARCHES`, ``--search-fraction 1``, the same configuration) gives
-the proxy. Writes ``autoprox/resources/recommended/any/joint.json`` (the genome and where it
-comes from) and the manifest's ``any`` entries (``joint`` and every target both spaces
-share, all the same formula), and prints the comparison.
+The candidates are everything the committed protocols (``runs/leave-space-out/NAME``) scored
+on a left-out space without its labels:
+
+* each configuration, by its searched proxies' JCM on the left-out spaces (each direction's
+  mean over its seeds), when its search on every labelled space exists (:data:`SEARCHES`,
+  ``--search-fraction 1``, the same configuration): that search gives the proxy;
+* each label-free baseline that every protocol scored (:data:`LABEL_FREE`: the parameter
+  count, MACs, the zoo proxies asked for), by its JCM on the left-out spaces.
+
+The rule: the highest JCM averaged over both directions. ``recommended:any/joint`` (and
+``any/TARGET`` for every target both spaces share) is the winner; ``recommended:any/searched``
+is always the best configuration with a search on every space, for whoever wants a searched
+formula. A baseline that wins is written as a one-member ensemble file
+(:mod:`autoprox.proxies.ensemble`; its reference is its raw values on every architecture of
+both spaces, from the protocols' records), which ranks exactly as the baseline does.
+
+Writes ``autoprox/resources/recommended/any/{joint,searched}.json`` and the manifest's ``any``
+entries, and prints the comparison.
 
 Usage: python benchmarks/recommend_any.py [--check]
 """
@@ -23,14 +34,72 @@ RUNS = REPO / "runs"
 MANIFEST = REPO / "autoprox" / "resources" / "recommended" / "recommended.json"
 #: Each committed protocol's configuration and its search on every labelled space (runs/recommended/...).
 SEARCHES = {"template-mean": "any-search-mean"}
+#: Baselines that use no label at all (the transferred descriptor choices use the other space's labels).
+LABEL_FREE = ("params", "flops", "tvt_l2", "snip", "zico", "nwot", "grad_norm", "synflow", "fisher", "grasp",
+              "te_nas", "dss", "plain")
 #: The targets AutoFormer's and PiT's benchmarks share.
 SHARED_TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "c100_base", "flower_base", "chaoyang_base")
+#: The statistics plan an ensemble file records (a baseline member reads no statistics).
+DEFAULT_PLAN = {"input": {"kind": "gaussian", "batch_size": 8, "image_dir": None}, "seeds": [0]}
 
 
-def left_out_jcm(protocol: dict) -> float:
-    """The mean over directions of the searched proxies' mean JCM on the left-out space."""
-    values = [summary["searched"]["jcm_mean"] for summary in protocol["summary"].values()]
-    return sum(values) / len(values)
+def left_out_jcm(protocol: dict, method: str | None = None) -> float | None:
+    """The mean over directions of the left-out JCM: the searched proxies' (each direction's mean over
+    seeds) or, with ``method``, that baseline's; None when a direction lacks it."""
+    values = []
+    for summary in protocol["summary"].values():
+        if method is None:
+            values.append((summary.get("searched") or {}).get("jcm_mean"))
+        else:
+            values.append(((summary.get("figures") or {}).get(method) or {}).get("jcm"))
+    return None if not values or None in values else sum(values) / len(values)
+
+
+def baseline_reference(protocols: dict[str, dict], method: str) -> list[float]:
+    """``method``'s raw values on every architecture of every left-out space (one protocol's records),
+    sorted: the reference of its one-member ensemble."""
+    protocol = next(iter(protocols.values()))
+    values = []
+    for direction in protocol["directions"]:
+        per_target = direction["baselines"]["scores"][method]
+        values += per_target[next(iter(per_target))]
+    return sorted(float(v) for v in values)
+
+
+def candidates(protocols: dict[str, dict]) -> dict[str, float]:
+    """Every candidate's mean left-out JCM: ``config:NAME`` (with a search on every space) and
+    ``baseline:NAME`` (scored by every protocol, with the same figure in each)."""
+    scores = {f"config:{name}": left_out_jcm(p) for name, p in protocols.items()
+              if SEARCHES.get(name) and (RUNS / "recommended" / SEARCHES[name] / "best.json").is_file()}
+    for method in LABEL_FREE:
+        figures = [left_out_jcm(p, method) for p in protocols.values()]
+        if None not in figures:
+            scores[f"baseline:{method}"] = figures[0]
+    return {k: v for k, v in scores.items() if v is not None}
+
+
+def searched_file(name: str, protocols: dict[str, dict]) -> tuple[dict, dict]:
+    """The proxy file and manifest entry of configuration ``name``'s search on every labelled space."""
+    run = f"runs/recommended/{SEARCHES[name]}"
+    best = json.loads((REPO / run / "best.json").read_text())
+    proxy = {"genome": best["genome"], "run": run, "protocol": f"runs/leave-space-out/{name}",
+             "searched_on": best["space"].split("+"), "targets": best["targets"],
+             "search": {"jcm": best["search"]["jcm"], "spaces": best["search"].get("spaces")},
+             "left_out_jcm": left_out_jcm(protocols[name]),
+             "note": "searched on every architecture of every labelled space; its configuration is the one whose "
+                     "searches ranked the spaces they never saw best (the leave-one-space-out protocol)"}
+    return proxy, {"run": run, "protocol": f"runs/leave-space-out/{name}", "selection": "best"}
+
+
+def baseline_file(method: str, protocols: dict[str, dict], score: float, best_config: str | None) -> tuple[dict, dict]:
+    """A one-member ensemble of baseline ``method`` (it ranks exactly as the baseline) and its manifest entry."""
+    note = (f"{method}: the highest JCM on spaces whose labels were not used ({score:.3f}, the mean over both "
+            "directions of the leave-one-space-out protocols); no searched configuration beat it"
+            + (f" (the best, {best_config}, is recommended:any/searched)" if best_config else ""))
+    proxy = {"format": "autoprox-ensemble/1", "name": f"any-{method}", "plan": DEFAULT_PLAN, "note": note,
+             "members": [{"proxy": method, "weight": 1.0, "classes": 100,
+                          "reference": baseline_reference(protocols, method)}]}
+    return proxy, {"selection": f"baseline {method}", "protocols": [f"runs/leave-space-out/{p}" for p in protocols]}
 
 
 def manifest_text(manifest: dict) -> str:
@@ -51,30 +120,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files differ")
     args = parser.parse_args(argv)
-    scores = {}
-    for path in sorted((RUNS / "leave-space-out").glob("*/protocol.json")):
-        protocol = json.loads(path.read_text())
-        search = SEARCHES.get(path.parent.name)
-        if protocol.get("finished") and search and (RUNS / "recommended" / search / "best.json").is_file():
-            scores[path.parent.name] = left_out_jcm(protocol)
-    if not scores:
+    protocols = {path.parent.name: json.loads(path.read_text())
+                 for path in sorted((RUNS / "leave-space-out").glob("*/protocol.json"))}
+    protocols = {name: p for name, p in protocols.items() if p.get("finished")}
+    scores = candidates(protocols)
+    configs = {k: v for k, v in scores.items() if k.startswith("config:")}
+    if not configs:
         print("recommend_any: no finished protocol with its search on every space", file=sys.stderr)
         return 2
     for name, value in sorted(scores.items(), key=lambda kv: -kv[1]):
         print(f"{name}: mean left-out JCM {value:+.4f}")
     chosen = max(scores, key=scores.get)
-    run = f"runs/recommended/{SEARCHES[chosen]}"
-    best = json.loads((REPO / run / "best.json").read_text())
-    proxy = {"genome": best["genome"], "run": run, "protocol": f"runs/leave-space-out/{chosen}",
-             "searched_on": best["space"].split("+"), "targets": best["targets"],
-             "search": {"jcm": best["search"]["jcm"], "spaces": best["search"].get("spaces")},
-             "note": "searched on every architecture of every labelled space; its configuration chosen by the "
-                     "leave-one-space-out protocol (the highest JCM on spaces its search never saw)"}
-    entry = {"run": run, "protocol": f"runs/leave-space-out/{chosen}", "selection": "best"}
+    best_config = max(configs, key=configs.get).split(":", 1)[1]
+    searched, searched_entry = searched_file(best_config, protocols)
+    kind, name = chosen.split(":", 1)
+    joint, joint_entry = (searched, searched_entry) if kind == "config" else \
+        baseline_file(name, protocols, scores[chosen], best_config)
     manifest = json.loads(MANIFEST.read_text())
-    manifest["spaces"]["any"] = {"joint": {"file": "any/joint.json", **entry},
-                                 **{t: {"file": "any/joint.json", "target": t, **entry} for t in SHARED_TARGETS}}
-    files = {MANIFEST.parent / "any" / "joint.json": json.dumps(proxy, indent=2) + "\n",
+    manifest["spaces"]["any"] = {"joint": {"file": "any/joint.json", **joint_entry},
+                                 **{t: {"file": "any/joint.json", "target": t, **joint_entry} for t in SHARED_TARGETS},
+                                 "searched": {"file": "any/searched.json", **searched_entry}}
+    folder = MANIFEST.parent / "any"
+    files = {folder / "joint.json": json.dumps(joint, indent=2) + "\n",
+             folder / "searched.json": json.dumps(searched, indent=2) + "\n",
              MANIFEST: manifest_text(manifest)}
     if args.check:
         stale = [str(p) for p, text in files.items() if not p.is_file() or p.read_text() != text]
@@ -83,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    print(f"chosen: {chosen} -> {run}: {best['genome']}")
+    print(f"recommended:any/joint: {chosen}; recommended:any/searched: config {best_config}")
     return 0
 
 

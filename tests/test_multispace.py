@@ -258,6 +258,35 @@ def test_vit_search_defaults_to_the_label_free_proxy_where_a_space_has_no_benchm
     args = argparse.Namespace(proxy=None)
     _default_proxy(args, "autoformer-b")
     assert args.proxy == "recommended:any/joint" and "--proxy not given" in capsys.readouterr().err
-    joint = resolve_proxy("recommended:any/joint")
-    assert joint.genome is not None and joint.provenance["file"].endswith("any/joint.json")
-    assert resolve_proxy("recommended:any/c100_kd").name == joint.name  # one formula for every target
+    from autoprox.proxies.recommended import resolve_recommended
+
+    resolve_proxy("recommended:any/joint")  # the protocol's choice: a searched formula or a baseline
+    # one proxy for every target
+    assert resolve_recommended("recommended:any/c100_kd")[0] == resolve_recommended("recommended:any/joint")[0]
+    searched = resolve_proxy("recommended:any/searched")  # the best searched configuration, always a formula
+    assert searched.genome is not None and searched.provenance["file"].endswith("any/searched.json")
+
+
+def test_the_label_free_recommendation_is_what_the_committed_protocols_choose(pit_small_file, session_cache, capsys):
+    """benchmarks/recommend_any.py --check: the manifest's any/ entries are the protocols' choice; a baseline
+    chosen there is a one-member ensemble that ranks every architecture as the baseline itself."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from autoprox.proxies.recommended import resolve_recommended
+
+    repo = Path(__file__).resolve().parent.parent
+    check = subprocess.run([sys.executable, str(repo / "benchmarks" / "recommend_any.py"), "--check"],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
+    _, entry = resolve_recommended("recommended:any/joint")
+    if not entry["selection"].startswith("baseline "):
+        return
+    baseline = entry["selection"].split(" ", 1)[1]
+    ranked = {}
+    for proxy in ("recommended:any/joint", baseline):
+        assert main(["rank", "--proxy", proxy, "--bench", str(pit_small_file), "--split", "all", "--json",
+                     "--targets", "c100_kd", "--batch-size", "2", "--cache-dir", str(session_cache.root)]) == 0
+        ranked[proxy] = json.loads(capsys.readouterr().out)["c100_kd"]["kendall"]
+    assert ranked["recommended:any/joint"] == pytest.approx(ranked[baseline], abs=1e-12)
