@@ -5,10 +5,15 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import lzma
+import shutil
 import tarfile
 
 import pytest
 
+from autoprox.core.errors import RunDirError
+from autoprox.search.engine import run_search
+from autoprox.search.rundir import RunDirectory
 from tests.conftest import REPO, tracked_files
 
 _spec = importlib.util.spec_from_file_location("runs_archive", REPO / "scripts" / "runs_archive.py")
@@ -35,6 +40,41 @@ def protocol_dir(tmp_path):
     (folder / "protocol.json").write_text(json.dumps(record, indent=2) + "\n")
     (fold / "config.json").write_text('{"settings": {}}\n')
     (fold / "log.jsonl").write_text('{"iteration": 1}\n{"iteration": 2}\n')
+    return folder
+
+
+LOG_LINES = '{"iteration": 1, "best_jcm": 0.1}\n{"iteration": 2, "best_jcm": 0.2}\n'
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A finished search run as ``autoprox search`` leaves it (the files that matter here)."""
+    folder = tmp_path / "runs" / "demo-run"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"settings": {}}\n')
+    (folder / "best.json").write_text('{"genome": "block_mean(A_params)", "finished": true}\n')
+    (folder / "hall_of_fame.json").write_text('{"entries": []}\n')
+    (folder / "checkpoint.json").write_text('{"iteration": 2}\n')
+    (folder / "evaluations.jsonl").write_text('{"iteration": 1, "genome": "x"}\n')
+    (folder / "log.jsonl").write_text(LOG_LINES)
+    return folder
+
+
+@pytest.fixture
+def leave_space_out_dir(tmp_path):
+    """A finished leave-one-space-out protocol as ``autoprox evaluate --leave-space-out`` leaves it."""
+    folder = tmp_path / "leave-space-out" / "demo"
+    searches = [{"seed": 0, "run": "leave-out-pit/seed-0", "scores": {"c100_kd": [1.0, 2.0]}, "genome": "g",
+                 "search_jcm": 0.5}]
+    record = {"protocol": {"mode": "leave-space-out", "seeds": 1}, "finished": True, "summary": {"pit": {}},
+              "directions": [{"left_out": "pit", "trained_on": ["autoformer"], "run": "leave-out-pit",
+                              "baselines": {"scores": {"params": {"c100_kd": [3.0, 4.0]}}, "choices": {}, "invalid": {}},
+                              "searches": searches}]}
+    (folder / "leave-out-pit" / "seed-0").mkdir(parents=True)
+    (folder / "protocol.json").write_text(json.dumps(record, indent=2) + "\n")
+    for name, text in (("config.json", "{}\n"), ("best.json", '{"iteration": 7}\n'), ("log.jsonl", LOG_LINES),
+                       ("checkpoint.json", "{}\n"), ("evaluations.jsonl", "{}\n"), ("hall_of_fame.json", "{}\n")):
+        (folder / "leave-out-pit" / "seed-0" / name).write_text(text)
     return folder
 
 
@@ -81,7 +121,7 @@ def test_pack_refuses_a_protocol_still_running_and_a_second_pack(protocol_dir, c
     (protocol_dir / "protocol.json").write_text(json.dumps(record))
     runs_archive.pack(protocol_dir)
     assert runs_archive.main(["pack", str(protocol_dir)]) == 2
-    assert "exists; unpack it first" in capsys.readouterr().err
+    assert "unpack it first" in capsys.readouterr().err
 
 
 def test_unpack_refuses_a_member_outside_its_folder(tmp_path, capsys):
@@ -95,3 +135,87 @@ def test_unpack_refuses_a_member_outside_its_folder(tmp_path, capsys):
     assert runs_archive.main(["unpack", str(folder)]) == 2
     assert "runs_archive: error:" in capsys.readouterr().err
     assert not (tmp_path / "outside.txt").exists()
+
+
+def test_a_packed_run_keeps_what_reports_read_and_its_log_reads_as_before(run_dir):
+    before = _tree(run_dir)
+    records = RunDirectory(run_dir).log()
+    assert runs_archive.main(["pack", str(run_dir)]) == 0
+    assert sorted(_tree(run_dir)) == ["archive.tar.xz", "best.json", "config.json", "hall_of_fame.json",
+                                      "log.jsonl.xz"]
+    assert lzma.decompress((run_dir / "log.jsonl.xz").read_bytes()).decode() == LOG_LINES
+    run = RunDirectory(run_dir)
+    assert run.log_path().name == "log.jsonl.xz" and run.log() == records
+    assert run.checkpoint() is None and runs_archive.check(run_dir) == []
+    with tarfile.open(run_dir / "archive.tar.xz") as tar:
+        assert sorted(tar.getnames()) == ["checkpoint.json", "evaluations.jsonl"]
+    assert runs_archive.unpack(run_dir) == 2
+    after = _tree(run_dir)
+    assert after.pop("archive.tar.xz") and after.pop("log.jsonl.xz") and after == {
+        k: v for k, v in before.items() if k != "log.jsonl"}
+    # unpacked, it packs again (a resumed run is committed the same way); the same files give the same bytes
+    archive = (run_dir / "archive.tar.xz").read_bytes()
+    runs_archive.pack(run_dir)
+    assert (run_dir / "archive.tar.xz").read_bytes() == archive and not (run_dir / "checkpoint.json").exists()
+
+
+def test_pack_refuses_a_run_that_has_not_finished(run_dir, capsys):
+    (run_dir / "best.json").write_text('{"genome": "block_mean(A_params)", "finished": false}\n')
+    assert runs_archive.main(["pack", str(run_dir)]) == 2
+    assert "has not finished" in capsys.readouterr().err and (run_dir / "log.jsonl").read_text() == LOG_LINES
+    assert not (run_dir / "archive.tar.xz").exists()
+
+
+def test_a_resumed_packed_run_continues_its_log_in_log_jsonl(run_dir):
+    """Resume cuts the log back to the checkpoint (here: iteration 1) from the compressed log, into
+    log.jsonl; the compressed file stays as the pack wrote it, and log.jsonl is what is read from then on."""
+    runs_archive.pack(run_dir)
+    packed = (run_dir / "log.jsonl.xz").read_bytes()
+    run = RunDirectory(run_dir)
+    run.truncate_logs(1)
+    assert (run_dir / "log.jsonl").read_text() == LOG_LINES.splitlines(keepends=True)[0]
+    run.append_log({"iteration": 2, "best_jcm": 0.3})
+    assert run.log_path().name == "log.jsonl" and [r["best_jcm"] for r in run.log()] == [0.1, 0.3]
+    assert (run_dir / "log.jsonl.xz").read_bytes() == packed
+
+
+def test_a_log_that_is_not_xz_data_is_refused_by_name(run_dir):
+    (run_dir / "log.jsonl").unlink()
+    (run_dir / "log.jsonl.xz").write_bytes(b"not xz at all")
+    with pytest.raises(RunDirError, match=r"log.jsonl.xz is not a readable xz file"):
+        RunDirectory(run_dir).log()
+
+
+def test_resume_of_a_packed_run_says_to_unpack_it_and_changes_nothing(tmp_path):
+    """The committed runs are packed: --resume names the command that gives back their checkpoint."""
+    run = shutil.copytree(REPO / "runs" / "pit-best", tmp_path / "pit-best")
+    assert (run / "archive.tar.xz").is_file() and not (run / "checkpoint.json").exists()
+    before = _tree(run)
+    with pytest.raises(RunDirError, match=r"checkpoint.json is packed in .*archive.tar.xz; unpack it first: "
+                                          r"python scripts/runs_archive.py unpack"):
+        run_search(None, run, resume=True, quiet=True)
+    assert _tree(run) == before
+    runs_archive.unpack(run)
+    assert json.loads((run / "checkpoint.json").read_text())["iteration"] == 200
+
+
+def test_a_leave_space_out_protocol_packs_all_but_what_the_tables_read(leave_space_out_dir, capsys):
+    folder = leave_space_out_dir
+    before = _tree(folder)
+    assert runs_archive.main(["pack", str(folder)]) == 0
+    assert "6 files packed" in capsys.readouterr().out
+    assert sorted(_tree(folder)) == ["archive.tar.xz", "leave-out-pit/seed-0/best.json", "protocol.json"]
+    trimmed = json.loads((folder / "protocol.json").read_text())
+    direction = trimmed["directions"][0]
+    assert "scores" not in direction["baselines"] and "scores" not in direction["searches"][0]
+    assert direction["searches"][0]["search_jcm"] == 0.5 and trimmed["summary"] == {"pit": {}}
+    assert trimmed["archive"]["file"] == "archive.tar.xz" and runs_archive.check(folder) == []
+    (folder / "leave-out-pit" / "seed-0" / "best.json").unlink()
+    assert "no best.json beside the archive for leave-out-pit/seed-0" in runs_archive.check(folder)[0]
+    (folder / "leave-out-pit" / "seed-0" / "best.json").write_bytes(before["leave-out-pit/seed-0/best.json"])
+    assert runs_archive.unpack(folder) == 6
+    after = _tree(folder)
+    assert after.pop("archive.tar.xz") and after == before
+    archive = (folder / "archive.tar.xz").read_bytes()
+    runs_archive.pack(folder)  # unpacked, it packs again to the same bytes
+    assert (folder / "archive.tar.xz").read_bytes() == archive

@@ -43,7 +43,7 @@ from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, ho
     open_context,
     space_evaluator,
 )
-from autoprox.search.rundir import CHECKPOINT, EVALUATIONS, RunDirectory, read_records
+from autoprox.search.rundir import ARCHIVE, CHECKPOINT, EVALUATIONS, RunDirectory, read_records
 from autoprox.search.settings import SearchSettings, recorded_settings, settings_digest
 
 #: What ``best.json`` says in place of test figures when the run searched on every architecture.
@@ -176,6 +176,9 @@ def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iteratio
     """The context of a run to resume, checked against its checkpoint; the new total of iterations recorded."""
     context = open_context(run, bench=bench)
     checkpoint = run.checkpoint()
+    if checkpoint is None and run.file(ARCHIVE).is_file():  # a committed run, packed (runs/README.md)
+        raise RunDirError(f"{run.path}: its {CHECKPOINT} is packed in {run.file(ARCHIVE)}; unpack it first: "
+                          f"python scripts/runs_archive.py unpack {run.path}")
     if checkpoint is not None:
         recorded = checkpoint.get("settings_digest")
         current = settings_digest(context.settings, context.bench.sha256)
