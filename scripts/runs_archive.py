@@ -12,9 +12,12 @@ beside what a user reads (runs/README.md):
 
 - an evaluation protocol (``protocol.json`` with ``folds``, ``autoprox evaluate``): the whole
   ``protocol.json`` as ``autoprox evaluate`` wrote it and every fold's run directory
-  (``repeat-R/fold-K*/``: ``config.json``, ``log.jsonl``, ``checkpoint.json``, ``best.json``,
-  ``hall_of_fame.json``, bagged ensembles). The ``protocol.json`` left beside it keeps
-  everything but the folds' per-architecture test scores, fitted ensembles and baseline choices;
+  (``repeat-R/fold-K*/``: ``config.json``, ``log.jsonl``, ``best.json``, ``hall_of_fame.json``,
+  bagged ensembles). A finished fold's ``checkpoint.json`` is left out and removed: nothing reads
+  it once the fold has finished (the protocol's resume takes a finished fold as it is), and the
+  fold's ``config.json`` names the command that makes it again. The ``protocol.json`` left beside
+  it keeps everything but the folds' per-architecture test scores, fitted ensembles and baseline
+  choices;
 - a leave-one-space-out protocol (``protocol.json`` with ``directions``, ``autoprox evaluate
   --leave-space-out``): the whole ``protocol.json`` and every search's run directory but its
   ``best.json``, which stays (the cross-space tables read it). The ``protocol.json`` left beside
@@ -110,11 +113,28 @@ def _members(folder: Path, protocol: dict | None) -> list[Path]:
                           for p in (folder / d["run"]).glob("**/*") if p.is_file() and p.name not in KEPT_SEARCH)
         return [Path(PROTOCOL), *searches]
     if protocol is not None:
-        folds = sorted(p.relative_to(folder) for p in folder.glob("repeat-*/**/*") if p.is_file())
+        folds = sorted(p.relative_to(folder) for p in folder.glob("repeat-*/**/*")
+                       if p.is_file() and p not in _finished_checkpoints(folder))
         return [Path(PROTOCOL), *folds]
     if (folder / "config.json").is_file():
         return [Path(name) for name in RUN_FILES if (folder / name).is_file()]
     raise ArchiveError(f"{folder}: neither an evaluation protocol nor a run directory")
+
+
+def _finished_checkpoints(folder: Path) -> list[Path]:
+    """The ``checkpoint.json`` of every finished search in an evaluation protocol's folds: nothing reads it
+    (``autoprox evaluate --resume`` takes a finished fold as it is, growing adds folds, ``--reuse-searches``
+    reads best.json and the hall of fame), so the archive leaves it out; the fold's ``config.json`` has the
+    command that makes it again."""
+    found = []
+    for checkpoint in folder.glob("repeat-*/**/checkpoint.json"):
+        try:
+            finished = json.loads((checkpoint.parent / "best.json").read_text()).get("finished") is True
+        except (OSError, ValueError, AttributeError):
+            finished = False
+        if finished:
+            found.append(checkpoint)
+    return sorted(found)
 
 
 def _check_packable(folder: Path, protocol: dict | None) -> None:
@@ -158,6 +178,7 @@ def pack(folder: Path) -> int:
     protocol = _read_protocol(folder)
     _check_packable(folder, protocol)
     members = _members(folder, protocol)
+    left_out = _finished_checkpoints(folder) if protocol is not None and "folds" in protocol else []
     log = folder / LOG if protocol is None else None
     if not members and not (log and log.is_file()):
         raise ArchiveError(f"{folder}: nothing to archive")
@@ -169,6 +190,8 @@ def pack(folder: Path) -> int:
     for member in members:
         if member.name != PROTOCOL:
             (folder / member).unlink()
+    for checkpoint in left_out:
+        checkpoint.unlink()
     for directory in sorted({p for m in members for p in (folder / m).parents if folder in p.parents},
                             key=lambda p: len(p.parts), reverse=True):
         if directory.is_dir() and not any(directory.iterdir()):

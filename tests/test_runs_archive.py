@@ -219,3 +219,26 @@ def test_a_leave_space_out_protocol_packs_all_but_what_the_tables_read(leave_spa
     archive = (folder / "archive.tar.xz").read_bytes()
     runs_archive.pack(folder)  # unpacked, it packs again to the same bytes
     assert (folder / "archive.tar.xz").read_bytes() == archive
+
+
+def test_a_protocol_archive_leaves_out_the_checkpoints_of_finished_folds(protocol_dir):
+    """Nothing reads a finished fold's checkpoint.json (the protocol's resume takes the fold as it is):
+    the archive leaves it out; every other file comes back on unpack."""
+    fold = protocol_dir / "repeat-0" / "fold-0"
+    (fold / "best.json").write_text('{"finished": true}\n')
+    (fold / "checkpoint.json").write_text('{"iteration": 2}\n')
+    before = _tree(protocol_dir)
+    assert runs_archive.pack(protocol_dir) == 4
+    with tarfile.open(protocol_dir / "archive.tar.xz") as tar:
+        assert "repeat-0/fold-0/checkpoint.json" not in tar.getnames()
+        assert "repeat-0/fold-0/best.json" in tar.getnames()
+    assert not fold.exists() and runs_archive.check(protocol_dir) == []
+    runs_archive.unpack(protocol_dir)
+    after = _tree(protocol_dir)
+    assert after.pop("archive.tar.xz") and after == {k: v for k, v in before.items() if not k.endswith("checkpoint.json")}
+
+
+def test_committed_protocol_archives_hold_no_checkpoint_of_a_finished_fold():
+    for archive in tracked_files("runs/protocol/*/archive.tar.xz"):
+        with tarfile.open(archive) as tar:
+            assert not [n for n in tar.getnames() if n.endswith("checkpoint.json")], archive
