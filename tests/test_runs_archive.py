@@ -242,3 +242,11 @@ def test_committed_protocol_archives_hold_no_checkpoint_of_a_finished_fold():
     for archive in tracked_files("runs/protocol/*/archive.tar.xz"):
         with tarfile.open(archive) as tar:
             assert not [n for n in tar.getnames() if n.endswith("checkpoint.json")], archive
+
+
+def test_the_trimmed_protocol_json_keeps_flat_lists_and_figures_on_one_line(protocol_dir):
+    runs_archive.pack(protocol_dir)
+    text = (protocol_dir / "protocol.json").read_text()
+    assert '"search": [0],' in text and '"proxy": {"c100_kd": 0.5}' in text and text.endswith("}\n")
+    nested = {"a": [], "b": {}, "c": [{"x": [1.5, None, "s"]}, 2], "d": {"e": {"f": True}}}
+    assert json.loads(runs_archive._dump(nested)) == nested
