@@ -24,7 +24,9 @@ beside what a user reads (runs/README.md):
   it keeps everything but the per-architecture scores of the searches and the baselines;
 - a search run (``config.json``): its ``checkpoint.json`` and ``evaluations.jsonl``; its
   ``log.jsonl`` is stored beside as ``log.jsonl.xz``, which ``autoprox show``, ``curves`` and
-  ``report`` read as they read ``log.jsonl`` (and a resumed run continues in ``log.jsonl``).
+  ``report`` read as they read ``log.jsonl`` (and a resumed run continues in ``log.jsonl``);
+- a training-free ViT search (``vit_search.json``, ``autoprox vit-search``): its ``scores.jsonl``
+  (the ranking is in ``top.json`` and ``top.csv``).
 
 A trimmed ``protocol.json`` names the archive under ``"archive"``. ``unpack`` extracts in place,
 puts the whole ``protocol.json`` back and leaves the archive (it refuses members outside the
@@ -52,6 +54,8 @@ KEPT_RESULT = ("proxy", "genome", "search_jcm", "kendall", "jcm")
 RUN_FILES = ("checkpoint.json", "evaluations.jsonl")
 #: A search run's log, and how it is stored beside the archive.
 LOG, LOG_PACKED = "log.jsonl", "log.jsonl.xz"
+#: A training-free ViT search (``autoprox vit-search``) and its archived files: every architecture's score.
+VIT_SEARCH, VIT_FILES = "vit_search.json", ("scores.jsonl",)
 #: What stays beside the archive in each search of a leave-one-space-out protocol.
 KEPT_SEARCH = ("best.json",)
 
@@ -126,7 +130,9 @@ def _members(folder: Path, protocol: dict | None) -> list[Path]:
         return [Path(PROTOCOL), *folds]
     if (folder / "config.json").is_file():
         return [Path(name) for name in RUN_FILES if (folder / name).is_file()]
-    raise ArchiveError(f"{folder}: neither an evaluation protocol nor a run directory")
+    if (folder / VIT_SEARCH).is_file():
+        return [Path(name) for name in VIT_FILES if (folder / name).is_file()]
+    raise ArchiveError(f"{folder}: neither a protocol, a search run nor a ViT search")
 
 
 def _finished_checkpoints(folder: Path) -> list[Path]:
@@ -152,13 +158,14 @@ def _check_packable(folder: Path, protocol: dict | None) -> None:
             raise ArchiveError(f"{folder / PROTOCOL} is the trimmed record of {folder / ARCHIVE}; unpack it first")
         if not protocol.get("finished"):
             raise ArchiveError(f"{folder}: the protocol has not finished; archive it once it has")
-    elif (folder / "config.json").is_file():
+    elif (folder / "config.json").is_file() or (folder / VIT_SEARCH).is_file():
+        result = "top.json" if (folder / VIT_SEARCH).is_file() else "best.json"
         try:
-            finished = json.loads((folder / "best.json").read_text()).get("finished")
+            finished = json.loads((folder / result).read_text()).get("finished")
         except (OSError, ValueError, AttributeError):
             finished = False
         if not finished:
-            raise ArchiveError(f"{folder}: the run has not finished (no best.json saying so); archive it once it has")
+            raise ArchiveError(f"{folder}: the run has not finished (no {result} saying so); archive it once it has")
     if (folder / ARCHIVE).exists():
         with _open(folder) as tar:
             missing = [name for name in tar.getnames() if not (folder / name).exists()]
@@ -243,10 +250,11 @@ def check(folder: Path) -> list[str]:
     problems = []
     with _open(folder) as tar:
         names = tar.getnames()
-        if PROTOCOL not in names:  # a search run
-            extra = sorted(set(names) - set(RUN_FILES))
+        if PROTOCOL not in names:  # a search run or a ViT search
+            kept = VIT_FILES if (folder / VIT_SEARCH).is_file() else RUN_FILES
+            extra = sorted(set(names) - set(kept))
             if extra:
-                problems.append(f"{folder / ARCHIVE}: holds {', '.join(extra)}, not only {' and '.join(RUN_FILES)}")
+                problems.append(f"{folder / ARCHIVE}: holds {', '.join(extra)}, not only {' and '.join(kept)}")
             if (folder / LOG_PACKED).is_file():
                 try:
                     lzma.decompress((folder / LOG_PACKED).read_bytes())

@@ -250,3 +250,24 @@ def test_the_trimmed_protocol_json_keeps_flat_lists_and_figures_on_one_line(prot
     assert '"search": [0],' in text and '"proxy": {"c100_kd": 0.5}' in text and text.endswith("}\n")
     nested = {"a": [], "b": {}, "c": [{"x": [1.5, None, "s"]}, 2], "d": {"e": {"f": True}}}
     assert json.loads(runs_archive._dump(nested)) == nested
+
+
+def test_a_vit_search_packs_its_scores_and_its_resume_says_to_unpack(tmp_path, capsys):
+    """A committed training-free ViT search keeps its ranking (top.json, top.csv) and packs scores.jsonl;
+    resuming it packed would score every architecture again, so it is refused with the unpack line."""
+    from autoprox.apps.vitsearch import VitSearchSettings, run_vit_search
+    from autoprox.proxies.proxy import Proxy
+
+    folder = shutil.copytree(REPO / "runs" / "vit-pit-reference-seed0", tmp_path / "vit")
+    assert (folder / "archive.tar.xz").is_file() and not (folder / "scores.jsonl").exists()
+    assert runs_archive.check(folder) == []
+    before = _tree(folder)
+    recorded = json.loads((folder / "vit_search.json").read_text())["settings"]
+    with pytest.raises(RunDirError, match=r"scores.jsonl is packed in .*; unpack it first: python scripts/runs_archive"):
+        run_vit_search(VitSearchSettings(**{**recorded, "budget": tuple(recorded["budget"])}), Proxy("params"), folder)
+    assert _tree(folder) == before
+    assert runs_archive.unpack(folder) == 1
+    assert sum(1 for _ in (folder / "scores.jsonl").open()) == json.loads((folder / "top.json").read_text())["samples"]
+    (folder / "top.json").write_text(json.dumps({**json.loads((folder / "top.json").read_text()), "finished": False}))
+    (folder / "archive.tar.xz").unlink()
+    assert runs_archive.main(["pack", str(folder)]) == 2 and "no top.json saying so" in capsys.readouterr().err
