@@ -125,8 +125,8 @@ def _members(folder: Path, protocol: dict | None) -> list[Path]:
                           for p in (folder / d["run"]).glob("**/*") if p.is_file() and p.name not in KEPT_SEARCH)
         return [Path(PROTOCOL), *searches]
     if protocol is not None:
-        folds = sorted(p.relative_to(folder) for p in folder.glob("repeat-*/**/*")
-                       if p.is_file() and p not in _finished_checkpoints(folder))
+        left_out = set(_finished_checkpoints(folder))
+        folds = sorted(p.relative_to(folder) for p in folder.glob("repeat-*/**/*") if p.is_file() and p not in left_out)
         return [Path(PROTOCOL), *folds]
     if (folder / "config.json").is_file():
         return [Path(name) for name in RUN_FILES if (folder / name).is_file()]

@@ -68,7 +68,8 @@ def leave_space_out_dir(tmp_path):
                  "search_jcm": 0.5}]
     record = {"protocol": {"mode": "leave-space-out", "seeds": 1}, "finished": True, "summary": {"pit": {}},
               "directions": [{"left_out": "pit", "trained_on": ["autoformer"], "run": "leave-out-pit",
-                              "baselines": {"scores": {"params": {"c100_kd": [3.0, 4.0]}}, "choices": {}, "invalid": {}},
+                              "baselines": {"scores": {"params": {"c100_kd": [3.0, 4.0]}}, "choices": {},
+                                            "invalid": {}},
                               "searches": searches}]}
     (folder / "leave-out-pit" / "seed-0").mkdir(parents=True)
     (folder / "protocol.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -235,7 +236,8 @@ def test_a_protocol_archive_leaves_out_the_checkpoints_of_finished_folds(protoco
     assert not fold.exists() and runs_archive.check(protocol_dir) == []
     runs_archive.unpack(protocol_dir)
     after = _tree(protocol_dir)
-    assert after.pop("archive.tar.xz") and after == {k: v for k, v in before.items() if not k.endswith("checkpoint.json")}
+    kept = {k: v for k, v in before.items() if not k.endswith("checkpoint.json")}
+    assert after.pop("archive.tar.xz") and after == kept
 
 
 def test_committed_protocol_archives_hold_no_checkpoint_of_a_finished_fold():
@@ -263,7 +265,7 @@ def test_a_vit_search_packs_its_scores_and_its_resume_says_to_unpack(tmp_path, c
     assert runs_archive.check(folder) == []
     before = _tree(folder)
     recorded = json.loads((folder / "vit_search.json").read_text())["settings"]
-    with pytest.raises(RunDirError, match=r"scores.jsonl is packed in .*; unpack it first: python scripts/runs_archive"):
+    with pytest.raises(RunDirError, match=r"scores.jsonl is packed in .*; unpack it first: python scripts/"):
         run_vit_search(VitSearchSettings(**{**recorded, "budget": tuple(recorded["budget"])}), Proxy("params"), folder)
     assert _tree(folder) == before
     assert runs_archive.unpack(folder) == 1
