@@ -273,3 +273,16 @@ def test_a_vit_search_packs_its_scores_and_its_resume_says_to_unpack(tmp_path, c
     (folder / "top.json").write_text(json.dumps({**json.loads((folder / "top.json").read_text()), "finished": False}))
     (folder / "archive.tar.xz").unlink()
     assert runs_archive.main(["pack", str(folder)]) == 2 and "no top.json saying so" in capsys.readouterr().err
+
+
+def test_a_run_committed_without_its_evaluations_refuses_resume_and_keeps_its_hall_of_fame(tmp_path):
+    """The single-split runs were committed without evaluations.jsonl, from which a resume rebuilds the hall
+    of fame: resuming one (unpacked) would have emptied hall_of_fame.json; it is refused, the run untouched."""
+    run = shutil.copytree(REPO / "runs" / "ablation" / "pit-sum", tmp_path / "pit-sum")
+    runs_archive.unpack(run)
+    assert (run / "checkpoint.json").is_file() and not (run / "evaluations.jsonl").exists()
+    before = _tree(run)
+    with pytest.raises(RunDirError, match=r"has no evaluations.jsonl, from which a resume rebuilds the hall of fame: "
+                                          r"resuming would drop the 20 proxies hall_of_fame.json holds"):
+        run_search(None, run, resume=True, quiet=True)
+    assert _tree(run) == before
