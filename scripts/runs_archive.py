@@ -24,7 +24,10 @@ beside what a user reads (runs/README.md):
   it keeps everything but the per-architecture scores of the searches and the baselines;
 - a search run (``config.json``): its ``checkpoint.json`` and ``evaluations.jsonl``; its
   ``log.jsonl`` is stored beside as ``log.jsonl.xz``, which ``autoprox show``, ``curves`` and
-  ``report`` read as they read ``log.jsonl`` (and a resumed run continues in ``log.jsonl``);
+  ``report`` read as they read ``log.jsonl`` (and a resumed run continues in ``log.jsonl``).
+  A run without ``evaluations.jsonl`` keeps no checkpoint (it is removed, and no archive is
+  made): a resume rebuilds the hall of fame from the evaluations, so ``autoprox search
+  --resume`` refuses such a run;
 - a training-free ViT search (``vit_search.json``, ``autoprox vit-search``): its ``scores.jsonl``
   (the ranking is in ``top.json`` and ``top.csv``).
 
@@ -128,8 +131,9 @@ def _members(folder: Path, protocol: dict | None) -> list[Path]:
         left_out = set(_finished_checkpoints(folder))
         folds = sorted(p.relative_to(folder) for p in folder.glob("repeat-*/**/*") if p.is_file() and p not in left_out)
         return [Path(PROTOCOL), *folds]
-    if (folder / "config.json").is_file():
-        return [Path(name) for name in RUN_FILES if (folder / name).is_file()]
+    if (folder / "config.json").is_file():  # a checkpoint only with the evaluations a resume rebuilds from
+        return [Path(name) for name in RUN_FILES if (folder / name).is_file()] \
+            if (folder / "evaluations.jsonl").is_file() else []
     if (folder / VIT_SEARCH).is_file():
         return [Path(name) for name in VIT_FILES if (folder / name).is_file()]
     raise ArchiveError(f"{folder}: neither a protocol, a search run nor a ViT search")
@@ -193,12 +197,17 @@ def pack(folder: Path) -> int:
     protocol = _read_protocol(folder)
     _check_packable(folder, protocol)
     members = _members(folder, protocol)
-    left_out = _finished_checkpoints(folder) if protocol is not None and "folds" in protocol else []
+    if protocol is not None:
+        left_out = _finished_checkpoints(folder) if "folds" in protocol else []
+    else:  # a run without evaluations.jsonl cannot be resumed (autoprox search --resume says so)
+        left_out = [] if members or not (folder / "checkpoint.json").is_file() else [folder / "checkpoint.json"]
     log = folder / LOG if protocol is None else None
-    if not members and not (log and log.is_file()):
+    if not members and not left_out and not (log and log.is_file()):
         raise ArchiveError(f"{folder}: nothing to archive")
     if members:
         _write_atomic(folder / ARCHIVE, _tar(folder, members))
+    elif (folder / ARCHIVE).is_file():  # packed before, unpacked (checked above): nothing left to hold
+        (folder / ARCHIVE).unlink()
     if log is not None and log.is_file():
         _write_atomic(folder / LOG_PACKED, lzma.compress(log.read_bytes(), preset=9))
         log.unlink()
@@ -255,6 +264,8 @@ def check(folder: Path) -> list[str]:
             extra = sorted(set(names) - set(kept))
             if extra:
                 problems.append(f"{folder / ARCHIVE}: holds {', '.join(extra)}, not only {' and '.join(kept)}")
+            if "checkpoint.json" in names and "evaluations.jsonl" not in names:
+                problems.append(f"{folder / ARCHIVE}: a checkpoint without the evaluations a resume needs")
             if (folder / LOG_PACKED).is_file():
                 try:
                     lzma.decompress((folder / LOG_PACKED).read_bytes())

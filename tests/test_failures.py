@@ -217,7 +217,7 @@ def test_resume_refuses_a_run_whose_settings_changed_since_its_checkpoint(small_
 
 def test_resume_of_a_checkpoint_without_a_digest_is_accepted(small_settings, tmp_path, capsys):
     """Runs committed before the digest existed have none (runs/ holds 30 of them)."""
-    with tarfile.open(REPO / "runs" / "pit-best" / "archive.tar.xz") as packed:  # committed runs are packed
+    with tarfile.open(REPO / "runs" / "pit-reference" / "archive.tar.xz") as packed:  # committed runs are packed
         committed = json.load(packed.extractfile("checkpoint.json"))
     assert "settings_digest" not in committed
     out = tmp_path / "run"

@@ -189,7 +189,7 @@ def test_a_log_that_is_not_xz_data_is_refused_by_name(run_dir):
 
 def test_resume_of_a_packed_run_says_to_unpack_it_and_changes_nothing(tmp_path):
     """The committed runs are packed: --resume names the command that gives back their checkpoint."""
-    run = shutil.copytree(REPO / "runs" / "pit-best", tmp_path / "pit-best")
+    run = shutil.copytree(REPO / "runs" / "pit-reference", tmp_path / "pit-reference")
     assert (run / "archive.tar.xz").is_file() and not (run / "checkpoint.json").exists()
     before = _tree(run)
     with pytest.raises(RunDirError, match=r"checkpoint.json is packed in .*archive.tar.xz; unpack it first: "
@@ -198,6 +198,7 @@ def test_resume_of_a_packed_run_says_to_unpack_it_and_changes_nothing(tmp_path):
     assert _tree(run) == before
     runs_archive.unpack(run)
     assert json.loads((run / "checkpoint.json").read_text())["iteration"] == 200
+    assert (run / "evaluations.jsonl").is_file()
 
 
 def test_a_leave_space_out_protocol_packs_all_but_what_the_tables_read(leave_space_out_dir, capsys):
@@ -279,10 +280,19 @@ def test_a_run_committed_without_its_evaluations_refuses_resume_and_keeps_its_ha
     """The single-split runs were committed without evaluations.jsonl, from which a resume rebuilds the hall
     of fame: resuming one (unpacked) would have emptied hall_of_fame.json; it is refused, the run untouched."""
     run = shutil.copytree(REPO / "runs" / "ablation" / "pit-sum", tmp_path / "pit-sum")
-    runs_archive.unpack(run)
-    assert (run / "checkpoint.json").is_file() and not (run / "evaluations.jsonl").exists()
+    assert sorted(_tree(run)) == ["best.json", "config.json", "hall_of_fame.json", "log.jsonl.xz"]
     before = _tree(run)
     with pytest.raises(RunDirError, match=r"has no evaluations.jsonl, from which a resume rebuilds the hall of fame: "
                                           r"resuming would drop the 20 proxies hall_of_fame.json holds"):
         run_search(None, run, resume=True, quiet=True)
     assert _tree(run) == before
+
+
+def test_a_run_without_its_evaluations_keeps_no_checkpoint(run_dir, capsys):
+    """Without evaluations.jsonl no resume can rebuild the hall of fame (``search --resume`` refuses it):
+    the pack keeps the compressed log and no checkpoint, and makes no archive."""
+    (run_dir / "evaluations.jsonl").unlink()
+    assert runs_archive.main(["pack", str(run_dir)]) == 0
+    assert sorted(_tree(run_dir)) == ["best.json", "config.json", "hall_of_fame.json", "log.jsonl.xz"]
+    assert "log.jsonl compressed" in capsys.readouterr().out
+    assert runs_archive.main(["pack", str(run_dir)]) == 2 and "nothing to archive" in capsys.readouterr().err
