@@ -40,12 +40,18 @@ def _difference(diff: dict, seeds: int) -> str:
     return f"{cell} {diff['seeds_ahead']}/{seeds}"
 
 
+def _scored(search: dict) -> bool:
+    """Whether the protocol scored this search: it has scores, or, in a protocol.json trimmed beside its
+    archive (``scripts/runs_archive.py``, which keeps no per-architecture scores), it has a genome."""
+    return bool(search.get("scores")) or ("scores" not in search and bool(search.get("genome")))
+
+
 def iterations_run(runs, relative: str, protocol: dict) -> str:
     """How many iterations each direction's searches ran (from their ``best.json``)."""
     parts = []
     for direction in protocol["directions"]:
         counts = sorted({runs.json(f"{relative}/{s['run']}/best.json")["iteration"] for s in direction["searches"]
-                         if s.get("scores")})
+                         if _scored(s)})
         name = SPACE_NAMES.get(direction["left_out"], direction["left_out"])
         parts.append(f"{name} left out: {'/'.join(map(str, counts)) or 'none'}")
     return "iterations run per search: " + "; ".join(parts)

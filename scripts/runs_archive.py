@@ -1,25 +1,41 @@
 """Pack and unpack the archived parts of committed runs (standard library only).
 
 Usage:
-    python scripts/runs_archive.py unpack runs/protocol/pit-best   # restore a protocol's fold runs
+    python scripts/runs_archive.py pack runs/leave-space-out/NAME  # a finished protocol, any kind
+    python scripts/runs_archive.py pack runs/pit-reference         # a finished search run
+    python scripts/runs_archive.py unpack runs/protocol/pit-best   # restore what resume needs
     python scripts/runs_archive.py unpack runs/protocol/*          # every protocol
-    python scripts/runs_archive.py pack runs/protocol/NAME         # archive a finished protocol
     python scripts/runs_archive.py check runs                      # every archive agrees with its folder
 
-A committed directory with parts that no figure needs holds them in one ``archive.tar.xz``
+A committed directory holds the parts no report or table reads in one ``archive.tar.xz``
 beside what a user reads (runs/README.md):
 
-- an evaluation protocol (``protocol.json``): the whole ``protocol.json`` as
-  ``autoprox evaluate`` wrote it and every fold's run directory (``repeat-R/fold-K*/``:
-  ``config.json``, ``log.jsonl``, ``checkpoint.json``, ``best.json``, ``hall_of_fame.json``,
-  bagged ensembles). The ``protocol.json`` left beside it keeps everything but the folds'
-  per-architecture test scores, fitted ensembles and baseline choices, and names the archive
-  under ``"archive"``. ``unpack`` puts the whole file back, so that ``autoprox evaluate
-  --resume`` and ``--reuse-searches`` find what they need;
-- a search run (``config.json``): its ``evaluations.jsonl`` (the hall of fame beside it is
-  complete, so ``autoprox show`` does not need it).
+- an evaluation protocol (``protocol.json`` with ``folds``, ``autoprox evaluate``): the whole
+  ``protocol.json`` as ``autoprox evaluate`` wrote it and every fold's run directory
+  (``repeat-R/fold-K*/``: ``config.json``, ``log.jsonl``, ``best.json``, ``hall_of_fame.json``,
+  bagged ensembles). A finished fold's ``checkpoint.json`` is left out and removed: nothing reads
+  it once the fold has finished (the protocol's resume takes a finished fold as it is), and the
+  fold's ``config.json`` names the command that makes it again. The ``protocol.json`` left beside
+  it keeps everything but the folds' per-architecture test scores, fitted ensembles and baseline
+  choices;
+- a leave-one-space-out protocol (``protocol.json`` with ``directions``, ``autoprox evaluate
+  --leave-space-out``): the whole ``protocol.json`` and every search's run directory but its
+  ``best.json``, which stays (the cross-space tables read it). The ``protocol.json`` left beside
+  it keeps everything but the per-architecture scores of the searches and the baselines;
+- a search run (``config.json``): its ``checkpoint.json`` and ``evaluations.jsonl``; its
+  ``log.jsonl`` is stored beside as ``log.jsonl.xz``, which ``autoprox show``, ``curves`` and
+  ``report`` read as they read ``log.jsonl`` (and a resumed run continues in ``log.jsonl``).
+  A run without ``evaluations.jsonl`` keeps no checkpoint (it is removed, and no archive is
+  made): a resume rebuilds the hall of fame from the evaluations, so ``autoprox search
+  --resume`` refuses such a run;
+- a training-free ViT search (``vit_search.json``, ``autoprox vit-search``): its ``scores.jsonl``
+  (the ranking is in ``top.json`` and ``top.csv``).
 
-``unpack`` extracts in place and leaves the archive; it refuses members outside the folder.
+A trimmed ``protocol.json`` names the archive under ``"archive"``. ``unpack`` extracts in place,
+puts the whole ``protocol.json`` back and leaves the archive (it refuses members outside the
+folder), so that ``autoprox evaluate --resume``, ``--reuse-searches`` and ``autoprox search
+--resume`` find what they need. ``pack`` on a folder whose archive is unpacked packs it again
+(a resumed or grown run or protocol).
 """
 
 from __future__ import annotations
@@ -27,6 +43,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import lzma
+import os
 import sys
 import tarfile
 from pathlib import Path
@@ -36,63 +54,175 @@ PROTOCOL = "protocol.json"
 #: What a protocol.json beside its archive keeps of each fold's result (docs/results.md's tables read these).
 KEPT_RESULT = ("proxy", "genome", "search_jcm", "kendall", "jcm")
 #: The archived files of a search run.
-RUN_FILES = ("evaluations.jsonl",)
+RUN_FILES = ("checkpoint.json", "evaluations.jsonl")
+#: A search run's log, and how it is stored beside the archive.
+LOG, LOG_PACKED = "log.jsonl", "log.jsonl.xz"
+#: A training-free ViT search (``autoprox vit-search``) and its archived files: every architecture's score.
+VIT_SEARCH, VIT_FILES = "vit_search.json", ("scores.jsonl",)
+#: What stays beside the archive in each search of a leave-one-space-out protocol.
+KEPT_SEARCH = ("best.json",)
 
 
 class ArchiveError(Exception):
     """A folder that cannot be packed, or an archive that does not match its folder."""
 
 
-def _dump(data: dict) -> str:
-    return json.dumps(data, indent=2) + "\n"  # as autoprox writes JSON (autoprox/core/atomic.py)
+def _dump(data: object, depth: int = 0) -> str:
+    """JSON as autoprox writes it (two-space indents), except that a list or object holding no list or
+    object stays on one line: a fold's architectures, a method's figures per target (a third of the size)."""
+    inner = "  " * (depth + 1)
+    if isinstance(data, dict) and any(isinstance(v, (dict, list)) for v in data.values()):
+        items = [f"{inner}{json.dumps(k)}: {_dump(v, depth + 1)}" for k, v in data.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+    if isinstance(data, list) and any(isinstance(v, (dict, list)) for v in data):
+        return "[\n" + ",\n".join(inner + _dump(v, depth + 1) for v in data) + "\n" + "  " * depth + "]"
+    return json.dumps(data)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` through a temporary file beside it, so that it is whole or absent."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def _marker(holds: str) -> dict:
+    return {"file": ARCHIVE, "unpack": "python scripts/runs_archive.py unpack DIR", "holds": holds}
 
 
 def trimmed_protocol(protocol: dict) -> dict:
-    """``protocol.json`` without the folds' bulky parts: the settings, folds, their figures and the summaries."""
+    """``protocol.json`` without its bulky parts, naming the archive that holds them: of an evaluation
+    protocol, the folds' per-architecture test scores, fitted ensembles and baseline choices; of a
+    leave-one-space-out protocol, the per-architecture scores of its searches and baselines."""
+    if "directions" in protocol:
+        directions = [{**d, "baselines": None if d.get("baselines") is None else
+                       {k: v for k, v in d["baselines"].items() if k != "scores"},
+                       "searches": [{k: v for k, v in s.items() if k != "scores"} for s in d["searches"]]}
+                      for d in protocol["directions"]]
+        return {**protocol, "directions": directions,
+                "archive": _marker("the whole protocol.json and every search's run directory but its best.json")}
     folds = [{**fold, "result": None if fold.get("result") is None else
               {k: fold["result"][k] for k in KEPT_RESULT if k in fold["result"]}} for fold in protocol["folds"]]
-    return {**protocol, "folds": folds,
-            "archive": {"file": ARCHIVE, "unpack": "python scripts/runs_archive.py unpack DIR",
-                        "holds": "the whole protocol.json and every fold's run directory"}}
+    return {**protocol, "folds": folds, "archive": _marker("the whole protocol.json and every fold's run directory")}
 
 
-def _members(folder: Path) -> list[Path]:
+def _read_protocol(folder: Path) -> dict | None:
+    """The ``protocol.json`` of ``folder``, None when it has none; ArchiveError when it is not one."""
+    path = folder / PROTOCOL
+    if not path.is_file():
+        return None
+    try:
+        protocol = json.loads(path.read_text())
+    except ValueError as error:
+        raise ArchiveError(f"{path} is not valid JSON ({error})") from None
+    if not isinstance(protocol, dict) or not ("folds" in protocol or "directions" in protocol):
+        raise ArchiveError(f"{path}: neither an evaluation protocol (folds) nor a leave-one-space-out one "
+                           "(directions)")
+    return protocol
+
+
+def _members(folder: Path, protocol: dict | None) -> list[Path]:
     """The files of ``folder`` that go into its archive (relative paths, sorted)."""
-    if (folder / PROTOCOL).is_file():
-        folds = sorted(p.relative_to(folder) for p in folder.glob("repeat-*/**/*") if p.is_file())
+    if protocol is not None and "directions" in protocol:
+        searches = sorted(p.relative_to(folder) for d in protocol["directions"]
+                          for p in (folder / d["run"]).glob("**/*") if p.is_file() and p.name not in KEPT_SEARCH)
+        return [Path(PROTOCOL), *searches]
+    if protocol is not None:
+        left_out = set(_finished_checkpoints(folder))
+        folds = sorted(p.relative_to(folder) for p in folder.glob("repeat-*/**/*") if p.is_file() and p not in left_out)
         return [Path(PROTOCOL), *folds]
-    if (folder / "config.json").is_file():
-        return [Path(name) for name in RUN_FILES if (folder / name).is_file()]
-    raise ArchiveError(f"{folder}: neither an evaluation protocol nor a run directory")
+    if (folder / "config.json").is_file():  # a checkpoint only with the evaluations a resume rebuilds from
+        return [Path(name) for name in RUN_FILES if (folder / name).is_file()] \
+            if (folder / "evaluations.jsonl").is_file() else []
+    if (folder / VIT_SEARCH).is_file():
+        return [Path(name) for name in VIT_FILES if (folder / name).is_file()]
+    raise ArchiveError(f"{folder}: neither a protocol, a search run nor a ViT search")
 
 
-def pack(folder: Path) -> None:
-    """Archive ``folder``'s members into ``folder/archive.tar.xz``, then leave only what a user reads."""
+def _finished_checkpoints(folder: Path) -> list[Path]:
+    """The ``checkpoint.json`` of every finished search in an evaluation protocol's folds: nothing reads it
+    (``autoprox evaluate --resume`` takes a finished fold as it is, growing adds folds, ``--reuse-searches``
+    reads best.json and the hall of fame), so the archive leaves it out; the fold's ``config.json`` has the
+    command that makes it again."""
+    found = []
+    for checkpoint in folder.glob("repeat-*/**/checkpoint.json"):
+        try:
+            finished = json.loads((checkpoint.parent / "best.json").read_text()).get("finished") is True
+        except (OSError, ValueError, AttributeError):
+            finished = False
+        if finished:
+            found.append(checkpoint)
+    return sorted(found)
+
+
+def _check_packable(folder: Path, protocol: dict | None) -> None:
+    """ArchiveError unless ``folder`` holds a finished protocol or run, unpacked if it has an archive."""
+    if protocol is not None:
+        if "archive" in protocol:
+            raise ArchiveError(f"{folder / PROTOCOL} is the trimmed record of {folder / ARCHIVE}; unpack it first")
+        if not protocol.get("finished"):
+            raise ArchiveError(f"{folder}: the protocol has not finished; archive it once it has")
+    elif (folder / "config.json").is_file() or (folder / VIT_SEARCH).is_file():
+        result = "top.json" if (folder / VIT_SEARCH).is_file() else "best.json"
+        try:
+            finished = json.loads((folder / result).read_text()).get("finished")
+        except (OSError, ValueError, AttributeError):
+            finished = False
+        if not finished:
+            raise ArchiveError(f"{folder}: the run has not finished (no {result} saying so); archive it once it has")
     if (folder / ARCHIVE).exists():
-        raise ArchiveError(f"{folder / ARCHIVE} exists; unpack it first")
-    members = _members(folder)
-    if not members:
-        raise ArchiveError(f"{folder}: nothing to archive")
-    protocol = json.loads((folder / PROTOCOL).read_text()) if members[0].name == PROTOCOL else None
-    if protocol is not None and not protocol.get("finished"):
-        raise ArchiveError(f"{folder}: the protocol has not finished; archive it once it has")
-    with tarfile.open(folder / ARCHIVE, "w:xz", preset=9) as tar:
+        with _open(folder) as tar:
+            missing = [name for name in tar.getnames() if not (folder / name).exists()]
+        if missing:
+            raise ArchiveError(f"{folder / ARCHIVE} is packed ({missing[0]} is only in it); unpack it first")
+
+
+def _tar(folder: Path, members: list[Path]) -> bytes:
+    """An xz-compressed tar of ``members``; the same files give the same bytes."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:xz", preset=9) as tar:
         for member in members:
             info = tar.gettarinfo(folder / member, arcname=member.as_posix())
             info.uid = info.gid = 0
             info.uname = info.gname = ""
-            info.mtime = 0  # the same files give the same archive
+            info.mtime = 0
             with open(folder / member, "rb") as handle:
                 tar.addfile(info, handle)
+    return buffer.getvalue()
+
+
+def pack(folder: Path) -> int:
+    """Archive ``folder``'s members into ``folder/archive.tar.xz`` (a search run's log compressed beside
+    it), then leave only what a user reads; the number of files archived."""
+    protocol = _read_protocol(folder)
+    _check_packable(folder, protocol)
+    members = _members(folder, protocol)
+    if protocol is not None:
+        left_out = _finished_checkpoints(folder) if "folds" in protocol else []
+    else:  # a run without evaluations.jsonl cannot be resumed (autoprox search --resume says so)
+        left_out = [] if members or not (folder / "checkpoint.json").is_file() else [folder / "checkpoint.json"]
+    log = folder / LOG if protocol is None else None
+    if not members and not left_out and not (log and log.is_file()):
+        raise ArchiveError(f"{folder}: nothing to archive")
+    if members:
+        _write_atomic(folder / ARCHIVE, _tar(folder, members))
+    elif (folder / ARCHIVE).is_file():  # packed before, unpacked (checked above): nothing left to hold
+        (folder / ARCHIVE).unlink()
+    if log is not None and log.is_file():
+        _write_atomic(folder / LOG_PACKED, lzma.compress(log.read_bytes(), preset=9))
+        log.unlink()
     for member in members:
         if member.name != PROTOCOL:
             (folder / member).unlink()
-    for directory in sorted((p for p in folder.glob("repeat-*/**") if p.is_dir()), reverse=True):
-        directory.rmdir()
-    for directory in folder.glob("repeat-*"):
-        directory.rmdir()
+    for checkpoint in left_out:
+        checkpoint.unlink()
+    for directory in sorted({p for m in members for p in (folder / m).parents if folder in p.parents},
+                            key=lambda p: len(p.parts), reverse=True):
+        if directory.is_dir() and not any(directory.iterdir()):
+            directory.rmdir()
     if protocol is not None:
-        (folder / PROTOCOL).write_text(_dump(trimmed_protocol(protocol)))
+        _write_atomic(folder / PROTOCOL, (_dump(trimmed_protocol(protocol)) + "\n").encode())
+    return len(members)
 
 
 def _open(folder: Path) -> tarfile.TarFile:
@@ -123,20 +253,39 @@ def _check_member(folder: Path, member: tarfile.TarInfo) -> None:
 
 
 def check(folder: Path) -> list[str]:
-    """Problems of one archive: a protocol.json beside it that is not the trim of the archived one."""
+    """Problems of one archive: a protocol.json beside it that is not the trim of the archived one, a run
+    the protocol records that is not there, a search run's archive holding other files, a log that is
+    not xz data."""
     problems = []
     with _open(folder) as tar:
         names = tar.getnames()
-        if PROTOCOL in names:
-            archived = json.load(io.TextIOWrapper(tar.extractfile(PROTOCOL)))
-            beside = json.loads((folder / PROTOCOL).read_text())
-            if beside != trimmed_protocol(archived) and beside != archived:
-                problems.append(f"{folder / PROTOCOL}: neither the archived protocol.json nor its trim")
-            # a protocol that re-scores another's searches (--reuse-searches) has no fold runs of its own
+        if PROTOCOL not in names:  # a search run or a ViT search
+            kept = VIT_FILES if (folder / VIT_SEARCH).is_file() else RUN_FILES
+            extra = sorted(set(names) - set(kept))
+            if extra:
+                problems.append(f"{folder / ARCHIVE}: holds {', '.join(extra)}, not only {' and '.join(kept)}")
+            if "checkpoint.json" in names and "evaluations.jsonl" not in names:
+                problems.append(f"{folder / ARCHIVE}: a checkpoint without the evaluations a resume needs")
+            if (folder / LOG_PACKED).is_file():
+                try:
+                    lzma.decompress((folder / LOG_PACKED).read_bytes())
+                except lzma.LZMAError as error:
+                    problems.append(f"{folder / LOG_PACKED}: not xz data ({error})")
+            return problems
+        archived = json.load(io.TextIOWrapper(tar.extractfile(PROTOCOL)))
+        beside = json.loads((folder / PROTOCOL).read_text())
+        if beside != trimmed_protocol(archived) and beside != archived:
+            problems.append(f"{folder / PROTOCOL}: neither the archived protocol.json nor its trim")
+        if "directions" in archived:  # every scored search: its run archived, its best.json beside
+            runs = {s["run"] for d in archived["directions"] for s in d["searches"] if s.get("scores")}
+            gone = sorted(r for r in runs if not (folder / r / "best.json").is_file())
+            if gone and beside != archived:
+                problems.append(f"{folder}: no best.json beside the archive for {', '.join(gone)}")
+        else:  # a protocol that re-scores another's searches (--reuse-searches) has no fold runs of its own
             runs = set() if archived["protocol"].get("searches") else {f["run"] for f in archived["folds"]}
-            missing = sorted(r for r in runs if f"{r}/config.json" not in names)
-            if missing:
-                problems.append(f"{folder / ARCHIVE}: no run directory for {', '.join(missing)}")
+        missing = sorted(r for r in runs if f"{r}/config.json" not in names)
+        if missing:
+            problems.append(f"{folder / ARCHIVE}: no run directory for {', '.join(missing)}")
     return problems
 
 
@@ -154,8 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if problems else 0
         for folder in args.folders:
             if args.action == "pack":
-                pack(folder)
-                print(f"{folder / ARCHIVE}: packed")
+                count = pack(folder)
+                print(f"{folder}: {count} files packed in {ARCHIVE}" if count else f"{folder}: {LOG} compressed")
             else:
                 print(f"{folder / ARCHIVE}: {unpack(folder)} files unpacked into {folder}")
     except (ArchiveError, OSError, tarfile.TarError) as error:

@@ -209,3 +209,15 @@ def test_protocols_on_other_folds_are_refused(synthetic):
 def test_no_torch_and_no_autoprox_import():
     source = SCRIPT.read_text()
     assert not re.search(r"^\s*(import|from)\s+(torch|autoprox|numpy)\b", source, re.M)
+
+
+def test_a_search_counts_once_scored_in_a_whole_or_a_trimmed_protocol(monkeypatch):
+    """``protocol.json`` beside an archive keeps no per-architecture scores (scripts/runs_archive.py): a
+    search with a genome is one the protocol scored; in a whole one, a search not scored yet has scores None."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import docs_tables_cross
+
+    assert docs_tables_cross._scored({"scores": {"c100_kd": [1.0]}, "genome": "g"})
+    assert docs_tables_cross._scored({"genome": "g", "search_jcm": 0.5})  # trimmed
+    assert not docs_tables_cross._scored({"scores": None, "genome": "g"})  # searched, not scored yet
+    assert not docs_tables_cross._scored({"scores": None})

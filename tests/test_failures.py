@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -216,7 +217,8 @@ def test_resume_refuses_a_run_whose_settings_changed_since_its_checkpoint(small_
 
 def test_resume_of_a_checkpoint_without_a_digest_is_accepted(small_settings, tmp_path, capsys):
     """Runs committed before the digest existed have none (runs/ holds 30 of them)."""
-    committed = json.loads((REPO / "runs" / "pit-best" / "checkpoint.json").read_text())
+    with tarfile.open(REPO / "runs" / "pit-reference" / "archive.tar.xz") as packed:  # committed runs are packed
+        committed = json.load(packed.extractfile("checkpoint.json"))
     assert "settings_digest" not in committed
     out = tmp_path / "run"
     run_search(small_settings, out, stop_after=1, quiet=True)
@@ -727,3 +729,29 @@ def test_bootstrap_says_what_it_installs_and_holds_torch_to_the_constraints():
         assert any(line.strip().startswith("say ") for line in lines[max(0, number - 3):number]), lines[number]
     pyproject = (REPO / "pyproject.toml").read_text()
     assert '"hypothesis' in pyproject.split("[project.optional-dependencies]")[1].split("\n\n")[0]
+
+
+def test_a_packed_run_resumes_once_unpacked_and_continues_its_compressed_log(run_copy, capsys):
+    """A run committed packed (runs/README.md: log.jsonl.xz, checkpoint and evaluations archived):
+    ``--resume`` names the unpack command and leaves it as it is; unpacked, ``--resume --iterations``
+    extends it, its log continuing the compressed one in log.jsonl."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("runs_archive", REPO / "scripts" / "runs_archive.py")
+    runs_archive = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runs_archive)
+    logged = RunDirectory(run_copy).log()
+    runs_archive.pack(run_copy)
+    assert not (run_copy / "log.jsonl").exists() and RunDirectory(run_copy).log() == logged
+    packed = {p.name: p.read_bytes() for p in run_copy.iterdir()}
+    code, _, err = run_cli(capsys, "search", "--resume", "--out", run_copy, "--quiet")
+    assert code == 2 and f"unpack it first: python scripts/runs_archive.py unpack {run_copy}" in one_error_line(err)
+    assert {p.name: p.read_bytes() for p in run_copy.iterdir()} == packed
+    runs_archive.unpack(run_copy)
+    total = EVOLUTION.iterations + 1
+    code, _, err = run_cli(capsys, "search", "--resume", "--out", run_copy, "--iterations", str(total), "--quiet")
+    assert code == 0, err
+    log = RunDirectory(run_copy).log()
+    assert RunDirectory(run_copy).log_path().name == "log.jsonl" and log[:len(logged)] == logged
+    assert [r["iteration"] for r in log] == list(range(1, total + 1))
+    assert json.loads((run_copy / "best.json").read_text())["iteration"] == total

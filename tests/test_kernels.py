@@ -225,10 +225,10 @@ def test_committed_runs_read_as_torch_kernels_with_their_recorded_digest(run):
     from autoprox.data.benchmark import load_benchmark, locate_benchmark
     from autoprox.search.settings import recorded_settings
 
-    path = REPO / "runs" / "recommended" / run
+    path = REPO / "tests" / "data" / "recorded-runs" / run  # runs/recommended/RUN's, frozen (its README)
     settings, _ = recorded_settings(path)
     assert settings.kernels == "torch" and "kernels" not in settings.to_json()
-    recorded = json.loads((path / "checkpoint.json").read_text())["settings_digest"]
+    recorded = json.loads((path / "checkpoint-digest.json").read_text())["settings_digest"]
     assert settings_digest(settings, load_benchmark(locate_benchmark(settings.bench)).sha256) == recorded
 
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import lzma
+import shutil
 import tarfile
 
 import pytest
 
+from autoprox.core.errors import RunDirError
+from autoprox.search.engine import run_search
+from autoprox.search.rundir import RunDirectory
 from tests.conftest import REPO, tracked_files
 
 _spec = importlib.util.spec_from_file_location("runs_archive", REPO / "scripts" / "runs_archive.py")
@@ -35,6 +40,42 @@ def protocol_dir(tmp_path):
     (folder / "protocol.json").write_text(json.dumps(record, indent=2) + "\n")
     (fold / "config.json").write_text('{"settings": {}}\n')
     (fold / "log.jsonl").write_text('{"iteration": 1}\n{"iteration": 2}\n')
+    return folder
+
+
+LOG_LINES = '{"iteration": 1, "best_jcm": 0.1}\n{"iteration": 2, "best_jcm": 0.2}\n'
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A finished search run as ``autoprox search`` leaves it (the files that matter here)."""
+    folder = tmp_path / "runs" / "demo-run"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"settings": {}}\n')
+    (folder / "best.json").write_text('{"genome": "block_mean(A_params)", "finished": true}\n')
+    (folder / "hall_of_fame.json").write_text('{"entries": []}\n')
+    (folder / "checkpoint.json").write_text('{"iteration": 2}\n')
+    (folder / "evaluations.jsonl").write_text('{"iteration": 1, "genome": "x"}\n')
+    (folder / "log.jsonl").write_text(LOG_LINES)
+    return folder
+
+
+@pytest.fixture
+def leave_space_out_dir(tmp_path):
+    """A finished leave-one-space-out protocol as ``autoprox evaluate --leave-space-out`` leaves it."""
+    folder = tmp_path / "leave-space-out" / "demo"
+    searches = [{"seed": 0, "run": "leave-out-pit/seed-0", "scores": {"c100_kd": [1.0, 2.0]}, "genome": "g",
+                 "search_jcm": 0.5}]
+    record = {"protocol": {"mode": "leave-space-out", "seeds": 1}, "finished": True, "summary": {"pit": {}},
+              "directions": [{"left_out": "pit", "trained_on": ["autoformer"], "run": "leave-out-pit",
+                              "baselines": {"scores": {"params": {"c100_kd": [3.0, 4.0]}}, "choices": {},
+                                            "invalid": {}},
+                              "searches": searches}]}
+    (folder / "leave-out-pit" / "seed-0").mkdir(parents=True)
+    (folder / "protocol.json").write_text(json.dumps(record, indent=2) + "\n")
+    for name, text in (("config.json", "{}\n"), ("best.json", '{"iteration": 7}\n'), ("log.jsonl", LOG_LINES),
+                       ("checkpoint.json", "{}\n"), ("evaluations.jsonl", "{}\n"), ("hall_of_fame.json", "{}\n")):
+        (folder / "leave-out-pit" / "seed-0" / name).write_text(text)
     return folder
 
 
@@ -81,7 +122,7 @@ def test_pack_refuses_a_protocol_still_running_and_a_second_pack(protocol_dir, c
     (protocol_dir / "protocol.json").write_text(json.dumps(record))
     runs_archive.pack(protocol_dir)
     assert runs_archive.main(["pack", str(protocol_dir)]) == 2
-    assert "exists; unpack it first" in capsys.readouterr().err
+    assert "unpack it first" in capsys.readouterr().err
 
 
 def test_unpack_refuses_a_member_outside_its_folder(tmp_path, capsys):
@@ -95,3 +136,163 @@ def test_unpack_refuses_a_member_outside_its_folder(tmp_path, capsys):
     assert runs_archive.main(["unpack", str(folder)]) == 2
     assert "runs_archive: error:" in capsys.readouterr().err
     assert not (tmp_path / "outside.txt").exists()
+
+
+def test_a_packed_run_keeps_what_reports_read_and_its_log_reads_as_before(run_dir):
+    before = _tree(run_dir)
+    records = RunDirectory(run_dir).log()
+    assert runs_archive.main(["pack", str(run_dir)]) == 0
+    assert sorted(_tree(run_dir)) == ["archive.tar.xz", "best.json", "config.json", "hall_of_fame.json",
+                                      "log.jsonl.xz"]
+    assert lzma.decompress((run_dir / "log.jsonl.xz").read_bytes()).decode() == LOG_LINES
+    run = RunDirectory(run_dir)
+    assert run.log_path().name == "log.jsonl.xz" and run.log() == records
+    assert run.checkpoint() is None and runs_archive.check(run_dir) == []
+    with tarfile.open(run_dir / "archive.tar.xz") as tar:
+        assert sorted(tar.getnames()) == ["checkpoint.json", "evaluations.jsonl"]
+    assert runs_archive.unpack(run_dir) == 2
+    after = _tree(run_dir)
+    assert after.pop("archive.tar.xz") and after.pop("log.jsonl.xz") and after == {
+        k: v for k, v in before.items() if k != "log.jsonl"}
+    # unpacked, it packs again (a resumed run is committed the same way); the same files give the same bytes
+    archive = (run_dir / "archive.tar.xz").read_bytes()
+    runs_archive.pack(run_dir)
+    assert (run_dir / "archive.tar.xz").read_bytes() == archive and not (run_dir / "checkpoint.json").exists()
+
+
+def test_pack_refuses_a_run_that_has_not_finished(run_dir, capsys):
+    (run_dir / "best.json").write_text('{"genome": "block_mean(A_params)", "finished": false}\n')
+    assert runs_archive.main(["pack", str(run_dir)]) == 2
+    assert "has not finished" in capsys.readouterr().err and (run_dir / "log.jsonl").read_text() == LOG_LINES
+    assert not (run_dir / "archive.tar.xz").exists()
+
+
+def test_a_resumed_packed_run_continues_its_log_in_log_jsonl(run_dir):
+    """Resume cuts the log back to the checkpoint (here: iteration 1) from the compressed log, into
+    log.jsonl; the compressed file stays as the pack wrote it, and log.jsonl is what is read from then on."""
+    runs_archive.pack(run_dir)
+    packed = (run_dir / "log.jsonl.xz").read_bytes()
+    run = RunDirectory(run_dir)
+    run.truncate_logs(1)
+    assert (run_dir / "log.jsonl").read_text() == LOG_LINES.splitlines(keepends=True)[0]
+    run.append_log({"iteration": 2, "best_jcm": 0.3})
+    assert run.log_path().name == "log.jsonl" and [r["best_jcm"] for r in run.log()] == [0.1, 0.3]
+    assert (run_dir / "log.jsonl.xz").read_bytes() == packed
+
+
+def test_a_log_that_is_not_xz_data_is_refused_by_name(run_dir):
+    (run_dir / "log.jsonl").unlink()
+    (run_dir / "log.jsonl.xz").write_bytes(b"not xz at all")
+    with pytest.raises(RunDirError, match=r"log.jsonl.xz is not a readable xz file"):
+        RunDirectory(run_dir).log()
+
+
+def test_resume_of_a_packed_run_says_to_unpack_it_and_changes_nothing(tmp_path):
+    """The committed runs are packed: --resume names the command that gives back their checkpoint."""
+    run = shutil.copytree(REPO / "runs" / "pit-reference", tmp_path / "pit-reference")
+    assert (run / "archive.tar.xz").is_file() and not (run / "checkpoint.json").exists()
+    before = _tree(run)
+    with pytest.raises(RunDirError, match=r"checkpoint.json is packed in .*archive.tar.xz; unpack it first: "
+                                          r"python scripts/runs_archive.py unpack"):
+        run_search(None, run, resume=True, quiet=True)
+    assert _tree(run) == before
+    runs_archive.unpack(run)
+    assert json.loads((run / "checkpoint.json").read_text())["iteration"] == 200
+    assert (run / "evaluations.jsonl").is_file()
+
+
+def test_a_leave_space_out_protocol_packs_all_but_what_the_tables_read(leave_space_out_dir, capsys):
+    folder = leave_space_out_dir
+    before = _tree(folder)
+    assert runs_archive.main(["pack", str(folder)]) == 0
+    assert "6 files packed" in capsys.readouterr().out
+    assert sorted(_tree(folder)) == ["archive.tar.xz", "leave-out-pit/seed-0/best.json", "protocol.json"]
+    trimmed = json.loads((folder / "protocol.json").read_text())
+    direction = trimmed["directions"][0]
+    assert "scores" not in direction["baselines"] and "scores" not in direction["searches"][0]
+    assert direction["searches"][0]["search_jcm"] == 0.5 and trimmed["summary"] == {"pit": {}}
+    assert trimmed["archive"]["file"] == "archive.tar.xz" and runs_archive.check(folder) == []
+    (folder / "leave-out-pit" / "seed-0" / "best.json").unlink()
+    assert "no best.json beside the archive for leave-out-pit/seed-0" in runs_archive.check(folder)[0]
+    (folder / "leave-out-pit" / "seed-0" / "best.json").write_bytes(before["leave-out-pit/seed-0/best.json"])
+    assert runs_archive.unpack(folder) == 6
+    after = _tree(folder)
+    assert after.pop("archive.tar.xz") and after == before
+    archive = (folder / "archive.tar.xz").read_bytes()
+    runs_archive.pack(folder)  # unpacked, it packs again to the same bytes
+    assert (folder / "archive.tar.xz").read_bytes() == archive
+
+
+def test_a_protocol_archive_leaves_out_the_checkpoints_of_finished_folds(protocol_dir):
+    """Nothing reads a finished fold's checkpoint.json (the protocol's resume takes the fold as it is):
+    the archive leaves it out; every other file comes back on unpack."""
+    fold = protocol_dir / "repeat-0" / "fold-0"
+    (fold / "best.json").write_text('{"finished": true}\n')
+    (fold / "checkpoint.json").write_text('{"iteration": 2}\n')
+    before = _tree(protocol_dir)
+    assert runs_archive.pack(protocol_dir) == 4
+    with tarfile.open(protocol_dir / "archive.tar.xz") as tar:
+        assert "repeat-0/fold-0/checkpoint.json" not in tar.getnames()
+        assert "repeat-0/fold-0/best.json" in tar.getnames()
+    assert not fold.exists() and runs_archive.check(protocol_dir) == []
+    runs_archive.unpack(protocol_dir)
+    after = _tree(protocol_dir)
+    kept = {k: v for k, v in before.items() if not k.endswith("checkpoint.json")}
+    assert after.pop("archive.tar.xz") and after == kept
+
+
+def test_committed_protocol_archives_hold_no_checkpoint_of_a_finished_fold():
+    for archive in tracked_files("runs/protocol/*/archive.tar.xz"):
+        with tarfile.open(archive) as tar:
+            assert not [n for n in tar.getnames() if n.endswith("checkpoint.json")], archive
+
+
+def test_the_trimmed_protocol_json_keeps_flat_lists_and_figures_on_one_line(protocol_dir):
+    runs_archive.pack(protocol_dir)
+    text = (protocol_dir / "protocol.json").read_text()
+    assert '"search": [0],' in text and '"proxy": {"c100_kd": 0.5}' in text and text.endswith("}\n")
+    nested = {"a": [], "b": {}, "c": [{"x": [1.5, None, "s"]}, 2], "d": {"e": {"f": True}}}
+    assert json.loads(runs_archive._dump(nested)) == nested
+
+
+def test_a_vit_search_packs_its_scores_and_its_resume_says_to_unpack(tmp_path, capsys):
+    """A committed training-free ViT search keeps its ranking (top.json, top.csv) and packs scores.jsonl;
+    resuming it packed would score every architecture again, so it is refused with the unpack line."""
+    from autoprox.apps.vitsearch import VitSearchSettings, run_vit_search
+    from autoprox.proxies.proxy import Proxy
+
+    folder = shutil.copytree(REPO / "runs" / "vit-pit-reference-seed0", tmp_path / "vit")
+    assert (folder / "archive.tar.xz").is_file() and not (folder / "scores.jsonl").exists()
+    assert runs_archive.check(folder) == []
+    before = _tree(folder)
+    recorded = json.loads((folder / "vit_search.json").read_text())["settings"]
+    with pytest.raises(RunDirError, match=r"scores.jsonl is packed in .*; unpack it first: python scripts/"):
+        run_vit_search(VitSearchSettings(**{**recorded, "budget": tuple(recorded["budget"])}), Proxy("params"), folder)
+    assert _tree(folder) == before
+    assert runs_archive.unpack(folder) == 1
+    assert sum(1 for _ in (folder / "scores.jsonl").open()) == json.loads((folder / "top.json").read_text())["samples"]
+    (folder / "top.json").write_text(json.dumps({**json.loads((folder / "top.json").read_text()), "finished": False}))
+    (folder / "archive.tar.xz").unlink()
+    assert runs_archive.main(["pack", str(folder)]) == 2 and "no top.json saying so" in capsys.readouterr().err
+
+
+def test_a_run_committed_without_its_evaluations_refuses_resume_and_keeps_its_hall_of_fame(tmp_path):
+    """The single-split runs were committed without evaluations.jsonl, from which a resume rebuilds the hall
+    of fame: resuming one (unpacked) would have emptied hall_of_fame.json; it is refused, the run untouched."""
+    run = shutil.copytree(REPO / "runs" / "ablation" / "pit-sum", tmp_path / "pit-sum")
+    assert sorted(_tree(run)) == ["best.json", "config.json", "hall_of_fame.json", "log.jsonl.xz"]
+    before = _tree(run)
+    with pytest.raises(RunDirError, match=r"has no evaluations.jsonl, from which a resume rebuilds the hall of fame: "
+                                          r"resuming would drop the 20 proxies hall_of_fame.json holds"):
+        run_search(None, run, resume=True, quiet=True)
+    assert _tree(run) == before
+
+
+def test_a_run_without_its_evaluations_keeps_no_checkpoint(run_dir, capsys):
+    """Without evaluations.jsonl no resume can rebuild the hall of fame (``search --resume`` refuses it):
+    the pack keeps the compressed log and no checkpoint, and makes no archive."""
+    (run_dir / "evaluations.jsonl").unlink()
+    assert runs_archive.main(["pack", str(run_dir)]) == 0
+    assert sorted(_tree(run_dir)) == ["best.json", "config.json", "hall_of_fame.json", "log.jsonl.xz"]
+    assert "log.jsonl compressed" in capsys.readouterr().out
+    assert runs_archive.main(["pack", str(run_dir)]) == 2 and "nothing to archive" in capsys.readouterr().err

@@ -38,7 +38,7 @@ from autoprox.genome.tree import InvalidProxy
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
-from autoprox.search.rundir import RunDirError, read_json, read_jsonl
+from autoprox.search.rundir import ARCHIVE, RunDirError, read_json, read_jsonl
 from autoprox.spaces.architectures import (
     ArchitectureError,
     arch_key,
@@ -216,6 +216,9 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
         recorded = read_json(config_path)
         if recorded.get("identity") != json_safe(settings.identity()):
             raise RunDirError(f"{out} holds a different ViT search ({config_path.name} differs); choose another --out")
+        if (out / ARCHIVE).is_file() and not (out / SCORES).exists():  # a committed search, packed (runs/README.md)
+            raise RunDirError(f"{out}: its {SCORES} is packed in {out / ARCHIVE}; unpack it first: "
+                              f"python scripts/runs_archive.py unpack {out}")
     else:
         make_directory(out)
         atomic_write_json(config_path, {

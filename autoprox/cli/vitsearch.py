@@ -18,6 +18,7 @@ from autoprox.cli.options import (
     use_space_files,
 )
 from autoprox.core.errors import BenchmarkError
+from autoprox.core.numbers import format_float
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache
@@ -109,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 130
     print(f"{summary['scored']} scored, {summary['failed']} failed, "
-          f"{summary['search_seconds']:.0f} s ({summary['seconds_per_architecture']:.2f} s per architecture)")
+          f"{summary['search_seconds']:.0f} s "
+          f"({format_float(summary['seconds_per_architecture'], 2, signed=False)} s per architecture)")
     print(f"{'rank':>4} {'score':>14} {'params':>12} {'MACs':>15}  arch")
     for row in summary["top"]:
         print(f"{row['rank']:>4} {row['score']:>14.6g} {row['params']:>12,} {row['macs']:>15,}  {json.dumps(row['arch'])}")

@@ -30,7 +30,6 @@ from autoprox.core.errors import AutoproxError, CurvesError, one_line  # noqa: F
 from autoprox.core.numbers import format_float
 from autoprox.search.rundir import (
     BEST,
-    LOG,
     RunDirectory,
     RunDirError,
     read_json,
@@ -101,7 +100,7 @@ def load_curves(path: str | Path, window: int = DEFAULT_WINDOW) -> RunCurves:
     log is not a record (the file and the line named)."""
     run = RunDirectory(path)
     config = run.config()
-    log_path = run.file(LOG)
+    log_path = run.log_path()
     log = []
     for number, record in read_records(log_path):
         iteration = record.get("iteration")
@@ -111,7 +110,7 @@ def load_curves(path: str | Path, window: int = DEFAULT_WINDOW) -> RunCurves:
             raise RunDirError(f"{log_path}: line {number}: 'best_kendall' is not an object")
         log.append(record)
     if not log:
-        raise CurvesError(f"{run.path} has no iteration in its log.jsonl yet")
+        raise CurvesError(f"{run.path} has no iteration in its {log_path.name} yet")
     settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
     targets = [t for t in settings.get("targets") or [] if isinstance(t, str)]
     for record in log:

@@ -13,6 +13,8 @@ import math
 import re
 from typing import Mapping, Sequence
 
+from autoprox.core.numbers import format_float
+
 #: Colours of the report (Matplotlib's default cycle, named for what they stand for).
 BEST, MEAN, REFERENCE, SEARCH, TEST = "C0", "C1", "0.45", "C0", "C3"
 
@@ -79,7 +81,7 @@ def curves_svg(iterations: Sequence[int], best: Sequence[float], mean: Sequence[
         fit_ax.plot(iterations, _finite(best), color=BEST, lw=2, label="best")
         fit_ax.plot(iterations, _finite(mean), color=MEAN, lw=1.2, ls="--", label="population mean")
         if reference is not None:
-            fit_ax.axhline(reference, color=REFERENCE, lw=1, ls=":", label=f"parameter count ({reference:+.3f})")
+            fit_ax.axhline(reference, color=REFERENCE, lw=1, ls=":", label=f"parameter count ({format_float(reference)})")
         fit_ax.set_title(f"fitness ({fitness}, search split)")
         for index, (target, values) in enumerate(kendall.items()):
             tau_ax.plot(iterations, _finite(values), color=f"C{index % 10}", lw=1.5, label=target)

@@ -170,7 +170,7 @@ def _header(run, config, settings, curves, hall, best, name) -> str:
     genome = settings.get("genome") if isinstance(settings.get("genome"), dict) else {}
     status, finished = run_status(best)
     iteration = curves.iterations[-1] if curves else 0
-    log_path = run.file("log.jsonl")
+    log_path = run.log_path()
     elapsed = None
     for _, record in read_records(log_path):
         elapsed = record.get("elapsed", elapsed)

@@ -34,7 +34,7 @@ from autoprox.search.evolution import (
     stalled,
 )
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
-from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
+from autoprox.search.halloffame import HALL_OF_FAME, HallOfFame, write_hall_of_fame
 from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, hold_mapped re-exported)
     MAP_STATISTICS_ABOVE,
     MultiRunContext,
@@ -44,7 +44,7 @@ from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, ho
     open_context,
     space_evaluator,
 )
-from autoprox.search.rundir import CHECKPOINT, EVALUATIONS, RunDirectory, read_records
+from autoprox.search.rundir import ARCHIVE, CHECKPOINT, EVALUATIONS, RunDirectory, read_json, read_records
 from autoprox.search.settings import SearchSettings, recorded_settings, settings_digest
 
 #: What ``best.json`` says in place of test figures when the run searched on every architecture.
@@ -179,6 +179,14 @@ def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iteratio
     """The context of a run to resume, checked against its checkpoint; the new total of iterations recorded."""
     context = open_context(run, bench=bench)
     checkpoint = run.checkpoint()
+    if checkpoint is None and run.file(ARCHIVE).is_file():  # a committed run, packed (runs/README.md)
+        raise RunDirError(f"{run.path}: its {CHECKPOINT} is packed in {run.file(ARCHIVE)}; unpack it first: "
+                          f"python scripts/runs_archive.py unpack {run.path}")
+    kept = _hall_entries(run)
+    if kept and not run.file(EVALUATIONS).is_file():  # a run whose evaluations were not kept (runs/README.md)
+        raise RunDirError(f"{run.path} has no {EVALUATIONS}, from which a resume rebuilds the hall of fame: resuming "
+                          f"would drop the {kept} proxies {HALL_OF_FAME} holds; run its command (config.json) again "
+                          "with another --out")
     if checkpoint is not None:
         recorded = checkpoint.get("settings_digest")
         current = settings_digest(context.settings, context.bench.sha256)
@@ -208,6 +216,15 @@ def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iteratio
         config["settings"]["evolution"]["iterations"] = extend_iterations
         run.update_config(config)
     return context
+
+
+def _hall_entries(run: RunDirectory) -> int:
+    """How many proxies the run's ``hall_of_fame.json`` lists (0 when it has none or cannot be read)."""
+    try:
+        entries = read_json(run.file(HALL_OF_FAME)).get("entries")
+    except RunDirError:
+        return 0
+    return len(entries) if isinstance(entries, list) else 0
 
 
 def _checkpoint_state(run: RunDirectory, checkpoint: dict) -> EvolutionState:

@@ -3,6 +3,8 @@
 ======================  ==============================================================
 ``config.json``         the full configuration (seeds, split, benchmark hash, cache key)
 ``log.jsonl``           one line per iteration, appended as it happens (unfiltered)
+``log.jsonl.xz``        the same log xz-compressed, as a committed finished run stores it
+                        (``scripts/runs_archive.py pack``); read when there is no ``log.jsonl``
 ``evaluations.jsonl``   every genome evaluated, with its fitness and iteration
 ``checkpoint.json``     population and RNG state after the last completed iteration
 ``best.json``           the best genome with search- and test-split figures
@@ -10,6 +12,8 @@
 
 JSON files are replaced atomically; the ``.jsonl`` logs are appended line by line
 and, on resume, cut back to the checkpoint's iteration (a torn last line is dropped).
+A resumed run whose log is only compressed continues it in ``log.jsonl`` (the compressed
+file stays as it is, and ``log.jsonl`` is read from then on).
 An append that finds the disk full is undone, so no torn line stays behind.
 
 A process that writes a run holds its lock (:meth:`RunDirectory.lock`, the file
@@ -28,6 +32,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import lzma
 import os
 import warnings
 from contextlib import contextmanager
@@ -45,10 +50,13 @@ from autoprox.core.errors import RunDirError  # noqa: F401 (re-exported)
 
 CONFIG = "config.json"
 LOG = "log.jsonl"
+LOG_PACKED = LOG + ".xz"
 EVALUATIONS = "evaluations.jsonl"
 CHECKPOINT = "checkpoint.json"
 BEST = "best.json"
 LOCK = ".autoprox.lock"
+#: Where a committed run keeps the files no report reads (its checkpoint, its evaluations): runs/README.md.
+ARCHIVE = "archive.tar.xz"
 
 
 def _parse_json(text: str) -> Any:
@@ -106,11 +114,15 @@ def read_records(path: Path) -> Iterator[tuple[int, dict]]:
 
     A line that is not a JSON object raises RunDirError naming the file and the line,
     except a last line without its newline (a write cut short), which is skipped.
+    A path ending in ``.xz`` is read through xz; one that is not xz data raises RunDirError.
     """
     if not path.is_file():
         return
-    with open(path, "rb") as handle:
-        lines = handle.read().split(b"\n")
+    try:
+        with (lzma.open if path.suffix == ".xz" else open)(path, "rb") as handle:
+            lines = handle.read().split(b"\n")
+    except lzma.LZMAError as exc:
+        raise RunDirError(f"{path} is not a readable xz file ({exc})") from None
     for number, raw in enumerate(lines, start=1):
         torn = number == len(lines)  # after the last newline: complete lines always end with one
         if not raw.strip():
@@ -201,9 +213,15 @@ class RunDirectory:
     def append_evaluation(self, record: dict) -> None:
         self._append(EVALUATIONS, record)
 
+    def log_path(self) -> Path:
+        """The iteration log to read: ``log.jsonl``, or ``log.jsonl.xz`` when only that is there."""
+        plain, packed = self.file(LOG), self.file(LOG_PACKED)
+        return packed if not plain.exists() and packed.is_file() else plain
+
     def log(self) -> list[dict]:
-        """The records of ``log.jsonl``; RunDirError naming a bad line (a torn last line is skipped)."""
-        return [record for _, record in read_records(self.file(LOG))]
+        """The records of the iteration log (:meth:`log_path`); RunDirError naming a bad line (a torn last
+        line is skipped)."""
+        return [record for _, record in read_records(self.log_path())]
 
     def evaluations(self) -> list[dict]:
         """The records of ``evaluations.jsonl``; RunDirError naming a bad line (a torn last line is skipped)."""
@@ -230,11 +248,12 @@ class RunDirectory:
 
     def truncate_logs(self, iteration: int) -> None:
         """Keep only the records of iterations up to ``iteration`` (resume); a torn last line is dropped,
-        any other bad line is refused (RunDirError naming it)."""
+        any other bad line is refused (RunDirError naming it). A log kept only compressed is continued
+        in ``log.jsonl``."""
         for name in (LOG, EVALUATIONS):
-            path = self.file(name)
+            path = self.log_path() if name == LOG else self.file(name)
             kept = [r for number, r in read_records(path) if iteration_of(r, path, number) <= iteration]
-            atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
+            atomic_write_text(self.file(name), "".join(json.dumps(r) + "\n" for r in kept))
 
 
 @contextmanager
