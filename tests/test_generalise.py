@@ -230,11 +230,11 @@ def test_free_tree_search_runs(af_small, session_cache, tmp_path):
     settings = SearchSettings(
         bench=str(bench_file), batch_size=2, cache_dir=str(session_cache.root), search_fraction=0.75,
         evolution=EvolutionConfig(population_size=5, iterations=4, retry_cap=4, top_k=2, seed=2),
-        genome=GenomeSpace("free", AGGREGATIONS, True).to_json(),
+        genome=GenomeSpace("free", AGGREGATIONS, arch_terminals=True).to_json(),
     )
     report = run_search(settings, tmp_path / "free", quiet=True)
     tree = parse_genome(report["genome"])
     from autoprox.genome.free import check_tree
 
-    check_tree(tree, GenomeSpace("free", AGGREGATIONS, True), allow_excluded=False)
+    check_tree(tree, GenomeSpace("free", AGGREGATIONS, arch_terminals=True), allow_excluded=False)
     assert report["finished"]
