@@ -64,7 +64,7 @@ def test_descriptors_and_terminals(af_bench, pit_bench):
     d = describe(arch)
     assert d["params"] == count_params(arch) and d["macs"] == count_macs(arch)
     assert d["depth"] == 12 and d["width"] == 192
-    assert d["heads"] == pytest.approx(np.mean(arch.num_heads)) and d["mlp_ratio"] == pytest.approx(np.mean(arch.mlp_ratio))
+    assert d["heads"] == pytest.approx(np.mean(arch.heads)) and d["mlp_ratio"] == pytest.approx(np.mean(arch.ratios))
     pit = pit_bench.archs[0]  # {"base_dim": 16, "mlp_ratio": 6, "depth": [2, 8, 4], "num_heads": [2, 4, 4]}
     dp = describe(pit)
     assert dp["depth"] == 14 and dp["width"] == pytest.approx((2 * 32 + 8 * 64 + 4 * 64) / 14)
