@@ -74,6 +74,8 @@ class Option:
     several : bool
         One value, or several when given more than once (``--space A --space B``): a string, or a
         tuple of them.
+    required : bool
+        The command line needs it (``rank --proxy``).
     """
 
     name: str
@@ -88,6 +90,7 @@ class Option:
     commands: frozenset = SEARCH_COMMANDS
     metavar: str | None = None
     several: bool = False
+    required: bool = False
 
     @property
     def flag_name(self) -> str:
