@@ -127,6 +127,41 @@ def test_every_table_option_is_a_cli_option_and_an_api_parameter_with_the_same_d
             list(default) if isinstance(default, tuple) and isinstance(cli[name], list) else default), name
 
 
+@pytest.mark.parametrize("command", ["rank", "evaluate"])
+def test_rank_and_evaluate_options_are_their_tables_and_nothing_else(command):
+    """rank's and evaluate's own options come from their tables (autoprox.search.command_options) with the same
+    default, help, choices, metavar and requirement; with the search table's (evaluate: every search option; rank:
+    the statistics group) they are every option the command has."""
+    import argparse
+
+    from autoprox.cli.main import build_parser
+    from autoprox.search.command_options import command_options
+    from autoprox.search.options import SEARCH_OPTIONS, options_for
+
+    parser = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    actions = {a.dest: a for a in parser._actions if a.dest != "help"}
+    own = {o.name: o for o in command_options(command)}
+    shared = options_for(command) if command == "evaluate" else [o for o in SEARCH_OPTIONS if o.group == "statistics"]
+    assert set(actions) == set(own) | {o.name for o in shared} and not set(own) & {o.name for o in shared}
+    for name, option in own.items():
+        action = actions[name]
+        assert action.option_strings == [option.flag_name] and action.help == option.help, name
+        assert action.default == (list(option.default) if option.repeat else option.default), name
+        assert action.required == option.required and action.metavar == option.metavar, name
+        assert tuple(action.choices) == option.choices if option.choices else action.choices is None, name
+        assert isinstance(action, argparse._StoreTrueAction) == option.flag, name
+    # values go through the table's checks: a bad one is argparse's usage error naming the option
+    line = {"rank": ["rank", "--proxy", "params", "--seeds", "0,1", "--targets", "c100_kd,flower_kd"],
+            "evaluate": ["evaluate", "--space", "pit", "--folds", "3", "--zoo-baselines", "snip,zico"]}[command]
+    args = build_parser().parse_args(line)
+    assert (args.seeds, args.targets) == ((0, 1), ("c100_kd", "flower_kd")) if command == "rank" else \
+        (args.folds, args.zoo_baselines) == (3, ("snip", "zico"))
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(line[:1] + (["--proxy", "params"] if command == "rank" else []) + ["--split-seed" if
+                                  command == "rank" else "--folds", "x"])
+    assert exit_info.value.code == 2
+
+
 def test_api_values_are_checked_and_resolved_as_the_cli_does():
     """spread_terminals, seed proxies by name and comma strings give the settings the command line gives."""
     from autoprox.cli.main import build_parser

@@ -152,7 +152,7 @@ def test_entries_are_pickle_free(pit_entry, pit_request):
     assert all(a.dtype != object for a in arrays.values())
     meta = json.loads(bytes(arrays.pop("meta")).decode())
     assert meta["key"] == cache.key(pit_request) and meta["precision"] == "float16"
-    assert meta["blocks"] == len(stats) == sum(pit_request.arch.depth)
+    assert meta["blocks"] == len(stats) == sum(pit_request.arch.depths)
     assert len(arrays) == 8 * len(stats)
     assert {a.dtype for a in arrays.values()} == {np.dtype(np.float16)}
     # stored value times 2^exponent is the statistic

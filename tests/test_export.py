@@ -256,7 +256,7 @@ def test_the_cases_cover_every_aggregation_terminal_and_free_trees():
     trees = {name: parse_genome(genome) for name, genome in PROXIES.items()}
     assert {op_name(tree[0].name) for tree in trees.values()} == set(AGGREGATIONS)
     assert {n.name for tree in trees.values() for n in tree} >= set(ARCH_TERMINALS)
-    free_space = GenomeSpace("free", AGGREGATIONS, True)
+    free_space = GenomeSpace("free", AGGREGATIONS, arch_terminals=True)
     for name in ("pit_best_free", "autoformer_free"):
         check_tree(trees[name], free_space)  # a well-typed free tree of the issue-6 space ...
         with pytest.raises(GenomeError, match="not a template"):

@@ -64,7 +64,7 @@ def test_descriptors_and_terminals(af_bench, pit_bench):
     d = describe(arch)
     assert d["params"] == count_params(arch) and d["macs"] == count_macs(arch)
     assert d["depth"] == 12 and d["width"] == 192
-    assert d["heads"] == pytest.approx(np.mean(arch.num_heads)) and d["mlp_ratio"] == pytest.approx(np.mean(arch.mlp_ratio))
+    assert d["heads"] == pytest.approx(np.mean(arch.heads)) and d["mlp_ratio"] == pytest.approx(np.mean(arch.ratios))
     pit = pit_bench.archs[0]  # {"base_dim": 16, "mlp_ratio": 6, "depth": [2, 8, 4], "num_heads": [2, 4, 4]}
     dp = describe(pit)
     assert dp["depth"] == 14 and dp["width"] == pytest.approx((2 * 32 + 8 * 64 + 4 * 64) / 14)
@@ -230,11 +230,11 @@ def test_free_tree_search_runs(af_small, session_cache, tmp_path):
     settings = SearchSettings(
         bench=str(bench_file), batch_size=2, cache_dir=str(session_cache.root), search_fraction=0.75,
         evolution=EvolutionConfig(population_size=5, iterations=4, retry_cap=4, top_k=2, seed=2),
-        genome=GenomeSpace("free", AGGREGATIONS, True).to_json(),
+        genome=GenomeSpace("free", AGGREGATIONS, arch_terminals=True).to_json(),
     )
     report = run_search(settings, tmp_path / "free", quiet=True)
     tree = parse_genome(report["genome"])
     from autoprox.genome.free import check_tree
 
-    check_tree(tree, GenomeSpace("free", AGGREGATIONS, True), allow_excluded=False)
+    check_tree(tree, GenomeSpace("free", AGGREGATIONS, arch_terminals=True), allow_excluded=False)
     assert report["finished"]

@@ -79,7 +79,7 @@ def test_timm_names_pit():
     model = build_model(TABLE[3][0])  # base 16, heads [2, 4, 4] -> dims [32, 64, 64], depth [2, 8, 4]
     names = dict(model.named_parameters())
     for key, shape in [
-        ("patch_embed.conv.weight", (32, 3, 16, 16)),
+        ("patch_embed.proj.weight", (32, 3, 16, 16)),
         ("pos_embed", (1, 32, 27, 27)),
         ("cls_token", (1, 1, 32)),
         ("stages.0.blocks.0.attn.qkv.weight", (96, 32)),
@@ -180,7 +180,7 @@ def test_autoformer_pools_patch_tokens_only():
     model = build_model(AF_SMALLEST, seed=0).eval()
     x = torch.randn(1, 3, 224, 224)
     with torch.no_grad():
-        feats = model.forward_features(x)
+        feats = model.norm(model.forward_features(x))  # every token after the last block, then the final norm
         torch.testing.assert_close(model(x), model.head(feats[:, 1:].mean(1)))
         assert not torch.allclose(model(x), model.head(feats.mean(1)))
 

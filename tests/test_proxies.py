@@ -196,13 +196,13 @@ def test_a_registered_architecture_proxy_is_scored_like_the_builtins(af_small, s
 
     @register_architecture_proxy("test_depth", "the number of blocks")
     def depth(arch, num_classes=100):
-        return arch.depth
+        return sum(arch.depths)
 
     try:
         archs = af_small.archs[:5]
         plan = StatsPlan(small_spec, (0,), {"c100_kd": 100, "chaoyang_kd": 4})
         scores = resolve_proxy("test_depth").score(archs, session_cache, plan)
-        assert scores[100].tolist() == scores[4].tolist() == [float(a.depth) for a in archs]
+        assert scores[100].tolist() == scores[4].tolist() == [float(sum(a.depths)) for a in archs]
     finally:
         del registry["test_depth"]
 

@@ -223,6 +223,33 @@ def test_autoformer_ti_and_pit_as_space_files_give_the_same_networks(file_space,
         assert load_benchmark(PIT_FILE).space == "pit"
 
 
+#: What the record classes AutoFormer-Ti and PiT had before they became families computed (commit c4e11e7):
+#: the statistics of each benchmark's two smallest networks (batch 2, seed 0) and a seeded sampler's first draws.
+RECORD_CLASS_FINGERPRINTS = {"autoformer": ["ae0f217b698dc966", "c158c358cf5e3c92"],
+                             "pit": ["522578f2c7a7d3de", "59f11734e2395037"]}
+RECORD_CLASS_DRAWS = {
+    "autoformer": {"hidden_dim": 216, "depth": 12, "mlp_ratio": [4.0, 3.5, 3.5, 3.5, 4.0, 3.5, 3.5, 3.5, 3.5, 4.0, 4.0,
+                                                                 3.5], "num_heads": [3, 3, 4, 3, 3, 3, 3, 4, 3, 3, 3, 3]},
+    "pit": {"base_dim": 32, "mlp_ratio": 4, "depth": [2, 8, 2], "num_heads": [2, 2, 4]},
+}
+
+
+def test_the_built_in_spaces_are_families_with_the_networks_keys_and_draws_of_their_record_classes(
+        af_bench, pit_bench, small_spec):
+    for bench in (af_bench, pit_bench):
+        space = get_space(bench.space)
+        assert isinstance(space, FamilySpace) and REGISTRY.origins[bench.space] == "built-in"
+        smallest = sorted(bench.archs, key=count_params)[:2]
+        assert [stats_fingerprint(compute_statistics(a, small_spec, 0, 100)) for a in smallest] == \
+            RECORD_CLASS_FINGERPRINTS[bench.space]
+        for arch, config in zip(bench.archs, bench.configs):
+            # the benchmark's configs back, key order included, and the config alone as the cache's key
+            assert json.dumps(arch_to_config(arch)) == json.dumps(config)
+            assert arch_key(arch) == json.dumps(config, sort_keys=True, separators=(",", ":"))
+        assert arch_to_config(sample_arch(bench.space, random.Random(7))) == RECORD_CLASS_DRAWS[bench.space]
+        assert pickle.loads(pickle.dumps(smallest[0])) == smallest[0]
+
+
 BAD_DEFINITIONS = [
     ({"patch_size": 16, "choices": {}}, "field 'name'"),
     ({"name": "x", "choices": {}}, "field 'patch_size': is required"),

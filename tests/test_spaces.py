@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import random
+from types import SimpleNamespace
 
 import pytest
 
 from autoprox.spaces.architectures import (
     SPACES,
     ArchitectureError,
-    AutoFormerArch,
-    PiTArch,
     arch_key,
     arch_to_config,
     count_macs,
@@ -112,12 +111,13 @@ def test_transformer_widths():
 def test_parse_normalises_types():
     cfg = _with(AF_OK, mlp_ratio=[4] * 12, num_heads=tuple(AF_OK["num_heads"]))
     arch = parse_arch(cfg)
-    assert arch.mlp_ratio == (4.0,) * 12 and all(type(r) is float for r in arch.mlp_ratio)
-    assert isinstance(arch.num_heads, tuple)
-    assert AutoFormerArch(192, 12, [4] * 12, list(AF_OK["num_heads"])) == arch
-    assert hash(arch) == hash(AutoFormerArch(192, 12, (4.0,) * 12, tuple(AF_OK["num_heads"])))
+    config = arch_to_config(arch)
+    assert config["mlp_ratio"] == [4.0] * 12 and all(type(r) is float for r in config["mlp_ratio"])
+    same = parse_arch(_with(AF_OK, mlp_ratio=(4.0,) * 12, num_heads=list(AF_OK["num_heads"])))
+    assert same == arch and hash(same) == hash(arch)
     pit = parse_arch(PIT_OK)
-    assert pit == PiTArch(16, 6, (2, 8, 4), (2, 4, 4)) and pit.space == "pit"
+    assert pit == parse_arch({"base_dim": 16, "mlp_ratio": 6, "depth": (2, 8, 4), "num_heads": (2, 4, 4)})
+    assert pit.space == "pit" and pit != parse_arch(_with(PIT_OK, mlp_ratio=4))
     assert parse_arch(pit) is pit
 
 
@@ -183,11 +183,11 @@ def test_invalid_configs_raise_named_error(cfg, space, msg):
     assert isinstance(info.value, ValueError)
 
 
-def test_dataclass_validates_directly():
-    with pytest.raises(ArchitectureError, match="num_heads must be non-decreasing"):
-        PiTArch(16, 2, (1, 4, 2), (8, 4, 8))
-    with pytest.raises(ArchitectureError, match="depth is 13"):
-        AutoFormerArch(192, 13, (3.5,) * 12, (3,) * 12)
+def test_records_of_the_built_in_spaces_are_validated_by_their_family():
+    with pytest.raises(ArchitectureError, match=r"^pit arch: num_heads must be non-decreasing, got \[8, 4, 8\]$"):
+        parse_arch({"base_dim": 16, "mlp_ratio": 2, "depth": [1, 4, 2], "num_heads": [8, 4, 8]})
+    with pytest.raises(ArchitectureError, match=r"^autoformer arch: mlp_ratio has 12 values but depth is 13$"):
+        parse_arch({"hidden_dim": 192, "depth": 13, "mlp_ratio": [3.5] * 12, "num_heads": [3] * 13})
 
 
 # --- sampler ------------------------------------------------------------------------
@@ -208,12 +208,13 @@ def test_sampler_seeded_and_uses_only_given_rng(space):
 
 def test_sampler_covers_every_choice():
     rng = random.Random(0)
-    afs = [sample_arch("autoformer", rng) for _ in range(300)]
+    afs = [SimpleNamespace(**arch_to_config(sample_arch("autoformer", rng))) for _ in range(300)]
     assert {a.hidden_dim for a in afs} == {192, 216, 240}
     assert {a.depth for a in afs} == {12, 13, 14}
     assert {h for a in afs for h in a.num_heads} == {3, 4}
     assert {r for a in afs for r in a.mlp_ratio} == {3.5, 4.0}
-    pits = [sample_arch("pit", rng) for _ in range(600)]
+    pits = [SimpleNamespace(**{k: tuple(v) if isinstance(v, list) else v
+                               for k, v in arch_to_config(sample_arch("pit", rng)).items()}) for _ in range(600)]
     assert {p.base_dim for p in pits} == {16, 24, 32, 40}
     assert {p.mlp_ratio for p in pits} == {2, 4, 6, 8}
     assert len({p.num_heads for p in pits}) == 10  # all non-decreasing triples

@@ -20,7 +20,8 @@ from autoprox.networks.statistics import (
     make_batch,
     stats_fingerprint,
 )
-from autoprox.spaces.architectures import pit_dims, pit_map_sizes, transformer_widths
+from autoprox.spaces.architectures import arch_to_config, transformer_widths
+from autoprox.spaces.registry import get_space
 
 SEED = 5
 CLASSES = 10
@@ -36,10 +37,11 @@ def one_thread():
 
 
 def _expected_tokens(arch) -> list[int]:
+    config = arch_to_config(arch)
     if arch.space == "autoformer":
-        return [197] * arch.depth
+        return [197] * config["depth"]
     tokens = []
-    for side, depth in zip(pit_map_sizes(), arch.depth):
+    for side, depth in zip(get_space("pit").map_sides(), config["depth"]):
         tokens += [1 + side * side] * depth
     return tokens
 
@@ -93,13 +95,13 @@ def pit_stats(pit_arch, small_spec):
 @pytest.mark.parametrize("which", ["af", "pit"])
 def test_one_dict_per_block_with_the_right_shapes(which, af_arch, pit_arch, af_stats, pit_stats):
     arch, stats = (af_arch, af_stats) if which == "af" else (pit_arch, pit_stats)
-    depth = arch.depth if which == "af" else sum(arch.depth)
+    depth = len(transformer_widths(arch))
     assert len(stats) == depth
     widths = transformer_widths(arch)
     tokens = _expected_tokens(arch)
     if which == "pit":
         assert sorted(set(tokens)) == [1 + 7 * 7, 1 + 14 * 14, 1 + 27 * 27]
-        assert {d for d, _, _ in widths} == set(pit_dims(arch))
+        assert {d for d, _, _ in widths} == {arch_to_config(arch)["base_dim"] * h for h in arch_to_config(arch)["num_heads"]}
     for block, (d, _heads, h), n in zip(stats, widths, tokens):
         assert tuple(block) == STAT_NAMES  # F1, F1g, ..., F4g in order
         assert block["F1"].shape == block["F1g"].shape == (3 * d, d)
@@ -204,7 +206,7 @@ def test_ones_input_is_all_ones(pit_arch):
     assert images.shape == (2, 3, 224, 224)
     assert torch.equal(images, torch.ones_like(images))
     stats = compute_statistics(pit_arch, spec, SEED, CLASSES)
-    assert len(stats) == sum(pit_arch.depth)
+    assert len(stats) == sum(pit_arch.depths)
     # images equal, so the gaussian statistics must differ from these
     gaussian = compute_statistics(pit_arch, InputSpec("gaussian", 2), SEED, CLASSES)
     assert torch.equal(stats[0]["F1"], gaussian[0]["F1"])  # same initialisation
@@ -259,7 +261,7 @@ def test_images_input(image_dir, pit_arch):
     assert int(labels.max()) < CLASSES
 
     stats = compute_statistics(pit_arch, InputSpec("images", 2, str(image_dir)), SEED, CLASSES)
-    assert len(stats) == sum(pit_arch.depth)
+    assert len(stats) == sum(pit_arch.depths)
     assert all(torch.isfinite(b["F4g"]).all() for b in stats)
 
     # the cache key's description follows the images' content

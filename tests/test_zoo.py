@@ -19,7 +19,7 @@ from autoprox.networks.statistics import (
     derived_seed,
     make_batch,
 )
-from autoprox.spaces.architectures import count_params
+from autoprox.spaces.architectures import arch_to_config, count_params
 
 # --------------------------------------------------------------- a linear classifier
 # logits z = W x (no bias), L = mean cross-entropy: dL/dW = (P - Y)^T X / B in closed form.
@@ -335,9 +335,10 @@ def test_a_registered_proxy_is_scored_like_the_others(small_archs):
 
     try:
         arch = small_archs["autoformer"]
-        assert zoo.raw_value("test_width", arch, SPEC, 0, 100) == float(arch.hidden_dim)
+        width = float(arch_to_config(arch)["hidden_dim"])
+        assert zoo.raw_value("test_width", arch, SPEC, 0, 100) == width
         results = zoo.compute_raw_values(["test_width", "snip"], [arch], SPEC, 0, 100)
-        assert results["test_width"][0].raw == float(arch.hidden_dim) and results["snip"][0].ok
+        assert results["test_width"][0].raw == width and results["snip"][0].ok
     finally:
         del zoo.ZOO["test_width"]
 

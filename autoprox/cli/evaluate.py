@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 
 from autoprox.cli.options import (
+    add_command_options,
     add_search_options,
     executor_from_args,
     search_settings,
-    str_list,
 )
 from autoprox.core.errors import RunDirError
 from autoprox.data.benchmark import load_benchmark
@@ -29,49 +29,7 @@ def add_parser(sub) -> None:
     add_search_options(evaluate, out_help="protocol directory (default runs/protocol-<space>-seed<seed>)",
                        resume_help="continue the protocol in --out where it stopped (search options may be left out; "
                                    "given ones must match the recorded ones)", command="evaluate")
-    protocol = evaluate.add_argument_group("protocol")
-    protocol.add_argument("--folds", type=int, default=None, help="outer folds per repeat (default 5)")
-    protocol.add_argument("--repeats", type=int, default=None,
-                          help="repeats with other shuffles (default 1); with --resume, a larger number extends a "
-                               "finished protocol by the new repeats' folds")
-    protocol.add_argument("--protocol-seed", type=int, default=None,
-                          help="seed of the outer shuffle; repeat r uses seed + r (default 0)")
-    protocol.add_argument("--fold-workers", type=int, default=1,
-                          help="folds run side by side in processes (each fold's statistics then use one worker)")
-    protocol.add_argument("--selection", default=None,
-                          help="how each fold's proxy is chosen from its search: best (its best search fitness, the "
-                               "default), cv-lcb (among the hall of fame's best 10, the highest mean minus sd of "
-                               "JCM over 5 parts of the search part), hof-average (an ensemble: rank average of the "
-                               "hall of fame's best 5 distinct proxies), cv-pick (per target, the best of the proxy, "
-                               "the descriptor blend and their average by 5-fold cross-validation on the search "
-                               "part), cv-pick-joint (cv-pick's candidates, one of them for every target, by inner-fold JCM) "
-                               "cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too) or "
-                               "cv-pick-coarse (cv-pick with the coarse descriptor chosen on each inner training part "
-                               "as a candidate too)")
-    protocol.add_argument("--reuse-searches", metavar="DIR", default=None,
-                          help="score again the finished fold searches of the protocol in DIR instead of running "
-                               "searches (same settings, folds and benchmark; search options may be left out); "
-                               "nothing is written in DIR")
-    protocol.add_argument("--bags", type=int, default=None, metavar="B",
-                          help="bagging: besides each fold's search, B searches on subsamples (without replacement) "
-                               "of its search part, into OUT/repeat-R/fold-K-bag-b, with evolution seeds seed+1+b; the "
-                               "fold's proxy is the equal-weight rank average of all their best proxies, written to "
-                               "OUT/repeat-R/fold-K-bagged.json (--selection must be best). With --reuse-searches only "
-                               "the bags run (default 0: no bagging)")
-    cross = evaluate.add_argument_group("leave one space out (several labelled spaces)")
-    cross.add_argument("--leave-space-out", action="store_true",
-                       help="with --space (or --bench) given more than once: leave each space out in turn, search on "
-                            "every architecture of the others with --seeds seeds, and score the chosen proxy on all the "
-                            "left-out space's architectures beside the parameter count, MACs, the zoo proxies, the "
-                            "published Auto-Prox proxies and the descriptor and blend chosen on the other spaces; "
-                            "OUT/protocol.json holds everything")
-    cross.add_argument("--seeds", type=int, default=None, help="search seeds per left-out space (default 5)")
-    cross.add_argument("--zoo-baselines", type=str_list, default=None, metavar="LIST",
-                       help="the zoo proxies scored as baselines (default all; 'none' for none)")
-    cross.add_argument("--bootstrap", type=int, default=None,
-                       help="bootstrap resamples of the left-out architectures (default 1000; 0: none)")
-    protocol.add_argument("--bag-fraction", type=float, default=None, metavar="F",
-                          help="the fraction of a fold's search part each bag searches on (default 0.5)")
+    add_command_options(evaluate, "evaluate")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import StatsPlan
 from autoprox.proxies.recommended import is_recommended_name, split_recommended_name
+from autoprox.search.command_options import command_options
 from autoprox.search.options import (
     OPTIONS,
     SEARCH_OPTIONS,
@@ -25,13 +26,6 @@ from autoprox.spaces.registry import REGISTRY
 
 #: The option table's group of the statistics options.
 STATS_GROUP = "statistics"
-
-
-def int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
 def finite_float(text: str) -> float:
@@ -116,6 +110,8 @@ def str_list(text: str) -> tuple[str, ...]:
 def add_table_option(parser, option: Option, help: str | None = None) -> None:
     """Add one option of the option table (:mod:`autoprox.search.options`) to ``parser``."""
     kwargs: dict[str, Any] = {"help": help or option.help, "default": option.default}
+    if option.required:
+        kwargs["required"] = True
     if option.flag:
         kwargs["action"] = "store_true"
     elif option.several:  # the first value in dest (what one-benchmark commands read), all of them in order
@@ -150,6 +146,11 @@ def _add_group(parser: argparse.ArgumentParser, options: Sequence[Option], overr
     for option in options:
         target = parser if not option.group else groups.setdefault(option.group, parser.add_argument_group(option.group))
         add_table_option(target, option, overrides.get(option.name))
+
+
+def add_command_options(parser: argparse.ArgumentParser, command: str) -> None:
+    """``command``'s own options (:mod:`autoprox.search.command_options`), in their ``--help`` groups."""
+    _add_group(parser, command_options(command), {})
 
 
 def add_stats_options(parser: argparse.ArgumentParser) -> None:

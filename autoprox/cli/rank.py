@@ -10,15 +10,12 @@ from pathlib import Path
 
 from autoprox.cli.options import (
     PART_NAMES,
-    add_space_file_option,
+    add_command_options,
     add_stats_options,
     bench_path,
     evaluation_context,
     executor_from_args,
-    finite_float,
-    int_list,
     plan_from_args,
-    str_list,
     usable_targets,
 )
 from autoprox.core.errors import ConfigError, ProxyError
@@ -28,7 +25,6 @@ from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benc
 from autoprox.data.cache import StatisticsCache
 from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import (
-    BUILTIN_PROXIES,
     resolve_proxies,
     resolve_proxy,
     split_proxy_list,
@@ -37,26 +33,7 @@ from autoprox.proxies.proxy import (
 
 def add_parser(sub) -> None:
     rank = sub.add_parser("rank", help="correlate a proxy's scores with a benchmark's accuracies")
-    rank.add_argument("--proxy", required=True,
-                      help=f"a built-in ({', '.join(BUILTIN_PROXIES)}), a genome string, a proxy JSON such as "
-                           "best.json; 'all' or a comma list prints the ranking table")
-    rank.add_argument("--bench", help="benchmark file (.pth released format, or .jsonl/.json)")
-    rank.add_argument("--space", choices=sorted(BENCH_FILE_NAMES), help="use the space's released file as --bench")
-    add_space_file_option(rank)
-    rank.add_argument("--split", choices=("all", "search", "test"), default=None,
-                      help="which architectures (default: for a run's proxy such as RUN/best.json, the run's test "
-                           "split, which its search never saw; else all)")
-    rank.add_argument("--split-seed", type=int, default=None, help="split seed (default: the proxy run's, else 0)")
-    rank.add_argument("--search-fraction", type=finite_float, default=None,
-                      help="search share (default: the run's, else 0.6)")
-    rank.add_argument("--targets", type=str_list, default=(), help="comma-separated targets (default: all columns)")
-    rank.add_argument("--json", action="store_true", help="print JSON: target -> {kendall, spearman, pearson, n}")
-    rank.add_argument("--seeds", type=int_list, default=None,
-                      help="ranking table: seeds, each one repetition (network initialisation and minibatch); "
-                           "mean and std over them (default: --stat-seeds)")
-    rank.add_argument("--format", choices=("markdown", "csv", "json"), default=None,
-                      help="ranking table format (default markdown); giving it, --seeds, 'all' or a comma list selects "
-                           "the table, whose targets default to the KD columns plus imagenet_super")
+    add_command_options(rank, "rank")
     add_stats_options(rank)
 
 

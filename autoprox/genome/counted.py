@@ -44,9 +44,9 @@ from autoprox.genome.tree import (
     aggregate,
     kernel_map,
     op_name,
-    uses_arch_terminals,
+    statistic_terminals,
+    uses_scalar_terminals,
 )
-from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from primitives import PAPER_OPERATORS, PRIMITIVES
 
 #: How genomes are evaluated: entry by entry (``exact``, the default: the committed runs' numbers
@@ -349,7 +349,7 @@ class _Walk:
         self.tree, self.counted, self.terminals, self.kernels = tree, counted, terminals, kernels
 
     def terminal(self, name: str):
-        if name in STAT_NAMES or name in SPREAD_NAMES:
+        if name in statistic_terminals():
             statistic = self.counted.statistic(name)
             return Tabled(statistic, statistic.base_values)
         if self.terminals is None:
@@ -434,7 +434,7 @@ def counted_block_values(tree: gp.PrimitiveTree, counted: CountedBlocks,
     ``terminals``: per architecture its architecture-level terminal values (for genomes that
     use them); ``kernels``: node name -> function (:func:`~autoprox.genome.tree.kernel_map`).
     """
-    if uses_arch_terminals(tree) and terminals is None:
+    if uses_scalar_terminals(tree) and terminals is None:
         raise NotCounted("architecture terminals without their values")
     walk = _Walk(tree, counted, terminals, kernels if kernels is not None else kernel_map())
     value, _ = walk.evaluate(1)

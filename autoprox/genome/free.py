@@ -6,9 +6,9 @@ same ``gp.Primitive`` and ``gp.Terminal`` objects, so that ``genome_to_string`` 
 
 * the root is one of ``space.aggregations`` over a :class:`Scalar` subtree (each
   block is reduced to a scalar below the aggregation); no aggregation elsewhere;
-* the statistics ``F1 ... F4g`` are always terminals; the spread statistics
-  (``S1g``, ...) only when ``space.spread_terminals``; the architecture-level
-  terminals (``A_params``, ...) only when ``space.arch_terminals``;
+* the terminals are those of ``space.terminals`` (:mod:`autoprox.genome.terminals`): the
+  statistics ``F1 ... F4g`` (``stats``, the default); the spread statistics (``S1g``, ...)
+  with ``spread``; the architecture-level terminals (``A_params``, ...) with ``arch``;
 * matrix-only ops stay off scalars. :data:`EXCLUDED_FORMS` are never generated: the
   typed forms the primitive table marks as such (``Primitive.not_generated``, with the
   reason: ``normalize.s`` and ``min_max_normalize.s`` are always NaN on a single value;
@@ -44,7 +44,6 @@ from deap import gp
 from autoprox.core.errors import ConfigError
 from autoprox.genome.tree import (
     AGGREGATIONS,
-    ARCH_TERMINALS,
     GenomeError,
     GenomeSpace,
     Matrix,
@@ -54,10 +53,8 @@ from autoprox.genome.tree import (
     op_name,
     primitive_set,
     typed_name,
-    uses_arch_terminals,
-    uses_spread_terminals,
 )
-from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
+from autoprox.genome.terminals import terminal_kinds
 from primitives import PAPER_OPERATORS, PRIMITIVES
 
 #: Typed forms of :func:`primitive_set` that free trees never generate (see above).
@@ -125,7 +122,7 @@ class FreeSet:
 
 
 @lru_cache(maxsize=None)
-def _free_set(aggregations: tuple[str, ...], arch_terminals: bool, spread_terminals: bool = False,
+def _free_set(aggregations: tuple[str, ...], inputs: tuple[str, ...],
               operators: tuple[str, ...] = PAPER_OPERATORS, registered: tuple[str, ...] = ()) -> FreeSet:
     pset = primitive_set()
     allowed_ops = set(operators)
@@ -138,8 +135,7 @@ def _free_set(aggregations: tuple[str, ...], arch_terminals: bool, spread_termin
                 continue
             primitives[ret].append(prim)
     terminals: dict = defaultdict(list)
-    for name in STAT_NAMES + (SPREAD_NAMES if spread_terminals else ()) + (
-            ARCH_TERMINALS if arch_terminals else ()):
+    for name in inputs:
         term = pset.mapping[name]
         terminals[term.ret].append(term)
     # Fixed point: the shallowest subtree of each type (0 for types with a terminal).
@@ -171,8 +167,8 @@ def _free_set(aggregations: tuple[str, ...], arch_terminals: bool, spread_termin
 def free_set(space: GenomeSpace) -> FreeSet:
     """The free-tree primitives and terminals of ``space``."""
     operators = space.unary_operators + space.binary_operators
-    return _free_set(tuple(space.aggregations), bool(space.arch_terminals), bool(space.spread_terminals),
-                     operators, tuple(PRIMITIVES))
+    # Keyed on every registered primitive and terminal: the primitive set is rebuilt when one is added.
+    return _free_set(tuple(space.aggregations), space.inputs, operators, (*PRIMITIVES, *terminal_kinds()))
 
 
 # ------------------------------------------------------------------------ validation
@@ -432,8 +428,7 @@ def vary(parent: gp.PrimitiveTree, rng: random.Random, space: GenomeSpace,
     never modified.
     """
     usable = [p for p in partners
-              if len(p) > 1 and (space.arch_terminals or not uses_arch_terminals(p))
-              and (space.spread_terminals or not uses_spread_terminals(p))]
+              if len(p) > 1 and space.reads_only_inputs(p)]
     operators = [op for op in OPERATORS if op != "crossover" or usable]
     before = canonical_string(parent)
     for _ in range(limits.max_tries):

@@ -2,9 +2,10 @@
 
 A genome is a :class:`deap.gp.PrimitiveTree` over a strongly typed primitive set:
 
-* terminals: the eight statistics ``F1 ... F4g`` of one transformer block (type
-  :class:`Matrix`), and in spaces that allow them the spread statistics ``S1g ... S4g``
-  (:data:`SPREAD_NAMES`, extra cache entries) and architecture-level scalars;
+* terminals: the registered terminal sets (:mod:`autoprox.genome.terminals`): the eight
+  statistics ``F1 ... F4g`` of one transformer block (type :class:`Matrix`), and in spaces
+  that choose them the spread statistics ``S1g ... S4g`` (:data:`SPREAD_NAMES`, extra cache
+  entries), architecture-level scalars (type :class:`Scalar`) and any set registered since;
 * the 24 unary and 4 binary operations of the ``primitives`` package, each in its
   matrix form and its scalar form (binary element-wise ops also broadcast a scalar
   over a matrix);
@@ -41,19 +42,25 @@ from deap import gp
 
 from autoprox.core.errors import ConfigError, GenomeError  # noqa: F401 (re-exported)
 from autoprox.data.extras import extras_for
-from autoprox.genome.aggregations import AGGREGATION_REGISTRY, get_aggregation
+from autoprox.genome.aggregations import get_aggregation
 from autoprox.genome.early import combine_means, scalar_summary
-from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
-from autoprox.spaces.descriptors import TERMINAL_PREFIX, terminal_names
-from primitives import BINARY, KERNEL_SETS, PAPER_BINARY, PAPER_UNARY, PRIMITIVES, UNARY, check_operators
+from autoprox.genome.space import (  # noqa: F401 (re-exported: the space genomes are drawn from)
+    AGGREGATIONS,
+    DEFAULT_AGGREGATION,
+    GENE_CHOICES,
+    LEGACY_TERMINAL_FLAGS,
+    PAPER_SPACE,
+    TEMPLATE,
+    GenomeSpace,
+)
+from autoprox.genome.terminals import MATRIX, SCALAR, TERMINAL_SETS, terminal_kinds
+from autoprox.networks.statistics import SPREAD_NAMES
+from autoprox.spaces.descriptors import TERMINAL_PREFIX
+from primitives import BINARY, KERNEL_SETS, PRIMITIVES, UNARY
 
-#: Architecture-level scalar terminals (``A_params``, ``A_log_depth``, ...).
-ARCH_TERMINALS = tuple(terminal_names())
+#: Architecture-level scalar terminals (``A_params``, ``A_log_depth``, ...): the ``arch`` terminal set.
+ARCH_TERMINALS = TERMINAL_SETS["arch"].names
 
-TEMPLATE = "template"
-#: Aggregations over blocks (:mod:`autoprox.genome.aggregations`), the paper's mean first.
-AGGREGATIONS = tuple(AGGREGATION_REGISTRY)
-DEFAULT_AGGREGATION = "block_mean"
 TEMPLATE_REDUCTION = "to_mean_scalar"
 COMMUTATIVE = frozenset({"element_wise_sum", "element_wise_product"})
 #: The node-name suffix of each typed form of an operation (``sigmoid.s``, ``element_wise_sum.ms``).
@@ -73,13 +80,14 @@ class Score:
     """Type tag: an architecture's score (after aggregation over blocks)."""
 
 
-#: The type tag of each value kind of the primitive table.
-_KIND_TYPES = {"matrix": Matrix, "scalar": Scalar}
+#: The type tag of each value kind of the primitive table (and of each terminal kind).
+_KIND_TYPES = {MATRIX: Matrix, SCALAR: Scalar}
 
 
-#: The terminals that are per-block statistics (read from a network pass), as opposed to
-#: architecture-level terminals.
-STATISTIC_TERMINALS = frozenset(STAT_NAMES + SPREAD_NAMES)
+def statistic_terminals() -> frozenset[str]:
+    """The terminals that are per-block statistics (read from a network pass), as opposed to
+    architecture-level terminals: those of every registered matrix set."""
+    return frozenset(name for name, kind in terminal_kinds().items() if kind == MATRIX)
 
 
 def _identity(x):
@@ -87,17 +95,16 @@ def _identity(x):
 
 
 def primitive_set() -> gp.PrimitiveSetTyped:
-    """The typed primitive set of every registered primitive, built once per set of them, never mutated."""
-    return _primitive_set(tuple(PRIMITIVES))
+    """The typed primitive set of every registered primitive and terminal, built once per set of
+    them, never mutated."""
+    return _primitive_set(tuple(PRIMITIVES), tuple(terminal_kinds().items()))
 
 
 @lru_cache(maxsize=8)
-def _primitive_set(registered: tuple[str, ...]) -> gp.PrimitiveSetTyped:
+def _primitive_set(registered: tuple[str, ...], terminals: tuple[tuple[str, str], ...]) -> gp.PrimitiveSetTyped:
     pset = gp.PrimitiveSetTyped("proxy", [], Score)
-    for name in STAT_NAMES + SPREAD_NAMES:
-        pset.addTerminal(name, Matrix, name=name)
-    for name in ARCH_TERMINALS:
-        pset.addTerminal(name, Scalar, name=name)
+    for name, kind in terminals:
+        pset.addTerminal(name, _KIND_TYPES[kind], name=name)
     for prim in (*UNARY.values(), *BINARY.values()):
         for form in prim.forms:
             args, result = prim.signature(form)
@@ -201,16 +208,15 @@ def _parse_expr(tokens: list[str], position: int, depth: int = 0) -> tuple[list,
     if token in "(),":
         raise GenomeError(f"unexpected {token!r} in genome")
     pset = primitive_set()
-    if token in STAT_NAMES or token in SPREAD_NAMES:
-        return [pset.mapping[token]], Matrix, position + 1
-    if token in ARCH_TERMINALS:
-        return [pset.mapping[token]], Scalar, position + 1
+    kinds = terminal_kinds()
+    if token in kinds:
+        return [pset.mapping[token]], _KIND_TYPES[kinds[token]], position + 1
     op = op_name(token)
     typed_token = token != op
     if (op not in UNARY and op not in BINARY and op not in AGGREGATIONS) or (
         typed_token and not isinstance(pset.mapping.get(token), gp.Primitive)
     ):
-        known = ", ".join([*STAT_NAMES, *SPREAD_NAMES, *ARCH_TERMINALS, *AGGREGATIONS, *UNARY, *BINARY])
+        known = ", ".join([*kinds, *AGGREGATIONS, *UNARY, *BINARY])
         raise GenomeError(f"unknown token {token!r} in genome (a primitive of your own must be registered with "
                           f"primitives.register_primitive first); known tokens: {known}"[:1200])
     if position + 1 >= len(tokens) or tokens[position + 1] != "(":
@@ -306,133 +312,23 @@ class TemplateGenes:
         return f"{self.aggregation}({TEMPLATE_REDUCTION}({self.binary}({branch_a}, {branch_b})))"
 
 
-#: The template's genes and their values in the paper's space (the paper's operators only,
-#: whatever else is registered).
-GENE_CHOICES = {
-    "input_a": STAT_NAMES,
-    "unary_a1": PAPER_UNARY,
-    "unary_a2": PAPER_UNARY,
-    "input_b": STAT_NAMES,
-    "unary_b1": PAPER_UNARY,
-    "unary_b2": PAPER_UNARY,
-    "binary": PAPER_BINARY,
-}
-
-
-@dataclass(frozen=True)
-class GenomeSpace:
-    """Which genomes a search explores.
-
-    The default is the paper's: template trees, the mean over blocks, the eight
-    statistics as the only inputs. ``aggregations`` with more than one entry makes the
-    aggregation a gene; ``arch_terminals`` lets an input be an architecture-level
-    scalar (parameter count, depth, ... and their logarithms, :mod:`autoprox.spaces.descriptors`);
-    ``spread_terminals`` one of the spread statistics (:data:`SPREAD_NAMES`, extra cache entries).
-    ``operators``: the operations genomes are built from; None is the paper's 24 + 4, and a
-    primitive of your own (:func:`primitives.register_primitive`) takes part only when named.
-    """
-
-    kind: str = TEMPLATE
-    aggregations: tuple[str, ...] = (DEFAULT_AGGREGATION,)
-    arch_terminals: bool = False
-    spread_terminals: bool = False
-    operators: tuple[str, ...] | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in (TEMPLATE, "free"):
-            raise GenomeError(f"unknown genome kind {self.kind!r}; use template or free")
-        if not self.aggregations:
-            raise GenomeError("at least one aggregation is needed")
-        for name in self.aggregations:
-            if name not in AGGREGATIONS:
-                raise GenomeError(f"unknown aggregation {name!r}; known: {', '.join(AGGREGATIONS)}")
-        if self.operators is not None:
-            try:
-                check_operators(self.operators)
-            except ValueError as exc:
-                raise GenomeError(str(exc)) from None
-
-    @property
-    def unary_operators(self) -> tuple[str, ...]:
-        """The unary operations of this space, in the order given (the paper's by default)."""
-        return PAPER_UNARY if self.operators is None else tuple(n for n in self.operators if n in UNARY)
-
-    @property
-    def binary_operators(self) -> tuple[str, ...]:  # noqa: D102 - as unary_operators
-        return PAPER_BINARY if self.operators is None else tuple(n for n in self.operators if n in BINARY)
-
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        return STAT_NAMES + (SPREAD_NAMES if self.spread_terminals else ()) + (
-            ARCH_TERMINALS if self.arch_terminals else ())
-
-    def gene_choices(self) -> dict[str, tuple[str, ...]]:
-        """The template's genes and the values each may take in this space."""
-        choices = dict(GENE_CHOICES, input_a=self.inputs, input_b=self.inputs)
-        if self.operators is not None:
-            unary = self.unary_operators
-            choices.update(unary_a1=unary, unary_a2=unary, unary_b1=unary, unary_b2=unary,
-                           binary=self.binary_operators)
-        if len(self.aggregations) > 1:
-            choices["aggregation"] = self.aggregations
-        return choices
-
-    def contains(self, tree: gp.PrimitiveTree) -> bool:
-        """Whether ``tree`` uses only this space's aggregations and inputs."""
-        names = [op_name(n.name) for n in tree]
-        if names[0] not in self.aggregations:
-            return False
-        if not self.spread_terminals and uses_spread_terminals(tree):
-            return False
-        allowed = set(self.unary_operators) | set(self.binary_operators)
-        if any(n in PRIMITIVES and n not in allowed for n in names):
-            return False
-        return all(n not in ARCH_TERMINALS for n in names) or self.arch_terminals
-
-    @property
-    def extras(self) -> tuple[str, ...]:
-        """The extra statistics sets (:mod:`autoprox.data.extras`) this space's genomes may read."""
-        return extras_for(SPREAD_NAMES) if self.spread_terminals else ()
-
-    def to_json(self) -> dict:
-        data = {"kind": self.kind, "aggregations": list(self.aggregations), "arch_terminals": self.arch_terminals}
-        if self.spread_terminals:  # absent otherwise: the spaces of earlier runs record what they did
-            data["spread_terminals"] = True
-        if self.operators is not None:  # likewise
-            data["operators"] = list(self.operators)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict | None) -> "GenomeSpace":
-        if not data:
-            return cls()
-        operators = data.get("operators")
-        return cls(data["kind"], tuple(data["aggregations"]), bool(data["arch_terminals"]),
-                   bool(data.get("spread_terminals", False)),
-                   None if operators is None else tuple(str(name) for name in operators))
-
-
-PAPER_SPACE = GenomeSpace()
 
 
 def template_tree(genes: TemplateGenes) -> gp.PrimitiveTree:
     return parse_genome(genes.to_string())
 
 
-#: Every terminal a template input may be.
-_INPUT_NAMES = STAT_NAMES + SPREAD_NAMES + ARCH_TERMINALS
-
-
 def template_genes(tree: gp.PrimitiveTree) -> TemplateGenes:
     """Read the genes of a template-shaped tree; GenomeError when it is not one."""
     names = [op_name(n.name) for n in tree]
+    inputs = terminal_kinds()  # every terminal a template input may be
     shaped = (
         len(names) == 9
         and names[0] in AGGREGATIONS
         and names[1] == TEMPLATE_REDUCTION
         and names[2] in BINARY
-        and names[3] in UNARY and names[4] in UNARY and names[5] in _INPUT_NAMES
-        and names[6] in UNARY and names[7] in UNARY and names[8] in _INPUT_NAMES
+        and names[3] in UNARY and names[4] in UNARY and names[5] in inputs
+        and names[6] in UNARY and names[7] in UNARY and names[8] in inputs
     )
     if not shaped:
         raise GenomeError(f"not a template genome: {genome_to_string(tree)}")
@@ -540,7 +436,14 @@ def _reduced_early(tree: gp.PrimitiveTree, position: int, block: Mapping, memo, 
 
 
 def uses_arch_terminals(tree: gp.PrimitiveTree) -> bool:
+    """Whether ``tree`` reads an architecture-level terminal (``A_params``, ...)."""
     return any(isinstance(n, gp.Terminal) and n.name.startswith(TERMINAL_PREFIX) for n in tree)
+
+
+def uses_scalar_terminals(tree: gp.PrimitiveTree) -> bool:
+    """Whether ``tree`` reads a terminal of a scalar set (one value per architecture, not per block)."""
+    kinds = terminal_kinds()
+    return any(isinstance(n, gp.Terminal) and kinds.get(n.name) == SCALAR for n in tree)
 
 
 def uses_spread_terminals(tree: gp.PrimitiveTree) -> bool:
@@ -550,7 +453,8 @@ def uses_spread_terminals(tree: gp.PrimitiveTree) -> bool:
 def reads_statistics(tree: gp.PrimitiveTree) -> bool:
     """Whether ``tree`` reads any per-block statistic (the eight or a spread one). A tree of
     architecture terminals alone needs only its architecture's block count, not a network pass."""
-    return any(isinstance(n, gp.Terminal) and n.name in STATISTIC_TERMINALS for n in tree)
+    statistics = statistic_terminals()
+    return any(isinstance(n, gp.Terminal) and n.name in statistics for n in tree)
 
 
 def genome_extras(tree: gp.PrimitiveTree) -> tuple[str, ...]:
@@ -581,7 +485,7 @@ def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
     from primitives import InvalidResult
 
     extra = {}
-    if uses_arch_terminals(tree):
+    if uses_scalar_terminals(tree):
         if terminals is None:
             raise GenomeError("this genome uses architecture-level terminals; their values are needed")
         extra = terminal_tensors(terminals)

@@ -23,27 +23,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from autoprox.core.errors import ArchitectureError
-from autoprox.spaces.architectures import (
-    AF_STRIDE,
-    IN_CHANS,
-    PATCH,
-    PIT_STRIDE,
-    Arch,
-    AutoFormerArch,
-    PiTArch,
-    parse_arch,
-    pit_dims,
-)
-from autoprox.spaces.family import FamilyArch
+from autoprox.spaces.architectures import Arch, parse_arch
+from autoprox.spaces.family import IN_CHANS, FamilyArch
 from autoprox.spaces.registry import space_of
 
 __all__ = [
     "Attention",
     "Mlp",
     "Block",
-    "AutoFormerViT",
     "FamilyViT",
-    "PiT",
     "RelativePosition2D",
     "build_model",
     "block_name_problems",
@@ -193,134 +181,6 @@ class Block(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
-# --- AutoFormer-Ti -------------------------------------------------------------
-class PatchEmbed(nn.Module):
-    """Non-overlapping 16x16 patches -> (B, num_patches, dim) tokens."""
-
-    def __init__(self, dim: int, image_size: int = 224) -> None:
-        super().__init__()
-        self.proj = nn.Conv2d(IN_CHANS, dim, kernel_size=PATCH, stride=AF_STRIDE)
-        self.num_patches = ((image_size - PATCH) // AF_STRIDE + 1) ** 2
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(x).flatten(2).transpose(1, 2)
-
-
-class AutoFormerViT(nn.Module):
-    """AutoFormer-Ti subnet: class token + 196 patches, mean-pooled patch tokens -> head."""
-
-    def __init__(self, arch: AutoFormerArch, num_classes: int = 100) -> None:
-        super().__init__()
-        d = arch.hidden_dim
-        self.arch = arch
-        self.num_classes = num_classes
-        self.patch_embed = PatchEmbed(d)
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
-        self.pos_embed = nn.Parameter(torch.zeros(1, self.patch_embed.num_patches + 1, d))
-        self.blocks = nn.ModuleList(
-            Block(d, h, r) for h, r in zip(arch.num_heads, arch.mlp_ratio)
-        )
-        self.norm = nn.LayerNorm(d, eps=LN_EPS)
-        self.head = nn.Linear(d, num_classes)
-        self._init_weights()
-
-    def _init_weights(self) -> None:
-        """Linear: trunc normal 0.02 / bias 0; cls and pos: trunc normal 0.02; conv default."""
-        nn.init.trunc_normal_(self.cls_token, std=INIT_STD)
-        nn.init.trunc_normal_(self.pos_embed, std=INIT_STD)
-        init_linear_and_layernorm(self)
-
-    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
-        """Normalised tokens (B, 197, D) after the last block."""
-        x = self.patch_embed(x)
-        cls = self.cls_token.expand(x.shape[0], -1, -1)
-        x = torch.cat((cls, x), dim=1) + self.pos_embed
-        for blk in self.blocks:
-            x = blk(x)
-        return self.norm(x)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.forward_features(x)
-        return self.head(x[:, 1:].mean(dim=1))  # mean over patch tokens, class token excluded
-
-
-# --- PiT -----------------------------------------------------------------------
-class ConvEmbedding(nn.Module):
-    """Overlapping 16x16 patches with stride 8 -> (B, dim, 27, 27) feature map."""
-
-    def __init__(self, dim: int) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(IN_CHANS, dim, kernel_size=PATCH, stride=PIT_STRIDE, padding=0, bias=True)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(x)
-
-
-class PiTStage(nn.Module):
-    """Blocks over [class token; flattened map]; returns the map and class token separately."""
-
-    def __init__(self, dim: int, depth: int, num_heads: int, mlp_ratio: float) -> None:
-        super().__init__()
-        self.blocks = nn.ModuleList(Block(dim, num_heads, mlp_ratio) for _ in range(depth))
-
-    def forward(self, x: torch.Tensor, cls: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        b, c, h, w = x.shape
-        n_cls = cls.shape[1]
-        tokens = torch.cat((cls, x.flatten(2).transpose(1, 2)), dim=1)
-        for blk in self.blocks:
-            tokens = blk(tokens)
-        cls, x = tokens[:, :n_cls], tokens[:, n_cls:]
-        return x.transpose(1, 2).reshape(b, c, h, w), cls
-
-
-class ConvHeadPooling(nn.Module):
-    """Halve the map with a depthwise stride-2 conv and widen the class token with a Linear."""
-
-    def __init__(self, in_dim: int, out_dim: int) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(in_dim, out_dim, kernel_size=3, stride=2, padding=1, groups=in_dim, bias=True)
-        self.fc = nn.Linear(in_dim, out_dim)
-
-    def forward(self, x: torch.Tensor, cls: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.conv(x), self.fc(cls)
-
-
-class PiT(nn.Module):
-    """Pooling-based ViT: three stages of widths base_dim * heads, classified from the class token."""
-
-    def __init__(self, arch: PiTArch, num_classes: int = 100, image_size: int = 224) -> None:
-        super().__init__()
-        dims = pit_dims(arch)
-        side = (image_size - PATCH) // PIT_STRIDE + 1
-        self.arch = arch
-        self.num_classes = num_classes
-        self.patch_embed = ConvEmbedding(dims[0])
-        self.pos_embed = nn.Parameter(torch.zeros(1, dims[0], side, side))
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, dims[0]))
-        self.stages = nn.ModuleList(
-            PiTStage(d, n, h, arch.mlp_ratio) for d, n, h in zip(dims, arch.depth, arch.num_heads)
-        )
-        self.pools = nn.ModuleList(ConvHeadPooling(dims[s], dims[s + 1]) for s in range(len(dims) - 1))
-        self.norm = nn.LayerNorm(dims[-1], eps=LN_EPS)
-        self.head = nn.Linear(dims[-1], num_classes)
-        # Only the embeddings are re-initialised; Linear/Conv2d keep PyTorch defaults.
-        nn.init.trunc_normal_(self.pos_embed, std=INIT_STD)
-        nn.init.trunc_normal_(self.cls_token, std=INIT_STD)
-
-    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
-        """Normalised class token (B, dims[2]) after the last stage."""
-        x = self.patch_embed(x) + self.pos_embed
-        cls = self.cls_token.expand(x.shape[0], -1, -1)
-        for s, stage in enumerate(self.stages):
-            x, cls = stage(x, cls)
-            if s < len(self.pools):
-                x, cls = self.pools[s](x, cls)
-        return self.norm(cls[:, 0])
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.forward_features(x))
-
-
 # --- declarative families -------------------------------------------------------
 class FamilyPooling(nn.Module):
     """PiT's pooling between stages: depthwise stride-2 conv on the map, Linear on the class token."""
@@ -360,8 +220,9 @@ class FamilyViT(nn.Module):
     embedding over the tokens or over the patch map, the stages' blocks (``blocks.N`` with
     one stage, ``stages.S.blocks.N`` with several, PiT's pooling between stages), a final
     LayerNorm and a Linear head on the class token or on the mean patch token. Modules are
-    made, initialised and run in the order of :class:`AutoFormerViT` and :class:`PiT`, so the
-    families that spell these two out give the very same networks from the same seed.
+    made, initialised and run in the order of the AutoFormer-Ti and PiT networks of
+    ViT-Bench-101 (``shared/spaces.md``), so their built-in families give the very networks (the
+    statistics of every cached entry) those spaces' own classes gave before they were families.
     """
 
     def __init__(self, arch: FamilyArch, num_classes: int = 100) -> None:
@@ -458,8 +319,6 @@ def register_builder(record_type: type) -> Callable:
     return register
 
 
-register_builder(AutoFormerArch)(AutoFormerViT)
-register_builder(PiTArch)(PiT)
 register_builder(FamilyArch)(FamilyViT)
 
 

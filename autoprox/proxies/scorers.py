@@ -31,6 +31,7 @@ import numpy as np
 
 from autoprox.core.parallel import as_executor
 from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, build_cache
+from autoprox.genome.terminals import architecture_values
 from autoprox.genome.tree import (
     InvalidProxy,
     genome_extras,
@@ -55,7 +56,6 @@ from autoprox.spaces.architectures import (
     parse_arch,
     transformer_widths,
 )
-from autoprox.spaces.descriptors import terminal_values
 
 #: The classifier head architecture-level quantities are counted with (the benchmark's README).
 HEAD_CLASSES = 100
@@ -262,7 +262,7 @@ class GenomeScorer(Scorer):
             for arch, request in zip(archs, requests):
                 start = time.perf_counter()
                 try:
-                    value = score_architecture(self.tree, cache.get(request), terminal_values(arch, head_classes))
+                    value = score_architecture(self.tree, cache.get(request), architecture_values(arch, head_classes))
                 except InvalidProxy as exc:
                     results.append(RawResult(None, time.perf_counter() - start, f"invalid: {exc}"))
                     continue
@@ -280,7 +280,7 @@ def _blocks_only_values(tree, archs: Sequence, num_classes: int, head_classes: i
             start = time.perf_counter()
             try:
                 value = score_architecture(tree, [{} for _ in transformer_widths(arch)],
-                                           terminal_values(arch, head_classes))
+                                           architecture_values(arch, head_classes))
             except InvalidProxy as exc:
                 results.append(RawResult(None, time.perf_counter() - start, f"invalid: {exc}"))
             else:
@@ -300,7 +300,7 @@ def _fresh_genome_value(genome: str, config: dict, space: str, spec: dict, seed:
         stats = compute_statistics(arch, InputSpec(**spec), seed, num_classes,
                                    **{extra: True for extra in genome_extras(tree)})
         with torch_threads(1):
-            value = score_architecture(tree, stats, terminal_values(arch, head_classes))
+            value = score_architecture(tree, stats, architecture_values(arch, head_classes))
         return value, time.perf_counter() - start, ""
     except InvalidProxy as exc:
         return None, time.perf_counter() - start, f"invalid: {exc}"[:300]

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from autoprox.core.errors import BenchmarkError, ConfigError
+from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import PRECISIONS
 from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
+from autoprox.genome.terminals import PAPER_TERMINALS, TERMINAL_SETS, check_terminals
 from autoprox.genome.tree import AGGREGATIONS, DEFAULT_KERNELS, GenomeSpace
 from autoprox.networks.statistics import DEVICES
 from autoprox.search.evolution import EvolutionConfig
@@ -73,6 +74,8 @@ class Option:
     several : bool
         One value, or several when given more than once (``--space A --space B``): a string, or a
         tuple of them.
+    required : bool
+        The command line needs it (``rank --proxy``).
     """
 
     name: str
@@ -87,6 +90,7 @@ class Option:
     commands: frozenset = SEARCH_COMMANDS
     metavar: str | None = None
     several: bool = False
+    required: bool = False
 
     @property
     def flag_name(self) -> str:
@@ -259,6 +263,15 @@ def operator_list(value: Any) -> tuple[str, ...]:
     return tuple(expanded)
 
 
+def terminal_list(value: Any) -> tuple[str, ...]:
+    """A comma list or sequence of terminal-set names (:data:`autoprox.genome.terminals.TERMINAL_SETS`),
+    checked and in registration order."""
+    try:
+        return check_terminals(text_list("terminals")(value))
+    except GenomeError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def fitness(value: Any) -> str:
     return parse_fitness(text("fitness")(value)).name
 
@@ -330,11 +343,14 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option("operators", None, "comma list of the unary and binary operations genomes are built from (default: the "
            "paper's 24 + 4); a primitive of your own (primitives.register_primitive) takes part only when named here",
            operator_list, group=_GENOME),
+    Option("terminals", None, "comma list of the terminal sets genomes read (default: stats, the paper's eight "
+           "statistics): " + "; ".join(f"{ts.name}, {ts.description}" for ts in TERMINAL_SETS.values()),
+           terminal_list, group=_GENOME),
     Option("arch_terminals", False, "let genomes use architecture-level scalars (parameter count, MACs, depth, "
-           "width, heads, MLP ratio and their logarithms)", flag=True, group=_GENOME),
+           "width, heads, MLP ratio and their logarithms): adds arch to --terminals", flag=True, group=_GENOME),
     Option("spread_terminals", False, "let genomes use the spread over the batch's samples (S1g, S2g, S3g: "
            "per-sample weight gradients; S4, S4g: the MLP hidden activation and its gradient), computed into extra "
-           "cache entries (docs/method.md)", flag=True, group=_GENOME),
+           "cache entries (docs/method.md): adds spread to --terminals", flag=True, group=_GENOME),
     Option("cv_folds", 0, "cross-validated fitness over K folds of the search split (default 0: none)",
            integer("cv_folds", 0), group=_GENOME),
     Option("cv_mode", "mean", "combine fold JCMs by their mean or take the worst fold", text("cv_mode"),
@@ -420,9 +436,13 @@ def bench_of(values: Mapping[str, Any]) -> str | tuple[str, ...]:
 
 
 def genome_space_of(values: Mapping[str, Any]) -> GenomeSpace:
+    """The genome space the options ask for; ``arch_terminals`` and ``spread_terminals`` add their sets to
+    ``terminals`` (default the paper's)."""
     operators = values.get("operators")
-    return GenomeSpace(values["genome"], aggregation_names(values["aggregation"]), values["arch_terminals"],
-                       values["spread_terminals"], None if operators is None else tuple(operators))
+    return GenomeSpace(values["genome"], aggregation_names(values["aggregation"]), values.get("terminals"),
+                       None if operators is None else tuple(operators),
+                       arch_terminals=bool(values.get("arch_terminals")),
+                       spread_terminals=bool(values.get("spread_terminals")))
 
 
 def evolution_of(values: Mapping[str, Any]) -> EvolutionConfig:
@@ -482,8 +502,8 @@ def options_from_settings(settings: SearchSettings, space: str | None = None) ->
         sample_ratio=evolution.sample_ratio, top_k=evolution.top_k, margin=evolution.margin,
         retry_cap=evolution.retry_cap, gene_probability=evolution.gene_probability, patience=evolution.patience,
         seed_proxies=tuple(settings.seed_proxies), kernels=settings.kernels, evaluation=settings.evaluation,
-        genome=genomes.kind, aggregation=aggregation_value, operators=genomes.operators, arch_terminals=genomes.arch_terminals,
-        spread_terminals=genomes.spread_terminals, cv_folds=settings.cv_folds, cv_mode=settings.cv_mode,
+        genome=genomes.kind, aggregation=aggregation_value, operators=genomes.operators, terminals=genomes.terminals,
+        arch_terminals=genomes.arch_terminals, spread_terminals=genomes.spread_terminals, cv_folds=settings.cv_folds, cv_mode=settings.cv_mode,
         parsimony=evolution.parsimony, fitness=settings.fitness, restarts=evolution.restarts,
         input=settings.input, batch_size=settings.batch_size, stat_seeds=tuple(settings.stat_seeds),
         per_target_stats=settings.per_target_stats, cache_dir=settings.cache_dir,
@@ -513,6 +533,15 @@ def resume_conflicts(given: Mapping[str, Any], settings: SearchSettings, space: 
     if settings.multi_space:  # which spaces: the benchmarks' digests, checked on resume, say it
         skip.add("space")
     conflicts = []
+    chosen = [name for name in _TERMINAL_OPTIONS if name in given and name not in skip]
+    if chosen:  # --terminals and the flags that add to it are compared as the one set they make
+        mine = _terminal_sets(given)
+        theirs = settings.genome_space.terminals
+        if mine != theirs:
+            shown = " ".join(f"{OPTIONS[name].flag_name}" + ("" if OPTIONS[name].flag else f" {_show(given[name])}")
+                             for name in chosen)
+            conflicts.append(f"{shown} (the run has --terminals {_show(theirs)})")
+        skip |= set(_TERMINAL_OPTIONS)
     for name in sorted(set(given) - skip):
         if name not in recorded:
             continue
@@ -521,6 +550,17 @@ def resume_conflicts(given: Mapping[str, Any], settings: SearchSettings, space: 
         if mine != theirs:
             conflicts.append(f"{OPTIONS[name].flag_name} {_show(mine)} (the run has {_show(theirs)})")
     return conflicts
+
+
+#: The options that choose the terminal sets together.
+_TERMINAL_OPTIONS = ("terminals", "arch_terminals", "spread_terminals")
+
+
+def _terminal_sets(given: Mapping[str, Any]) -> tuple[str, ...]:
+    """The terminal sets ``terminals`` and the flags ``arch_terminals``, ``spread_terminals`` make together."""
+    chosen = list(given.get("terminals") or PAPER_TERMINALS)
+    chosen += [name for name, flag in (("arch", "arch_terminals"), ("spread", "spread_terminals")) if given.get(flag)]
+    return check_terminals(chosen)
 
 
 def _show(value: Any) -> str:

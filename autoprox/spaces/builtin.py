@@ -1,10 +1,15 @@
 """The built-in spaces, registered as ordinary plug-ins when :mod:`autoprox.spaces` is imported.
 
-* ``autoformer`` and ``pit``: the two spaces of ViT-Bench-101 (records, exact counts and
-  the sampler in :mod:`autoprox.spaces.architectures`, networks as ``shared/spaces.md``
-  describes them).
+All four are declarative families (:mod:`autoprox.spaces.family`): one implementation of
+validation, counts, sampling and networks for every space.
+
+* ``autoformer`` and ``pit``: the two spaces of ViT-Bench-101, as ``shared/spaces.md``
+  describes them (:data:`AUTOFORMER_TI`, :data:`PIT`). They read and write the benchmark's
+  configs as they are (:class:`BenchFamily`: its keys in its order, a cache key of the config
+  alone, draws in the order of its keys), so that the statistics cache, the committed runs and
+  same-seed samples are what they were when these spaces had record classes of their own.
 * ``autoformer-s`` and ``autoformer-b``: AutoFormer's Small and Base spaces (Chen et al.,
-  ICCV 2021), as declarative families. Their choices are AutoFormer's supernet configs;
+  ICCV 2021). Their choices are AutoFormer's supernet configs;
   their blocks are AutoFormer's own: q, k and v of width 64 x heads (``change_qkv``: with
   the embedding width as attention width most of their head counts would not divide it,
   e.g. 320 / 6) and relative position tables of distance 14 in every block, on top of the
@@ -18,85 +23,98 @@ The ``timm`` space (timm models as architectures) registers with :mod:`autoprox.
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autoprox.spaces.architectures import (
-    AF_DEPTHS,
-    AF_HEADS,
-    AF_HIDDEN_DIMS,
-    AF_MLP_RATIOS,
-    PIT_BASE_DIMS,
-    PIT_DEPTHS,
-    PIT_HEADS,
-    PIT_MLP_RATIOS,
-    _draw,
-    _extreme_archs,
-    _parse_builtin,
-    arch_to_config,
-    count_macs,
-    count_params,
-    transformer_widths,
-)
-from autoprox.spaces.base import SearchSpace, fmt_set
-from autoprox.spaces.family import FamilySpace
+from autoprox.spaces.base import SearchSpace
+from autoprox.spaces.family import FamilyArch, FamilySpace
 from autoprox.spaces.registry import register_space
 
-__all__ = ["AUTOFORMER_B", "AUTOFORMER_B_SPACE", "AUTOFORMER_S", "AUTOFORMER_S_SPACE", "AutoFormerTiSpace", "PiTSpace"]
+__all__ = ["AUTOFORMER_B", "AUTOFORMER_B_SPACE", "AUTOFORMER_S", "AUTOFORMER_S_SPACE", "AUTOFORMER_TI",
+           "AUTOFORMER_TI_SPACE", "PIT", "PIT_SPACE", "BenchFamily"]
+
+#: AutoFormer-Ti of ViT-Bench-101: one stage, per-block heads and MLP ratio, attention width = hidden_dim.
+AUTOFORMER_TI = {
+    "name": "autoformer",
+    "description": "AutoFormer-Ti of ViT-Bench-101 (per-block heads and MLP ratio; shared/spaces.md)",
+    "patch_size": 16, "class_token": True, "position_embedding": "tokens", "classifier": "mean",
+    "init": "trunc_normal",
+    "choices": {
+        "hidden_dim": [192, 216, 240],
+        "depth": [12, 13, 14],
+        "num_heads": {"values": [3, 4], "per": "block"},
+        "mlp_ratio": {"values": [3.5, 4.0], "per": "block"},
+    },
+}
+
+#: PiT of ViT-Bench-101: three stages with pooling, width = base_dim x the stage's heads, heads non-decreasing.
+PIT = {
+    "name": "pit",
+    "description": "PiT of ViT-Bench-101 (three stages with pooling; shared/spaces.md)",
+    "patch_size": 16, "patch_stride": 8, "class_token": True, "position_embedding": "map", "classifier": "token",
+    "init": "default", "stages": 3,
+    "choices": {
+        "base_dim": {"values": [16, 24, 32, 40], "per": "network"},
+        "mlp_ratio": {"values": [2, 4, 6, 8], "per": "network"},
+        "depth": {"values": [[1, 2, 3], [4, 6, 8], [2, 4, 6]]},
+        "num_heads": {"values": [2, 4, 8], "non_decreasing": True},
+    },
+}
 
 
-class _BenchSpace(SearchSpace):
-    """One of ViT-Bench-101's spaces: everything is in :mod:`autoprox.spaces.architectures`."""
+class BenchFamily(FamilySpace):
+    """A space of ViT-Bench-101 as a family that reads and writes the benchmark's configs as they are.
 
-    def parse(self, config):
-        return _parse_builtin(config, self.name)
+    Parameters
+    ----------
+    definition : mapping
+        The family (:mod:`autoprox.spaces.family`).
+    keys : sequence of str
+        The config's keys in the benchmark's order: :meth:`to_config` writes them so, and
+        :meth:`draw` draws them so (the draws of the record classes these spaces had before).
+    """
 
-    def to_config(self, arch) -> dict[str, Any]:
-        return arch_to_config(arch)
+    def __init__(self, definition: Mapping, keys: Sequence[str]) -> None:
+        super().__init__(definition, source="autoprox.spaces.builtin")
+        if sorted(keys) != sorted(self.keys):
+            raise ValueError(f"{self.name}: keys {list(keys)} are not the family's {list(self.keys)}")
+        self.keys = tuple(keys)
 
-    def blocks(self, arch) -> list[tuple[int, int, int]]:
-        return transformer_widths(arch)
+    def arch_key(self, arch: FamilyArch) -> str:
+        """The config alone (no definition digest): the statistics cache's keys of these spaces."""
+        return SearchSpace.arch_key(self, arch)
 
-    def count_params(self, arch, num_classes: int = 100) -> int:
-        return count_params(arch, num_classes)
-
-    def count_macs(self, arch, num_classes: int = 100) -> int:
-        return count_macs(arch, num_classes)
-
-    def draw(self, rng: random.Random):
-        return _draw(self.name, rng)
-
-    def extremes(self):
-        return _extreme_archs(self.name)
-
-
-@register_space
-class AutoFormerTiSpace(_BenchSpace):
-    """AutoFormer-Ti of ViT-Bench-101."""
-
-    name = "autoformer"
-    summary = "AutoFormer-Ti of ViT-Bench-101 (per-block heads and MLP ratio; shared/spaces.md)"
-    markers = ("hidden_dim",)
-
-    def choices(self) -> dict[str, str]:
-        return {"hidden_dim": fmt_set(AF_HIDDEN_DIMS), "depth": fmt_set(AF_DEPTHS),
-                "num_heads": f"{fmt_set(AF_HEADS)} per block", "mlp_ratio": f"{fmt_set(AF_MLP_RATIOS)} per block",
-                "network": "patch 16, class token, mean classifier, attention width = hidden_dim"}
+    def draw(self, rng: random.Random) -> FamilyArch:
+        """Every choice uniform, drawn in the order of the config's keys: a choice made once, one
+        value per stage, one valid tuple of the non-decreasing ones at once, or one value per block
+        (after the depth)."""
+        config: dict[str, Any] = {}
+        stage_of: list[int] | None = None
+        for key in self.keys:
+            choice = self.choice[key]
+            if choice.per == "network" or (choice.per == "stage" and self.stages == 1):
+                config[key] = rng.choice(choice.values[0])
+            elif choice.per == "stage" and choice.non_decreasing:
+                valid = [t for t in itertools.product(*choice.values) if list(t) == sorted(t)]
+                config[key] = list(rng.choice(valid))
+            elif choice.per == "stage":
+                config[key] = [rng.choice(values) for values in choice.values]
+            else:
+                if stage_of is None:
+                    raise ValueError(f"{self.name}: a choice per block is drawn after the depth")
+                config[key] = [rng.choice(choice.values[s]) for s in stage_of]
+            if key == "depth":
+                depths = config[key] if isinstance(config[key], list) else [config[key]] * self.stages
+                stage_of = [s for s, n in enumerate(depths) for _ in range(n)]
+        return self.parse(config)
 
 
-@register_space
-class PiTSpace(_BenchSpace):
-    """PiT of ViT-Bench-101."""
-
-    name = "pit"
-    summary = "PiT of ViT-Bench-101 (three stages with pooling; shared/spaces.md)"
-    markers = ("base_dim",)
-
-    def choices(self) -> dict[str, str]:
-        return {"base_dim": fmt_set(PIT_BASE_DIMS), "mlp_ratio": fmt_set(PIT_MLP_RATIOS),
-                "depth": " / ".join(fmt_set(d) for d in PIT_DEPTHS) + " per stage",
-                "num_heads": f"{fmt_set(PIT_HEADS)} per stage, non-decreasing",
-                "network": "patch 16 stride 8, class token classifier, width = base_dim x heads"}
+AUTOFORMER_TI_SPACE = register_space(BenchFamily(AUTOFORMER_TI, ("hidden_dim", "depth", "mlp_ratio", "num_heads")))
+PIT_SPACE = register_space(BenchFamily(PIT, ("base_dim", "mlp_ratio", "depth", "num_heads")))
+#: The names the ``autoprox.spaces`` entry points of installs made before these spaces were families give.
+AutoFormerTiSpace, PiTSpace = AUTOFORMER_TI_SPACE, PIT_SPACE
 
 
 #: AutoFormer-Small's space (AutoFormer's supernet-S config).

@@ -55,10 +55,12 @@ __all__ = ["DEFAULT_MAX_ACTIVATION_GB", "DEFAULT_MAX_PARAMS", "IMAGE_SIZE", "IN_
            "SpaceName", "load_family"]
 
 SCOPES = ("network", "stage", "block")
-WIDTH_KEYS = ("embed_dim", "base_dim")
+#: The width choice: ``embed_dim`` (``hidden_dim``, ViT-Bench-101's AutoFormer name for it) or PiT's ``base_dim``.
+WIDTH_KEYS = ("embed_dim", "hidden_dim", "base_dim")
 #: Choice key -> (scopes allowed, default scope).
 CHOICE_SCOPES = {
     "embed_dim": (("network", "stage"), "stage"),
+    "hidden_dim": (("network", "stage"), "stage"),
     "base_dim": (("network", "stage"), "network"),
     "depth": (("network", "stage"), "stage"),
     "num_heads": (SCOPES, "stage"),
@@ -497,7 +499,7 @@ def _normalise_choices(choices: Any, stages: int, source: str) -> dict[str, Any]
         raise _fail(source, f"choices.{unknown[0]}", f"unknown choice; known: {', '.join(CHOICE_SCOPES)}")
     widths = [k for k in WIDTH_KEYS if k in choices]
     if len(widths) != 1:
-        raise _fail(source, "choices", "give exactly one of embed_dim (the width itself) and base_dim "
+        raise _fail(source, "choices", "give exactly one of embed_dim (the width itself; or hidden_dim) and base_dim "
                                        f"(width = base_dim x heads, as in PiT); got {widths or 'neither'}")
     out = {}
     for key in (widths[0], "depth", "num_heads", "mlp_ratio"):
@@ -560,11 +562,11 @@ def _check_consistency(family: FamilySpace, source: str) -> None:
     if min(family.map_sides()) < 1:
         raise _fail(source, "patch_size", "leaves no patch of the 224x224 input")
     choice = family.choice
-    if family.width_key == "embed_dim" and not family.attention_head_dim:
+    if family.width_key != "base_dim" and not family.attention_head_dim:
         for s in range(family.stages):
-            for width, heads in itertools.product(choice["embed_dim"].values[s], choice["num_heads"].values[s]):
+            for width, heads in itertools.product(choice[family.width_key].values[s], choice["num_heads"].values[s]):
                 if width % heads:
-                    raise _fail(source, "choices.num_heads", f"{heads} heads do not divide embed_dim {width} "
+                    raise _fail(source, "choices.num_heads", f"{heads} heads do not divide {family.width_key} {width} "
                                 f"(attention width = embedding width); change the choices or give attention_head_dim "
                                 f"(q, k, v width = heads x attention_head_dim, as AutoFormer's 64)")
     ends = family.extremes()

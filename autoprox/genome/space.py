@@ -1,0 +1,202 @@
+"""Which genomes a search explores: :class:`GenomeSpace` (kind, aggregations, terminal sets, operators).
+
+Below :mod:`autoprox.genome.tree` (which re-exports everything here): a space is data, and the
+tree module draws, mutates and checks genomes with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from deap import gp
+
+from autoprox.core.errors import GenomeError
+from autoprox.data.extras import extras_for
+from autoprox.genome.aggregations import AGGREGATION_REGISTRY
+from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals, terminals_of
+from autoprox.networks.statistics import STAT_NAMES
+from primitives import BINARY, PAPER_BINARY, PAPER_UNARY, PRIMITIVES, UNARY, check_operators
+
+__all__ = ["AGGREGATIONS", "DEFAULT_AGGREGATION", "GENE_CHOICES", "LEGACY_TERMINAL_FLAGS", "PAPER_SPACE", "TEMPLATE",
+           "GenomeSpace"]
+
+TEMPLATE = "template"
+#: Aggregations over blocks (:mod:`autoprox.genome.aggregations`), the paper's mean first.
+AGGREGATIONS = tuple(AGGREGATION_REGISTRY)
+DEFAULT_AGGREGATION = "block_mean"
+
+
+def _op_name(node_name: str) -> str:
+    return node_name.split(".", 1)[0]  # as autoprox.genome.tree.op_name
+
+
+#: The template's genes and their values in the paper's space (the paper's operators only,
+#: whatever else is registered).
+GENE_CHOICES = {
+    "input_a": STAT_NAMES,
+    "unary_a1": PAPER_UNARY,
+    "unary_a2": PAPER_UNARY,
+    "input_b": STAT_NAMES,
+    "unary_b1": PAPER_UNARY,
+    "unary_b2": PAPER_UNARY,
+    "binary": PAPER_BINARY,
+}
+
+
+#: The ``config.json`` flag of each terminal set that earlier runs recorded as a boolean (``genome`` field).
+LEGACY_TERMINAL_FLAGS = {"arch": "arch_terminals", "spread": "spread_terminals"}
+
+
+@dataclass(frozen=True, init=False)
+class GenomeSpace:
+    """Which genomes a search explores.
+
+    The default is the paper's: template trees, the mean over blocks, the eight
+    statistics as the only inputs.
+
+    Parameters
+    ----------
+    kind : str
+        ``template`` (the paper's tree shape) or ``free`` (free-form typed trees).
+    aggregations : tuple of str
+        The aggregations over blocks; more than one makes the aggregation a gene.
+    terminals : sequence of str, optional
+        The terminal sets genomes read (:mod:`autoprox.genome.terminals`: ``stats``, the
+        eight statistics; ``spread``, the spread statistics in extra cache entries; ``arch``,
+        architecture-level scalars; and any set registered since). None is the paper's
+        (``("stats",)``). Kept in registration order, whatever order they are given in.
+    operators : sequence of str, optional
+        The operations genomes are built from; None is the paper's 24 + 4, and a primitive
+        of your own (:func:`primitives.register_primitive`) takes part only when named.
+    arch_terminals, spread_terminals : bool
+        The earlier spelling of ``terminals``: each adds its set (``arch``, ``spread``).
+    """
+
+    kind: str
+    aggregations: tuple[str, ...]
+    terminals: tuple[str, ...]
+    operators: tuple[str, ...] | None
+
+    def __init__(self, kind: str = TEMPLATE, aggregations: Sequence[str] = (DEFAULT_AGGREGATION,),
+                 terminals: Sequence[str] | None = None, operators: Sequence[str] | None = None, *,
+                 arch_terminals: bool = False, spread_terminals: bool = False) -> None:
+        if kind not in (TEMPLATE, "free"):
+            raise GenomeError(f"unknown genome kind {kind!r}; use template or free")
+        aggregations = tuple(aggregations)
+        if not aggregations:
+            raise GenomeError("at least one aggregation is needed")
+        for name in aggregations:
+            if name not in AGGREGATIONS:
+                raise GenomeError(f"unknown aggregation {name!r}; known: {', '.join(AGGREGATIONS)}")
+        if isinstance(terminals, bool):
+            raise GenomeError("terminals is a sequence of terminal-set names (arch_terminals=True is "
+                              "terminals=('stats', 'arch'))")
+        chosen = list(PAPER_TERMINALS if terminals is None else terminals)
+        chosen += [name for name, on in (("arch", arch_terminals), ("spread", spread_terminals)) if on]
+        if operators is not None:
+            operators = tuple(operators)
+            try:
+                check_operators(operators)
+            except ValueError as exc:
+                raise GenomeError(str(exc)) from None
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "aggregations", aggregations)
+        object.__setattr__(self, "terminals", check_terminals(chosen))
+        object.__setattr__(self, "operators", operators)
+
+    @property
+    def arch_terminals(self) -> bool:
+        """Whether genomes may read the architecture-level scalars (the ``arch`` set)."""
+        return "arch" in self.terminals
+
+    @property
+    def spread_terminals(self) -> bool:
+        """Whether genomes may read the spread statistics (the ``spread`` set)."""
+        return "spread" in self.terminals
+
+    @property
+    def unary_operators(self) -> tuple[str, ...]:
+        """The unary operations of this space, in the order given (the paper's by default)."""
+        return PAPER_UNARY if self.operators is None else tuple(n for n in self.operators if n in UNARY)
+
+    @property
+    def binary_operators(self) -> tuple[str, ...]:  # noqa: D102 - as unary_operators
+        return PAPER_BINARY if self.operators is None else tuple(n for n in self.operators if n in BINARY)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Every terminal genomes of this space may read, set after set."""
+        return terminals_of(self.terminals)
+
+    def gene_choices(self) -> dict[str, tuple[str, ...]]:
+        """The template's genes and the values each may take in this space."""
+        choices = dict(GENE_CHOICES, input_a=self.inputs, input_b=self.inputs)
+        if self.operators is not None:
+            unary = self.unary_operators
+            choices.update(unary_a1=unary, unary_a2=unary, unary_b1=unary, unary_b2=unary,
+                           binary=self.binary_operators)
+        if len(self.aggregations) > 1:
+            choices["aggregation"] = self.aggregations
+        return choices
+
+    def reads_only_inputs(self, tree: gp.PrimitiveTree) -> bool:
+        """Whether every terminal of ``tree`` is one of this space's :attr:`inputs`."""
+        inputs = set(self.inputs)
+        return all(n.name in inputs for n in tree if isinstance(n, gp.Terminal))
+
+    def contains(self, tree: gp.PrimitiveTree) -> bool:
+        """Whether ``tree`` uses only this space's aggregations, operations and inputs."""
+        names = [_op_name(n.name) for n in tree]
+        if names[0] not in self.aggregations:
+            return False
+        allowed = set(self.unary_operators) | set(self.binary_operators)
+        if any(n in PRIMITIVES and n not in allowed for n in names):
+            return False
+        return self.reads_only_inputs(tree)
+
+    @property
+    def extras(self) -> tuple[str, ...]:
+        """The extra statistics sets (:mod:`autoprox.data.extras`) this space's genomes may read."""
+        return extras_for(self.inputs)
+
+    def to_json(self) -> dict:
+        """The ``genome`` field of ``config.json``.
+
+        The sets earlier runs recorded as booleans keep that form (``arch_terminals`` always,
+        ``spread_terminals`` when true), so the records of those runs and of new runs with the
+        same sets are alike; ``terminals`` is written only for a choice the booleans cannot
+        express (a set registered since, or one without ``stats``).
+        """
+        data = {"kind": self.kind, "aggregations": list(self.aggregations), "arch_terminals": self.arch_terminals}
+        if self.spread_terminals:  # absent otherwise: the spaces of earlier runs record what they did
+            data["spread_terminals"] = True
+        if set(self.terminals) - set(LEGACY_TERMINAL_FLAGS) != set(PAPER_TERMINALS):
+            data["terminals"] = list(self.terminals)
+        if self.operators is not None:  # likewise
+            data["operators"] = list(self.operators)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> "GenomeSpace":
+        """The space a ``genome`` field of ``config.json`` records (absent or empty: the paper's)."""
+        if not data:
+            return cls()
+        operators = data.get("operators")
+        flags = {flag: bool(data.get(flag, False)) for flag in LEGACY_TERMINAL_FLAGS.values()}
+        terminals = data.get("terminals")
+        if terminals is not None:
+            if not isinstance(terminals, list) or not all(isinstance(t, str) for t in terminals):
+                raise GenomeError(f"genome terminals must be a list of terminal-set names, got {terminals!r}"[:200])
+            space = cls(data["kind"], tuple(data["aggregations"]), tuple(terminals),
+                        None if operators is None else tuple(str(name) for name in operators))
+            recorded = {flag: name in space.terminals for name, flag in LEGACY_TERMINAL_FLAGS.items()}
+            if any(on and not recorded[flag] for flag, on in flags.items()):
+                raise GenomeError(f"genome terminals {terminals} leave out a set its flags "
+                                  f"({', '.join(f for f, on in flags.items() if on)}) turn on")
+            return space
+        return cls(data["kind"], tuple(data["aggregations"]), None,
+                   None if operators is None else tuple(str(name) for name in operators), **flags)
+
+
+PAPER_SPACE = GenomeSpace()

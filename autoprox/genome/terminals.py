@@ -1,0 +1,168 @@
+"""Terminal sets: the named groups of inputs a genome may read.
+
+A genome's leaves are terminals. They come in sets, each one registered record
+(:class:`TerminalSet`) and chosen by name in ``GenomeSpace(terminals=(...))`` or
+``--terminals``:
+
+* ``stats``: the eight per-block statistics ``F1 ... F4g`` of the paper (the default set,
+  :data:`PAPER_TERMINALS`);
+* ``spread``: the spread over the batch's samples ``S1g ... S4g``, per block, read from
+  extra cache entries (:mod:`autoprox.data.extras`);
+* ``arch``: architecture-level scalars (parameter count, MACs, depth, width, heads, MLP
+  ratio and their logarithms, :mod:`autoprox.spaces.descriptors`), the same in every block.
+
+A set is of one of two kinds. A ``matrix`` set holds per-block statistics: the statistics
+cache holds their values, in the eight's entries or in the entries of the extra statistics
+sets that name them (:func:`autoprox.data.extras.extras_for`). A ``scalar`` set holds one
+value per architecture: its ``values`` function computes them from the architecture
+(:func:`architecture_values` gathers every scalar set's). A further set (zoo proxy scores
+of each architecture, scale-free variants of the statistics, ...) is one more call of
+:func:`register_terminal_set`; the primitive set, the genome parser, the template's genes,
+free trees and :class:`~autoprox.genome.tree.GenomeSpace` all read this registry.
+
+Register a set before any genome is parsed or any search starts (at import of the module
+that defines it): the typed primitive set is built once per registry content.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+from autoprox.core.errors import GenomeError
+from autoprox.data.extras import extras_for
+from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
+from autoprox.spaces.descriptors import terminal_names, terminal_values
+
+__all__ = ["MATRIX", "PAPER_TERMINALS", "SCALAR", "TERMINAL_SETS", "TerminalSet", "architecture_values",
+           "check_terminals", "register_terminal_set", "terminal_kinds", "terminal_set_of", "terminals_of"]
+
+#: A per-block statistic (a 2-D value in each block, from the statistics cache).
+MATRIX = "matrix"
+#: An architecture-level scalar (one value per architecture, the same in every block).
+SCALAR = "scalar"
+KINDS = (MATRIX, SCALAR)
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class TerminalSet:
+    """One named set of genome terminals.
+
+    Attributes
+    ----------
+    name : str
+        What ``terminals=(...)`` and ``--terminals`` call it.
+    names : tuple of str
+        Its terminals, as genome strings spell them (in the order a search draws from them).
+    kind : str
+        :data:`MATRIX` (per-block statistics from the cache) or :data:`SCALAR` (one value per
+        architecture, from ``values``).
+    description : str
+        One line for ``--help`` and the docs.
+    values : callable, optional
+        For a scalar set: ``values(arch, num_classes)`` -> the value of each of ``names``.
+    """
+
+    name: str
+    names: tuple[str, ...]
+    kind: str
+    description: str
+    values: Callable[[Any, int], Mapping[str, float]] | None = None
+
+    @property
+    def extras(self) -> tuple[str, ...]:
+        """The extra statistics sets (:mod:`autoprox.data.extras`) that hold this set's values."""
+        return extras_for(self.names) if self.kind == MATRIX else ()
+
+
+#: Terminal sets by name, in registration order (the order of a space's inputs).
+TERMINAL_SETS: dict[str, TerminalSet] = {}
+
+#: The paper's terminals: the eight statistics.
+PAPER_TERMINALS: tuple[str, ...] = ("stats",)
+
+
+def register_terminal_set(terminal_set: TerminalSet) -> TerminalSet:
+    """Add ``terminal_set`` to :data:`TERMINAL_SETS`; returns it.
+
+    Raises
+    ------
+    ValueError
+        A taken set name, a terminal name another set has or that a genome string cannot
+        spell, an unknown kind, or a scalar set without ``values``.
+    """
+    if not _NAME.match(terminal_set.name) or terminal_set.name in TERMINAL_SETS:
+        raise ValueError(f"terminal set name {terminal_set.name!r} is taken or not a plain name")
+    if terminal_set.kind not in KINDS:
+        raise ValueError(f"terminal set {terminal_set.name}: kind must be one of {', '.join(KINDS)}")
+    if not terminal_set.names or len(set(terminal_set.names)) != len(terminal_set.names):
+        raise ValueError(f"terminal set {terminal_set.name}: needs distinct terminal names")
+    taken = terminal_kinds()
+    for name in terminal_set.names:
+        if not _NAME.match(name) or name in taken:
+            raise ValueError(f"terminal set {terminal_set.name}: terminal {name!r} is taken or not a plain name")
+    if terminal_set.kind == SCALAR and terminal_set.values is None:
+        raise ValueError(f"terminal set {terminal_set.name}: a scalar set needs its values function")
+    TERMINAL_SETS[terminal_set.name] = terminal_set
+    return terminal_set
+
+
+def terminal_kinds() -> dict[str, str]:
+    """Every registered terminal -> its kind (:data:`MATRIX` or :data:`SCALAR`)."""
+    return {name: ts.kind for ts in TERMINAL_SETS.values() for name in ts.names}
+
+
+def terminal_set_of(name: str) -> TerminalSet | None:
+    """The registered set that holds terminal ``name``, or None."""
+    return next((ts for ts in TERMINAL_SETS.values() if name in ts.names), None)
+
+
+def check_terminals(names: Iterable[str]) -> tuple[str, ...]:
+    """Terminal-set names checked, without repeats, in registration order.
+
+    Raises
+    ------
+    GenomeError
+        An unknown set (naming the known ones), a string or non-sequence, or no set of
+        per-block statistics among them (each block needs one to reduce).
+    """
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise GenomeError(f"terminals must be a sequence of terminal-set names, got {names!r}"[:200])
+    given = list(names)
+    for name in given:
+        if name not in TERMINAL_SETS:
+            raise GenomeError(f"unknown terminal set {name!r}; known: {', '.join(TERMINAL_SETS)}")
+    chosen = tuple(name for name in TERMINAL_SETS if name in given)
+    if not any(TERMINAL_SETS[name].kind == MATRIX for name in chosen):
+        matrix = ", ".join(name for name, ts in TERMINAL_SETS.items() if ts.kind == MATRIX)
+        raise GenomeError(f"{', '.join(chosen) or 'no terminal set'} alone: at least one set of per-block "
+                          f"statistics ({matrix}) is needed")
+    return chosen
+
+
+def terminals_of(sets: Iterable[str]) -> tuple[str, ...]:
+    """The terminal names of the sets ``sets`` (registered names), set after set."""
+    return tuple(name for set_name in sets for name in TERMINAL_SETS[set_name].names)
+
+
+def architecture_values(arch: Any, num_classes: int = 100, sets: Iterable[str] | None = None) -> dict[str, float]:
+    """The values of every scalar terminal of ``sets`` (default: every registered scalar set) for ``arch``."""
+    chosen = TERMINAL_SETS if sets is None else {name: TERMINAL_SETS[name] for name in sets}
+    values: dict[str, float] = {}
+    for ts in chosen.values():
+        if ts.kind == SCALAR and ts.values is not None:
+            values.update(ts.values(arch, num_classes))
+    return values
+
+
+register_terminal_set(TerminalSet("stats", tuple(STAT_NAMES), MATRIX,
+                                  "the eight per-block statistics of the paper (F1 ... F4g)"))
+register_terminal_set(TerminalSet("spread", tuple(SPREAD_NAMES), MATRIX,
+                                  "the spread over the batch's samples (S1g, S2g, S3g: per-sample weight gradients; "
+                                  "S4, S4g: the MLP hidden activation and its gradient), in extra cache entries"))
+register_terminal_set(TerminalSet("arch", tuple(terminal_names()), SCALAR,
+                                  "architecture-level scalars: parameter count, MACs, depth, width, heads, MLP ratio "
+                                  "and their logarithms", values=terminal_values))

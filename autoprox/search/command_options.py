@@ -1,0 +1,95 @@
+"""The option tables of ``rank`` and ``evaluate``: their own options, once, as the search options are.
+
+Each command's options beyond the search table (:mod:`autoprox.search.options`) are
+:class:`~autoprox.search.options.Option` records of the same kind: name, default, help, the
+``--help`` group, the conversion that checks a value, choices and metavar. The command line
+makes its argparse options from these tables (``autoprox.cli.options.add_command_options``);
+``rank`` takes the statistics group of the search table too, ``evaluate`` every search option.
+"""
+
+from __future__ import annotations
+
+from autoprox.data.benchmark import BENCH_FILE_NAMES
+from autoprox.proxies.proxy import BUILTIN_PROXIES
+from autoprox.search.options import OPTIONS, Option, integer, integer_list, number, text, text_list
+
+__all__ = ["COMMAND_OPTIONS", "EVALUATE_OPTIONS", "RANK_OPTIONS", "command_options"]
+
+_RANK = frozenset({"rank"})
+_EVALUATE = frozenset({"evaluate"})
+
+#: ``rank``'s own options, in ``--help`` order (then the search table's statistics group).
+RANK_OPTIONS: tuple[Option, ...] = (
+    Option("proxy", None, f"a built-in ({', '.join(BUILTIN_PROXIES)}), a genome string, a proxy JSON such as "
+           "best.json; 'all' or a comma list prints the ranking table", text("proxy"), commands=_RANK, required=True),
+    Option("bench", None, "benchmark file (.pth released format, or .jsonl/.json)", text("bench"), commands=_RANK),
+    Option("space", None, "use the space's released file as --bench", text("space"),
+           choices=tuple(sorted(BENCH_FILE_NAMES)), commands=_RANK),
+    OPTIONS["space_file"],
+    Option("split", None, "which architectures (default: for a run's proxy such as RUN/best.json, the run's test "
+           "split, which its search never saw; else all)", text("split"), choices=("all", "search", "test"),
+           commands=_RANK),
+    Option("split_seed", None, "split seed (default: the proxy run's, else 0)", integer("split_seed"), commands=_RANK),
+    Option("search_fraction", None, "search share (default: the run's, else 0.6)", number("search_fraction"),
+           commands=_RANK),
+    Option("targets", (), "comma-separated targets (default: all columns)", text_list("targets"), commands=_RANK),
+    Option("json", False, "print JSON: target -> {kendall, spearman, pearson, n}", flag=True, commands=_RANK),
+    Option("seeds", None, "ranking table: seeds, each one repetition (network initialisation and minibatch); "
+           "mean and std over them (default: --stat-seeds)", integer_list("seeds"), commands=_RANK),
+    Option("format", None, "ranking table format (default markdown); giving it, --seeds, 'all' or a comma list selects "
+           "the table, whose targets default to the KD columns plus imagenet_super", text("format"),
+           choices=("markdown", "csv", "json"), commands=_RANK),
+)
+
+_PROTOCOL = "protocol"
+_CROSS = "leave one space out (several labelled spaces)"
+
+#: ``evaluate``'s own options, in ``--help`` order (after every search option).
+EVALUATE_OPTIONS: tuple[Option, ...] = (
+    Option("folds", None, "outer folds per repeat (default 5)", integer("folds"), group=_PROTOCOL, commands=_EVALUATE),
+    Option("repeats", None, "repeats with other shuffles (default 1); with --resume, a larger number extends a "
+           "finished protocol by the new repeats' folds", integer("repeats"), group=_PROTOCOL, commands=_EVALUATE),
+    Option("protocol_seed", None, "seed of the outer shuffle; repeat r uses seed + r (default 0)",
+           integer("protocol_seed"), group=_PROTOCOL, commands=_EVALUATE),
+    Option("fold_workers", 1, "folds run side by side in processes (each fold's statistics then use one worker)",
+           integer("fold_workers"), group=_PROTOCOL, commands=_EVALUATE),
+    Option("selection", None, "how each fold's proxy is chosen from its search: best (its best search fitness, the "
+           "default), cv-lcb (among the hall of fame's best 10, the highest mean minus sd of "
+           "JCM over 5 parts of the search part), hof-average (an ensemble: rank average of the "
+           "hall of fame's best 5 distinct proxies), cv-pick (per target, the best of the proxy, "
+           "the descriptor blend and their average by 5-fold cross-validation on the search "
+           "part), cv-pick-joint (cv-pick's candidates, one of them for every target, by inner-fold JCM) "
+           "cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too) or "
+           "cv-pick-coarse (cv-pick with the coarse descriptor chosen on each inner training part "
+           "as a candidate too)", text("selection"), group=_PROTOCOL, commands=_EVALUATE),
+    Option("reuse_searches", None, "score again the finished fold searches of the protocol in DIR instead of running "
+           "searches (same settings, folds and benchmark; search options may be left out); "
+           "nothing is written in DIR", text("reuse_searches"), group=_PROTOCOL, commands=_EVALUATE, metavar="DIR"),
+    Option("bags", None, "bagging: besides each fold's search, B searches on subsamples (without replacement) "
+           "of its search part, into OUT/repeat-R/fold-K-bag-b, with evolution seeds seed+1+b; the "
+           "fold's proxy is the equal-weight rank average of all their best proxies, written to "
+           "OUT/repeat-R/fold-K-bagged.json (--selection must be best). With --reuse-searches only "
+           "the bags run (default 0: no bagging)", integer("bags"), group=_PROTOCOL, commands=_EVALUATE, metavar="B"),
+    Option("leave_space_out", False, "with --space (or --bench) given more than once: leave each space out in turn, "
+           "search on every architecture of the others with --seeds seeds, and score the chosen proxy on all the "
+           "left-out space's architectures beside the parameter count, MACs, the zoo proxies, the "
+           "published Auto-Prox proxies and the descriptor and blend chosen on the other spaces; "
+           "OUT/protocol.json holds everything", flag=True, group=_CROSS, commands=_EVALUATE),
+    Option("seeds", None, "search seeds per left-out space (default 5)", integer("seeds"), group=_CROSS,
+           commands=_EVALUATE),
+    Option("zoo_baselines", None, "the zoo proxies scored as baselines (default all; 'none' for none)",
+           text_list("zoo_baselines"), group=_CROSS, commands=_EVALUATE, metavar="LIST"),
+    Option("bootstrap", None, "bootstrap resamples of the left-out architectures (default 1000; 0: none)",
+           integer("bootstrap"), group=_CROSS, commands=_EVALUATE),
+    # last on the command line, in the protocol group (its --help order since it was added)
+    Option("bag_fraction", None, "the fraction of a fold's search part each bag searches on (default 0.5)",
+           number("bag_fraction"), group=_PROTOCOL, commands=_EVALUATE, metavar="F"),
+)
+
+#: Each command's own table.
+COMMAND_OPTIONS: dict[str, tuple[Option, ...]] = {"rank": RANK_OPTIONS, "evaluate": EVALUATE_OPTIONS}
+
+
+def command_options(command: str) -> tuple[Option, ...]:
+    """``command``'s own options (:data:`COMMAND_OPTIONS`; none for a command without a table)."""
+    return COMMAND_OPTIONS.get(command, ())
