@@ -253,3 +253,46 @@ def test_records_of_the_old_layout_are_converted_on_reading():
     # read back in the new layout, each stays what it is
     for record in (partial_cv, plain_cv, partial, plain):
         assert FitnessRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+
+
+def test_a_registered_objective_is_a_fitness_a_search_can_use(settings, tmp_path):
+    """A new kind is one registered class: ``--fitness spearman`` then searches by the mean Spearman."""
+    from dataclasses import dataclass
+
+    from autoprox.proxies.figures import figures
+    from autoprox.search.evaluators import EVALUATORS, make_evaluator
+    from autoprox.search.objectives import Objective, Outcome, register_objective
+
+    assert {"exact", "counted", "sharded"} <= set(EVALUATORS)
+    with pytest.raises(ConfigError, match="unknown evaluation 'gpu'"):
+        make_evaluator("gpu", {})
+
+    @register_objective("spearman")
+    @dataclass(frozen=True)
+    class MeanSpearman(Objective):
+        @property
+        def name(self) -> str:
+            return "spearman"
+
+        def __call__(self, scores, data) -> Outcome:
+            result = figures(scores, data.accuracies, data.targets, data.target_classes, data.weights)["targets"]
+            per_target = {t: result[t]["spearman"] for t in data.targets}
+            return Outcome(float(np.mean(list(per_target.values()))), per_target, "undefined spearman fitness")
+
+    try:
+        with pytest.raises(ConfigError, match="registered already"):
+            register_objective("spearman")(MeanSpearman)
+        best = run_search(replace(settings, fitness="spearman", evolution=replace(EVOLUTION, iterations=2)),
+                          tmp_path / "spearman", quiet=True)
+        records = [r for r in _evaluations(tmp_path / "spearman") if r["valid"]]
+        for r in records:
+            assert r["objective"] == "spearman"
+            assert r["fitness"] == pytest.approx(np.mean([r["spearman"][t] for t in TARGETS]), abs=1e-12)
+        chosen = next(r for r in records if r["canonical"] == best["canonical"])
+        assert best["fitness"]["search"] == chosen["fitness"] and best["search"]["jcm"] == pytest.approx(chosen["jcm"])
+    finally:
+        from autoprox.search.objectives import OBJECTIVES as registered
+
+        registered.pop("spearman", None)
+    with pytest.raises(ConfigError, match="unknown fitness 'spearman'"):
+        parse_fitness("spearman")

@@ -86,7 +86,7 @@ def register_evaluator(kind: str) -> Callable[[type[Evaluator]], type[Evaluator]
 
     def register(cls: type[Evaluator]) -> type[Evaluator]:
         if kind in EVALUATORS:
-            raise ValueError(f"evaluator {kind!r} is registered already")
+            raise ConfigError(f"evaluator {kind!r} is registered already")
         cls.kind = kind
         EVALUATORS[kind] = cls
         return cls

@@ -142,7 +142,7 @@ def register_objective(kind: str) -> Callable[[type[Objective]], type[Objective]
 
     def register(cls: type[Objective]) -> type[Objective]:
         if kind in OBJECTIVES:
-            raise ValueError(f"objective {kind!r} is registered already")
+            raise ConfigError(f"objective {kind!r} is registered already")
         cls.kind = kind
         OBJECTIVES[kind] = cls
         return cls
