@@ -227,8 +227,9 @@ class BeyondBase(Objective):
     def name(self) -> str:
         return f"{self.kind}:{self.base_name}"
 
+    @abstractmethod
     def figure(self, scores: np.ndarray, accuracies: np.ndarray, base: np.ndarray) -> float:
-        raise NotImplementedError
+        """The figure of one target's ``scores`` with its ``accuracies`` beside the ``base``'s scores."""
 
     def __call__(self, scores: Scores, data: ObjectiveData) -> Outcome:
         per_target = {t: self.figure(scores[data.target_classes[t]], data.accuracies[t], data.bases[t])
