@@ -380,6 +380,12 @@ def space_evaluator(context: RunContext, executor: Executor | None, quiet: bool
     build_cache(cache, plan.requests(search_archs), workers=executor if executor is not None else settings.workers,
                 progress=None if quiet else Progress("statistics", every=15))
     terminals = [terminal_values(a) for a in search_archs]
+    folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
+    objective = search_objective(settings.fitness, folds, settings.cv_mode)
+    # The base of an objective beyond it: fitted per target on the search part, once per run.
+    fitness_choices, bases = context.fitness_bases() if objective.base is not None else (None, None)
+    data = ObjectiveData(context.accuracies("search"), tuple(context.targets), plan.target_classes,
+                         settings.weights, bases or {})
     if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
         scorer = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
         evaluator = make_evaluator("sharded", scorer, plan.keys(), len(search_archs))
@@ -390,12 +396,6 @@ def space_evaluator(context: RunContext, executor: Executor | None, quiet: bool
                                 or hold_mapped(len(search_archs), len(plan.keys())))
         evaluator = make_evaluator(settings.evaluation, stats, terminals=terminals, kernels=settings.kernels,
                                    threads=max(1, settings.workers))
-    folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
-    objective = search_objective(settings.fitness, folds, settings.cv_mode)
-    # The base of an objective beyond it: fitted per target on the search part, once per run.
-    fitness_choices, bases = context.fitness_bases() if objective.base is not None else (None, None)
-    data = ObjectiveData(context.accuracies("search"), tuple(context.targets), plan.target_classes,
-                         settings.weights, bases or {})
     try:
         return FitnessEvaluator(evaluator, data, objective), fitness_choices
     except BaseException:
