@@ -76,9 +76,9 @@ def main() -> None:
     load_seconds = time.perf_counter() - start
     rss_after = peak_rss_mb()
     accuracies = {t: bench.accuracies[t][list(split.search)][: len(archs)] for t in targets}
-    evaluator = FitnessEvaluator(stats, accuracies, targets, plan.target_classes,
-                                 subtree_memo=not args.no_subtree_memo, reduce_early=args.reduce_early,
-                                 kernels=args.kernels, evaluation=args.evaluation)
+    evaluator = FitnessEvaluator.from_statistics(stats, accuracies, targets, plan.target_classes,
+                                                 subtree_memo=not args.no_subtree_memo, reduce_early=args.reduce_early,
+                                                 kernels=args.kernels, evaluation=args.evaluation)
     counting_seconds = evaluator.prepare()
     rss_counted = peak_rss_mb()
     stream = ([json.loads(line)["genome"] for line in Path(args.stream).read_text().splitlines()]

@@ -66,7 +66,7 @@ def main() -> None:
             stats = load_statistics(cache, plan, archs, mapped=True)
             load = time.perf_counter() - start
             accuracies = {t: bench.accuracies[t][:size] for t in TARGETS}
-            evaluator = FitnessEvaluator(stats, accuracies, TARGETS, plan.target_classes)
+            evaluator = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, plan.target_classes)
             rng, times = random.Random(0), []
             with torch_threads(1):
                 while len(times) < args.genomes:

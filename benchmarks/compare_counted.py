@@ -26,7 +26,7 @@ from autoprox.data.cache import load_statistics  # noqa: E402
 from autoprox.genome.tree import parse_genome  # noqa: E402
 from autoprox.networks.statistics import torch_threads  # noqa: E402
 from autoprox.search.context import RunContext  # noqa: E402
-from autoprox.search.fitness import FitnessEvaluator  # noqa: E402
+from autoprox.search.fitness import FitnessEvaluator, convert_record  # noqa: E402
 from autoprox.spaces.descriptors import terminal_values  # noqa: E402
 
 
@@ -43,9 +43,9 @@ def main() -> None:
     archs = context.archs("search")
     stats = load_statistics(context.cache, context.plan, archs, mapped=args.held == "mapped")
     settings = context.settings
-    evaluator = FitnessEvaluator(stats, context.accuracies("search"), context.targets, context.plan.target_classes,
-                                 settings.weights, terminals=[terminal_values(a) for a in archs],
-                                 kernels=settings.kernels, evaluation="counted")
+    evaluator = FitnessEvaluator.from_statistics(stats, context.accuracies("search"), context.targets, context.plan.target_classes,
+                                                 settings.weights, terminals=[terminal_values(a) for a in archs],
+                                                 kernels=settings.kernels, evaluation="counted")
     counting = evaluator.prepare()
     changed_validity, changed_reason, moved, moved_much, largest, movers = [], 0, 0, 0, 0.0, []
     start = time.perf_counter()
@@ -58,8 +58,9 @@ def main() -> None:
             if not record.valid:
                 changed_reason += record.reason != recorded["reason"]
                 continue
-            delta = abs(record.jcm - recorded["jcm"])
-            movers.append((delta, recorded["jcm"], record.jcm, recorded["genome"]))
+            recorded_jcm = convert_record(recorded)["jcm"]  # the plain JCM, in a run of either record layout
+            delta = abs(record.jcm - recorded_jcm)
+            movers.append((delta, recorded_jcm, record.jcm, recorded["genome"]))
             moved += delta > 0
             moved_much += delta > 1e-3
             largest = max(largest, delta) if not math.isnan(delta) else largest

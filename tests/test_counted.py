@@ -105,9 +105,9 @@ def test_statistics_held_as_float32_are_not_counted(session_cache, small_spec, a
         CountedBlocks(as_float32[(0, 100)]).statistic("F1")
     accuracies = {t: af_small.accuracies[t][:2] for t in TARGETS}
     with pytest.raises(ConfigError, match="counted evaluation needs the statistics held as stored float16"):
-        FitnessEvaluator(as_float32, accuracies, TARGETS, ALL_100, evaluation="counted")
+        FitnessEvaluator.from_statistics(as_float32, accuracies, TARGETS, ALL_100, evaluation="counted")
     with pytest.raises(ConfigError, match="unknown evaluation 'fast'; use exact or counted"):
-        FitnessEvaluator(as_float32, accuracies, TARGETS, ALL_100, evaluation="fast")
+        FitnessEvaluator.from_statistics(as_float32, accuracies, TARGETS, ALL_100, evaluation="fast")
 
 
 @pytest.mark.parametrize("genome", [
@@ -187,8 +187,8 @@ def test_a_search_like_stream_gets_the_same_validity_reasons_and_jcm_to_a_pair(a
     bitwise, and a counted JCM moves by at most one flipped pair (1/15 of 6 architectures' 15)."""
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
     terminals = [terminal_values(a, 100) for a in af_small.archs[:6]]
-    exact = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
-    counted = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals, evaluation="counted")
+    exact = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
+    counted = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals, evaluation="counted")
     assert counted.prepare() >= 0 and counted.counted[(0, 100)].nbytes > 0
     rng = random.Random(11)
     trees = [random_template(rng) for _ in range(15)]
@@ -212,8 +212,8 @@ def test_a_search_like_stream_gets_the_same_validity_reasons_and_jcm_to_a_pair(a
 
 def test_uncovered_and_invalid_genomes_take_the_exact_path(af_stats, af_small):
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
-    counted = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, evaluation="counted")
-    exact = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100)
+    counted = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, evaluation="counted")
+    exact = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100)
     for genome, reason in [
         ("to_mean_scalar(softmax(F1))", None),  # row-wise: not covered
         ("to_mean_scalar(element_wise_product(F1, F1g))", None),  # a Hadamard product of two statistics

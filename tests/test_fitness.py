@@ -49,7 +49,7 @@ def accuracies(af_small):
 
 @pytest.fixture
 def evaluator(stats, accuracies):
-    return FitnessEvaluator(stats, accuracies, TARGETS, ALL_100)
+    return FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, ALL_100)
 
 
 def hand_frobenius_scores(arch_stats) -> np.ndarray:
@@ -100,7 +100,7 @@ def test_published_proxy_is_valid_and_matches_score_architecture(evaluator, stat
 
 def test_weights_give_a_weighted_mean(stats, accuracies, evaluator):
     weights = {"c100_kd": 3.0, "imagenet_super": 0.5}
-    weighted = FitnessEvaluator(stats, accuracies, TARGETS, ALL_100, weights).evaluate(parse_genome(FROBENIUS_F1))
+    weighted = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, ALL_100, weights).evaluate(parse_genome(FROBENIUS_F1))
     plain = evaluator.evaluate(parse_genome(FROBENIUS_F1))
     assert weighted.kendall == plain.kendall
     w = {t: weights.get(t, 1.0) for t in TARGETS}
@@ -108,7 +108,7 @@ def test_weights_give_a_weighted_mean(stats, accuracies, evaluator):
     assert weighted.jcm == pytest.approx(expected, abs=1e-12)
     assert weighted.jcm != pytest.approx(plain.jcm, abs=1e-6)
     only_c100 = {"c100_kd": 1.0, "flower_kd": 0.0, "chaoyang_kd": 0.0, "imagenet_super": 0.0}
-    single = FitnessEvaluator(stats, accuracies, TARGETS, ALL_100, only_c100).evaluate(parse_genome(FROBENIUS_F1))
+    single = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, ALL_100, only_c100).evaluate(parse_genome(FROBENIUS_F1))
     assert single.jcm == pytest.approx(plain.kendall["c100_kd"], abs=1e-12)
 
 
@@ -124,7 +124,7 @@ def test_equivalent_genomes_are_memoised(evaluator):
     bad = evaluator.evaluate(parse_genome(NAN_GENOME))
     assert evaluator.evaluate(parse_genome(NAN_GENOME)) is bad and evaluator.evaluations == 3
     # a resumed run's records pre-fill the memo
-    fresh = FitnessEvaluator(evaluator.stats, evaluator.accuracies, TARGETS, ALL_100)
+    fresh = FitnessEvaluator.from_statistics(evaluator.evaluator.stats, evaluator.data.accuracies, TARGETS, ALL_100)
     fresh.remember([first, other])
     assert fresh.evaluate(parse_genome("block_mean(to_mean_scalar(element_wise_sum(F1g, sigmoid(F1))))")) is first
     assert fresh.evaluations == 0
@@ -163,7 +163,7 @@ def test_two_seeds_average_the_scores(session_cache, small_spec, first8):
     loaded = load_statistics(session_cache, plan, first8.archs)
     assert set(loaded) == {(0, 100), (1, 100)} and all(len(v) == 8 for v in loaded.values())
     accuracies = {t: first8.accuracies[t] for t in TARGETS}
-    evaluator = FitnessEvaluator(loaded, accuracies, TARGETS, ALL_100)
+    evaluator = FitnessEvaluator.from_statistics(loaded, accuracies, TARGETS, ALL_100)
     tree = parse_genome(FROBENIUS_F1)
     with torch_threads(1):  # the evaluator's own setting, so that the numbers agree to the bit
         seed0 = np.array([score_architecture(tree, s) for s in loaded[(0, 100)]])
@@ -185,7 +185,7 @@ def test_each_target_uses_its_class_count(session_cache, small_spec, first8):
     loaded = load_statistics(session_cache, plan, first8.archs)
     assert set(loaded) == {(0, 4), (0, 100)}
     accuracies = {t: first8.accuracies[t] for t in classes}
-    evaluator = FitnessEvaluator(loaded, accuracies, list(classes), classes)
+    evaluator = FitnessEvaluator.from_statistics(loaded, accuracies, list(classes), classes)
     # a gradient statistic: it depends on the classifier head's class count
     tree = parse_genome("block_mean(frobenius_norm(F1g))")
     scores = evaluator.architecture_scores(tree)
@@ -205,13 +205,13 @@ def test_each_target_uses_its_class_count(session_cache, small_spec, first8):
 
 def test_misconfigured_evaluator_is_refused(stats, accuracies):
     with pytest.raises(ValueError, match="4-class statistics"):
-        FitnessEvaluator(stats, accuracies, TARGETS, {**ALL_100, "chaoyang_kd": 4})
+        FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, {**ALL_100, "chaoyang_kd": 4})
     with pytest.raises(ValueError, match="no accuracies for target 'c10_kd'"):
-        FitnessEvaluator(stats, accuracies, ["c10_kd"], {"c10_kd": 100})
+        FitnessEvaluator.from_statistics(stats, accuracies, ["c10_kd"], {"c10_kd": 100})
     with pytest.raises(ValueError, match="3 accuracies for 16 architectures"):
-        FitnessEvaluator(stats, {t: a[:3] for t, a in accuracies.items()}, TARGETS, ALL_100)
+        FitnessEvaluator.from_statistics(stats, {t: a[:3] for t, a in accuracies.items()}, TARGETS, ALL_100)
     with pytest.raises(ValueError, match="same architectures"):
-        FitnessEvaluator({(0, 100): stats[(0, 100)], (1, 100): stats[(0, 100)][:4]}, accuracies, TARGETS, ALL_100)
+        FitnessEvaluator.from_statistics({(0, 100): stats[(0, 100)], (1, 100): stats[(0, 100)][:4]}, accuracies, TARGETS, ALL_100)
 
 
 def test_record_json_round_trip(evaluator):

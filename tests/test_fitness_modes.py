@@ -18,10 +18,12 @@ from autoprox.genome.tree import parse_genome
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
-from autoprox.search.fitness import (
-    FitnessEvaluator,
-    FitnessMode,
-    FitnessRecord,
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
+from autoprox.search.objectives import (
+    OBJECTIVES,
+    CrossValidated,
+    JointCorrelation,
+    ObjectiveData,
     combined_figure,
     parse_fitness,
     partial_figure,
@@ -67,7 +69,7 @@ def test_figures_equal_a_hand_computation_on_a_tiny_set():
 
 
 def test_parse_fitness_names_and_refusals():
-    assert parse_fitness("jcm") == FitnessMode()
+    assert parse_fitness("jcm") == JointCorrelation() and parse_fitness("jcm").plain
     assert parse_fitness("partial:blend").name == "partial:blend"
     assert parse_fitness("combined:coarse").weight == 0.5
     assert parse_fitness("combined:params:0.5").name == "combined:params"
@@ -87,29 +89,33 @@ def test_evaluator_records_the_fitness_and_keeps_the_plain_figures(stats, af_sma
     accuracies = {t: af_small.accuracies[t] for t in TARGETS}
     rng = np.random.default_rng(0)
     bases = {t: rng.normal(size=len(af_small)) for t in TARGETS}
-    plain = FitnessEvaluator(stats, accuracies, TARGETS, ALL_100).evaluate(parse_genome(GENOME))
+    plain = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, ALL_100).evaluate(parse_genome(GENOME))
     tree = parse_genome(GENOME)
     for mode, hand in ((parse_fitness("partial:blend"), hand_partial), (parse_fitness("combined:blend"), hand_combined)):
-        evaluator = FitnessEvaluator(stats, accuracies, TARGETS, ALL_100, fitness=mode, bases=bases)
+        evaluator = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, ALL_100, fitness=mode, bases=bases)
         record = evaluator.evaluate(tree)
         scores = evaluator.architecture_scores(tree)[100]
         by_hand = {t: hand(scores, accuracies[t], bases[t]) for t in TARGETS}
-        assert record.valid and record.fitness == mode.name
+        assert record.valid and record.objective == mode.name
         assert record.fitness_targets == pytest.approx(by_hand, abs=1e-12)
-        assert record.jcm == pytest.approx(np.mean(list(by_hand.values())), abs=1e-12)
-        assert record.plain_jcm == plain.jcm and record.kendall == plain.kendall
+        assert record.fitness == pytest.approx(np.mean(list(by_hand.values())), abs=1e-12)
+        # the record keeps its fitness and its plain JCM apart
+        assert record.jcm == plain.jcm and record.kendall == plain.kendall and record.fitness != record.jcm
         data = record.to_json()
-        assert data["fitness"] == mode.name and FitnessRecord.from_json(data) == record
+        assert data["objective"] == mode.name and data["fitness"] == record.fitness and data["jcm"] == plain.jcm
+        assert FitnessRecord.from_json(data) == record
         # cross-validated: each fold's figure on that fold's rows (the base cut to them too)
         folds = [list(range(0, 16, 2)), list(range(1, 16, 2))]
-        folded = FitnessEvaluator(stats, accuracies, TARGETS, ALL_100, fitness=mode, bases=bases,
-                                  folds=folds).evaluate(tree)
+        folded = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, ALL_100, fitness=mode, bases=bases,
+                                                  folds=folds).evaluate(tree)
         fold_hand = [np.mean([hand(scores[f], accuracies[t][f], bases[t][f]) for t in TARGETS]) for f in folds]
-        assert folded.fold_jcm == pytest.approx(fold_hand, abs=1e-12)
-        assert folded.jcm == pytest.approx(np.mean(fold_hand)) and folded.jcm_all == pytest.approx(record.jcm)
-    assert "fitness" not in plain.to_json() and "plain_jcm" not in plain.to_json()
+        assert folded.fold_fitness == pytest.approx(fold_hand, abs=1e-12)
+        assert folded.fitness == pytest.approx(np.mean(fold_hand)) and folded.fitness_all == pytest.approx(record.fitness)
+        assert folded.jcm == plain.jcm
+    assert set(plain.to_json()) == {"genome", "canonical", "valid", "jcm", "kendall", "spearman", "pearson", "reason"}
+    assert plain.fitness == plain.jcm
     with pytest.raises(ConfigError, match="needs the base"):
-        FitnessEvaluator(stats, accuracies, TARGETS, ALL_100, fitness=parse_fitness("partial:params"))
+        FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, ALL_100, fitness=parse_fitness("partial:params"))
 
 
 # ------------------------------------------------------------------ whole searches
@@ -135,20 +141,27 @@ def test_a_partial_search_says_its_fitness_everywhere(partial_run, settings, cap
     config = json.loads((out / "config.json").read_text())
     assert config["settings"]["fitness"] == "partial:blend"
     records = [r for r in _evaluations(out) if r["valid"]]
-    assert records and all(r["fitness"] == "partial:blend" and r["plain_jcm"] is not None for r in records)
+    assert records and all(r["objective"] == "partial:blend" and isinstance(r["fitness"], float) for r in records)
     assert best["fitness"]["name"] == "partial:blend"
     assert set(best["fitness"]["base"]) == set(TARGETS) and best["fitness"]["base"]["c100_kd"]["n"] == 12
     # best.json's figures stay plain: the search part's JCM is the record's plain JCM, not its fitness
     chosen = next(r for r in records if r["canonical"] == best["canonical"])
-    assert best["search"]["jcm"] == pytest.approx(chosen["plain_jcm"])
-    assert best["fitness"]["search"] == pytest.approx(chosen["jcm"])
+    assert best["search"]["jcm"] == pytest.approx(chosen["jcm"])
+    assert best["fitness"]["search"] == chosen["fitness"] and best["fitness"]["plain_jcm"] == chosen["jcm"]
     assert "jcm" in best["test"]
     context = RunContext.open(out)
     choices, _ = context.fitness_bases()
     assert choices == best["fitness"]["base"]
     capsys.readouterr()
     assert main(["show", str(out), "--no-simplify"]) == 0
-    assert "fitness partial:blend: the JCM column" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "fitness partial:blend: the fitness column holds it" in shown
+    hall = json.loads((out / "hall_of_fame.json").read_text())
+    top = hall["entries"][0]
+    assert hall["version"] == 2 and top["fitness"] == max(r["fitness"] for r in records)
+    assert top["jcm"] == next(r["jcm"] for r in records if r["canonical"] == top["canonical"]) != top["fitness"]
+    row = next(line for line in shown.splitlines() if line.startswith("   1"))
+    assert f"{top['fitness']:+.3f}" in row and f"{top['jcm']:+.3f}" in row
 
 
 def test_the_base_sees_the_search_part_only(partial_run, settings, af_small, tmp_path):
@@ -204,3 +217,82 @@ def test_evaluate_and_search_pass_the_fitness_and_resume_checks_it(partial_run, 
     assert main(["search", "--resume", "--out", str(out), "--fitness", "jcm", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--fitness jcm (the run has partial:blend)" in err[0]
+
+
+def test_the_registry_names_every_kind_and_cross_validation_wraps_any(stats, af_small):
+    assert {"jcm", "partial", "combined"} <= set(OBJECTIVES)
+    accuracies = {t: af_small.accuracies[t] for t in TARGETS}
+    data = ObjectiveData(accuracies, TARGETS, ALL_100)
+    scores = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, ALL_100).architecture_scores(
+        parse_genome(GENOME))
+    folds = ((0, 2, 4, 6, 8, 10, 12, 14), (1, 3, 5, 7, 9, 11, 13, 15))
+    worst = CrossValidated(JointCorrelation(), folds, "worst")(scores, data)
+    by_fold = [JointCorrelation()({c: v[list(f)] for c, v in scores.items()}, data.rows(f)).value for f in folds]
+    assert worst.value == min(by_fold) and list(worst.folds) == by_fold
+    assert worst.whole == JointCorrelation()(scores, data).value
+    with pytest.raises(ConfigError, match="fold mode"):
+        CrossValidated(JointCorrelation(), folds, "median")
+
+
+def test_records_of_the_old_layout_are_converted_on_reading():
+    """Runs written before fitness and JCM were kept apart: ``jcm`` held the fitness."""
+    kendall = {"c100_kd": 0.5, "flower_kd": 0.7}
+    base = {"genome": GENOME, "canonical": GENOME, "valid": True, "kendall": kendall, "spearman": {}, "pearson": {},
+            "reason": ""}
+    partial_cv = FitnessRecord.from_json(base | {"jcm": 0.21, "fold_jcm": [0.2, 0.22], "jcm_all": 0.25,
+                                                 "fitness": "partial:blend", "plain_jcm": 0.6,
+                                                 "fitness_targets": {"c100_kd": 0.2, "flower_kd": 0.3}})
+    assert (partial_cv.fitness, partial_cv.jcm, partial_cv.objective) == (0.21, 0.6, "partial:blend")
+    assert partial_cv.fold_fitness == [0.2, 0.22] and partial_cv.fitness_all == 0.25
+    plain_cv = FitnessRecord.from_json(base | {"jcm": 0.55, "fold_jcm": [0.5, 0.6], "jcm_all": 0.6})
+    assert (plain_cv.fitness, plain_cv.jcm, plain_cv.objective, plain_cv.fitness_all) == (0.55, 0.6, "jcm", 0.6)
+    partial = FitnessRecord.from_json(base | {"jcm": 0.3, "fitness": "combined:params", "plain_jcm": 0.6})
+    assert (partial.fitness, partial.jcm, partial.fold_fitness) == (0.3, 0.6, [])
+    plain = FitnessRecord.from_json(base | {"jcm": 0.6})
+    assert plain.fitness == plain.jcm == 0.6 and plain.to_json() == base | {"jcm": 0.6}
+    # read back in the new layout, each stays what it is
+    for record in (partial_cv, plain_cv, partial, plain):
+        assert FitnessRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+
+
+def test_a_registered_objective_is_a_fitness_a_search_can_use(settings, tmp_path):
+    """A new kind is one registered class: ``--fitness spearman`` then searches by the mean Spearman."""
+    from dataclasses import dataclass
+
+    from autoprox.proxies.figures import figures
+    from autoprox.search.evaluators import EVALUATORS, make_evaluator
+    from autoprox.search.objectives import Objective, Outcome, register_objective
+
+    assert {"exact", "counted", "sharded"} <= set(EVALUATORS)
+    with pytest.raises(ConfigError, match="unknown evaluation 'gpu'"):
+        make_evaluator("gpu", {})
+
+    @register_objective("spearman")
+    @dataclass(frozen=True)
+    class MeanSpearman(Objective):
+        @property
+        def name(self) -> str:
+            return "spearman"
+
+        def __call__(self, scores, data) -> Outcome:
+            result = figures(scores, data.accuracies, data.targets, data.target_classes, data.weights)["targets"]
+            per_target = {t: result[t]["spearman"] for t in data.targets}
+            return Outcome(float(np.mean(list(per_target.values()))), per_target, "undefined spearman fitness")
+
+    try:
+        with pytest.raises(ConfigError, match="registered already"):
+            register_objective("spearman")(MeanSpearman)
+        best = run_search(replace(settings, fitness="spearman", evolution=replace(EVOLUTION, iterations=2)),
+                          tmp_path / "spearman", quiet=True)
+        records = [r for r in _evaluations(tmp_path / "spearman") if r["valid"]]
+        for r in records:
+            assert r["objective"] == "spearman"
+            assert r["fitness"] == pytest.approx(np.mean([r["spearman"][t] for t in TARGETS]), abs=1e-12)
+        chosen = next(r for r in records if r["canonical"] == best["canonical"])
+        assert best["fitness"]["search"] == chosen["fitness"] and best["search"]["jcm"] == pytest.approx(chosen["jcm"])
+    finally:
+        from autoprox.search.objectives import OBJECTIVES as registered
+
+        registered.pop("spearman", None)
+    with pytest.raises(ConfigError, match="unknown fitness 'spearman'"):
+        parse_fitness("spearman")

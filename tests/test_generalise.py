@@ -136,27 +136,28 @@ def test_cross_validated_fitness(evaluator_parts):
     stats, accuracies, plan, terminals = evaluator_parts
     folds = make_folds(16, 4, seed=0)
     genome = parse_genome("block_mean(to_mean_scalar(element_wise_abs(F1g)))")
-    mean_eval = FitnessEvaluator(stats, accuracies, TARGETS, plan.target_classes, folds=folds, fold_mode="mean")
-    worst_eval = FitnessEvaluator(stats, accuracies, TARGETS, plan.target_classes, folds=folds, fold_mode="worst")
-    plain = FitnessEvaluator(stats, accuracies, TARGETS, plan.target_classes)
+    mean_eval = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, plan.target_classes, folds=folds, fold_mode="mean")
+    worst_eval = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, plan.target_classes, folds=folds, fold_mode="worst")
+    plain = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, plan.target_classes)
     record, worst, whole = mean_eval.evaluate(genome), worst_eval.evaluate(genome), plain.evaluate(genome)
     scores = plain.architecture_scores(genome)[100]
     by_hand = [np.mean([correlate(scores[f], accuracies[t][f])["kendall"] for t in TARGETS]) for f in folds]
-    assert record.fold_jcm == pytest.approx(by_hand)
-    assert record.jcm == pytest.approx(np.mean(by_hand)) and worst.jcm == pytest.approx(min(by_hand))
-    assert record.jcm_all == pytest.approx(whole.jcm)
+    assert record.fold_fitness == pytest.approx(by_hand)
+    assert record.fitness == pytest.approx(np.mean(by_hand)) and worst.fitness == pytest.approx(min(by_hand))
+    assert record.fitness_all == whole.jcm and record.jcm == whole.jcm == worst.jcm
     assert FitnessRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
-    assert "fold_jcm" not in whole.to_json(), "paper-setting records keep their old form"
+    assert "fold_fitness" not in whole.to_json() and "fitness" not in whole.to_json(), \
+        "paper-setting records keep their old form"
     with pytest.raises(ValueError, match="folds"):
-        FitnessEvaluator(stats, accuracies, TARGETS, plan.target_classes, folds=[[0, 1], [1, 2]])
+        FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, plan.target_classes, folds=[[0, 1], [1, 2]])
 
 
 def test_terminal_genomes_need_terminals_in_the_evaluator(evaluator_parts):
     stats, accuracies, plan, terminals = evaluator_parts
     genome = parse_genome("block_mean(no_op(A_log_params))")
-    without = FitnessEvaluator(stats, accuracies, TARGETS, plan.target_classes).evaluate(genome)
+    without = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, plan.target_classes).evaluate(genome)
     assert not without.valid and "terminals" in without.reason
-    record = FitnessEvaluator(stats, accuracies, TARGETS, plan.target_classes, terminals=terminals).evaluate(genome)
+    record = FitnessEvaluator.from_statistics(stats, accuracies, TARGETS, plan.target_classes, terminals=terminals).evaluate(genome)
     params = [t["A_params"] for t in terminals]
     assert record.kendall["c100_kd"] == pytest.approx(correlate(params, accuracies["c100_kd"])["kendall"])
 

@@ -354,3 +354,27 @@ def test_show_committed_runs(capsys):
     assert rows[("test", "flower_kd")][5:] == ["params", "(+0.883)", "yes"]
     code, text, _ = run_cli(capsys, "show", str(runs / "pit-reference"), "--top", "1", "--no-simplify")
     assert code == 0 and "best.json has no beyond-size report" in text
+
+
+def test_committed_runs_of_the_old_layout_keep_fitness_and_jcm_apart_on_reading():
+    """``runs/ablation/pit-mean-cv`` (cross-validated) was written when ``jcm`` held the fitness: its hall of
+    fame (version 1) and its checkpoint read as the fitness the search ranked by and the plain JCM."""
+    from pathlib import Path
+
+    from autoprox.search.evolution import EvolutionState
+    from autoprox.search.halloffame import load_hall_of_fame
+
+    run = Path(__file__).resolve().parent.parent / "runs" / "ablation" / "pit-mean-cv"
+    written = _hall_file(run)
+    assert written["version"] == 1
+    best = json.loads((run / "best.json").read_text())
+    hall = load_hall_of_fame(run).hall
+    top = hall.entries[0]
+    assert top.canonical == best["canonical"]
+    assert top.fitness == written["entries"][0]["jcm"] == best["cv"]["fitness"]
+    assert top.jcm == pytest.approx(best["search"]["jcm"], abs=1e-12) and top.jcm != top.fitness
+    state = EvolutionState.from_json(json.loads((run / "checkpoint.json").read_text()))
+    parsimony = json.loads((run / "config.json").read_text())["settings"]["evolution"]["parsimony"]
+    chosen = state.overall_best(parsimony)
+    assert chosen.canonical == best["canonical"] and chosen.fitness == best["cv"]["fitness"]
+    assert chosen.fold_fitness == best["cv"]["fold_jcm"] and chosen.jcm == pytest.approx(best["search"]["jcm"], abs=1e-12)

@@ -183,11 +183,11 @@ def test_a_search_like_stream_gets_the_same_records_to_the_tolerance_with_numpy_
     import random
 
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
-    by_torch = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100)
-    by_numpy = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, kernels="numpy")
-    early_torch = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, reduce_early=True)
-    early_numpy = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, kernels="numpy", reduce_early=True)
-    assert by_numpy.kernels == "numpy" and by_torch.kernels == "torch"
+    by_torch = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100)
+    by_numpy = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, kernels="numpy")
+    early_torch = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, reduce_early=True)
+    early_numpy = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, kernels="numpy", reduce_early=True)
+    assert by_numpy.evaluator.kernels == "numpy" and by_torch.evaluator.kernels == "torch"
     rng = random.Random(5)
     trees = [random_template(rng) for _ in range(12)]
     used_fast = 0
@@ -203,7 +203,7 @@ def test_a_search_like_stream_gets_the_same_records_to_the_tolerance_with_numpy_
             assert sum(a.kendall[t] == b.kendall[t] for t in TARGETS) >= 3 or a.jcm == pytest.approx(b.jcm, abs=0.2)
     assert used_fast > 20
     with pytest.raises(ConfigError, match="unknown kernel set"):
-        FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, kernels="jax")
+        FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, kernels="jax")
 
 
 def test_settings_record_the_kernels_only_when_not_torch():

@@ -122,8 +122,8 @@ def test_sharded_scores_equal_local_fitness_to_the_last_digit(cluster_executor, 
     plan = StatsPlan(small_spec, (0, 1), {"c100_kd": 100})
     terminals = [terminal_values(a) for a in archs]
     stats = load_statistics(session_cache, plan, archs)
-    local = FitnessEvaluator(stats, {"c100_kd": af_small.accuracies["c100_kd"][:10]}, ["c100_kd"],
-                             plan.target_classes, terminals=terminals)
+    local = FitnessEvaluator.from_statistics(stats, {"c100_kd": af_small.accuracies["c100_kd"][:10]}, ["c100_kd"],
+                                             plan.target_classes, terminals=terminals)
     sharded = ShardedScorer(cluster_executor.client, session_cache, plan, archs, terminals)
     assert len(sharded.actors) == 2
     for genome in GENOMES:

@@ -128,7 +128,7 @@ def test_score_archs_for_a_genome(af_small, session_cache, small_spec, plan):
     assert np.ptp(scores[100]) > 0
     # the very numbers fitness works with, whatever the caller's thread count
     stats = load_statistics(session_cache, plan, archs)
-    evaluator = FitnessEvaluator(stats, {"c100_kd": af_small.accuracies["c100_kd"][:4]}, ["c100_kd"], {"c100_kd": 100})
+    evaluator = FitnessEvaluator.from_statistics(stats, {"c100_kd": af_small.accuracies["c100_kd"][:4]}, ["c100_kd"], {"c100_kd": 100})
     for threads in (1, 2):
         with torch_threads(threads):
             np.testing.assert_array_equal(evaluator.architecture_scores(proxy.genome)[100], scores[100])

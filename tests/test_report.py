@@ -94,7 +94,7 @@ def check_run_tables(report, run: Path, test_columns: bool) -> None:
     assert len(rows) == min(20, len(hall.entries))
     chosen_rank = None
     for rank, (row, entry) in enumerate(zip(rows, hall.entries), start=1):
-        assert row[0].rstrip("*") == str(rank) and row[1] == fmt(entry.jcm) and row[2] == str(entry.complexity)
+        assert row[0].rstrip("*") == str(rank) and row[1] == fmt(entry.fitness) and row[2] == str(entry.complexity)
         assert row[4:4 + len(targets)] == [fmt(entry.kendall[t]) for t in targets]
         assert row[-1] == str(entry.iteration)
         if row[0].endswith("*"):  # best.json's genome, or the simpler one of the same behaviour the hall keeps

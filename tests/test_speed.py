@@ -106,8 +106,8 @@ def af_stats(session_cache, small_spec, af_small):
 def test_subtree_memo_gives_bitwise_identical_records(af_stats, af_small):
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
     terminals = [terminal_values(a, 100) for a in af_small.archs[:6]]
-    memoised = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
-    plain = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals, subtree_memo=False)
+    memoised = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
+    plain = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals, subtree_memo=False)
     rng = random.Random(12)
     free_space = GenomeSpace("free", ("block_mean", "block_sum"), arch_terminals=True)
     trees, tree = [], random_template(rng)
@@ -118,13 +118,13 @@ def test_subtree_memo_gives_bitwise_identical_records(af_stats, af_small):
     trees += [random_tree(rng, free_space) for _ in range(120)]
     hits = 0
     for tree in trees:
-        before = sum(v is not None for m in memoised.subtree_memos[(0, 100)] for vs in m.table.values() for v in vs)
+        before = sum(v is not None for m in memoised.evaluator.subtree_memos[(0, 100)] for vs in m.table.values() for v in vs)
         a, b = memoised.evaluate(tree).to_json(), plain.evaluate(tree).to_json()
         assert json.dumps(a) == json.dumps(b)
-        after = sum(v is not None for m in memoised.subtree_memos[(0, 100)] for vs in m.table.values() for v in vs)
+        after = sum(v is not None for m in memoised.evaluator.subtree_memos[(0, 100)] for vs in m.table.values() for v in vs)
         hits += after == before and a["valid"]
     assert hits > 0  # some genomes were answered from kept subtrees
-    assert any(memo.table for memo in memoised.subtree_memos[(0, 100)])
+    assert any(memo.table for memo in memoised.evaluator.subtree_memos[(0, 100)])
 
 
 @pytest.mark.parametrize("threads", [2, 4])
@@ -133,8 +133,8 @@ def test_scoring_threads_give_bitwise_identical_records_and_the_same_first_failu
     an invalid genome, which names the first architecture that failed) is the one-thread record."""
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
     terminals = [terminal_values(a, 100) for a in af_small.archs[:6]]
-    threaded = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals, threads=threads)
-    single = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
+    threaded = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals, threads=threads)
+    single = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
     rng = random.Random(21)
     free_space = GenomeSpace("free", ("block_mean", "block_sum"), arch_terminals=True)
     trees = [random_template(rng) for _ in range(60)] + [random_tree(rng, free_space) for _ in range(60)]
@@ -387,8 +387,8 @@ def test_reducing_early_changes_no_committed_proxys_validity_and_barely_its_figu
     """A search's records with and without reducing early: the same validity and reasons, JCM within 1e-9
     unless a near-tie of scores flips (then within a pair's weight), on genomes drawn as a search draws them."""
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
-    exact = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100)
-    early = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, reduce_early=True)
+    exact = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100)
+    early = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, reduce_early=True)
     rng = random.Random(7)
     tree, flips, valid = random_template(rng), 0, 0
     for index in range(80):
@@ -400,7 +400,7 @@ def test_reducing_early_changes_no_committed_proxys_validity_and_barely_its_figu
             flips += not math.isclose(a.jcm, b.jcm, abs_tol=1e-9)
             assert abs(a.jcm - b.jcm) <= 2 / 15 + 1e-9  # one of the 15 pairs of 6 architectures at most
     assert valid > 10 and flips <= max(1, valid // 20)
-    assert any(len(memo.branches) for memo in early.subtree_memos[(0, 100)])
+    assert any(len(memo.branches) for memo in early.evaluator.subtree_memos[(0, 100)])
 
 
 def test_reducing_early_needs_the_memo(af_stats, af_small):
@@ -408,7 +408,7 @@ def test_reducing_early_needs_the_memo(af_stats, af_small):
 
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
     with pytest.raises(ConfigError, match="subtree memo"):
-        FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, subtree_memo=False, reduce_early=True)
+        FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, subtree_memo=False, reduce_early=True)
 
 
 def test_large_searches_memory_map_their_statistics_and_score_the_same(af_stats, af_small, session_cache, small_spec):
@@ -421,8 +421,8 @@ def test_large_searches_memory_map_their_statistics_and_score_the_same(af_stats,
     mapped = load_statistics(session_cache, StatsPlan(small_spec, (0,), ALL_100), af_small.archs[:6], mapped=True)
     accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
     terminals = [terminal_values(a, 100) for a in af_small.archs[:6]]
-    held = FitnessEvaluator(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
-    maps = FitnessEvaluator(mapped, accuracies, TARGETS, ALL_100, terminals=terminals)
+    held = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, terminals=terminals)
+    maps = FitnessEvaluator.from_statistics(mapped, accuracies, TARGETS, ALL_100, terminals=terminals)
     rng = random.Random(5)
     for _ in range(12):
         tree = random_template(rng, GenomeSpace(aggregations=("block_mean", "block_sum"), arch_terminals=True))

@@ -50,7 +50,7 @@ from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
-from autoprox.search.fitness import scaled_ranks
+from autoprox.search.objectives import scaled_ranks
 from autoprox.search.multispace import MultiRunContext
 from autoprox.search.rundir import RunDirectory, read_json
 from autoprox.search.settings import SearchSettings

@@ -256,7 +256,7 @@ def _hall_section(hall, best, test, formulas, fitness, context_note, memo) -> st
     groups += [("", 1)]
     rows, classes = [], []
     for rank, entry in enumerate(rows_in, start=1):
-        row = [Cell(f"{rank}{'*' if chosen(entry) else ''}"), num(entry.jcm), Cell(str(entry.complexity)),
+        row = [Cell(f"{rank}{'*' if chosen(entry) else ''}"), num(entry.fitness), Cell(str(entry.complexity)),
                formula_cell(formulas[entry.genome], memo, f"hof{rank}"), *(num(entry.kendall.get(t)) for t in targets)]
         if test is not None:
             block = test.get(entry.canonical) or {}
@@ -273,9 +273,9 @@ def _hall_section(hall, best, test, formulas, fitness, context_note, memo) -> st
     legend = LEGEND + ("; " + SPREAD_LEGEND if any(uses_spread_terminals(parse_genome(e.canonical)) for e in rows_in)
                        else "")
     body += f'<p class="note">{esc(legend)}</p>'
-    points = [(e.complexity, e.jcm) for e in rows_in]
-    front = [(e.complexity, e.jcm) for e in hall.pareto]
-    marked = next(((e.complexity, e.jcm) for e in [*rows_in, *hall.pareto] if chosen(e)), None)
+    points = [(e.complexity, e.fitness) for e in rows_in]
+    front = [(e.complexity, e.fitness) for e in hall.pareto]
+    marked = next(((e.complexity, e.fitness) for e in [*rows_in, *hall.pareto] if chosen(e)), None)
     body += figure(svg.pareto_svg(points, front, marked, fitness, "pareto"),
                    "Grey: the hall of fame; blue: the Pareto front over every valid genome evaluated (no other genome "
                    "has a fitness at least as high with at most as many nodes); star: the chosen proxy.",

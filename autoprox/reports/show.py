@@ -164,7 +164,10 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     lines.append(f"hall of fame ({source}); top {len(rows)} of {len(hall.entries)} kept; "
                  "search-split figures; * = the proxy best.json holds")
     widths = [max(len(t), 6) for t in targets]
-    header = f"{'rank':>5}  {'JCM':>6}  " + "  ".join(f"{t:>{w}}" for t, w in zip(targets, widths)) + "  nodes  formula"
+    # A run whose fitness is not the plain JCM shows both: the fitness ranks, the JCM beside it.
+    plain = _plain_fitness(settings)
+    lead = f"{'JCM':>6}" if plain else f"{'fitness':>7}  {'JCM':>6}"
+    header = f"{'rank':>5}  {lead}  " + "  ".join(f"{t:>{w}}" for t, w in zip(targets, widths)) + "  nodes  formula"
     lines.append(header)
     first_rank: dict[str, int] = {}
     for rank, entry in enumerate(rows, start=1):
@@ -173,7 +176,8 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         text = by_canonical[entry.canonical].text
         same = f"   (same formula as #{first_rank[text]})" if text in first_rank else ""
         first_rank.setdefault(text, rank)
-        lines.append(f"{rank:>4}{mark}  {format_float(entry.jcm)}  {taus}  {entry.complexity:>5}  {text}{same}")
+        figure = format_float(entry.jcm) if plain else f"{format_float(entry.fitness):>7}  {format_float(entry.jcm)}"
+        lines.append(f"{rank:>4}{mark}  {figure}  {taus}  {entry.complexity:>5}  {text}{same}")
     alike = next((r for r, e in enumerate(rows, start=1) if is_best(e) and e.canonical != best_canonical), None)
     if alike is not None:
         lines.append(f"best.json holds {best['genome']}, kept as #{alike} (the same ranking: the hall keeps one genome per ranking, the simplest)")
@@ -192,11 +196,13 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
             notes.append(f"  #{rank}: {formula.note}")
     if notes:
         lines += ["notes:"] + notes
-    lines.append("Pareto front of JCM against complexity (every valid genome seen):")
+    lines.append(f"Pareto front of {'JCM' if plain else 'fitness'} against complexity (every valid genome seen):")
     for entry in hall.pareto:
         rank = hall.rank_of(entry.canonical)
         label = f"#{rank}" if rank and rank <= len(rows) else by_canonical[entry.canonical].text
-        lines.append(f"  {entry.complexity:>3} nodes  JCM {format_float(entry.jcm)}  {label}")
+        figure = f"JCM {format_float(entry.jcm)}" if plain else \
+            f"fitness {format_float(entry.fitness)}  JCM {format_float(entry.jcm)}"
+        lines.append(f"  {entry.complexity:>3} nodes  {figure}  {label}")
     if latex:
         lines.append("LaTeX:")
         lines += [f"  #{rank}: {by_canonical[e.canonical].latex}" for rank, e in enumerate(rows, start=1)]
@@ -252,10 +258,13 @@ BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Ken
 def _setting_lines(settings: Mapping, config: Mapping, best: Mapping | None) -> list[str]:
     """What a run's fitness, split and restarts make of the figures below (nothing for the paper's setting)."""
     lines = []
-    fitness = settings.get("fitness", "jcm")
-    if fitness != "jcm":
-        lines.append(f"fitness {fitness}: the JCM column (and the Pareto front's) holds this fitness on the search "
-                     "split; the per-target columns hold the plain Kendall")
+    if not _plain_fitness(settings):
+        fitness = settings.get("fitness", "jcm")
+        folds = settings.get("cv_folds") or 0
+        what = fitness + (f", the {settings.get('cv_mode', 'mean')} over {folds} folds of the search split" if folds
+                          else "")
+        lines.append(f"fitness {what}: the fitness column holds it (what the search ranked by); JCM and the "
+                     "per-target columns hold the plain JCM and Kendall on the search split")
     split = config.get("split")
     if isinstance(split, Mapping) and split.get("test") == []:
         lines.append("no test part: the search used every architecture")
@@ -264,6 +273,11 @@ def _setting_lines(settings: Mapping, config: Mapping, best: Mapping | None) -> 
         lines.append(f"restarts: {restarts.get('made')} of {restarts.get('allowed')} made; the best proxy is the best "
                      "of every population")
     return lines
+
+
+def _plain_fitness(settings: Mapping) -> bool:
+    """Whether a run's recorded settings make its fitness the plain JCM (the paper's: ``jcm``, no folds)."""
+    return settings.get("fitness", "jcm") == "jcm" and not settings.get("cv_folds")
 
 
 def _no_part(block) -> bool:

@@ -141,15 +141,15 @@ class RunContext:
         return context
 
     def fitness_bases(self) -> tuple[dict[str, dict], dict[str, np.ndarray]]:
-        """The fitness mode's base (``settings.fitness``, not ``jcm``), fitted per target on the search part
+        """The base of the objective ``settings.fitness`` names (one beyond a base), fitted per target on the search part
         alone: ``(choices, scores)``, the choice per target (plain JSON) and its scores on the search part.
 
         Only the search part's accuracies reach the fitting
         (:func:`autoprox.proxies.baselines.choose_baselines`); the test part is never seen.
         """
         mode = self.settings.fitness_mode
-        if mode.plain:
-            raise ConfigError("fitness jcm has no base")
+        if mode.base is None:
+            raise ConfigError(f"fitness {mode.name} has no base")
         columns = descriptor_columns(self.bench.archs)
         search = self.indices("search")
         choices = choose_baselines(columns, self.bench.accuracies, search, self.targets, [mode.base])[mode.base]

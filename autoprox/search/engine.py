@@ -98,12 +98,12 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
         "params": {part: context.evaluate(params, part, workers=1) if part in parts else {"none": absent}
                    for part in ("search", "test")},
         "genome_space": settings.genome_space.to_json(),
-        "cv": {"folds": settings.cv_folds, "mode": settings.cv_mode, "fitness": record.jcm,
-               "fold_jcm": record.fold_jcm} if settings.cv_folds else None,
+        "cv": {"folds": settings.cv_folds, "mode": settings.cv_mode, "fitness": record.fitness,
+               "fold_jcm": record.fold_fitness} if settings.cv_folds else None,
         "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     if not settings.fitness_mode.plain:
-        report["fitness"] = {"name": settings.fitness, "search": record.jcm, "plain_jcm": record.plain_jcm,
+        report["fitness"] = {"name": settings.fitness, "search": record.fitness, "plain_jcm": record.jcm,
                              "targets": record.fitness_targets, "base": fitness_choices}
     if "jcm" in report["search"] and "jcm" in report["test"]:
         report["generalisation_gap"] = report["search"]["jcm"] - report["test"]["jcm"]
@@ -339,7 +339,7 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
                 if on_checkpoint is not None:
                     on_checkpoint(run)
                 if ticker:
-                    best_so_far = hall.entries[0].jcm if hall.entries else None
+                    best_so_far = hall.entries[0].fitness if hall.entries else None
                     ticker(state.iteration, evo.iterations,
                            note=None if best_so_far is None else f"best {fitness_label} {best_so_far:+.3f}")
         except KeyboardInterrupt:
@@ -358,7 +358,7 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
              + f"): stopped at iteration {state.iteration} of {evo.iterations}", quiet)
     if evo.restarts:
         report["restarts"] = {"made": state.restarts, "allowed": evo.restarts,
-                              "elites": [{"genome": m.genome, "fitness": m.jcm} for m in state.elites]}
+                              "elites": [{"genome": m.genome, "fitness": m.fitness} for m in state.elites]}
     run.write_best(report)
     if signalled:
         print(f"stopped at iteration {state.iteration}; continue with: {hint}", file=sys.stderr, flush=True)

@@ -1,11 +1,11 @@
 """The evolutionary proxy search of the Auto-Prox paper (Algorithm 1), elitism-preserving.
 
-Each iteration draws a random sample of the population, takes its top-k by JCM,
-picks a parent at random among them and mutates it. The child joins only if
-``JCM(child) - JCM(parent) >= margin``; otherwise the parent is mutated again, up
-to ``retry_cap`` times, after which the iteration adds nothing. When a child joins,
-the member with the lowest JCM leaves. The population never holds two genomes with
-the same canonical form.
+Each iteration draws a random sample of the population, takes its top-k by fitness
+(a record's ``fitness``: the JCM in the paper's setting), picks a parent at random among
+them and mutates it. The child joins only if ``fitness(child) - fitness(parent) >= margin``;
+otherwise the parent is mutated again, up to ``retry_cap`` times, after which the
+iteration adds nothing. When a child joins, the member with the lowest fitness leaves.
+The population never holds two genomes with the same canonical form.
 
 All randomness comes from the ``random.Random`` passed in; its state is part of the
 checkpoint, so a resumed search continues exactly where it stopped.
@@ -45,9 +45,9 @@ class EvolutionConfig:
     gene_probability: float = 0.5
     seed: int = 0
     max_init_attempts: int = 5000
-    #: Parsimony tie-break: at equal JCM the proxy with fewer nodes ranks higher.
+    #: Parsimony tie-break: at equal fitness the proxy with fewer nodes ranks higher.
     parsimony: bool = False
-    #: Stop after this many iterations without a better best JCM (None: run every iteration, the paper's).
+    #: Stop after this many iterations without a better best fitness (None: run every iteration, the paper's).
     patience: int | None = None
     #: After a stall (``patience``), start again from a new random population this many times at
     #: most (0: never, the paper's); the run's best proxy is the best over every population.
@@ -137,9 +137,9 @@ class EvolutionState:
 
 
 def stalled(best_jcms: Sequence[float], patience: int | None) -> bool:
-    """Whether the last ``patience`` iterations brought no better best JCM.
+    """Whether the last ``patience`` iterations brought no better best fitness.
 
-    ``best_jcms`` holds the population's best JCM after each iteration (the ``best_jcm`` of
+    ``best_jcms`` holds the population's best fitness after each iteration (the ``best_jcm`` of
     ``log.jsonl``), so a resumed run decides as an uninterrupted one does.
     """
     if patience is None or len(best_jcms) <= patience:
@@ -163,10 +163,11 @@ def fitness_record(data: Any) -> FitnessRecord:
     if not (isinstance(record.genome, str) and isinstance(record.canonical, str) and isinstance(record.valid, bool)):
         raise RunDirError("an evaluation record needs a genome and a canonical string and a valid flag")
     if record.valid:
-        scores = [record.jcm, *record.kendall.values()]
+        scores = [record.fitness, record.jcm, *record.kendall.values()]
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in scores) \
-                or not math.isfinite(record.jcm) or not all(isinstance(t, str) for t in record.kendall):
-            raise RunDirError(f"evaluation record of {record.genome[:60]} has no finite JCM and Kendall taus")
+                or not math.isfinite(record.fitness) or not math.isfinite(record.jcm) \
+                or not all(isinstance(t, str) for t in record.kendall):
+            raise RunDirError(f"evaluation record of {record.genome[:60]} has no finite fitness, JCM and Kendall taus")
         try:
             parse_genome(record.genome)
         except GenomeError as exc:
@@ -180,8 +181,8 @@ def complexity(record: FitnessRecord) -> int:
 
 
 def rank_key(record: FitnessRecord, parsimony: bool = False) -> tuple:
-    """Sort key, larger is better: the JCM, then (with parsimony) fewer nodes."""
-    return (record.jcm, -complexity(record)) if parsimony else (record.jcm,)
+    """Sort key, larger is better: the fitness, then (with parsimony) fewer nodes."""
+    return (record.fitness, -complexity(record)) if parsimony else (record.fitness,)
 
 
 def rng_state_to_json(rng: random.Random) -> list:
@@ -295,7 +296,7 @@ def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: Evol
             continue
         if child.canonical in members:
             continue
-        if child.jcm - parent.jcm >= config.margin:
+        if child.fitness - parent.fitness >= config.margin:
             accepted = child
             break
     if accepted is not None:
@@ -308,15 +309,16 @@ def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: Evol
     state.elapsed += time.perf_counter() - start
     state.rng_state = rng_state_to_json(rng)
     best = state.best(config.parsimony)
-    jcms = [m.jcm for m in population]
+    values = [m.fitness for m in population]
+    # The log's *_jcm fields hold the fitness (the JCM in the paper's setting), as they always did.
     return {
         "iteration": iteration,
-        "best_jcm": best.jcm,
-        "mean_jcm": sum(jcms) / len(jcms),
+        "best_jcm": best.fitness,
+        "mean_jcm": sum(values) / len(values),
         "best_kendall": best.kendall,
         "best_genome": best.genome,
-        "parent_jcm": parent.jcm,
-        "child_jcm": accepted.jcm if accepted else None,
+        "parent_jcm": parent.fitness,
+        "child_jcm": accepted.fitness if accepted else None,
         "accepted": accepted is not None,
         "attempts": attempts,
         "evaluations": fresh,
@@ -346,8 +348,8 @@ def restart_step(state: EvolutionState, evaluator: FitnessEvaluator, config: Evo
     state.rng_state = rng_state_to_json(rng)
     best = state.best(config.parsimony)
     return {
-        "iteration": iteration, "restart": state.restarts, "best_jcm": best.jcm,
-        "mean_jcm": sum(m.jcm for m in population) / len(population), "best_kendall": best.kendall,
+        "iteration": iteration, "restart": state.restarts, "best_jcm": best.fitness,
+        "mean_jcm": sum(m.fitness for m in population) / len(population), "best_kendall": best.kendall,
         "best_genome": best.genome, "parent_jcm": None, "child_jcm": None, "accepted": False, "attempts": 0,
         "evaluations": fresh, "invalid": invalid, "total_evaluations": state.evaluations,
         "elapsed": round(state.elapsed, 3),

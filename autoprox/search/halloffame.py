@@ -4,17 +4,23 @@ The population only holds what survived; a good child that missed the acceptance
 margin, or a member pushed out later, is still worth reading. The hall of fame
 keeps, over every genome a search evaluated:
 
-* ``entries``: the ``capacity`` best distinct valid genomes, ranked by search-split JCM
-  (ties: fewer nodes first, then the canonical string), each with its per-target
-  Kendall tau, its complexity and the iteration it was first evaluated in. Distinct
+* ``entries``: the ``capacity`` best distinct valid genomes, ranked by search-split fitness
+  (a record's ``fitness``: the JCM in the paper's setting; ties: fewer nodes first, then the
+  canonical string), each with its fitness, its plain JCM, its per-target Kendall tau, its
+  complexity and the iteration it was first evaluated in. Distinct
   means distinct in behaviour: genomes with the same canonical form, or with the same
   Kendall tau on every target of the search split (the same ranking of the search
   architectures, in practice: a width term written six ways), count once, by the
   simplest of them (fewest nodes, then the canonical string). A hall of fame read
   from a file written before this rule is brought to it on reading;
-* ``pareto``: the Pareto front of JCM against complexity over every valid genome
-  seen (no other genome has a JCM at least as high with at most as many nodes, one
+* ``pareto``: the Pareto front of fitness against complexity over every valid genome
+  seen (no other genome has a fitness at least as high with at most as many nodes, one
   of the two strictly), ordered by complexity.
+
+``hall_of_fame.json`` version 2 records each entry's ``fitness`` and ``jcm``; version 1 (runs
+made before the two were kept apart) had ``jcm`` alone, holding the fitness: it is read as the
+fitness, and the plain JCM is computed again from the entry's Kendall taus and the run's
+weights (:func:`recorded_weights`), the very sum the search made.
 
 Complexity is the node count (:func:`autoprox.genome.tree.tree_size`) of the genome's
 canonical form: ``no_op`` nodes do nothing and are not counted, so the paper's
@@ -36,6 +42,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from autoprox.core.atomic import atomic_write_json
+from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.errors import RunDirError
 from autoprox.genome.tree import (
     GenomeError,
@@ -49,13 +56,14 @@ from autoprox.search.rundir import RunDirectory, read_json
 
 HALL_OF_FAME = "hall_of_fame.json"
 FORMAT = "autoprox-hall-of-fame"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 DEFAULT_CAPACITY = 20
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One proxy of the hall of fame (search-split figures)."""
+    """One proxy of the hall of fame (search-split figures): ``fitness`` (what the hall ranks by; None
+    given: the plain JCM) and ``jcm``, the plain JCM."""
 
     genome: str
     canonical: str
@@ -63,9 +71,14 @@ class Entry:
     kendall: dict[str, float]
     complexity: int
     iteration: int
+    fitness: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.fitness is None:
+            object.__setattr__(self, "fitness", self.jcm)
 
     def sort_key(self) -> tuple:
-        return (-self.jcm, self.complexity, self.canonical)
+        return (-self.fitness, self.complexity, self.canonical)
 
     @property
     def signature(self) -> tuple:
@@ -73,27 +86,35 @@ class Entry:
         return tuple(sorted(self.kendall.items()))
 
     def dominates(self, other: "Entry") -> bool:
-        """At least as good on both axes (higher JCM, fewer nodes), strictly on one."""
-        return (self.jcm >= other.jcm and self.complexity <= other.complexity
-                and (self.jcm > other.jcm or self.complexity < other.complexity))
+        """At least as good on both axes (higher fitness, fewer nodes), strictly on one."""
+        return (self.fitness >= other.fitness and self.complexity <= other.complexity
+                and (self.fitness > other.fitness or self.complexity < other.complexity))
 
     def to_json(self) -> dict:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Mapping) -> "Entry":
-        """Read an entry from disk, checking every field (the genome is re-parsed, never evaluated)."""
+    def from_json(cls, data: Mapping, version: int = FORMAT_VERSION, weights: Mapping[str, float] | None = None
+                  ) -> "Entry":
+        """Read an entry from disk, checking every field (the genome is re-parsed, never evaluated).
+
+        An entry of format ``version`` 1 holds its fitness as ``jcm``; its plain JCM is computed
+        from its Kendall taus with the run's JCM ``weights``.
+        """
         if not isinstance(data, Mapping):
             raise RunDirError("a hall-of-fame entry must be an object")
         if not isinstance(data["genome"], str):
             raise RunDirError("a hall-of-fame entry's genome must be a string")
         tree = parse_genome(data["genome"])
-        jcm = float(data["jcm"])
-        if not math.isfinite(jcm):
-            raise RunDirError("a hall-of-fame entry has no finite JCM")
         kendall = {str(t): float(v) for t, v in dict(data["kendall"]).items()}
+        if version < 2:
+            fitness, jcm = float(data["jcm"]), joint_metric(kendall, weights)
+        else:
+            fitness, jcm = float(data["fitness"]), float(data["jcm"])
+        if not (math.isfinite(fitness) and math.isfinite(jcm)):
+            raise RunDirError("a hall-of-fame entry has no finite fitness and JCM")
         return cls(genome_to_string(tree), canonical_string(tree), jcm, kendall,
-                   int(data["complexity"]), int(data["iteration"]))
+                   int(data["complexity"]), int(data["iteration"]), fitness)
 
 
 def complexity_of(canonical: str) -> int:
@@ -103,7 +124,7 @@ def complexity_of(canonical: str) -> int:
 
 @dataclass
 class HallOfFame:
-    """Best distinct proxies and the JCM/complexity Pareto front, updated one record at a time."""
+    """Best distinct proxies and the fitness/complexity Pareto front, updated one record at a time."""
 
     capacity: int = DEFAULT_CAPACITY
     targets: list[str] = field(default_factory=list)
@@ -123,13 +144,13 @@ class HallOfFame:
             record = FitnessRecord.from_json({k: v for k, v in record.items() if k != "iteration"})
         self.evaluated += 1
         self.iteration = max(self.iteration, int(iteration))
-        if not record.valid or record.jcm is None or not math.isfinite(record.jcm):
+        if not record.valid or record.fitness is None or not math.isfinite(record.fitness):
             return False
         self.valid += 1
         if not self.targets:
             self.targets = list(record.kendall)
         entry = Entry(record.genome, record.canonical, float(record.jcm), dict(record.kendall),
-                      complexity_of(record.canonical), int(iteration))
+                      complexity_of(record.canonical), int(iteration), float(record.fitness))
         changed = self._enter_top(entry)
         changed = self._enter_front(entry) or changed
         return changed
@@ -153,7 +174,7 @@ class HallOfFame:
         if any(e.canonical == entry.canonical or e.dominates(entry) for e in self.pareto):
             return False
         self.pareto = [e for e in self.pareto if not entry.dominates(e)] + [entry]
-        self.pareto.sort(key=lambda e: (e.complexity, -e.jcm, e.canonical))
+        self.pareto.sort(key=lambda e: (e.complexity, -e.fitness, e.canonical))
         return True
 
     def rank_of(self, canonical: str) -> int | None:
@@ -177,18 +198,20 @@ class HallOfFame:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping) -> "HallOfFame":
-        """Read a ``hall_of_fame.json`` object; RunDirError saying what is wrong when it is malformed."""
+    def from_json(cls, data: Mapping, weights: Mapping[str, float] | None = None) -> "HallOfFame":
+        """Read a ``hall_of_fame.json`` object; RunDirError saying what is wrong when it is malformed.
+        ``weights``: the run's JCM weights, which a version-1 file's plain JCMs are computed with."""
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise RunDirError("not a hall-of-fame file")
         try:
-            if int(data.get("version", 0)) > FORMAT_VERSION:
+            version = int(data.get("version", 0))
+            if version > FORMAT_VERSION:
                 raise RunDirError(f"hall-of-fame format version {data['version']} is newer than this autoprox")
             return cls(
                 capacity=int(data["capacity"]),
                 targets=[str(t) for t in data["targets"]],
-                entries=distinct_entries(Entry.from_json(e) for e in data["entries"]),
-                pareto=[Entry.from_json(e) for e in data["pareto"]],
+                entries=distinct_entries(Entry.from_json(e, version, weights) for e in data["entries"]),
+                pareto=[Entry.from_json(e, version, weights) for e in data["pareto"]],
                 evaluated=int(data["evaluated"]),
                 valid=int(data["valid"]),
                 iteration=int(data["iteration"]),
@@ -240,6 +263,21 @@ def holds_proxy(entry: Entry, canonical: str | None, kendall: Mapping[str, float
         abs(float(entry.kendall[t]) - float(kendall[t])) <= 1e-12 for t in kendall)
 
 
+def recorded_weights(config: Mapping) -> dict[str, float]:
+    """The JCM weight of each target a run's ``config.json`` records (absent: 1); for a multi-space run,
+    of each ``SPACE/TARGET`` pair: its benchmark's weight times its target's."""
+    settings = config.get("settings") if isinstance(config, Mapping) else None
+    if not isinstance(settings, Mapping):
+        return {}
+    weights = {str(t): float(w) for t, w in (settings.get("weights") or {}).items()}
+    if not isinstance(settings.get("bench"), list):
+        return weights
+    benches = {str(s): float(w) for s, w in (settings.get("bench_weights") or {}).items()}
+    targets = set(weights) | set(settings.get("targets") or ())
+    spaces = config.get("spaces") or list(benches)
+    return {f"{space}/{t}": benches.get(space, 1.0) * weights.get(t, 1.0) for space in spaces for t in targets}
+
+
 def write_hall_of_fame(run: RunDirectory, hall: HallOfFame) -> None:
     atomic_write_json(run.file(HALL_OF_FAME), hall.to_json())
 
@@ -267,7 +305,7 @@ def load_hall_of_fame(run: RunDirectory | str | Path, capacity: int | None = Non
     note, hall = "", None
     if path.is_file():
         try:
-            hall = HallOfFame.from_json(read_json(path))
+            hall = HallOfFame.from_json(read_json(path), recorded_weights(run.config()))
         except (RunDirError, ValueError, KeyError, TypeError, GenomeError) as exc:
             note = f"{HALL_OF_FAME} unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
     try:
@@ -286,15 +324,3 @@ def load_hall_of_fame(run: RunDirectory | str | Path, capacity: int | None = Non
 
 
 # ---------------------------------------------------------------- autoprox show
-
-
-
-
-
-
-
-
-
-
-
-

@@ -34,7 +34,9 @@ from autoprox.genome.tree import (
 )
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext, config_header
+from autoprox.search.evaluators import make_evaluator
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness, make_folds
+from autoprox.search.objectives import ObjectiveData, search_objective
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 from autoprox.search.shards import ShardedScorer
@@ -320,8 +322,9 @@ def open_context(path: str | Path | RunDirectory, bench=None) -> RunContext | Mu
 # ------------------------------------------------------------------------ fitness
 
 class MultiFitnessEvaluator(MemoisedFitness):
-    """The fitness of a multi-space search: one :class:`FitnessEvaluator` per benchmark, and the JCM
-    over every (benchmark, target) pair of their Kendalls (:data:`pair_weights` weighting them).
+    """The fitness of a multi-space search: one :class:`FitnessEvaluator` per benchmark (each with its
+    own evaluator strategy, objective and data), and the JCM over every (benchmark, target) pair of
+    their Kendalls (:data:`pair_weights` weighting them); a record's ``fitness`` is that JCM.
 
     A genome invalid on any benchmark is invalid (the reason names the space). Records are
     memoised by canonical genome, as a single-space evaluator's.
@@ -347,10 +350,6 @@ class MultiFitnessEvaluator(MemoisedFitness):
         for evaluator in self.evaluators.values():
             evaluator.close()
 
-    def remember(self, records) -> None:
-        for record in records:
-            self.memo.setdefault(record.canonical, record)
-
     def _evaluate(self, tree, canonical: str) -> FitnessRecord:
         """The genome's record: per-pair Kendall, Spearman and Pearson, and the JCM over the pairs."""
         text = genome_to_string(tree)
@@ -365,39 +364,42 @@ class MultiFitnessEvaluator(MemoisedFitness):
             for field_name in ("kendall", "spearman", "pearson"):
                 getattr(merged, field_name).update(
                     {pair_name(space, t): v for t, v in getattr(record, field_name).items()})
-        merged.jcm = joint_metric(merged.kendall, self.pair_weights)
+        merged.jcm = merged.fitness = joint_metric(merged.kendall, self.pair_weights)
         return merged
 
 
 def space_evaluator(context: RunContext, executor: Executor | None, quiet: bool
                     ) -> tuple[FitnessEvaluator, dict | None]:
-    """The fitness evaluator of one benchmark's search part (its statistics built first, then held or
-    memory-mapped), and the fitted base of a fitness beyond one (None for the JCM)."""
+    """The fitness of one benchmark's search part (its statistics built first, then held, memory-mapped
+    or sharded on a Dask cluster's workers), and the fitted base of an objective beyond one (None
+    otherwise): the settings' evaluator strategy (:mod:`autoprox.search.evaluators`) and objective
+    (:func:`autoprox.search.objectives.search_objective`) in one memo."""
     settings, split, plan, cache = context.settings, context.split, context.plan, context.cache
     search_archs = context.archs("search")
     build_cache(cache, plan.requests(search_archs), workers=executor if executor is not None else settings.workers,
                 progress=None if quiet else Progress("statistics", every=15))
     terminals = [terminal_values(a) for a in search_archs]
-    remote = None
+    folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
+    objective = search_objective(settings.fitness, folds, settings.cv_mode)
+    # The base of an objective beyond it: fitted per target on the search part, once per run.
+    fitness_choices, bases = context.fitness_bases() if objective.base is not None else (None, None)
+    data = ObjectiveData(context.accuracies("search"), tuple(context.targets), plan.target_classes,
+                         settings.weights, bases or {})
     if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
-        remote = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
-        stats = {key: [None] * len(search_archs) for key in plan.keys()}
+        scorer = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
+        evaluator = make_evaluator("sharded", scorer, plan.keys(), len(search_archs))
     else:
         # Counted evaluation holds the statistics as code counts; the stored arrays, which only the
         # genomes it does not cover read, are then memory-mapped rather than held a second time.
         stats = load_statistics(cache, plan, search_archs, mapped=settings.evaluation == "counted"
                                 or hold_mapped(len(search_archs), len(plan.keys())))
-    accuracies = context.accuracies("search")
-    folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
-    fitness = settings.fitness_mode
-    # The base of a fitness beyond it: fitted per target on the search part, once per run.
-    fitness_choices, bases = context.fitness_bases() if not fitness.plain else (None, None)
-    evaluator = FitnessEvaluator(stats, accuracies, list(context.targets), plan.target_classes, settings.weights,
-                                 terminals=terminals, folds=folds, fold_mode=settings.cv_mode, remote=remote,
-                                 fitness=fitness, bases=bases, kernels=settings.kernels,
-                                 threads=max(1, settings.workers) if remote is None else 1,
-                                 evaluation=settings.evaluation)
-    return evaluator, fitness_choices
+        evaluator = make_evaluator(settings.evaluation, stats, terminals=terminals, kernels=settings.kernels,
+                                   threads=max(1, settings.workers))
+    try:
+        return FitnessEvaluator(evaluator, data, objective), fitness_choices
+    except BaseException:
+        evaluator.close()
+        raise
 
 
 def check_searchable(settings: SearchSettings) -> None:

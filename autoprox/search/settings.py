@@ -12,7 +12,7 @@ from autoprox.data.cache import StatsPlan
 from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.genome.tree import DEFAULT_KERNELS, GenomeSpace
 from autoprox.search.evolution import EvolutionConfig
-from autoprox.search.fitness import FitnessMode, parse_fitness
+from autoprox.search.objectives import Objective, parse_fitness
 from autoprox.search.rundir import RunDirectory
 from primitives import KERNEL_SETS
 
@@ -47,7 +47,7 @@ class SearchSettings:
     #: ``split_seed`` and ``search_fraction`` when set (the outer folds of ``autoprox evaluate``).
     #: ``split_seed`` still seeds the inner folds of ``cv_folds``.
     split_indices: tuple[int, ...] | None = None
-    #: What the search maximises (:func:`autoprox.search.fitness.parse_fitness`): ``jcm`` (the paper's),
+    #: What the search maximises (:func:`autoprox.search.objectives.parse_fitness`): ``jcm`` (the paper's),
     #: ``partial:BASE`` or ``combined:BASE[:W]``, the base fitted on the search part only.
     fitness: str = "jcm"
     #: The kernel set genomes are evaluated with (:data:`primitives.KERNEL_SETS`): ``torch`` (the
@@ -126,8 +126,8 @@ class SearchSettings:
         return GenomeSpace.from_json(self.genome)
 
     @property
-    def fitness_mode(self) -> FitnessMode:
-        """The parsed :attr:`fitness`; ConfigError when it is not one."""
+    def fitness_mode(self) -> Objective:
+        """The objective :attr:`fitness` names (:mod:`autoprox.search.objectives`); ConfigError when it is none."""
         return parse_fitness(self.fitness)
 
 

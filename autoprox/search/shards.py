@@ -5,7 +5,7 @@ Dask actor, loaded once from the statistics cache: a path the workers share, or 
 worker's own cache, where missing entries are computed), and stays so for the whole
 search. An evaluation sends the genome string to every shard and gathers one score per
 architecture and statistics set: a few kilobytes, whatever the size of the statistics.
-Scores are computed exactly as :meth:`autoprox.search.fitness.FitnessEvaluator` does on
+Scores are computed exactly as :class:`autoprox.search.evaluators.ExactEvaluator` does on
 one machine (single-threaded, the same reductions in the same order), so a sharded
 search gives the same proxies and figures to the last digit.
 """
@@ -75,7 +75,7 @@ class ShardedScorer:
     """Scores genomes on statistics sharded across a Dask cluster's workers.
 
     ``architecture_scores(tree)`` returns what
-    :meth:`autoprox.search.fitness.FitnessEvaluator.architecture_scores` returns on one
+    :meth:`autoprox.search.evaluators.ExactEvaluator.architecture_scores` returns on one
     machine: per class count, the mean over seeds of each architecture's score.
     """
 
