@@ -8,11 +8,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-#: The committed leave-one-space-out protocols: table name -> protocol directory under runs/.
-CROSS_PROTOCOLS = {
+#: The committed leave-one-space-out protocols, each a row of the levers table, in its order.
+CROSS_PROTOCOLS = [f"leave-space-out/{name}" for name in (
+    "template-mean", "template-gene", "template-sum", "template-sum-parsimony", "template-sum-anchored",
+    "template-sum-spread", "template-sum-sizefree-anchored")]
+#: The protocols shown in full (all baselines, and Kendall per target): table name -> protocol directory.
+FULL_TABLES = {
     "cross-space-mean": "leave-space-out/template-mean",
-    "cross-space-gene": "leave-space-out/template-gene",
+    "cross-space-sum": "leave-space-out/template-sum",
 }
+#: The overview of every committed protocol, one row each (the levers side by side).
+LEVERS_TABLE = "cross-space-levers"
 
 SPACE_NAMES = {"autoformer": "AutoFormer", "pit": "PiT"}
 
@@ -67,6 +73,11 @@ def describe(protocol: dict) -> str:
     extras = [name for name, on in (("arch terms", genome.get("arch_terminals")),
                                     ("spread terms", genome.get("spread_terminals")),
                                     ("parsimony", evolution.get("parsimony"))) if on]
+    if genome.get("operators"):
+        extras.append(f"{len(genome['operators'])} operators (no size-dependent ones)")
+    fitness = settings.get("fitness", "jcm")
+    if fitness != "jcm":
+        extras.append(f"fitness {fitness} (the left-out space ranked the same way)")
     return (f"{genome.get('kind', 'template')}, {aggregations}{''.join(', ' + e for e in extras)}; "
             f"population {evolution['population_size']}, retry cap {evolution.get('retry_cap', 20)}, "
             f"{spec['seeds']} seeds per direction, evaluation {settings.get('evaluation', 'exact')}, "
@@ -121,12 +132,44 @@ def per_target_table(protocol: dict) -> list[str]:
     return _table(["left out", "method"] + targets, rows)
 
 
+def levers_table(protocols: dict[str, dict]) -> list[str]:
+    """One row per committed protocol: each left-out space's searched JCM (mean +- sd over seeds), its paired
+    difference against the parameter count with the bootstrap interval and the seeds ahead, and the mean of
+    both directions' searched JCMs (what benchmarks/recommend_any.py ranks configurations by)."""
+    rows, spaces = [], []
+    for relative, protocol in protocols.items():
+        summary = protocol["summary"]
+        spaces = spaces or [d["left_out"] for d in protocol["directions"]]
+        row = [f"`{relative.split('/')[-1]}`: {describe(protocol).split(';')[0]}"]
+        means = []
+        for space in spaces:
+            searched = summary[space].get("searched") or {}
+            diff = (summary[space].get("differences") or {}).get("params")
+            means.append(searched.get("jcm_mean"))
+            row += [f"{_num(searched.get('jcm_mean'))} +- {_num(searched.get('jcm_sd'))}",
+                    "n/a" if diff is None else _difference(diff, summary[space]["seeds"])]
+        row.append(_num(sum(means) / len(means)) if None not in means else "n/a")
+        rows.append(row)
+    if protocols:  # the bar every row is measured against, the same in every protocol
+        summary = next(iter(protocols.values()))["summary"]
+        params = [(summary[space].get("figures") or {}).get("params", {}).get("jcm") for space in spaces]
+        rows.append(["*the parameter count (no label)*"] + [x for value in params for x in (_num(value), "")]
+                    + [_num(sum(params) / len(params)) if None not in params else "n/a"])
+    head = ["configuration (5 seeds per direction)"]
+    for space in spaces:
+        name = SPACE_NAMES.get(space, space)
+        head += [f"{name} left out: JCM", f"{name}: - params [95%] seeds ahead"]
+    return _table(head + ["mean of both"], rows)
+
+
 def tables() -> dict[str, tuple[str, Callable]]:
     """The tables to register: ``{name: ("results", builder)}`` for each committed protocol."""
     made = {}
-    for name, relative in CROSS_PROTOCOLS.items():
+    for name, relative in FULL_TABLES.items():
         made[name] = ("results", lambda r, relative=relative: cross_table(
             r.json(f"{relative}/protocol.json"), iterations_run(r, relative, r.json(f"{relative}/protocol.json"))))
         made[f"{name}-targets"] = ("results", lambda r, relative=relative: per_target_table(
             r.json(f"{relative}/protocol.json")))
+    made[LEVERS_TABLE] = ("results", lambda r: levers_table(
+        {relative: r.json(f"{relative}/protocol.json") for relative in CROSS_PROTOCOLS}))
     return made

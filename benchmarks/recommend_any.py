@@ -56,14 +56,24 @@ def left_out_jcm(protocol: dict, method: str | None = None) -> float | None:
 
 
 def baseline_reference(protocols: dict[str, dict], method: str) -> list[float]:
-    """``method``'s raw values on every architecture of every left-out space (one protocol's records),
-    sorted: the reference of its one-member ensemble."""
-    protocol = next(iter(protocols.values()))
+    """``method``'s raw values on every architecture of the protocols' labelled spaces, sorted: the
+    reference of its one-member ensemble. Only an architecture proxy (``params``, ``flops``) is computed
+    here (from each benchmark's configs; the committed protocol records keep no per-architecture scores)."""
+    from autoprox.data.benchmark import load_benchmark, locate_benchmark
+    from autoprox.data.cache import StatisticsCache
+    from autoprox.networks.statistics import InputSpec
+    from autoprox.proxies.proxy import resolve_proxy
+
+    proxy = resolve_proxy(method)
+    if proxy.kind != "architecture":
+        raise SystemExit(f"recommend_any: {method} won, and only an architecture proxy can be written here")
+    benches = next(iter(protocols.values()))["settings"]["bench"]
     values = []
-    for direction in protocol["directions"]:
-        per_target = direction["baselines"]["scores"][method]
-        values += per_target[next(iter(per_target))]
-    return sorted(float(v) for v in values)
+    for bench in benches:
+        archs = list(load_benchmark(locate_benchmark(bench)).archs)
+        results = proxy.raw_values(archs, InputSpec(), 0, 100, StatisticsCache(None, "float16"))
+        values += [float(r.raw) for r in results]
+    return sorted(values)
 
 
 def candidates(protocols: dict[str, dict]) -> dict[str, float]:

@@ -97,7 +97,8 @@ def trimmed_protocol(protocol: dict) -> dict:
     if "directions" in protocol:
         directions = [{**d, "baselines": None if d.get("baselines") is None else
                        {k: v for k, v in d["baselines"].items() if k != "scores"},
-                       "searches": [{k: v for k, v in s.items() if k != "scores"} for s in d["searches"]]}
+                       "searches": [{k: v for k, v in s.items() if k not in ("scores", "genome_scores")}
+                                    for s in d["searches"]]}
                       for d in protocol["directions"]]
         return {**protocol, "directions": directions,
                 "archive": _marker("the whole protocol.json and every search's run directory but its best.json")}

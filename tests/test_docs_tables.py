@@ -22,7 +22,10 @@ SPACES = {"autoformer": ["c100_kd", "flower_kd"], "pit": ["c100_kd", "flower_kd"
 RESULTS_TABLES = [f"{kind}-{space}" for space in SPACES for kind in ("protocol-ablation", "recommended", "repeats")]
 RESULTS_TABLES.append("vit-search")
 #: The leave-one-space-out tables (benchmarks/docs_tables_cross.py), read from the committed protocols' records.
-CROSS_TABLES = [f"cross-space-{kind}{suffix}" for kind in ("mean", "gene") for suffix in ("", "-targets")]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from docs_tables_cross import CROSS_PROTOCOLS, FULL_TABLES, LEVERS_TABLE  # noqa: E402 (beside the script)
+
+CROSS_TABLES = [f"{name}{suffix}" for name in FULL_TABLES for suffix in ("", "-targets")] + [LEVERS_TABLE]
 RESULTS_TABLES += CROSS_TABLES
 
 
@@ -96,10 +99,10 @@ def synthetic(tmp_path) -> dict:
     write_json(runs / "protocol" / "autoformer-gene" / "protocol.json",
                protocol("autoformer", "best", 0.415, 0.548, "block_mean(frobenius_norm(F2g))"))
     write_json(runs / "vit-autoformer" / "top.json", vit_top("autoformer"))
-    for name in ("template-mean", "template-gene"):  # the cross-space tables' inputs: protocol.json and best.json
-        source = REPO / "runs" / "leave-space-out" / name
+    for relative in CROSS_PROTOCOLS:  # the cross-space tables' inputs: protocol.json and best.json
+        source = REPO / "runs" / relative
         for path in [source / "protocol.json", *sorted(source.glob("*/*/best.json"))]:
-            target = runs / "leave-space-out" / name / path.relative_to(source)
+            target = runs / relative / path.relative_to(source)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(path.read_bytes())
     results, readme = tmp_path / "results.md", tmp_path / "README.md"

@@ -305,6 +305,11 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
         if not path.is_file():
             raise RunDirError(f"{out}: no {PROTOCOL_FILE} to resume")
         previous = read_json(path)
+        if "archive" in previous:  # the trimmed record a committed protocol keeps (runs/README.md)
+            archive = previous["archive"]
+            how = (f"unpack it first: python scripts/runs_archive.py unpack {out}" if "dropped" not in archive
+                   else "its searches were not committed; run its command into a new --out")
+            raise RunDirError(f"{path} is the trimmed record of a committed protocol; {how}")
         recorded = SearchSettings.from_json(previous["settings"])
         if settings is not None and iterations is None \
                 and settings.to_json() | {"workers": 0} != recorded.to_json() | {"workers": 0}:
@@ -351,7 +356,9 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
                        "scores": None} for s in range(spec["seeds"])]} for p in context.parts]
     protocol = {"autoprox_version": __version__,
                 "created": previous["created"] if previous else _now(),
-                "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
+                # the command that started it; a resume is recorded beside, not over it
+                "command": previous["command"] if previous else [Path(sys.argv[0]).name, *sys.argv[1:]],
+                **({"resumed_with": [Path(sys.argv[0]).name, *sys.argv[1:]]} if previous else {}),
                 "spaces": list(context.spaces), "benchmark_sha256": list(context.bench.sha256),
                 "settings": settings.to_json(), "protocol": spec, "targets": list(context.parts[0].targets),
                 "directions": directions, "summary": None, "finished": False}

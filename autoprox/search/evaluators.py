@@ -25,12 +25,13 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import Callable, ClassVar, Mapping, Sequence
+from typing import ClassVar, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from autoprox.core.errors import ConfigError
+from autoprox.core.registry import kind_registrar
 from autoprox.core.parallel import ThreadedMap
 from autoprox.data.cache import StatsKey
 from autoprox.genome.counted import CountedBlocks, NotCounted, counted_scores, is_counted_form
@@ -81,17 +82,8 @@ class Evaluator(ABC):
 EVALUATORS: dict[str, type[Evaluator]] = {}
 
 
-def register_evaluator(kind: str) -> Callable[[type[Evaluator]], type[Evaluator]]:
-    """Class decorator: register an :class:`Evaluator` subclass under ``kind``."""
-
-    def register(cls: type[Evaluator]) -> type[Evaluator]:
-        if kind in EVALUATORS:
-            raise ConfigError(f"evaluator {kind!r} is registered already")
-        cls.kind = kind
-        EVALUATORS[kind] = cls
-        return cls
-
-    return register
+#: Class decorator ``@register_evaluator(KIND)``: register an :class:`Evaluator` subclass under ``kind``.
+register_evaluator = kind_registrar(EVALUATORS, "evaluator")
 
 
 def make_evaluator(kind: str, *args, **kwargs) -> Evaluator:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Mapping, Sequence
+from typing import ClassVar, Mapping, Sequence
 
 import numpy as np
 from scipy.stats import rankdata
@@ -37,6 +37,7 @@ from scipy.stats import rankdata
 from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.correlation import kendall, partial_kendall
 from autoprox.core.errors import ConfigError
+from autoprox.core.registry import kind_registrar
 from autoprox.proxies.baselines import BASELINES
 from autoprox.proxies.figures import figures
 
@@ -137,17 +138,8 @@ class Objective(ABC):
 OBJECTIVES: dict[str, type[Objective]] = {}
 
 
-def register_objective(kind: str) -> Callable[[type[Objective]], type[Objective]]:
-    """Class decorator: register an :class:`Objective` subclass as ``--fitness KIND[:...]``."""
-
-    def register(cls: type[Objective]) -> type[Objective]:
-        if kind in OBJECTIVES:
-            raise ConfigError(f"objective {kind!r} is registered already")
-        cls.kind = kind
-        OBJECTIVES[kind] = cls
-        return cls
-
-    return register
+#: Class decorator ``@register_objective(KIND)``: register an :class:`Objective` subclass as ``--fitness KIND[:...]``.
+register_objective = kind_registrar(OBJECTIVES, "objective")
 
 
 def usage() -> str:
