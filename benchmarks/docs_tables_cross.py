@@ -14,7 +14,6 @@ CROSS_PROTOCOLS = [f"leave-space-out/{name}" for name in (
     "template-sum-spread", "template-sum-sizefree-anchored")]
 #: The protocols shown in full (all baselines, and Kendall per target): table name -> protocol directory.
 FULL_TABLES = {
-    "cross-space-mean": "leave-space-out/template-mean",
     "cross-space-sum": "leave-space-out/template-sum",
 }
 #: The overview of every committed protocol, one row each (the levers side by side).
