@@ -358,7 +358,8 @@ def test_show_committed_runs(capsys):
 
 def test_committed_runs_of_the_old_layout_keep_fitness_and_jcm_apart_on_reading():
     """``runs/ablation/pit-mean-cv`` (cross-validated) was written when ``jcm`` held the fitness: its hall of
-    fame (version 1) and its checkpoint read as the fitness the search ranked by and the plain JCM."""
+    fame (version 1) and its checkpoint (tests/data/recorded-runs) read as the fitness the search ranked by and
+    the plain JCM."""
     from pathlib import Path
 
     from autoprox.search.evolution import EvolutionState
@@ -373,7 +374,9 @@ def test_committed_runs_of_the_old_layout_keep_fitness_and_jcm_apart_on_reading(
     assert top.canonical == best["canonical"]
     assert top.fitness == written["entries"][0]["jcm"] == best["cv"]["fitness"]
     assert top.jcm == pytest.approx(best["search"]["jcm"], abs=1e-12) and top.jcm != top.fitness
-    state = EvolutionState.from_json(json.loads((run / "checkpoint.json").read_text()))
+    # its checkpoint, frozen when the committed runs stopped keeping checkpoints without their evaluations
+    recorded = Path(__file__).resolve().parent / "data" / "recorded-runs" / "pit-mean-cv" / "checkpoint.json"
+    state = EvolutionState.from_json(json.loads(recorded.read_text()))
     parsimony = json.loads((run / "config.json").read_text())["settings"]["evolution"]["parsimony"]
     chosen = state.overall_best(parsimony)
     assert chosen.canonical == best["canonical"] and chosen.fitness == best["cv"]["fitness"]
