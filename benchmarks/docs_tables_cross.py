@@ -51,12 +51,11 @@ def _scored(search: dict) -> bool:
     return bool(search.get("scores")) or ("scores" not in search and bool(search.get("genome")))
 
 
-def iterations_run(runs, relative: str, protocol: dict) -> str:
-    """How many iterations each direction's searches ran (from their ``best.json``)."""
+def iterations_run(protocol: dict) -> str:
+    """How many iterations each direction's searches ran (each search's record in ``protocol.json``)."""
     parts = []
     for direction in protocol["directions"]:
-        counts = sorted({runs.json(f"{relative}/{s['run']}/best.json")["iteration"] for s in direction["searches"]
-                         if _scored(s)})
+        counts = sorted({s["iteration"] for s in direction["searches"] if _scored(s)})
         name = SPACE_NAMES.get(direction["left_out"], direction["left_out"])
         parts.append(f"{name} left out: {'/'.join(map(str, counts)) or 'none'}")
     return "iterations run per search: " + "; ".join(parts)
@@ -166,7 +165,7 @@ def tables() -> dict[str, tuple[str, Callable]]:
     made = {}
     for name, relative in FULL_TABLES.items():
         made[name] = ("results", lambda r, relative=relative: cross_table(
-            r.json(f"{relative}/protocol.json"), iterations_run(r, relative, r.json(f"{relative}/protocol.json"))))
+            r.json(f"{relative}/protocol.json"), iterations_run(r.json(f"{relative}/protocol.json"))))
         made[f"{name}-targets"] = ("results", lambda r, relative=relative: per_target_table(
             r.json(f"{relative}/protocol.json")))
     made[LEVERS_TABLE] = ("results", lambda r: levers_table(

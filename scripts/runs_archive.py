@@ -19,9 +19,10 @@ beside what a user reads (runs/README.md):
   it keeps everything but the folds' per-architecture test scores, fitted ensembles and baseline
   choices;
 - a leave-one-space-out protocol (``protocol.json`` with ``directions``, ``autoprox evaluate
-  --leave-space-out``): the whole ``protocol.json`` and every search's run directory but its
-  ``best.json``, which stays (the cross-space tables read it). The ``protocol.json`` left beside
-  it keeps everything but the per-architecture scores of the searches and the baselines;
+  --leave-space-out``): the whole ``protocol.json`` and every search's run directory. The
+  ``protocol.json`` left beside it keeps everything but the per-architecture scores of the
+  searches and the baselines: each search's genome, figures and iterations, which the cross-space
+  tables read;
 - a search run (``config.json``): its ``checkpoint.json`` and ``evaluations.jsonl``; its
   ``log.jsonl`` is stored beside as ``log.jsonl.xz``, which ``autoprox show``, ``curves`` and
   ``report`` read as they read ``log.jsonl`` (and a resumed run continues in ``log.jsonl``).
@@ -59,8 +60,6 @@ RUN_FILES = ("checkpoint.json", "evaluations.jsonl")
 LOG, LOG_PACKED = "log.jsonl", "log.jsonl.xz"
 #: A training-free ViT search (``autoprox vit-search``) and its archived files: every architecture's score.
 VIT_SEARCH, VIT_FILES = "vit_search.json", ("scores.jsonl",)
-#: What stays beside the archive in each search of a leave-one-space-out protocol.
-KEPT_SEARCH = ("best.json",)
 
 
 class ArchiveError(Exception):
@@ -101,7 +100,7 @@ def trimmed_protocol(protocol: dict) -> dict:
                                     for s in d["searches"]]}
                       for d in protocol["directions"]]
         return {**protocol, "directions": directions,
-                "archive": _marker("the whole protocol.json and every search's run directory but its best.json")}
+                "archive": _marker("the whole protocol.json and every search's run directory")}
     folds = [{**fold, "result": None if fold.get("result") is None else
               {k: fold["result"][k] for k in KEPT_RESULT if k in fold["result"]}} for fold in protocol["folds"]]
     return {**protocol, "folds": folds, "archive": _marker("the whole protocol.json and every fold's run directory")}
@@ -126,7 +125,7 @@ def _members(folder: Path, protocol: dict | None) -> list[Path]:
     """The files of ``folder`` that go into its archive (relative paths, sorted)."""
     if protocol is not None and "directions" in protocol:
         searches = sorted(p.relative_to(folder) for d in protocol["directions"]
-                          for p in (folder / d["run"]).glob("**/*") if p.is_file() and p.name not in KEPT_SEARCH)
+                          for p in (folder / d["run"]).glob("**/*") if p.is_file())
         return [Path(PROTOCOL), *searches]
     if protocol is not None:
         left_out = set(_finished_checkpoints(folder))
@@ -277,11 +276,13 @@ def check(folder: Path) -> list[str]:
         beside = json.loads((folder / PROTOCOL).read_text())
         if beside != trimmed_protocol(archived) and beside != archived:
             problems.append(f"{folder / PROTOCOL}: neither the archived protocol.json nor its trim")
-        if "directions" in archived:  # every scored search: its run archived, its best.json beside
+        if "directions" in archived:  # every scored search: its run archived, its iterations recorded beside
             runs = {s["run"] for d in archived["directions"] for s in d["searches"] if s.get("scores")}
-            gone = sorted(r for r in runs if not (folder / r / "best.json").is_file())
-            if gone and beside != archived:
-                problems.append(f"{folder}: no best.json beside the archive for {', '.join(gone)}")
+            gone = sorted(s["run"] for d in beside["directions"] for s in d["searches"]
+                          if s["run"] in runs and "iteration" not in s)
+            if gone:
+                problems.append(f"{folder / PROTOCOL}: no iterations recorded for {', '.join(gone)} "
+                                "(the cross-space tables read them)")
         else:  # a protocol that re-scores another's searches (--reuse-searches) has no fold runs of its own
             runs = set() if archived["protocol"].get("searches") else {f["run"] for f in archived["folds"]}
         missing = sorted(r for r in runs if f"{r}/config.json" not in names)

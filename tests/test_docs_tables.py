@@ -99,12 +99,10 @@ def synthetic(tmp_path) -> dict:
     write_json(runs / "protocol" / "autoformer-gene" / "protocol.json",
                protocol("autoformer", "best", 0.415, 0.548, "block_mean(frobenius_norm(F2g))"))
     write_json(runs / "vit-autoformer" / "top.json", vit_top("autoformer"))
-    for relative in CROSS_PROTOCOLS:  # the cross-space tables' inputs: protocol.json and best.json
+    for relative in CROSS_PROTOCOLS:  # the cross-space tables' input: protocol.json
         source = REPO / "runs" / relative
-        for path in [source / "protocol.json", *sorted(source.glob("*/*/best.json"))]:
-            target = runs / relative / path.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
+        (runs / relative).mkdir(parents=True, exist_ok=True)
+        (runs / relative / "protocol.json").write_bytes((source / "protocol.json").read_bytes())
     results, readme = tmp_path / "results.md", tmp_path / "README.md"
     results.write_text("# Results\n\nprose\n\n"
                        + "".join(f"<!-- table:{name} -->\n<!-- /table:{name} -->\n\n" for name in RESULTS_TABLES))

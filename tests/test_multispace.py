@@ -177,6 +177,8 @@ def test_leave_space_out_scores_each_left_out_space_as_a_direct_rank_of_the_chos
             # the search never saw the left-out space: its run holds the other space alone
             config = json.loads((out / search["run"] / "config.json").read_text())
             assert config["space"] == direction["trained_on"][0]
+            # the record holds what the tables read: the iterations the search ran
+            assert search["iteration"] == json.loads((out / search["run"] / "best.json").read_text())["iteration"]
             code = main(["rank", "--proxy", search["genome"], "--bench", bench, "--split", "all", "--json",
                          "--targets", ",".join(targets), "--batch-size", "2", "--cache-dir", str(session_cache.root)])
             ranked = json.loads(capsys.readouterr().out)

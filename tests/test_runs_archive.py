@@ -65,7 +65,7 @@ def leave_space_out_dir(tmp_path):
     """A finished leave-one-space-out protocol as ``autoprox evaluate --leave-space-out`` leaves it."""
     folder = tmp_path / "leave-space-out" / "demo"
     searches = [{"seed": 0, "run": "leave-out-pit/seed-0", "scores": {"c100_kd": [1.0, 2.0]}, "genome": "g",
-                 "search_jcm": 0.5}]
+                 "search_jcm": 0.5, "iteration": 7}]
     record = {"protocol": {"mode": "leave-space-out", "seeds": 1}, "finished": True, "summary": {"pit": {}},
               "directions": [{"left_out": "pit", "trained_on": ["autoformer"], "run": "leave-out-pit",
                               "baselines": {"scores": {"params": {"c100_kd": [3.0, 4.0]}}, "choices": {},
@@ -202,20 +202,25 @@ def test_resume_of_a_packed_run_says_to_unpack_it_and_changes_nothing(tmp_path):
 
 
 def test_a_leave_space_out_protocol_packs_all_but_what_the_tables_read(leave_space_out_dir, capsys):
+    """Everything but the trimmed protocol.json goes into the archive: its record of each search (genome,
+    figures, iterations) is what the cross-space tables read."""
     folder = leave_space_out_dir
     before = _tree(folder)
     assert runs_archive.main(["pack", str(folder)]) == 0
-    assert "6 files packed" in capsys.readouterr().out
-    assert sorted(_tree(folder)) == ["archive.tar.xz", "leave-out-pit/seed-0/best.json", "protocol.json"]
+    assert "7 files packed" in capsys.readouterr().out
+    assert sorted(_tree(folder)) == ["archive.tar.xz", "protocol.json"]
     trimmed = json.loads((folder / "protocol.json").read_text())
     direction = trimmed["directions"][0]
     assert "scores" not in direction["baselines"] and "scores" not in direction["searches"][0]
     assert direction["searches"][0]["search_jcm"] == 0.5 and trimmed["summary"] == {"pit": {}}
+    assert direction["searches"][0]["iteration"] == 7
     assert trimmed["archive"]["file"] == "archive.tar.xz" and runs_archive.check(folder) == []
-    (folder / "leave-out-pit" / "seed-0" / "best.json").unlink()
-    assert "no best.json beside the archive for leave-out-pit/seed-0" in runs_archive.check(folder)[0]
-    (folder / "leave-out-pit" / "seed-0" / "best.json").write_bytes(before["leave-out-pit/seed-0/best.json"])
-    assert runs_archive.unpack(folder) == 6
+    unrecorded = json.loads(json.dumps(trimmed))
+    del unrecorded["directions"][0]["searches"][0]["iteration"]
+    (folder / "protocol.json").write_text(json.dumps(unrecorded))
+    assert "no iterations recorded for leave-out-pit/seed-0" in "\n".join(runs_archive.check(folder))
+    (folder / "protocol.json").write_text(json.dumps(trimmed, indent=2) + "\n")
+    assert runs_archive.unpack(folder) == 7
     after = _tree(folder)
     assert after.pop("archive.tar.xz") and after == before
     archive = (folder / "archive.tar.xz").read_bytes()

@@ -113,11 +113,13 @@ def _search(settings: SearchSettings, run_dir: Path, stop_after: int | None, qui
 
 def search_job(settings_json: Mapping, run_dir: str, stop_after: int | None, quiet: bool) -> dict:
     """One search of the protocol, run, resumed or taken as finished (plain arguments: it runs in a joblib
-    process as well as inline): whether it finished, its best genome and search JCM, its seconds."""
+    process as well as inline): whether it finished, its best genome and search JCM, the iterations it ran,
+    its seconds."""
     started = time.perf_counter()
     best = _search(SearchSettings.from_json(settings_json), Path(run_dir), stop_after, quiet)
     return {"finished": bool(best.get("finished")), "genome": best["genome"],
-            "search_jcm": best["search"].get("jcm"), "seconds": round(time.perf_counter() - started, 1)}
+            "search_jcm": best["search"].get("jcm"), "iteration": best.get("iteration"),
+            "seconds": round(time.perf_counter() - started, 1)}
 
 
 def left_out_context(settings: SearchSettings, part: RunContext) -> RunContext:
@@ -389,7 +391,7 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
         target = targets.setdefault(d, left_out_context(settings, part))
         result = proxy_scores(Proxy(outcome["genome"], parse_genome(outcome["genome"])), target, settings.workers)
         search.update({"genome": outcome["genome"], "search_jcm": outcome["search_jcm"],
-                       "seconds": outcome["seconds"]})
+                       "iteration": outcome["iteration"], "seconds": outcome["seconds"]})
         if isinstance(result, str):
             search["invalid"] = result
             search["scores"] = {t: [math.nan] * len(part.bench) for t in target.targets}
