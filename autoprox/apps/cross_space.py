@@ -50,7 +50,7 @@ from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
-from autoprox.search.objectives import scaled_ranks
+from autoprox.search.objectives import combined_ranking
 from autoprox.search.multispace import MultiRunContext
 from autoprox.search.rundir import RunDirectory, read_json
 from autoprox.search.settings import SearchSettings
@@ -181,8 +181,8 @@ def anchored_scores(settings: SearchSettings, context: MultiRunContext, left_out
                     genome_scores: Mapping[str, Sequence[float]]) -> tuple[dict[str, list[float]], dict]:
     """The searched proxy as its fitness ranked it: with ``--fitness combined:BASE:W``, per target
     ``W * rank(genome) + (1 - W) * rank(BASE)`` on the left-out space, ranks scaled to [0, 1] within its
-    architectures (:func:`autoprox.search.fitness.combined_figure`'s ranking), BASE chosen on the other
-    spaces' labels and scored on the left-out space's descriptors (none of its labels). Any other fitness:
+    architectures (:func:`autoprox.search.objectives.combined_ranking`, as the fitness ranks), BASE chosen
+    on the other spaces' labels and scored on the left-out space's descriptors (none of its labels). Any other fitness:
     the genome's scores as they are. Returns the scores and what was combined (empty when nothing)."""
     mode = settings.fitness_mode
     if mode.kind != "combined":
@@ -196,7 +196,7 @@ def anchored_scores(settings: SearchSettings, context: MultiRunContext, left_out
     for t in targets:
         base = baseline_scores(mode.base, choices[t], own_columns)
         genome = np.asarray(genome_scores[t], dtype=np.float64)
-        combined[t] = (mode.weight * scaled_ranks(genome) + (1.0 - mode.weight) * scaled_ranks(base)).tolist()
+        combined[t] = combined_ranking(genome, base, mode.weight).tolist()
     return combined, {"base": mode.base, "weight": mode.weight, "choices": choices}
 
 

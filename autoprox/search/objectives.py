@@ -197,11 +197,16 @@ def partial_figure(scores: np.ndarray, accuracies: np.ndarray, base: np.ndarray,
     return partial_kendall(x, y, z)
 
 
+def combined_ranking(scores: np.ndarray, base: np.ndarray, weight: float = 0.5) -> np.ndarray:
+    """``weight * rank(scores) + (1 - weight) * rank(base)``, ranks scaled to [0, 1] within these rows: how
+    the ``combined`` fitness ranks architectures (the leave-one-space-out protocol ranks a left-out space so)."""
+    return weight * scaled_ranks(scores) + (1.0 - weight) * scaled_ranks(base)
+
+
 def combined_figure(scores: np.ndarray, accuracies: np.ndarray, base: np.ndarray, weight: float = 0.5) -> float:
-    """Kendall tau-b of ``weight * rank(scores) + (1 - weight) * rank(base)`` with the accuracies, ranks
-    scaled to [0, 1] within the measured rows; NaN when undefined."""
+    """Kendall tau-b of :func:`combined_ranking` with the accuracies, on the measured rows; NaN when undefined."""
     y, x, z = _measured(accuracies, scores, base)
-    return kendall(weight * scaled_ranks(x) + (1.0 - weight) * scaled_ranks(z), y)
+    return kendall(combined_ranking(x, z, weight), y)
 
 
 @dataclass(frozen=True)
@@ -343,4 +348,4 @@ def search_objective(fitness: str, folds: Sequence[Sequence[int]] | None = None,
 
 __all__ = ["FOLD_MODES", "OBJECTIVES", "BeyondBase", "CombinedWithBase", "CrossValidated", "JointCorrelation",
            "Objective", "ObjectiveData", "Outcome", "PartialBeyondBase", "Scores", "combined_figure",
-           "parse_fitness", "partial_figure", "register_objective", "scaled_ranks", "search_objective", "usage"]
+           "combined_ranking", "parse_fitness", "partial_figure", "register_objective", "scaled_ranks", "search_objective", "usage"]
