@@ -70,6 +70,7 @@ def describe(protocol: dict) -> str:
     aggregations = "+".join(a.replace("block_", "") for a in genome.get("aggregations", ["block_mean"]))
     extras = [name for name, on in (("arch terms", genome.get("arch_terminals")),
                                     ("spread terms", genome.get("spread_terminals")),
+                                    ("zoo terms", "zoo" in (genome.get("terminals") or ())),
                                     ("parsimony", evolution.get("parsimony"))) if on]
     if genome.get("operators"):
         extras.append(f"{len(genome['operators'])} operators (no size-dependent ones)")

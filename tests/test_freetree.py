@@ -43,6 +43,7 @@ from autoprox.genome.tree import (
     uses_arch_terminals,
 )
 from autoprox.networks.statistics import SPREAD_NAMES
+from autoprox.networks.zoo import ZOO_TERMINALS
 from autoprox.spaces.descriptors import terminal_values
 
 STATS_ONLY = GenomeSpace("free", AGGREGATIONS, arch_terminals=False)
@@ -115,7 +116,8 @@ def test_free_set_excludes_matrix_only_scalar_forms():
         # everything else of the primitive set is there (aggregations and inputs of the space)
         expected = {n for n in pset.mapping if n not in EXCLUDED_FORMS
                     and (n not in ARCH_TERMINALS or space.arch_terminals)
-                    and (n not in SPREAD_NAMES or space.spread_terminals)}
+                    and (n not in SPREAD_NAMES or space.spread_terminals)
+                    and (n not in ZOO_TERMINALS or "zoo" in space.terminals)}
         assert allowed == expected
 
 

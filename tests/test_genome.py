@@ -31,6 +31,7 @@ from autoprox.genome.tree import (
     template_tree,
     tree_size,
 )
+from autoprox.networks.zoo import ZOO_TERMINALS
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from primitives import BINARY, UNARY
 
@@ -87,7 +88,7 @@ def test_primitive_set_has_the_statistics_and_every_form_of_every_op():
             assert pset.mapping[typed].args == args and pset.mapping[typed].ret is ret, typed
             assert pset.context[typed] is prim.function
     assert [p.name for p in pset.primitives[Score]] == ["block_mean", "block_sum", "block_wmean", "block_std"]
-    assert sorted(t.name for t in pset.terminals[Scalar]) == sorted(ARCH_TERMINALS)
+    assert sorted(t.name for t in pset.terminals[Scalar]) == sorted((*ARCH_TERMINALS, *ZOO_TERMINALS))
     # 24 unary x 2 forms + 4 binary x 4 forms + the four aggregations, nothing else
     assert sum(len(v) for v in pset.primitives.values()) == 24 * 2 + 4 * 4 + 4
     assert primitive_set() is pset  # built once

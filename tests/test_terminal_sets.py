@@ -35,8 +35,10 @@ from autoprox.spaces.descriptors import terminal_values
 from tests.conftest import tracked_files
 
 
-def test_the_registered_sets_are_the_paper_statistics_spread_and_architecture_scalars():
-    assert list(TERMINAL_SETS) == ["stats", "spread", "arch"]
+def test_the_registered_sets_are_the_paper_statistics_spread_architecture_scalars_and_the_zoo():
+    assert list(TERMINAL_SETS) == ["stats", "spread", "arch", "zoo"]
+    assert TERMINAL_SETS["zoo"].kind == SCALAR and TERMINAL_SETS["zoo"].computed
+    assert not any(TERMINAL_SETS[name].computed for name in ("stats", "spread", "arch"))
     assert TERMINAL_SETS["stats"].names == tuple(STAT_NAMES) and PAPER_TERMINALS == ("stats",)
     assert TERMINAL_SETS["spread"].names == tuple(SPREAD_NAMES) and TERMINAL_SETS["spread"].extras == ("spread",)
     assert TERMINAL_SETS["arch"].names == ARCH_TERMINALS and TERMINAL_SETS["arch"].kind == SCALAR
@@ -84,7 +86,7 @@ def test_the_command_line_terminals_option_and_the_flags_make_the_same_settings(
     assert by_flag.genome == {"kind": "template", "aggregations": ["block_mean"], "arch_terminals": True,
                               "spread_terminals": True}
     assert genome_space_of(option_values({"space": "pit"})) == GenomeSpace()
-    with pytest.raises(ConfigError, match=r"^terminals: unknown terminal set 'zico'; known: stats, spread, arch$"):
+    with pytest.raises(ConfigError, match=r"^terminals: unknown terminal set 'zico'; known: stats, spread, arch, zoo$"):
         option_values({"terminals": "stats,zico"})
     with pytest.raises(ConfigError, match="at least one set of per-block statistics"):
         option_values({"terminals": "arch"})

@@ -9,13 +9,19 @@ A genome's leaves are terminals. They come in sets, each one registered record
 * ``spread``: the spread over the batch's samples ``S1g ... S4g``, per block, read from
   extra cache entries (:mod:`autoprox.data.extras`);
 * ``arch``: architecture-level scalars (parameter count, MACs, depth, width, heads, MLP
-  ratio and their logarithms, :mod:`autoprox.spaces.descriptors`), the same in every block.
+  ratio and their logarithms, :mod:`autoprox.spaces.descriptors`), the same in every block;
+* ``zoo``: hand-crafted proxies' values of each architecture (SNIP, NWOT, ZiCo, SynFlow,
+  grad-norm; :data:`autoprox.networks.zoo.ZOO_TERMINALS`), the same in every block, so that
+  a formula can combine a zoo proxy with the statistics.
 
 A set is of one of two kinds. A ``matrix`` set holds per-block statistics: the statistics
 cache holds their values, in the eight's entries or in the entries of the extra statistics
 sets that name them (:func:`autoprox.data.extras.extras_for`). A ``scalar`` set holds one
 value per architecture: its ``values`` function computes them from the architecture
-(:func:`architecture_values` gathers every scalar set's). A further set (zoo proxy scores
+(:func:`architecture_values` gathers every scalar set's), or, for a set computed from the
+network itself (the zoo's), its ``table`` function computes them for many architectures at
+once from a :class:`TerminalSource` (the statistics' input, seed and class count, and the
+cache that keeps them; :func:`terminal_table` gathers both kinds). A further set (zoo proxy scores
 of each architecture, scale-free variants of the statistics, ...) is one more call of
 :func:`register_terminal_set`; the primitive set, the genome parser, the template's genes,
 free trees and :class:`~autoprox.genome.tree.GenomeSpace` all read this registry.
@@ -28,15 +34,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from autoprox.core.errors import GenomeError
 from autoprox.data.extras import extras_for
-from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
+from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES, InputSpec
+from autoprox.networks.zoo import ZOO_TERMINALS, zoo_terminal_table
 from autoprox.spaces.descriptors import terminal_names, terminal_values
 
-__all__ = ["MATRIX", "PAPER_TERMINALS", "SCALAR", "TERMINAL_SETS", "TerminalSet", "architecture_values",
-           "check_terminals", "register_terminal_set", "terminal_kinds", "terminal_set_of", "terminals_of"]
+__all__ = ["MATRIX", "PAPER_TERMINALS", "SCALAR", "TERMINAL_SETS", "TerminalSet", "TerminalSource",
+           "architecture_values", "check_terminals", "computed_sets", "register_terminal_set", "terminal_kinds",
+           "terminal_set_of", "terminal_table", "terminals_of"]
 
 #: A per-block statistic (a 2-D value in each block, from the statistics cache).
 MATRIX = "matrix"
@@ -63,7 +72,12 @@ class TerminalSet:
     description : str
         One line for ``--help`` and the docs.
     values : callable, optional
-        For a scalar set: ``values(arch, num_classes)`` -> the value of each of ``names``.
+        For a scalar set computed from the architecture alone: ``values(arch, num_classes)`` ->
+        the value of each of ``names``.
+    table : callable, optional
+        For a scalar set computed from each architecture's network (it needs an input, a seed
+        and a class count, and is worth caching): ``table(archs, source)`` -> per architecture,
+        the value of each of ``names`` (:class:`TerminalSource`).
     """
 
     name: str
@@ -71,11 +85,31 @@ class TerminalSet:
     kind: str
     description: str
     values: Callable[[Any, int], Mapping[str, float]] | None = None
+    table: Callable[[Sequence, "TerminalSource"], list[Mapping[str, float]]] | None = None
+
+    @property
+    def computed(self) -> bool:
+        """Whether the set's values come from each architecture's network (``table``), not from its config."""
+        return self.table is not None
 
     @property
     def extras(self) -> tuple[str, ...]:
         """The extra statistics sets (:mod:`autoprox.data.extras`) that hold this set's values."""
         return extras_for(self.names) if self.kind == MATRIX else ()
+
+
+@dataclass(frozen=True)
+class TerminalSource:
+    """What a computed scalar set (:attr:`TerminalSet.table`) needs: the network's input, seed and
+    class count (those of the statistics it goes with), where its values are cached (None: not
+    cached) and how many workers compute them (a count or an executor)."""
+
+    spec: InputSpec
+    seed: int
+    num_classes: int
+    cache_root: Path | str | None = None
+    workers: Any = 1
+    progress: Callable[[int, int], None] | None = None
 
 
 #: Terminal sets by name, in registration order (the order of a space's inputs).
@@ -104,8 +138,10 @@ def register_terminal_set(terminal_set: TerminalSet) -> TerminalSet:
     for name in terminal_set.names:
         if not _NAME.match(name) or name in taken:
             raise ValueError(f"terminal set {terminal_set.name}: terminal {name!r} is taken or not a plain name")
-    if terminal_set.kind == SCALAR and terminal_set.values is None:
-        raise ValueError(f"terminal set {terminal_set.name}: a scalar set needs its values function")
+    if terminal_set.kind == SCALAR and (terminal_set.values is None) == (terminal_set.table is None):
+        raise ValueError(f"terminal set {terminal_set.name}: a scalar set needs one of a values or a table function")
+    if terminal_set.kind == MATRIX and (terminal_set.values is not None or terminal_set.table is not None):
+        raise ValueError(f"terminal set {terminal_set.name}: a matrix set's values are in the statistics cache")
     TERMINAL_SETS[terminal_set.name] = terminal_set
     return terminal_set
 
@@ -149,13 +185,43 @@ def terminals_of(sets: Iterable[str]) -> tuple[str, ...]:
 
 
 def architecture_values(arch: Any, num_classes: int = 100, sets: Iterable[str] | None = None) -> dict[str, float]:
-    """The values of every scalar terminal of ``sets`` (default: every registered scalar set) for ``arch``."""
+    """The values of every scalar terminal of ``sets`` (default: every registered scalar set) that the
+    architecture alone gives, for ``arch`` (a computed set, :attr:`TerminalSet.computed`, is left out:
+    :func:`terminal_table` gives it)."""
     chosen = TERMINAL_SETS if sets is None else {name: TERMINAL_SETS[name] for name in sets}
     values: dict[str, float] = {}
     for ts in chosen.values():
         if ts.kind == SCALAR and ts.values is not None:
             values.update(ts.values(arch, num_classes))
     return values
+
+
+def computed_sets(names: Iterable[str]) -> tuple[str, ...]:
+    """The computed scalar sets (:attr:`TerminalSet.computed`) that hold any of the terminals or sets ``names``."""
+    wanted = set(names)
+    return tuple(name for name, ts in TERMINAL_SETS.items()
+                 if ts.computed and (name in wanted or wanted.intersection(ts.names)))
+
+
+def terminal_table(archs: Sequence, source: TerminalSource | None = None, computed: Iterable[str] = (),
+                   num_classes: int = 100) -> list[dict[str, float]]:
+    """Per architecture of ``archs``, its scalar terminal values: every set the architecture alone gives
+    (:func:`architecture_values`, with a ``num_classes`` head), and the computed sets ``computed``
+    (names of registered sets; :func:`computed_sets` finds those a genome reads) from ``source``.
+
+    Raises
+    ------
+    ValueError
+        A computed set asked for without a source.
+    """
+    rows = [architecture_values(arch, num_classes) for arch in archs]
+    for name in computed:
+        ts = TERMINAL_SETS[name]
+        if source is None:
+            raise ValueError(f"terminal set {name} is computed from the networks: it needs a TerminalSource")
+        for row, values in zip(rows, ts.table(archs, source), strict=True):
+            row.update(values)
+    return rows
 
 
 register_terminal_set(TerminalSet("stats", tuple(STAT_NAMES), MATRIX,
@@ -166,3 +232,9 @@ register_terminal_set(TerminalSet("spread", tuple(SPREAD_NAMES), MATRIX,
 register_terminal_set(TerminalSet("arch", tuple(terminal_names()), SCALAR,
                                   "architecture-level scalars: parameter count, MACs, depth, width, heads, MLP ratio "
                                   "and their logarithms", values=terminal_values))
+register_terminal_set(TerminalSet("zoo", tuple(ZOO_TERMINALS), SCALAR,
+                                  "zoo proxies' values of each architecture (" + ", ".join(ZOO_TERMINALS) + "), "
+                                  "computed on its network with the statistics' input and seed and kept in the "
+                                  "zoo score cache", table=lambda archs, source: zoo_terminal_table(
+                                      archs, source.spec, source.seed, source.num_classes, source.cache_root,
+                                      source.workers, source.progress)))

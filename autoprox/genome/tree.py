@@ -53,7 +53,7 @@ from autoprox.genome.space import (  # noqa: F401 (re-exported: the space genome
     TEMPLATE,
     GenomeSpace,
 )
-from autoprox.genome.terminals import MATRIX, SCALAR, TERMINAL_SETS, terminal_kinds
+from autoprox.genome.terminals import MATRIX, SCALAR, TERMINAL_SETS, computed_sets, terminal_kinds
 from autoprox.networks.statistics import SPREAD_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX
 from primitives import BINARY, KERNEL_SETS, PRIMITIVES, UNARY
@@ -455,6 +455,12 @@ def reads_statistics(tree: gp.PrimitiveTree) -> bool:
     architecture terminals alone needs only its architecture's block count, not a network pass."""
     statistics = statistic_terminals()
     return any(isinstance(n, gp.Terminal) and n.name in statistics for n in tree)
+
+
+def genome_computed_sets(tree: gp.PrimitiveTree) -> tuple[str, ...]:
+    """The computed scalar terminal sets ``tree`` reads (the zoo's: values of each architecture's network,
+    :func:`autoprox.genome.terminals.terminal_table` needs a source for them)."""
+    return computed_sets(n.name for n in tree if isinstance(n, gp.Terminal))
 
 
 def genome_extras(tree: gp.PrimitiveTree) -> tuple[str, ...]:

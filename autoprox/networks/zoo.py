@@ -455,11 +455,48 @@ def compute_raw_values(names: Sequence[str], archs: Sequence, spec: InputSpec, s
     return results
 
 
+# ------------------------------------------------------------- zoo proxies as terminals
+
+#: The zoo proxies a genome may read as scalar terminals (the ``zoo`` terminal set of
+#: :mod:`autoprox.genome.terminals`): terminal name -> (proxy, transform). Each is the proxy's raw
+#: value for the architecture, the same in every block; SynFlow's, which spans tens of orders of
+#: magnitude, as its natural logarithm (it ranks the same and stays finite in float32).
+ZOO_TERMINALS: dict[str, tuple[str, str]] = {
+    "Z_snip": ("snip", "raw"),
+    "Z_nwot": ("nwot", "raw"),
+    "Z_zico": ("zico", "raw"),
+    "Z_log_synflow": ("synflow", "log"),
+    "Z_grad_norm": ("grad_norm", "raw"),
+}
+
+
+def _terminal_value(raw: float, transform: str) -> float:
+    if transform == "log":
+        return math.log(raw) if raw > 0 else math.nan
+    return float(raw)
+
+
+def zoo_terminal_table(archs: Sequence, spec: InputSpec, seed: int, num_classes: int,
+                       cache_root: str | os.PathLike | None = None, workers=1,
+                       progress: Callable[[int, int], None] | None = None) -> list[dict[str, float]]:
+    """Per architecture, the value of each of :data:`ZOO_TERMINALS`: its zoo proxy's raw value on the
+    network and batch of ``seed`` (:func:`compute_raw_values`, read from and kept in the score cache
+    under ``cache_root`` when it is given). A proxy that fails on an architecture gives NaN there
+    (a genome reading it is then invalid on that architecture, as on any non-finite value)."""
+    proxies = list(dict.fromkeys(proxy for proxy, _ in ZOO_TERMINALS.values()))
+    raws = compute_raw_values(proxies, archs, spec, seed, num_classes, workers=workers,
+                              score_cache=ZooScoreCache(cache_root) if cache_root is not None else None,
+                              progress=progress)
+    return [{name: _terminal_value(raws[proxy][i].raw, transform) if raws[proxy][i].ok else math.nan
+             for name, (proxy, transform) in ZOO_TERMINALS.items()} for i in range(len(archs))]
+
+
 __all__ = [
     "NO_TEACHER_NOTE",
     "TVT_ALPHA",
     "TVT_BETA",
     "ZOO",
+    "ZOO_TERMINALS",
     "ZOO_VERSION",
     "ProxyFailure",
     "RawResult",
@@ -473,4 +510,5 @@ __all__ = [
     "register_zoo",
     "set_scores",
     "tvt_combine",
+    "zoo_terminal_table",
 ]

@@ -31,9 +31,10 @@ import numpy as np
 
 from autoprox.core.parallel import as_executor
 from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, build_cache
-from autoprox.genome.terminals import architecture_values
+from autoprox.genome.terminals import TerminalSource, terminal_table
 from autoprox.genome.tree import (
     InvalidProxy,
+    genome_computed_sets,
     genome_extras,
     genome_to_string,
     parse_genome,
@@ -238,7 +239,11 @@ class GenomeScorer(Scorer):
         return "a genome"
 
     def describe(self, spec: InputSpec, teacher=None) -> tuple[str, str]:
-        return f"statistics ({spec.kind}, batch {spec.batch_size})", "no: statistics cache"
+        reads = f"statistics ({spec.kind}, batch {spec.batch_size})"
+        computed = genome_computed_sets(self.tree)
+        if computed:
+            return f"{reads} and {', '.join(computed)} terminals", "no: statistics and zoo score caches"
+        return reads, "no: statistics cache"
 
     def prepare(self, archs, cache, plan, workers=1, progress=None) -> bool:
         if not self.needs_statistics:
@@ -250,19 +255,24 @@ class GenomeScorer(Scorer):
 
     def raw_values(self, archs, spec, seed, num_classes, cache, *, workers=1, progress=None, teacher=None,
                    keep_statistics=True, head_classes=HEAD_CLASSES) -> list[RawResult]:
-        if not self.needs_statistics:
-            return _blocks_only_values(self.tree, archs, num_classes, head_classes, progress)
-        if not keep_statistics:
+        # Scalar terminals: the architectures' own, and the zoo's (computed on the statistics' network
+        # and batch, kept in the score cache beside the statistics cache) when the genome reads them.
+        computed = genome_computed_sets(self.tree)
+        if not keep_statistics and (self.needs_statistics or computed):
             return _fresh_genome_values(genome_to_string(self.tree), archs, spec, seed, num_classes, workers,
                                         head_classes)
+        source = TerminalSource(spec, seed, num_classes, cache.root, workers) if computed else None
+        scalars = terminal_table(archs, source, computed, head_classes)
+        if not self.needs_statistics:
+            return _blocks_only_values(self.tree, archs, scalars, progress)
         requests = [StatsRequest(arch, spec, seed, num_classes, genome_extras(self.tree)) for arch in archs]
         build_cache(cache, requests, workers=workers, progress=progress)
         results = []
         with torch_threads(1):  # as the fitness evaluator: the same numbers to the last bit
-            for arch, request in zip(archs, requests):
+            for request, arch_scalars in zip(requests, scalars):
                 start = time.perf_counter()
                 try:
-                    value = score_architecture(self.tree, cache.get(request), architecture_values(arch, head_classes))
+                    value = score_architecture(self.tree, cache.get(request), arch_scalars)
                 except InvalidProxy as exc:
                     results.append(RawResult(None, time.perf_counter() - start, f"invalid: {exc}"))
                     continue
@@ -270,17 +280,17 @@ class GenomeScorer(Scorer):
         return results
 
 
-def _blocks_only_values(tree, archs: Sequence, num_classes: int, head_classes: int, progress=None) -> list[RawResult]:
-    """A genome of architecture terminals alone: each architecture's blocks hold no statistic,
-    only their count matters (a sum over blocks: the architecture's transformer blocks, as its
-    depth descriptor counts them), so no network is built and nothing is cached."""
+def _blocks_only_values(tree, archs: Sequence, scalars: Sequence[Mapping[str, float]],
+                        progress=None) -> list[RawResult]:
+    """A genome of scalar terminals alone (``scalars``: each architecture's values): its blocks hold no
+    statistic, only their count matters (a sum over blocks: the architecture's transformer blocks,
+    as its depth descriptor counts them), so no statistics are computed or cached."""
     results = []
     with torch_threads(1):
-        for done, arch in enumerate(archs, 1):
+        for done, (arch, arch_scalars) in enumerate(zip(archs, scalars), 1):
             start = time.perf_counter()
             try:
-                value = score_architecture(tree, [{} for _ in transformer_widths(arch)],
-                                           architecture_values(arch, head_classes))
+                value = score_architecture(tree, [{} for _ in transformer_widths(arch)], arch_scalars)
             except InvalidProxy as exc:
                 results.append(RawResult(None, time.perf_counter() - start, f"invalid: {exc}"))
             else:
@@ -297,10 +307,14 @@ def _fresh_genome_value(genome: str, config: dict, space: str, spec: dict, seed:
     try:
         arch = parse_arch(config, space)
         tree = parse_genome(genome)
-        stats = compute_statistics(arch, InputSpec(**spec), seed, num_classes,
-                                   **{extra: True for extra in genome_extras(tree)})
+        spec_obj = InputSpec(**spec)
+        computed = genome_computed_sets(tree)
+        source = TerminalSource(spec_obj, seed, num_classes) if computed else None
+        scalars = terminal_table([arch], source, computed, head_classes)[0]
+        stats = (compute_statistics(arch, spec_obj, seed, num_classes, **{extra: True for extra in genome_extras(tree)})
+                 if reads_statistics(tree) else [{} for _ in transformer_widths(arch)])
         with torch_threads(1):
-            value = score_architecture(tree, stats, architecture_values(arch, head_classes))
+            value = score_architecture(tree, stats, scalars)
         return value, time.perf_counter() - start, ""
     except InvalidProxy as exc:
         return None, time.perf_counter() - start, f"invalid: {exc}"[:300]

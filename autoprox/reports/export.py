@@ -56,6 +56,7 @@ from autoprox.core.numbers import format_float
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import (
     ARCH_TERMINALS,
+    genome_computed_sets,
     genome_extras,
     genome_to_string,
     op_name,
@@ -294,6 +295,10 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
     aggregation = op_name(tree[0].name)
     if aggregation not in AGGREGATION_REGISTRY:  # parse_genome admits no other; a hand-made tree might
         raise ExportError(f"unknown aggregation over blocks {aggregation!r}")
+    computed = genome_computed_sets(tree)
+    if computed:
+        raise ExportError(f"{genome_to_string(tree)[:120]} reads {', '.join(computed)} terminals (zoo proxies' "
+                          "values), which a standalone module cannot compute; score it with autoprox rank")
     terminals, descriptors = used_descriptors(tree)
     genome_text = genome_to_string(tree)
     info = info or ExportInfo()

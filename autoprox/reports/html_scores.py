@@ -24,7 +24,6 @@ from autoprox.genome.tree import (
 from autoprox.networks.statistics import torch_threads
 from autoprox.proxies.scorers import mean_over_seeds
 from autoprox.search.context import RunContext
-from autoprox.spaces.descriptors import terminal_values
 
 
 class PartScorer:
@@ -62,7 +61,7 @@ class PartScorer:
         tree = parse_genome(genome)
         extras = genome_extras(tree)
         stats = self._loaded(extras)
-        terminals = [terminal_values(a) for a in self.archs]
+        terminals = self.context.scalar_terminals(self.archs)
         per_key = {}
         with torch_threads(1):
             for key, sets in stats.items():

@@ -83,7 +83,7 @@ from primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES
 #: Statistic -> the SymPy symbol's name.
 SYMBOL_NAMES = dict(zip(STAT_NAMES + SPREAD_NAMES, sympy_worker.STAT_SYMBOL_NAMES + sympy_worker.SPREAD_SYMBOL_NAMES))
 SYMBOLS = {stat: sympy_worker.make_symbol(name) for stat, name in SYMBOL_NAMES.items()}
-SYMBOLS.update({name: sympy_worker.make_symbol(name) for name in sympy_worker.ARCH_SYMBOL_NAMES})
+SYMBOLS.update({name: sympy_worker.make_symbol(name) for name in sympy_worker.SCALAR_SYMBOL_NAMES})
 STATISTIC_OF_SYMBOL = {name: stat for stat, name in SYMBOL_NAMES.items()}
 LATEX_NAMES = {
     "F1": r"W^{\mathrm{qkv}}_{l}", "F1g": r"G^{\mathrm{qkv}}_{l}",
@@ -249,7 +249,7 @@ def evaluate(expr: sympy.Basic, block: dict, terminals=None):
     if isinstance(expr, sympy.Symbol):
         if expr == EPS_SYMBOL:
             return torch.tensor(EPS, dtype=dtype)
-        if expr.name in sympy_worker.ARCH_SYMBOL_NAMES:
+        if expr.name in sympy_worker.SCALAR_SYMBOL_NAMES:
             if not terminals or expr.name not in terminals:
                 raise Unevaluable(f"no value for the architecture-level terminal {expr.name}")
             return torch.tensor(float(terminals[expr.name]), dtype=dtype)
@@ -568,7 +568,8 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3, ext
     that, statistics of ``count`` seeded random architectures of ``space`` (default
     AutoFormer), computed here with a batch of 2. Each is a :class:`CheckStatistics`
     carrying its architecture's terminal values (``A_params``, ... as the engine
-    computes them), so that formulas with architecture-level terminals are checked too.
+    computes them; seeded stand-ins for the zoo's, :func:`check_terminal_values`), so that
+    formulas with scalar terminals are checked too.
     ``extras``: extra statistics sets (:mod:`autoprox.data.extras`) the formulas read.
     """
     import random
@@ -578,7 +579,6 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3, ext
     from autoprox.networks.statistics import InputSpec, compute_statistics
     from autoprox.search.multispace import open_context
     from autoprox.spaces.architectures import sample_arch
-    from autoprox.spaces.descriptors import terminal_values
 
     found = []
     if run is not None:
@@ -593,7 +593,7 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3, ext
                 stats = context.cache.load(StatsRequest(arch, plan.spec, plan.seeds[0], plan.class_counts[0],
                                                         plan.extras))
                 if stats is not None:
-                    found.append(CheckStatistics(stats, terminal_values(arch)))
+                    found.append(CheckStatistics(stats, check_terminal_values(arch, len(found))))
             space = space or context.bench.space
     if found:
         return found
@@ -601,5 +601,17 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3, ext
     spec = InputSpec("gaussian", batch_size=2)
     archs = [sample_arch(space, random.Random(seed)) for seed in range(count)]
     return [CheckStatistics(compute_statistics(arch, spec, seed, 100, **{extra: True for extra in extras}),
-                            terminal_values(arch))
+                            check_terminal_values(arch, seed))
             for seed, arch in enumerate(archs)]
+
+
+def check_terminal_values(arch, index: int) -> dict[str, float]:
+    """The scalar terminal values a formula is checked with on ``arch``: its architecture's own
+    (:func:`autoprox.spaces.descriptors.terminal_values`), and for the zoo's terminals seeded stand-ins
+    between 0.5 and 50 (the check is of the algebra, and a zoo value costs network passes)."""
+    import random
+
+    from autoprox.spaces.descriptors import terminal_values
+
+    rng = random.Random(f"zoo-check-{index}")
+    return {**terminal_values(arch), **{name: rng.uniform(0.5, 50.0) for name in sympy_worker.ZOO_SYMBOL_NAMES}}

@@ -30,6 +30,11 @@ SPREAD_SYMBOL_NAMES = ("sd_G_qkv", "sd_G_proj", "sd_G_fc1", "sd_H_mlp", "sd_G_H_
 #: ``autoprox.spaces.descriptors.terminal_names`` (a test checks it). Descriptors are positive.
 ARCH_SYMBOL_NAMES = tuple(f"A_{log}{name}" for name in ("params", "macs", "depth", "width", "heads", "mlp_ratio")
                           for log in ("", "log_"))
+#: Zoo proxies' values as terminals (``Z_snip``, ...), kept in sync with
+#: ``autoprox.networks.zoo.ZOO_TERMINALS`` (a test checks it); real-valued.
+ZOO_SYMBOL_NAMES = ("Z_snip", "Z_nwot", "Z_zico", "Z_log_synflow", "Z_grad_norm")
+#: Every scalar terminal's symbol: one value per architecture, the same in every block.
+SCALAR_SYMBOL_NAMES = ARCH_SYMBOL_NAMES + ZOO_SYMBOL_NAMES
 EPS_NAME = EPS_SYMBOL.name
 #: Named functions of the primitive table (``Primitive.named``).
 NAMED_FUNCTIONS = frozenset(_PRIMITIVE_OF_FUNCTION)
@@ -59,6 +64,8 @@ def make_symbol(name: str) -> sympy.Symbol:
         return sympy.Symbol(name, nonnegative=True)
     if name in ARCH_SYMBOL_NAMES:
         return sympy.Symbol(name, positive=True) if "log_" not in name else sympy.Symbol(name, real=True)
+    if name in ZOO_SYMBOL_NAMES:
+        return sympy.Symbol(name, real=True)
     raise Unsupported(f"unknown symbol {name!r}")
 
 

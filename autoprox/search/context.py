@@ -36,6 +36,8 @@ from autoprox.data.benchmark import (
     split_benchmark,
 )
 from autoprox.data.cache import STATS_VERSION, StatisticsCache, StatsPlan
+from autoprox.core.progress import Progress
+from autoprox.genome.terminals import TerminalSource, computed_sets, terminal_table
 from autoprox.genome.tree import InvalidProxy
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.figures import beyond_size, figures
@@ -180,6 +182,31 @@ class RunContext:
         return {t: self.bench.accuracies[t][indices] for t in (targets or self.targets)}
 
     # -------------------------------------------------------------- scoring a proxy
+
+    def scalar_terminals(self, archs: Sequence, executor=None, quiet: bool = True) -> list[dict[str, float]]:
+        """Per architecture of ``archs``, the scalar terminal values this run's genomes read: every set
+        the architecture alone gives, and the computed sets its genome space chose (the zoo's: on each
+        network and batch of the plan's statistics, read from or kept in the score cache beside them;
+        ``executor`` or the settings' workers compute the missing ones).
+
+        Raises
+        ------
+        ConfigError
+            A computed set with several statistics sets (seeds or class counts): its values are of
+            one network and batch per architecture.
+        """
+        settings, plan = self.settings, self.plan
+        computed = computed_sets(settings.genome_space.terminals)
+        if computed and len(plan.keys()) != 1:
+            raise ConfigError(f"--terminals {','.join(computed)} reads one network per architecture: use one "
+                              "--stat-seeds seed and no --per-target-stats")
+        source = None
+        if computed:
+            seed, classes = plan.keys()[0]
+            source = TerminalSource(plan.spec, seed, classes, self.cache.root,
+                                    workers=executor if executor is not None else settings.workers,
+                                    progress=None if quiet else Progress(",".join(computed) + " terminals", every=15))
+        return terminal_table(archs, source, computed)
 
     def score(self, proxy: Proxy, part: str, workers: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> dict[int, np.ndarray]:

@@ -43,7 +43,6 @@ from autoprox.search.shards import ShardedScorer
 from autoprox.spaces.descriptors import (
     terminal_differences,
     terminal_meanings,
-    terminal_values,
 )
 
 #: Between a space and a target in a pair's name.
@@ -378,7 +377,7 @@ def space_evaluator(context: RunContext, executor: Executor | None, quiet: bool
     search_archs = context.archs("search")
     build_cache(cache, plan.requests(search_archs), workers=executor if executor is not None else settings.workers,
                 progress=None if quiet else Progress("statistics", every=15))
-    terminals = [terminal_values(a) for a in search_archs]
+    terminals = context.scalar_terminals(search_archs, executor, quiet)
     folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
     objective = search_objective(settings.fitness, folds, settings.cv_mode)
     # The base of an objective beyond it: fitted per target on the search part, once per run.
