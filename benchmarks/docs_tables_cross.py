@@ -11,10 +11,11 @@ from typing import Callable
 #: The committed leave-one-space-out protocols, each a row of the levers table, in its order.
 CROSS_PROTOCOLS = [f"leave-space-out/{name}" for name in (
     "template-mean", "template-gene", "template-sum", "template-sum-parsimony", "template-sum-anchored",
-    "template-sum-spread", "template-sum-sizefree-anchored")]
+    "template-sum-spread", "template-sum-sizefree-anchored", "template-sum-zoo", "template-sum-zoo-anchored")]
 #: The protocols shown in full (all baselines, and Kendall per target): table name -> protocol directory.
 FULL_TABLES = {
     "cross-space-sum": "leave-space-out/template-sum",
+    "cross-space-zoo": "leave-space-out/template-sum-zoo",
 }
 #: The overview of every committed protocol, one row each (the levers side by side).
 LEVERS_TABLE = "cross-space-levers"

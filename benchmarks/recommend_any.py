@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "runs"
 MANIFEST = REPO / "autoprox" / "resources" / "recommended" / "recommended.json"
 #: Each committed protocol's configuration and its search on every labelled space (runs/recommended/...).
-SEARCHES = {"template-mean": "any-search-mean", "template-sum": "any-search-sum"}
+SEARCHES = {"template-mean": "any-search-mean", "template-sum": "any-search-sum", "template-sum-zoo": "any-search-zoo"}
 #: Baselines that use no label at all (the transferred descriptor choices use the other space's labels).
 LABEL_FREE = ("params", "flops", "tvt_l2", "snip", "zico", "nwot", "grad_norm", "synflow", "fisher", "grasp",
               "te_nas", "dss", "plain")

@@ -292,3 +292,11 @@ def test_the_label_free_recommendation_is_what_the_committed_protocols_choose(pi
                      "--targets", "c100_kd", "--batch-size", "2", "--cache-dir", str(session_cache.root)]) == 0
         ranked[proxy] = json.loads(capsys.readouterr().out)["c100_kd"]["kendall"]
     assert ranked["recommended:any/joint"] == pytest.approx(ranked[baseline], abs=1e-12)
+
+
+def test_rank_of_a_multi_space_runs_proxy_asks_for_one_of_its_benchmarks(multi_run, capsys):
+    out, _ = multi_run
+    code = main(["rank", "--proxy", str(out / "best.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("autoprox: error:") == 1 and "Traceback" not in err
+    assert "searched several benchmarks (autoformer, pit): give --space or --bench" in err

@@ -115,3 +115,16 @@ def test_a_formula_reading_a_zoo_terminal_is_shown_and_checked_but_not_exported(
     assert "Z_snip" in formula.text and formula.status in ("simplified", "original (not smaller)"), formula.note
     with pytest.raises(ExportError, match="zoo terminals"):
         export_source(WITH_SNIP, formula)
+
+
+def test_a_genome_reading_one_zoo_terminal_runs_that_proxy_alone(pit_tiny, small_spec, tmp_path):
+    from autoprox.data.cache import StatisticsCache
+    from autoprox.proxies.scorers import scorer_for
+
+    archs = pit_tiny.archs[:2]
+    results = scorer_for(SNIP_ALONE, parse_genome(SNIP_ALONE)).raw_values(archs, small_spec, 0, 100,
+                                                                          StatisticsCache(tmp_path))
+    for result, arch in zip(results, archs):
+        assert result.ok and result.raw == pytest.approx(raw_value("snip", arch, small_spec, 0, 100), rel=1e-6)
+    cached = {json.loads(path.read_text())["proxy"] for path in (tmp_path / "zoo").rglob("*.json")}
+    assert cached == {"snip"}  # not the other four zoo terminals' passes

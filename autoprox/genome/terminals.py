@@ -110,6 +110,9 @@ class TerminalSource:
     cache_root: Path | str | None = None
     workers: Any = 1
     progress: Callable[[int, int], None] | None = None
+    #: The terminals wanted (None: every one of the set): a genome that reads one zoo terminal
+    #: needs that proxy's passes alone.
+    names: tuple[str, ...] | None = None
 
 
 #: Terminal sets by name, in registration order (the order of a space's inputs).
@@ -237,4 +240,4 @@ register_terminal_set(TerminalSet("zoo", tuple(ZOO_TERMINALS), SCALAR,
                                   "computed on its network with the statistics' input and seed and kept in the "
                                   "zoo score cache", table=lambda archs, source: zoo_terminal_table(
                                       archs, source.spec, source.seed, source.num_classes, source.cache_root,
-                                      source.workers, source.progress)))
+                                      source.workers, source.progress, source.names)))

@@ -457,6 +457,11 @@ def reads_statistics(tree: gp.PrimitiveTree) -> bool:
     return any(isinstance(n, gp.Terminal) and n.name in statistics for n in tree)
 
 
+def genome_terminals(tree: gp.PrimitiveTree) -> tuple[str, ...]:
+    """The terminal names ``tree`` reads, each once, in the order they first occur."""
+    return tuple(dict.fromkeys(n.name for n in tree if isinstance(n, gp.Terminal)))
+
+
 def genome_computed_sets(tree: gp.PrimitiveTree) -> tuple[str, ...]:
     """The computed scalar terminal sets ``tree`` reads (the zoo's: values of each architecture's network,
     :func:`autoprox.genome.terminals.terminal_table` needs a source for them)."""

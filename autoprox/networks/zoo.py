@@ -478,17 +478,20 @@ def _terminal_value(raw: float, transform: str) -> float:
 
 def zoo_terminal_table(archs: Sequence, spec: InputSpec, seed: int, num_classes: int,
                        cache_root: str | os.PathLike | None = None, workers=1,
-                       progress: Callable[[int, int], None] | None = None) -> list[dict[str, float]]:
-    """Per architecture, the value of each of :data:`ZOO_TERMINALS`: its zoo proxy's raw value on the
-    network and batch of ``seed`` (:func:`compute_raw_values`, read from and kept in the score cache
-    under ``cache_root`` when it is given). A proxy that fails on an architecture gives NaN there
-    (a genome reading it is then invalid on that architecture, as on any non-finite value)."""
-    proxies = list(dict.fromkeys(proxy for proxy, _ in ZOO_TERMINALS.values()))
+                       progress: Callable[[int, int], None] | None = None,
+                       names: Sequence[str] | None = None) -> list[dict[str, float]]:
+    """Per architecture, the value of each of :data:`ZOO_TERMINALS` (or of those of ``names`` among
+    them): its zoo proxy's raw value on the network and batch of ``seed`` (:func:`compute_raw_values`,
+    read from and kept in the score cache under ``cache_root`` when it is given). A proxy that fails
+    on an architecture gives NaN there (a genome reading it is then invalid on that architecture, as
+    on any non-finite value)."""
+    wanted = {name: ZOO_TERMINALS[name] for name in ZOO_TERMINALS if names is None or name in names}
+    proxies = list(dict.fromkeys(proxy for proxy, _ in wanted.values()))
     raws = compute_raw_values(proxies, archs, spec, seed, num_classes, workers=workers,
                               score_cache=ZooScoreCache(cache_root) if cache_root is not None else None,
                               progress=progress)
     return [{name: _terminal_value(raws[proxy][i].raw, transform) if raws[proxy][i].ok else math.nan
-             for name, (proxy, transform) in ZOO_TERMINALS.items()} for i in range(len(archs))]
+             for name, (proxy, transform) in wanted.items()} for i in range(len(archs))]
 
 
 __all__ = [

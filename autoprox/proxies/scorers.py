@@ -36,6 +36,7 @@ from autoprox.genome.tree import (
     InvalidProxy,
     genome_computed_sets,
     genome_extras,
+    genome_terminals,
     genome_to_string,
     parse_genome,
     reads_statistics,
@@ -261,7 +262,8 @@ class GenomeScorer(Scorer):
         if not keep_statistics and (self.needs_statistics or computed):
             return _fresh_genome_values(genome_to_string(self.tree), archs, spec, seed, num_classes, workers,
                                         head_classes)
-        source = TerminalSource(spec, seed, num_classes, cache.root, workers) if computed else None
+        source = (TerminalSource(spec, seed, num_classes, cache.root, workers, names=genome_terminals(self.tree))
+                  if computed else None)
         scalars = terminal_table(archs, source, computed, head_classes)
         if not self.needs_statistics:
             return _blocks_only_values(self.tree, archs, scalars, progress)
@@ -309,7 +311,7 @@ def _fresh_genome_value(genome: str, config: dict, space: str, spec: dict, seed:
         tree = parse_genome(genome)
         spec_obj = InputSpec(**spec)
         computed = genome_computed_sets(tree)
-        source = TerminalSource(spec_obj, seed, num_classes) if computed else None
+        source = TerminalSource(spec_obj, seed, num_classes, names=genome_terminals(tree)) if computed else None
         scalars = terminal_table([arch], source, computed, head_classes)[0]
         stats = (compute_statistics(arch, spec_obj, seed, num_classes, **{extra: True for extra in genome_extras(tree)})
                  if reads_statistics(tree) else [{} for _ in transformer_widths(arch)])
