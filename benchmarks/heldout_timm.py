@@ -33,8 +33,10 @@ REPO = Path(__file__).resolve().parent.parent
 HELDOUT = REPO / "examples" / "timm_imagenet_heldout.csv"
 TWELVE = REPO / "examples" / "timm_imagenet.csv"
 #: The proxies the held-out file names, in its order; the first is the recommended label-free proxy.
-PROXIES = ("recommended:any/joint", "recommended:any/searched", "params", "flops", "nwot", "snip", "zico",
-           "synflow", "grad_norm", "tvt_l2")
+#: ``runs/recommended/any-search-sum/best.json`` is the ``recommended:any/searched`` of the day the held-out
+#: file was fixed (the sum over blocks on the statistics); the one now is the zoo configuration's.
+PROXIES = ("recommended:any/joint", "recommended:any/searched", "runs/recommended/any-search-sum/best.json", "params",
+           "flops", "nwot", "snip", "zico", "synflow", "grad_norm", "tvt_l2")
 REFERENCE = "params"
 #: Model-name prefixes of the second kind (attention over windows, channels or pooled keys and values).
 STAGED = ("timm:swin", "timm:davit", "timm:mvitv2")
