@@ -92,7 +92,6 @@ def run_bench(args: argparse.Namespace, proxy) -> str | None:
     if run_dir is None or not (run_dir / "config.json").is_file():
         return None
     from autoprox.core.errors import ConfigError
-    from autoprox.search.context import RunContext
     from autoprox.search.multispace import MultiRunContext, open_context
 
     context = open_context(run_dir)
@@ -100,7 +99,6 @@ def run_bench(args: argparse.Namespace, proxy) -> str | None:
         spaces = ", ".join(part.bench.space for part in context.parts)
         raise ConfigError(f"{run_dir} searched several benchmarks ({spaces}): give --space or --bench to rank "
                           "its proxy on one of them")
-    assert isinstance(context, RunContext)
     bench = context.bench.source
     print(f"benchmark: {bench}, the one {run_dir} was made with (--bench FILE ranks on another)", file=sys.stderr)
     return bench

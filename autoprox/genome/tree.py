@@ -465,12 +465,12 @@ def genome_terminals(tree: gp.PrimitiveTree) -> tuple[str, ...]:
 def genome_computed_sets(tree: gp.PrimitiveTree) -> tuple[str, ...]:
     """The computed scalar terminal sets ``tree`` reads (the zoo's: values of each architecture's network,
     :func:`autoprox.genome.terminals.terminal_table` needs a source for them)."""
-    return computed_sets(n.name for n in tree if isinstance(n, gp.Terminal))
+    return computed_sets(genome_terminals(tree))
 
 
 def genome_extras(tree: gp.PrimitiveTree) -> tuple[str, ...]:
     """The extra statistics sets (:mod:`autoprox.data.extras`) ``tree`` reads: its cache entries to load."""
-    return extras_for([n.name for n in tree if isinstance(n, gp.Terminal)])
+    return extras_for(genome_terminals(tree))
 
 
 def terminal_tensors(values: Mapping[str, float]) -> dict:

@@ -11,6 +11,7 @@ as not available.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Callable, Mapping, Sequence
 
 from autoprox.core.progress import Progress
@@ -56,12 +57,17 @@ class PartScorer:
                     progress=Progress(f"statistics, {self.part} split", every=15))
         return True
 
+    @cached_property
+    def _terminals(self) -> list[dict[str, float]]:
+        """Each architecture's scalar terminal values, read once for every genome the report scores."""
+        return self.context.scalar_terminals(self.archs)
+
     def scores(self, genome: str) -> dict[int, object]:
         """The genome's scores per class count (mean over the plan's seeds); InvalidProxy when it fails."""
         tree = parse_genome(genome)
         extras = genome_extras(tree)
         stats = self._loaded(extras)
-        terminals = self.context.scalar_terminals(self.archs)
+        terminals = self._terminals
         per_key = {}
         with torch_threads(1):
             for key, sets in stats.items():

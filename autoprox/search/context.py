@@ -27,6 +27,7 @@ import numpy as np
 
 from autoprox import __version__
 from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
+from autoprox.core.progress import Progress
 from autoprox.data.benchmark import (
     Benchmark,
     Split,
@@ -36,7 +37,6 @@ from autoprox.data.benchmark import (
     split_benchmark,
 )
 from autoprox.data.cache import STATS_VERSION, StatisticsCache, StatsPlan
-from autoprox.core.progress import Progress
 from autoprox.genome.terminals import TerminalSource, computed_sets, terminal_table
 from autoprox.genome.tree import InvalidProxy
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
