@@ -119,14 +119,19 @@ def pit_small(pit_bench):
     return pit_bench.subset(sorted(order[:12]))
 
 
+def benchmark_jsonl(bench, tmp_path_factory, name: str) -> Path:
+    """``bench`` written in the project's plain-text format as ``name`` in a new temporary folder."""
+    from autoprox.data.benchmark import write_benchmark_jsonl
+
+    path = tmp_path_factory.mktemp("bench") / name
+    write_benchmark_jsonl(bench, path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def af_small_file(af_small, tmp_path_factory):
     """The 16 small AutoFormer architectures of ``af_small`` in the project's plain-text format."""
-    from autoprox.data.benchmark import write_benchmark_jsonl
-
-    path = tmp_path_factory.mktemp("bench") / "af16.jsonl"
-    write_benchmark_jsonl(af_small, path)
-    return path
+    return benchmark_jsonl(af_small, tmp_path_factory, "af16.jsonl")
 
 
 def unpacked_protocol(name: str, into: Path) -> Path:

@@ -16,7 +16,7 @@ from scipy.stats import kendalltau
 
 from autoprox.cli.main import main
 from autoprox.core.errors import ConfigError
-from autoprox.data.benchmark import load_benchmark, write_benchmark_jsonl
+from autoprox.data.benchmark import load_benchmark
 from autoprox.genome.tree import GenomeSpace, parse_genome
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
@@ -24,15 +24,14 @@ from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.multispace import MultiRunContext, open_context
 from autoprox.search.settings import SearchSettings
+from tests.conftest import benchmark_jsonl
 
 EVOLUTION = EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=3)
 
 
 @pytest.fixture(scope="module")
 def pit_small_file(pit_small, tmp_path_factory):
-    path = tmp_path_factory.mktemp("bench") / "pit12.jsonl"
-    write_benchmark_jsonl(pit_small, path)
-    return path
+    return benchmark_jsonl(pit_small, tmp_path_factory, "pit12.jsonl")
 
 
 @pytest.fixture(scope="module")

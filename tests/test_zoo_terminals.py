@@ -17,7 +17,6 @@ import pytest
 from scipy.stats import kendalltau
 
 from autoprox.core.errors import ConfigError, ExportError
-from autoprox.data.benchmark import write_benchmark_jsonl
 from autoprox.genome.terminals import TERMINAL_SETS, TerminalSource, computed_sets, terminal_table
 from autoprox.genome.tree import GenomeSpace, genome_computed_sets, parse_genome
 from autoprox.networks.zoo import ZOO_TERMINALS, raw_value
@@ -29,6 +28,7 @@ from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import terminal_values
+from tests.conftest import benchmark_jsonl
 
 #: A template genome that multiplies a statistic by SNIP's value, and one of the zoo alone.
 WITH_SNIP = "block_mean(to_mean_scalar(element_wise_product(element_wise_abs(F1), Z_snip)))"
@@ -43,9 +43,7 @@ def pit_tiny(pit_small):
 
 @pytest.fixture(scope="module")
 def pit_tiny_file(pit_tiny, tmp_path_factory):
-    path = tmp_path_factory.mktemp("bench") / "pit6.jsonl"
-    write_benchmark_jsonl(pit_tiny, path)
-    return path
+    return benchmark_jsonl(pit_tiny, tmp_path_factory, "pit6.jsonl")
 
 
 @pytest.fixture(scope="module")
