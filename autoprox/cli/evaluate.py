@@ -36,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.apps.protocol import PROTOCOL_FILE, run_protocol
     from autoprox.apps.protocol_summary import format_protocol
 
+    if args.rank_formulas and not args.leave_space_out:
+        from autoprox.core.errors import ConfigError
+
+        raise ConfigError("--rank-formulas is a way of the leave-one-space-out protocol: add --leave-space-out")
     if args.leave_space_out:
         return _leave_space_out(args)
     options = {"folds": args.folds, "repeats": args.repeats, "protocol_seed": args.protocol_seed,
@@ -72,7 +76,12 @@ def _fold_executor(args: argparse.Namespace, executor):
 
 
 def _leave_space_out(args: argparse.Namespace) -> int:
-    """``evaluate --leave-space-out``: the leave-one-space-out protocol (:mod:`autoprox.apps.cross_space`)."""
+    """``evaluate --leave-space-out``: the leave-one-space-out protocol (:mod:`autoprox.apps.cross_space`),
+    or with ``--rank-formulas`` the N-space protocol over proxy tables (:mod:`autoprox.apps.space_protocol`)."""
+    if args.rank_formulas:
+        from autoprox.cli.tables import run_space_protocol_command
+
+        return run_space_protocol_command(args)
     from autoprox.apps.cross_space import (
         PROTOCOL_FILE,
         format_cross_space,

@@ -155,6 +155,10 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.core.atomic import json_safe
     from autoprox.genome.tree import InvalidProxy
 
+    from autoprox.cli.tables import rank_on_tables, wants_tables
+
+    if wants_tables(args):
+        return rank_on_tables(args)
     if _wants_table(args):
         return cmd_rank_table(args)
     proxy = resolve_proxy(args.proxy)

@@ -14,6 +14,7 @@ import numpy as np
 from autoprox.core.atomic import read_json_file
 from autoprox.core.errors import ProxyError  # noqa: F401 (re-exported)
 from autoprox.data.cache import StatisticsCache, StatsPlan
+from autoprox.genome.rank_formula import RankFormula, is_rank_formula, parse_formula
 from autoprox.genome.tree import (
     GenomeError,
     InvalidProxy,
@@ -101,13 +102,21 @@ class Proxy:
     provenance: Mapping = field(default_factory=dict)
     zoo: str | None = None
     note: str = ""
+    #: A rank formula over proxy columns (:mod:`autoprox.genome.rank_formula`), and what it does with a
+    #: column a space lacks (``refuse`` or ``neutral``).
+    formula: RankFormula | None = None
+    missing: str = "refuse"
 
     @cached_property
     def scorer(self) -> Scorer:
         """How this proxy turns architectures into raw values and scores."""
         try:
-            return scorer_for(self.name, self.genome, self.zoo)
-        except KeyError:
+            return scorer_for(self.name, self.genome, self.zoo, self.formula, self.missing)
+        except KeyError as exc:
+            if self.formula is not None:
+                raise ProxyError(f"{self.name} reads proxy column {exc.args[0]!r}, which autoprox cannot compute on "
+                                 f"networks (it computes {', '.join((*ARCHITECTURE_PROXIES, *ZOO))}); score it on a "
+                                 "proxy table that has the column") from None
             raise ProxyError(f"unknown proxy {self.zoo or self.name!r}; known built-ins: {_known_names()}") from None
 
     @property
@@ -237,6 +246,9 @@ def resolve_proxy(text: str) -> Proxy:
         except GenomeError as exc:
             raise ProxyError(f"{path}: {exc}") from None
         return Proxy(genome_to_string(tree), tree, {"file": str(path), **{k: data[k] for k in ("run", "stats", "split") if k in data}})
+    if is_rank_formula(text):
+        formula = parse_formula(text)
+        return Proxy(str(formula), formula=formula)
     try:
         tree = parse_genome(text)
     except GenomeError as exc:
@@ -247,6 +259,24 @@ def resolve_proxy(text: str) -> Proxy:
     return Proxy(genome_to_string(tree), tree)
 
 
+#: The ``format`` of a rank-formula proxy file.
+RANK_FORMULA_FORMAT = "autoprox-rank-formula/1"
+
+
+@register_proxy_file_format(RANK_FORMULA_FORMAT)
+def _read_rank_formula_file(path: Path, data: Mapping) -> Proxy:
+    """A rank-formula proxy file: ``{"format": ..., "formula": TEXT, "missing": "neutral"|"refuse", ...}``."""
+    text, missing = data.get("formula"), data.get("missing", "refuse")
+    if not isinstance(text, str) or missing not in ("refuse", "neutral"):
+        raise ProxyError(f"{path}: a rank-formula file needs a 'formula' string and 'missing' refuse or neutral")
+    try:
+        formula = parse_formula(text)
+    except GenomeError as exc:
+        raise ProxyError(f"{path}: {exc}") from None
+    provenance = {"file": str(path), **{k: data[k] for k in ("chosen_by", "protocol", "note") if k in data}}
+    return Proxy(str(formula), provenance=provenance, formula=formula, missing=missing)
+
+
 def _recommended_proxy(text: str):
     """The proxy a ``recommended:SPACE/TARGET`` name stands for (:mod:`autoprox.proxies.recommended`): its
     manifest entry's file, cut to the entry's ``target`` when the file is a per-target ensemble."""
@@ -255,8 +285,9 @@ def _recommended_proxy(text: str):
     target = entry.get("target")
     if target is not None and getattr(proxy, "targets", ()):
         proxy = proxy.for_target(target)
-    # A genome keeps its genome string as its name (commands read the genome from it); an ensemble is named.
-    return replace(proxy, name=text) if getattr(proxy, "kind", "") == "ensemble" else proxy
+    # A genome keeps its genome string as its name (commands read the genome from it); an ensemble and a
+    # rank formula are named.
+    return replace(proxy, name=text) if getattr(proxy, "kind", "") in ("ensemble", "rank formula") else proxy
 
 
 def split_proxy_list(text: str) -> list[str]:
@@ -329,6 +360,7 @@ __all__ = [
     "BUILTIN_PROXIES",
     "PUBLISHED",
     "PROXY_FILE_FORMATS",
+    "RANK_FORMULA_FORMAT",
     "InvalidProxy",
     "Proxy",
     "ProxyError",

@@ -31,6 +31,7 @@ import numpy as np
 
 from autoprox.core.parallel import as_executor
 from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, build_cache
+from autoprox.genome.rank_formula import RankFormula
 from autoprox.genome.terminals import TerminalSource, terminal_table
 from autoprox.genome.tree import (
     InvalidProxy,
@@ -331,6 +332,69 @@ def _fresh_genome_values(genome: str, archs: Sequence, spec: InputSpec, seed: in
     return [RawResult(value, seconds, error) for value, seconds, error in outcomes]
 
 
+# ---------------------------------------------------------------------- rank formulas
+
+
+@dataclass(frozen=True)
+class RankFormulaScorer(Scorer):
+    """A rank formula (:mod:`autoprox.genome.rank_formula`) on networks: each proxy column it reads is
+    computed per architecture (``params``, ``flops`` and the zoo's proxies), then the formula
+    transforms the columns within the ranked set, so it is set-level.
+
+    ``missing``: a column autoprox cannot compute on networks (a table's own proxy) is refused
+    (``"refuse"``) or entered as no information (``"neutral"``).
+    """
+
+    formula: RankFormula
+    missing: str = "refuse"
+    kind = "rank formula"
+    set_level = True
+
+    @property
+    def source(self) -> str:
+        return "rank formula over proxy columns"
+
+    @property
+    def nature(self) -> str:
+        return "a formula over ranks of proxy columns, not an expression over the eight per-block statistics"
+
+    def computable(self) -> tuple[str, ...]:
+        """The columns it reads that autoprox computes on networks; refuses the others unless neutral."""
+        known = [c for c in self.formula.columns if c in ARCHITECTURE_PROXIES or c in ZOO]
+        unknown = [c for c in self.formula.required if c not in known]
+        if unknown and self.missing == "refuse":
+            raise KeyError(unknown[0])
+        if not known:
+            raise KeyError(self.formula.columns[0])
+        return tuple(known)
+
+    def describe(self, spec: InputSpec, teacher=None) -> tuple[str, str]:
+        return f"proxy columns {', '.join(self.formula.columns)}", "yes: each zoo column's passes"
+
+    def raw_values(self, archs, spec, seed, num_classes, cache, *, workers=1, progress=None, teacher=None,
+                   keep_statistics=True, head_classes=HEAD_CLASSES) -> list[RawResult]:
+        columns = {}
+        for name in self.computable():
+            scorer = ARCHITECTURE_PROXIES.get(name) or ZooScorer(ZOO[name])
+            columns[name] = scorer.raw_values(archs, spec, seed, num_classes, cache, workers=workers,
+                                              progress=progress, teacher=teacher, head_classes=head_classes)
+        results = []
+        for index in range(len(archs)):
+            parts = {name: values[index] for name, values in columns.items()}
+            failed = [f"{name}: {r.error}" for name, r in parts.items() if not r.ok]
+            seconds = sum(r.seconds for r in parts.values())
+            if failed:
+                results.append(RawResult(None, seconds, "; ".join(failed)))
+            else:
+                results.append(RawResult({name: float(r.raw) for name, r in parts.items()}, seconds))
+        return results
+
+    def set_scores(self, raws: Sequence) -> np.ndarray:
+        names = list(raws[0]) if len(raws) else []
+        columns = {name: np.asarray([r[name] for r in raws], dtype=np.float64) for name in names}
+        return self.formula.score(columns, missing="neutral")
+
+
 # ------------------------------------------------------------------------ over seeds
 
 
@@ -343,11 +407,16 @@ def mean_over_seeds(per_key: Mapping[tuple[int, int], np.ndarray]) -> dict[int, 
     return {classes: np.mean(runs, axis=0) for classes, runs in by_classes.items()}
 
 
-def scorer_for(name: str, genome=None, zoo: str | None = None) -> Scorer:
-    """The scorer of a proxy: its genome's, its zoo entry's, or the architecture proxy ``name``.
+def scorer_for(name: str, genome=None, zoo: str | None = None, formula: RankFormula | None = None,
+               missing: str = "refuse") -> Scorer:
+    """The scorer of a proxy: its rank formula's, its genome's, its zoo entry's, or the architecture proxy ``name``.
 
-    KeyError when ``zoo`` or ``name`` is not registered.
+    KeyError when ``zoo`` or ``name`` is not registered, or a formula reads a column no network gives.
     """
+    if formula is not None:
+        scorer = RankFormulaScorer(formula, missing)
+        scorer.computable()
+        return scorer
     if genome is not None:
         return GenomeScorer(genome if not isinstance(genome, str) else parse_genome(genome))
     if zoo is not None:
@@ -355,5 +424,5 @@ def scorer_for(name: str, genome=None, zoo: str | None = None) -> Scorer:
     return ARCHITECTURE_PROXIES[name]
 
 
-__all__ = ["ARCHITECTURE_PROXIES", "HEAD_CLASSES", "ArchitectureProxy", "GenomeScorer", "RawResult", "Scorer",
+__all__ = ["ARCHITECTURE_PROXIES", "HEAD_CLASSES", "ArchitectureProxy", "GenomeScorer", "RankFormulaScorer", "RawResult", "Scorer",
            "ZooScorer", "mean_over_seeds", "register_architecture_proxy", "scorer_for"]

@@ -10,6 +10,7 @@ makes its argparse options from these tables (``autoprox.cli.options.add_command
 from __future__ import annotations
 
 from autoprox.data.benchmark import BENCH_FILE_NAMES
+from autoprox.data.proxy_tables import table_space_names
 from autoprox.proxies.proxy import BUILTIN_PROXIES
 from autoprox.search.options import OPTIONS, Option, integer, integer_list, number, text, text_list
 
@@ -22,9 +23,10 @@ _EVALUATE = frozenset({"evaluate"})
 RANK_OPTIONS: tuple[Option, ...] = (
     Option("proxy", None, f"a built-in ({', '.join(BUILTIN_PROXIES)}), a genome string, a proxy JSON such as "
            "best.json; 'all' or a comma list prints the ranking table", text("proxy"), commands=_RANK, required=True),
-    Option("bench", None, "benchmark file (.pth released format, or .jsonl/.json)", text("bench"), commands=_RANK),
-    Option("space", None, "use the space's released file as --bench", text("space"),
-           choices=tuple(sorted(BENCH_FILE_NAMES)), commands=_RANK),
+    Option("bench", None, "benchmark file (.pth released format, .jsonl/.json, .csv; or a proxy table: a CSV whose "
+           "first column is id, then accuracy columns, then proxy columns)", text("bench"), commands=_RANK),
+    Option("space", None, "use the space's released file as --bench (a table space: its packaged proxy tables)",
+           text("space"), choices=tuple(sorted(set(BENCH_FILE_NAMES) | set(table_space_names()))), commands=_RANK),
     OPTIONS["space_file"],
     Option("split", None, "which architectures (default: for a run's proxy such as RUN/best.json, the run's test "
            "split, which its search never saw; else all)", text("split"), choices=("all", "search", "test"),
@@ -81,6 +83,14 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            text_list("zoo_baselines"), group=_CROSS, commands=_EVALUATE, metavar="LIST"),
     Option("bootstrap", None, "bootstrap resamples of the left-out architectures (default 1000; 0: none)",
            integer("bootstrap"), group=_CROSS, commands=_EVALUATE),
+    Option("rank_formulas", False, "with --leave-space-out: search unit-free rank formulas over the spaces' proxy "
+           "tables (packaged table spaces: " + ", ".join(table_space_names()) + "; or proxy-table CSVs given with "
+           "--bench), N spaces left out in turn, --seeds searches per left-out space, --iterations generations "
+           "(default 25), each left-out space scored beside params, flops, every proxy column it has and the "
+           "log-rank sum of all of them", flag=True, group=_CROSS, commands=_EVALUATE),
+    Option("objective", None, "with --rank-formulas: how the per-space Kendalls of the training spaces are "
+           "aggregated: worst (the default) or mean", text("objective"), choices=("worst", "mean"), group=_CROSS,
+           commands=_EVALUATE),
     # last on the command line, in the protocol group (its --help order since it was added)
     Option("bag_fraction", None, "the fraction of a fold's search part each bag searches on (default 0.5)",
            number("bag_fraction"), group=_PROTOCOL, commands=_EVALUATE, metavar="F"),

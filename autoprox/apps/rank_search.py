@@ -1,0 +1,303 @@
+"""Searching rank formulas over several labelled spaces at once.
+
+A rank formula (:mod:`autoprox.genome.rank_formula`) is scored on a space by the mean Kendall
+over the space's (table, target) pairs; a search over N spaces maximises an **objective**
+that aggregates the N per-space figures (:data:`OBJECTIVES`: ``mean``, or ``worst``, the
+worst case over spaces), less a small parsimony pressure per node. The evolution is
+elitist: each generation keeps its best formulas unchanged, and fills the rest with
+children made by subtree crossover, subtree mutation and point mutation of parents drawn by
+tournament. All randomness comes from one ``random.Random(seed)``.
+
+Terminals are the standard proxy columns the training spaces offer (``lr(X)`` and ``z(X)``).
+A space that lacks a column a formula reads scores it as no information (``missing =
+"neutral"``), so every formula is scored on every space.
+
+The search is scored on at most ``max_rows`` rows of each table (a seeded draw, the same for
+every formula of one search), so a 9,445-row table costs what a 1,500-row one does; the
+figures a protocol reports are computed on every row (:func:`space_figure`).
+
+Two simpler searchers share the objective: :func:`best_single` (the single standard proxy with
+the best objective) and :func:`greedy_lrsum` (the AZ-NAS log-rank sum over the subset of
+proxies chosen by forward selection).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy.stats import kendalltau
+
+from autoprox.core.errors import ConfigError
+from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
+from autoprox.genome.rank_formula import OPERATORS, Node, RankFormula, parse_formula
+
+__all__ = ["OBJECTIVES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "best_single", "greedy_lrsum",
+           "figures_by_space", "kendall_or_zero", "prepare_spaces", "register_objective", "search_rank_formula",
+           "space_figure"]
+
+#: Objectives over the per-space figures, by name.
+OBJECTIVES: dict[str, Callable[[Sequence[float]], float]] = {}
+
+
+def register_objective(name: str, function: Callable[[Sequence[float]], float]) -> None:
+    """Register an aggregate of per-space Kendalls (a list of floats -> one float); a taken name is a ConfigError."""
+    if name in OBJECTIVES:
+        raise ConfigError(f"objective {name!r} is registered already")
+    OBJECTIVES[name] = function
+
+
+register_objective("mean", lambda values: float(np.mean(values)))
+register_objective("worst", lambda values: float(np.min(values)))
+
+
+def kendall_or_zero(scores: np.ndarray, accuracy: np.ndarray) -> float:
+    """Kendall tau-b over the rows where both are finite; 0 where it is undefined (a constant score ranks nothing)."""
+    keep = np.isfinite(accuracy) & np.isfinite(scores)
+    if keep.sum() < 3 or np.ptp(scores[keep]) == 0:
+        return 0.0
+    value = kendalltau(scores[keep], accuracy[keep]).statistic
+    return 0.0 if not math.isfinite(value) else float(value)
+
+
+@dataclass
+class PreparedSpace:
+    """A space ready for scoring many formulas: per table, its columns, its targets' accuracies
+    (rows drawn once) and a cache of transformed columns."""
+
+    name: str
+    tables: list[tuple[dict[str, np.ndarray], list[np.ndarray], dict]] = field(default_factory=list)
+
+    def figure(self, formula: RankFormula) -> float:
+        """The mean Kendall over the space's (table, target) pairs, missing columns neutral."""
+        values = []
+        for columns, accuracies, cache in self.tables:
+            scores = formula.score(columns, missing="neutral", cache=cache)
+            values.extend(kendall_or_zero(scores, accuracy) for accuracy in accuracies)
+        return float(np.mean(values))
+
+
+def prepare_spaces(spaces: Sequence[TableSpace], max_rows: int | None, rng: random.Random) -> list[PreparedSpace]:
+    """Each space's tables with at most ``max_rows`` rows each (drawn with ``rng``; None: every row)."""
+    prepared = []
+    for space in spaces:
+        entry = PreparedSpace(space.name)
+        for table, targets in zip(space.tables, space.targets):
+            rows = np.arange(len(table))
+            if max_rows is not None and len(table) > max_rows:
+                rows = np.sort(np.asarray(rng.sample(range(len(table)), max_rows)))
+            columns = {name: values[rows] for name, values in table.proxies.items()}
+            entry.tables.append((columns, [table.accuracies[t][rows] for t in targets], {}))
+        prepared.append(entry)
+    return prepared
+
+
+def space_figure(formula: RankFormula, space: TableSpace) -> float:
+    """The space's figure of ``formula`` on every row (missing columns neutral)."""
+    return prepare_spaces([space], None, random.Random(0))[0].figure(formula)
+
+
+# ------------------------------------------------------------------------- the evolution
+@dataclass(frozen=True)
+class RankSearchSettings:
+    """A rank-formula search's whole configuration (what ``protocol.json`` records).
+
+    Parameters
+    ----------
+    objective : str
+        A key of :data:`OBJECTIVES`.
+    population, generations, elite, tournament : int
+        The evolution's sizes.
+    max_size : int
+        The most nodes a formula may have.
+    parsimony : float
+        Subtracted from the objective per node.
+    max_rows : int
+        Rows of each table the search scores on (a seeded draw).
+    transforms : tuple of str
+        The transforms terminals use.
+    """
+
+    objective: str = "worst"
+    population: int = 48
+    generations: int = 25
+    elite: int = 4
+    tournament: int = 3
+    max_size: int = 9
+    parsimony: float = 0.002
+    max_rows: int = 1500
+    transforms: tuple[str, ...] = ("lr", "z")
+
+    def check(self) -> "RankSearchSettings":
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(f"unknown objective {self.objective!r}; known: {', '.join(OBJECTIVES)}")
+        if min(self.population, self.generations, self.elite, self.tournament, self.max_size, self.max_rows) < 1:
+            raise ConfigError("population, generations, elite, tournament, max_size and max_rows must be positive")
+        if self.elite >= self.population:
+            raise ConfigError("elite must be smaller than population")
+        return self
+
+
+@dataclass
+class SearchOutcome:
+    """A search's hall of fame: ``(fitness, formula text, per-space figures)``, best first."""
+
+    hall_of_fame: list[tuple[float, str, dict[str, float]]]
+    evaluations: int
+
+    @property
+    def best(self) -> str:
+        return self.hall_of_fame[0][1]
+
+
+def _terminals(spaces: Sequence[TableSpace], transforms: Sequence[str]) -> list[Node]:
+    offered = [name for name in STANDARD_PROXIES if any(name in t.proxies for s in spaces for t in s.tables)]
+    if not offered:
+        raise ConfigError("the training spaces share no standard proxy column to build formulas from")
+    return [Node(transform, column=name) for name in offered for transform in transforms]
+
+
+def _random_tree(rng: random.Random, terminals: list[Node], depth: int) -> Node:
+    if depth <= 0 or rng.random() < 0.4:
+        return rng.choice(terminals)
+    operator = rng.choice(list(OPERATORS.values()))
+    return Node(operator.name, tuple(_random_tree(rng, terminals, depth - 1) for _ in range(operator.arity)))
+
+
+def _paths(node: Node, prefix: tuple = ()) -> list[tuple]:
+    found = [prefix]
+    for index, child in enumerate(node.children):
+        found.extend(_paths(child, prefix + (index,)))
+    return found
+
+
+def _get(node: Node, path: tuple) -> Node:
+    for index in path:
+        node = node.children[index]
+    return node
+
+
+def _put(node: Node, path: tuple, replacement: Node) -> Node:
+    if not path:
+        return replacement
+    children = list(node.children)
+    children[path[0]] = _put(children[path[0]], path[1:], replacement)
+    return Node(node.op, tuple(children), node.column, node.columns)
+
+
+def _vary(parent: Node, other: Node, rng: random.Random, terminals: list[Node]) -> Node:
+    """One child: subtree crossover with ``other``, subtree mutation, or point mutation."""
+    roll = rng.random()
+    path = rng.choice(_paths(parent))
+    if roll < 0.45:
+        return _put(parent, path, _get(other, rng.choice(_paths(other))))
+    if roll < 0.8:
+        return _put(parent, path, _random_tree(rng, terminals, 2))
+    target = _get(parent, path)
+    if target.column or target.op == "lrsum":
+        return _put(parent, path, rng.choice(terminals))
+    same = [op for op in OPERATORS.values() if op.arity == len(target.children)]
+    return _put(parent, path, Node(rng.choice(same).name, target.children))
+
+
+def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankSearchSettings = RankSearchSettings(),
+                        seeds: Sequence[str] = (), progress: Callable[[int, int], None] | None = None,
+                        keep: int = 20) -> SearchOutcome:
+    """Evolve rank formulas on ``spaces`` (the training spaces) and return the hall of fame.
+
+    Parameters
+    ----------
+    spaces : sequence of TableSpace
+        The labelled spaces the search may read the labels of.
+    seed : int
+        The one source of randomness (the row draw and the evolution).
+    settings : RankSearchSettings
+        The configuration.
+    seeds : sequence of str
+        Formulas put in the first population (e.g. the log-rank sum of every proxy).
+    keep : int
+        How many distinct formulas the hall of fame keeps.
+    """
+    settings.check()
+    rng = random.Random(seed)
+    prepared = prepare_spaces(spaces, settings.max_rows, rng)
+    aggregate = OBJECTIVES[settings.objective]
+    terminals = _terminals(spaces, settings.transforms)
+    scored: dict[str, tuple[float, dict[str, float]]] = {}
+
+    def fitness(node: Node) -> float:
+        text = str(node)
+        if text not in scored:
+            per_space = {p.name: p.figure(RankFormula(node)) for p in prepared}
+            # rounded so that the last bits of a logarithm on another CPU cannot reorder two formulas
+            scored[text] = (round(aggregate(list(per_space.values())) - settings.parsimony * node.size, 9), per_space)
+        return scored[text][0]
+
+    population = [parse_formula(text).root for text in seeds]
+    while len(population) < settings.population:
+        population.append(_random_tree(rng, terminals, 3))
+    population = [n for n in population if n.size <= settings.max_size] or [rng.choice(terminals)]
+    for generation in range(settings.generations):
+        ranked = sorted(population, key=lambda n: (-fitness(n), str(n)))
+        next_population = ranked[:settings.elite]
+        while len(next_population) < settings.population:
+            parent = max(rng.sample(ranked, min(settings.tournament, len(ranked))), key=lambda n: (fitness(n), str(n)))
+            other = rng.choice(ranked)
+            child = _vary(parent, other, rng, terminals)
+            if child.size <= settings.max_size:
+                next_population.append(child)
+        population = next_population
+        if progress:
+            progress(generation + 1, settings.generations)
+    for node in population:
+        fitness(node)
+    best = sorted(scored.items(), key=lambda item: (-item[1][0], item[0]))[:keep]
+    return SearchOutcome([(value, text, per_space) for text, (value, per_space) in best], len(scored))
+
+
+# ------------------------------------------------------------------------- simpler searchers
+def _objective_on(formula: RankFormula, prepared: Sequence[PreparedSpace], objective: str) -> float:
+    return OBJECTIVES[objective]([p.figure(formula) for p in prepared])
+
+
+def best_single(spaces: Sequence[TableSpace], objective: str = "worst", candidates: Sequence[str] = STANDARD_PROXIES
+                ) -> tuple[str, float]:
+    """The standard proxy whose ``r(X)`` has the best objective on ``spaces`` (every row), and that value.
+    Only proxies every space has are candidates (a single proxy a space lacks cannot rank it)."""
+    prepared = prepare_spaces(spaces, None, random.Random(0))
+    shared = [c for c in candidates if all(c in t.proxies for s in spaces for t in s.tables)]
+    if not shared:
+        raise ConfigError("no standard proxy column is in every training space")
+    values = {name: _objective_on(RankFormula(Node("r", column=name)), prepared, objective) for name in shared}
+    name = max(shared, key=lambda n: (values[n], -shared.index(n)))
+    return name, values[name]
+
+
+def greedy_lrsum(spaces: Sequence[TableSpace], objective: str = "worst", candidates: Sequence[str] = STANDARD_PROXIES
+                 ) -> tuple[str, float]:
+    """Forward selection of the columns of an AZ-NAS log-rank sum on ``spaces`` (every row): start from
+    the best single column, add the column that raises the objective most, stop when none does.
+    Returns the formula text and its objective."""
+    prepared = prepare_spaces(spaces, None, random.Random(0))
+    offered = [c for c in candidates if any(c in t.proxies for s in spaces for t in s.tables)]
+    chosen: list[str] = []
+    best_value = -math.inf
+    while True:
+        trials = {c: _objective_on(RankFormula(Node("lrsum", columns=tuple(chosen + [c]))), prepared, objective)
+                  for c in offered if c not in chosen}
+        if not trials:
+            break
+        column = max(trials, key=lambda c: (trials[c], -offered.index(c)))
+        if trials[column] <= best_value + 1e-9:
+            break
+        chosen.append(column)
+        best_value = trials[column]
+    return f"lrsum({', '.join(chosen)})", best_value
+
+
+def figures_by_space(formula: RankFormula, spaces: Sequence[TableSpace]) -> Mapping[str, float]:
+    """Every space's figure of ``formula`` on every row."""
+    return {space.name: space_figure(formula, space) for space in spaces}

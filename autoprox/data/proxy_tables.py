@@ -1,0 +1,324 @@
+"""Proxy tables: labelled spaces given as published proxy values, with no networks to build.
+
+A proxy table is a CSV file (optionally gzip-compressed, ``.csv.gz``)::
+
+    id,val_acc,params,flops,snip,nwot
+    "(4, 0, 3, 1, 4, 3)",84.99,0.129306,19.248832,22.923,754.684
+    ...
+
+* the first column is ``id``: text naming the architecture, each id once;
+* then the **accuracy columns** (any name; each is a target, called by its column name:
+  ``--targets val_acc``);
+* then the **proxy columns**: they start at the first column named as one of
+  :data:`STANDARD_PROXIES` (the 13 of NAS-Bench-Suite-Zero, as the zoo names them), and
+  every column from there on is a proxy column, so a table may carry proxies of its own
+  after the standard ones.
+
+Every cell is a number or empty (not measured: NaN). What is refused, each in one line
+naming the file and the line or column: no ``id`` column first, an id given twice, a cell
+that is not a finite number, a proxy column with no value at all, a file larger than
+:data:`MAX_TABLE_BYTES`, fewer than :data:`MIN_ROWS` rows, a column named twice.
+
+A **table space** (:class:`TableSpace`) is one space measured on one or more datasets:
+NAS-Bench-201 is one space of cells with a table for CIFAR-10 and one for ImageNet16-120,
+each with its own proxy values. The packaged table spaces are listed by
+:func:`table_space_names`; their files and licences lie in ``autoprox/resources/proxy-tables``.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from autoprox.core.errors import BenchmarkError
+from autoprox.core.resources import resource_dir
+
+__all__ = ["MAX_TABLE_BYTES", "MIN_ROWS", "PROXY_TABLE_FOLDER", "STANDARD_PROXIES", "ProxyTable", "TableSpace",
+           "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_names"]
+
+#: The 13 proxies of NAS-Bench-Suite-Zero (Krishnakumar et al., NeurIPS 2022), named as the zoo
+#: and the published tables name them. ``params`` and ``flops`` describe size.
+STANDARD_PROXIES: tuple[str, ...] = ("params", "flops", "snip", "grasp", "synflow", "grad_norm", "fisher",
+                                     "plain", "nwot", "jacov", "l2_norm", "zen", "epe_nas")
+
+#: Largest table read (bytes, after decompression): a bigger file is refused before it is parsed.
+MAX_TABLE_BYTES = 256 * 1024 * 1024
+
+#: Fewest rows a table must have: Kendall's tau of two rows ranks nothing.
+MIN_ROWS = 3
+
+#: Folder of the packaged proxy tables (``autoprox/resources/proxy-tables``).
+PROXY_TABLE_FOLDER = "proxy-tables"
+
+ID_COLUMN = "id"
+
+
+@dataclass(frozen=True)
+class ProxyTable:
+    """One dataset's table: architecture ids, accuracy targets and proxy values.
+
+    Attributes
+    ----------
+    name : str
+        What the table is called in reports (its file stem, or the packaged name).
+    ids : tuple of str
+        The architectures, in file order.
+    accuracies : dict of str to ndarray
+        Per target (accuracy column), float values aligned with ``ids``; NaN = not measured.
+    proxies : dict of str to ndarray
+        Per proxy column, float values aligned with ``ids``; NaN = not measured.
+    source : str
+        The file it was read from.
+    sha256 : str
+        The file's sha256 (of its bytes as stored).
+    """
+
+    name: str
+    ids: tuple[str, ...]
+    accuracies: dict[str, np.ndarray]
+    proxies: dict[str, np.ndarray]
+    source: str = ""
+    sha256: str = ""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def targets(self) -> list[str]:
+        """The accuracy columns, in file order."""
+        return list(self.accuracies)
+
+    def check_targets(self, targets: Sequence[str] | None) -> list[str]:
+        """``targets`` checked against the table's accuracy columns (None: all of them).
+
+        Raises
+        ------
+        BenchmarkError
+            A target the table lacks, naming the ones it has.
+        """
+        if targets is None:
+            return self.targets
+        unknown = [t for t in targets if t not in self.accuracies]
+        if unknown:
+            raise BenchmarkError(f"{self.source or self.name}: no accuracy column {unknown[0]!r}; "
+                                 f"its accuracy columns are {', '.join(self.targets)}")
+        return list(targets)
+
+    def subset(self, indices: Sequence[int]) -> "ProxyTable":
+        """The table of the rows ``indices`` only."""
+        pick = np.asarray(indices, dtype=np.int64)
+        return ProxyTable(self.name, tuple(self.ids[i] for i in pick),
+                          {k: v[pick] for k, v in self.accuracies.items()},
+                          {k: v[pick] for k, v in self.proxies.items()}, self.source, self.sha256)
+
+
+@dataclass(frozen=True)
+class TableSpace:
+    """A labelled space given as tables: one table per dataset it was measured on.
+
+    ``targets[i]`` are the accuracy columns of ``tables[i]`` that count for the space
+    (its per-space figure is the mean Kendall over every (table, target) pair).
+    """
+
+    name: str
+    tables: tuple[ProxyTable, ...]
+    targets: tuple[tuple[str, ...], ...]
+    description: str = ""
+    notes: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def pairs(self) -> list[tuple[ProxyTable, str]]:
+        """Every (table, target) pair the space is judged on."""
+        return [(table, target) for table, names in zip(self.tables, self.targets) for target in names]
+
+    @property
+    def proxy_names(self) -> tuple[str, ...]:
+        """The proxy columns every table of the space has, in the first table's order."""
+        shared = set.intersection(*(set(t.proxies) for t in self.tables))
+        return tuple(name for name in self.tables[0].proxies if name in shared)
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self.tables)
+
+
+# ------------------------------------------------------------------------- reading
+def _read_text(path: Path, limit: int) -> tuple[str, str]:
+    """The file's text (gunzipped for ``.gz``) and the sha256 of its stored bytes."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise BenchmarkError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if size > limit:
+        raise BenchmarkError(f"{path}: {size:,} bytes, more than the {limit:,} a proxy table may have")
+    raw = path.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if path.suffix == ".gz":
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as handle:
+                raw = handle.read(limit + 1)
+        except (OSError, EOFError) as exc:
+            raise BenchmarkError(f"{path}: not a gzip file ({exc})") from None
+        if len(raw) > limit:
+            raise BenchmarkError(f"{path}: more than {limit:,} bytes once decompressed, the most a proxy table may have")
+    try:
+        return raw.decode("utf-8-sig"), digest
+    except UnicodeDecodeError as exc:
+        raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start}); expected a CSV proxy table") from None
+
+
+def _header_kinds(header: Sequence[str], where: str) -> tuple[list[str], list[str]]:
+    """The accuracy columns and the proxy columns of a header, checked."""
+    if not header or header[0] != ID_COLUMN:
+        first = header[0] if header else "nothing"
+        raise BenchmarkError(f"{where}: the first column must be {ID_COLUMN!r} (the architecture's name), "
+                             f"found {first!r}")
+    for index, name in enumerate(header):
+        if not name:
+            raise BenchmarkError(f"{where}: column {index + 1} has no name")
+        if name in header[:index]:
+            raise BenchmarkError(f"{where}: column {name!r} appears twice")
+    columns = list(header[1:])
+    first_proxy = next((i for i, name in enumerate(columns) if name in STANDARD_PROXIES), len(columns))
+    accuracies, proxies = columns[:first_proxy], columns[first_proxy:]
+    if not accuracies:
+        raise BenchmarkError(f"{where}: no accuracy column between {ID_COLUMN!r} and the first proxy column "
+                             f"({columns[0] if columns else 'none'})")
+    return accuracies, proxies
+
+
+def _number(text: str) -> float:
+    text = text.strip()
+    if not text:
+        return math.nan
+    value = float(text)  # ValueError names the cell below
+    if not math.isfinite(value):
+        raise ValueError("not finite")
+    return value
+
+
+def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: int = MAX_TABLE_BYTES) -> ProxyTable:
+    """Read and check a proxy table (see the module's docstring for the form).
+
+    Parameters
+    ----------
+    path : path-like
+        A ``.csv`` or ``.csv.gz`` file.
+    name : str, optional
+        What to call it (default: the file name without its suffixes).
+    limit : int
+        The most bytes the file may hold (after decompression).
+
+    Raises
+    ------
+    BenchmarkError
+        In one line naming the file and the first problem found.
+    """
+    path = Path(path)
+    text, digest = _read_text(path, limit)
+    rows = csv.reader(io.StringIO(text))
+    try:
+        header = [cell.strip() for cell in next(rows)]
+    except StopIteration:
+        raise BenchmarkError(f"{path}: empty; a proxy table starts with a header row (id, accuracies, proxies)") from None
+    except csv.Error as exc:
+        raise BenchmarkError(f"{path}: line 1: {exc}") from None
+    accuracy_columns, proxy_columns = _header_kinds(header, f"{path}: header")
+    ids: list[str] = []
+    seen: dict[str, int] = {}
+    values: list[list[float]] = []
+    try:
+        for row in rows:
+            line = rows.line_num
+            if not row or all(not cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise BenchmarkError(f"{path}: line {line}: {len(row)} cells, the header has {len(header)}")
+            ident = row[0].strip()
+            if not ident:
+                raise BenchmarkError(f"{path}: line {line}: empty id")
+            if ident in seen:
+                raise BenchmarkError(f"{path}: line {line}: id {ident!r} appears again (first on line {seen[ident]}); "
+                                     "list each architecture once")
+            seen[ident] = line
+            numbers = []
+            for column, cell in zip(header[1:], row[1:]):
+                try:
+                    numbers.append(_number(cell))
+                except ValueError:
+                    raise BenchmarkError(f"{path}: line {line}: column {column!r} is {cell.strip()[:40]!r}, "
+                                         "not a finite number (leave a cell empty where nothing was measured)") from None
+            ids.append(ident)
+            values.append(numbers)
+    except csv.Error as exc:
+        raise BenchmarkError(f"{path}: line {rows.line_num}: {exc}") from None
+    if len(ids) < MIN_ROWS:
+        raise BenchmarkError(f"{path}: only {len(ids)} row(s); a proxy table needs at least {MIN_ROWS} to rank")
+    matrix = np.asarray(values, dtype=np.float64).reshape(len(ids), len(header) - 1)
+    columns = {column: matrix[:, i] for i, column in enumerate(header[1:])}
+    for column in accuracy_columns:
+        if np.isnan(columns[column]).all():
+            raise BenchmarkError(f"{path}: accuracy column {column!r} has no value")
+    for column in proxy_columns:
+        if np.isnan(columns[column]).all():
+            raise BenchmarkError(f"{path}: proxy column {column!r} has no value; leave the column out")
+    stem = path.name.split(".")[0]
+    return ProxyTable(name or stem, tuple(ids), {c: columns[c] for c in accuracy_columns},
+                      {c: columns[c] for c in proxy_columns}, str(path), digest)
+
+
+def is_proxy_table(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a CSV file whose first header cell is ``id`` (the proxy-table form)."""
+    path = Path(path)
+    if not path.name.endswith((".csv", ".csv.gz")) or not path.is_file():
+        return False
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:
+            first = handle.readline(4096)
+    except (OSError, UnicodeDecodeError, EOFError):
+        return False
+    cells = next(csv.reader([first]), [])
+    return bool(cells) and cells[0].strip() == ID_COLUMN
+
+
+# ------------------------------------------------------------------------- packaged spaces
+def _manifest() -> dict:
+    path = resource_dir(PROXY_TABLE_FOLDER) / "spaces.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def table_space_names() -> list[str]:
+    """The packaged table spaces, by name (``nb201``, ``flexibert``, ``autoformer``, ...)."""
+    return list(_manifest()["spaces"])
+
+
+def load_table_space(name: str) -> TableSpace:
+    """The packaged table space ``name``, its tables read and checked.
+
+    Raises
+    ------
+    BenchmarkError
+        An unknown name, naming the known ones.
+    """
+    spaces = _manifest()["spaces"]
+    if name not in spaces:
+        raise BenchmarkError(f"no packaged table space {name!r}; known: {', '.join(spaces)}")
+    record = spaces[name]
+    folder = resource_dir(PROXY_TABLE_FOLDER)
+    tables, targets = [], []
+    for entry in record["tables"]:
+        table = read_proxy_table(folder / entry["file"], name=entry["name"])
+        tables.append(table)
+        targets.append(tuple(table.check_targets(entry["targets"])))
+    return TableSpace(name, tuple(tables), tuple(targets), record.get("description", ""),
+                      dict(record.get("notes", {})))

@@ -1,0 +1,385 @@
+"""Rank formulas: unit-free proxies over the proxy columns of a space.
+
+A proxy that must carry from one space to another cannot add raw values: a parameter count
+in millions and one in units, a SynFlow of 1e40 and a NWOT of 700 have nothing in common
+across spaces. A rank formula reads each proxy column only through a **transform within
+the space** it scores, so its ranking is the same whatever each column's units:
+
+* ``r(X)``: X's rank, scaled to (0, 1], centred (tied values share their mean rank);
+* ``lr(X)``: X's log-rank ``log(rank / n)``, centred (the AZ-NAS transform: the best
+  architecture gets 0, the worst ``log(1/n)``);
+* ``z(X)``: the z-score of X's logarithm (``log x`` when every value is positive,
+  ``-log(-x)`` when every value is negative, else ``asinh(x / median|x|)``, the signed
+  logarithm at the column's own scale).
+
+Each transform is centred, so a value the space does not have (an empty cell, or with
+``missing="neutral"`` a whole column it lacks) enters as 0: no information either way.
+The transformed columns combine with operators (:data:`OPERATORS`): ``add``, ``sub``,
+``mul``, ``max``, ``min``, ``neg`` and the rank-space ``rerank`` (the centred rank of
+its argument), and ``lrsum(A, B, ...)``, the AZ-NAS sum of log-ranks over the columns it
+names that the space has (a column it lacks is left out of the sum, whatever ``missing``).
+
+The text form is prefix calls, e.g. ``add(lr(nwot), z(params))`` or
+``lrsum(params, flops, nwot, jacov)``; :func:`parse_formula` reads it (a small
+recursive-descent parser, no ``eval``), and ``str`` of a :class:`RankFormula` writes it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+from scipy.stats import rankdata
+
+from autoprox.core.errors import ConfigError, GenomeError
+
+__all__ = ["MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula", "columns_of",
+           "formula_from_terms", "is_rank_formula", "parse_formula", "register_operator", "register_transform", "transform_column"]
+
+#: Longest formula text read, and deepest nesting: beyond them a formula is refused in one line.
+MAX_FORMULA_CHARS = 10_000
+MAX_DEPTH = 40
+
+MISSING_POLICIES = ("refuse", "neutral")
+
+
+# ------------------------------------------------------------------------- transforms
+def _centre(values: np.ndarray) -> np.ndarray:
+    """``values`` less their mean over the finite entries; NaN entries become 0."""
+    out = np.zeros_like(values, dtype=np.float64)
+    finite = np.isfinite(values)
+    if finite.any():
+        out[finite] = values[finite] - values[finite].mean()
+    return out
+
+
+def _ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Average ranks (1 = smallest) of the finite entries, NaN elsewhere, and how many are finite."""
+    out = np.full(values.shape, np.nan)
+    finite = np.isfinite(values)
+    out[finite] = rankdata(values[finite])
+    return out, int(finite.sum())
+
+
+def _rank(values: np.ndarray) -> np.ndarray:
+    ranks, count = _ranks(values)
+    return _centre(ranks / max(count, 1))
+
+
+def _log_rank(values: np.ndarray) -> np.ndarray:
+    ranks, count = _ranks(values)
+    return _centre(np.log(ranks / max(count, 1)))
+
+
+def _z_log(values: np.ndarray) -> np.ndarray:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return np.zeros_like(values, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if (finite > 0).all():
+            logged = np.log(values)
+        elif (finite < 0).all():
+            logged = -np.log(-values)
+        else:
+            scale = np.median(np.abs(finite[finite != 0])) if (finite != 0).any() else 1.0
+            logged = np.arcsinh(values / scale)
+    centred = _centre(logged)
+    spread = centred[np.isfinite(logged)].std()
+    return centred / spread if spread > 0 else np.zeros_like(centred)
+
+
+#: Transforms by name: ``name -> (function of a column, one-line description)``.
+TRANSFORMS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {}
+
+
+def register_transform(name: str, function: Callable[[np.ndarray], np.ndarray], description: str) -> None:
+    """Add a within-space transform. It must be centred and unchanged when the column is scaled by a
+    positive constant (the unit-free property). A taken name is a ConfigError."""
+    if name in TRANSFORMS or name in OPERATORS or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ConfigError(f"rank-formula name {name!r} is registered already or not a plain lower-case name")
+    TRANSFORMS[name] = (function, description)
+
+
+def transform_column(name: str, values: np.ndarray) -> np.ndarray:
+    """The transform ``name`` applied to one column (float array)."""
+    return TRANSFORMS[name][0](np.asarray(values, dtype=np.float64))
+
+
+# ------------------------------------------------------------------------- operators
+@dataclass(frozen=True)
+class Operator:
+    """A rank-formula operator: its arity, its function on transformed columns, and one line of help."""
+
+    name: str
+    arity: int
+    function: Callable[..., np.ndarray]
+    description: str
+
+
+#: Operators by name, in registration order (the order a search draws them in).
+OPERATORS: dict[str, Operator] = {}
+
+
+def register_operator(name: str, arity: int, function: Callable[..., np.ndarray], description: str) -> Operator:
+    """Add an operator over transformed columns (all arrays of one length). A taken name is a ConfigError."""
+    if name in OPERATORS or name in TRANSFORMS or name == "lrsum" or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ConfigError(f"rank-formula name {name!r} is registered already or not a plain lower-case name")
+    OPERATORS[name] = Operator(name, arity, function, description)
+    return OPERATORS[name]
+
+
+register_transform("r", _rank, "the rank within the space, scaled to (0, 1] and centred")
+register_transform("lr", _log_rank, "the log-rank within the space, log(rank / n), centred (AZ-NAS)")
+register_transform("z", _z_log, "the z-score of the logarithm (signed logarithm at the column's scale for mixed signs)")
+register_operator("add", 2, np.add, "a + b")
+register_operator("sub", 2, np.subtract, "a - b")
+register_operator("mul", 2, np.multiply, "a * b")
+register_operator("max", 2, np.maximum, "the larger of a and b")
+register_operator("min", 2, np.minimum, "the smaller of a and b")
+register_operator("neg", 1, np.negative, "-a")
+register_operator("rerank", 1, _rank, "the centred rank of a (back to rank space)")
+
+
+# ------------------------------------------------------------------------- the tree
+@dataclass(frozen=True)
+class Node:
+    """One node: an operator with children, a transformed column (``op`` a transform name and
+    ``column`` set), or ``lrsum`` over ``columns``."""
+
+    op: str
+    children: tuple["Node", ...] = ()
+    column: str = ""
+    columns: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.op == "lrsum":
+            return f"lrsum({', '.join(self.columns)})"
+        if self.column:
+            return f"{self.op}({self.column})"
+        return f"{self.op}({', '.join(str(c) for c in self.children)})"
+
+    @property
+    def size(self) -> int:
+        """Nodes in the tree (a transformed column and an lrsum count one each, plus one per lrsum member)."""
+        if self.op == "lrsum":
+            return len(self.columns)
+        return 1 + sum(c.size for c in self.children)
+
+
+def columns_of(node: Node) -> tuple[str, ...]:
+    """The columns a tree reads, in first-read order, without repeats (lrsum members included)."""
+    found: dict[str, None] = {}
+
+    def walk(n: Node) -> None:
+        if n.column:
+            found.setdefault(n.column)
+        for name in n.columns:
+            found.setdefault(name)
+        for child in n.children:
+            walk(child)
+
+    walk(node)
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class RankFormula:
+    """A parsed rank formula: scores the rows of a space from its proxy columns.
+
+    Attributes
+    ----------
+    root : Node
+        The tree.
+    """
+
+    root: Node
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The proxy columns it reads."""
+        return columns_of(self.root)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The columns read outside an ``lrsum`` (those a space must have unless ``missing="neutral"``)."""
+        found: dict[str, None] = {}
+
+        def walk(n: Node) -> None:
+            if n.column:
+                found.setdefault(n.column)
+            for child in n.children:
+                walk(child)
+
+        walk(self.root)
+        return tuple(found)
+
+    def score(self, columns: Mapping[str, np.ndarray], missing: str = "refuse",
+              cache: dict | None = None) -> np.ndarray:
+        """The formula's value on every row of a space.
+
+        Parameters
+        ----------
+        columns : mapping of str to ndarray
+            The space's proxy columns (raw values, NaN = not measured), all of one length.
+        missing : {"refuse", "neutral"}
+            A column the formula reads outside an ``lrsum`` that ``columns`` lacks: refused, or
+            entered as 0 (no information).
+        cache : dict, optional
+            Transformed columns by ``(transform, column)``, filled and reused (a search scores
+            many formulas on the same columns).
+
+        Raises
+        ------
+        GenomeError
+            With ``missing="refuse"``, the first column it lacks, by name, or an lrsum none of whose
+            columns it has (with ``"neutral"`` such an lrsum is 0).
+        """
+        if missing not in MISSING_POLICIES:
+            raise ConfigError(f"missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}")
+        if not columns:
+            raise GenomeError("no proxy column to score a rank formula on")
+        length = len(next(iter(columns.values())))
+        if missing == "refuse":
+            lacking = [c for c in self.required if c not in columns]
+            if lacking:
+                raise GenomeError(f"the formula reads proxy column {lacking[0]!r}, which this space does not have "
+                                  f"(it has {', '.join(columns)})")
+        memo = {} if cache is None else cache
+
+        def transformed(transform: str, column: str) -> np.ndarray:
+            key = (transform, column)
+            if key not in memo:
+                memo[key] = (transform_column(transform, columns[column]) if column in columns
+                             else np.zeros(length))
+            return memo[key]
+
+        def value(n: Node) -> np.ndarray:
+            if n.op == "lrsum":
+                present = [c for c in n.columns if c in columns]
+                if not present and missing == "neutral":
+                    return np.zeros(length)
+                if not present:
+                    raise GenomeError(f"lrsum({', '.join(n.columns)}): this space has none of these proxy columns "
+                                      f"(it has {', '.join(columns)})")
+                return np.sum([transformed("lr", c) for c in present], axis=0)
+            if n.column:
+                return transformed(n.op, n.column)
+            return OPERATORS[n.op].function(*(value(c) for c in n.children))
+
+        with np.errstate(all="ignore"):
+            return np.asarray(value(self.root), dtype=np.float64)
+
+
+# ------------------------------------------------------------------------- parsing
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.\-]*)|(.))")
+
+
+def _tokens(text: str) -> list[str]:
+    out = []
+    for match in _TOKEN.finditer(text):
+        name, symbol = match.groups()
+        if name is None and symbol is None:
+            continue
+        out.append(name if name is not None else symbol)
+    return out
+
+
+def parse_formula(text: str) -> RankFormula:
+    """Parse a rank formula's text (see the module's docstring).
+
+    Raises
+    ------
+    GenomeError
+        In one line: an unknown operator or transform, a wrong number of arguments, a
+        transform of anything but a column name, unbalanced parentheses, text left over,
+        more than :data:`MAX_FORMULA_CHARS` characters or :data:`MAX_DEPTH` levels.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise GenomeError("an empty rank formula")
+    if len(text) > MAX_FORMULA_CHARS:
+        raise GenomeError(f"a rank formula of {len(text):,} characters; at most {MAX_FORMULA_CHARS:,} are read")
+    tokens = _tokens(text)
+    position = 0
+
+    def take(expected: str | None = None) -> str:
+        nonlocal position
+        if position >= len(tokens):
+            raise GenomeError(f"rank formula {text[:80]!r} ends early" + (f" (expected {expected!r})" if expected else ""))
+        token = tokens[position]
+        if expected is not None and token != expected:
+            raise GenomeError(f"rank formula {text[:80]!r}: expected {expected!r}, found {token!r}")
+        position += 1
+        return token
+
+    def name_token(what: str) -> str:
+        token = take()
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", token):
+            raise GenomeError(f"rank formula {text[:80]!r}: expected {what}, found {token!r}")
+        return token
+
+    def arguments(read: Callable[[], object]) -> list:
+        take("(")
+        items = [read()]
+        while position < len(tokens) and tokens[position] == ",":
+            take(",")
+            items.append(read())
+        take(")")
+        return items
+
+    def node(depth: int) -> Node:
+        if depth > MAX_DEPTH:
+            raise GenomeError(f"rank formula nested more than {MAX_DEPTH} levels deep")
+        head = name_token("an operator, a transform or lrsum")
+        if head == "lrsum":
+            columns = arguments(lambda: name_token("a proxy column"))
+            if len(set(columns)) != len(columns):
+                raise GenomeError(f"lrsum names a column twice: {', '.join(columns)}")
+            return Node("lrsum", columns=tuple(columns))
+        if head in TRANSFORMS:
+            (column,) = _one(arguments(lambda: name_token("a proxy column")), head)
+            return Node(head, column=column)
+        if head in OPERATORS:
+            children = arguments(lambda: node(depth + 1))
+            if len(children) != OPERATORS[head].arity:
+                raise GenomeError(f"{head} takes {OPERATORS[head].arity} argument(s), got {len(children)}")
+            return Node(head, tuple(children))
+        known = ", ".join([*TRANSFORMS, *OPERATORS, "lrsum"])
+        raise GenomeError(f"rank formula {text[:80]!r}: unknown operator or transform {head!r}; known: {known}")
+
+    root = node(0)
+    if position != len(tokens):
+        raise GenomeError(f"rank formula {text[:80]!r}: text left over after the formula ({tokens[position]!r})")
+    return RankFormula(root)
+
+
+def _one(items: list, head: str) -> list:
+    if len(items) != 1:
+        raise GenomeError(f"{head}(...) transforms one proxy column, got {len(items)}")
+    return items
+
+
+def is_rank_formula(text: str) -> bool:
+    """Whether ``text`` parses as a rank formula (a genome string of the statistics never does:
+    its leaves are not transformed columns)."""
+    try:
+        parse_formula(text)
+    except GenomeError:
+        return False
+    return True
+
+
+def formula_from_terms(transform_columns: Iterable[tuple[str, str]]) -> RankFormula:
+    """``add`` of the transformed columns given, left to right (a convenience for tests and baselines)."""
+    nodes = [Node(t, column=c) for t, c in transform_columns]
+    if not nodes:
+        raise GenomeError("no term to add")
+    root = nodes[0]
+    for extra in nodes[1:]:
+        root = Node("add", (root, extra))
+    return RankFormula(root)
+

@@ -1,0 +1,106 @@
+"""Scoring a proxy on a proxy table: its published columns, no network built.
+
+On a table (:class:`autoprox.data.proxy_tables.ProxyTable`) a proxy is scored from the
+columns the table has:
+
+* a proxy named as a column (``params``, ``flops``, ``nwot``, a table's own column) is that
+  column;
+* a rank formula reads the columns through its within-space transforms;
+* a one-member ensemble of a column (the form ``recommended:any/joint`` took when it was the
+  parameter count) is that column;
+* anything that needs a network (a genome of the per-block statistics, a zoo proxy the table
+  lacks) is refused in one line naming what is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from autoprox.core.correlation import correlate
+from autoprox.core.errors import ProxyError
+from autoprox.data.proxy_tables import STANDARD_PROXIES, ProxyTable, TableSpace
+from autoprox.genome.rank_formula import RankFormula
+from autoprox.genome.tree import GenomeError
+
+__all__ = ["table_figures", "table_scores", "space_kendall"]
+
+
+def _column(proxy, table: ProxyTable) -> str | None:
+    """The table column a non-formula proxy stands for, or None."""
+    name = getattr(proxy, "zoo", None) or getattr(proxy, "name", None)
+    if name in table.proxies:
+        return name
+    members = getattr(proxy, "members", None)
+    if isinstance(members, Mapping) and len(members) == 1:  # a per-target ensemble: its one target's members
+        members = next(iter(members.values()))
+    if isinstance(members, (list, tuple)) and len(members) == 1:
+        member = members[0]
+        member_name = getattr(member, "value", None)
+        if getattr(member, "kind", "") == "proxy" and isinstance(member_name, str) and member_name in table.proxies:
+            return member_name
+    return None
+
+
+def table_scores(proxy, table: ProxyTable, missing: str | None = None) -> np.ndarray:
+    """The scores of every row of ``table`` under ``proxy`` (a :class:`~autoprox.proxies.proxy.Proxy`,
+    a :class:`RankFormula`, or a column name).
+
+    Parameters
+    ----------
+    missing : {"refuse", "neutral"}, optional
+        For a rank formula: what a column the table lacks does (default: the proxy's own
+        policy, ``refuse`` for a formula typed in).
+
+    Raises
+    ------
+    ProxyError
+        A proxy that needs networks, or reads a column the table lacks, naming it.
+    """
+    if isinstance(proxy, str):
+        if proxy not in table.proxies:
+            raise ProxyError(f"{table.source or table.name} has no proxy column {proxy!r} "
+                             f"(it has {', '.join(table.proxies) or 'none'})")
+        return table.proxies[proxy].copy()
+    formula = proxy if isinstance(proxy, RankFormula) else getattr(proxy, "formula", None)
+    if formula is not None:
+        policy = missing or getattr(proxy, "missing", "refuse")
+        try:
+            return formula.score(table.proxies, missing=policy)
+        except GenomeError as exc:
+            raise ProxyError(f"{table.source or table.name}: {exc}") from None
+    column = _column(proxy, table)
+    if column is not None:
+        return table.proxies[column].copy()
+    name = getattr(proxy, "name", str(proxy))
+    if name in STANDARD_PROXIES:
+        raise ProxyError(f"{table.source or table.name} has no proxy column {name!r} "
+                         f"(it has {', '.join(table.proxies) or 'none'})")
+    kind = getattr(proxy, "kind", "proxy")
+    raise ProxyError(f"{name} ({kind}) cannot be scored on the proxy table {table.source or table.name}: it needs "
+                     f"networks or a column the table lacks (it has {', '.join(table.proxies) or 'no proxy column'}); "
+                     "a table is scored by its proxy columns or a rank formula over them")
+
+
+def table_figures(scores: np.ndarray, table: ProxyTable, targets) -> dict[str, dict]:
+    """Kendall, Spearman and Pearson of ``scores`` against each target of ``table`` (rows whose score is
+    not a number are left out, as rows whose accuracy was not measured are)."""
+    figures = {}
+    for target in targets:
+        accuracy = table.accuracies[target].copy()
+        accuracy[~np.isfinite(scores)] = np.nan
+        figures[target] = correlate(np.where(np.isfinite(scores), scores, 0.0), accuracy)
+    return figures
+
+
+def space_kendall(proxy, space: TableSpace, missing: str | None = None) -> tuple[float, dict[str, float]]:
+    """The space's figure for ``proxy``: the mean Kendall over its (table, target) pairs, and each pair's
+    Kendall keyed ``TABLE/TARGET``."""
+    pairs = {}
+    for table, targets in zip(space.tables, space.targets):
+        scores = table_scores(proxy, table, missing)
+        for target, figure in table_figures(scores, table, targets).items():
+            pairs[f"{table.name}/{target}"] = figure["kendall"]
+    values = [v for v in pairs.values() if np.isfinite(v)]
+    return (float(np.mean(values)) if values else float("nan")), pairs

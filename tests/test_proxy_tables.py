@@ -1,0 +1,255 @@
+"""Proxy tables as labelled spaces: the reader and its refusals, rank formulas without units, rank on a
+table, and the N-space protocol on small cuts of the packaged tables."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau, rankdata
+
+from autoprox.apps.rank_search import RankSearchSettings, best_single, greedy_lrsum, search_rank_formula
+from autoprox.apps.space_protocol import PROTOCOL_NAME, lrsum_all, run_space_protocol, select_formula
+from autoprox.cli.main import main as cli
+from autoprox.core.errors import BenchmarkError, GenomeError, RunDirError
+from autoprox.data.proxy_tables import (
+    STANDARD_PROXIES,
+    TableSpace,
+    load_table_space,
+    read_proxy_table,
+    table_space_names,
+)
+from autoprox.genome.rank_formula import parse_formula
+from autoprox.proxies.proxy import resolve_proxy
+from autoprox.proxies.table_scores import space_kendall, table_scores
+
+
+def _write(path: Path, header: list[str], rows: list[list]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def nb201() -> TableSpace:
+    return load_table_space("nb201")
+
+
+@pytest.fixture(scope="module")
+def flexibert() -> TableSpace:
+    return load_table_space("flexibert")
+
+
+def _cut(space: TableSpace, rows: int, name: str | None = None, table: int | None = None) -> TableSpace:
+    """The first ``rows`` rows of each table (or of table ``table`` alone) as a space of its own."""
+    picks = range(len(space.tables)) if table is None else [table]
+    return TableSpace(name or space.name, tuple(space.tables[i].subset(range(rows)) for i in picks),
+                      tuple(space.targets[i] for i in picks))
+
+
+# ------------------------------------------------------------------------- the reader
+def test_the_packaged_tables_read_with_their_published_sizes_and_columns(nb201, flexibert):
+    assert {"nb201", "flexibert"} <= set(table_space_names())
+    assert [len(t) for t in nb201.tables] == [9445, 9445]
+    assert nb201.proxy_names == STANDARD_PROXIES
+    assert [t.targets for t in nb201.tables] == [["val_acc"], ["val_acc"]]
+    table = flexibert.tables[0]
+    assert len(table) == 500 and table.targets[0] == "glue" and len(table.targets) == 9
+    assert list(table.proxies)[:2] == ["params", "jacov"]  # renamed where the definition is the standard one
+    # NAS-Bench-201's published orientation figures (the tables' README): Kendall of params 0.568 and 0.547
+    figures = space_kendall("params", nb201)[1]
+    assert figures["nb201-cifar10/val_acc"] == pytest.approx(0.568, abs=5e-4)
+    assert figures["nb201-imagenet16-120/val_acc"] == pytest.approx(0.547, abs=5e-4)
+
+
+def test_a_gzipped_table_reads_as_the_plain_one(tmp_path):
+    plain = _write(tmp_path / "t.csv", ["id", "val_acc", "params", "nwot"], [["a", 1, 2, 3], ["b", 2, 3, 1], ["c", 3, 5, 4]])
+    packed = tmp_path / "t.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    a, b = read_proxy_table(plain), read_proxy_table(packed)
+    assert a.ids == b.ids and a.name == b.name == "t"
+    assert all(np.array_equal(a.proxies[k], b.proxies[k]) for k in a.proxies)
+
+
+def test_columns_after_the_first_standard_proxy_are_proxies_and_those_before_are_targets(tmp_path):
+    path = _write(tmp_path / "t.csv", ["id", "val_acc", "test_acc", "params", "mine"],
+                  [["a", 1, 2, 3, ""], ["b", 2, 3, 1, 7], ["c", 3, 5, 4, 8]])
+    table = read_proxy_table(path)
+    assert table.targets == ["val_acc", "test_acc"]
+    assert list(table.proxies) == ["params", "mine"]
+    assert np.isnan(table.proxies["mine"][0])
+
+
+BAD_TABLES = {
+    "no id": (["name", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3], ["c", 3, 4]], "first column must be 'id'"),
+    "duplicate id": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3], ["a", 3, 4]],
+                     "line 4: id 'a' appears again (first on line 2)"),
+    "not a number": (["id", "val_acc", "params"], [["a", 1, 2], ["b", "high", 3], ["c", 3, 4]],
+                     "line 3: column 'val_acc' is 'high', not a finite number"),
+    "infinite": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, "inf"], ["c", 3, 4]],
+                 "column 'params' is 'inf', not a finite number"),
+    "empty proxy column": (["id", "val_acc", "params", "nwot"], [["a", 1, 2, ""], ["b", 2, 3, ""], ["c", 3, 4, ""]],
+                           "proxy column 'nwot' has no value"),
+    "no accuracy": (["id", "params", "nwot"], [["a", 1, 2], ["b", 2, 3], ["c", 3, 4]], "no accuracy column"),
+    "two rows": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3]], "only 2 row(s)"),
+    "ragged": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2], ["c", 3, 4]], "line 3: 2 cells, the header has 3"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TABLES))
+def test_a_bad_table_is_refused_in_one_line_with_exit_2(case, tmp_path, capsys):
+    header, rows, expected = BAD_TABLES[case]
+    path = _write(tmp_path / "bad.csv", header, rows)
+    with pytest.raises(BenchmarkError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        read_proxy_table(path)
+    if header[0] == "id":  # a table by its form: rank reads it as one and refuses it in one line
+        assert cli(["rank", "--proxy", "params", "--bench", str(path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("autoprox: error: ") and expected.split(":")[-1].strip() in err[0]
+
+
+def test_a_1_gb_table_is_refused_before_it_is_read(tmp_path, capsys):
+    path = tmp_path / "huge.csv"
+    with open(path, "wb") as handle:
+        handle.write(b"id,val_acc,params\n")
+        handle.truncate(1 << 30)  # a sparse 1 GiB file: nothing to read, the size alone refuses it
+    with pytest.raises(BenchmarkError, match="more than the"):
+        read_proxy_table(path)
+    assert cli(["rank", "--proxy", "params", "--bench", str(path)]) == 2
+    assert "bytes, more than the" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------- unit-free formulas
+FORMULAS = ["r(params)", "lr(params)", "z(params)", "z(grasp)", "add(lr(nwot), z(params))",
+            "sub(mul(z(jacov), lr(grasp)), rerank(max(z(params), neg(lr(snip)))))",
+            "lrsum(params, grasp, jacov, nwot)"]
+
+
+@pytest.mark.parametrize("formula", FORMULAS)
+@pytest.mark.parametrize("column", ["params", "grasp", "jacov"])
+def test_a_formula_ranks_the_same_when_a_column_is_scaled_by_1e6(formula, column, nb201):
+    """grasp and jacov hold negative values: the transforms are unit-free for every sign."""
+    table = nb201.tables[0].subset(range(2000))
+    scaled = {**table.proxies, column: table.proxies[column] * 1e6}
+    parsed = parse_formula(formula)
+    before, after = parsed.score(table.proxies), parsed.score(scaled)
+    assert kendalltau(before, after).statistic == pytest.approx(1.0, abs=1e-9)
+    assert np.allclose(before, after, rtol=1e-9, atol=1e-9)
+
+
+def test_a_formula_prints_as_it_parses_and_bad_formulas_are_refused_in_one_line():
+    for text in FORMULAS:
+        assert str(parse_formula(text)) == text
+    for bad, words in [("add(lr(nwot))", "takes 2 argument"), ("lr(+)", "expected a proxy column"), ("foo(nwot)", "unknown"),
+                       ("lr(nwot", "ends early"), ("lr(nwot))", "left over"), ("lrsum(nwot, nwot)", "twice"),
+                       ("neg(" * 60 + "lr(x)" + ")" * 60, "nested more than")]:
+        with pytest.raises(GenomeError, match=words):
+            parse_formula(bad)
+
+
+def test_lrsum_is_the_az_nas_sum_of_log_ranks_and_skips_columns_a_space_lacks(flexibert):
+    table = flexibert.tables[0]
+    scores = table_scores(resolve_proxy("lrsum(params, jacov, nwot, zen)"), table)
+    n = len(table)  # AZ-NAS: the sum over proxies of log(rank / n), tied values sharing their mean rank
+    by_hand = np.log(rankdata(table.proxies["params"]) / n) + np.log(rankdata(table.proxies["jacov"]) / n)
+    assert kendalltau(scores, by_hand).statistic == pytest.approx(1.0, abs=1e-9)
+
+
+# ------------------------------------------------------------------------- rank on a table
+def test_rank_on_a_user_table_of_the_documented_form(tmp_path, capsys, nb201):
+    table = nb201.tables[0].subset(range(300))
+    rows = [[i, a, p, n] for i, a, p, n in zip(table.ids, table.accuracies["val_acc"], table.proxies["params"],
+                                               table.proxies["nwot"])]
+    path = _write(tmp_path / "mine.csv", ["id", "val_acc", "params", "nwot"], rows)
+    assert cli(["rank", "--proxy", "lrsum(params, nwot)", "--bench", str(path), "--targets", "val_acc",
+                "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)["mine"]["val_acc"]
+    expected = kendalltau(table_scores(parse_formula("lrsum(params, nwot)"), table), table.accuracies["val_acc"])
+    assert figures["kendall"] == pytest.approx(expected.statistic, abs=1e-9) and figures["n"] == 300
+    # a formula reading a column the table lacks: one line naming the column
+    assert cli(["rank", "--proxy", "add(lr(params), z(zen))", "--bench", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'zen'" in err[0] and "does not have" in err[0]
+    # a genome of the per-block statistics needs networks: refused, not guessed
+    assert cli(["rank", "--proxy", "autoprox_p", "--bench", str(path)]) == 2
+    assert "cannot be scored on the proxy table" in capsys.readouterr().err
+
+
+def test_rank_on_a_packaged_table_space(capsys):
+    assert cli(["rank", "--proxy", "params", "--space", "flexibert"]) == 0
+    out = capsys.readouterr().out
+    assert "flexibert-glue" in out and "+0.454" in out
+
+
+# ------------------------------------------------------------------------- search and protocol
+@pytest.fixture(scope="module")
+def three_spaces(nb201, flexibert):
+    """Three small labelled spaces cut from the packaged tables (the two NB201 datasets as two spaces here)."""
+    return [_cut(nb201, 400, "c10", 0), _cut(nb201, 400, "in16", 1), _cut(flexibert, 200)]
+
+
+def test_the_search_is_seeded_and_its_selection_reads_the_training_spaces_only(three_spaces):
+    settings = RankSearchSettings(population=12, generations=3, max_rows=300)
+    a = search_rank_formula(three_spaces[:2], 7, settings)
+    b = search_rank_formula(three_spaces[:2], 7, settings)
+    assert a.hall_of_fame == b.hall_of_fame and a.evaluations > 12
+    formula, per_space = select_formula(a.hall_of_fame, three_spaces[:2])
+    assert set(per_space) == {"c10", "in16"}
+    assert min(per_space.values()) == max(min(select_formula([h], three_spaces[:2])[1].values())
+                                          for h in a.hall_of_fame)
+
+
+def test_the_simple_searchers_choose_on_their_spaces(three_spaces):
+    name, value = best_single(three_spaces[:2], "mean")
+    assert name in STANDARD_PROXIES and -1 <= value <= 1
+    text, value = greedy_lrsum(three_spaces[:2], "worst")
+    assert text.startswith("lrsum(") and value >= best_single(three_spaces[:2], "worst")[1] - 1e-9
+
+
+def test_the_n_space_protocol_on_small_tables(three_spaces, tmp_path, capsys):
+    settings = RankSearchSettings(population=10, generations=2, max_rows=200)
+    said = []
+    record = run_space_protocol(three_spaces, tmp_path / "p", seeds=(0, 1), settings=settings, samples=30,
+                                say=said.append)
+    assert list(record["directions"]) == ["c10", "in16", "flexibert"]
+    flex = record["directions"]["flexibert"]
+    assert flex["training"] == ["c10", "in16"] and len(flex["searched"]) == 2
+    assert "flops" not in flex["figures"] and "flops" not in flex["paired"]  # FlexiBERT has no FLOPs column
+    assert flex["baselines"]["lrsum-all"] == lrsum_all(three_spaces[2]) == "lrsum(params, jacov)"
+    assert flex["figures"]["params"] == pytest.approx(space_kendall("params", three_spaces[2])[0], abs=1e-9)
+    for pair in flex["paired"].values():
+        assert pair["low"] <= pair["high"] and 0 <= pair["seeds_ahead"] <= 2
+    assert record["summary"]["params"]["spaces"] == 3 and record["summary"]["flops"]["spaces"] == 2
+    # resumed from its file: nothing run again, the same record
+    again = run_space_protocol(three_spaces, tmp_path / "p", seeds=(0, 1), settings=settings, samples=30,
+                               say=said.append)
+    assert again["directions"] == record["directions"] and any("resuming" in s for s in said)
+    with pytest.raises(RunDirError, match="another protocol"):
+        run_space_protocol(three_spaces, tmp_path / "p", seeds=(0,), settings=settings, samples=30, say=said.append)
+
+
+def test_the_protocol_from_the_command_line(tmp_path, capsys, nb201, flexibert):
+    files = []
+    for space, rows in ((nb201, 300), (flexibert, 150)):
+        for table in space.tables:
+            cut = table.subset(range(rows))
+            header = ["id", space.targets[0][0], *cut.proxies]
+            body = [[cut.ids[i], cut.accuracies[space.targets[0][0]][i], *(cut.proxies[c][i] for c in cut.proxies)]
+                    for i in range(rows)]
+            files.append(str(_write(tmp_path / f"{table.name}.csv", header, body)))
+    args = ["evaluate", "--leave-space-out", "--rank-formulas", "--out", str(tmp_path / "cli"), "--seeds", "2",
+            "--iterations", "2", "--bootstrap", "20", "--quiet"]
+    for path in files:
+        args += ["--bench", path]
+    assert cli(args) == 0
+    out = capsys.readouterr().out
+    assert "left out flexibert-glue" in out and "searched - params" in out
+    assert (tmp_path / "cli" / PROTOCOL_NAME).is_file()
+    assert cli(["evaluate", "--rank-formulas", "--bench", files[0]]) == 2
+    assert "add --leave-space-out" in capsys.readouterr().err
