@@ -253,3 +253,13 @@ def test_the_protocol_from_the_command_line(tmp_path, capsys, nb201, flexibert):
     assert (tmp_path / "cli" / PROTOCOL_NAME).is_file()
     assert cli(["evaluate", "--rank-formulas", "--bench", files[0]]) == 2
     assert "add --leave-space-out" in capsys.readouterr().err
+
+
+def test_the_report_of_an_n_space_protocol_has_a_forest_plot_per_left_out_space(three_spaces, tmp_path, capsys):
+    settings = RankSearchSettings(population=8, generations=2, max_rows=150)
+    run_space_protocol(three_spaces, tmp_path / "p", seeds=(0,), settings=settings, samples=20, say=lambda _: None)
+    assert cli(["report", str(tmp_path / "p"), "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    for space in ("c10", "in16", "flexibert"):
+        assert f'id="figure-forest-{space}"' in page and f"Left out: {space}" in page
+    assert "<svg" in page and "lrsum-all" in page

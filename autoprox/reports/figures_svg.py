@@ -188,7 +188,8 @@ def beyond_size_svg(blocks: Mapping[str, Mapping[str, Mapping]], prefix: str) ->
 
 
 def forest_svg(rows: Sequence[str], baselines: Sequence[str], differences: Mapping[str, Mapping[str, Mapping]],
-               prefix: str) -> str:
+               prefix: str, xlabel: str = "proxy minus baseline, test Kendall (thick: 95% t-interval over folds; "
+                                          "thin: corrected)") -> str:
     """A forest plot of the paired differences (proxy minus each baseline, per fold): per row (a target
     or the JCM) and baseline, the mean, the t-interval (thick) and the corrected interval (thin)."""
     import matplotlib
@@ -213,7 +214,7 @@ def forest_svg(rows: Sequence[str], baselines: Sequence[str], differences: Mappi
         axis.set_yticks([p for p, _ in labels], [label for _, label in labels])
         axis.grid(True, axis="x", alpha=0.3)
         axis.grid(False, axis="y")
-        axis.set_xlabel("proxy minus baseline, test Kendall (thick: 95% t-interval over folds; thin: corrected)")
+        axis.set_xlabel(xlabel)
         return svg_of(figure, prefix)
 
 

@@ -16,6 +16,7 @@ from autoprox.core.errors import ReportError
 from autoprox.reports.html import PROTOCOL_FILE, REPORT_FILE, ReportMemo, page
 from autoprox.reports.html_protocol import protocol_body
 from autoprox.reports.html_run import run_body
+from autoprox.reports.html_spaces import is_space_protocol, space_protocol_body
 
 
 def report_kind(path: str | Path) -> str:
@@ -42,7 +43,9 @@ def render_report(path: str | Path, compute: bool = True, simplify: bool = True,
     """
     memo = memo if memo is not None else ReportMemo()
     say = progress if progress is not None else _stderr
-    if report_kind(path) == "protocol":
+    if report_kind(path) == "protocol" and is_space_protocol(Path(path) / PROTOCOL_FILE):
+        title, body = space_protocol_body(Path(path) / PROTOCOL_FILE)
+    elif report_kind(path) == "protocol":
         title, body = protocol_body(Path(path), simplify=simplify, memo=memo)
     else:
         title, body = run_body(Path(path), compute=compute, simplify=simplify, memo=memo, progress=say)
