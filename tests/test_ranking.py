@@ -203,10 +203,10 @@ def test_proxy_lists_all_and_genomes_with_commas():
 
     assert split_proxy_list(f" snip ,{AUTOPROX_A}, dss") == ["snip", AUTOPROX_A, "dss"]
     everything = resolve_proxies("all")
-    assert [p.name for p in everything] == list(BUILTIN_PROXIES) and len(BUILTIN_PROXIES) == 16
+    assert [p.name for p in everything] == list(BUILTIN_PROXIES) and len(BUILTIN_PROXIES) == 20
     assert {p.kind for p in everything} == {"architecture", "zoo", "genome"}
     assert [p.name for p in resolve_proxies("dss,all,dss")][:3] == ["dss", "params", "flops"]
-    assert len(resolve_proxies("dss,all,dss")) == 16
+    assert len(resolve_proxies("dss,all,dss")) == 20
     with pytest.raises(ProxyError, match=r"unknown proxy 'nope'.*params, flops, snip, grasp.*autoprox_p"):
         resolve_proxies("snip,nope")
     with pytest.raises(ProxyError, match="no proxy given"):

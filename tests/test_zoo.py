@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from autoprox.networks import zoo
+from autoprox.networks import zoo_jacobian as jacobian
 from autoprox.networks import zoo_measures as measures
 from autoprox.networks.models import Attention, Block, Mlp
 from autoprox.networks.statistics import (
@@ -109,6 +110,142 @@ def test_synflow_by_hand_and_signs_restored():
     r = (np.abs(w2) @ np.abs(w1) @ np.ones(3)).sum()
     assert measures.synflow(net, torch.ones(1, 3)) == pytest.approx(2 * r, rel=1e-12)
     np.testing.assert_array_equal(net[0].weight.detach().numpy(), w1)  # signs restored
+
+
+def test_l2_norm_by_hand():
+    w2 = np.array([[3.0, -4.0]])
+    net = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1)).double()
+    with torch.no_grad():
+        net[0].weight.copy_(torch.from_numpy(W))
+        net[1].weight.copy_(torch.from_numpy(w2))
+    # biases left out: ||W||_F + ||w2||_F = sqrt(0.25 + 1 + 0.04 + 0.09 + 0.16 + 0.36) + 5
+    assert measures.l2_norm(net) == pytest.approx(math.sqrt(1.9) + 5.0, rel=1e-12)
+
+
+# ---------------------------------------------- input Jacobians: JacCov, EPE-NAS, Zen-NAS
+# f(x) = sum_j (W x)_j^2 has the input gradient 2 W^T W x: each image its own Jacobian row.
+
+
+class _Square(nn.Module):
+    def forward(self, x):
+        return x * x
+
+
+def _square_net(weight: np.ndarray = W) -> nn.Module:
+    return nn.Sequential(_linear_net(weight)[0], _Square())
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a - a.mean(), b - b.mean()
+    return float(a @ b / math.sqrt((a @ a) * (b @ b)))
+
+
+def _jacov_of_two(r: float, k: float = 1e-5) -> float:
+    """The correlation matrix [[1, r], [r, 1]] has the eigenvalues 1 + r and 1 - r."""
+    return -sum(math.log(v + k) + 1.0 / (v + k) for v in (1.0 + r, 1.0 - r))
+
+
+def test_jacov_by_hand():
+    rows = 2 * X @ W.T @ W  # the two images' Jacobian rows
+    expected = _jacov_of_two(_pearson(rows[0], rows[1]))
+    assert jacobian.jacov(_square_net(), torch.from_numpy(X)) == pytest.approx(expected, rel=1e-10)
+    # a linear network: every image has the row 1^T W, correlation 1, eigenvalues 2 and 0
+    assert jacobian.jacov(_linear_net(), torch.from_numpy(X)) == pytest.approx(_jacov_of_two(1.0), rel=1e-10)
+    with pytest.raises(measures.ProxyFailure, match="at least 2 images"):
+        jacobian.jacov(_square_net(), torch.from_numpy(X[:1]))
+    with pytest.raises(measures.ProxyFailure, match="constant"):  # the row 1^T W = (1, 1, 1)
+        jacobian.jacov(_linear_net(np.array([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]])), torch.from_numpy(X))
+
+
+def test_epe_nas_by_hand():
+    """Labels (0, 1, 0, 2) of a 2-class network: label 0's two rows give
+    s = 2 log(1 + k) + 2 log(|r| + k); labels 1 and 2 have one image, log(1 + k) each."""
+    k = 1e-5
+    x = np.array([[1.0, 2.0, -1.0], [0.5, -1.5, 2.0], [2.0, 0.5, 1.0], [-1.0, 1.0, 0.5]])
+    rows = 2 * x @ W.T @ W
+    r = _pearson(rows[0], rows[2])
+    label_0 = 2 * math.log(1 + k) + 2 * math.log(abs(r) + k)
+    expected = abs(label_0) + 2 * math.log(1 + k)
+    labels = torch.tensor([0, 1, 0, 2])
+    assert jacobian.epe_nas(_square_net(), torch.from_numpy(x), labels) == pytest.approx(expected, rel=1e-10)
+    with pytest.raises(measures.ProxyFailure, match="two images of one label"):
+        jacobian.epe_nas(_square_net(), torch.from_numpy(x), torch.tensor([0, 1, 2, 3]))
+
+
+def test_epe_nas_pairwise_form_by_hand():
+    """Over 100 classes: s_c divided by the label's image count, single images left out,
+    sum over ordered pairs |s_c - s_c'| over the labels scored. Rows (1,2,3), (3,2,1): r = -1;
+    (1,2,3), (1,3,2): r = 0.5."""
+    k = 1e-5
+    rows = np.array([[1.0, 2, 3], [3, 2, 1], [1, 2, 3], [1, 3, 2], [0, 1, 5]])
+    labels = [5, 5, 7, 7, 9]
+    s5 = (2 * math.log(1 + k) + 2 * math.log(1 + k)) / 2
+    s7 = (2 * math.log(1 + k) + 2 * math.log(0.5 + k)) / 2
+    assert jacobian.epe_score(rows, labels, 101) == pytest.approx(2 * abs(s5 - s7) / 2, rel=1e-10)
+    few = abs(2 * s5) + abs(2 * s7) + math.log(1 + k)  # at most 100 classes: the sums themselves, label 9 too
+    assert jacobian.epe_score(rows, labels, 100) == pytest.approx(few, rel=1e-10)
+
+
+class _LinearBlock(nn.Module):
+    """A transformer block by timm's names that is a linear map on one token: attention over a
+    single token returns v, and the MLP's GELU is replaced by the identity."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention(2, 1)
+        self.mlp = Mlp(2, 2)
+        self.mlp.act = nn.Identity()
+        self.unused_bn = nn.BatchNorm2d(2)
+
+    def forward(self, x):
+        return self.mlp(self.attn(x))
+
+
+def test_zen_score_by_hand():
+    """f(x) = A x + c, so f(x) - f(x + g e) = -g A e: log mean_images sum |g A e|, plus
+    log sqrt(mean running_var) for the (unused) BatchNorm: log sqrt(4) = log 2."""
+    net = _LinearBlock().double()
+    wv, proj, fc1, fc2 = np.diag([0.5, 2.0]), np.array([[1.0, -1.0], [0.5, 2.0]]), np.diag([3.0, -1.0]), \
+        np.array([[1.0, 1.0], [0.0, 2.0]])
+    with torch.no_grad():
+        net.attn.qkv.weight[4:].copy_(torch.from_numpy(wv))
+        for layer, weight in ((net.attn.proj, proj), (net.mlp.fc1, fc1), (net.mlp.fc2, fc2)):
+            layer.weight.copy_(torch.from_numpy(weight))
+        net.unused_bn.running_var.fill_(4.0)
+    a = fc2 @ fc1 @ proj @ wv
+    images = torch.tensor([[[1.0, -2.0]], [[0.5, 0.5]]], dtype=torch.float64)  # (B, tokens, dim)
+    noise = np.array([[[1.0, 2.0]], [[-3.0, 0.5]]])
+    gap = np.mean([np.abs(0.01 * a @ e[0]).sum() for e in noise])
+    expected = math.log(gap) + math.log(2.0)
+    assert jacobian.zen_score(net, images, torch.from_numpy(noise)) == pytest.approx(expected, rel=1e-9)
+    with pytest.raises(measures.ProxyFailure, match="does not move"):
+        jacobian.zen_score(net, images, torch.zeros(2, 1, 2, dtype=torch.float64))
+    with pytest.raises(measures.ProxyFailure, match="no transformer block"):
+        jacobian.zen_score(_linear_net(), torch.from_numpy(X), torch.from_numpy(X))
+
+
+def test_zen_gaussian_initialisation_is_zen_nas_and_seeded():
+    def net():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.BatchNorm1d(64))
+
+    first, second = net(), net()
+    jacobian.gaussian_init(first, torch.Generator().manual_seed(5))
+    jacobian.gaussian_init(second, torch.Generator().manual_seed(5))
+    weight = first[0].weight.detach()
+    assert torch.equal(weight, second[0].weight) and abs(float(weight.std()) - 1.0) < 0.05
+    assert abs(float(weight.mean())) < 0.05 and float(first[0].bias.detach().abs().sum()) == 0.0
+    assert torch.equal(first[1].weight, net()[1].weight)  # LayerNorm keeps its initialisation
+    assert float(first[2].weight.detach().sum()) == 64.0 and float(first[2].bias.detach().abs().sum()) == 0.0
+    # zen: the weights, then the noise, from one generator
+    block, again = _LinearBlock(), _LinearBlock()
+    images = torch.randn(3, 1, 2, generator=torch.Generator().manual_seed(1))
+    value = jacobian.zen(block, images, torch.Generator().manual_seed(2))
+    generator = torch.Generator().manual_seed(2)
+    jacobian.gaussian_init(again, generator)
+    noise = torch.randn(images.shape, generator=generator)
+    assert value == pytest.approx(jacobian.zen_score(again, images, noise), rel=1e-12)
+    assert value == pytest.approx(jacobian.zen(_LinearBlock(), images, torch.Generator().manual_seed(2)), rel=1e-12)
 
 
 def _mlp_only(hidden_weight: np.ndarray) -> nn.Module:
@@ -244,12 +381,17 @@ def test_every_proxy_runs_on_a_real_architecture(small_archs, space):
     arch = small_archs[space]
     values = {}
     for name in zoo.ZOO:
-        raw = zoo.raw_value(name, arch, SPEC, 0, 100)
+        # EPE-NAS needs two images of one label: a one-class head gives the batch's two images one label
+        raw = zoo.raw_value(name, arch, SPEC, 0, 1 if name == "epe_nas" else 100)
         value = raw["capability"] if isinstance(raw, dict) else raw
         assert math.isfinite(value), name
         values[name] = value
     assert values["nwot"] > 0 and values["synflow"] > 0 and values["dss"] > 0 and values["te_nas"] < 0
     assert values["tvt"] == values["tvt_l2"]  # no teacher: the student-capability part
+    assert values["l2_norm"] > 0 and values["epe_nas"] > 0
+    assert len(set(make_batch(SPEC, 100, 0)[1].tolist())) == 2  # two labels: EPE-NAS fails, with the reason
+    with pytest.raises(measures.ProxyFailure, match="two images of one label"):
+        zoo.raw_value("epe_nas", arch, SPEC, 0, 100)
 
 
 def test_values_do_not_depend_on_threads_and_repeat_exactly(small_archs):
@@ -315,7 +457,7 @@ def test_a_cached_nan_is_corrupt_recomputed_and_warned_about_once(tmp_path, smal
 
 def test_the_registry_records_each_proxy_on_its_function():
     assert list(zoo.ZOO) == ["snip", "grasp", "synflow", "grad_norm", "fisher", "plain", "nwot", "zico", "te_nas",
-                             "dss", "tvt", "tvt_l2"]
+                             "dss", "tvt", "tvt_l2", "jacov", "l2_norm", "zen", "epe_nas"]
     for name, entry in zoo.ZOO.items():
         assert entry.name == name and entry.source and entry.definition and entry.input in ("batch", "ones", "weights")
         assert entry.raw.zoo_proxy is entry

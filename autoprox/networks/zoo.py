@@ -56,6 +56,7 @@ from autoprox.networks.zoo_measures import (
     fisher,
     grad_norm,
     grasp,
+    l2_norm,
     min_max,
     nwot,
     plain,
@@ -69,6 +70,7 @@ from autoprox.networks.zoo_measures import (
     tvt_combine,
     zico,
 )
+from autoprox.networks.zoo_jacobian import epe_nas, jacov, label_groups, zen
 from autoprox.spaces.architectures import arch_key, arch_to_config, parse_arch
 
 #: Bump when any zoo proxy's definition or its input convention changes (score-cache key).
@@ -262,6 +264,40 @@ def _tvt(inputs: ZooInputs) -> dict:
               combine=_tvt_student_scores)
 def _tvt_l2(inputs: ZooInputs) -> dict:
     return {"capability": student_capability(inputs.model)}
+
+
+# The four proxies of NAS-Bench-Suite-Zero (Krishnakumar et al. NeurIPS 2022) the others leave out.
+
+
+@register_zoo("jacov", source="JacCov, Mellor et al. 2020 (v1 of NASWOT)",
+              definition="-sum(log(v + k) + 1/(v + k)), v the eigenvalues of the correlations of the images' "
+                         "input Jacobians, k = 1e-5", input="batch", passes="forward/backward to the input")
+def _jacov(inputs: ZooInputs) -> float:
+    return jacov(inputs.model, inputs.batch()[0])
+
+
+@register_zoo("l2_norm", source="L2-norm, Krishnakumar et al. NeurIPS 2022 (NAS-Bench-Suite-Zero)",
+              definition="sum over Linear/Conv2d weights of ||W||_2", input="weights", passes="")
+def _l2_norm(inputs: ZooInputs) -> float:
+    return l2_norm(inputs.model)
+
+
+@register_zoo("zen", source="Zen-NAS, Lin et al. ICCV 2021",
+              definition="log mean_images sum |f(x) - f(x + 0.01 eps)|, f the last block's tokens, N(0, 1) "
+                         "weights; + sum over BatchNorm of log sqrt(mean running var) (0: no BatchNorm in ViTs)", input="batch",
+              passes="2 forwards")
+def _zen(inputs: ZooInputs) -> float:
+    generator = torch.Generator().manual_seed(derived_seed(inputs.seed, "zen"))
+    return zen(inputs.model, inputs.batch()[0], generator)
+
+
+@register_zoo("epe_nas", source="EPE-NAS, Lopes et al. ICANN 2021",
+              definition="sum over the batch's labels of |sum log(|C| + k)|, C the correlations of that label's "
+                         "input Jacobians", input="batch", passes="forward/backward to the input")
+def _epe_nas(inputs: ZooInputs) -> float:
+    images, labels = inputs.batch()
+    label_groups(labels.cpu().numpy())  # no label with two images: fail before the network is built
+    return epe_nas(inputs.model, images, labels)
 
 
 #: What ``tvt`` says when no teacher is given.

@@ -7,7 +7,9 @@ pruning saliencies, the :class:`autoprox.networks.models.Attention` and
 :class:`autoprox.networks.models.Mlp` modules (the parts of every transformer block of both
 spaces) for the ViT-specific ones. The tests check each on a tiny network whose value is
 derived by hand. :mod:`autoprox.networks.zoo` registers them as the proxies ``autoprox
-rank`` knows, each with its input convention, and scores architectures with them.
+rank`` knows, each with its input convention, and scores architectures with them. The
+measures of the input Jacobian and its finite-difference form (JacCov, EPE-NAS, Zen-NAS)
+are in :mod:`autoprox.networks.zoo_jacobian`.
 
 Input conventions:
 
@@ -138,6 +140,27 @@ def grad_norm(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> f
     model.zero_grad(set_to_none=True)
     _loss(model, images, labels).backward()
     return _finite(_total(torch.linalg.vector_norm(m.weight.grad) for m in layers), "grad_norm")
+
+
+def l2_norm(model: nn.Module) -> float:
+    """L2-norm (NAS-Bench-Suite-Zero, Krishnakumar et al. NeurIPS 2022): ``sum over layers of ||W||_2``.
+
+    The Euclidean (Frobenius) norm of each Linear/Conv2d weight, summed over the layers
+    (biases and LayerNorm gains left out, as NASLib's ``l2_norm`` does). Input convention:
+    ``weights``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The network, as initialised.
+
+    Returns
+    -------
+    float
+        The sum of the norms.
+    """
+    norms = (torch.linalg.vector_norm(m.weight.detach().double()) for m in weight_layers(model))
+    return _finite(_total(norms), "l2_norm")
 
 
 def grasp(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
@@ -461,6 +484,7 @@ __all__ = [
     "fisher",
     "grad_norm",
     "grasp",
+    "l2_norm",
     "min_max",
     "nwot",
     "plain",
