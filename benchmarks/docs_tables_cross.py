@@ -162,6 +162,57 @@ def levers_table(protocols: dict[str, dict]) -> list[str]:
     return _table(head + ["mean of both"], rows)
 
 
+#: The committed N-space protocol (``evaluate --leave-space-out --rank-formulas``), relative to runs/.
+SPACE_PROTOCOL = "space-protocol"
+SPACE_BASELINES = ("params", "flops", "lrsum-all")
+
+
+def _space_paired(pair: dict | None, seeds: int) -> str:
+    if not pair:
+        return "-"
+    return f"{_num(pair['difference'], True)} [{_num(pair['low'], True)}, {_num(pair['high'], True)}] {pair['seeds_ahead']}/{seeds}"
+
+
+def space_protocol_table(protocol: dict) -> list[str]:
+    """Per left-out space of the N-space protocol: the searched formulas (mean +- sd over seeds), the label-free
+    baselines, the choices made on the training spaces, and the paired intervals against each baseline."""
+    head = ["left out", "rows", "searched (mean +- sd)", "params", "flops", "lrsum-all", "best-single", "greedy-lrsum",
+            "searched - params [95%] seeds ahead", "- flops", "- lrsum-all"]
+    rows = []
+    for space, d in protocol["directions"].items():
+        rows_count = sum(t["rows"] for t in protocol["spec"]["tables"][space])
+        seeds = len(d["searched"])
+        figures = d["figures"]
+        rows.append([space, f"{rows_count:,}", f"{_num(d['searched_mean'], True)} +- {_num(d['searched_sd'])}",
+                     *(_num(figures[name], True) if name in figures else "-" for name in
+                       ("params", "flops", "lrsum-all", "best-single", "greedy-lrsum")),
+                     *(_space_paired(d["paired"].get(name), seeds) for name in SPACE_BASELINES)])
+    summary = protocol.get("summary", {})
+    if summary:
+        def mean(name: str) -> str:
+            row = summary.get(name)
+            if not row:
+                return "-"
+            spaces = len(protocol["directions"])
+            return _num(row["mean"], True) + ("" if row["spaces"] == spaces else f" ({row['spaces']} spaces)")
+        rows.append(["mean", "", mean("searched"), *(mean(n) for n in ("params", "flops", "lrsum-all", "best-single",
+                                                                        "greedy-lrsum")), "", "", ""])
+    return _table(head, rows)
+
+
+def space_protocol_formulas(protocol: dict) -> list[str]:
+    """Each left-out space's searched formulas (one per seed) and the choices made on its training spaces."""
+    head = ["left out", "seed", "formula", "left-out figure", "worst training figure"]
+    rows = []
+    for space, d in protocol["directions"].items():
+        for s in d["searched"]:
+            rows.append([space, str(s["seed"]), f"`{s['formula']}`", _num(s["figure"], True),
+                         _num(min(s["training"].values()), True)])
+        for name, formula in d["chosen_on_training"].items():
+            rows.append([space, name, f"`{formula}`", _num(d["figures"][name], True), ""])
+    return _table(head, rows)
+
+
 def tables() -> dict[str, tuple[str, Callable]]:
     """The tables to register: ``{name: ("results", builder)}`` for each committed protocol."""
     made = {}

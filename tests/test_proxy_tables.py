@@ -263,3 +263,24 @@ def test_the_report_of_an_n_space_protocol_has_a_forest_plot_per_left_out_space(
     for space in ("c10", "in16", "flexibert"):
         assert f'id="figure-forest-{space}"' in page and f"Left out: {space}" in page
     assert "<svg" in page and "lrsum-all" in page
+
+
+@pytest.fixture(scope="module")
+def pit_tiny_file(pit_small, tmp_path_factory):
+    from tests.conftest import benchmark_jsonl
+
+    return benchmark_jsonl(pit_small.subset(range(6)), tmp_path_factory, "pit-tiny-tables.jsonl")
+
+
+def test_a_rank_formula_on_a_computed_space_computes_its_columns_and_a_failing_one_is_an_empty_cell(
+        pit_tiny_file, session_cache, capsys):
+    """On networks the columns come from params, flops and the zoo; EPE-NAS fails on a batch of 2 images of 2
+    labels (no label twice), and then it is no information, as an empty table cell is."""
+    figures = {}
+    for formula in ("lrsum(params, nwot, epe_nas)", "lrsum(params, nwot)"):
+        assert cli(["rank", "--proxy", formula, "--bench", str(pit_tiny_file), "--split", "all", "--json",
+                    "--targets", "c100_kd", "--batch-size", "2", "--cache-dir", str(session_cache.root)]) == 0
+        figures[formula] = json.loads(capsys.readouterr().out)["c100_kd"]["kendall"]
+    assert figures["lrsum(params, nwot, epe_nas)"] == pytest.approx(figures["lrsum(params, nwot)"], abs=1e-12)
+    assert cli(["rank", "--proxy", "add(lr(params), z(head_confidence))", "--bench", str(pit_tiny_file)]) == 2
+    assert "cannot compute on networks" in capsys.readouterr().err

@@ -342,7 +342,9 @@ class RankFormulaScorer(Scorer):
     transforms the columns within the ranked set, so it is set-level.
 
     ``missing``: a column autoprox cannot compute on networks (a table's own proxy) is refused
-    (``"refuse"``) or entered as no information (``"neutral"``).
+    (``"refuse"``) or entered as no information (``"neutral"``). A column that fails on an
+    architecture (EPE-NAS with no two images of one label, say) is an empty cell there, as in a
+    proxy table; an architecture fails only when every column does.
     """
 
     formula: RankFormula
@@ -381,12 +383,13 @@ class RankFormulaScorer(Scorer):
         results = []
         for index in range(len(archs)):
             parts = {name: values[index] for name, values in columns.items()}
-            failed = [f"{name}: {r.error}" for name, r in parts.items() if not r.ok]
-            seconds = sum(r.seconds for r in parts.values())
-            if failed:
-                results.append(RawResult(None, seconds, "; ".join(failed)))
-            else:
-                results.append(RawResult({name: float(r.raw) for name, r in parts.items()}, seconds))
+            seconds = sum(r.seconds for r in parts.values() if r.seconds == r.seconds)
+            if not any(r.ok for r in parts.values()):
+                results.append(RawResult(None, seconds, "; ".join(f"{n}: {r.error}" for n, r in parts.items())))
+                continue
+            # a column that fails on an architecture is an empty cell there, as in a proxy table: no information
+            results.append(RawResult({name: float(r.raw) if r.ok else float("nan") for name, r in parts.items()},
+                                     seconds))
         return results
 
     def set_scores(self, raws: Sequence) -> np.ndarray:
