@@ -213,6 +213,10 @@ def test_resume_refuses_a_run_whose_settings_changed_since_its_checkpoint(small_
     line = one_error_line(err)
     assert code == 2 and "config.json: its settings differ from those checkpoint.json (iteration 1)" in line
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the run is left as it was
+    # issue 32: the settings that differ are named (they used to be two digests)
+    named = {"targets": "was made with: targets c100_kd (then c100_kd,", "seed": "with: evolution.seed 6 (then 5);",
+             "population": "with: evolution.population_size 5 (then 4);"}[edit]
+    assert named in line and "digest" not in line
 
 
 def test_resume_of_a_checkpoint_without_a_digest_is_accepted(small_settings, tmp_path, capsys):
