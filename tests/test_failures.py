@@ -352,6 +352,8 @@ def test_a_pickle_benchmark_gets_the_projects_own_line(tmp_path, capsys):
     ("[1, 2]\n", "holds a JSON array, not an object"),
     ("{not json\n", "is not valid JSON"),
     ("[" * 100_000 + "]" * 100_000, "is not valid JSON (nested too deeply to read)"),
+    # issue 32: the decoder's own "at" is not doubled (it said "Invalid control character at at line 1")
+    ('{"genome": "a\tb"}', "is not valid JSON (Invalid control character at line 1)"),
 ])
 def test_a_bad_best_json_is_named_by_show_export_and_curves(run_copy, tmp_path, capsys, content, problem):
     (run_copy / "best.json").write_text(content)
@@ -369,6 +371,7 @@ def test_a_bad_best_json_is_named_by_show_export_and_curves(run_copy, tmp_path, 
     ("{torn", "is not valid JSON"),
     ("[1, 2]", "holds a JSON array, not an object"),
     ('{"iteration": "two"}', "has no integer 'iteration'"),
+    ('{"iteration": "\t"}', "is not valid JSON (Invalid control character)"),  # issue 32: it said "at at line 1"
 ])
 def test_a_bad_log_line_is_named_by_show_and_curves(run_copy, tmp_path, capsys, bad_line, problem):
     log = run_copy / "log.jsonl"
