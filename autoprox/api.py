@@ -256,10 +256,13 @@ class ProxySearch:
         with make_executor(params["scheduler"], params["workers"]) as executor:
             if resume:
                 settings, space = recorded_settings(out)
-                given = {name: params[name] for name in (self._given if params["resume"] else params)}
-                if given.get("space") is None:  # no space given: the run's own (bench names the file)
-                    given.pop("space", None)
-                conflicts = resume_conflicts(given, settings, space)
+                if params["resume"]:  # the parameters given must agree with the run; the others are the run's
+                    given = {name: params[name] for name in self._given}
+                    if given.get("space") is None:  # no space given: the run's own (bench names the file)
+                        given.pop("space", None)
+                    conflicts = resume_conflicts(given, settings, space)
+                else:  # every parameter, defaults included, must describe the run's search
+                    conflicts = self._other_search(settings)
                 if conflicts:
                     raise RunDirError(f"{out} holds another search ({'; '.join(conflicts)}); choose another out, "
                                       "or leave those parameters out with resume=True")
@@ -275,6 +278,20 @@ class ProxySearch:
 
             write_report(out, memo=reports.memo)
         return self._read(out)
+
+    def _other_search(self, recorded: SearchSettings) -> list[str]:
+        """How the search these parameters describe differs from a run's ``recorded`` settings, each as
+        ``name VALUE (the run's)``: the settings compared as a new run would record them (the benchmark's
+        default targets for targets left at their default), less the session ones and the total of iterations."""
+        from autoprox.search.settings import compared_settings, settings_differences
+
+        params = dict(self._params)
+        if params["bench"] is None and params["space"] is None:  # neither given: the run's own benchmark
+            params["bench"] = recorded.benches[0] if not recorded.multi_space else list(recorded.benches)
+        settings = settings_from_options(params)
+        maker = MultiRunContext if settings.multi_space else RunContext
+        resolved = maker.from_settings(settings, measured_on=None).settings
+        return settings_differences(compared_settings(resolved), compared_settings(recorded), "the run has ")
 
     @classmethod
     def from_run(cls, path: str | Path) -> "ProxySearch":

@@ -233,3 +233,21 @@ def test_the_main_names_are_importable_from_the_package():
     from autoprox import Proxy, resolve_proxy
 
     assert isinstance(resolve_proxy("params"), Proxy)
+
+
+def test_set_params_continues_a_search_left_at_its_default_targets(af_small_file, session_cache, tmp_path):
+    """Issue 32, bug 2: the README's ``search.set_params(iterations=80).fit()`` raised "holds another search
+    (--targets none (the run has c100_kd,...))" when the targets were left at their default (the benchmark's)."""
+    search = ProxySearch(bench=str(af_small_file), iterations=1, population=4, out=str(tmp_path / "run"),
+                         batch_size=2, cache_dir=str(session_cache.root), workers=1, search_fraction=0.75,
+                         retry_cap=3, quiet=True).fit()
+    recorded = json.loads((tmp_path / "run" / "config.json").read_text())["settings"]
+    assert search.targets == () and len(recorded["targets"]) >= 2  # the default: every target the file has
+    search.set_params(iterations=2).fit()
+    assert json.loads((tmp_path / "run" / "checkpoint.json").read_text())["iteration"] == 2
+    assert search.best_.jcm is not None
+    # another search in the same folder is still refused, naming what differs as the settings name it
+    with pytest.raises(Exception, match=r"holds another search \(evolution.seed 9 \(the run has 0\)\)"):
+        search.set_params(seed=9).fit()
+    with pytest.raises(Exception, match=r"holds another search \(targets c100_kd \(the run has c100_kd,"):
+        search.set_params(seed=0, targets="c100_kd").fit()

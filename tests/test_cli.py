@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 import torch
 
 from autoprox.cli.main import main
 from autoprox.data.benchmark import write_benchmark_jsonl
-from tests.conftest import AF_FILE, PIT_FILE
+from tests.conftest import AF_FILE, PIT_FILE, REPO
 
 #: Kendall tau-b of the parameter count, as printed in ../shared/vit-bench-101/README.md.
 README_PARAMS_KENDALL = {
@@ -163,3 +165,50 @@ def test_search_seed_proxies_autoprox_a_and_p_and_refusals(capsys, small_jsonl, 
     assert not (tmp_path / "no").exists()
     code, _, err = run_cli(capsys, *common, "--out", str(tmp_path / "no"), "--seed-proxies", "params")
     assert code == 2 and "computed from the architecture alone" in err
+
+
+# ------------------------------------------------------- issue 32, bug 1: a path part over 255 bytes
+LONG = "x" * 300  # one path part longer than NAME_MAX (255 bytes on ext4, tmpfs, xfs, btrfs)
+
+
+def _long_name_commands(root):
+    long = str(root / LONG)
+    pit_run = str(REPO / "runs" / "pit-reference")
+    quick_search = ["search", "--bench", str(PIT_FILE), "--iterations", "1", "--quiet", "--batch-size", "2"]
+    return {
+        "show": ["show", LONG],  # a genome pasted where the run directory goes
+        "report": ["report", long],
+        "curves": ["curves", long, "--out", str(root / "c.png")],
+        "select": ["select", long, "--out", str(root / "s.json")],
+        "spaces --space-file": ["spaces", "--space-file", long],
+        "search --out": [*quick_search, "--out", long],
+        "search --cache-dir": [*quick_search, "--out", str(root / "run"), "--cache-dir", long],
+        "vit-search --out": ["vit-search", "--space", "pit", "--proxy", "params", "--samples", "2", "--out", long],
+        "report --out": ["report", pit_run, "--out", long + ".html", "--no-simplify"],
+    }
+
+
+@pytest.mark.parametrize("command", list(_long_name_commands(Path("/r"))))
+def test_a_path_part_longer_than_the_file_system_allows_is_one_line(command, capsys, tmp_path, monkeypatch):
+    """Issue 32, bug 1: each used to end in an ``OSError: [Errno 36] File name too long`` traceback."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, *_long_name_commands(tmp_path)[command])
+    assert code == 2, err
+    assert "Traceback" not in err and "Errno" not in err
+    lines = [line for line in err.strip().splitlines() if line.startswith("autoprox: error:")]
+    assert len(lines) == 1 and lines[0] == err.strip().splitlines()[-1], err
+    assert re.match(r"autoprox: error: path too long \(a part of 30\d bytes, where the file system allows 255", lines[0])
+    assert not (tmp_path / "run").exists() and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_evaluate_help_names_every_selection_rule(capsys):
+    """Issue 32: ``evaluate --help`` left cv-pick-wide out of --selection (its text is written by hand)."""
+    from autoprox.apps.selection import SELECTIONS
+    from autoprox.search.command_options import EVALUATE_OPTIONS
+
+    text = next(o.help for o in EVALUATE_OPTIONS if o.name == "selection")
+    assert [name for name in SELECTIONS if not re.search(rf"(^|[ ,(]){re.escape(name)} \(", text)] == []
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    shown = capsys.readouterr().out.split()
+    assert all(any(name in word for word in shown) for name in SELECTIONS)  # and not broken at a hyphen

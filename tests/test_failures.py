@@ -213,6 +213,10 @@ def test_resume_refuses_a_run_whose_settings_changed_since_its_checkpoint(small_
     line = one_error_line(err)
     assert code == 2 and "config.json: its settings differ from those checkpoint.json (iteration 1)" in line
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the run is left as it was
+    # issue 32: the settings that differ are named (they used to be two digests)
+    named = {"targets": "was made with: targets c100_kd (then c100_kd,", "seed": "with: evolution.seed 6 (then 5);",
+             "population": "with: evolution.population_size 5 (then 4);"}[edit]
+    assert named in line and "digest" not in line
 
 
 def test_resume_of_a_checkpoint_without_a_digest_is_accepted(small_settings, tmp_path, capsys):
@@ -348,6 +352,8 @@ def test_a_pickle_benchmark_gets_the_projects_own_line(tmp_path, capsys):
     ("[1, 2]\n", "holds a JSON array, not an object"),
     ("{not json\n", "is not valid JSON"),
     ("[" * 100_000 + "]" * 100_000, "is not valid JSON (nested too deeply to read)"),
+    # issue 32: the decoder's own "at" is not doubled (it said "Invalid control character at at line 1")
+    ('{"genome": "a\tb"}', "is not valid JSON (Invalid control character at line 1)"),
 ])
 def test_a_bad_best_json_is_named_by_show_export_and_curves(run_copy, tmp_path, capsys, content, problem):
     (run_copy / "best.json").write_text(content)
@@ -365,6 +371,7 @@ def test_a_bad_best_json_is_named_by_show_export_and_curves(run_copy, tmp_path, 
     ("{torn", "is not valid JSON"),
     ("[1, 2]", "holds a JSON array, not an object"),
     ('{"iteration": "two"}', "has no integer 'iteration'"),
+    ('{"iteration": "\t"}', "is not valid JSON (Invalid control character)"),  # issue 32: it said "at at line 1"
 ])
 def test_a_bad_log_line_is_named_by_show_and_curves(run_copy, tmp_path, capsys, bad_line, problem):
     log = run_copy / "log.jsonl"

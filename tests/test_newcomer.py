@@ -213,14 +213,21 @@ def _small_search(tmp_path, af_small_file, cache, *extra: str) -> list[str]:
 def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_test_split(
         capsys, tmp_path, af_small_file, session_cache):
     out = tmp_path / "run"
-    code, printed, _ = run_cli(capsys, *_small_search(tmp_path, af_small_file, session_cache.root, "--iterations",
-                                                      "1", "--quiet", "--out", str(out)))
+    code, printed, err = run_cli(capsys, *_small_search(tmp_path, af_small_file, session_cache.root, "--iterations",
+                                                        "1", "--out", str(out)))
     assert code == 0
     best = json.loads((out / "best.json").read_text())
     mine, theirs = best["test"]["jcm"], best["params"]["test"]["jcm"]
     verdict = f"the proxy beats it by {mine - theirs:.3f}" if mine > theirs else "the proxy does not beat it"
     line = f"test JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
-    assert line in printed.splitlines()
+    assert printed.splitlines()[-1] == line  # issue 32: the last line (it used to be followed by "written to")
+    # issue 32: after the evolution's last line, the final report says what it scores (it used to be silent
+    # while the test split's statistics were computed), each split with its progress line
+    after = err[err.rindex("evolution ["):].splitlines()[1:]
+    assert after[0] == "final report: the best proxy on the search split (12 architectures)"
+    assert after[1].startswith("search split statistics [") and " 12/12 " in after[1]
+    assert "final report: the best proxy on the test split (4 architectures)" in after
+    assert after[-1].startswith("test split statistics [") and " 4/4 " in after[-1]
     code, shown, _ = run_cli(capsys, "show", str(out), "--top", "1", "--no-simplify")
     assert code == 0 and shown.splitlines()[1] == f"best.json: {line}"
     # the committed paper-setting AutoFormer run: it does not beat the parameter count, and show says so

@@ -166,3 +166,23 @@ def test_cli_vit_search_and_on_bench(capsys, tmp_path):
                  "--targets", "c100_kd,flower_kd"])
     out = capsys.readouterr().out
     assert code == 0 and "| params |" in out and "| flops |" in out and "random pick" in out
+
+
+def test_architectures_that_cannot_be_built_here_give_the_reason_and_nothing_scored_is_an_error(tmp_path, capsys):
+    """Issue 32: such a search printed "0 scored, 2 failed" and exited 0, with the reason only in top.json."""
+    from tests.conftest import REPO
+
+    definition = json.loads((REPO / "examples" / "spaces" / "autoformer-ti.json").read_text())
+    definition |= {"name": "huge", "limits": {"max_params": 1e13, "max_activation_gb": 1e9}}
+    definition["choices"] |= {"embed_dim": [120_000], "depth": [12]}
+    (tmp_path / "huge.json").write_text(json.dumps(definition))
+    out = tmp_path / "vit"
+    code = main(["vit-search", "--space-file", str(tmp_path / "huge.json"), "--space", "huge", "--proxy", "snip",
+                 "--samples", "2", "--workers", "1", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("autoprox: error: no architecture could be scored: 2 of 2 failed (first: ArchitectureError: ")
+    assert "more than this machine's" in line and "GB of memory; not built" in line
+    assert line.endswith(f"{out / 'top.json'} lists them")
+    assert len(json.loads((out / "top.json").read_text())["failures"]) == 2

@@ -14,6 +14,7 @@ and says how to resume); the exit status is then 143 instead of 130.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -38,7 +39,7 @@ from autoprox.cli import (
     vitsearch,
 )
 from autoprox.cli.options import HelpFormatter
-from autoprox.core.errors import AutoproxError, cut_long_words, one_line
+from autoprox.core.errors import AutoproxError, cut_long_words, one_line, path_too_long
 
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
 COMMANDS: dict[str, ModuleType] = {
@@ -113,7 +114,14 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return COMMANDS[args.command].run(args)
+        try:
+            return COMMANDS[args.command].run(args)
+        except OSError as exc:
+            # A path given with a part longer than the file system allows (a run directory, --out, --cache-dir,
+            # a genome given where a path is read): bad input, whichever command opened it, as one line.
+            if exc.errno != errno.ENAMETOOLONG or isinstance(exc, AutoproxError):
+                raise
+            raise path_too_long(exc) from exc
     except AutoproxError as exc:
         if os.environ.get("AUTOPROX_DEBUG"):
             raise

@@ -51,6 +51,13 @@ class HelpFormatter(argparse.HelpFormatter):
         default = ",".join(map(str, action.default)) if isinstance(action.default, tuple) else "%(default)s"
         return f"{text} (default {default})" if text else f"default {default}"
 
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        """As argparse's, but never inside a hyphenated name (``cv-pick-wide``, ``--cache-dir``)."""
+        import re
+        import textwrap
+
+        return textwrap.wrap(re.sub(r"\s+", " ", text).strip(), width, break_on_hyphens=False)
+
 
 #: Namespace attribute listing the options given on the command line (see :func:`record_given_options`).
 GIVEN = "given_options"

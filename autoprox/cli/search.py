@@ -79,13 +79,13 @@ def _print_best(report: dict) -> None:
         print(f"{target:<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
     cells = [format_float(r.get("jcm")) for r in (report["search"], report["test"], report["params"]["search"], report["params"]["test"])]
     print(f"{'JCM':<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
-    verdict = params_verdict(report)
-    if verdict:
-        print(verdict)
     deferred = report.get("test", {}).get("none")
     if deferred == TEST_DEFERRED:
         print(f"test figures {deferred}")
     print(f"written to {Path(report['run']) / 'best.json'}")
+    verdict = params_verdict(report)
+    if verdict:  # the last line: how the proxy compares with the parameter count
+        print(verdict)
 
 
 def _write_report(run: str, reports) -> None:

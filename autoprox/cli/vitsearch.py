@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"autoprox: interrupted; run the same command again to resume (scores so far are in {out})",
               file=sys.stderr)
         return 130
+    _check_failures(summary, out)
     print(f"{summary['scored']} scored, {summary['failed']} failed, "
           f"{summary['search_seconds']:.0f} s "
           f"({format_float(summary['seconds_per_architecture'], 2, signed=False)} s per architecture)")
@@ -117,6 +118,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row['rank']:>4} {row['score']:>14.6g} {row['params']:>12,} {row['macs']:>15,}  {json.dumps(row['arch'])}")
     print(f"written to {out / 'top.json'} and {out / 'top.csv'}")
     return 0
+
+
+def _check_failures(summary: dict, out: Path) -> None:
+    """Architectures that could not be scored: the reason on the terminal (one warning, the first reason and how
+    many share it), and VitSearchError (exit 2) when none could be scored; ``top.json`` lists every one."""
+    import warnings
+
+    from autoprox.core.errors import VitSearchError
+
+    failures = summary.get("failures") or []
+    if not failures:
+        return
+    first = str(failures[0]["error"])
+    alike = sum(str(f["error"]) == first for f in failures)
+    reason = (f"first: {first}" + (f"; {alike} of them for this reason" if 1 < alike < len(failures) else "")
+              if alike < len(failures) else f"each: {first}" if len(failures) > 1 else first)
+    if not summary["scored"] and summary.get("finished"):
+        raise VitSearchError(f"no architecture could be scored: {len(failures)} of {summary['samples']} failed "
+                             f"({reason}); {out / 'top.json'} lists them")
+    warnings.warn(f"{len(failures)} of {summary['samples']} architectures could not be scored ({reason}); "
+                  f"{out / 'top.json'} lists them", stacklevel=2)
 
 
 def _ensemble_statistics(proxy: EnsembleProxy, args: argparse.Namespace, stats: dict) -> dict:

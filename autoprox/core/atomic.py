@@ -124,6 +124,14 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def json_problem(error: json.JSONDecodeError, line: bool = True) -> str:
+    """Why a text is not JSON, and at which line: ``Expecting value at line 3`` (without ``line``, the reason
+    alone, for a text that is one line of a file). Some of the decoder's reasons end in "at" themselves
+    ("Invalid control character at"), which is not repeated."""
+    reason = error.msg.removesuffix(" at")
+    return f"{reason} at line {error.lineno}" if line else reason
+
+
 def read_json_file(path: str | os.PathLike, what: str, error: type[Exception]) -> Any:
     """The JSON value in ``path``; ``error`` (an AutoproxError) naming the file and ``what`` it
     should be when it cannot be read or parsed: the one reading of user-given JSON files

@@ -78,6 +78,20 @@ class DiskFullError(AutoproxError, OSError):
     """A file that could not be written because its file system is full (ENOSPC) or over quota (EDQUOT)."""
 
 
+class PathTooLongError(AutoproxError, OSError):
+    """A path given (a file, a folder, a run directory, or a string read as one) with a part longer than its
+    file system allows (ENAMETOOLONG)."""
+
+
+def path_too_long(error: OSError) -> PathTooLongError:
+    """The one-line error for an ``OSError`` of errno ENAMETOOLONG: how long the path's longest part is, and the path."""
+    path = str(error.filename) if error.filename is not None else ""
+    size = max((len(part.encode(errors="surrogateescape")) for part in path.replace("\\", "/").split("/")), default=0)
+    what = f"a part of {size:,} bytes, where" if size > 255 else "where"
+    return PathTooLongError(f"path too long ({what} the file system allows 255 bytes a part on most; give a shorter "
+                            f"one): {path}".rstrip(": "))
+
+
 def one_line(error: BaseException) -> str:
     """The first line of an error's message (its class name when it has none)."""
     text = str(error).strip()
@@ -99,6 +113,6 @@ def cut_long_words(text: str, limit: int = LONGEST_WORD) -> str:
 
 __all__ = [
     "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
-    "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "ProxyError", "ReportError",
-    "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "one_line",
+    "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "PathTooLongError", "ProxyError",
+    "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "one_line", "path_too_long",
 ]

@@ -60,10 +60,11 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "JCM over 5 parts of the search part), hof-average (an ensemble: rank average of the "
            "hall of fame's best 5 distinct proxies), cv-pick (per target, the best of the proxy, "
            "the descriptor blend and their average by 5-fold cross-validation on the search "
-           "part), cv-pick-joint (cv-pick's candidates, one of them for every target, by inner-fold JCM) "
-           "cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too) or "
+           "part), cv-pick-joint (cv-pick's candidates, one of them for every target, by inner-fold JCM), "
+           "cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too), "
            "cv-pick-coarse (cv-pick with the coarse descriptor chosen on each inner training part "
-           "as a candidate too)", text("selection"), group=_PROTOCOL, commands=_EVALUATE),
+           "as a candidate too) or cv-pick-wide (cv-pick with the coarse descriptor, zico, proxy+zico and "
+           "blend+zico as candidates too)", text("selection"), group=_PROTOCOL, commands=_EVALUATE),
     Option("reuse_searches", None, "score again the finished fold searches of the protocol in DIR instead of running "
            "searches (same settings, folds and benchmark; search options may be left out); "
            "nothing is written in DIR", text("reuse_searches"), group=_PROTOCOL, commands=_EVALUATE, metavar="DIR"),

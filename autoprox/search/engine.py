@@ -45,8 +45,16 @@ from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, ho
     space_evaluator,
 )
 from autoprox.search.rundir import ARCHIVE, CHECKPOINT, EVALUATIONS, RunDirectory, read_json, read_records
-from autoprox.search.settings import SearchSettings, recorded_settings, settings_digest
+from autoprox.search.settings import (
+    SearchSettings,
+    digested_settings,
+    recorded_settings,
+    settings_digest,
+    settings_differences,
+)
 
+#: The checkpoint's record of the settings its digest was made from.
+DIGESTED = "digested_settings"
 #: What ``best.json`` says in place of test figures when the run searched on every architecture.
 NO_TEST_PART = "no test part: the search used every architecture"
 #: What it says in their place when a signal stopped the search (they are computed when it resumes).
@@ -54,14 +62,16 @@ TEST_DEFERRED = "not computed: the search was stopped before its end; resuming i
 
 
 def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None,
-                fitness_choices: dict | None = None, test_figures: bool = True) -> dict:
+                fitness_choices: dict | None = None, test_figures: bool = True, quiet: bool = True) -> dict:
     """``best.json``: the genome, its figures on both splits, and the parameter count's beside them.
 
     The figures are the plain ones (Kendall, JCM) whatever the fitness; with another fitness,
     ``fitness`` says which, its value on the search part and the base chosen per target
     (``fitness_choices``). A run without a test part says so (:data:`NO_TEST_PART`) in place of
     its test figures; without ``test_figures`` (a search stopped by a signal, which must stop at
-    once) they are left for its resume to compute (:data:`TEST_DEFERRED`).
+    once) they are left for its resume to compute (:data:`TEST_DEFERRED`). Unless ``quiet``, each split
+    says on stderr that it is being scored, with a progress line while its statistics are computed or read
+    (the test split's are computed here, after the evolution).
     """
     settings, run = context.settings, context.run
     proxy = Proxy(record.genome, parse_genome(record.genome))
@@ -71,8 +81,10 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
     # Score the proxy once per split; its figures and its beyond-size report both read them.
     scores = {"test": InvalidProxy(absent)}
     for part in parts:
+        _log(f"final report: the best proxy on the {part} split ({len(context.indices(part))} architectures)", quiet)
         try:
-            scores[part] = context.score(proxy, part, workers=executor)
+            scores[part] = context.score(proxy, part, workers=executor,
+                                         progress=None if quiet else Progress(f"{part} split statistics", every=15))
         except InvalidProxy as exc:
             scores[part] = InvalidProxy(str(exc))
 
@@ -191,11 +203,15 @@ def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iteratio
         recorded = checkpoint.get("settings_digest")
         current = settings_digest(context.settings, context.bench.sha256)
         if recorded is not None and recorded != current:  # runs made before the digest have none: accepted
+            then = checkpoint.get(DIGESTED)
+            differ = settings_differences(digested_settings(context.settings, context.bench.sha256), then, "then ") \
+                if isinstance(then, dict) else []
+            what = (f": {'; '.join(differ)}" if differ else
+                    f" (settings digest {str(recorded)[:12]} then, {current[:12]} now)")
             raise RunDirError(
                 f"{run.file('config.json')}: its settings differ from those {run.file(CHECKPOINT).name} "
-                f"(iteration {checkpoint.get('iteration', '?')}) was made with (settings digest {str(recorded)[:12]} "
-                f"then, {current[:12]} now); resuming would mix two searches: restore config.json, or start a new "
-                "run with another --out")
+                f"(iteration {checkpoint.get('iteration', '?')}) was made with{what}; resuming would mix two "
+                "searches: restore config.json, or start a new run with another --out")
     session = {k: v for k, v in (("workers", workers), ("cache_dir", cache_dir)) if v is not None}
     if session:
         settings = replace(context.settings, **session)
@@ -253,7 +269,9 @@ def _search(context: RunContext | MultiRunContext, resume: bool, stop_after: int
     run = context.run
     settings, bench, split = context.settings, context.bench, context.split
     targets = list(context.targets)
-    digest = {"settings_digest": settings_digest(settings, bench.sha256)}
+    # The digest, and what it digests (so that a resume refused for edited settings can name them).
+    digest = {"settings_digest": settings_digest(settings, bench.sha256),
+              DIGESTED: digested_settings(settings, bench.sha256)}
 
     _log(f"autoprox search: {bench.space}, {len(split.search)} search / {len(split.test)} test architectures, "
          f"targets {', '.join(targets)}, fitness {settings.fitness}, run directory {run.path}", quiet)
@@ -349,7 +367,8 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
             run.truncate_logs(state.iteration)  # an iteration cut short leaves no line past its checkpoint
     best = state.overall_best(evo.parsimony)
     # a signal must stop the search at once: the test split's figures wait for its resume
-    report = best_report(best, context, state.iteration, executor, fitness_choices, test_figures=not signalled)
+    report = best_report(best, context, state.iteration, executor, fitness_choices, test_figures=not signalled,
+                         quiet=quiet)
     report["finished"] = not interrupted
     if not interrupted and state.iteration < evo.iterations:
         report["stopped_early"] = {"iteration": state.iteration, "patience": evo.patience}

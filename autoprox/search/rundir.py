@@ -44,6 +44,7 @@ from autoprox.core.atomic import (
     atomic_write_json,
     atomic_write_text,
     disk_full_error,
+    json_problem,
     make_directory,
 )
 from autoprox.core.errors import RunDirError  # noqa: F401 (re-exported)
@@ -59,12 +60,13 @@ LOCK = ".autoprox.lock"
 ARCHIVE = "archive.tar.xz"
 
 
-def _parse_json(text: str) -> Any:
-    """``json.loads``; a ValueError saying why (RecursionError included) when it is not JSON."""
+def _parse_json(text: str, line: bool = True) -> Any:
+    """``json.loads``; a ValueError saying why (RecursionError included) when it is not JSON (``line``: and at
+    which line of ``text``; false for one line of a file)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{exc.msg} at line {exc.lineno}") from None
+        raise ValueError(json_problem(exc, line)) from None
     except RecursionError:
         raise ValueError("nested too deeply to read") from None
 
@@ -128,12 +130,12 @@ def read_records(path: Path) -> Iterator[tuple[int, dict]]:
         if not raw.strip():
             continue
         try:
-            record = _parse_json(raw.decode("utf-8"))
+            record = _parse_json(raw.decode("utf-8"), line=False)
         except (ValueError, UnicodeDecodeError) as exc:
             if torn:
                 return
             reason = f"not UTF-8 text: byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else str(exc)
-            raise RunDirError(f"{path}: line {number} is not valid JSON ({reason.replace(' at line 1', '')})") from None
+            raise RunDirError(f"{path}: line {number} is not valid JSON ({reason})") from None
         if not isinstance(record, dict):
             if torn:
                 return

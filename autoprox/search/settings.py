@@ -197,6 +197,23 @@ def stats_plan(settings: SearchSettings, targets: Sequence[str]) -> StatsPlan:
 SESSION_SETTINGS = ("bench", "cache_dir", "workers")
 
 
+def compared_settings(settings: SearchSettings) -> dict:
+    """What of ``settings`` determines a search's result, as plain JSON: ``to_json()`` less
+    :data:`SESSION_SETTINGS` and the total of iterations."""
+    data = settings.to_json()
+    for name in SESSION_SETTINGS:
+        data.pop(name, None)
+    data["evolution"] = {k: v for k, v in data["evolution"].items() if k != "iterations"}
+    return data
+
+
+def digested_settings(settings: SearchSettings, bench_sha256: str | Sequence[str]) -> dict:
+    """What :func:`settings_digest` hashes: :func:`compared_settings` and the benchmark's content digest(s)."""
+    data = compared_settings(settings)
+    data["benchmark_sha256"] = bench_sha256 if isinstance(bench_sha256, str) else list(bench_sha256)
+    return data
+
+
 def settings_digest(settings: SearchSettings, bench_sha256: str | Sequence[str]) -> str:
     """SHA-256 of everything in ``settings`` that determines a search's result, and of its benchmark's content.
 
@@ -204,12 +221,37 @@ def settings_digest(settings: SearchSettings, bench_sha256: str | Sequence[str])
     Left out: :data:`SESSION_SETTINGS` and the total of iterations. ``bench_sha256``: one digest, or
     one per benchmark of a multi-space search.
     """
-    data = settings.to_json()
-    for name in SESSION_SETTINGS:
-        data.pop(name, None)
-    data["evolution"] = {k: v for k, v in data["evolution"].items() if k != "iterations"}
-    data["benchmark_sha256"] = bench_sha256 if isinstance(bench_sha256, str) else list(bench_sha256)
+    data = digested_settings(settings, bench_sha256)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def settings_differences(mine: Mapping, theirs: Mapping, label: str = "") -> list[str]:
+    """The settings that differ between two :func:`compared_settings` (or :func:`digested_settings`), each as
+    ``name MINE (LABEL THEIRS)`` with nested settings dotted (``evolution.seed``), in name order."""
+    def flat(data: Mapping, prefix: str = "") -> dict:
+        out = {}
+        for key, value in data.items():
+            if isinstance(value, Mapping) and value and key in ("evolution", "genome"):
+                out.update(flat(value, f"{prefix}{key}."))
+            else:
+                out[f"{prefix}{key}"] = value
+        return out
+
+    def shown(value) -> str:
+        if value is _ABSENT:
+            return "not set"
+        if isinstance(value, (list, tuple)):
+            return ",".join(map(str, value)) or "none"
+        if isinstance(value, Mapping):
+            return ",".join(f"{k}={v}" for k, v in value.items()) or "none"
+        return str(value)
+
+    a, b = (flat(json.loads(json.dumps(d, sort_keys=True, default=str))) for d in (mine, theirs))
+    return [f"{name} {shown(a.get(name, _ABSENT))} ({label}{shown(b.get(name, _ABSENT))})"
+            for name in sorted(set(a) | set(b)) if a.get(name, _ABSENT) != b.get(name, _ABSENT)]
+
+
+_ABSENT = object()
 
 
 def recorded_settings(run_path) -> tuple[SearchSettings, str]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autoprox.core.atomic import json_problem
 from autoprox.core.errors import ArchitectureError
 from autoprox.spaces.base import (
     SearchSpace,
@@ -592,7 +593,7 @@ def load_family(path: str | os.PathLike) -> FamilySpace:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise SpaceDefinitionError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+            raise SpaceDefinitionError(f"{path}: not JSON ({json_problem(exc)})") from None
     elif suffix == ".toml":
         try:
             import tomllib
