@@ -7,6 +7,7 @@ import json
 import math
 import shutil
 import struct
+from pathlib import Path
 from dataclasses import replace
 
 import pytest
@@ -118,3 +119,23 @@ def test_curves_errors_are_one_line(runs, capsys, tmp_path):
     (empty / "log.jsonl").write_text("")
     code, _, err = run_cli(capsys, "curves", str(empty), "--out", str(tmp_path / "e.png"))
     assert code == 2 and "no iteration" in err
+
+
+def test_curves_out_a_link_writes_its_target_and_a_loop_of_links_is_refused(capsys, tmp_path):
+    """``--out LINK`` used to replace the link by a regular file, and a loop of links was "wrote", exit 0.
+    The committed reference run is enough: its log and best.json hold every plotted number."""
+    run = str(Path(__file__).resolve().parent.parent / "runs" / "pit-reference")
+    target = tmp_path / "real.png"
+    target.write_bytes(b"old")
+    link = tmp_path / "curves.png"
+    link.symlink_to(target)
+    code, text, err = run_cli(capsys, "curves", run, "--out", str(link))
+    assert code == 0, err
+    assert link.is_symlink() and target.read_bytes()[:8] == PNG_MAGIC
+    (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
+    (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
+    for argv in (["--out", str(tmp_path / "loopA")], ["--out", str(tmp_path / "c.png"), "--csv", str(tmp_path / "loopA")]):
+        code, text, err = run_cli(capsys, "curves", run, *argv)
+        assert code == 2 and text == "" and len(err.strip().splitlines()) == 1, err
+        assert "it goes through a loop of symbolic links; choose another " + ("--out" if argv[1].endswith("loopA") else "--csv") in err
+        assert (tmp_path / "loopA").is_symlink() and not (tmp_path / "c.png").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -432,3 +433,22 @@ def test_reference_runs_export_proxies_that_reproduce_the_engine(capsys, tmp_pat
         with torch_threads(1):
             engine = score_architecture(parse_genome(genome), stats[space], terminal_values(archs[space]))
         assert abs(scores[f"{space}/{key}"] - engine) <= 1e-5 * abs(engine), (key, scores[f"{space}/{key}"], engine)
+
+
+def test_export_out_a_link_writes_its_target_and_a_loop_of_links_is_refused(capsys, tmp_path):
+    """``--out LINK`` used to replace the link by a regular file, and a loop of links was "wrote", exit 0."""
+    target = tmp_path / "real" / "proxy.py"
+    target.parent.mkdir()
+    target.write_text("previous content\n")
+    link = tmp_path / "proxy.py"
+    link.symlink_to(target)
+    code, text, err = run_cli(capsys, "export", PUBLISHED, "--out", str(link), "--no-simplify")
+    assert code == 0, err
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert "GENOME" in target.read_text() and "previous content" not in target.read_text()
+    (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
+    (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
+    code, text, err = run_cli(capsys, "export", PUBLISHED, "--out", str(tmp_path / "loopA"), "--no-simplify")
+    assert code == 2 and text == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"autoprox: error: cannot write {tmp_path / 'loopA'}: it goes through a loop of symbolic links")
+    assert (tmp_path / "loopA").is_symlink() and os.readlink(tmp_path / "loopA") == str(tmp_path / "loopB")

@@ -194,6 +194,34 @@ def test_a_target_that_cannot_rank_is_refused_before_any_statistics(af_small, tm
     assert not (tmp_path / "run").exists()
 
 
+# ================================== issue 32: a refused start writes nothing, computes nothing
+@pytest.mark.parametrize("options, message", [
+    (["--aggregation", "sum", "--seed-proxies", "autoprox_a"],
+     "seed proxy block_mean(.*) uses an aggregation or input outside this search's genome space"),
+    (["--cv-folds", "20"], r"cross-validation needs between 2 and 12 folds, got 20"),
+    (["--terminals", "stats,zoo", "--stat-seeds", "0,1"], "--terminals zoo reads one network per architecture"),
+])
+def test_a_refused_start_leaves_no_run_directory_and_the_corrected_command_runs(af_small_file, session_cache,
+                                                                               tmp_path, capsys, options, message):
+    """These refusals used to come after config.json and hall_of_fame.json were written (and the search
+    split's statistics computed): the corrected command was then refused as "already holds a run"."""
+    import re
+
+    out, cache = tmp_path / "run" / "inner", tmp_path / "cache"
+    common = ["--bench", af_small_file, "--batch-size", "2", "--workers", "1", "--search-fraction", "0.75",
+              "--population", "4", "--iterations", "1", "--retry-cap", "3", "--quiet"]
+    code, text, err = run_cli(capsys, "search", *common, "--cache-dir", cache, "--out", out, *options)
+    assert code == 2 and re.search(message, one_error_line(err)), err
+    assert not (tmp_path / "run").exists()  # not even the folder
+    assert not cache.exists() or not list(cache.rglob("*.npz"))  # no statistics computed
+    if options[0] == "--aggregation":  # the corrected command starts in the same --out
+        code, text, err = run_cli(capsys, "search", *common, "--cache-dir", session_cache.root, "--out", out,
+                                  "--seed-proxies", "autoprox_a")
+        assert code == 0, err
+        first = json.loads((out / "evaluations.jsonl").read_text().splitlines()[0])
+        assert first["genome"].startswith("block_mean(to_mean_scalar(element_wise_sum(no_op(")
+
+
 # ============================================ bug 4: config.json changed since the checkpoint
 @pytest.mark.parametrize("edit", ["targets", "seed", "population"])
 def test_resume_refuses_a_run_whose_settings_changed_since_its_checkpoint(small_settings, tmp_path, capsys, edit):

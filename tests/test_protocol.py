@@ -178,6 +178,8 @@ def test_summary_is_the_per_fold_figures_summarised(protocol):
 def test_resume_after_an_interrupted_fold_gives_the_same_figures(protocol, settings, tmp_path, monkeypatch):
     _, whole = protocol
     out = tmp_path / "interrupted"
+    started = ["autoprox", "evaluate", "--folds", str(FOLDS), "--out", str(out)]
+    monkeypatch.setattr("sys.argv", started)
     stopped = run_protocol(settings, out, folds=FOLDS, bootstrap=200, stop_after=1, quiet=True)
     assert stopped["finished"] is False and not any(f["result"] for f in stopped["folds"])
     assert RunDirectory(out / "repeat-0/fold-0").checkpoint()["iteration"] == 1
@@ -185,8 +187,12 @@ def test_resume_after_an_interrupted_fold_gives_the_same_figures(protocol, setti
         run_protocol(None, out, folds=4, resume=True, quiet=True)
     with pytest.raises(RunDirError, match="other search settings"):
         run_protocol(replace(settings, evolution=replace(EVOLUTION, seed=6)), out, resume=True, quiet=True)
+    monkeypatch.setattr("sys.argv", ["autoprox", "evaluate", "--resume", "--out", str(out)])
     resumed = run_protocol(settings, out, resume=True, quiet=True)
     assert figures_of(resumed) == figures_of(whole)
+    # the command that started it stays (the report's "made by"; it used to be replaced by the resume's)
+    assert resumed["command"] == started and resumed["resumed_with"] == ["autoprox", "evaluate", "--resume", "--out",
+                                                                           str(out)]
 
     # finished folds are kept: nothing is searched again, and a fold whose search finished but whose
     # figures never reached protocol.json is scored from its run directory

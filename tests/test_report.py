@@ -385,3 +385,22 @@ def test_missing_statistics_are_computed_with_progress_on_stderr(small_run, caps
     report = parse_report((tmp_path / "r.html").read_text())
     assert "figure-scatter" in report.figures
     check_run_tables(report, copy, test_columns=True)
+
+
+def test_report_out_a_link_writes_its_target_and_a_loop_of_links_is_refused(small_run, capsys, tmp_path):
+    """``--out LINK`` used to replace the link by a regular file, and a loop of links was "wrote", exit 0."""
+    target = tmp_path / "pages" / "real.html"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "report.html"
+    link.symlink_to(target)
+    code, text, err = run_cli(capsys, "report", small_run, "--out", link, "--no-simplify")
+    assert code == 0, err
+    assert link.is_symlink() and target.read_text().startswith("<!DOCTYPE html>")
+    (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
+    (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
+    code, text, err = run_cli(capsys, "report", small_run, "--out", tmp_path / "loopA", "--no-simplify")
+    assert code == 2 and text == ""
+    assert one_error_line(err) == (f"autoprox: error: cannot write {tmp_path / 'loopA'}: it goes through a loop of "
+                                   "symbolic links; choose another --out")
+    assert (tmp_path / "loopA").is_symlink()

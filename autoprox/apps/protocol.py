@@ -391,7 +391,9 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     protocol = {
         "autoprox_version": __version__,
         "created": previous["created"] if previous else now,
-        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
+        # the command that started it; a resume is recorded beside, not over it (the report shows both)
+        "command": previous["command"] if previous else [Path(sys.argv[0]).name, *sys.argv[1:]],
+        **({"resumed_with": [Path(sys.argv[0]).name, *sys.argv[1:]]} if previous else {}),
         "space": bench.space,
         "benchmark_sha256": bench.sha256,
         "architectures": len(bench),

@@ -3,6 +3,12 @@
 A write that fails because the file system is full (ENOSPC) or over quota (EDQUOT)
 raises :class:`~autoprox.core.errors.DiskFullError` naming the file and how many bytes
 reached the disk; the previous file, if any, is left as it was.
+
+A path that is a symbolic link is written through: the file it points to is replaced and
+the link stays a link (:func:`write_target`); a loop of links is refused in one line, as
+``search --out`` refuses one (:func:`make_directory`). Every writer goes through
+:func:`atomic_open`, so ``report``, ``export``, ``curves`` and the run directory's own
+files behave alike.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import IO, Any, Iterator
 
 import numpy as np
 
-from autoprox.core.errors import DiskFullError, RunDirError
+from autoprox.core.errors import AutoproxError, DiskFullError, RunDirError
 
 #: Error numbers that mean "no room left": a full file system, an exhausted quota.
 FULL_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -60,10 +66,31 @@ def _unusable(path: Path, exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def write_target(path: str | os.PathLike, option: str = "--out",
+                 error: type[AutoproxError] = RunDirError) -> Path:
+    """The file a write to ``path`` replaces: ``path`` itself or, when it is a symbolic link (or a
+    chain of them), the file at its end, so that the write updates the target and the link stays.
+
+    A link to nothing names the file to create. ``error`` (one line naming ``option`` as the thing
+    to change) when ``path``, or a folder above it, goes through a loop of symbolic links.
+    """
+    path = Path(path)
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise error(f"cannot write {path}: it goes through a loop of symbolic links; choose another {option}"
+                        ) from None
+    if not path.is_symlink():
+        return path
+    return Path(os.path.realpath(path))
+
+
 @contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
-    """Open a temporary file beside ``path``; on success fsync and rename it over ``path``."""
-    path = Path(path)
+    """Open a temporary file beside ``path`` (beside its target when it is a symbolic link); on success
+    fsync and rename it over that file (:func:`write_target`)."""
+    path = write_target(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

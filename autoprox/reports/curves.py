@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from autoprox.core.atomic import atomic_open, atomic_write_text
+from autoprox.core.atomic import atomic_open, atomic_write_text, write_target
 from autoprox.core.errors import AutoproxError, CurvesError, one_line  # noqa: F401 (re-exported)
 from autoprox.core.numbers import format_float
 from autoprox.search.rundir import (
@@ -208,7 +208,8 @@ def curves_csv(runs: Sequence[RunCurves]) -> str:
     return buffer.getvalue()
 
 
-def _check_output(path: Path) -> None:
+def _check_output(path: Path, option: str) -> None:
+    write_target(path, option, CurvesError)  # a loop of links refused; a link is written through
     if path.is_dir():
         raise CurvesError(f"cannot write {path}: it is a directory")
 
@@ -225,8 +226,8 @@ def write_curves(paths: Sequence[str | Path], out: str | Path, csv_path: str | P
             print(f"autoprox curves: {run.name}: {run.params_note}", file=sys.stderr)
     figure = draw(runs, window)
     targets = [(out, "png")] + ([(Path(csv_path), "csv")] if csv_path is not None else [])
-    for path, _ in targets:
-        _check_output(path)
+    for path, kind in targets:
+        _check_output(path, "--out" if kind == "png" else "--csv")
     for path, kind in targets:
         try:
             if kind == "png":

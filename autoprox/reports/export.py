@@ -50,7 +50,7 @@ from typing import Mapping
 from deap import gp
 
 from autoprox import __version__
-from autoprox.core.atomic import atomic_write_text
+from autoprox.core.atomic import atomic_write_text, write_target
 from autoprox.core.errors import ExportError  # noqa: F401 (re-exported)
 from autoprox.core.numbers import format_float
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
@@ -343,6 +343,7 @@ def assemble_module(parts: list[str], what: str) -> str:
 def write_export(path: str | Path, source: str) -> Path:
     """Write the module atomically; ExportError when the path cannot be written."""
     path = Path(path)
+    write_target(path, "--out", ExportError)  # a loop of links refused; a link is written through
     if path.is_dir():
         raise ExportError(f"cannot write {path}: it is a directory")
     try:
@@ -439,6 +440,7 @@ def export_proxy(source: str, out: str | Path, rank: int | None = None, simplify
     )
 
     out = Path(out)
+    write_target(out, "--out", ExportError)  # before the formula's seconds are spent
     if out.is_dir():
         raise ExportError(f"cannot write {out}: it is a directory")
     genome, info, config = resolve_export_source(source, rank)

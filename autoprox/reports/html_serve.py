@@ -21,7 +21,7 @@ from typing import Callable
 from autoprox.core.errors import AutoproxError, ReportError, one_line
 from autoprox.reports.html import PROTOCOL_FILE, ReportMemo, esc
 from autoprox.reports.report import render_report, report_kind
-from autoprox.search.rundir import LOCK
+from autoprox.search.rundir import lock_holder
 
 #: The only address served: the page is for the person at this machine.
 HOST = "127.0.0.1"
@@ -59,19 +59,7 @@ def _js_string(text: str) -> str:
 
 def being_written(path: Path) -> bool:
     """Whether a process holds the run's lock (:meth:`autoprox.search.rundir.RunDirectory.lock`): a search is running."""
-    import fcntl
-
-    try:
-        handle = open(path / LOCK)
-    except OSError:
-        return False
-    with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-        return False
+    return lock_holder(path) is not None
 
 
 class LiveReport:

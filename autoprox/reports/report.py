@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from autoprox.core.atomic import atomic_write_text
+from autoprox.core.atomic import atomic_write_text, write_target
 from autoprox.core.errors import ReportError
 from autoprox.reports.html import PROTOCOL_FILE, REPORT_FILE, ReportMemo, page
 from autoprox.reports.html_protocol import protocol_body
@@ -56,6 +56,7 @@ def write_report(path: str | Path, out: str | Path | None = None, compute: bool 
                  memo: ReportMemo | None = None, progress: Callable[[str], None] | None = None) -> Path:
     """Write the report of ``path`` into ``out`` (default ``PATH/report.html``); return where it went."""
     out = Path(out) if out is not None else Path(path) / REPORT_FILE
+    write_target(out, "--out", ReportError)  # a loop of links refused; a link is written through
     if out.is_dir():
         raise ReportError(f"cannot write {out}: it is a directory")
     _check_writable(out)  # before the rendering's seconds are spent

@@ -183,6 +183,15 @@ class RunContext:
 
     # -------------------------------------------------------------- scoring a proxy
 
+    def check_terminal_sets(self) -> tuple[str, ...]:
+        """The computed terminal sets the genome space chose; ConfigError when they cannot be read with this
+        statistics plan (checked before a search writes anything, and before any statistics are computed)."""
+        computed = computed_sets(self.settings.genome_space.terminals)
+        if computed and len(self.plan.keys()) != 1:
+            raise ConfigError(f"--terminals {','.join(computed)} reads one network per architecture: use one "
+                              "--stat-seeds seed and no --per-target-stats")
+        return tuple(computed)
+
     def scalar_terminals(self, archs: Sequence, executor=None, quiet: bool = True) -> list[dict[str, float]]:
         """Per architecture of ``archs``, the scalar terminal values this run's genomes read: every set
         the architecture alone gives, and the computed sets its genome space chose (the zoo's: on each
@@ -196,10 +205,7 @@ class RunContext:
             one network and batch per architecture.
         """
         settings, plan = self.settings, self.plan
-        computed = computed_sets(settings.genome_space.terminals)
-        if computed and len(plan.keys()) != 1:
-            raise ConfigError(f"--terminals {','.join(computed)} reads one network per architecture: use one "
-                              "--stat-seeds seed and no --per-target-stats")
+        computed = self.check_terminal_sets()
         source = None
         if computed:
             seed, classes = plan.keys()[0]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from autoprox.core.atomic import json_safe, make_directory
-from autoprox.core.errors import ConfigError, DiskFullError, RunDirError
+from autoprox.core.errors import ConfigError, DiskFullError, GenomeError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
 from autoprox.data.cache import StatisticsCache
@@ -33,7 +33,7 @@ from autoprox.search.evolution import (
     since_restart,
     stalled,
 )
-from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
 from autoprox.search.halloffame import HALL_OF_FAME, HallOfFame, write_hall_of_fame
 from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, hold_mapped re-exported)
     MAP_STATISTICS_ABOVE,
@@ -167,8 +167,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         if settings is None:
             raise ConfigError("settings are needed for a new search")
         context = (MultiRunContext if settings.multi_space else RunContext).from_settings(settings, run)
-        if settings.multi_space:
-            check_searchable(settings)
+        check_start(context)
         run.check_creatable()
         make_directory(run.path)
     with run.lock():
@@ -184,6 +183,28 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         except DiskFullError as exc:
             raise DiskFullError(f"{exc}; what was computed is kept: free some space, then continue with: {hint}"
                                 ) from None
+
+
+def check_start(context: RunContext | MultiRunContext) -> None:
+    """Every refusal a new search makes of its settings, made before its run directory is written or any
+    statistics are computed: a refused start leaves no ``config.json`` behind it (which would refuse the
+    corrected command as a run already there, and a resume of it as another search).
+
+    The seed proxies must lie in the genome space; the computed terminal sets must be readable with the
+    statistics plan; cross-validation folds must fit the search part; a multi-space search must be one
+    (:func:`~autoprox.search.multispace.check_searchable`).
+    """
+    settings = context.settings
+    if isinstance(context, MultiRunContext):
+        check_searchable(settings)
+    space = settings.genome_space
+    for text in settings.seed_proxies:
+        if not space.contains(parse_genome(text)):
+            raise GenomeError(f"seed proxy {text} uses an aggregation or input outside this search's genome space")
+    for part in context.parts if isinstance(context, MultiRunContext) else (context,):
+        part.check_terminal_sets()
+        if part.settings.cv_folds:
+            make_folds(len(part.split.search), part.settings.cv_folds, part.settings.split_seed)
 
 
 def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iterations: int | None,

@@ -310,6 +310,23 @@ def hold_lock(path: Path, busy: str) -> Iterator[None]:
         handle.close()
 
 
+def lock_holder(folder: str | os.PathLike) -> str | None:
+    """The pid (as the lock file gives it) of the process writing the run or protocol in ``folder`` now, or
+    None when none holds its lock (:func:`hold_lock`); read without taking the lock."""
+    path = Path(folder) / LOCK
+    try:
+        handle = open(path)
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return _holder(path)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return None
+
+
 def _holder(path: Path) -> str:
     try:
         return path.read_text().strip() or "unknown"
