@@ -153,8 +153,10 @@ class SearchOutcome:
         return self.hall_of_fame[0][1]
 
 
-def _terminals(spaces: Sequence[TableSpace], transforms: Sequence[str]) -> list[Node]:
-    offered = [name for name in STANDARD_PROXIES if any(name in t.proxies for s in spaces for t in s.tables)]
+def _terminals(spaces: Sequence[TableSpace], transforms: Sequence[str], columns: Sequence[str] | None = None
+               ) -> list[Node]:
+    offered = [name for name in STANDARD_PROXIES if any(name in t.proxies for s in spaces for t in s.tables)
+               and (columns is None or name in columns)]
     if not offered:
         raise ConfigError("the training spaces share no standard proxy column to build formulas from")
     return [Node(transform, column=name) for name in offered for transform in transforms]
@@ -205,7 +207,7 @@ def _vary(parent: Node, other: Node, rng: random.Random, terminals: list[Node]) 
 
 def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankSearchSettings = RankSearchSettings(),
                         seeds: Sequence[str] = (), progress: Callable[[int, int], None] | None = None,
-                        keep: int = 20) -> SearchOutcome:
+                        keep: int = 20, columns: Sequence[str] | None = None) -> SearchOutcome:
     """Evolve rank formulas on ``spaces`` (the training spaces) and return the hall of fame.
 
     Parameters
@@ -220,12 +222,15 @@ def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankS
         Formulas put in the first population (e.g. the log-rank sum of every proxy).
     keep : int
         How many distinct formulas the hall of fame keeps.
+    columns : sequence of str, optional
+        The only proxy columns formulas may read (the protocol gives those the left-out space has:
+        which columns a space offers is not a label).
     """
     settings.check()
     rng = random.Random(seed)
     prepared = prepare_spaces(spaces, settings.max_rows, rng)
     aggregate = OBJECTIVES[settings.objective]
-    terminals = _terminals(spaces, settings.transforms)
+    terminals = _terminals(spaces, settings.transforms, columns)
     scored: dict[str, tuple[float, dict[str, float]]] = {}
 
     def fitness(node: Node) -> float:
@@ -266,11 +271,14 @@ def _objective_on(formula: RankFormula, prepared: Sequence[PreparedSpace], objec
 def best_single(spaces: Sequence[TableSpace], objective: str = "worst", candidates: Sequence[str] = STANDARD_PROXIES
                 ) -> tuple[str, float]:
     """The standard proxy whose ``r(X)`` has the best objective on ``spaces`` (every row), and that value.
-    Only proxies every space has are candidates (a single proxy a space lacks cannot rank it)."""
+    Proxies every space has are the candidates (a single proxy a space lacks cannot rank it), or, when no
+    candidate is in every space, those any space has."""
     prepared = prepare_spaces(spaces, None, random.Random(0))
     shared = [c for c in candidates if all(c in t.proxies for s in spaces for t in s.tables)]
+    if not shared:  # then those some space has: a space without one scores it as no information
+        shared = [c for c in candidates if any(c in t.proxies for s in spaces for t in s.tables)]
     if not shared:
-        raise ConfigError("no standard proxy column is in every training space")
+        raise ConfigError("the training spaces have none of the candidate proxy columns")
     values = {name: _objective_on(RankFormula(Node("r", column=name)), prepared, objective) for name in shared}
     name = max(shared, key=lambda n: (values[n], -shared.index(n)))
     return name, values[name]

@@ -2,7 +2,8 @@
 
 For every space S of the N given (:class:`~autoprox.data.proxy_tables.TableSpace`):
 
-1. the training spaces are the other N - 1; on them alone, with their labels,
+1. the training spaces are the other N - 1; on them alone, with their labels, and reading only the
+   proxy columns S has (which columns a space offers is not a label),
    * a rank-formula search per seed (:func:`~autoprox.apps.rank_search.search_rank_formula`),
      its formula chosen among its hall of fame by the best worst case over the training
      spaces on every row (the **selection** uses the training spaces only);
@@ -118,16 +119,19 @@ def label_free_candidates(space: TableSpace) -> dict[str, str]:
 def _direction(left_out: TableSpace, training: Sequence[TableSpace], seeds: Sequence[int],
                settings: RankSearchSettings, samples: int, say: Callable[[str], None]) -> dict:
     start = time.perf_counter()
+    # Which columns the left-out space has is not a label: formulas read only those, so none of them is
+    # constant there for want of its inputs.
+    columns = [name for name in STANDARD_PROXIES if all(name in t.proxies for t in left_out.tables)]
     searched = []
     for seed in seeds:
-        outcome = search_rank_formula(training, seed, settings, seeds=[lrsum_all(s) for s in training])
+        outcome = search_rank_formula(training, seed, settings, seeds=[lrsum_all(left_out)], columns=columns)
         formula, training_figures = select_formula(outcome.hall_of_fame, training)
         figure = space_figure(parse_formula(formula), left_out)
         searched.append({"seed": seed, "formula": formula, "training": training_figures, "figure": figure,
                          "evaluations": outcome.evaluations})
         say(f"  left out {left_out.name}, seed {seed}: {formula}  ->  {figure:+.3f}")
-    single, _ = best_single(training, settings.objective)
-    greedy, _ = greedy_lrsum(training, settings.objective)
+    single, _ = best_single(training, settings.objective, columns)
+    greedy, _ = greedy_lrsum(training, settings.objective, columns)
     chosen = {"best-single": f"r({single})", "greedy-lrsum": greedy}
     baselines = label_free_candidates(left_out)
     figures = {name: space_figure(parse_formula(text), left_out) for name, text in {**baselines, **chosen}.items()}
