@@ -284,3 +284,23 @@ def test_a_rank_formula_on_a_computed_space_computes_its_columns_and_a_failing_o
     assert figures["lrsum(params, nwot, epe_nas)"] == pytest.approx(figures["lrsum(params, nwot)"], abs=1e-12)
     assert cli(["rank", "--proxy", "add(lr(params), z(head_confidence))", "--bench", str(pit_tiny_file)]) == 2
     assert "cannot compute on networks" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("space", ["autoformer", "pit"])
+def test_the_computed_vit_tables_hold_what_autoprox_computes_on_the_networks(space):
+    """The packaged ViT tables' size columns are the benchmark architectures' own counts (in millions), row by row,
+    and their accuracies the benchmark's."""
+    from autoprox.data.benchmark import default_bench_path, load_benchmark
+    from autoprox.proxies.scorers import ARCHITECTURE_PROXIES
+    from autoprox.spaces.architectures import arch_to_config
+
+    table = load_table_space(space).tables[0]
+    bench = load_benchmark(default_bench_path(space))
+    by_id = {json.dumps(arch_to_config(a), sort_keys=True, separators=(",", ":")): i for i, a in enumerate(bench.archs)}
+    assert len(table) == len(bench) == 100
+    for row, ident in enumerate(table.ids):
+        index = by_id[json.dumps(json.loads(ident), sort_keys=True, separators=(",", ":"))]
+        arch = bench.archs[index]
+        assert table.proxies["params"][row] == pytest.approx(ARCHITECTURE_PROXIES["params"](arch) / 1e6, rel=1e-6)
+        assert table.proxies["flops"][row] == pytest.approx(ARCHITECTURE_PROXIES["flops"](arch) / 1e6, rel=1e-6)
+        assert table.accuracies["c100_kd"][row] == pytest.approx(bench.accuracies["c100_kd"][index], abs=1e-6)
