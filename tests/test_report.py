@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -404,3 +406,174 @@ def test_report_out_a_link_writes_its_target_and_a_loop_of_links_is_refused(smal
     assert one_error_line(err) == (f"autoprox: error: cannot write {tmp_path / 'loopA'}: it goes through a loop of "
                                    "symbolic links; choose another --out")
     assert (tmp_path / "loopA").is_symlink()
+
+
+# ============================================================ issue 32: the report's weak spots
+
+
+def test_the_evolution_panels_of_the_committed_runs_are_drawn_from_what_each_run_keeps():
+    """The reference runs keep evaluations.jsonl only in archive.tar.xz; the ablation runs keep none. Both
+    used to show two empty panels with no word: they are drawn from the archive, or from the log's
+    per-iteration counts, and a panel that has nothing says why."""
+    from autoprox.reports.html_evolution import evaluated_per_iteration
+
+    reference = RunDirectory(RUNS / "pit-reference")
+    log = {r["iteration"]: r for r in reference.log()}
+    kept = evaluated_per_iteration(reference)
+    assert kept.iterations == list(range(0, 201)) and kept.distinct_at == kept.iterations and not kept.notes
+    assert "archive.tar.xz" in kept.source
+    # the archive's evaluations are the ones the log counts, iteration by iteration
+    from collections import Counter
+
+    with tarfile.open(reference.file("archive.tar.xz")) as archive:
+        records = [json.loads(line) for line in archive.extractfile("evaluations.jsonl").read().splitlines()]
+    counts = Counter(r["iteration"] for r in records)
+    assert all(counts[i] == log[i]["evaluations"] for i in range(1, 201))
+    valid = Counter(r["iteration"] for r in records if r["valid"])
+    assert kept.valid_share == pytest.approx([valid[i] / counts[i] for i in kept.iterations], abs=1e-12)
+    assert kept.distinct[-1] == len({r["canonical"] for r in records}) and kept.distinct == sorted(kept.distinct)
+
+    ablation = RunDirectory(RUNS / "ablation" / "pit-sum")
+    assert not ablation.file("evaluations.jsonl").exists() and not ablation.file("archive.tar.xz").exists()
+    logged = evaluated_per_iteration(ablation)
+    records = ablation.log()
+    assert logged.iterations == [r["iteration"] for r in records] and logged.distinct == []
+    assert logged.valid_share == pytest.approx([(r["attempts"] - r["invalid"]) / r["attempts"] for r in records],
+                                               abs=1e-12)
+    assert "not kept: the run has no evaluations.jsonl" in logged.notes["distinct"] and "valid" not in logged.notes
+    document = render_report(RUNS / "ablation" / "pit-sum", compute=False, simplify=False)
+    caption = re.search(r'<figure id="figure-curves">.*?<figcaption>(.*?)</figcaption>', document, re.S).group(1)
+    assert "the children tried that were valid (from the log&#x27;s counts" in caption
+    assert "not kept: the run has no evaluations.jsonl" in caption
+
+
+def test_the_legends_of_the_curves_stand_beside_their_axes_so_no_line_crosses_a_target():
+    """The flower_kd label used to be hidden by the curves drawn under the legend, inside the axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401 (the figure's canvas)
+
+    from autoprox.reports.figures_svg import curves_figure
+
+    iterations = list(range(1, 21))
+    kendall = {t: [0.5 + 0.01 * i for i in iterations] for t in ("c100_kd", "flower_kd", "chaoyang_kd")}
+    figure = curves_figure(iterations, [0.7] * 20, [0.6] * 20, 0.65, kendall, [0, *iterations], [0.5] * 21,
+                           list(range(21)), "jcm")
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    whole = figure.get_tightbbox(renderer)  # inches: what svg_of saves (bbox_inches="tight")
+    upper = [figure.axes[0], figure.axes[1]]
+    for axis in upper:
+        legend = axis.get_legend()
+        box, inside = legend.get_window_extent(renderer), axis.get_window_extent(renderer)
+        assert box.x0 >= inside.x1  # beside the axes, not over the curves
+        box = box.transformed(figure.dpi_scale_trans.inverted())
+        assert whole.x0 <= box.x0 and box.x1 <= whole.x1 and whole.y0 <= box.y0 and box.y1 <= whole.y1
+    assert [t.get_text() for t in upper[1].get_legend().get_texts()] == list(kendall)
+
+
+def test_the_report_of_a_leave_one_space_out_protocol(capsys, tmp_path):
+    """It used to fail: "protocol.json: not a protocol this autoprox can read (no 'folds')"."""
+    folder = RUNS / "leave-space-out" / "template-sum"
+    record = json.loads((folder / "protocol.json").read_text())
+    out = tmp_path / "lso.html"
+    code, text, err = run_cli(capsys, "report", folder, "--out", out, "--no-simplify")
+    assert code == 0, err
+    document = out.read_text()
+    report = parse_report(document)
+    check_self_contained(report, document)
+    assert report.figures == ["figure-forest"] and report.texts["status"] == "finished: 10 of 10 searches"
+    assert report.texts["made-by"] == shlex.join(record["command"])
+    targets = record["targets"]
+    for direction in record["directions"]:
+        space, summary = direction["left_out"], record["summary"][direction["left_out"]]
+        searches = body_rows(report, f"searches-{space}")
+        assert len(searches) == len(direction["searches"]) == 5
+        for row, search in zip(searches, direction["searches"]):
+            figures = summary["figures"][f"seed-{search['seed']}"]
+            assert row[:2 + len(targets)] == [str(search["seed"]), fmt(figures["jcm"]),
+                                              *(fmt(figures["kendall"][t]) for t in targets)]
+            assert row[2 + len(targets)] == fmt(search["search_jcm"])
+        methods = body_rows(report, f"methods-{space}")
+        assert methods[0][1] == f"{fmt(summary['searched']['jcm_mean'])} ± {summary['searched']['jcm_sd']:.3f}"
+        assert [m[0].replace(" (in-sample)", "") for m in methods[1:]] == list(summary["differences"])
+        for row, (name, diff) in zip(methods[1:], summary["differences"].items()):
+            assert row[1] == fmt(diff["jcm"]) and row[2 + len(targets)] == fmt(diff["difference"])
+            assert row[3 + len(targets)] == f"[{fmt(diff['interval']['low'])}, {fmt(diff['interval']['high'])}]"
+            assert row[-1] == f"{diff['seeds_ahead']}/5"
+
+
+def test_a_protocol_report_shows_the_command_that_started_it_and_the_last_resume(tmp_path):
+    """"made by" used to show the last --resume command. An older protocol.json kept only that one: the
+    first is found in its runs' config.json (here inside the committed archive), else said not recorded."""
+    record = json.loads((RUNS / "protocol" / "autoformer-best-patience30" / "protocol.json").read_text())
+    assert "--resume" in record["command"] and "resumed_with" not in record
+    report = parse_report(render_report(RUNS / "protocol" / "autoformer-best-patience30", compute=False,
+                                        simplify=False))
+    assert report.texts["made-by"].startswith("autoprox evaluate --out runs/protocol/autoformer-best-patience30 ")
+    assert "--resume" not in report.texts["made-by"]
+    assert report.texts["resumed-with"] == shlex.join(record["command"])
+    report = parse_report(render_report(RUNS / "leave-space-out" / "template-mean", compute=False, simplify=False))
+    assert report.texts["made-by"].startswith("not recorded")
+    assert report.texts["resumed-with"].startswith("autoprox evaluate --leave-space-out --resume ")
+    copy = tmp_path / "protocol"  # a protocol of this autoprox records both
+    copy.mkdir()
+    record |= {"command": ["autoprox", "evaluate", "--out", "my protocol"],
+               "resumed_with": ["autoprox", "evaluate", "--resume", "--out", "my protocol"], "finished": False}
+    (copy / "protocol.json").write_text(json.dumps(record))
+    report = parse_report(render_report(copy, compute=False, simplify=False))
+    assert report.texts["made-by"] == "autoprox evaluate --out 'my protocol'"
+    assert report.texts["resumed-with"] == "autoprox evaluate --resume --out 'my protocol'"
+    assert report.texts["resume"] == f"autoprox evaluate --resume --out {shlex.quote(str(copy))}"
+
+
+def test_the_resume_command_is_quoted_and_a_live_run_says_who_writes_it(small_settings, tmp_path):
+    """The command used to be unquoted for a path with spaces, and a run being written said only
+    "Continue it with:" as if it had stopped."""
+    run = tmp_path / "my runs" / "stopped run"
+    run_search(small_settings, run, quiet=True, stop_after=1)
+    document = render_report(run, simplify=False)
+    report = parse_report(document)
+    assert report.texts["resume"] == f"autoprox search --resume --out '{run}'"
+    assert "<p>Continue it with:</p>" in document
+    with RunDirectory(run).lock():
+        document = render_report(run, simplify=False)
+    assert f"Being written now by autoprox process {os.getpid()}; should it stop, continue it with:" in document
+    assert parse_report(document).texts["resume"] == f"autoprox search --resume --out '{run}'"
+
+
+def test_the_times_say_what_they_count(small_run):
+    """"wall time" used to be the evolution's time only (the log's elapsed), without saying so."""
+    import datetime as dt
+
+    report = parse_report(render_report(small_run, simplify=False))
+    config, best = (json.loads((small_run / name).read_text()) for name in ("config.json", "best.json"))
+    whole = (dt.datetime.fromisoformat(best["written"]) - dt.datetime.fromisoformat(config["created"])).total_seconds()
+    assert report.texts["wall-time"] == f"{round(whole)} s"
+    assert report.texts["evolution-time"] == f"{round(RunDirectory(small_run).log()[-1]['elapsed'])} s"
+    assert report.texts["made-by"] == shlex.join(["autoprox", *config["command"][1:]])
+
+
+@pytest.mark.parametrize("given, says", [
+    ("bench", "is a benchmark file (autoformer, 16 architectures), not a run: report takes a run directory"),
+    ("best", "is a run's best.json: report takes a run directory"),
+])
+def test_report_of_a_file_says_what_it_is_and_what_report_takes(small_run, af_small_file, capsys, given, says):
+    """It used to say "File exists" (report.html was to be written into the file)."""
+    path = af_small_file if given == "bench" else small_run / "best.json"
+    code, text, err = run_cli(capsys, "report", path)
+    line = one_error_line(err)
+    assert code == 2 and text == "" and line.startswith(f"autoprox: error: {path} {says}") and "File exists" not in line
+    assert line.endswith(f"--bench {af_small_file} --out RUN" if given == "bench" else f"autoprox report {small_run}")
+
+
+def test_a_corrupt_hall_of_fame_is_rebuilt_with_one_warning(small_run, capsys, tmp_path):
+    """It used to be rebuilt from evaluations.jsonl without a word."""
+    copy = tmp_path / "run"
+    shutil.copytree(small_run, copy)
+    (copy / "hall_of_fame.json").write_text("{not json")
+    code, text, err = run_cli(capsys, "report", copy, "--out", tmp_path / "r.html", "--no-simplify")
+    assert code == 0, err
+    warnings_said = [line for line in err.splitlines() if line.startswith("autoprox: warning:")]
+    assert len(warnings_said) == 1, err
+    assert warnings_said[0].startswith(f"autoprox: warning: {copy / 'hall_of_fame.json'}: hall_of_fame.json unreadable")
+    assert "rebuilt from evaluations.jsonl" in warnings_said[0]
+    check_run_tables(parse_report((tmp_path / "r.html").read_text()), copy, test_columns=True)

@@ -58,6 +58,12 @@ def _finite(values: Sequence) -> list[float]:
     return [math.nan if v is None or not isinstance(v, (int, float)) else float(v) for v in values]
 
 
+def _wrapped(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
 def rolling_mean(values: Sequence[float], window: int) -> list[float]:
     """The mean of the finite values among the last ``window`` (NaN where there is none)."""
     means = []
@@ -67,12 +73,19 @@ def rolling_mean(values: Sequence[float], window: int) -> list[float]:
     return means
 
 
-def curves_svg(iterations: Sequence[int], best: Sequence[float], mean: Sequence[float], reference: float | None,
+def curves_figure(iterations: Sequence[int], best: Sequence[float], mean: Sequence[float], reference: float | None,
                kendall: Mapping[str, Sequence[float]], evaluated_at: Sequence[int], valid_share: Sequence[float],
-               distinct: Sequence[int], fitness: str, prefix: str) -> str:
+               distinct: Sequence[int], fitness: str, distinct_at: Sequence[int] | None = None,
+               notes: Mapping[str, str] | None = None):
     """Evolution curves: best and mean fitness (with the parameter count's as a dotted line), the
     best proxy's Kendall per target, and per iteration the share of valid genomes evaluated and
-    the distinct genomes evaluated so far."""
+    the distinct genomes evaluated so far (at ``distinct_at``, default ``evaluated_at``).
+
+    ``notes``: for a lower panel the run kept no numbers for (``valid``, ``distinct``), why; it is
+    written across the empty axes rather than leaving them blank (``valid_title``: another title of
+    the valid-share panel, when its numbers count something else). The upper panels' legends stand to
+    the right of their axes, where no curve runs through a label (a target's name was hidden by the
+    lines drawn under it). Returns the Matplotlib figure (:func:`curves_svg` draws it as SVG)."""
     import matplotlib
 
     with matplotlib.rc_context(_RC):
@@ -93,14 +106,31 @@ def curves_svg(iterations: Sequence[int], best: Sequence[float], mean: Sequence[
             valid_ax.plot(evaluated_at, rolling_mean(shares, 10), color="C2", lw=2, label="mean of the last 10")
             valid_ax.legend(fontsize=8, loc="lower right")
         valid_ax.set_ylim(-0.03, 1.03)
-        valid_ax.set_title("share of the genomes evaluated that are valid")
-        distinct_ax.plot(evaluated_at, list(distinct), color="C4", lw=1.5)
+        valid_ax.set_title((notes or {}).get("valid_title") or "share of the genomes evaluated that are valid")
+        distinct_ax.plot(evaluated_at if distinct_at is None else distinct_at, list(distinct), color="C4", lw=1.5)
         distinct_ax.set_title("distinct genomes evaluated so far")
+        for axis, key in ((valid_ax, "valid"), (distinct_ax, "distinct")):
+            if (notes or {}).get(key):
+                axis.text(0.5, 0.5, _wrapped(notes[key], 48), transform=axis.transAxes, ha="center", va="center",
+                          fontsize=8.5, color="0.35")
+                axis.set_yticks([])
         for axis in (valid_ax, distinct_ax):
             axis.set_xlabel("iteration (0: initial population)")
         for axis in (fit_ax, tau_ax):
-            axis.legend(fontsize=8, loc="lower right")
-        return svg_of(figure, prefix)
+            axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+        return figure
+
+
+def curves_svg(iterations: Sequence[int], best: Sequence[float], mean: Sequence[float], reference: float | None,
+               kendall: Mapping[str, Sequence[float]], evaluated_at: Sequence[int], valid_share: Sequence[float],
+               distinct: Sequence[int], fitness: str, prefix: str, distinct_at: Sequence[int] | None = None,
+               notes: Mapping[str, str] | None = None) -> str:
+    """:func:`curves_figure` as an inline SVG whose ids begin with ``prefix``."""
+    import matplotlib
+
+    with matplotlib.rc_context(_RC):
+        return svg_of(curves_figure(iterations, best, mean, reference, kendall, evaluated_at, valid_share, distinct,
+                                    fitness, distinct_at=distinct_at, notes=notes), prefix)
 
 
 def pareto_svg(points: Sequence[tuple[int, float]], front: Sequence[tuple[int, float]], chosen: tuple[int, float] | None,
@@ -178,7 +208,7 @@ def beyond_size_svg(blocks: Mapping[str, Mapping[str, Mapping]], prefix: str) ->
             bars = _finite([(block[t].get("bar") or {}).get("kendall") for t in targets])
             axis.scatter(x, bars, marker="_", s=500, color="black", linewidths=2, zorder=3,
                          label="bar: best coarse descriptor")
-            axis.set_xticks(x, targets)
+            axis.set_xticks(x, targets, **({"rotation": 20, "ha": "right"} if len(targets) > 3 else {}))
             axis.axhline(0.0, color="0.5", lw=0.8)
             axis.set_title(f"{part} split")
             axis.set_ylabel("Kendall tau")
@@ -191,7 +221,8 @@ def forest_svg(rows: Sequence[str], baselines: Sequence[str], differences: Mappi
                prefix: str, xlabel: str = "proxy minus baseline, test Kendall (thick: 95% t-interval over folds; "
                                           "thin: corrected)") -> str:
     """A forest plot of the paired differences (proxy minus each baseline, per fold): per row (a target
-    or the JCM) and baseline, the mean, the t-interval (thick) and the corrected interval (thin)."""
+    or the JCM) and baseline, the mean, the t-interval (thick) and the corrected interval (thin); a
+    baseline a row lacks is left out of it. ``xlabel`` says what the intervals are."""
     import matplotlib
 
     with matplotlib.rc_context(_RC):
@@ -200,7 +231,9 @@ def forest_svg(rows: Sequence[str], baselines: Sequence[str], differences: Mappi
         labels, y = [], 0.0
         for row in rows:
             for index, baseline in enumerate(baselines):
-                stats = differences[row][baseline]
+                stats = differences[row].get(baseline)
+                if stats is None:
+                    continue
                 color = f"C{index % 10}"
                 low, high = _finite(stats.get("corrected_ci") or (None, None))
                 axis.plot([low, high], [y, y], color=color, lw=1.2)
@@ -234,4 +267,4 @@ def formula_svg(latex: str, prefix: str) -> str | None:
             return None
 
 
-__all__ = ["beyond_size_svg", "curves_svg", "forest_svg", "formula_svg", "pareto_svg", "scatter_svg", "svg_of"]
+__all__ = ["beyond_size_svg", "curves_figure", "curves_svg", "forest_svg", "formula_svg", "pareto_svg", "scatter_svg", "svg_of"]

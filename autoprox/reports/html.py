@@ -156,6 +156,7 @@ class ReportMemo:
     figures: dict = field(default_factory=dict)
     statistics: dict = field(default_factory=dict)
     formula_svgs: dict = field(default_factory=dict)
+    warned: set = field(default_factory=set)
 
 
 __all__ = ["PROTOCOL_FILE", "REPORT_FILE", "STYLE", "Cell", "ReportMemo", "esc", "facts", "figure", "formula_cell",

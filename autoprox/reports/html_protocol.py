@@ -8,6 +8,7 @@ paired differences proxy minus each baseline with their t and corrected interval
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -30,9 +31,10 @@ from autoprox.reports.html import (
 from autoprox.search.rundir import read_json
 
 
-def protocol_body(path: Path, simplify: bool, memo: ReportMemo) -> tuple[str, str]:
-    """(title, body HTML) of the protocol in ``path``; ReportError when its protocol.json cannot be read."""
-    protocol = read_json(path / PROTOCOL_FILE)
+def protocol_body(path: Path, simplify: bool, memo: ReportMemo, protocol: Mapping | None = None) -> tuple[str, str]:
+    """(title, body HTML) of the protocol in ``path`` (``protocol``: its protocol.json, read here when not
+    given); ReportError when its protocol.json cannot be read."""
+    protocol = read_json(path / PROTOCOL_FILE) if protocol is None else protocol
     try:
         spec, folds = protocol["protocol"], list(protocol["folds"])
         targets = list(protocol["targets"])
@@ -52,17 +54,78 @@ def protocol_body(path: Path, simplify: bool, memo: ReportMemo) -> tuple[str, st
             ("targets", esc(", ".join(targets))),
             ("status", f'<span class="status{"" if protocol.get("finished") else " unfinished"}">'
                        f"{esc(status)}: {len(done)} of {len(folds)} folds</span>")]
-    command = protocol.get("command")
-    if isinstance(command, list):
-        rows.append(("made by", f"<code>{esc(' '.join(map(str, command)))}</code>"))
+    rows += command_rows(protocol, path)
     body = (f'<header class="top"><h1>Protocol {esc(name)}</h1><div class="muted">{esc(path)}</div></header>'
             + facts(rows))
     if not protocol.get("finished"):
-        body += f'<p>Continue it with:</p><pre class="command">{esc(f"autoprox evaluate --resume --out {path}")}</pre>'
+        body += ('<p>Continue it with:</p><pre class="command" id="resume">'
+                 f'{esc(f"autoprox evaluate --resume --out {shlex.quote(str(path))}")}</pre>')
     body += _fold_section(path, done, methods, targets, simplify, memo)
     body += _summary_section(summary, methods, baselines, targets)
     body += _repeat_section(protocol.get("repeat_summaries") or [], methods, baselines)
     return f"autoprox report: protocol {name}", body
+
+
+def _words(value) -> list[str] | None:
+    return [str(v) for v in value] if isinstance(value, list) and value else None
+
+
+def _as_typed(command: list[str]) -> list[str]:
+    """A recorded command line as the user typed it: ``autoprox ...`` whatever the program was called."""
+    return ["autoprox", *command[1:]] if command[0].endswith(("__main__.py", "autoprox", "autoprox.cli")) else command
+
+
+def _original_command(folder: Path) -> list[str] | None:
+    """The command that started a protocol whose record kept only its last session's (an older autoprox):
+    the first of its runs' ``config.json`` (a fold's, a search's) recording one that is no resume, read from
+    the folder or from the ``archive.tar.xz`` a committed protocol packs them in; None when none does."""
+    import json
+    import tarfile
+
+    def original(data) -> list[str] | None:
+        command = _words(data.get("command")) if isinstance(data, dict) else None
+        return command if command and "evaluate" in command and "--resume" not in command else None
+
+    for config in sorted(folder.glob("*/*/config.json")):
+        try:
+            found = original(json.loads(config.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+        if found:
+            return _as_typed(found)
+    archive = folder / "archive.tar.xz"
+    if archive.is_file():
+        try:
+            with tarfile.open(archive, "r:*") as packed:
+                for member in packed:
+                    if member.isfile() and member.name.count("/") == 2 and member.name.endswith("/config.json"):
+                        handle = packed.extractfile(member)
+                        found = original(json.loads(handle.read())) if handle is not None else None
+                        if found:
+                            return _as_typed(found)
+        except (OSError, ValueError, tarfile.TarError, EOFError):
+            return None
+    return None
+
+
+def command_rows(protocol: Mapping, folder: Path) -> list[tuple[str, str]]:
+    """The header's "made by" (the command that started the protocol) and "last resumed with" rows.
+
+    A protocol records its first command and its last resume apart (``command``, ``resumed_with``); one
+    written by an older autoprox kept only the last session's command, and its runs' ``config.json`` are
+    searched for the first one then (:func:`_original_command`)."""
+    command, resumed = _words(protocol.get("command")), _words(protocol.get("resumed_with"))
+    if command and "--resume" in command and resumed is None:
+        resumed, command = command, _original_command(folder)
+    rows = []
+    if command:
+        rows.append(("made by", f'<code id="made-by">{esc(shlex.join(_as_typed(command)))}</code>'))
+    elif resumed:
+        rows.append(("made by", '<span id="made-by">not recorded: this protocol.json keeps only the command of its '
+                                "last session, and none of its runs records the first</span>"))
+    if resumed:
+        rows.append(("last resumed with", f'<code id="resumed-with">{esc(shlex.join(_as_typed(resumed)))}</code>'))
+    return rows
 
 
 def _fold_section(path: Path, folds: Sequence[Mapping], methods, targets, simplify: bool, memo: ReportMemo) -> str:
@@ -160,4 +223,4 @@ def _repeat_section(repeats: Sequence[Mapping], methods, baselines) -> str:
     return body
 
 
-__all__ = ["protocol_body"]
+__all__ = ["command_rows", "protocol_body"]

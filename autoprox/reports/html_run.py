@@ -11,7 +11,7 @@ shows what is there.
 from __future__ import annotations
 
 import math
-from collections import Counter
+import shlex
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -30,11 +30,13 @@ from autoprox.reports.html import (
     table,
     text,
 )
+from autoprox.reports.html_evolution import curves_section, evaluated_per_iteration
+from autoprox.reports.html_protocol import command_rows
 from autoprox.search.halloffame import HALL_OF_FAME, holds_proxy, load_hall_of_fame, search_kendall
 from autoprox.search.rundir import (
     BEST,
-    EVALUATIONS,
     RunDirectory,
+    lock_holder,
     read_json,
     read_records,
 )
@@ -55,14 +57,21 @@ def run_body(path: Path, compute: bool, simplify: bool, memo: ReportMemo,
         curves = load_curves(run.path)
     except CurvesError:  # no iteration logged yet (an initial population being evaluated)
         curves = None
-    hall = load_hall_of_fame(run).hall
+    loaded = load_hall_of_fame(run)
+    hall = loaded.hall
+    if loaded.note and "unreadable" in loaded.note and ("hall", str(run.path)) not in memo.warned:
+        import warnings
+
+        memo.warned.add(("hall", str(run.path)))  # a served page or a search's checkpoints: said once
+        warnings.warn(f"{run.file(HALL_OF_FAME)}: {loaded.note}; the report shows the rebuilt one",
+                      stacklevel=2)
     best = read_json(run.file(BEST)) if run.file(BEST).is_file() else None
-    evaluated = _evaluations_per_iteration(run)
+    evaluated = evaluated_per_iteration(run)
     fitness = str(settings.get("fitness") or "jcm")
     name = run.path.resolve().name
     context, context_note = _context(run)
     parts = [_header(run, config, settings, curves, hall, best, name)]
-    parts.append(_curves_section(curves, evaluated, fitness))
+    parts.append(curves_section(curves, evaluated, fitness))
     genomes = [e.genome for e in hall.entries[:HALL_ROWS]]
     chosen = best.get("genome") if best and isinstance(best.get("genome"), str) else None
     test = _test_figures(context, genomes + ([chosen] if chosen else []), compute, memo, progress)
@@ -73,29 +82,6 @@ def run_body(path: Path, compute: bool, simplify: bool, memo: ReportMemo,
 
 
 # --------------------------------------------------------------------------- reading
-
-
-def _evaluations_per_iteration(run: RunDirectory) -> list[tuple[int, int, int, int]]:
-    """Per iteration of ``evaluations.jsonl``: (iteration, genomes evaluated, valid ones, distinct genomes so far)."""
-    path = run.file(EVALUATIONS)
-    counts: Counter = Counter()
-    valid: Counter = Counter()
-    first_seen: dict[str, int] = {}
-    for _, record in read_records(path):
-        iteration = record.get("iteration")
-        if isinstance(iteration, bool) or not isinstance(iteration, int):
-            continue
-        counts[iteration] += 1
-        valid[iteration] += bool(record.get("valid"))
-        key = record.get("canonical") or record.get("genome")
-        if isinstance(key, str):
-            first_seen.setdefault(key, iteration)
-    fresh = Counter(first_seen.values())
-    rows, distinct = [], 0
-    for iteration in sorted(counts):
-        distinct += fresh[iteration]
-        rows.append((iteration, counts[iteration], valid[iteration], distinct))
-    return rows
 
 
 def _context(run: RunDirectory):
@@ -194,44 +180,58 @@ def _header(run, config, settings, curves, hall, best, name) -> str:
         ("status", f'<span class="status{"" if finished else " unfinished"}" id="status">{esc(status)}</span>'),
         ("iteration", f'<span id="iteration">{iteration}</span> of {esc(evolution.get("iterations", "?"))}'),
         ("genomes evaluated", f'<span id="evaluated">{hall.evaluated}</span> ({hall.valid} valid)'),
-        ("wall time", f'<span id="wall-time">{esc(_duration(elapsed))}</span>'),
+        *_time_rows(config, best, elapsed),
+        *command_rows(config, run.path),
     ]
-    command = config.get("command")
-    if isinstance(command, list):
-        rows.append(("made by", f"<code>{esc(' '.join(map(str, command)))}</code>"))
     body = f'<header class="top"><h1>Run {esc(name)}</h1><div class="muted">{esc(run.path)}</div></header>'
     body += facts(rows)
     if not finished:
-        body += ('<p>Continue it with:</p><pre class="command" id="resume">'
-                 f"{esc(f'autoprox search --resume --out {run.path}')}</pre>")
+        holder = lock_holder(run.path)
+        said = ("Continue it with:" if holder is None else
+                f"Being written now by autoprox process {esc(holder)}; should it stop, continue it with:")
+        body += f'<p>{said}</p><pre class="command" id="resume">{esc(resume_command(run.path))}</pre>'
     return body
 
 
-# ---------------------------------------------------------------------------- curves
+def resume_command(path: Path) -> str:
+    """The whole command that continues the run in ``path``, its path quoted for a shell: ``search --resume``,
+    or the command of the protocol the run is a fold or a search of (``PROTOCOL/repeat-R/fold-K``,
+    ``PROTOCOL/leave-out-SPACE/seed-S``), which resumes its runs itself."""
+    from autoprox.reports.html import PROTOCOL_FILE
+
+    protocol = path.parent.parent
+    if (protocol / PROTOCOL_FILE).is_file():
+        mode = " --leave-space-out" if path.parent.name.startswith("leave-out-") else ""
+        return f"autoprox evaluate{mode} --resume --out {shlex.quote(str(protocol))}"
+    return f"autoprox search --resume --out {shlex.quote(str(path))}"
 
 
-def _curves_section(curves, evaluated, fitness: str) -> str:
-    body = '<h2 id="evolution">Evolution</h2>'
-    if curves is None:
-        return body + "<p>No iteration logged yet: the initial population is being evaluated.</p>"
-    image = svg.curves_svg(curves.iterations, curves.best_jcm, curves.mean_jcm, curves.params_jcm, curves.kendall,
-                           [r[0] for r in evaluated], [r[2] / r[1] if r[1] else math.nan for r in evaluated],
-                           [r[3] for r in evaluated], fitness, "curves")
-    body += figure(image, "Top: the population's best and mean fitness on the search split (dotted: the parameter "
-                   f"count's, {esc(curves.params_note)}), and the best proxy's Kendall tau per target. Bottom: per "
-                   "iteration, the share of the genomes evaluated that were valid, and the distinct genomes evaluated "
-                   "so far (from evaluations.jsonl).", "figure-curves")
-    rows, previous = [], None
-    for i, iteration in enumerate(curves.iterations):
-        best = curves.best_jcm[i]
-        if previous is None or (math.isfinite(best) and best > previous):
-            rows.append([Cell(str(iteration)), num(best), num(curves.mean_jcm[i]),
-                         *(num(curves.kendall[t][i]) for t in curves.targets)])
-            previous = best
-    body += "<h3>Iterations where the best fitness rose</h3>"
-    body += table(["iteration", f"best {fitness}", f"mean {fitness}", *(f"τ {t}" for t in curves.targets)], rows,
-                  table_id="improvements")
-    return body
+def _time_rows(config: Mapping, best: Mapping | None, elapsed) -> list[tuple[str, str]]:
+    """How long the run took, each figure saying what it counts: the evolution's time the log records, and
+    the whole run's, from config.json's creation to best.json's writing (statistics and test figures in)."""
+    rows = [("evolution time", f'<span id="evolution-time">{esc(_duration(elapsed))}</span> '
+                               '<span class="muted">evaluating genomes: the initial population and the iterations '
+                               "(as the log records it); the statistics and the test split's figures not "
+                               "counted</span>")]
+    whole = _seconds_between(config.get("created"), (best or {}).get("written"))
+    if whole is None:
+        rows.append(("wall time", '<span id="wall-time">n/a</span> <span class="muted">known once best.json is '
+                                  "written (at the end of the search, or when it is stopped)</span>"))
+    else:
+        rows.append(("wall time", f'<span id="wall-time">{esc(_duration(whole))}</span> <span class="muted">the '
+                                  "whole run, from config.json's creation to best.json's writing: statistics and test "
+                                  "figures included (and any pause between the sessions of a resumed run)</span>"))
+    return rows
+
+
+def _seconds_between(start, end) -> float | None:
+    import datetime as _dt
+
+    try:
+        seconds = (_dt.datetime.fromisoformat(str(end)) - _dt.datetime.fromisoformat(str(start))).total_seconds()
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds >= 0 else None
 
 
 # ----------------------------------------------------------------------- hall of fame

@@ -11,18 +11,9 @@ from autoprox.core.errors import ReportError
 from autoprox.reports import figures_svg as svg
 from autoprox.reports.html import esc, facts, figure, num, table, text
 
-__all__ = ["SPACE_PROTOCOL_FORMAT", "is_space_protocol", "space_protocol_body"]
+__all__ = ["SPACE_PROTOCOL_FORMAT", "space_protocol_body"]
 
 SPACE_PROTOCOL_FORMAT = "autoprox-space-protocol/1"
-
-
-def is_space_protocol(path: Path) -> bool:
-    """Whether ``path`` (a protocol.json) holds an N-space protocol."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("format") == SPACE_PROTOCOL_FORMAT
 
 
 def _interval(pair: Mapping) -> dict:

@@ -14,14 +14,48 @@ from typing import Callable
 from autoprox.core.atomic import atomic_write_text, write_target
 from autoprox.core.errors import ReportError
 from autoprox.reports.html import PROTOCOL_FILE, REPORT_FILE, ReportMemo, page
+from autoprox.reports.html_cross import cross_space_body, is_cross_space
 from autoprox.reports.html_protocol import protocol_body
 from autoprox.reports.html_run import run_body
-from autoprox.reports.html_spaces import is_space_protocol, space_protocol_body
+from autoprox.reports.html_spaces import SPACE_PROTOCOL_FORMAT, space_protocol_body
+from autoprox.search.rundir import read_json
+
+
+#: What ``report`` takes, as its errors say it.
+EXPECTED = "report takes a run directory (holding config.json) or a protocol directory (holding protocol.json)"
+#: The files of a run or a protocol directory, named when one of them is given in place of its folder.
+_FOLDER_FILES = {"config.json": "a run's", "best.json": "a run's", "hall_of_fame.json": "a run's",
+                 "log.jsonl": "a run's", "log.jsonl.xz": "a run's", "evaluations.jsonl": "a run's",
+                 "checkpoint.json": "a run's", PROTOCOL_FILE: "a protocol's"}
+
+
+def _what_file(path: Path) -> tuple[str, str]:
+    """What the file ``path``, given in place of a folder, is, in words (a run's file, a benchmark, ...),
+    and what to do instead (empty when nothing more can be said)."""
+    import shlex
+
+    if path.name in _FOLDER_FILES:
+        return f"{_FOLDER_FILES[path.name]} {path.name}", f"; give its folder: autoprox report {shlex.quote(str(path.parent))}"
+    if path.suffix.lower() in (".pth", ".jsonl", ".json", ".csv"):
+        from autoprox.core.errors import AutoproxError
+        from autoprox.data.benchmark import load_benchmark
+
+        try:
+            bench = load_benchmark(path)
+        except (AutoproxError, OSError):
+            return "a file", ""
+        return (f"a benchmark file ({bench.space}, {len(bench)} architectures), not a run",
+                f"; a search on it makes one: autoprox search --bench {shlex.quote(str(path))} --out RUN")
+    return "a file", ""
 
 
 def report_kind(path: str | Path) -> str:
-    """``run`` or ``protocol``; ReportError naming what the folder lacks when it is neither."""
+    """``run`` or ``protocol``; ReportError naming what the folder lacks when it is neither, or what the
+    path is when it is no folder (a benchmark file given by mistake, a run's best.json)."""
     path = Path(path)
+    if path.is_file():
+        what, instead = _what_file(path)
+        raise ReportError(f"{path} is {what}: {EXPECTED}{instead}")
     if not path.is_dir():
         raise ReportError(f"{path} is not a directory: give a run directory or a protocol directory")
     if (path / PROTOCOL_FILE).is_file():
@@ -43,10 +77,14 @@ def render_report(path: str | Path, compute: bool = True, simplify: bool = True,
     """
     memo = memo if memo is not None else ReportMemo()
     say = progress if progress is not None else _stderr
-    if report_kind(path) == "protocol" and is_space_protocol(Path(path) / PROTOCOL_FILE):
-        title, body = space_protocol_body(Path(path) / PROTOCOL_FILE)
-    elif report_kind(path) == "protocol":
-        title, body = protocol_body(Path(path), simplify=simplify, memo=memo)
+    if report_kind(path) == "protocol":
+        protocol = read_json(Path(path) / PROTOCOL_FILE)
+        if isinstance(protocol, dict) and protocol.get("format") == SPACE_PROTOCOL_FORMAT:
+            title, body = space_protocol_body(Path(path) / PROTOCOL_FILE)
+        elif is_cross_space(protocol):
+            title, body = cross_space_body(Path(path), protocol, simplify=simplify, memo=memo)
+        else:
+            title, body = protocol_body(Path(path), simplify=simplify, memo=memo, protocol=protocol)
     else:
         title, body = run_body(Path(path), compute=compute, simplify=simplify, memo=memo, progress=say)
     return page(title, body, script)
@@ -55,6 +93,7 @@ def render_report(path: str | Path, compute: bool = True, simplify: bool = True,
 def write_report(path: str | Path, out: str | Path | None = None, compute: bool = True, simplify: bool = True,
                  memo: ReportMemo | None = None, progress: Callable[[str], None] | None = None) -> Path:
     """Write the report of ``path`` into ``out`` (default ``PATH/report.html``); return where it went."""
+    report_kind(path)  # a file given in place of a folder is named as what it is, before anything is written
     out = Path(out) if out is not None else Path(path) / REPORT_FILE
     write_target(out, "--out", ReportError)  # a loop of links refused; a link is written through
     if out.is_dir():
