@@ -3,11 +3,11 @@
 The example space files re-state the built-in spaces (``spaces/autoformer-ti.json`` is
 AutoFormer-Ti with ``embed_dim`` for ``hidden_dim``; ``spaces/pit.toml`` is PiT), so the
 accuracies of ViT-Bench-101 are real accuracies of their architectures. The released files
-stay outside the repository; this script reads one and writes a CSV table of the space
+ship with the package (``autoprox/resources/vit-bench-101/``); this script reads one and writes a CSV table of the space
 file's configs, with a ``space`` column naming the space file (copied beside the table),
 so that the table says which space it belongs to.
 
-    python examples/family_bench.py ../shared/vit-bench-101/gt_autoformer.pth \\
+    python examples/family_bench.py autoprox/resources/vit-bench-101/gt_autoformer.pth \\
         examples/spaces/autoformer-ti.json /tmp/af-file --rename hidden_dim=embed_dim --count 20
 """
 

@@ -13,7 +13,7 @@ from autoprox.cli.main import main
 from autoprox.data.benchmark import write_benchmark_jsonl
 from tests.conftest import AF_FILE, PIT_FILE, REPO
 
-#: Kendall tau-b of the parameter count, as printed in ../shared/vit-bench-101/README.md.
+#: Kendall tau-b of the parameter count, as printed in the benchmark's README (autoprox/resources/vit-bench-101/README.md).
 README_PARAMS_KENDALL = {
     AF_FILE: {"c100_kd": 0.548, "flower_kd": 0.700, "chaoyang_kd": 0.315, "imagenet_super": -0.218, "c100_base": -0.324},
     PIT_FILE: {"c100_kd": 0.817, "flower_kd": 0.865, "chaoyang_kd": 0.564, "c100_base": 0.716},

@@ -35,6 +35,7 @@ from autoprox.networks.statistics import STAT_NAMES
 from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.settings import SearchSettings, settings_digest
 from autoprox.spaces.descriptors import terminal_values
+from tests.conftest import REPO
 from tests.genome_corpus import best_genomes
 
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super")
@@ -261,6 +262,36 @@ def test_the_search_command_takes_the_evaluation():
     assert search_settings(args).evaluation == "counted"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["search", "--space", "autoformer", "--evaluation", "fast"])
+
+
+def test_a_new_search_evaluates_counted_where_it_applies_and_committed_runs_stay_exact():
+    """Issue 32: counted evaluation is the default of search and ProxySearch (the default AutoFormer search ends on
+    the same 20 hall-of-fame proxies and the same best.json as exact, in half the time: BENCHMARKS.md); exact where
+    counted cannot run (float32 cache, a Dask cluster), for evaluate and transfer, and for every run that recorded
+    no evaluation (the committed ones)."""
+    from autoprox.api import ProxySearch
+    from autoprox.cli import evaluate, transfer
+    from autoprox.cli.main import build_parser
+    from autoprox.cli.options import search_settings
+
+    def settings(*argv):
+        return search_settings(build_parser().parse_args(["search", "--space", "autoformer", *argv]))
+
+    assert settings().evaluation == "counted" and settings().to_json()["evaluation"] == "counted"
+    assert settings("--cache-precision", "float32").evaluation == "exact"
+    assert settings("--scheduler", "local:2").evaluation == "exact"
+    assert settings("--evaluation", "exact").evaluation == "exact"
+    assert ProxySearch(space="pit").search_settings().evaluation == "counted"
+    assert ProxySearch(space="pit", scheduler="local:2").search_settings().evaluation == "exact"
+    # evaluate and transfer keep exact unless told: the protocols' figures stay those of the committed ones
+    import inspect
+
+    assert 'search_settings(args, evaluation="exact")' in inspect.getsource(evaluate)
+    assert inspect.getsource(evaluate).count("search_settings(args") == \
+        inspect.getsource(evaluate).count('search_settings(args, evaluation="exact")')
+    assert 'search_settings(args, evaluation="exact")' in inspect.getsource(transfer)
+    committed = json.loads((REPO / "runs" / "autoformer-reference" / "config.json").read_text())["settings"]
+    assert "evaluation" not in committed and SearchSettings.from_json(committed).evaluation == "exact"
 
 
 def test_a_counted_search_runs_and_records_it(af_small_file, session_cache, tmp_path):

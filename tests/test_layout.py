@@ -87,3 +87,23 @@ def test_every_slow_test_named_in_conftest_exists():
         source = REPO / path
         assert source.is_file(), entry
         assert not name or f"def {name}(" in source.read_text(), entry
+
+
+def test_nothing_of_the_clone_points_at_files_a_user_does_not_have():
+    """Issue 32: examples/README.md read ``../shared/vit-bench-101/...`` and wrote into ``runs/examples``, and
+    ``autoprox spaces`` and docstrings cited ``shared/spaces.md``, which are beside the developers' clone only."""
+    import re
+
+    listed = subprocess.run(["git", "ls-files", "-z", "--", "*.md", "*.py", "*.toml", "*.json", "*.sh", "*.cff"],
+                            cwd=REPO, check=True, capture_output=True, text=True).stdout.split("\0")
+    outside = re.compile(r"\.\./shared/|(?<![\w/])shared/(spaces|method)\.md|(?<![\w/])shared/papers")
+    found = [f"{name}:{number}" for name in listed if name and not name.startswith("runs/")
+             and name != "tests/test_layout.py"
+             for number, line in enumerate((REPO / name).read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             if outside.search(line)]
+    assert found == []
+    examples = (REPO / "examples" / "README.md").read_text()
+    assert "runs/examples" not in examples and "/tmp/autoprox/examples/" in examples
+    from autoprox.spaces.registry import get_space
+
+    assert all("docs/spaces.md" in get_space(name).summary for name in ("autoformer", "pit"))

@@ -566,3 +566,22 @@ def test_a_recommended_proxy_on_its_own_benchmark_is_called_in_sample(tmp_path, 
     write_benchmark_jsonl(pit_small, other)
     assert in_sample_note(proxy, load_benchmark(other)) is None
     assert in_sample_note(resolve_proxy("params"), load_benchmark(PIT_FILE)) is None
+
+
+@pytest.mark.parametrize("space", ["autoformer", "pit"])
+def test_the_searched_proxy_for_any_space_is_called_in_sample_on_the_spaces_it_saw(capsys, monkeypatch, space):
+    """Issue 32: ``rank --proxy recommended:any/searched`` printed no note on AutoFormer or PiT, though its search
+    saw every architecture of both (a genome proxy is named by its genome, so the name given is what tells)."""
+    import autoprox.cli.rank as rank
+    from autoprox.core.errors import ConfigError
+
+    def stop(*args, **kwargs):  # the note is printed before anything is scored: stop there
+        raise ConfigError("stopped before scoring")
+
+    monkeypatch.setattr(rank, "evaluation_context", stop)
+    code, _, err = run_cli(capsys, "rank", "--proxy", "recommended:any/searched", "--space", space)
+    assert code == 2 and err.strip().splitlines()[-1] == "autoprox: error: stopped before scoring"
+    assert ("in-sample: recommended:any/searched was searched on every architecture of autoformer and pit, this "
+            "benchmark's included, so these figures are not an estimate on architectures it never saw") in err
+    code, _, err = run_cli(capsys, "rank", "--proxy", "recommended:any/joint", "--space", space)  # the parameter count
+    assert code == 2 and "in-sample" not in err

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.reuse_searches and not args.resume:
         if not args.out:
             raise RunDirError("--reuse-searches needs --out NEW_PROTOCOL_DIR")
-        settings = search_settings(args) if (args.space or args.bench) else None
+        settings = search_settings(args, evaluation="exact") if (args.space or args.bench) else None
         out = Path(args.out)
         with executor_from_args(args) as executor:
             protocol = run_protocol(settings, out, executor=_fold_executor(args, executor),
@@ -56,12 +56,12 @@ def run(args: argparse.Namespace) -> int:
     elif args.resume:
         if not args.out:
             raise RunDirError("--resume needs --out PROTOCOL_DIR")
-        settings = search_settings(args) if (args.space or args.bench) else None
+        settings = search_settings(args, evaluation="exact") if (args.space or args.bench) else None
         out = Path(args.out)
         with executor_from_args(args) as executor:
             protocol = run_protocol(settings, out, resume=True, executor=_fold_executor(args, executor), **options)
     else:
-        settings = search_settings(args)
+        settings = search_settings(args, evaluation="exact")
         out = Path(args.out or f"runs/protocol-{load_benchmark(settings.bench).space}-seed{args.seed}")
         with executor_from_args(args) as executor:
             protocol = run_protocol(settings, out, executor=_fold_executor(args, executor), **options)
@@ -94,11 +94,11 @@ def _leave_space_out(args: argparse.Namespace) -> int:
     if args.resume:
         if not args.out:
             raise RunDirError("--resume needs --out PROTOCOL_DIR")
-        settings = search_settings(args) if (args.space or args.bench) else None
+        settings = search_settings(args, evaluation="exact") if (args.space or args.bench) else None
         out = Path(args.out)
         iterations = args.iterations  # a new total for every search
     else:
-        settings = search_settings(args)
+        settings = search_settings(args, evaluation="exact")
         if not settings.multi_space:
             raise ConfigError("--leave-space-out needs at least two labelled spaces: give --space (or --bench) "
                               "more than once")

@@ -319,9 +319,10 @@ def genome_space(args: argparse.Namespace):
     return genome_space_of(table_values(args))
 
 
-def search_settings(args: argparse.Namespace):
-    """SearchSettings of a new search (or transfer study) from the command line."""
-    return settings_from_options(table_values(args))
+def search_settings(args: argparse.Namespace, evaluation: str = "counted"):
+    """SearchSettings of a new search (or transfer study, protocol) from the command line; ``evaluation``: the
+    evaluation where none is given and it applies (``evaluate`` and ``transfer`` keep exact)."""
+    return settings_from_options(table_values(args), evaluation)
 
 
 def check_resume_options(args: argparse.Namespace, settings, space: str, run: str,

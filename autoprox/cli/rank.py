@@ -104,19 +104,36 @@ def run_bench(args: argparse.Namespace, proxy) -> str | None:
     return bench
 
 
-def in_sample_note(proxy, bench) -> str | None:
-    """The note for a ``recommended:SPACE/...`` proxy ranked on the packaged benchmark it was chosen on."""
+def in_sample_note(proxy, bench, name: str | None = None) -> str | None:
+    """The note for a ``recommended:`` proxy ranked on a packaged benchmark it was chosen or searched on: a
+    ``recommended:SPACE/...`` one on that space's file, ``recommended:any/searched`` on the file of any space
+    it was searched on (its file's ``searched_on``). ``name``: the name the proxy was given by (a genome proxy
+    is named by its genome)."""
+    from autoprox.core.atomic import read_json_file
+    from autoprox.core.errors import ProxyError
     from autoprox.data.benchmark import default_bench_path, file_sha256
-    from autoprox.proxies.recommended import is_recommended_name, split_recommended_name
+    from autoprox.proxies.recommended import is_recommended_name, resolve_recommended, split_recommended_name
 
-    if not is_recommended_name(proxy.name):
+    name = name if name is not None else proxy.name
+    if not is_recommended_name(name):
         return None
-    space = split_recommended_name(proxy.name)[0]
-    if space not in BENCH_FILE_NAMES or file_sha256(default_bench_path(space)) != bench.sha256:
+    space = split_recommended_name(name)[0]
+    if space in BENCH_FILE_NAMES:
+        if file_sha256(default_bench_path(space)) != bench.sha256:
+            return None
+        return (f"in-sample: {name} was chosen by the evaluation protocol on this very benchmark's architectures, "
+                "so these figures are not an estimate on architectures it never saw; the protocol's outer-fold "
+                "test figures are (docs/results.md)")
+    try:  # recommended:any/...: a searched proxy's file says which spaces its search saw
+        searched_on = read_json_file(resolve_recommended(name)[0], "a proxy file", ProxyError).get("searched_on")
+    except (ProxyError, AttributeError):
         return None
-    return (f"in-sample: {proxy.name} was chosen by the evaluation protocol on this very benchmark's architectures, "
-            "so these figures are not an estimate on architectures it never saw; the protocol's outer-fold test "
-            "figures are (docs/results.md)")
+    if not isinstance(searched_on, list) or bench.space not in searched_on or bench.space not in BENCH_FILE_NAMES \
+            or file_sha256(default_bench_path(bench.space)) != bench.sha256:
+        return None
+    return (f"in-sample: {name} was searched on every architecture of {' and '.join(map(str, searched_on))}, this "
+            "benchmark's included, so these figures are not an estimate on architectures it never saw; the "
+            "leave-one-space-out protocol's figures, on the space each search did not see, are (docs/results.md)")
 
 
 def recorded_test_split(proxies, size: int) -> dict | None:
@@ -166,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{proxy.name}: {proxy.note}", file=sys.stderr)
     args.bench = run_bench(args, proxy) or args.bench  # the run's own benchmark, as if given with --bench
     bench = load_benchmark(bench_path(args))
-    note = in_sample_note(proxy, bench)
+    note = in_sample_note(proxy, bench, args.proxy)
     if note:
         print(note, file=sys.stderr)
     recorded_split = proxy.provenance.get("split")

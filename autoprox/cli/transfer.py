@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             study = run_transfer(None, args.out, resume=True, quiet=args.quiet, executor=executor)
         out = Path(args.out)
     else:
-        settings = search_settings(args)
+        settings = search_settings(args, evaluation="exact")
         out = Path(args.out or f"runs/transfer-{load_benchmark(settings.bench).space}-seed{args.seed}")
         with executor_from_args(args) as executor:
             study = run_transfer(settings, out, quiet=args.quiet, executor=executor)

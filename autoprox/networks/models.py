@@ -1,7 +1,7 @@
 """PyTorch builders for the networks of every space: AutoFormer-Ti and PiT of ViT-Bench-101,
 declarative families (AutoFormer-S and -B among them) and plug-ins.
 
-Written to match ``shared/spaces.md`` exactly (parameter counts equal
+Written to match ViT-Bench-101's networks exactly (docs/spaces.md) (parameter counts equal
 ``autoprox.spaces.architectures.count_params``) with timm-style module names, so that
 ``blocks.0.attn.qkv`` / ``stages.0.blocks.0.mlp.fc1`` mean what they mean in
 timm.  There is no dropout or drop-path: zero-cost proxies are scored with
@@ -221,7 +221,7 @@ class FamilyViT(nn.Module):
     one stage, ``stages.S.blocks.N`` with several, PiT's pooling between stages), a final
     LayerNorm and a Linear head on the class token or on the mean patch token. Modules are
     made, initialised and run in the order of the AutoFormer-Ti and PiT networks of
-    ViT-Bench-101 (``shared/spaces.md``), so their built-in families give the very networks (the
+    ViT-Bench-101 (docs/spaces.md), so their built-in families give the very networks (the
     statistics of every cached entry) those spaces' own classes gave before they were families.
     """
 

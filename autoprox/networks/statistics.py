@@ -1,6 +1,6 @@
 """The eight per-block ViT statistics a proxy is computed from (one forward/backward pass).
 
-Per transformer block (``../shared/method.md``):
+Per transformer block (docs/method.md):
 
 ====== ==========================================================
 F1     attention qkv Linear weight (3D x D); F1g its gradient

@@ -332,10 +332,11 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option("kernels", DEFAULT_KERNELS, "kernels genomes are evaluated with: torch (default, bitwise the committed "
            "runs) or numpy (NumPy's tanh, exp and log, faster on this torch build; scores equal to a few float32 "
            "ulps, relative 1e-6 or less; docs/manual.md)", text("kernels"), choices=tuple(KERNEL_SETS)),
-    Option("evaluation", DEFAULT_EVALUATION, "how genomes are evaluated: exact (default, entry by entry, bitwise "
-           "the committed runs) or counted (once per distinct stored float16 value for all blocks at once, the "
-           "exact path for what it does not cover; scores equal to float32 rounding; docs/manual.md)",
-           text("evaluation"), choices=tuple(EVALUATIONS)),
+    Option("evaluation", None, "how genomes are evaluated: counted (search's default where it applies: once per "
+           "distinct stored float16 value for all blocks at once, the exact path for what it does not cover; scores "
+           "equal to float32 rounding, the same proxy as exact on the default search, twice as fast) or exact (entry "
+           "by entry, bitwise the committed runs; the default of evaluate and transfer, and with --scheduler or "
+           "--cache-precision float32; docs/manual.md)", text("evaluation"), choices=tuple(EVALUATIONS)),
     Option("genome", "template", "the paper's template trees, or free-form typed trees", text("genome"),
            group=_GENOME, choices=("template", "free")),
     Option("aggregation", "mean", "over blocks: mean (the paper), sum, wmean (depth-weighted mean), std, a comma "
@@ -462,8 +463,25 @@ def seed_genomes(names: Sequence[str], free: bool = False) -> tuple[str, ...]:
     return tuple(seed_genome(name, free=free) for name in names)
 
 
-def settings_from_options(values: Mapping[str, Any]) -> SearchSettings:
-    """The :class:`SearchSettings` of a new search from the options' values (:func:`option_values`)."""
+#: The evaluation a new ``search`` (and ``ProxySearch``) uses when none is given, where it applies.
+SEARCH_EVALUATION = "counted"
+
+
+def resolve_evaluation(values: Mapping[str, Any], default: str = SEARCH_EVALUATION) -> str:
+    """The evaluation the options ask for: the one given, else ``default`` where it applies (counted evaluation
+    counts float16 values in this process: not with ``--cache-precision float32`` or ``--scheduler``), else
+    exact."""
+    if values.get("evaluation") is not None:
+        return values["evaluation"]
+    if default == "counted" and values.get("cache_precision", "float16") == "float16" and not values.get("scheduler"):
+        return "counted"
+    return DEFAULT_EVALUATION
+
+
+def settings_from_options(values: Mapping[str, Any], evaluation: str = SEARCH_EVALUATION) -> SearchSettings:
+    """The :class:`SearchSettings` of a new search from the options' values (:func:`option_values`);
+    ``evaluation``: the evaluation when none is given, where it applies (:func:`resolve_evaluation`; ``evaluate``
+    and ``transfer`` keep exact)."""
     if values.get("device", "cpu") != "cpu":
         from autoprox.networks.statistics import resolve_device
 
@@ -483,7 +501,8 @@ def settings_from_options(values: Mapping[str, Any]) -> SearchSettings:
         seed_proxies=seed_genomes(values["seed_proxies"], free=values["genome"] == "free"),
         evolution=evolution_of(values),
         genome=genome_space_of(values).to_json(), cv_folds=values["cv_folds"], cv_mode=values["cv_mode"],
-        fitness=parse_fitness(values["fitness"]).name, kernels=values["kernels"], evaluation=values["evaluation"])
+        fitness=parse_fitness(values["fitness"]).name, kernels=values["kernels"],
+        evaluation=resolve_evaluation(values, evaluation))
 
 
 def options_from_settings(settings: SearchSettings, space: str | None = None) -> dict[str, Any]:
@@ -573,4 +592,4 @@ def _show(value: Any) -> str:
 
 __all__ = ["OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_OPTIONS", "STATS_COMMANDS", "aggregation_names",
            "bench_of", "evolution_of", "genome_space_of", "option_values", "options_for", "options_from_settings",
-           "register_space_files", "resume_conflicts", "seed_genomes", "settings_from_options"]
+           "register_space_files", "resolve_evaluation", "resume_conflicts", "seed_genomes", "settings_from_options"]

@@ -5,7 +5,7 @@ canonical key, exact parameter and multiply-accumulate counts (computed without 
 network) and a seeded sampler. Each goes to the architecture's space
 (:mod:`autoprox.spaces.registry`, :class:`autoprox.spaces.base.SearchSpace`); the two spaces
 of ViT-Bench-101, AutoFormer-Ti and PiT, are declarative families like any other
-(:mod:`autoprox.spaces.builtin`, the formulas of ``shared/spaces.md``).
+(:mod:`autoprox.spaces.builtin`, the formulas of docs/spaces.md).
 """
 
 from __future__ import annotations

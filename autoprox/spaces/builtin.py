@@ -3,7 +3,7 @@
 All four are declarative families (:mod:`autoprox.spaces.family`): one implementation of
 validation, counts, sampling and networks for every space.
 
-* ``autoformer`` and ``pit``: the two spaces of ViT-Bench-101, as ``shared/spaces.md``
+* ``autoformer`` and ``pit``: the two spaces of ViT-Bench-101, as docs/spaces.md
   describes them (:data:`AUTOFORMER_TI`, :data:`PIT`). They read and write the benchmark's
   configs as they are (:class:`BenchFamily`: its keys in its order, a cache key of the config
   alone, draws in the order of its keys), so that the statistics cache, the committed runs and
@@ -38,7 +38,7 @@ __all__ = ["AUTOFORMER_B", "AUTOFORMER_B_SPACE", "AUTOFORMER_S", "AUTOFORMER_S_S
 #: AutoFormer-Ti of ViT-Bench-101: one stage, per-block heads and MLP ratio, attention width = hidden_dim.
 AUTOFORMER_TI = {
     "name": "autoformer",
-    "description": "AutoFormer-Ti of ViT-Bench-101 (per-block heads and MLP ratio; shared/spaces.md)",
+    "description": "AutoFormer-Ti of ViT-Bench-101 (per-block heads and MLP ratio; docs/spaces.md)",
     "patch_size": 16, "class_token": True, "position_embedding": "tokens", "classifier": "mean",
     "init": "trunc_normal",
     "choices": {
@@ -52,7 +52,7 @@ AUTOFORMER_TI = {
 #: PiT of ViT-Bench-101: three stages with pooling, width = base_dim x the stage's heads, heads non-decreasing.
 PIT = {
     "name": "pit",
-    "description": "PiT of ViT-Bench-101 (three stages with pooling; shared/spaces.md)",
+    "description": "PiT of ViT-Bench-101 (three stages with pooling; docs/spaces.md)",
     "patch_size": 16, "patch_stride": 8, "class_token": True, "position_embedding": "map", "classifier": "token",
     "init": "default", "stages": 3,
     "choices": {
