@@ -1,20 +1,21 @@
-"""Choose the label-free recommended proxies, ``recommended:any/...``, from the leave-one-space-out protocols.
+"""Choose the label-free recommended proxies, ``recommended:any/...``, from the N-space protocols.
 
-The candidates are everything the committed protocols (``runs/leave-space-out/NAME``) scored
-on a left-out space without its labels:
+The candidates are everything the committed N-space protocols (``autoprox evaluate --leave-space-out
+--rank-formulas``: ``runs/space-protocol`` with the worst-case objective, ``runs/space-protocol-mean``
+with the mean) scored on each left-out space without its labels:
 
-* each configuration, by its searched proxies' JCM on the left-out spaces (each direction's
-  mean over its seeds), when its search on every labelled space exists (:data:`SEARCHES`,
-  ``--search-fraction 1``, the same configuration): that search gives the proxy;
-* each label-free baseline that every protocol scored (:data:`LABEL_FREE`: the parameter
-  count, MACs, the zoo proxies asked for), by its JCM on the left-out spaces.
+* each protocol's ways of choosing a formula on labelled spaces: ``searched`` (the rank-formula search, its
+  formula chosen by the best worst case over the training spaces; each direction's figure is the
+  mean over its seeds), ``best-single`` and ``greedy-lrsum``;
+* each fixed label-free proxy every left-out space was scored with: ``params``, each proxy column
+  every space has, and ``lrsum-all`` (the log-rank sum of every standard proxy a space has).
 
-The rule: the highest JCM averaged over both directions. ``recommended:any/joint`` (and
-``any/TARGET`` for every target both spaces share) is the winner; ``recommended:any/searched``
-is always the best configuration with a search on every space, for whoever wants a searched
-formula. A baseline that wins is written as a one-member ensemble file
-(:mod:`autoprox.proxies.ensemble`; its reference is its raw values on every architecture of
-both spaces, from the protocols' records), which ranks exactly as the baseline does.
+The rule, as before: the highest figure averaged over the left-out spaces (a candidate must have a
+figure on every one). ``recommended:any/joint`` (and ``any/TARGET`` for the targets AutoFormer and
+PiT share) is the winner: a way of choosing is run once more on every labelled space; a fixed proxy
+is written as it is. ``recommended:any/searched`` is always the search's formula on every labelled
+space (of the objective whose searches did better), for whoever wants a searched formula. Both are rank-formula proxy files with ``"missing":
+"neutral"``: a space without one of their columns is scored on the others.
 
 Writes ``autoprox/resources/recommended/any/{joint,searched}.json`` and the manifest's ``any``
 entries, and prints the comparison.
@@ -30,86 +31,66 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RUNS = REPO / "runs"
+#: The committed N-space protocols, one per objective of the search (``--objective``).
+PROTOCOLS = {"worst": REPO / "runs" / "space-protocol" / "protocol.json",
+             "mean": REPO / "runs" / "space-protocol-mean" / "protocol.json"}
 MANIFEST = REPO / "autoprox" / "resources" / "recommended" / "recommended.json"
-#: Each committed protocol's configuration and its search on every labelled space (runs/recommended/...).
-SEARCHES = {"template-mean": "any-search-mean", "template-sum": "any-search-sum", "template-sum-zoo": "any-search-zoo"}
-#: Baselines that use no label at all (the transferred descriptor choices use the other space's labels).
-LABEL_FREE = ("params", "flops", "tvt_l2", "snip", "zico", "nwot", "grad_norm", "synflow", "fisher", "grasp",
-              "te_nas", "dss", "plain")
 #: The targets AutoFormer's and PiT's benchmarks share.
 SHARED_TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "c100_base", "flower_base", "chaoyang_base")
-#: The statistics plan an ensemble file records (a baseline member reads no statistics).
-DEFAULT_PLAN = {"input": {"kind": "gaussian", "batch_size": 8, "image_dir": None}, "seeds": [0]}
-
-
-def left_out_jcm(protocol: dict, method: str | None = None) -> float | None:
-    """The mean over directions of the left-out JCM: the searched proxies' (each direction's mean over
-    seeds) or, with ``method``, that baseline's; None when a direction lacks it."""
-    values = []
-    for summary in protocol["summary"].values():
-        if method is None:
-            values.append((summary.get("searched") or {}).get("jcm_mean"))
-        else:
-            values.append(((summary.get("figures") or {}).get(method) or {}).get("jcm"))
-    return None if not values or None in values else sum(values) / len(values)
-
-
-def baseline_reference(protocols: dict[str, dict], method: str) -> list[float]:
-    """``method``'s raw values on every architecture of the protocols' labelled spaces, sorted: the
-    reference of its one-member ensemble. Only an architecture proxy (``params``, ``flops``) is computed
-    here (from each benchmark's configs; the committed protocol records keep no per-architecture scores)."""
-    from autoprox.data.benchmark import load_benchmark, locate_benchmark
-    from autoprox.data.cache import StatisticsCache
-    from autoprox.networks.statistics import InputSpec
-    from autoprox.proxies.proxy import resolve_proxy
-
-    proxy = resolve_proxy(method)
-    if proxy.kind != "architecture":
-        raise SystemExit(f"recommend_any: {method} won, and only an architecture proxy can be written here")
-    benches = next(iter(protocols.values()))["settings"]["bench"]
-    values = []
-    for bench in benches:
-        archs = list(load_benchmark(locate_benchmark(bench)).archs)
-        results = proxy.raw_values(archs, InputSpec(), 0, 100, StatisticsCache(None, "float16"))
-        values += [float(r.raw) for r in results]
-    return sorted(values)
+#: The ways of choosing a formula on labelled spaces (each direction chose its own).
+CONFIGURATIONS = ("searched", "best-single", "greedy-lrsum")
+RANK_FORMULA_FORMAT = "autoprox-rank-formula/1"
 
 
 def candidates(protocols: dict[str, dict]) -> dict[str, float]:
-    """Every candidate's mean left-out JCM: ``config:NAME`` (with a search on every space) and
-    ``baseline:NAME`` (scored by every protocol, with the same figure in each)."""
-    scores = {f"config:{name}": left_out_jcm(p) for name, p in protocols.items()
-              if SEARCHES.get(name) and (RUNS / "recommended" / SEARCHES[name] / "best.json").is_file()}
-    for method in LABEL_FREE:
-        figures = [left_out_jcm(p, method) for p in protocols.values()]
-        if None not in figures:
-            scores[f"baseline:{method}"] = figures[0]
-    return {k: v for k, v in scores.items() if v is not None}
+    """Every candidate with a figure on every left-out space -> its mean over them: each protocol's ways of
+    choosing (``OBJECTIVE/searched``, ...), and the fixed label-free proxies (the same in every protocol)."""
+    scores = {}
+    for objective, protocol in protocols.items():
+        spaces = len(protocol["directions"])
+        for name, row in protocol["summary"].items():
+            if row["spaces"] == spaces:
+                scores[f"{objective}/{name}" if name in CONFIGURATIONS else name] = row["mean"]
+    return scores
 
 
-def searched_file(name: str, protocols: dict[str, dict]) -> tuple[dict, dict]:
-    """The proxy file and manifest entry of configuration ``name``'s search on every labelled space."""
-    run = f"runs/recommended/{SEARCHES[name]}"
-    best = json.loads((REPO / run / "best.json").read_text())
-    proxy = {"genome": best["genome"], "run": run, "protocol": f"runs/leave-space-out/{name}",
-             "searched_on": best["space"].split("+"), "targets": best["targets"],
-             "search": {"jcm": best["search"]["jcm"], "spaces": best["search"].get("spaces")},
-             "left_out_jcm": left_out_jcm(protocols[name]),
-             "note": "searched on every architecture of every labelled space; its configuration is the one whose "
-                     "searches ranked the spaces they never saw best (the leave-one-space-out protocol)"}
-    return proxy, {"run": run, "protocol": f"runs/leave-space-out/{name}", "selection": "best"}
+def formula_on_every_space(name: str, protocol: dict) -> tuple[str, dict]:
+    """The formula the way of choosing ``name`` gives on every labelled space, and how it was made."""
+    from autoprox.apps.rank_search import RankSearchSettings, best_single, greedy_lrsum, search_rank_formula
+    from autoprox.apps.space_protocol import lrsum_all, select_formula
+    from autoprox.data.proxy_tables import load_table_space
+
+    spec = protocol["spec"]
+    spaces = [load_table_space(s) for s in spec["spaces"]]
+    settings = RankSearchSettings(**{**spec["settings"], "transforms": tuple(spec["settings"]["transforms"])})
+    if name == "best-single":
+        return f"r({best_single(spaces, settings.objective)[0]})", {"chosen_by": "best-single",
+                                                                   "searched_on": spec["spaces"]}
+    if name == "greedy-lrsum":
+        return greedy_lrsum(spaces, settings.objective)[0], {"chosen_by": "greedy-lrsum", "searched_on": spec["spaces"]}
+    chosen = []
+    for seed in spec["seeds"]:
+        outcome = search_rank_formula(spaces, seed, settings, seeds=[lrsum_all(s) for s in spaces])
+        formula, figures = select_formula(outcome.hall_of_fame, spaces)
+        chosen.append((min(figures.values()), -seed, formula, figures))
+    worst, _, formula, figures = max(chosen)
+    return formula, {"chosen_by": "searched", "searched_on": spec["spaces"], "seeds": spec["seeds"],
+                     "figures_on_searched_spaces": figures}
 
 
-def baseline_file(method: str, protocols: dict[str, dict], score: float, best_config: str | None) -> tuple[dict, dict]:
-    """A one-member ensemble of baseline ``method`` (it ranks exactly as the baseline) and its manifest entry."""
-    note = (f"{method}: the highest JCM on spaces whose labels were not used ({score:.3f}, the mean over both "
-            "directions of the leave-one-space-out protocols); no searched configuration beat it"
-            + (f" (the best, {best_config}, is recommended:any/searched)" if best_config else ""))
-    proxy = {"format": "autoprox-ensemble/1", "name": f"any-{method}", "plan": DEFAULT_PLAN, "note": note,
-             "members": [{"proxy": method, "weight": 1.0, "classes": 100,
-                          "reference": baseline_reference(protocols, method)}]}
-    return proxy, {"selection": f"baseline {method}", "protocols": [f"runs/leave-space-out/{p}" for p in protocols]}
+def fixed_formula(name: str, protocol: dict | None = None) -> str:
+    """A fixed label-free candidate as a rank formula (``r(X)`` ranks exactly as ``X``)."""
+    from autoprox.data.proxy_tables import STANDARD_PROXIES
+
+    if name == "lrsum-all":
+        return f"lrsum({', '.join(STANDARD_PROXIES)})"
+    return f"r({name})"
+
+
+def proxy_file(formula: str, how: dict, score: float | None, note: str) -> dict:
+    return {"format": RANK_FORMULA_FORMAT, "formula": formula, "missing": "neutral", **how,
+            "protocols": [str(p.parent.relative_to(REPO)) for p in PROTOCOLS.values()], "left_out_mean": score,
+            "note": note}
 
 
 def manifest_text(manifest: dict) -> str:
@@ -130,26 +111,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the files differ")
     args = parser.parse_args(argv)
-    protocols = {path.parent.name: json.loads(path.read_text())
-                 for path in sorted((RUNS / "leave-space-out").glob("*/protocol.json"))}
-    protocols = {name: p for name, p in protocols.items() if p.get("finished")}
-    scores = candidates(protocols)
-    configs = {k: v for k, v in scores.items() if k.startswith("config:")}
-    if not configs:
-        print("recommend_any: no finished protocol with its search on every space", file=sys.stderr)
+    missing = [str(p.relative_to(REPO)) for p in PROTOCOLS.values() if not p.is_file()]
+    if missing:
+        print(f"recommend_any: no N-space protocol at {', '.join(missing)}", file=sys.stderr)
         return 2
+    protocols = {objective: json.loads(path.read_text()) for objective, path in PROTOCOLS.items()}
+    scores = candidates(protocols)
     for name, value in sorted(scores.items(), key=lambda kv: -kv[1]):
-        print(f"{name}: mean left-out JCM {value:+.4f}")
-    chosen = max(scores, key=scores.get)
-    best_config = max(configs, key=configs.get).split(":", 1)[1]
-    searched, searched_entry = searched_file(best_config, protocols)
-    kind, name = chosen.split(":", 1)
-    joint, joint_entry = (searched, searched_entry) if kind == "config" else \
-        baseline_file(name, protocols, scores[chosen], best_config)
+        print(f"{name}: mean left-out figure {value:+.4f}")
+    chosen = max(scores, key=lambda n: (scores[n], n == "params"))  # a tie goes to the parameter count
+    searched_objective = max(PROTOCOLS, key=lambda o: scores.get(f"{o}/searched", float("-inf")))
+    protocol = protocols[searched_objective]
+    spaces = ", ".join(protocol["spec"]["spaces"])
+    searched_formula, searched_how = formula_on_every_space("searched", protocol)
+    searched = proxy_file(searched_formula, {**searched_how, "objective": searched_objective},
+                          scores.get(f"{searched_objective}/searched"),
+                          f"the rank-formula search ({searched_objective} objective) on every labelled space ({spaces}); "
+                          "its configuration's formulas were scored on each space left out in turn")
+    if "/" in chosen:
+        objective, way = chosen.split("/", 1)
+        joint_formula, joint_how = formula_on_every_space(way, protocols[objective])
+        joint_how = {**joint_how, "objective": objective}
+    else:
+        joint_formula, joint_how = fixed_formula(chosen, protocol), {"chosen_by": f"baseline {chosen}"}
+    joint = proxy_file(joint_formula, joint_how, scores[chosen],
+                       f"{chosen}: the highest figure on spaces whose labels were not used ({scores[chosen]:.3f}, the "
+                       f"mean over the {len(protocol['directions'])} left-out spaces of the N-space protocols over "
+                       f"{spaces})")
+    entry = {"selection": joint["chosen_by"], "protocols": joint["protocols"]}
     manifest = json.loads(MANIFEST.read_text())
-    manifest["spaces"]["any"] = {"joint": {"file": "any/joint.json", **joint_entry},
-                                 **{t: {"file": "any/joint.json", "target": t, **joint_entry} for t in SHARED_TARGETS},
-                                 "searched": {"file": "any/searched.json", **searched_entry}}
+    manifest["spaces"]["any"] = {"joint": {"file": "any/joint.json", **entry},
+                                 **{t: {"file": "any/joint.json", "target": t, **entry} for t in SHARED_TARGETS},
+                                 "searched": {"file": "any/searched.json", "selection": f"searched ({searched_objective})",
+                                              "protocols": joint["protocols"]}}
     folder = MANIFEST.parent / "any"
     files = {folder / "joint.json": json.dumps(joint, indent=2) + "\n",
              folder / "searched.json": json.dumps(searched, indent=2) + "\n",
@@ -161,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    print(f"recommended:any/joint: {chosen}; recommended:any/searched: config {best_config}")
+    print(f"recommended:any/joint: {chosen} -> {joint_formula}; recommended:any/searched: {searched_formula}")
     return 0
 
 

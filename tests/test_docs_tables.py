@@ -23,10 +23,13 @@ RESULTS_TABLES = [f"{kind}-{space}" for space in SPACES for kind in ("protocol-a
 RESULTS_TABLES.append("vit-search")
 #: The leave-one-space-out tables (benchmarks/docs_tables_cross.py), read from the committed protocols' records.
 sys.path.insert(0, str(REPO / "benchmarks"))
-from docs_tables_cross import CROSS_PROTOCOLS, FULL_TABLES, LEVERS_TABLE  # noqa: E402 (beside the script)
+from docs_tables_cross import CROSS_PROTOCOLS, FULL_TABLES, LEVERS_TABLE, SPACE_PROTOCOL  # noqa: E402 (beside the script)
 
 CROSS_TABLES = [f"{name}{suffix}" for name in FULL_TABLES for suffix in ("", "-targets")] + [LEVERS_TABLE]
-RESULTS_TABLES += CROSS_TABLES
+#: The N-space protocols' tables, and the protocols they read (relative to runs/).
+SPACE_TABLES = ["space-protocol", "space-protocol-mean", "space-protocol-formulas"]
+SPACE_PROTOCOLS = [SPACE_PROTOCOL, SPACE_PROTOCOL + "-mean"]
+RESULTS_TABLES += CROSS_TABLES + SPACE_TABLES
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
@@ -99,7 +102,7 @@ def synthetic(tmp_path) -> dict:
     write_json(runs / "protocol" / "autoformer-gene" / "protocol.json",
                protocol("autoformer", "best", 0.415, 0.548, "block_mean(frobenius_norm(F2g))"))
     write_json(runs / "vit-autoformer" / "top.json", vit_top("autoformer"))
-    for relative in CROSS_PROTOCOLS:  # the cross-space tables' input: protocol.json
+    for relative in [*CROSS_PROTOCOLS, *SPACE_PROTOCOLS]:  # the cross-space tables' input: protocol.json
         source = REPO / "runs" / relative
         (runs / relative).mkdir(parents=True, exist_ok=True)
         (runs / relative / "protocol.json").write_bytes((source / "protocol.json").read_bytes())

@@ -264,13 +264,13 @@ def test_vit_search_defaults_to_the_label_free_proxy_where_a_space_has_no_benchm
     resolve_proxy("recommended:any/joint")  # the protocol's choice: a searched formula or a baseline
     # one proxy for every target
     assert resolve_recommended("recommended:any/c100_kd")[0] == resolve_recommended("recommended:any/joint")[0]
-    searched = resolve_proxy("recommended:any/searched")  # the best searched configuration, always a formula
-    assert searched.genome is not None and searched.provenance["file"].endswith("any/searched.json")
+    searched = resolve_proxy("recommended:any/searched")  # the N-space protocol's search on every space: a formula
+    assert searched.formula is not None and searched.provenance["file"].endswith("any/searched.json")
 
 
 def test_the_label_free_recommendation_is_what_the_committed_protocols_choose(pit_small_file, session_cache, capsys):
-    """benchmarks/recommend_any.py --check: the manifest's any/ entries are the protocols' choice; a baseline
-    chosen there is a one-member ensemble that ranks every architecture as the baseline itself."""
+    """benchmarks/recommend_any.py --check: the manifest's any/ entries are the N-space protocols' choice; a
+    baseline chosen there is a rank formula that ranks every architecture as the baseline itself."""
     import subprocess
     import sys
     from pathlib import Path

@@ -581,7 +581,7 @@ def test_the_searched_proxy_for_any_space_is_called_in_sample_on_the_spaces_it_s
     monkeypatch.setattr(rank, "evaluation_context", stop)
     code, _, err = run_cli(capsys, "rank", "--proxy", "recommended:any/searched", "--space", space)
     assert code == 2 and err.strip().splitlines()[-1] == "autoprox: error: stopped before scoring"
-    assert ("in-sample: recommended:any/searched was searched on every architecture of autoformer and pit, this "
-            "benchmark's included, so these figures are not an estimate on architectures it never saw") in err
+    assert ("in-sample: recommended:any/searched was searched on every architecture of nb201, flexibert, autoformer, "
+            "pit, timm, this benchmark's included, so these figures are not an estimate on architectures it never saw") in err
     code, _, err = run_cli(capsys, "rank", "--proxy", "recommended:any/joint", "--space", space)  # the parameter count
     assert code == 2 and "in-sample" not in err

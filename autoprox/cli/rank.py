@@ -131,9 +131,9 @@ def in_sample_note(proxy, bench, name: str | None = None) -> str | None:
     if not isinstance(searched_on, list) or bench.space not in searched_on or bench.space not in BENCH_FILE_NAMES \
             or file_sha256(default_bench_path(bench.space)) != bench.sha256:
         return None
-    return (f"in-sample: {name} was searched on every architecture of {' and '.join(map(str, searched_on))}, this "
+    return (f"in-sample: {name} was searched on every architecture of {', '.join(map(str, searched_on))}, this "
             "benchmark's included, so these figures are not an estimate on architectures it never saw; the "
-            "leave-one-space-out protocol's figures, on the space each search did not see, are (docs/results.md)")
+            "N-space protocol's figures, on the space each search did not see, are (docs/results.md)")
 
 
 def recorded_test_split(proxies, size: int) -> dict | None:

@@ -85,6 +85,11 @@ def rank_on_tables(args: argparse.Namespace) -> int:
         label = proxy if isinstance(proxy, str) else proxy.name
         if not isinstance(proxy, str) and proxy.note:
             print(f"{label}: {proxy.note}", file=sys.stderr)
+        seen = _searched_on(proxy)
+        if space.name in seen:
+            print(f"in-sample: {label} was chosen with the labels of {', '.join(seen)}, this space's included, so "
+                  "these figures are not an estimate on a space it never saw; the N-space protocol's figures, on "
+                  "the space each choice did not see, are (docs/results.md)", file=sys.stderr)
         per_table = {}
         for table, default_targets in zip(space.tables, space.targets):
             targets = table.check_targets(list(args.targets) if args.targets else list(default_targets))
@@ -105,6 +110,18 @@ def rank_on_tables(args: argparse.Namespace) -> int:
                 print(f"{table_name:<24}{target:<14}{format_float(m['kendall']):>9}{format_float(m['spearman']):>10}"
                       f"{format_float(m['pearson']):>9}{m['n']:>7}")
     return 0
+
+
+def _searched_on(proxy) -> list[str]:
+    """The spaces whose labels chose a proxy file's formula (its ``searched_on``), or none."""
+    source = getattr(proxy, "provenance", {}).get("file") if not isinstance(proxy, str) else None
+    if not source:
+        return []
+    try:
+        seen = json.loads(Path(source).read_text(encoding="utf-8")).get("searched_on")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(s) for s in seen] if isinstance(seen, list) else []
 
 
 def run_space_protocol_command(args: argparse.Namespace) -> int:
