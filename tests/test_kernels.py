@@ -176,6 +176,14 @@ def af_stats(session_cache, small_spec, af_small):
     return load_statistics(session_cache, StatsPlan(small_spec, (0,), ALL_100), af_small.archs[:6])
 
 
+def _near_ties(mine: np.ndarray, theirs: np.ndarray) -> bool:
+    """Whether two architectures' scores are closer than the two kernel sets' scores differ: then either order
+    is float rounding, which the CPU's torch kernels decide too (AVX-512, AVX2, ATEN_CPU_CAPABILITY=default), and
+    a JCM is bounded by nothing but its range. A mean of normalized values is a small difference of large terms."""
+    mine, theirs = np.asarray(mine, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
+    return bool(np.min(np.diff(np.sort(mine))) <= 2 * np.max(np.abs(mine - theirs)))
+
+
 def test_a_search_like_stream_gets_the_same_records_to_the_tolerance_with_numpy_kernels(af_stats, af_small):
     """Genomes drawn as a search draws them (children of earlier ones, the memo shared): the same
     validity and reasons, Kendall figures equal unless a near-tie flips, JCM within a pair's weight;
@@ -190,7 +198,7 @@ def test_a_search_like_stream_gets_the_same_records_to_the_tolerance_with_numpy_
     assert by_numpy.evaluator.kernels == "numpy" and by_torch.evaluator.kernels == "torch"
     rng = random.Random(5)
     trees = [random_template(rng) for _ in range(12)]
-    used_fast = 0
+    used_fast = bounded = 0
     for _ in range(60):
         tree = mutate_template(rng.choice(trees), rng)
         trees.append(tree)
@@ -198,10 +206,11 @@ def test_a_search_like_stream_gets_the_same_records_to_the_tolerance_with_numpy_
         c, d = early_torch.evaluate(tree), early_numpy.evaluate(tree)
         assert (a.valid, a.reason) == (b.valid, b.reason) and (c.valid, c.reason) == (d.valid, d.reason), a.genome
         used_fast += any(op in a.genome for op in FAST_OPS)
-        if a.valid:
+        if a.valid and not _near_ties(by_torch.architecture_scores(tree)[100], by_numpy.architecture_scores(tree)[100]):
+            bounded += 1
             assert abs(a.jcm - b.jcm) <= 1 / 15 + 1e-9, a.genome  # 15 pairs of 6 architectures
             assert sum(a.kendall[t] == b.kendall[t] for t in TARGETS) >= 3 or a.jcm == pytest.approx(b.jcm, abs=0.2)
-    assert used_fast > 20
+    assert used_fast > 20 and bounded >= 10
     with pytest.raises(ConfigError, match="unknown kernel set"):
         FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, kernels="jax")
 
