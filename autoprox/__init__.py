@@ -13,6 +13,35 @@ The names most users need are here: :class:`ProxySearch` (a search as an estimat
 
 __version__ = "0.1.0"
 
+
+class _ClonePrimitives:
+    """Finds ``autoprox.primitives`` in a clone used without installing it (``PYTHONPATH=CLONE``), where the
+    operations live beside this package, in ``CLONE/primitives``; an install (wheel or editable) has them as
+    ``autoprox.primitives`` itself, and this finder, last on ``sys.meta_path``, is then never asked."""
+
+    @classmethod
+    def find_spec(cls, fullname: str, path=None, target=None):
+        if fullname != f"{__name__}.primitives":
+            return None
+        import importlib.util
+        from pathlib import Path
+
+        location = Path(__file__).resolve().parent.parent / "primitives" / "__init__.py"
+        if not location.is_file():
+            return None
+        return importlib.util.spec_from_file_location(fullname, location,
+                                                      submodule_search_locations=[str(location.parent)])
+
+
+def _install_clone_finder() -> None:
+    import sys
+
+    if not any(getattr(finder, "__name__", "") == "_ClonePrimitives" for finder in sys.meta_path):
+        sys.meta_path.append(_ClonePrimitives)
+
+
+_install_clone_finder()
+
 #: Public name -> the module that defines it (imported on first use).
 _LAZY = {
     "ProxySearch": "autoprox.api",

@@ -8,7 +8,7 @@ statistics. The cache must be warm (``autoprox cache build --space autoformer``)
 ``--stream EVALUATIONS.jsonl`` replays the genomes a committed search evaluated, in its
 order (children share branches with their parents, as in a search), instead of drawing
 independent random templates; ``--reduce-early`` turns on the (non-exact) early reduction;
-``--kernels numpy`` evaluates with the NumPy kernel set (:data:`primitives.KERNEL_SETS`);
+``--kernels numpy`` evaluates with the NumPy kernel set (:data:`autoprox.primitives.KERNEL_SETS`);
 ``--evaluation counted`` once per distinct stored value (:mod:`autoprox.genome.counted`), the
 exact path for the genomes it does not cover (the statistics are counted before the timing).
 
@@ -38,7 +38,7 @@ from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS  # noqa: E40
 from autoprox.genome.tree import parse_genome, random_template  # noqa: E402
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads  # noqa: E402
 from autoprox.search.fitness import FitnessEvaluator  # noqa: E402
-from primitives import KERNEL_SETS  # noqa: E402
+from autoprox.primitives import KERNEL_SETS  # noqa: E402
 
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
              "element_wise_sqrt(sigmoid(F4g)))))")

@@ -3,8 +3,8 @@
 24 unary ops (UOP00..UOP23) and 4 binary ops (BOP01..BOP04) on matrices (2-D
 float32 tensors) and scalars (0-d tensors): 56 primitive forms. Operators of your own
 are one record each: :func:`make_primitive` then :func:`register_primitive`. The table
-(:mod:`primitives.table`) imports SymPy only; the torch functions
-(:mod:`primitives.unary`, :mod:`primitives.binary`) and what comes with them
+(:mod:`autoprox.primitives.table`) imports SymPy only; the torch functions
+(:mod:`autoprox.primitives.unary`, :mod:`autoprox.primitives.binary`) and what comes with them
 (``EPS``, ``InvalidResult``, ``ShapeMismatch``) are imported on first use.
 """
 

@@ -3,14 +3,14 @@
 The CPU build of torch used here (2.13, AVX512) does not vectorise ``tanh``, ``exp`` and
 ``log``: NumPy's kernels are 2 to 7 times faster on a statistic of 40k to 140k values
 (BENCHMARKS.md, issue 12, fourth session). Each function here computes the primitive of
-the same name in :mod:`primitives.unary` with NumPy when its input is a CPU float32
+the same name in :mod:`autoprox.primitives.unary` with NumPy when its input is a CPU float32
 tensor without autograd (any shape, 0-d included) and calls the torch form otherwise, so
 no caller has to assume where its tensors live. NaN and inf come out as torch's do (log of
 a negative value is NaN, log 0 is -inf, exp overflows to inf), with NumPy's warnings
 silenced. The values agree with the torch forms to a few float32 ulps, not bitwise
 (``tests/test_kernels.py``).
 
-Which primitive has a fast form is the table's (:attr:`primitives.table.Primitive.fast`);
+Which primitive has a fast form is the table's (:attr:`autoprox.primitives.table.Primitive.fast`);
 exported proxies keep the torch source.
 """
 

@@ -6,9 +6,9 @@ which of them free trees never generate (and why), its SymPy rendering in every 
 (for printing and simplifying discovered proxies), and, for the ops that SymPy cannot
 write element-wise, the named function standing for it (its text name, its LaTeX name
 and what is known of its value). The torch function itself is the function of the same
-name in :mod:`primitives.unary` or :mod:`primitives.binary`, whose source text is copied
+name in :mod:`autoprox.primitives.unary` or :mod:`autoprox.primitives.binary`, whose source text is copied
 verbatim into exported proxies (:attr:`Primitive.source`); an op whose torch kernel is slow
-here also has a NumPy form of the same name in :mod:`primitives.fast` (:attr:`Primitive.fast`),
+here also has a NumPy form of the same name in :mod:`autoprox.primitives.fast` (:attr:`Primitive.fast`),
 which the ``numpy`` kernel set (:data:`KERNEL_SETS`) evaluates genomes with.
 
 This module imports SymPy only; torch is imported when a primitive's function is first
@@ -32,7 +32,7 @@ FORMS = ("matrix", "scalar")
 #: The forms of a binary op with one scalar and one matrix operand (the scalar broadcast).
 BROADCAST_FORMS = ("matrix_scalar", "scalar_matrix")
 
-#: The paper's epsilon (1e-9) as a SymPy symbol; :data:`primitives.EPS` is its value.
+#: The paper's epsilon (1e-9) as a SymPy symbol; :data:`autoprox.primitives.EPS` is its value.
 EPS_SYMBOL = sympy.Symbol("eps", positive=True)
 
 
@@ -73,7 +73,7 @@ class Primitive:
     form's (``to_std_scalar`` of a scalar is 0, ...); ``sympy.nan`` for a form that is
     always invalid.
     not_generated: form -> why free trees never generate it (it stays valid in a genome).
-    fast: whether :mod:`primitives.fast` holds a NumPy form of the op, under its name
+    fast: whether :mod:`autoprox.primitives.fast` holds a NumPy form of the op, under its name
     (equal to the torch form's values to a few float32 ulps; the ``numpy`` kernel set's).
     """
 
@@ -107,7 +107,7 @@ class Primitive:
 
     @property
     def function(self) -> Callable[..., object]:
-        """The torch function (``primitives.unary.NAME`` or ``primitives.binary.NAME``, or a registered one's own)."""
+        """The torch function (``autoprox.primitives.unary.NAME`` or ``autoprox.primitives.binary.NAME``, or a registered one's own)."""
         if self.torch_function is not None:
             return self.torch_function
         module = importlib.import_module(f"{__package__}.{'unary' if self.arity == 1 else 'binary'}")
@@ -255,7 +255,7 @@ def _numpy_kernel(primitive: Primitive) -> Callable[..., object]:
 
 #: Kernel sets a genome can be evaluated with, each mapping a primitive to its function:
 #: ``torch`` (the default: the torch forms, bitwise those of every committed run) and
-#: ``numpy`` (the :mod:`primitives.fast` forms of the ops that have one, torch's elsewhere).
+#: ``numpy`` (the :mod:`autoprox.primitives.fast` forms of the ops that have one, torch's elsewhere).
 KERNEL_SETS: Mapping[str, Callable[[Primitive], Callable[..., object]]] = MappingProxyType(
     {"torch": _torch_kernel, "numpy": _numpy_kernel})
 
@@ -356,7 +356,7 @@ def check_operators(names) -> None:
     missing = [name for name in names if name not in PRIMITIVES]
     if missing:
         raise ValueError(f"operator {missing[0]!r} is not registered here: a primitive of your own is registered "
-                         "(primitives.register_primitive) before a search, resume or export that uses it")
+                         "(autoprox.primitives.register_primitive) before a search, resume or export that uses it")
     if len(set(names)) != len(names):
         raise ValueError("an operator is named twice")
     if not any(name in UNARY for name in names) or not any(name in BINARY for name in names):

@@ -48,5 +48,5 @@ else
     bash scripts/install_timm.sh --if-prebuilt
 fi
 
-.venv/bin/python -c "import autoprox, primitives, torch, deap, sympy, joblib, scipy; print('bootstrap: autoprox environment ready: torch', torch.__version__)"
+.venv/bin/python -c "import autoprox, autoprox.primitives, torch, deap, sympy, joblib, scipy; print('bootstrap: autoprox environment ready: torch', torch.__version__)"
 say "to add a package later without losing the CPU torch: .venv/bin/python -m pip install -c constraints.txt PACKAGE"

@@ -17,7 +17,7 @@ from autoprox.networks.models import build_model
 from autoprox.networks.statistics import InputSpec, compute_statistics, derived_seed, make_batch
 from autoprox.search.engine import run_search
 from autoprox.search.options import option_values, settings_from_options
-from primitives import PAPER_OPERATORS, PRIMITIVES, make_primitive, register_primitive, unregister_primitive
+from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES, make_primitive, register_primitive, unregister_primitive
 
 
 def element_wise_softsign(x):

@@ -33,7 +33,7 @@ from autoprox.genome.tree import (
 )
 from autoprox.networks.zoo import ZOO_TERMINALS
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
-from primitives import BINARY, UNARY
+from autoprox.primitives import BINARY, UNARY
 
 PUBLISHED = (
     "block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "

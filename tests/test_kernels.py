@@ -32,7 +32,7 @@ from autoprox.genome.tree import (
 from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.settings import SearchSettings, settings_digest
 from autoprox.spaces.descriptors import terminal_values
-from primitives import KERNEL_SETS, PRIMITIVES, UNARY, fast, unary
+from autoprox.primitives import KERNEL_SETS, PRIMITIVES, UNARY, fast, unary
 from tests.genome_corpus import best_genomes
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,8 +10,8 @@ import pytest
 import sympy
 import torch
 
-import primitives as P
-from primitives import binary, unary
+import autoprox.primitives as P
+from autoprox.primitives import binary, unary
 
 EPS = 1e-9
 
@@ -490,7 +490,7 @@ def test_the_table_imports_without_torch():
     import subprocess
     import sys
 
-    code = "import sys, primitives; primitives.get_primitive('softmax').sympy; print('torch' in sys.modules)"
+    code = "import sys, autoprox.primitives as primitives; primitives.get_primitive('softmax').sympy; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
     assert result.returncode == 0, result.stderr

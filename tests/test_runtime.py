@@ -22,7 +22,7 @@ from autoprox.networks.statistics import (
 )
 from autoprox.reports.export import _PROXY_FUNCTIONS, export_source, runtime_source
 from autoprox.reports.simplify import readable_formula
-from primitives import PRIMITIVES
+from autoprox.primitives import PRIMITIVES
 
 
 def _top_level_names(source: str) -> set[str]:
@@ -39,8 +39,8 @@ def test_the_runtime_imports_torch_only_and_its_names_do_not_collide():
     tree = ast.parse(inspect.getsource(runtime))
     imported = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
-    # InvalidResult comes from primitives.binary, whose source every exported file carries
-    assert imported == {"__future__", "math", "warnings", "torch", "primitives.binary"}
+    # InvalidResult comes from autoprox.primitives.binary, whose source every exported file carries
+    assert imported == {"__future__", "math", "warnings", "torch", "autoprox.primitives.binary"}
     names = _top_level_names(runtime_source())
     assert not names & set(PRIMITIVES), "a primitive's function would replace a runtime name in exports"
     assert not names & set(AGGREGATION_REGISTRY)

@@ -22,7 +22,7 @@ from autoprox.reports.simplify import (
     readable_formula,
     readable_formulas,
 )
-from primitives import UNARY
+from autoprox.primitives import UNARY
 
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
              "element_wise_sqrt(sigmoid(F4g)))))")

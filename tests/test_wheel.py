@@ -103,3 +103,16 @@ def test_the_label_free_proxy_scores_a_table_and_computed_spaces_from_an_empty_f
                            "--cache-dir", str(tmp_path / "cache"))
         assert result.returncode == 0, result.stderr[-2000:]
         assert json.loads(result.stdout)[target]["n"] in (3, 5)
+
+
+def test_the_wheel_installs_the_operations_as_autoprox_primitives_and_no_top_level_primitives(installed, tmp_path):
+    """Issue 32: the wheel installed a top-level package named ``primitives``, a generic name that collides."""
+    # the packages installed (bin/ holds the autoprox script)
+    assert sorted(p.name for p in installed.iterdir() if p.name != "bin" and not p.name.endswith(".dist-info")) \
+        == ["autoprox"]
+    assert (installed / "autoprox" / "primitives" / "table.py").is_file()
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    found = subprocess.run([sys.executable, "-c", "import autoprox.primitives as p; print(p.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert Path(found.stdout.strip()).is_relative_to(installed / "autoprox" / "primitives"), found.stdout

@@ -47,7 +47,7 @@ from autoprox.genome.tree import (
     statistic_terminals,
     uses_scalar_terminals,
 )
-from primitives import PAPER_OPERATORS, PRIMITIVES
+from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES
 
 #: How genomes are evaluated: entry by entry (``exact``, the default: the committed runs' numbers
 #: bitwise) or once per distinct stored value (``counted``, this module; float32 rounding apart).
@@ -225,7 +225,7 @@ def _means(table: Tabled) -> torch.Tensor:
 
 def _reduce(op: str, table: Tabled) -> torch.Tensor:
     """float32 [M]: the reduction ``op`` of each block's entries, in the float32 steps the op's
-    torch form takes after its sum (:mod:`primitives.unary`)."""
+    torch form takes after its sum (:mod:`autoprox.primitives.unary`)."""
     numel = _float32(table.statistic.numel)
     if op == "to_mean_scalar":
         return _means(table)

@@ -55,7 +55,7 @@ from autoprox.genome.tree import (
     typed_name,
 )
 from autoprox.genome.terminals import terminal_kinds
-from primitives import PAPER_OPERATORS, PRIMITIVES
+from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES
 
 #: Typed forms of :func:`primitive_set` that free trees never generate (see above).
 EXCLUDED_FORMS = frozenset(typed_name(p.name, form) for p in PRIMITIVES.values() for form in p.not_generated)

@@ -16,7 +16,7 @@ from autoprox.data.extras import extras_for
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals, terminals_of
 from autoprox.networks.statistics import STAT_NAMES
-from primitives import BINARY, PAPER_BINARY, PAPER_UNARY, PRIMITIVES, UNARY, check_operators
+from autoprox.primitives import BINARY, PAPER_BINARY, PAPER_UNARY, PRIMITIVES, UNARY, check_operators
 
 __all__ = ["AGGREGATIONS", "DEFAULT_AGGREGATION", "GENE_CHOICES", "LEGACY_TERMINAL_FLAGS", "PAPER_SPACE", "TEMPLATE",
            "GenomeSpace"]
@@ -68,7 +68,7 @@ class GenomeSpace:
         (``("stats",)``). Kept in registration order, whatever order they are given in.
     operators : sequence of str, optional
         The operations genomes are built from; None is the paper's 24 + 4, and a primitive
-        of your own (:func:`primitives.register_primitive`) takes part only when named.
+        of your own (:func:`autoprox.primitives.register_primitive`) takes part only when named.
     arch_terminals, spread_terminals : bool
         The earlier spelling of ``terminals``: each adds its set (``arch``, ``spread``).
     """

@@ -56,7 +56,7 @@ from autoprox.genome.space import (  # noqa: F401 (re-exported: the space genome
 from autoprox.genome.terminals import MATRIX, SCALAR, TERMINAL_SETS, computed_sets, terminal_kinds
 from autoprox.networks.statistics import SPREAD_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX
-from primitives import BINARY, KERNEL_SETS, PRIMITIVES, UNARY
+from autoprox.primitives import BINARY, KERNEL_SETS, PRIMITIVES, UNARY
 
 #: Architecture-level scalar terminals (``A_params``, ``A_log_depth``, ...): the ``arch`` terminal set.
 ARCH_TERMINALS = TERMINAL_SETS["arch"].names
@@ -115,15 +115,15 @@ def _primitive_set(registered: tuple[str, ...], terminals: tuple[tuple[str, str]
     return pset
 
 
-#: The default kernel set (:data:`primitives.KERNEL_SETS`): torch's, bitwise what every committed run computed.
+#: The default kernel set (:data:`autoprox.primitives.KERNEL_SETS`): torch's, bitwise what every committed run computed.
 DEFAULT_KERNELS = "torch"
 
 
 def kernel_map(kernels: str = DEFAULT_KERNELS) -> Mapping[str, Callable]:
-    """Node name -> the function that evaluates it, in the kernel set ``kernels`` (:data:`primitives.KERNEL_SETS`).
+    """Node name -> the function that evaluates it, in the kernel set ``kernels`` (:data:`autoprox.primitives.KERNEL_SETS`).
 
     ``torch`` is the primitive set's own context; ``numpy`` replaces the typed forms of the ops
-    that have a fast form (:mod:`primitives.fast`). ConfigError naming the known sets otherwise.
+    that have a fast form (:mod:`autoprox.primitives.fast`). ConfigError naming the known sets otherwise.
     """
     if kernels not in KERNEL_SETS:
         raise ConfigError(f"unknown kernel set {kernels!r}; use {' or '.join(KERNEL_SETS)}")
@@ -218,7 +218,7 @@ def _parse_expr(tokens: list[str], position: int, depth: int = 0) -> tuple[list,
     ):
         known = ", ".join([*kinds, *AGGREGATIONS, *UNARY, *BINARY])
         raise GenomeError(f"unknown token {token!r} in genome (a primitive of your own must be registered with "
-                          f"primitives.register_primitive first); known tokens: {known}"[:1200])
+                          f"autoprox.primitives.register_primitive first); known tokens: {known}"[:1200])
     if position + 1 >= len(tokens) or tokens[position + 1] != "(":
         raise GenomeError(f"operation {op} needs its arguments in parentheses")
     position += 2
@@ -493,7 +493,7 @@ def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
     """
     import torch
 
-    from primitives import InvalidResult
+    from autoprox.primitives import InvalidResult
 
     extra = {}
     if uses_scalar_terminals(tree):

@@ -54,7 +54,7 @@ import warnings
 
 import torch
 
-from primitives.binary import InvalidResult
+from autoprox.primitives.binary import InvalidResult
 
 
 class NoTransformerBlocks(ValueError):

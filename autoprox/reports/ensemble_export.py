@@ -123,7 +123,7 @@ def _genome_function(index: int, tree) -> tuple[str, tuple[str, ...], str]:
 
 def ensemble_export_source(ensemble: EnsembleProxy, date: str | None = None) -> str:
     """The text of the standalone module scoring models with ``ensemble``; ExportError for a zoo member."""
-    from primitives import PRIMITIVES, export_preamble
+    from autoprox.primitives import PRIMITIVES, export_preamble
 
     trees, functions, needed, aggregations, primitive_names, classes = {}, [], set(), [], set(), set()
     members = {}

@@ -1,7 +1,7 @@
 """Export a proxy as one standalone Python module that depends on torch only.
 
 The module holds, copied verbatim, the source of the primitives the genome uses
-(``Primitive.source``) and what they need (``primitives.export_preamble()``), the
+(``Primitive.source``) and what they need (``autoprox.primitives.export_preamble()``), the
 genome written as nested calls of those functions, and::
 
     score(model, inputs, targets, loss_fn=None, train=True, descriptors=None, head_classes=100) -> float
@@ -126,7 +126,7 @@ def _call_source(tree: gp.PrimitiveTree, position: int) -> tuple[str, int]:
 
 def used_primitives(tree: gp.PrimitiveTree) -> list[str]:
     """Names of the primitives a genome calls, in the primitive table's order."""
-    from primitives import PRIMITIVES
+    from autoprox.primitives import PRIMITIVES
 
     names = {op_name(node.name) for node in tree[1:] if isinstance(node, gp.Primitive)}
     return [name for name in PRIMITIVES if name in names]
@@ -289,7 +289,7 @@ def used_descriptors(tree: gp.PrimitiveTree) -> tuple[tuple[str, ...], tuple[str
 
 def export_source(genome, formula: Formula, info: ExportInfo | None = None, date: str | None = None) -> str:
     """The text of the standalone module for ``genome`` (a string or a parsed tree)."""
-    from primitives import PRIMITIVES, export_preamble
+    from autoprox.primitives import PRIMITIVES, export_preamble
 
     tree = genome if isinstance(genome, gp.PrimitiveTree) else parse_genome(genome)
     aggregation = op_name(tree[0].name)

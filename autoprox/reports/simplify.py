@@ -78,7 +78,7 @@ from autoprox.genome.tree import (
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
 from autoprox.reports import sympy_worker
 from autoprox.reports.sympy_worker import node_count
-from primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES
+from autoprox.primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES
 
 #: Statistic -> the SymPy symbol's name.
 SYMBOL_NAMES = dict(zip(STAT_NAMES + SPREAD_NAMES, sympy_worker.STAT_SYMBOL_NAMES + sympy_worker.SPREAD_SYMBOL_NAMES))
@@ -240,7 +240,7 @@ def evaluate(expr: sympy.Basic, block: dict, terminals=None):
     Named functions are the primitives themselves; sums and products follow the
     primitives' shape rules. Architecture-level symbols (``A_params``, ...) take
     their values from ``terminals`` (name -> number). Raises Unevaluable for a node
-    it does not know or a terminal without a value, and ``primitives.InvalidResult``
+    it does not know or a terminal without a value, and ``autoprox.primitives.InvalidResult``
     for a shape mismatch.
     """
     import torch
@@ -326,7 +326,7 @@ def check_equivalent(original: sympy.Expr, candidate: sympy.Expr, aggregation: s
     (True, how) when they agree wherever the original is finite on at least one
     architecture; (False, why) on a disagreement; (None, why) when nothing could be checked.
     """
-    from primitives import InvalidResult
+    from autoprox.primitives import InvalidResult
 
     checked, unevaluable = 0, None
     for stats in check_stats:

@@ -5,7 +5,7 @@
 (or ``"status": "error"``) on stdout. TREE is a plain JSON form of an expression
 (:func:`to_data`) over a fixed whitelist of node types, names and symbols, read back
 by :func:`from_data`: no ``sympify``, ``eval`` or pickle on either side. The module
-imports nothing but SymPy and the primitive table (:mod:`primitives.table`, which needs
+imports nothing but SymPy and the primitive table (:mod:`autoprox.primitives.table`, which needs
 no torch), so that the process starts fast, and a runaway ``sympy.simplify`` is ended by
 killing the process. The named functions (``frobenius``, ``matmul``, ...), what is known
 of their values, and ``eps`` are the primitive table's.
@@ -19,8 +19,8 @@ import sys
 import sympy
 from sympy.core.function import AppliedUndef
 
-from primitives import EPS_SYMBOL
-from primitives import NAMED_FUNCTIONS as _PRIMITIVE_OF_FUNCTION
+from autoprox.primitives import EPS_SYMBOL
+from autoprox.primitives import NAMED_FUNCTIONS as _PRIMITIVE_OF_FUNCTION
 
 #: The eight statistics as SymPy symbols are named for what they are (see autoprox.reports.simplify).
 STAT_SYMBOL_NAMES = ("W_qkv", "G_qkv", "W_proj", "G_proj", "W_fc1", "G_fc1", "H_mlp", "G_H_mlp")

@@ -109,7 +109,7 @@ class ExactEvaluator(Evaluator):
     (:class:`~autoprox.genome.memo.SubtreeMemo`; exact: the same scores). ``reduce_early`` (with
     ``subtree_memo``; not exact, off by default): the mean of a sum or difference of two matrices
     taken as the sum or difference of their means (scores equal to float32 rounding).
-    ``kernels``: the kernel set (:data:`primitives.KERNEL_SETS`): ``torch`` (default; the committed
+    ``kernels``: the kernel set (:data:`autoprox.primitives.KERNEL_SETS`): ``torch`` (default; the committed
     runs' numbers bitwise) or ``numpy`` (scores equal to a few float32 ulps). ``threads``:
     architectures scored side by side in this many threads on the one copy of the statistics,
     each as with one thread, so the scores are the same bits whatever the count.

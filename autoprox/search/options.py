@@ -32,7 +32,7 @@ from autoprox.networks.statistics import DEVICES
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import parse_fitness
 from autoprox.search.settings import SearchSettings
-from primitives import KERNEL_SETS
+from autoprox.primitives import KERNEL_SETS
 
 Convert = Callable[[Any], Any]
 
@@ -252,7 +252,7 @@ def aggregation_names(value: str) -> tuple[str, ...]:
 
 def operator_list(value: Any) -> tuple[str, ...]:
     """A comma list or sequence of registered operation names; ``paper`` stands for the paper's 28."""
-    from primitives import PAPER_OPERATORS
+    from autoprox.primitives import PAPER_OPERATORS
 
     names = text_list("operators")(value)
     expanded: list[str] = []
@@ -342,7 +342,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option("aggregation", "mean", "over blocks: mean (the paper), sum, wmean (depth-weighted mean), std, a comma "
            "list, or gene (all four, chosen by evolution)", aggregation, group=_GENOME),
     Option("operators", None, "comma list of the unary and binary operations genomes are built from (default: the "
-           "paper's 24 + 4); a primitive of your own (primitives.register_primitive) takes part only when named here",
+           "paper's 24 + 4); a primitive of your own (autoprox.primitives.register_primitive) takes part only when named here",
            operator_list, group=_GENOME),
     Option("terminals", None, "comma list of the terminal sets genomes read (default: stats, the paper's eight "
            "statistics): " + "; ".join(f"{ts.name}, {ts.description}" for ts in TERMINAL_SETS.values()),

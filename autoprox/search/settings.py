@@ -14,7 +14,7 @@ from autoprox.genome.tree import DEFAULT_KERNELS, GenomeSpace
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.objectives import Objective, parse_fitness
 from autoprox.search.rundir import RunDirectory
-from primitives import KERNEL_SETS
+from autoprox.primitives import KERNEL_SETS
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class SearchSettings:
     #: What the search maximises (:func:`autoprox.search.objectives.parse_fitness`): ``jcm`` (the paper's),
     #: ``partial:BASE`` or ``combined:BASE[:W]``, the base fitted on the search part only.
     fitness: str = "jcm"
-    #: The kernel set genomes are evaluated with (:data:`primitives.KERNEL_SETS`): ``torch`` (the
+    #: The kernel set genomes are evaluated with (:data:`autoprox.primitives.KERNEL_SETS`): ``torch`` (the
     #: committed runs' numbers bitwise) or ``numpy`` (faster here; scores equal to a few float32 ulps).
     kernels: str = DEFAULT_KERNELS
     #: How genomes are evaluated (:data:`autoprox.genome.counted.EVALUATIONS`): ``exact`` (entry by

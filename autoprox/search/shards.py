@@ -34,7 +34,7 @@ class StatisticsShard:
 
     Made on the worker (as a Dask actor) from plain arguments: the cache's root and
     precision, the statistics plan's parts, the architectures as (space, config), their
-    terminal values and the kernel set's name (:data:`primitives.KERNEL_SETS`).
+    terminal values and the kernel set's name (:data:`autoprox.primitives.KERNEL_SETS`).
     """
 
     def __init__(self, cache_root: str | None, precision: str, spec: dict, seeds: Sequence[int],
