@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy.stats import kendalltau
@@ -36,7 +36,7 @@ from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.rank_formula import OPERATORS, Node, RankFormula, parse_formula
 
 __all__ = ["OBJECTIVES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "best_single", "greedy_lrsum",
-           "figures_by_space", "kendall_or_zero", "prepare_spaces", "register_objective", "search_rank_formula",
+           "kendall_or_zero", "prepare_spaces", "register_objective", "search_rank_formula",
            "space_figure"]
 
 #: Objectives over the per-space figures, by name.
@@ -305,7 +305,3 @@ def greedy_lrsum(spaces: Sequence[TableSpace], objective: str = "worst", candida
         best_value = trials[column]
     return f"lrsum({', '.join(chosen)})", best_value
 
-
-def figures_by_space(formula: RankFormula, spaces: Sequence[TableSpace]) -> Mapping[str, float]:
-    """Every space's figure of ``formula`` on every row."""
-    return {space.name: space_figure(formula, space) for space in spaces}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -37,8 +38,8 @@ from autoprox.apps.rank_search import (
     best_single,
     greedy_lrsum,
     kendall_or_zero,
+    prepare_spaces,
     search_rank_formula,
-    space_figure,
 )
 from autoprox.core.atomic import atomic_write_json, make_directory, read_json_file
 from autoprox.core.errors import ConfigError, RunDirError
@@ -64,9 +65,10 @@ def select_formula(hall_of_fame: Sequence[tuple[float, str, dict]], spaces: Sequ
                    ) -> tuple[str, dict[str, float]]:
     """The hall-of-fame formula with the best worst case over ``spaces`` (the training spaces), every
     row; ties go to the better search fitness. Returns it and its figure on each space."""
+    prepared = prepare_spaces(spaces, None, random.Random(0))  # every row; transformed columns kept across formulas
     best = None
     for rank, (_, text, _) in enumerate(hall_of_fame):
-        per_space = {s.name: space_figure(parse_formula(text), s) for s in spaces}
+        per_space = {p.name: p.figure(parse_formula(text)) for p in prepared}
         key = (min(per_space.values()), -rank)
         if best is None or key > best[0]:
             best = (key, text, per_space)
@@ -122,11 +124,12 @@ def _direction(left_out: TableSpace, training: Sequence[TableSpace], seeds: Sequ
     # Which columns the left-out space has is not a label: formulas read only those, so none of them is
     # constant there for want of its inputs.
     columns = [name for name in STANDARD_PROXIES if all(name in t.proxies for t in left_out.tables)]
+    left = prepare_spaces([left_out], None, random.Random(0))[0]  # every row, transformed columns computed once
     searched = []
     for seed in seeds:
         outcome = search_rank_formula(training, seed, settings, seeds=[lrsum_all(left_out)], columns=columns)
         formula, training_figures = select_formula(outcome.hall_of_fame, training)
-        figure = space_figure(parse_formula(formula), left_out)
+        figure = left.figure(parse_formula(formula))
         searched.append({"seed": seed, "formula": formula, "training": training_figures, "figure": figure,
                          "evaluations": outcome.evaluations})
         say(f"  left out {left_out.name}, seed {seed}: {formula}  ->  {figure:+.3f}")
@@ -134,7 +137,7 @@ def _direction(left_out: TableSpace, training: Sequence[TableSpace], seeds: Sequ
     greedy, _ = greedy_lrsum(training, settings.objective, columns)
     chosen = {"best-single": f"r({single})", "greedy-lrsum": greedy}
     baselines = label_free_candidates(left_out)
-    figures = {name: space_figure(parse_formula(text), left_out) for name, text in {**baselines, **chosen}.items()}
+    figures = {name: left.figure(parse_formula(text)) for name, text in {**baselines, **chosen}.items()}
     method_scores = [_scores(s["formula"], left_out) for s in searched]
     paired = {}
     for name in SPACE_BASELINES:

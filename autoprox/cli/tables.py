@@ -77,8 +77,8 @@ def rank_on_tables(args: argparse.Namespace) -> int:
         raise ConfigError("rank scores one space: give one --space or one --bench")
     space = spaces[0]
     names = split_proxy_list(args.proxy)
-    if len(names) != 1 or names[0] == "all":
-        names = list(space.proxy_names) if names == ["all"] else names
+    if names == ["all"]:
+        names = list(space.proxy_names)
     results = {}
     for name in names:
         proxy = name if name in space.proxy_names else resolve_proxy(name)

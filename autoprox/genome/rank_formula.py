@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 from scipy.stats import rankdata
@@ -36,7 +36,7 @@ from scipy.stats import rankdata
 from autoprox.core.errors import ConfigError, GenomeError
 
 __all__ = ["MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula", "columns_of",
-           "formula_from_terms", "is_rank_formula", "parse_formula", "register_operator", "register_transform", "transform_column"]
+           "parse_formula", "register_operator", "register_transform", "transform_column"]
 
 #: Longest formula text read, and deepest nesting: beyond them a formula is refused in one line.
 MAX_FORMULA_CHARS = 10_000
@@ -361,25 +361,3 @@ def _one(items: list, head: str) -> list:
     if len(items) != 1:
         raise GenomeError(f"{head}(...) transforms one proxy column, got {len(items)}")
     return items
-
-
-def is_rank_formula(text: str) -> bool:
-    """Whether ``text`` parses as a rank formula (a genome string of the statistics never does:
-    its leaves are not transformed columns)."""
-    try:
-        parse_formula(text)
-    except GenomeError:
-        return False
-    return True
-
-
-def formula_from_terms(transform_columns: Iterable[tuple[str, str]]) -> RankFormula:
-    """``add`` of the transformed columns given, left to right (a convenience for tests and baselines)."""
-    nodes = [Node(t, column=c) for t, c in transform_columns]
-    if not nodes:
-        raise GenomeError("no term to add")
-    root = nodes[0]
-    for extra in nodes[1:]:
-        root = Node("add", (root, extra))
-    return RankFormula(root)
-

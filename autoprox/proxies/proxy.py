@@ -14,7 +14,7 @@ import numpy as np
 from autoprox.core.atomic import read_json_file
 from autoprox.core.errors import ProxyError  # noqa: F401 (re-exported)
 from autoprox.data.cache import StatisticsCache, StatsPlan
-from autoprox.genome.rank_formula import RankFormula, is_rank_formula, parse_formula
+from autoprox.genome.rank_formula import RankFormula, parse_formula
 from autoprox.genome.tree import (
     GenomeError,
     InvalidProxy,
@@ -246,8 +246,11 @@ def resolve_proxy(text: str) -> Proxy:
         except GenomeError as exc:
             raise ProxyError(f"{path}: {exc}") from None
         return Proxy(genome_to_string(tree), tree, {"file": str(path), **{k: data[k] for k in ("run", "stats", "split") if k in data}})
-    if is_rank_formula(text):
+    try:  # a genome of the statistics never parses as a rank formula: its leaves are no transformed columns
         formula = parse_formula(text)
+    except GenomeError:
+        pass
+    else:
         return Proxy(str(formula), formula=formula)
     try:
         tree = parse_genome(text)
