@@ -263,6 +263,27 @@ class StatisticsCache:
             loaded.append(stats if stats is not None else self._store(request, extra, fresh, problem, encoded, mapped))
         return merge_blocks(*loaded)
 
+    def ensure(self, request: StatsRequest) -> None:
+        """Compute and write ``request``'s missing entries, without reading them back.
+
+        A worker's job (:func:`build_cache`): the caller reads the entries when it uses them, and
+        an entry damaged on the way is found and recomputed then, as any damaged entry is.
+        """
+        missing = [extra for extra in (None, *request.extras) if not self.path(request, extra).is_file()]
+        if not missing:
+            return
+        fresh = compute_statistics(request.arch, request.spec, request.seed, request.num_classes,
+                                   **{extra: True for extra in request.extras})
+        for extra in missing:
+            payload = encode_entry(fresh, self.key(request, extra), self.precision, extra)
+            try:
+                self._write(self.path(request, extra), payload)
+            except DiskFullError:
+                raise
+            except OSError as exc:  # read-only file system, no permission: the caller computes it in memory
+                self._warn_unwritable(exc, stacklevel=3)
+                return
+
     def _store(self, request: StatsRequest, extra: str | None, fresh: Sequence[BlockStats], problem: str,
                encoded: bool, mapped: bool) -> list[BlockStats]:
         """Write one entry of ``fresh`` (replacing a damaged one, ``problem``) and read it back."""
@@ -301,7 +322,7 @@ def _compute_into_cache(root: str, precision: str, space: str, config: dict, spe
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cache.get(request)
+        cache.ensure(request)
     return time.perf_counter() - start, [str(w.message) for w in caught]
 
 
