@@ -6,16 +6,24 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import kendalltau, rankdata
 
-from autoprox.apps.rank_search import RankSearchSettings, best_single, greedy_lrsum, search_rank_formula
+from autoprox.apps.rank_search import (
+    RankSearchSettings,
+    best_single,
+    figures_on,
+    greedy_lrsum,
+    prepare_spaces,
+    search_rank_formula,
+)
 from autoprox.apps.space_protocol import PROTOCOL_NAME, lrsum_all, run_space_protocol, select_formula
 from autoprox.cli.main import main as cli
-from autoprox.core.errors import BenchmarkError, GenomeError, RunDirError
+from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError, RunDirError
 from autoprox.data.proxy_tables import (
     STANDARD_PROXIES,
     TableSpace,
@@ -210,6 +218,26 @@ def test_the_simple_searchers_choose_on_their_spaces(three_spaces):
     assert name in STANDARD_PROXIES and -1 <= value <= 1
     text, value = greedy_lrsum(three_spaces[:2], "worst")
     assert text.startswith("lrsum(") and value >= best_single(three_spaces[:2], "worst")[1] - 1e-9
+
+
+def test_with_missing_skip_a_formula_is_judged_on_the_spaces_having_its_columns(three_spaces):
+    c10, in16, flex = three_spaces
+    prepared = prepare_spaces(three_spaces, None, random.Random(0))
+    synflow = parse_formula("lr(synflow)")  # FlexiBERT has no synflow column
+    assert "synflow" not in flex.tables[0].proxies
+    neutral = figures_on(synflow, prepared)
+    skipped = figures_on(synflow, prepared, "skip")
+    assert set(neutral) == {"c10", "in16", "flexibert"} and neutral["flexibert"] == 0.0
+    assert skipped == {"c10": neutral["c10"], "in16": neutral["in16"]}
+    assert figures_on(synflow, prepared[1:], "skip") is None  # one of two spaces kept: not a candidate
+    settings = RankSearchSettings(population=12, generations=3, max_rows=300, missing="skip", objective="worst")
+    outcome = search_rank_formula(three_spaces, 3, settings)
+    for fitness, text, per_space in outcome.hall_of_fame:
+        formula = parse_formula(text)
+        assert set(per_space) == {p.name for p in prepared if p.has_columns(formula)} and len(per_space) >= 2
+        assert fitness == pytest.approx(min(per_space.values()) - settings.parsimony * formula.root.size, abs=1e-8)
+    with pytest.raises(ConfigError, match="missing-column policy"):
+        RankSearchSettings(missing="drop").check()
 
 
 def test_the_n_space_protocol_on_small_tables(three_spaces, tmp_path, capsys):

@@ -10,7 +10,9 @@ tournament. All randomness comes from one ``random.Random(seed)``.
 
 Terminals are the standard proxy columns the training spaces offer (``lr(X)`` and ``z(X)``).
 A space that lacks a column a formula reads scores it as no information (``missing =
-"neutral"``), so every formula is scored on every space.
+"neutral"``, the default), so every formula is scored on every space; or, with ``missing =
+"skip"``, the formula's objective leaves that space out, and a formula must be scored on all
+training spaces but one, and on two at least (:data:`MISSING_POLICIES`).
 
 The search is scored on at most ``max_rows`` rows of each table (a seeded draw, the same for
 every formula of one search), so a 9,445-row table costs what a 1,500-row one does; the
@@ -35,9 +37,14 @@ from autoprox.core.errors import ConfigError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.rank_formula import OPERATORS, Node, RankFormula, parse_formula
 
-__all__ = ["OBJECTIVES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "best_single", "greedy_lrsum",
-           "kendall_or_zero", "prepare_spaces", "register_objective", "search_rank_formula",
+__all__ = ["MISSING_POLICIES", "OBJECTIVES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "best_single", "figures_on",
+           "greedy_lrsum", "kendall_or_zero", "prepare_spaces", "register_objective", "search_rank_formula",
            "space_figure"]
+
+#: How a search treats a training space lacking a column a formula reads: ``neutral`` scores the column as
+#: no information there; ``skip`` leaves the space out of that formula's objective (at most one space, and
+#: two are kept at least).
+MISSING_POLICIES = ("neutral", "skip")
 
 #: Objectives over the per-space figures, by name.
 OBJECTIVES: dict[str, Callable[[Sequence[float]], float]] = {}
@@ -71,6 +78,10 @@ class PreparedSpace:
     name: str
     tables: list[tuple[dict[str, np.ndarray], list[np.ndarray], dict]] = field(default_factory=list)
 
+    def has_columns(self, formula: RankFormula) -> bool:
+        """Whether every table of the space has every column ``formula`` reads."""
+        return all(name in columns for columns, _, _ in self.tables for name in formula.columns)
+
     def figure(self, formula: RankFormula) -> float:
         """The mean Kendall over the space's (table, target) pairs, missing columns neutral."""
         values = []
@@ -100,6 +111,18 @@ def space_figure(formula: RankFormula, space: TableSpace) -> float:
     return prepare_spaces([space], None, random.Random(0))[0].figure(formula)
 
 
+def figures_on(formula: RankFormula, prepared: Sequence[PreparedSpace], missing: str = "neutral"
+               ) -> dict[str, float] | None:
+    """The formula's figure on each prepared space. With ``missing="skip"``, only on the spaces that have
+    every column it reads, and None when that leaves out more than one of them or keeps fewer than two."""
+    if missing == "skip":
+        kept = [p for p in prepared if p.has_columns(formula)]
+        if len(kept) < min(len(prepared), max(2, len(prepared) - 1)):
+            return None
+        prepared = kept
+    return {p.name: p.figure(formula) for p in prepared}
+
+
 # ------------------------------------------------------------------------- the evolution
 @dataclass(frozen=True)
 class RankSearchSettings:
@@ -119,6 +142,8 @@ class RankSearchSettings:
         Rows of each table the search scores on (a seeded draw).
     transforms : tuple of str
         The transforms terminals use.
+    missing : str
+        A key of :data:`MISSING_POLICIES`: how a training space lacking a column a formula reads counts.
     """
 
     objective: str = "worst"
@@ -130,6 +155,7 @@ class RankSearchSettings:
     parsimony: float = 0.002
     max_rows: int = 1500
     transforms: tuple[str, ...] = ("lr", "z")
+    missing: str = "neutral"
 
     def check(self) -> "RankSearchSettings":
         if self.objective not in OBJECTIVES:
@@ -138,6 +164,8 @@ class RankSearchSettings:
             raise ConfigError("population, generations, elite, tournament, max_size and max_rows must be positive")
         if self.elite >= self.population:
             raise ConfigError("elite must be smaller than population")
+        if self.missing not in MISSING_POLICIES:
+            raise ConfigError(f"unknown missing-column policy {self.missing!r}; known: {', '.join(MISSING_POLICIES)}")
         return self
 
 
@@ -236,9 +264,12 @@ def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankS
     def fitness(node: Node) -> float:
         text = str(node)
         if text not in scored:
-            per_space = {p.name: p.figure(RankFormula(node)) for p in prepared}
-            # rounded so that the last bits of a logarithm on another CPU cannot reorder two formulas
-            scored[text] = (round(aggregate(list(per_space.values())) - settings.parsimony * node.size, 9), per_space)
+            per_space = figures_on(RankFormula(node), prepared, settings.missing)
+            if per_space is None:  # skipped on more than one training space: not a candidate
+                scored[text] = (-math.inf, {})
+            else:  # rounded so that the last bits of a logarithm on another CPU cannot reorder two formulas
+                scored[text] = (round(aggregate(list(per_space.values())) - settings.parsimony * node.size, 9),
+                                per_space)
         return scored[text][0]
 
     population = [parse_formula(text).root for text in seeds]
@@ -259,7 +290,8 @@ def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankS
             progress(generation + 1, settings.generations)
     for node in population:
         fitness(node)
-    best = sorted(scored.items(), key=lambda item: (-item[1][0], item[0]))[:keep]
+    best = sorted(((text, entry) for text, entry in scored.items() if entry[1]),
+                  key=lambda item: (-item[1][0], item[0]))[:keep]
     return SearchOutcome([(value, text, per_space) for text, (value, per_space) in best], len(scored))
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from autoprox.apps.rank_search import (
     RankSearchSettings,
     best_single,
+    figures_on,
     greedy_lrsum,
     kendall_or_zero,
     prepare_spaces,
@@ -61,14 +62,18 @@ def lrsum_all(space: TableSpace) -> str:
     return f"lrsum({', '.join(present)})"
 
 
-def select_formula(hall_of_fame: Sequence[tuple[float, str, dict]], spaces: Sequence[TableSpace]
-                   ) -> tuple[str, dict[str, float]]:
+def select_formula(hall_of_fame: Sequence[tuple[float, str, dict]], spaces: Sequence[TableSpace],
+                   missing: str = "neutral") -> tuple[str, dict[str, float]]:
     """The hall-of-fame formula with the best worst case over ``spaces`` (the training spaces), every
-    row; ties go to the better search fitness. Returns it and its figure on each space."""
+    row; ties go to the better search fitness. Returns it and its figure on each space. ``missing`` as
+    the search's (:data:`~autoprox.apps.rank_search.MISSING_POLICIES`): with ``skip``, the worst case over
+    the spaces that have the formula's columns."""
     prepared = prepare_spaces(spaces, None, random.Random(0))  # every row; transformed columns kept across formulas
     best = None
     for rank, (_, text, _) in enumerate(hall_of_fame):
-        per_space = {p.name: p.figure(parse_formula(text)) for p in prepared}
+        per_space = figures_on(parse_formula(text), prepared, missing)
+        if per_space is None:
+            continue
         key = (min(per_space.values()), -rank)
         if best is None or key > best[0]:
             best = (key, text, per_space)
@@ -128,7 +133,7 @@ def _direction(left_out: TableSpace, training: Sequence[TableSpace], seeds: Sequ
     searched = []
     for seed in seeds:
         outcome = search_rank_formula(training, seed, settings, seeds=[lrsum_all(left_out)], columns=columns)
-        formula, training_figures = select_formula(outcome.hall_of_fame, training)
+        formula, training_figures = select_formula(outcome.hall_of_fame, training, settings.missing)
         figure = left.figure(parse_formula(formula))
         searched.append({"seed": seed, "formula": formula, "training": training_figures, "figure": figure,
                          "evaluations": outcome.evaluations})
@@ -173,7 +178,10 @@ def run_space_protocol(spaces: Sequence[TableSpace], out: str | Path, seeds: Seq
         raise ConfigError("give at least one seed")
     settings.check()
     folder = make_directory(out)
-    spec = {"spaces": [s.name for s in spaces], "seeds": list(seeds), "settings": asdict(settings),
+    recorded = asdict(settings)
+    if settings.missing == "neutral":  # absent when default, so protocols made before the setting still resume
+        del recorded["missing"]
+    spec = {"spaces": [s.name for s in spaces], "seeds": list(seeds), "settings": recorded,
             "samples": samples,
             "tables": {s.name: [{"name": t.name, "sha256": t.sha256, "rows": len(t), "targets": list(names)}
                                 for t, names in zip(s.tables, s.targets)] for s in spaces}}

@@ -131,7 +131,7 @@ def run_space_protocol_command(args: argparse.Namespace) -> int:
 
     spaces = _spaces(args)
     seeds = tuple(range(args.seeds if args.seeds is not None else 5))
-    settings = RankSearchSettings(objective=args.objective or "worst",
+    settings = RankSearchSettings(objective=args.objective or "worst", missing=args.missing_columns or "neutral",
                                   generations=args.iterations if args.iterations is not None else 25)
     out = Path(args.out or "runs/space-protocol-" + "+".join(s.name for s in spaces))
     protocol = run_space_protocol(spaces, out, seeds=seeds, settings=settings,

@@ -92,6 +92,10 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
     Option("objective", None, "with --rank-formulas: how the per-space Kendalls of the training spaces are "
            "aggregated: worst (the default) or mean", text("objective"), choices=("worst", "mean"), group=_CROSS,
            commands=_EVALUATE),
+    Option("missing_columns", None, "with --rank-formulas: a training space lacking a column a formula reads "
+           "scores it as no information (neutral, the default) or is left out of that formula's objective (skip; "
+           "at most one training space per formula, two kept at least)", text("missing_columns"), choices=("neutral", "skip"),
+           group=_CROSS, commands=_EVALUATE),
     # last on the command line, in the protocol group (its --help order since it was added)
     Option("bag_fraction", None, "the fraction of a fold's search part each bag searches on (default 0.5)",
            number("bag_fraction"), group=_PROTOCOL, commands=_EVALUATE, metavar="F"),
