@@ -35,7 +35,7 @@ from autoprox.search.options import (
     resume_conflicts,
     settings_from_options,
 )
-from autoprox.search.rundir import RunDirectory, read_json
+from autoprox.search.rundir import BEST, RunDirectory
 from autoprox.search.settings import SearchSettings
 
 
@@ -161,10 +161,6 @@ class FoundProxy:
             terminals[f"{TERMINAL_PREFIX}{name}"] = float(value)
             terminals[f"{TERMINAL_PREFIX}log_{name}"] = math.log(float(value))
         return float(score_architecture(self.tree, stats, terminals or None))
-
-
-def _parameters_doc() -> str:
-    return "\n".join(f"    {o.name} : default {o.default!r}\n        {o.help}" for o in options_for("search"))
 
 
 class ProxySearch:
@@ -308,12 +304,11 @@ class ProxySearch:
 
     def _read(self, out: Path) -> "ProxySearch":
         run = RunDirectory(out)
-        best_path = run.file("best.json")
-        if not best_path.is_file():
-            raise RunDirError(f"{out} has no best.json yet: the search has not reached its first report")
-        report = read_json(best_path)
-        if not isinstance(report, dict) or not isinstance(report.get("genome"), str):
-            raise RunDirError(f"{best_path}: not a best.json this autoprox wrote")
+        report = run.best()
+        if report is None:
+            raise RunDirError(f"{out} has no {BEST} yet: the search has not reached its first report")
+        if not isinstance(report.get("genome"), str):
+            raise RunDirError(f"{run.file(BEST)}: not a {BEST} this autoprox wrote")
         search, test = report.get("search") or {}, report.get("test") or {}
         self.report_ = report
         self.run_dir_ = out

@@ -7,12 +7,12 @@ for every evaluation) and their ratio, and the resident memory of the loaded
 statistics. The cache must be warm (``autoprox cache build --space autoformer``).
 ``--stream EVALUATIONS.jsonl`` replays the genomes a committed search evaluated, in its
 order (children share branches with their parents, as in a search), instead of drawing
-independent random templates; ``--reduce-early`` turns on the (non-exact) early reduction;
+independent random templates;
 ``--kernels numpy`` evaluates with the NumPy kernel set (:data:`autoprox.primitives.KERNEL_SETS`);
 ``--evaluation counted`` once per distinct stored value (:mod:`autoprox.genome.counted`), the
 exact path for the genomes it does not cover (the statistics are counted before the timing).
 
-Usage: python benchmarks/bench_fitness.py [--genomes 30] [--reduce-early] [--kernels torch|numpy]
+Usage: python benchmarks/bench_fitness.py [--genomes 30] [--kernels torch|numpy]
        [--evaluation exact|counted]
        [--stream runs/autoformer-reference/evaluations.jsonl]
 """
@@ -52,8 +52,6 @@ def main() -> None:
                         help="statistics held as stored (float16, decoded per read; the engine's default), "
                              "memory-mapped from the cache files, or as float32")
     parser.add_argument("--no-subtree-memo", action="store_true", help="turn off the scalar-subtree memo")
-    parser.add_argument("--reduce-early", action="store_true",
-                        help="mean of a sum as the sum of memoised branch means (float32 rounding, not exact)")
     parser.add_argument("--kernels", choices=tuple(KERNEL_SETS), default="torch",
                         help="the kernel set genomes are evaluated with (default torch)")
     parser.add_argument("--evaluation", choices=EVALUATIONS, default=DEFAULT_EVALUATION,
@@ -77,7 +75,7 @@ def main() -> None:
     rss_after = peak_rss_mb()
     accuracies = {t: bench.accuracies[t][list(split.search)][: len(archs)] for t in targets}
     evaluator = FitnessEvaluator.from_statistics(stats, accuracies, targets, plan.target_classes,
-                                                 subtree_memo=not args.no_subtree_memo, reduce_early=args.reduce_early,
+                                                 subtree_memo=not args.no_subtree_memo,
                                                  kernels=args.kernels, evaluation=args.evaluation)
     counting_seconds = evaluator.prepare()
     rss_counted = peak_rss_mb()
@@ -115,7 +113,7 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"architectures: {len(archs)}, targets: {len(targets)}, batch {plan.spec.batch_size}, "
           f"held {args.held}, subtree memo {'off' if args.no_subtree_memo else 'on'}, "
-          f"reduce early {'on' if args.reduce_early else 'off'}, kernels {args.kernels}, "
+          f"kernels {args.kernels}, "
           f"evaluation {args.evaluation}, "
           f"genomes {args.stream or 'random templates'}")
     print(f"loading cached statistics: {load_seconds:.1f} s, resident memory {rss_before:.0f} -> {rss_after:.0f} MB")

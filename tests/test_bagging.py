@@ -21,13 +21,13 @@ from autoprox.apps.bagging import (
     check_bagging,
 )
 from autoprox.apps.protocol import (
-    PROTOCOL_FILE,
     fold_settings,
     outer_folds,
     run_protocol,
 )
 from autoprox.cli.main import main
 from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.search.rundir import PROTOCOL as PROTOCOL_FILE
 from autoprox.genome.tree import parse_genome
 from autoprox.proxies.ensemble import JOINT, ensemble_from_json, load_ensemble
 from autoprox.proxies.proxy import Proxy

@@ -15,7 +15,8 @@ from autoprox.genome.tree import canonical_string, parse_genome, tree_size
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import FitnessRecord
-from autoprox.search.halloffame import HALL_OF_FAME, HallOfFame, load_hall_of_fame
+from autoprox.search.halloffame import HallOfFame, load_hall_of_fame
+from autoprox.search.rundir import HALL_OF_FAME
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 

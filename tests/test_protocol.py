@@ -13,7 +13,6 @@ import pytest
 from scipy import stats as sps
 
 from autoprox.apps.protocol import (
-    PROTOCOL_FILE,
     fold_figures,
     fold_settings,
     outer_folds,
@@ -28,6 +27,7 @@ from autoprox.apps.protocol_summary import (
 from autoprox.cli.main import main
 from autoprox.core.atomic import json_safe
 from autoprox.core.correlation import correlate
+from autoprox.search.rundir import PROTOCOL as PROTOCOL_FILE
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.benchmark import load_benchmark
 from autoprox.genome.tree import parse_genome

@@ -21,7 +21,7 @@ from autoprox.apps.rank_search import (
     prepare_spaces,
     search_rank_formula,
 )
-from autoprox.apps.space_protocol import PROTOCOL_NAME, lrsum_all, run_space_protocol, select_formula
+from autoprox.apps.space_protocol import lrsum_all, run_space_protocol, select_formula
 from autoprox.cli.main import main as cli
 from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError, RunDirError
 from autoprox.data.proxy_tables import (
@@ -34,6 +34,7 @@ from autoprox.data.proxy_tables import (
 from autoprox.genome.rank_formula import parse_formula
 from autoprox.proxies.proxy import resolve_proxy
 from autoprox.proxies.table_scores import space_kendall, table_scores
+from autoprox.search.rundir import PROTOCOL
 
 
 def _write(path: Path, header: list[str], rows: list[list]) -> Path:
@@ -278,7 +279,7 @@ def test_the_protocol_from_the_command_line(tmp_path, capsys, nb201, flexibert):
     assert cli(args) == 0
     out = capsys.readouterr().out
     assert "left out flexibert-glue" in out and "searched - params" in out
-    assert (tmp_path / "cli" / PROTOCOL_NAME).is_file()
+    assert (tmp_path / "cli" / PROTOCOL).is_file()
     assert cli(["evaluate", "--rank-formulas", "--bench", files[0]]) == 2
     assert "add --leave-space-out" in capsys.readouterr().err
 

@@ -34,7 +34,7 @@ from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import terminal_values
-from tests.genome_corpus import best_genomes, hall_of_fame_genomes
+from tests.genome_corpus import best_genomes
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "speed"
@@ -310,105 +310,6 @@ def test_metadata_of_the_wrong_shape_is_a_corrupt_entry_not_a_type_error(af_smal
                  **{f"b0_{n}": np.zeros(2, dtype=np.float16) for n in STAT_NAMES})
         with pytest.raises(CacheCorrupt):
             decode_entry(buffer.getvalue(), key)
-
-
-# ------------------------------------------------------------- reducing early (not exact: float32 rounding)
-
-#: How far a block's value reduced early may lie from the exact one, as a fraction of the
-#: operands' magnitude (mean |entry| of a matrix operand, |s| of a scalar one; for a product,
-#: their product): float32 sums of up to a few hundred thousand entries, in two orders.
-EARLY_TOLERANCE = 1e-5
-
-
-def _committed_and_hall_of_fame_genomes() -> list[str]:
-    return hall_of_fame_genomes()
-
-
-def _operand_scale(tree, block) -> float | None:
-    """The magnitude of the operands of the early reduction right below the aggregation, or None."""
-    from autoprox.genome.memo import _early_reductions
-    from autoprox.genome.tree import _evaluate_block, genome_to_string
-
-    found = [e for e in _early_reductions(genome_to_string(tree)) if e[0] == 1]
-    if not found:
-        return None
-    _, op, operands = found[0]
-    sizes = []
-    for start, _, is_matrix in operands:
-        value = _evaluate_block(tree, start, block)[0]
-        sizes.append(float(torch.mean(torch.abs(value))) if is_matrix else abs(float(value)))
-    return sizes[0] * sizes[1] if op == "element_wise_product" else sizes[0] + sizes[1]
-
-
-@pytest.mark.parametrize("bench_name", ["af_small", "pit_small"])
-def test_reducing_early_keeps_every_committed_proxy_within_float32_rounding(request, session_cache, small_spec,
-                                                                            bench_name):
-    """Every genome of every committed run's best.json and hall of fame: valid or invalid (for the
-    same reason) as exactly; per block within EARLY_TOLERANCE of the operands' magnitude."""
-    from autoprox.genome.tree import block_values
-
-    bench = request.getfixturevalue(bench_name)
-    archs = bench.archs[:1]
-    plan = StatsPlan(small_spec, (0,), ALL_100).with_extras(("spread",))  # for genomes with spread terminals
-    stats = load_statistics(session_cache, plan, archs)[(0, 100)]
-    memos = [SubtreeMemo(len(s), reduce_early=True) for s in stats]
-    genomes = _committed_and_hall_of_fame_genomes()
-    assert len(genomes) > 100
-    checked = reduced = 0
-    for genome in genomes:
-        tree = parse_genome(genome)
-        for arch, blocks, memo in zip(archs, stats, memos):
-            terminals = terminal_values(arch, 100)
-            outcomes = []
-            for used in (None, memo):
-                try:
-                    outcomes.append(block_values(tree, blocks, terminals, used))
-                except (InvalidProxy, GenomeError) as exc:
-                    outcomes.append(str(exc))
-            exact, early = outcomes
-            if isinstance(exact, str) or isinstance(early, str):
-                assert exact == early, genome
-                continue
-            reduced += exact != early
-            from collections import ChainMap
-
-            from autoprox.genome.tree import terminal_tensors
-            for block, x, y in zip(blocks, exact, early):
-                checked += 1
-                if x == y:
-                    continue
-                scale = _operand_scale(tree, ChainMap(block, terminal_tensors(terminals)))
-                assert scale is not None, genome  # nothing reduced early: the exact numbers
-                assert abs(x - y) <= EARLY_TOLERANCE * scale, (genome, x, y, scale)
-    assert checked > 300 and reduced > 0
-
-
-def test_reducing_early_changes_no_committed_proxys_validity_and_barely_its_figures(af_stats, af_small):
-    """A search's records with and without reducing early: the same validity and reasons, JCM within 1e-9
-    unless a near-tie of scores flips (then within a pair's weight), on genomes drawn as a search draws them."""
-    accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
-    exact = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100)
-    early = FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, reduce_early=True)
-    rng = random.Random(7)
-    tree, flips, valid = random_template(rng), 0, 0
-    for index in range(80):
-        tree = mutate_template(tree, rng) if index % 4 else random_template(rng)
-        a, b = exact.evaluate(tree), early.evaluate(tree)
-        assert (a.valid, a.reason) == (b.valid, b.reason)
-        if a.valid:
-            valid += 1
-            flips += not math.isclose(a.jcm, b.jcm, abs_tol=1e-9)
-            assert abs(a.jcm - b.jcm) <= 2 / 15 + 1e-9  # one of the 15 pairs of 6 architectures at most
-    assert valid > 10 and flips <= max(1, valid // 20)
-    assert any(len(memo.branches) for memo in early.evaluator.subtree_memos[(0, 100)])
-
-
-def test_reducing_early_needs_the_memo(af_stats, af_small):
-    from autoprox.core.errors import ConfigError
-
-    accuracies = {t: af_small.accuracies[t][:6] for t in TARGETS}
-    with pytest.raises(ConfigError, match="subtree memo"):
-        FitnessEvaluator.from_statistics(af_stats, accuracies, TARGETS, ALL_100, subtree_memo=False, reduce_early=True)
 
 
 def test_large_searches_memory_map_their_statistics_and_score_the_same(af_stats, af_small, session_cache, small_spec):

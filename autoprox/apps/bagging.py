@@ -41,7 +41,7 @@ from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
-from autoprox.search.rundir import read_json
+from autoprox.search.rundir import RunDirectory, read_json
 from autoprox.search.settings import SearchSettings
 
 #: The fraction of a fold's search part each bag searches on, unless told otherwise.
@@ -120,7 +120,7 @@ def bagged_ensemble(fold_run: Path, member_runs: Sequence[Path], bench: str | Pa
     context = RunContext.open(fold_run, bench=bench)
     chosen, left_out = [], []
     for label, run in zip(labels, runs):
-        genome = read_json(run / "best.json")["genome"]
+        genome = RunDirectory(run).best(missing_ok=False)["genome"]
         try:
             scores = context.score(Proxy(genome, parse_genome(genome)), "search", workers=1)
         except InvalidProxy as exc:

@@ -39,7 +39,7 @@ import numpy as np
 from autoprox import __version__
 from autoprox.apps.protocol_jobs import log, run_jobs
 from autoprox.apps.protocol_summary import BOOTSTRAP_SAMPLES, kendall_batch
-from autoprox.core.atomic import atomic_write_json, json_safe
+from autoprox.core.atomic import json_safe
 from autoprox.core.correlation import correlate
 from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.errors import ConfigError, RunDirError
@@ -52,11 +52,10 @@ from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
 from autoprox.search.objectives import combined_ranking
 from autoprox.search.multispace import MultiRunContext
-from autoprox.search.rundir import RunDirectory, read_json
+from autoprox.search.rundir import PROTOCOL, RunDirectory
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import descriptor_columns
 
-PROTOCOL_FILE = "protocol.json"
 #: Search seeds per left-out space unless told otherwise.
 DEFAULT_SEEDS = 5
 #: The searched proxy's name in figures (each seed's under ``seed-S``).
@@ -102,8 +101,7 @@ def _search(settings: SearchSettings, run_dir: Path, stop_after: int | None, qui
             raise RunDirError(f"{run_dir} holds a search with other settings ({', '.join(differing)}); "
                               "use a new --out")
         total = settings.evolution.iterations
-        best_path = run.file("best.json")
-        best = read_json(best_path) if best_path.is_file() else None
+        best = run.best()
         if best is not None and best.get("finished") and recorded["evolution"]["iterations"] >= total:
             return best  # finished (a search already past a smaller new total is kept as it ran)
         return run_search(None, run_dir, resume=True, stop_after=stop_after, quiet=quiet,
@@ -302,11 +300,11 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
         a larger total, one that ran more iterations is kept as it ran).
     """
     out = Path(out)
-    path = out / PROTOCOL_FILE
+    path = out / PROTOCOL
     if resume:
-        if not path.is_file():
-            raise RunDirError(f"{out}: no {PROTOCOL_FILE} to resume")
-        previous = read_json(path)
+        if not RunDirectory(out).has_protocol():
+            raise RunDirError(f"{out}: no {PROTOCOL} to resume")
+        previous = RunDirectory(out).protocol()
         if "archive" in previous:  # the trimmed record a committed protocol keeps (runs/README.md)
             archive = previous["archive"]
             how = (f"unpack it first: python scripts/runs_archive.py unpack {out}" if "dropped" not in archive
@@ -420,7 +418,7 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
     if interrupted:
         log(f"stopped before a search finished; continue with: autoprox evaluate --leave-space-out --resume "
             f"--out {out}", quiet)
-    return read_json(path)
+    return RunDirectory(out).protocol()
 
 
 def _write(out: Path, protocol: dict, context: MultiRunContext) -> None:
@@ -434,7 +432,7 @@ def _write(out: Path, protocol: dict, context: MultiRunContext) -> None:
         summary[direction["left_out"]] = summarise_direction(direction, accuracies, weights, spec["bootstrap"],
                                                              protocol["settings"]["evolution"]["seed"])
     protocol["summary"] = json_safe(summary)
-    atomic_write_json(out / PROTOCOL_FILE, json_safe(protocol))
+    RunDirectory(out).write_protocol(json_safe(protocol))
 
 
 def _now() -> str:
@@ -466,6 +464,6 @@ def format_cross_space(protocol: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["DEFAULT_SEEDS", "OWN_BLEND", "PROTOCOL_FILE", "SEARCHED", "baseline_table", "bootstrap_jcms",
+__all__ = ["DEFAULT_SEEDS", "OWN_BLEND", "SEARCHED", "baseline_table", "bootstrap_jcms",
            "format_cross_space", "left_out_context", "run_cross_space", "summarise_direction",
            "training_settings"]

@@ -58,7 +58,7 @@ from autoprox.apps.protocol_summary import (
     summarise,
 )
 from autoprox.apps.selection import SELECTIONS, register_selection, select_best
-from autoprox.core.atomic import atomic_write_json, json_safe, make_directory
+from autoprox.core.atomic import json_safe, make_directory
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.numbers import format_float
@@ -71,11 +71,10 @@ from autoprox.proxies.baselines import BASELINES, baseline_scores, choose_baseli
 from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
-from autoprox.search.rundir import LOCK, hold_lock, read_json
+from autoprox.search.rundir import ARCHIVE, LOCK, PROTOCOL, RunDirectory, hold_lock
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import descriptor_columns
 
-PROTOCOL_FILE = "protocol.json"
 #: Outer folds per repeat unless told otherwise.
 DEFAULT_FOLDS = 5
 
@@ -194,7 +193,7 @@ def fold_result(run_dir: Path, fold: OuterFold, bench_path: str, baselines: Sequ
     """The figures of the finished fold search in ``run_dir``: the proxy ``choose(run_dir)`` returns
     and each baseline chosen on the fold's search part, scored on its test part (JSON-safe)."""
     bench = load_benchmark(bench_path)
-    best = read_json(run_dir / "best.json")
+    best = RunDirectory(run_dir).best(missing_ok=False)
     context = RunContext.open(run_dir, bench=bench_path)
     if list(context.split.test) != list(fold.test):
         raise RunDirError(f"{run_dir}: its test part is not the outer fold's")
@@ -233,9 +232,9 @@ def evaluate_fold(settings_json: Mapping, bench_path: str, fold_json: Mapping, o
 
 def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resume: bool):
     """The benchmark, normalised settings and the protocol record to continue (or None for a new one)."""
-    path = out / PROTOCOL_FILE
+    path = out / PROTOCOL
     if resume:
-        previous = _unarchived(read_json(path), out)
+        previous = _unarchived(RunDirectory(out).protocol(), out)
         recorded = SearchSettings.from_json(previous["settings"])
         bench = load_benchmark(locate_benchmark(recorded.bench, previous.get("benchmark_sha256"), near=out))
         if settings is not None:
@@ -258,7 +257,7 @@ def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resum
         raise RunDirError(f"{out} already holds an evaluation protocol; continue it with --resume "
                           "or choose a new --out")
     if out.exists() and (not out.is_dir() or any(p.name != LOCK for p in out.iterdir())):
-        raise RunDirError(f"{out} is not empty and holds no {PROTOCOL_FILE}; its files are left as they are: "
+        raise RunDirError(f"{out} is not empty and holds no {PROTOCOL}; its files are left as they are: "
                           "choose a new --out")
     return load_benchmark(settings.bench), settings, None
 
@@ -378,7 +377,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     folds = list(previous["folds"]) if previous else []
     if [f.to_json() for f in made[:len(folds)]] != [{k: f[k] for k in ("repeat", "fold", "run", "search", "test")}
                                                     for f in folds]:
-        raise RunDirError(f"{out / PROTOCOL_FILE}: its folds are not the ones its seed gives")
+        raise RunDirError(f"{out / PROTOCOL}: its folds are not the ones its seed gives")
     if previous and len(made) > len(folds):
         log(f"extending {out} from {previous['protocol']['repeats']} to {spec['repeats']} repeats: "
             f"{len(made) - len(folds)} new folds", quiet)
@@ -406,7 +405,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     }
     if previous and any(f.get("bags", []) != _bags_json(m, spec).get("bags", [])
                         for f, m in zip(previous["folds"], made)):
-        raise RunDirError(f"{out / PROTOCOL_FILE}: its bags are not the ones its seed gives")
+        raise RunDirError(f"{out / PROTOCOL}: its bags are not the ones its seed gives")
     make_directory(out)
     _write(out, protocol, bench)
 
@@ -466,7 +465,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     if protocol["finished"]:
         protocol["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     _write(out, protocol, bench)
-    return read_json(out / PROTOCOL_FILE)
+    return RunDirectory(out).protocol()
 
 
 def _grown_repeats(previous: Mapping, repeats: int | None, out: Path) -> int:
@@ -477,13 +476,13 @@ def _grown_repeats(previous: Mapping, repeats: int | None, out: Path) -> int:
     recorded = previous["protocol"]["repeats"]
     if repeats is None or repeats == recorded:
         return recorded
-    path = out / PROTOCOL_FILE
+    path = out / PROTOCOL
     if repeats < recorded:
         raise RunDirError(f"{path}: it holds {recorded} repeats; --repeats {repeats} would drop finished folds "
                           "(give more repeats to extend it, or leave --repeats out)")
     searches = previous["protocol"].get("searches")
     if searches:
-        source = read_json(out / searches / PROTOCOL_FILE)["protocol"]["repeats"]
+        source = RunDirectory(out / searches).protocol()["protocol"]["repeats"]
         if repeats > source:
             raise RunDirError(f"{path}: it re-scores the searches of {out / searches}, which has "
                               f"{source} repeats; extend that protocol to {repeats} repeats first")
@@ -496,14 +495,14 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
     and its record; RunDirError when the given settings or protocol options differ from its."""
     if source.resolve() == out.resolve():
         raise RunDirError(f"--reuse-searches {source}: the new protocol needs its own --out")
-    if not (source / PROTOCOL_FILE).is_file():
-        raise RunDirError(f"--reuse-searches {source}: no {PROTOCOL_FILE} there")
-    recorded = _unarchived(read_json(source / PROTOCOL_FILE), source)
+    if not RunDirectory(source).has_protocol():
+        raise RunDirError(f"--reuse-searches {source}: no {PROTOCOL} there")
+    recorded = _unarchived(RunDirectory(source).protocol(), source)
     try:
         settings_json, sha256 = recorded["settings"], recorded["benchmark_sha256"]
         reused_settings = SearchSettings.from_json(settings_json)
     except (KeyError, TypeError, ValueError) as exc:
-        raise RunDirError(f"{source / PROTOCOL_FILE}: not an evaluation protocol ({exc})") from None
+        raise RunDirError(f"{source / PROTOCOL}: not an evaluation protocol ({exc})") from None
     bench = load_benchmark(locate_benchmark(reused_settings.bench, sha256, near=source))
     if settings is None:
         settings = replace(reused_settings, bench=bench.source)
@@ -527,8 +526,8 @@ def _unarchived(protocol: dict, folder: Path) -> dict:
     """``protocol`` as read; RunDirError when it is the trimmed record of a committed protocol whose
     fold runs are packed in an archive beside it (runs/README.md), with the line that unpacks them."""
     if isinstance(protocol, dict) and "archive" in protocol:
-        archive = folder / str(protocol["archive"].get("file", "archive.tar.xz"))
-        raise RunDirError(f"{folder}: its fold runs and whole {PROTOCOL_FILE} are packed in {archive}; "
+        archive = folder / str(protocol["archive"].get("file", ARCHIVE))
+        raise RunDirError(f"{folder}: its fold runs and whole {PROTOCOL} are packed in {archive}; "
                           f"unpack them first: python scripts/runs_archive.py unpack {folder}")
     return protocol
 
@@ -553,8 +552,8 @@ def _write(out: Path, protocol: dict, bench: Benchmark) -> None:
         protocol["repeat_summaries"] = [json_safe(summarise(
             [f for f in finished if f["repeat"] == r], bench.accuracies, protocol["targets"], weights, methods,
             samples=0, seed=spec["seed"], size=len(bench))) for r in range(spec["repeats"])]
-    atomic_write_json(out / PROTOCOL_FILE, protocol)
+    RunDirectory(out).write_protocol(protocol)
 
 
-__all__ = ["DEFAULT_FOLDS", "PROTOCOL_FILE", "SELECTIONS", "OuterFold", "check_fold_count", "evaluate_fold",
+__all__ = ["DEFAULT_FOLDS", "SELECTIONS", "OuterFold", "check_fold_count", "evaluate_fold",
            "fold_figures", "fold_settings", "outer_folds", "register_selection", "run_protocol", "select_best"]

@@ -17,7 +17,7 @@ from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import load_benchmark
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
-from autoprox.search.rundir import RunDirectory, read_json
+from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 
 #: Settings keys that may differ between a record and a resume without changing any figure:
@@ -53,8 +53,7 @@ def finished_search(run_dir: Path, expected: Mapping, sha256: str) -> dict:
     if not run.exists():
         raise RunDirError(f"{run_dir}: no fold search to reuse")
     check_search_run(run_dir, expected, sha256)
-    best_path = run.file("best.json")
-    best = read_json(best_path) if best_path.is_file() else None
+    best = run.best()
     if best is None or not best.get("finished"):
         raise RunDirError(f"{run_dir}: its search is not finished; finish it (autoprox evaluate --resume) "
                           "before reusing it")
@@ -83,8 +82,7 @@ def search_job(settings_json: Mapping, bench_path: str, run_dir: str, stop_after
         best = finished_search(run_dir, expected, bench.sha256)
     elif run.exists():
         check_search_run(run_dir, expected, bench.sha256)
-        best_path = run.file("best.json")
-        best = read_json(best_path) if best_path.is_file() else None
+        best = run.best()
         if best is None or not best.get("finished"):
             best = run_search(None, run_dir, resume=True, stop_after=stop_after, quiet=quiet, resume_command=hint)
     else:

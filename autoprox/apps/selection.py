@@ -32,8 +32,8 @@ from autoprox.proxies.ensemble import JOINT, EnsembleProxy, Member, member, quan
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.search.context import RunContext
 from autoprox.search.fitness import make_folds
-from autoprox.search.halloffame import HALL_OF_FAME, load_hall_of_fame
-from autoprox.search.rundir import RunDirectory, read_json
+from autoprox.search.halloffame import load_hall_of_fame
+from autoprox.search.rundir import HALL_OF_FAME, RunDirectory
 from autoprox.spaces.descriptors import descriptor_columns
 
 #: What a selection returns: a proxy, or an ensemble of proxies and descriptor blends.
@@ -70,7 +70,7 @@ def selection(name: str) -> Callable[[Path], Selected]:
 @register_selection("best")
 def select_best(run_dir: Path) -> Proxy:
     """The run's ``best.json`` genome: the best search-part fitness (the paper's choice)."""
-    genome = read_json(Path(run_dir) / "best.json")["genome"]
+    genome = RunDirectory(run_dir).best(missing_ok=False)["genome"]
     return Proxy(genome, parse_genome(genome))
 
 
@@ -362,7 +362,7 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     out, run_dir = Path(out), Path(run_dir)
     if out.exists():
         raise RunDirError(f"{out} already exists; choose another --out (nothing was overwritten)")
-    best = read_json(run_dir / "best.json")
+    best = RunDirectory(run_dir).best(missing_ok=False)
     if not best.get("finished"):
         raise RunDirError(f"{run_dir}: its search has not finished (continue it with autoprox search --resume)")
     if target is not None and target not in best.get("targets", []):

@@ -42,16 +42,16 @@ from autoprox.apps.rank_search import (
     prepare_spaces,
     search_rank_formula,
 )
-from autoprox.core.atomic import atomic_write_json, make_directory, read_json_file
+from autoprox.core.atomic import make_directory
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.rank_formula import parse_formula
+from autoprox.search.rundir import PROTOCOL, RunDirectory
 
-__all__ = ["PROTOCOL_FORMAT", "PROTOCOL_NAME", "SPACE_BASELINES", "label_free_candidates", "lrsum_all",
+__all__ = ["PROTOCOL_FORMAT", "SPACE_BASELINES", "label_free_candidates", "lrsum_all",
            "paired_interval", "run_space_protocol", "select_formula"]
 
 PROTOCOL_FORMAT = "autoprox-space-protocol/1"
-PROTOCOL_NAME = "protocol.json"
 #: The label-free baselines every searched formula is paired with.
 SPACE_BASELINES = ("params", "flops", "lrsum-all")
 
@@ -185,11 +185,12 @@ def run_space_protocol(spaces: Sequence[TableSpace], out: str | Path, seeds: Seq
             "samples": samples,
             "tables": {s.name: [{"name": t.name, "sha256": t.sha256, "rows": len(t), "targets": list(names)}
                                 for t, names in zip(s.tables, s.targets)] for s in spaces}}
-    path = folder / PROTOCOL_NAME
+    run = RunDirectory(folder)
+    path = run.file(PROTOCOL)
     record = {"format": PROTOCOL_FORMAT, "spec": spec, "directions": {}}
     if path.exists():
-        old = read_json_file(path, "a protocol file", RunDirError)
-        if not isinstance(old, dict) or old.get("format") != PROTOCOL_FORMAT or old.get("spec") != json_round(spec):
+        old = run.protocol()
+        if old.get("format") != PROTOCOL_FORMAT or old.get("spec") != json_round(spec):
             raise RunDirError(f"{path} holds another protocol (other spaces, seeds or settings); choose another --out")
         record = old
         if record["directions"]:
@@ -201,9 +202,9 @@ def run_space_protocol(spaces: Sequence[TableSpace], out: str | Path, seeds: Seq
             f"searching on {', '.join(s.name for s in spaces if s is not left_out)}")
         record["directions"][left_out.name] = _direction(left_out, [s for s in spaces if s is not left_out], seeds,
                                                          settings, samples, say)
-        atomic_write_json(path, record)
+        run.write_protocol(record)
     record["summary"] = summarise(record)
-    atomic_write_json(path, record)
+    run.write_protocol(record)
     return record
 
 

@@ -185,10 +185,9 @@ def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quie
         one = fold_settings(settings, targets, held_out)
         hint = f"autoprox transfer --resume --out {shlex.quote(str(out))}"
         _log(f"transfer fold {number}/{len(targets)}: search on {', '.join(one.targets)}, hold out {held_out}", quiet)
-        best_path = run_dir / "best.json"
         if RunDirectory(run_dir).exists():  # left by an earlier start, or by a plain search with these settings
             _check_fold_matches(run_dir, one)
-            best = read_json(best_path) if best_path.exists() else None
+            best = RunDirectory(run_dir).best()
             if best is None or not best.get("finished"):
                 best = run_search(None, run_dir, resume=True, quiet=quiet, resume_command=hint, executor=executor)
         else:

@@ -33,8 +33,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autoprox.apps.protocol import PROTOCOL_FILE, run_protocol
+    from autoprox.apps.protocol import run_protocol
     from autoprox.apps.protocol_summary import format_protocol
+    from autoprox.search.rundir import PROTOCOL
 
     if args.rank_formulas and not args.leave_space_out:
         from autoprox.core.errors import ConfigError
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         with executor_from_args(args) as executor:
             protocol = run_protocol(settings, out, executor=_fold_executor(args, executor), **options)
     print(format_protocol(protocol), end="")
-    print(f"written to {out / PROTOCOL_FILE}")
+    print(f"written to {out / PROTOCOL}")
     return 0 if protocol.get("finished") else 130
 
 
@@ -82,11 +83,8 @@ def _leave_space_out(args: argparse.Namespace) -> int:
         from autoprox.cli.tables import run_space_protocol_command
 
         return run_space_protocol_command(args)
-    from autoprox.apps.cross_space import (
-        PROTOCOL_FILE,
-        format_cross_space,
-        run_cross_space,
-    )
+    from autoprox.apps.cross_space import format_cross_space, run_cross_space
+    from autoprox.search.rundir import PROTOCOL
     from autoprox.core.errors import ConfigError
 
     zoo = None if args.zoo_baselines is None else [z for z in args.zoo_baselines if z != "none"]
@@ -108,6 +106,6 @@ def _leave_space_out(args: argparse.Namespace) -> int:
                                resume=args.resume, quiet=args.quiet,
                                search_workers=args.fold_workers, iterations=iterations)
     print(format_cross_space(protocol), end="")
-    print(f"written to {out / PROTOCOL_FILE}")
+    print(f"written to {out / PROTOCOL}")
     return 0 if protocol.get("finished") else 130
 

@@ -89,7 +89,9 @@ def run_bench(args: argparse.Namespace, proxy) -> str | None:
         return None
     source = proxy.provenance.get("file") if isinstance(proxy.provenance, dict) else None
     run_dir = Path(source).parent if isinstance(source, str) else None
-    if run_dir is None or not (run_dir / "config.json").is_file():
+    from autoprox.search.rundir import RunDirectory
+
+    if run_dir is None or not RunDirectory(run_dir).exists():
         return None
     from autoprox.core.errors import ConfigError
     from autoprox.search.multispace import MultiRunContext, open_context

@@ -70,6 +70,7 @@ def _resume_benches(args: argparse.Namespace):
 def _print_best(report: dict) -> None:
     from autoprox.reports.show import params_verdict
     from autoprox.search.engine import TEST_DEFERRED
+    from autoprox.search.rundir import BEST
 
     print(f"best proxy: {report['genome']}")
     print(f"{'target':<16}{'search tau':>12}{'test tau':>10}{'params search':>15}{'params test':>13}")
@@ -82,7 +83,7 @@ def _print_best(report: dict) -> None:
     deferred = report.get("test", {}).get("none")
     if deferred == TEST_DEFERRED:
         print(f"test figures {deferred}")
-    print(f"written to {Path(report['run']) / 'best.json'}")
+    print(f"written to {Path(report['run']) / BEST}")
     verdict = params_verdict(report)
     if verdict:  # the last line: how the proxy compares with the parameter count
         print(verdict)

@@ -127,7 +127,8 @@ def _searched_on(proxy) -> list[str]:
 def run_space_protocol_command(args: argparse.Namespace) -> int:
     """``evaluate --leave-space-out --rank-formulas``: the N-space protocol over proxy tables."""
     from autoprox.apps.rank_search import RankSearchSettings
-    from autoprox.apps.space_protocol import PROTOCOL_NAME, run_space_protocol
+    from autoprox.apps.space_protocol import run_space_protocol
+    from autoprox.search.rundir import PROTOCOL
 
     spaces = _spaces(args)
     seeds = tuple(range(args.seeds if args.seeds is not None else 5))
@@ -138,7 +139,7 @@ def run_space_protocol_command(args: argparse.Namespace) -> int:
                                   samples=args.bootstrap if args.bootstrap is not None else 1000,
                                   say=(lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr)))
     print(format_space_protocol(protocol), end="")
-    print(f"written to {out / PROTOCOL_NAME}")
+    print(f"written to {out / PROTOCOL}")
     return 0
 
 

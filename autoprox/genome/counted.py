@@ -36,7 +36,6 @@ import torch
 from deap import gp
 
 from autoprox.data.counts import CountedStatistic, count_statistic, stored_float16
-from autoprox.genome.early import FLOAT32_MAX, LINEAR_UNDER_MEAN, TINY_PRODUCT
 from autoprox.genome.tree import (
     TEMPLATE_REDUCTION,
     Scalar,
@@ -48,6 +47,15 @@ from autoprox.genome.tree import (
     uses_scalar_terminals,
 )
 from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES
+
+#: Largest finite float32: below it, no partial sum of either form overflows.
+FLOAT32_MAX = 3.4028234663852886e38
+#: Operations whose mean can be taken of the operands first: a sum or difference (of two
+#: matrices of one shape, or a matrix and a scalar), a product of a matrix and a scalar.
+LINEAR_UNDER_MEAN = ("element_wise_sum", "element_wise_difference", "element_wise_product")
+#: A product whose largest entry is below this (in magnitude) is computed the exact way:
+#: its entries may fall under float32's normal range, where they lose precision.
+TINY_PRODUCT = 2.0 ** -100
 
 #: How genomes are evaluated: entry by entry (``exact``, the default: the committed runs' numbers
 #: bitwise) or once per distinct stored value (``counted``, this module; float32 rounding apart).

@@ -45,7 +45,7 @@ from autoprox.spaces.descriptors import terminal_names, terminal_values
 
 __all__ = ["MATRIX", "PAPER_TERMINALS", "SCALAR", "TERMINAL_SETS", "TerminalSet", "TerminalSource",
            "architecture_values", "check_terminals", "computed_sets", "register_terminal_set", "terminal_kinds",
-           "terminal_set_of", "terminal_table", "terminals_of"]
+           "terminal_table", "terminals_of"]
 
 #: A per-block statistic (a 2-D value in each block, from the statistics cache).
 MATRIX = "matrix"
@@ -152,11 +152,6 @@ def register_terminal_set(terminal_set: TerminalSet) -> TerminalSet:
 def terminal_kinds() -> dict[str, str]:
     """Every registered terminal -> its kind (:data:`MATRIX` or :data:`SCALAR`)."""
     return {name: ts.kind for ts in TERMINAL_SETS.values() for name in ts.names}
-
-
-def terminal_set_of(name: str) -> TerminalSet | None:
-    """The registered set that holds terminal ``name``, or None."""
-    return next((ts for ts in TERMINAL_SETS.values() if name in ts.names), None)
 
 
 def check_terminals(names: Iterable[str]) -> tuple[str, ...]:

@@ -43,7 +43,6 @@ from deap import gp
 from autoprox.core.errors import ConfigError, GenomeError  # noqa: F401 (re-exported)
 from autoprox.data.extras import extras_for
 from autoprox.genome.aggregations import get_aggregation
-from autoprox.genome.early import combine_means, scalar_summary
 from autoprox.genome.space import (  # noqa: F401 (re-exported: the space genomes are drawn from)
     AGGREGATIONS,
     DEFAULT_AGGREGATION,
@@ -403,36 +402,14 @@ def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: Mapping,
     slot = memo.slot(position, index) if memo is not None else None
     if slot is not None and slot.hit():
         return slot.value(), slot.end
-    value = (_reduced_early(tree, position, block, memo, index, kernels)
-             if memo is not None and memo.reduce_early else None)
-    end = tree.searchSubtree(position).stop if value is not None else position + 1
-    args = []
-    for _ in range(node.arity if value is None else 0):
+    end, args = position + 1, []
+    for _ in range(node.arity):
         arg, end = _evaluate_block(tree, end, block, memo, index, kernels)
         args.append(arg)
-    if value is None:
-        value = kernels[node.name](*args)
+    value = kernels[node.name](*args)
     if slot is not None:
         slot.keep(value)
     return value, end
-
-
-def _reduced_early(tree: gp.PrimitiveTree, position: int, block: Mapping, memo, index: int,
-                   kernels: Mapping[str, Callable]):
-    """``to_mean_scalar(op(a, b))`` from the operands' summaries (:mod:`autoprox.genome.early`),
-    or None where that is not safe (then the exact path computes it)."""
-    early = memo.early_at(position)
-    if early is None:
-        return None
-    op, operands = early
-    summaries = []
-    for start, key, is_matrix in operands:
-        evaluate = lambda start=start: _evaluate_block(tree, start, block, memo, index, kernels)[0]  # noqa: E731
-        summary = memo.branches.summary(key, index, evaluate) if is_matrix else scalar_summary(evaluate())
-        if summary is None:
-            return None
-        summaries.append(summary)
-    return combine_means(op, *summaries)
 
 
 def uses_arch_terminals(tree: gp.PrimitiveTree) -> bool:

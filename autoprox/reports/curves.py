@@ -32,7 +32,6 @@ from autoprox.search.rundir import (
     BEST,
     RunDirectory,
     RunDirError,
-    read_json,
     read_records,
 )
 
@@ -75,12 +74,11 @@ def rolling_rate(accepted: Sequence[bool], attempts: Sequence[int], window: int)
 
 def params_reference(run: RunDirectory, config: dict) -> tuple[float | None, str]:
     """The parameter count's search-split JCM: from best.json, else computed from the benchmark."""
-    best_path = run.file(BEST)
-    if best_path.is_file():
+    if run.file(BEST).is_file():
         try:
-            value = read_json(best_path)["params"]["search"]["jcm"]
+            value = run.best()["params"]["search"]["jcm"]
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value), "best.json"
+                return float(value), BEST
         except RunDirError as exc:
             warnings.warn(f"{exc}; the parameter count's line is computed from the benchmark", stacklevel=2)
         except (KeyError, TypeError):

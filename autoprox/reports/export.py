@@ -374,17 +374,16 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
     """
     from autoprox.proxies.proxy import ProxyError, resolve_proxy
     from autoprox.search.halloffame import load_hall_of_fame
-    from autoprox.search.rundir import RunDirectory, RunDirError, read_json
+    from autoprox.search.rundir import BEST, RunDirectory, RunDirError
 
     path = Path(source)
     if _probe(path, Path.is_dir):
         run = RunDirectory(path)
         config = run.config()  # RunDirError when it is not a run
-        best_path = run.file("best.json")
-        if rank is None and best_path.is_file():
-            best = read_json(best_path)
+        best = run.best() if rank is None else None
+        if best is not None:
             if not isinstance(best.get("genome"), str):
-                raise RunDirError(f"{best_path}: no 'genome' string")
+                raise RunDirError(f"{run.file(BEST)}: no 'genome' string")
             search = best.get("search") if isinstance(best.get("search"), dict) else {}
             test = best.get("test") if isinstance(best.get("test"), dict) else {}
             kendall = {t: _float(m.get("kendall")) for t, m in (search.get("targets") or {}).items()

@@ -23,8 +23,6 @@ from autoprox import __version__
 
 #: The file ``search --report`` writes into its run directory, and ``report``'s default output.
 REPORT_FILE = "report.html"
-#: A protocol directory's record (:mod:`autoprox.apps.protocol`).
-PROTOCOL_FILE = "protocol.json"
 
 STYLE = """
 :root { --ink: #1d2330; --muted: #5b6475; --rule: #d9dde5; --band: #f4f6f9; --accent: #1f6fb4; }
@@ -159,5 +157,5 @@ class ReportMemo:
     warned: set = field(default_factory=set)
 
 
-__all__ = ["PROTOCOL_FILE", "REPORT_FILE", "STYLE", "Cell", "ReportMemo", "esc", "facts", "figure", "formula_cell",
+__all__ = ["REPORT_FILE", "STYLE", "Cell", "ReportMemo", "esc", "facts", "figure", "formula_cell",
            "num", "number", "page", "table", "text"]

@@ -17,7 +17,6 @@ from typing import Mapping, Sequence
 from autoprox.core.errors import AutoproxError, ReportError
 from autoprox.reports import figures_svg as svg
 from autoprox.reports.html import (
-    PROTOCOL_FILE,
     Cell,
     ReportMemo,
     esc,
@@ -30,6 +29,7 @@ from autoprox.reports.html import (
     text,
 )
 from autoprox.reports.html_protocol import command_rows
+from autoprox.search.rundir import PROTOCOL
 
 #: The searched proxy's name in the summary (:data:`autoprox.apps.cross_space.SEARCHED`).
 SEARCHED = "searched"
@@ -56,7 +56,7 @@ def cross_space_body(path: Path, protocol: Mapping, simplify: bool, memo: Report
         for direction in directions:
             direction["left_out"], list(direction["searches"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ReportError(f"{path / PROTOCOL_FILE}: not a leave-one-space-out protocol this autoprox can read "
+        raise ReportError(f"{path / PROTOCOL}: not a leave-one-space-out protocol this autoprox can read "
                           f"(no {exc})") from None
     name = path.resolve().name
     summary = protocol.get("summary") if isinstance(protocol.get("summary"), Mapping) else {}

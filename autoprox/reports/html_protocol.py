@@ -16,7 +16,6 @@ from autoprox.apps.protocol_summary import REFERENCE
 from autoprox.core.errors import AutoproxError, ReportError
 from autoprox.reports import figures_svg as svg
 from autoprox.reports.html import (
-    PROTOCOL_FILE,
     Cell,
     ReportMemo,
     esc,
@@ -28,18 +27,18 @@ from autoprox.reports.html import (
     table,
     text,
 )
-from autoprox.search.rundir import read_json
+from autoprox.search.rundir import PROTOCOL, RunDirectory
 
 
 def protocol_body(path: Path, simplify: bool, memo: ReportMemo, protocol: Mapping | None = None) -> tuple[str, str]:
     """(title, body HTML) of the protocol in ``path`` (``protocol``: its protocol.json, read here when not
     given); ReportError when its protocol.json cannot be read."""
-    protocol = read_json(path / PROTOCOL_FILE) if protocol is None else protocol
+    protocol = RunDirectory(path).protocol() if protocol is None else protocol
     try:
         spec, folds = protocol["protocol"], list(protocol["folds"])
         targets = list(protocol["targets"])
     except (KeyError, TypeError) as exc:
-        raise ReportError(f"{path / PROTOCOL_FILE}: not a protocol this autoprox can read (no {exc})") from None
+        raise ReportError(f"{path / PROTOCOL}: not a protocol this autoprox can read (no {exc})") from None
     summary = protocol.get("summary") or {}
     methods = list(summary.get("methods") or [REFERENCE, *spec.get("baselines", [])])
     baselines = [m for m in methods if m != REFERENCE]
@@ -75,48 +74,13 @@ def _as_typed(command: list[str]) -> list[str]:
     return ["autoprox", *command[1:]] if command[0].endswith(("__main__.py", "autoprox", "autoprox.cli")) else command
 
 
-def _original_command(folder: Path) -> list[str] | None:
-    """The command that started a protocol whose record kept only its last session's (an older autoprox):
-    the first of its runs' ``config.json`` (a fold's, a search's) recording one that is no resume, read from
-    the folder or from the ``archive.tar.xz`` a committed protocol packs them in; None when none does."""
-    import json
-    import tarfile
-
-    def original(data) -> list[str] | None:
-        command = _words(data.get("command")) if isinstance(data, dict) else None
-        return command if command and "evaluate" in command and "--resume" not in command else None
-
-    for config in sorted(folder.glob("*/*/config.json")):
-        try:
-            found = original(json.loads(config.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
-        if found:
-            return _as_typed(found)
-    archive = folder / "archive.tar.xz"
-    if archive.is_file():
-        try:
-            with tarfile.open(archive, "r:*") as packed:
-                for member in packed:
-                    if member.isfile() and member.name.count("/") == 2 and member.name.endswith("/config.json"):
-                        handle = packed.extractfile(member)
-                        found = original(json.loads(handle.read())) if handle is not None else None
-                        if found:
-                            return _as_typed(found)
-        except (OSError, ValueError, tarfile.TarError, EOFError):
-            return None
-    return None
-
-
 def command_rows(protocol: Mapping, folder: Path) -> list[tuple[str, str]]:
     """The header's "made by" (the command that started the protocol) and "last resumed with" rows.
 
     A protocol records its first command and its last resume apart (``command``, ``resumed_with``); one
     written by an older autoprox kept only the last session's command, and its runs' ``config.json`` are
-    searched for the first one then (:func:`_original_command`)."""
-    command, resumed = _words(protocol.get("command")), _words(protocol.get("resumed_with"))
-    if command and "--resume" in command and resumed is None:
-        resumed, command = command, _original_command(folder)
+    searched for the first one then (:meth:`RunDirectory.protocol_commands`)."""
+    command, resumed = RunDirectory(folder).protocol_commands(protocol)
     rows = []
     if command:
         rows.append(("made by", f'<code id="made-by">{esc(shlex.join(_as_typed(command)))}</code>'))

@@ -32,12 +32,11 @@ from autoprox.reports.html import (
 )
 from autoprox.reports.html_evolution import curves_section, evaluated_per_iteration
 from autoprox.reports.html_protocol import command_rows
-from autoprox.search.halloffame import HALL_OF_FAME, holds_proxy, load_hall_of_fame, search_kendall
+from autoprox.search.halloffame import holds_proxy, load_hall_of_fame, search_kendall
 from autoprox.search.rundir import (
-    BEST,
+    HALL_OF_FAME,
     RunDirectory,
     lock_holder,
-    read_json,
     read_records,
 )
 
@@ -65,7 +64,7 @@ def run_body(path: Path, compute: bool, simplify: bool, memo: ReportMemo,
         memo.warned.add(("hall", str(run.path)))  # a served page or a search's checkpoints: said once
         warnings.warn(f"{run.file(HALL_OF_FAME)}: {loaded.note}; the report shows the rebuilt one",
                       stacklevel=2)
-    best = read_json(run.file(BEST)) if run.file(BEST).is_file() else None
+    best = run.best()
     evaluated = evaluated_per_iteration(run)
     fitness = str(settings.get("fitness") or "jcm")
     name = run.path.resolve().name
@@ -197,10 +196,8 @@ def resume_command(path: Path) -> str:
     """The whole command that continues the run in ``path``, its path quoted for a shell: ``search --resume``,
     or the command of the protocol the run is a fold or a search of (``PROTOCOL/repeat-R/fold-K``,
     ``PROTOCOL/leave-out-SPACE/seed-S``), which resumes its runs itself."""
-    from autoprox.reports.html import PROTOCOL_FILE
-
     protocol = path.parent.parent
-    if (protocol / PROTOCOL_FILE).is_file():
+    if RunDirectory(protocol).has_protocol():
         mode = " --leave-space-out" if path.parent.name.startswith("leave-out-") else ""
         return f"autoprox evaluate{mode} --resume --out {shlex.quote(str(protocol))}"
     return f"autoprox search --resume --out {shlex.quote(str(path))}"

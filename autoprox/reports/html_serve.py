@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Callable
 
 from autoprox.core.errors import AutoproxError, ReportError, one_line
-from autoprox.reports.html import PROTOCOL_FILE, ReportMemo, esc
+from autoprox.reports.html import ReportMemo, esc
 from autoprox.reports.report import render_report, report_kind
-from autoprox.search.rundir import lock_holder
+from autoprox.search.rundir import BEST, EVALUATIONS, HALL_OF_FAME, LOG, PROTOCOL, lock_holder
 
 #: The only address served: the page is for the person at this machine.
 HOST = "127.0.0.1"
@@ -29,7 +29,7 @@ HOST = "127.0.0.1"
 POLL_SECONDS = 2
 
 #: Files whose change means a new page: a run's, and a protocol's record.
-WATCHED = ("log.jsonl", "evaluations.jsonl", "hall_of_fame.json", "best.json", PROTOCOL_FILE)
+WATCHED = (LOG, EVALUATIONS, HALL_OF_FAME, BEST, PROTOCOL)
 
 
 def state_token(path: Path) -> str:

@@ -13,20 +13,18 @@ from typing import Callable
 
 from autoprox.core.atomic import atomic_write_text, write_target
 from autoprox.core.errors import ReportError
-from autoprox.reports.html import PROTOCOL_FILE, REPORT_FILE, ReportMemo, page
+from autoprox.reports.html import REPORT_FILE, ReportMemo, page
 from autoprox.reports.html_cross import cross_space_body, is_cross_space
 from autoprox.reports.html_protocol import protocol_body
 from autoprox.reports.html_run import run_body
 from autoprox.reports.html_spaces import SPACE_PROTOCOL_FORMAT, space_protocol_body
-from autoprox.search.rundir import read_json
+from autoprox.search.rundir import CONFIG, PROTOCOL, RUN_FILES, RunDirectory
 
 
 #: What ``report`` takes, as its errors say it.
-EXPECTED = "report takes a run directory (holding config.json) or a protocol directory (holding protocol.json)"
+EXPECTED = f"report takes a run directory (holding {CONFIG}) or a protocol directory (holding {PROTOCOL})"
 #: The files of a run or a protocol directory, named when one of them is given in place of its folder.
-_FOLDER_FILES = {"config.json": "a run's", "best.json": "a run's", "hall_of_fame.json": "a run's",
-                 "log.jsonl": "a run's", "log.jsonl.xz": "a run's", "evaluations.jsonl": "a run's",
-                 "checkpoint.json": "a run's", PROTOCOL_FILE: "a protocol's"}
+_FOLDER_FILES = {**{name: "a run's" for name in RUN_FILES}, PROTOCOL: "a protocol's"}
 
 
 def _what_file(path: Path) -> tuple[str, str]:
@@ -58,12 +56,12 @@ def report_kind(path: str | Path) -> str:
         raise ReportError(f"{path} is {what}: {EXPECTED}{instead}")
     if not path.is_dir():
         raise ReportError(f"{path} is not a directory: give a run directory or a protocol directory")
-    if (path / PROTOCOL_FILE).is_file():
+    if RunDirectory(path).has_protocol():
         return "protocol"
-    if (path / "config.json").is_file():
+    if RunDirectory(path).exists():
         return "run"
-    raise ReportError(f"{path} is neither a run directory (no config.json) nor a protocol directory "
-                      f"(no {PROTOCOL_FILE})")
+    raise ReportError(f"{path} is neither a run directory (no {CONFIG}) nor a protocol directory "
+                      f"(no {PROTOCOL})")
 
 
 def render_report(path: str | Path, compute: bool = True, simplify: bool = True, memo: ReportMemo | None = None,
@@ -78,9 +76,9 @@ def render_report(path: str | Path, compute: bool = True, simplify: bool = True,
     memo = memo if memo is not None else ReportMemo()
     say = progress if progress is not None else _stderr
     if report_kind(path) == "protocol":
-        protocol = read_json(Path(path) / PROTOCOL_FILE)
-        if isinstance(protocol, dict) and protocol.get("format") == SPACE_PROTOCOL_FORMAT:
-            title, body = space_protocol_body(Path(path) / PROTOCOL_FILE)
+        protocol = RunDirectory(path).protocol()
+        if protocol.get("format") == SPACE_PROTOCOL_FORMAT:
+            title, body = space_protocol_body(Path(path) / PROTOCOL)
         elif is_cross_space(protocol):
             title, body = cross_space_body(Path(path), protocol, simplify=simplify, memo=memo)
         else:

@@ -17,14 +17,13 @@ from autoprox.genome.tree import (
     uses_spread_terminals,
 )
 from autoprox.search.halloffame import (
-    HALL_OF_FAME,
     Entry,
     holds_proxy,
     load_hall_of_fame,
     search_kendall,
     write_hall_of_fame,
 )
-from autoprox.search.rundir import RunDirectory, RunDirError, read_json
+from autoprox.search.rundir import BEST, HALL_OF_FAME, RunDirectory, RunDirError
 
 
 def format_beyond_size(blocks: Mapping[str, Mapping], label: str = "split") -> list[str]:
@@ -126,7 +125,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         try:
             best_canonical = canonical_string(parse_genome(best["genome"]))
         except GenomeError as exc:
-            warnings.warn(f"{run.file('best.json')}: its genome is not valid ({exc}); shown without it", stacklevel=2)
+            warnings.warn(f"{run.file(BEST)}: its genome is not valid ({exc}); shown without it", stacklevel=2)
             best = None
     best_kendall = search_kendall(best)
 
@@ -300,11 +299,8 @@ def _readable_block(block) -> dict:
 
 def _best_json(run: RunDirectory) -> dict | None:
     """``best.json``, or None when there is none yet; one unreadable is named in a warning and left aside."""
-    path = run.file("best.json")
-    if not path.is_file():
-        return None
     try:
-        return read_json(path)
+        return run.best()
     except RunDirError as exc:
         warnings.warn(f"{exc}; shown without it", stacklevel=3)
         return None

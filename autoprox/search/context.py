@@ -42,7 +42,7 @@ from autoprox.genome.tree import InvalidProxy
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.figures import beyond_size, figures
 from autoprox.proxies.proxy import Proxy, score_archs
-from autoprox.search.rundir import RunDirectory
+from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.settings import SearchSettings, stats_plan
 from autoprox.spaces.descriptors import descriptor_columns
 
@@ -123,7 +123,7 @@ class RunContext:
             if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256", ""), (str, type(None))):
                 raise ValueError("'benchmark' must be an object with a sha256 string")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise RunDirError(f"{run.file('config.json')}: not a run configuration this autoprox can read "
+            raise RunDirError(f"{run.file(CONFIG)}: not a run configuration this autoprox can read "
                               f"({type(exc).__name__}: {exc})") from None
         sha256 = recorded.get("sha256")
         bench_path = Path(bench) if bench is not None else locate_benchmark(settings.bench, sha256, near=run.path)
@@ -136,10 +136,10 @@ class RunContext:
         try:
             recorded_split = Split.from_json(split_json) if split_json is not None else None
         except (KeyError, TypeError, ValueError) as exc:
-            raise RunDirError(f"{run.file('config.json')}: its recorded split is unreadable "
+            raise RunDirError(f"{run.file(CONFIG)}: its recorded split is unreadable "
                               f"({type(exc).__name__}: {exc})") from None
         if recorded_split is not None and recorded_split != context.split:
-            raise RunDirError(f"{run.file('config.json')}: its recorded split differs from the one its settings give")
+            raise RunDirError(f"{run.file(CONFIG)}: its recorded split differs from the one its settings give")
         return context
 
     def fitness_bases(self) -> tuple[dict[str, dict], dict[str, np.ndarray]]:

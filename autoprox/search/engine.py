@@ -34,7 +34,7 @@ from autoprox.search.evolution import (
     stalled,
 )
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
-from autoprox.search.halloffame import HALL_OF_FAME, HallOfFame, write_hall_of_fame
+from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, hold_mapped re-exported)
     MAP_STATISTICS_ABOVE,
     MultiRunContext,
@@ -44,7 +44,15 @@ from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, ho
     open_context,
     space_evaluator,
 )
-from autoprox.search.rundir import ARCHIVE, CHECKPOINT, EVALUATIONS, RunDirectory, read_json, read_records
+from autoprox.search.rundir import (
+    ARCHIVE,
+    CHECKPOINT,
+    CONFIG,
+    EVALUATIONS,
+    HALL_OF_FAME,
+    RunDirectory,
+    read_records,
+)
 from autoprox.search.settings import (
     SearchSettings,
     digested_settings,
@@ -218,7 +226,7 @@ def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iteratio
     kept = _hall_entries(run)
     if kept and not run.file(EVALUATIONS).is_file():  # a run whose evaluations were not kept (runs/README.md)
         raise RunDirError(f"{run.path} has no {EVALUATIONS}, from which a resume rebuilds the hall of fame: resuming "
-                          f"would drop the {kept} proxies {HALL_OF_FAME} holds; run its command (config.json) again "
+                          f"would drop the {kept} proxies {HALL_OF_FAME} holds; run its command ({CONFIG}) again "
                           "with another --out")
     if checkpoint is not None:
         recorded = checkpoint.get("settings_digest")
@@ -230,7 +238,7 @@ def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iteratio
             what = (f": {'; '.join(differ)}" if differ else
                     f" (settings digest {str(recorded)[:12]} then, {current[:12]} now)")
             raise RunDirError(
-                f"{run.file('config.json')}: its settings differ from those {run.file(CHECKPOINT).name} "
+                f"{run.file(CONFIG)}: its settings differ from those {run.file(CHECKPOINT).name} "
                 f"(iteration {checkpoint.get('iteration', '?')}) was made with{what}; resuming would mix two "
                 "searches: restore config.json, or start a new run with another --out")
     session = {k: v for k, v in (("workers", workers), ("cache_dir", cache_dir)) if v is not None}
@@ -258,8 +266,8 @@ def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iteratio
 def _hall_entries(run: RunDirectory) -> int:
     """How many proxies the run's ``hall_of_fame.json`` lists (0 when it has none or cannot be read)."""
     try:
-        entries = read_json(run.file(HALL_OF_FAME)).get("entries")
-    except RunDirError:
+        entries = (run.hall_of_fame() or {}).get("entries")
+    except ValueError:  # RunDirError, or a version-1 file whose entries cannot be converted
         return 0
     return len(entries) if isinstance(entries, list) else 0
 

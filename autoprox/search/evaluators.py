@@ -106,9 +106,7 @@ class ExactEvaluator(Evaluator):
 
     ``terminals``: per architecture, its architecture-level terminal values (for genomes that use
     them). ``subtree_memo``: keep each architecture's scalar subtree values between genomes
-    (:class:`~autoprox.genome.memo.SubtreeMemo`; exact: the same scores). ``reduce_early`` (with
-    ``subtree_memo``; not exact, off by default): the mean of a sum or difference of two matrices
-    taken as the sum or difference of their means (scores equal to float32 rounding).
+    (:class:`~autoprox.genome.memo.SubtreeMemo`; exact: the same scores).
     ``kernels``: the kernel set (:data:`autoprox.primitives.KERNEL_SETS`): ``torch`` (default; the committed
     runs' numbers bitwise) or ``numpy`` (scores equal to a few float32 ulps). ``threads``:
     architectures scored side by side in this many threads on the one copy of the statistics,
@@ -116,20 +114,17 @@ class ExactEvaluator(Evaluator):
     """
 
     def __init__(self, stats: HeldStatistics, terminals: Sequence[Mapping[str, float]] | None = None,
-                 subtree_memo: bool = True, reduce_early: bool = False, kernels: str = DEFAULT_KERNELS,
-                 threads: int = 1) -> None:
+                 subtree_memo: bool = True, kernels: str = DEFAULT_KERNELS, threads: int = 1) -> None:
         self.stats = stats
         self.keys = tuple(stats)
         self.size = _size(stats)
         self.terminals = list(terminals) if terminals is not None else None
         if self.terminals is not None and len(self.terminals) != self.size:
             raise ConfigError(f"{len(self.terminals)} terminal sets for {self.size} architectures")
-        if reduce_early and not subtree_memo:
-            raise ConfigError("reducing early needs the subtree memo (and statistics in this process)")
         self.kernels = kernels
         self.kernel_functions = kernel_map(kernels)
         self.subtree_memos: dict[StatsKey, list[SubtreeMemo]] | None = (
-            {key: [SubtreeMemo(len(blocks), reduce_early=reduce_early) for blocks in archs]
+            {key: [SubtreeMemo(len(blocks)) for blocks in archs]
              for key, archs in stats.items()} if subtree_memo else None)
         # Each scoring thread's torch runs one intra-op thread, as torch_threads(1) makes this one.
         self.threads = ThreadedMap(threads, initializer=partial(torch.set_num_threads, 1))
@@ -168,12 +163,11 @@ class CountedEvaluator(ExactEvaluator):
     Needs the statistics held as stored float16; the same arguments as :class:`ExactEvaluator`."""
 
     def __init__(self, stats: HeldStatistics, terminals: Sequence[Mapping[str, float]] | None = None,
-                 subtree_memo: bool = True, reduce_early: bool = False, kernels: str = DEFAULT_KERNELS,
-                 threads: int = 1) -> None:
+                 subtree_memo: bool = True, kernels: str = DEFAULT_KERNELS, threads: int = 1) -> None:
         if not all(is_counted_form(archs) for archs in stats.values()):
             raise ConfigError("counted evaluation needs the statistics held as stored float16 "
                               "(cache precision float16, not loaded as float32)")
-        super().__init__(stats, terminals, subtree_memo, reduce_early, kernels, threads)
+        super().__init__(stats, terminals, subtree_memo, kernels, threads)
         self._counted = {key: CountedBlocks(archs) for key, archs in stats.items()}
         self._path_counts = {"counted": 0, "exact": 0}
 

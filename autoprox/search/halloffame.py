@@ -17,10 +17,8 @@ keeps, over every genome a search evaluated:
   seen (no other genome has a fitness at least as high with at most as many nodes, one
   of the two strictly), ordered by complexity.
 
-``hall_of_fame.json`` version 2 records each entry's ``fitness`` and ``jcm``; version 1 (runs
-made before the two were kept apart) had ``jcm`` alone, holding the fitness: it is read as the
-fitness, and the plain JCM is computed again from the entry's Kendall taus and the run's
-weights (:func:`recorded_weights`), the very sum the search made.
+``hall_of_fame.json`` version 2 records each entry's ``fitness`` and ``jcm``; a version-1 file (runs
+made before the two were kept apart) is converted on reading (:meth:`RunDirectory.hall_of_fame`).
 
 Complexity is the node count (:func:`autoprox.genome.tree.tree_size`) of the genome's
 canonical form: ``no_op`` nodes do nothing and are not counted, so the paper's
@@ -41,8 +39,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from autoprox.core.atomic import atomic_write_json
-from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.errors import RunDirError
 from autoprox.genome.tree import (
     GenomeError,
@@ -52,9 +48,7 @@ from autoprox.genome.tree import (
     tree_size,
 )
 from autoprox.search.fitness import FitnessRecord
-from autoprox.search.rundir import RunDirectory, read_json
-
-HALL_OF_FAME = "hall_of_fame.json"
+from autoprox.search.rundir import EVALUATIONS, HALL_OF_FAME, RunDirectory
 FORMAT = "autoprox-hall-of-fame"
 FORMAT_VERSION = 2
 DEFAULT_CAPACITY = 20
@@ -94,23 +88,15 @@ class Entry:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Mapping, version: int = FORMAT_VERSION, weights: Mapping[str, float] | None = None
-                  ) -> "Entry":
-        """Read an entry from disk, checking every field (the genome is re-parsed, never evaluated).
-
-        An entry of format ``version`` 1 holds its fitness as ``jcm``; its plain JCM is computed
-        from its Kendall taus with the run's JCM ``weights``.
-        """
+    def from_json(cls, data: Mapping) -> "Entry":
+        """Read an entry from disk, checking every field (the genome is re-parsed, never evaluated)."""
         if not isinstance(data, Mapping):
             raise RunDirError("a hall-of-fame entry must be an object")
         if not isinstance(data["genome"], str):
             raise RunDirError("a hall-of-fame entry's genome must be a string")
         tree = parse_genome(data["genome"])
         kendall = {str(t): float(v) for t, v in dict(data["kendall"]).items()}
-        if version < 2:
-            fitness, jcm = float(data["jcm"]), joint_metric(kendall, weights)
-        else:
-            fitness, jcm = float(data["fitness"]), float(data["jcm"])
+        fitness, jcm = float(data["fitness"]), float(data["jcm"])
         if not (math.isfinite(fitness) and math.isfinite(jcm)):
             raise RunDirError("a hall-of-fame entry has no finite fitness and JCM")
         return cls(genome_to_string(tree), canonical_string(tree), jcm, kendall,
@@ -198,9 +184,9 @@ class HallOfFame:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping, weights: Mapping[str, float] | None = None) -> "HallOfFame":
-        """Read a ``hall_of_fame.json`` object; RunDirError saying what is wrong when it is malformed.
-        ``weights``: the run's JCM weights, which a version-1 file's plain JCMs are computed with."""
+    def from_json(cls, data: Mapping) -> "HallOfFame":
+        """Read a ``hall_of_fame.json`` object (version 2: :meth:`RunDirectory.hall_of_fame` converts an older
+        one); RunDirError saying what is wrong when it is malformed."""
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise RunDirError("not a hall-of-fame file")
         try:
@@ -210,8 +196,8 @@ class HallOfFame:
             return cls(
                 capacity=int(data["capacity"]),
                 targets=[str(t) for t in data["targets"]],
-                entries=distinct_entries(Entry.from_json(e, version, weights) for e in data["entries"]),
-                pareto=[Entry.from_json(e, version, weights) for e in data["pareto"]],
+                entries=distinct_entries(Entry.from_json(e) for e in data["entries"]),
+                pareto=[Entry.from_json(e) for e in data["pareto"]],
                 evaluated=int(data["evaluated"]),
                 valid=int(data["valid"]),
                 iteration=int(data["iteration"]),
@@ -263,23 +249,8 @@ def holds_proxy(entry: Entry, canonical: str | None, kendall: Mapping[str, float
         abs(float(entry.kendall[t]) - float(kendall[t])) <= 1e-12 for t in kendall)
 
 
-def recorded_weights(config: Mapping) -> dict[str, float]:
-    """The JCM weight of each target a run's ``config.json`` records (absent: 1); for a multi-space run,
-    of each ``SPACE/TARGET`` pair: its benchmark's weight times its target's."""
-    settings = config.get("settings") if isinstance(config, Mapping) else None
-    if not isinstance(settings, Mapping):
-        return {}
-    weights = {str(t): float(w) for t, w in (settings.get("weights") or {}).items()}
-    if not isinstance(settings.get("bench"), list):
-        return weights
-    benches = {str(s): float(w) for s, w in (settings.get("bench_weights") or {}).items()}
-    targets = set(weights) | set(settings.get("targets") or ())
-    spaces = config.get("spaces") or list(benches)
-    return {f"{space}/{t}": benches.get(space, 1.0) * weights.get(t, 1.0) for space in spaces for t in targets}
-
-
 def write_hall_of_fame(run: RunDirectory, hall: HallOfFame) -> None:
-    atomic_write_json(run.file(HALL_OF_FAME), hall.to_json())
+    run.write_hall_of_fame(hall.to_json())
 
 
 @dataclass
@@ -301,11 +272,10 @@ def load_hall_of_fame(run: RunDirectory | str | Path, capacity: int | None = Non
     """
     run = run if isinstance(run, RunDirectory) else RunDirectory(run)
     run.config()  # RunDirError when this is not a run directory
-    path = run.file(HALL_OF_FAME)
     note, hall = "", None
-    if path.is_file():
+    if run.file(HALL_OF_FAME).is_file():
         try:
-            hall = HallOfFame.from_json(read_json(path), recorded_weights(run.config()))
+            hall = HallOfFame.from_json(run.hall_of_fame())
         except (RunDirError, ValueError, KeyError, TypeError, GenomeError) as exc:
             note = f"{HALL_OF_FAME} unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
     try:
@@ -318,9 +288,9 @@ def load_hall_of_fame(run: RunDirectory | str | Path, capacity: int | None = Non
         if hall.evaluated >= len(records) and (capacity is None or capacity == hall.capacity):
             return LoadedHall(hall, "file")
         if hall.evaluated < len(records):
-            note = f"{HALL_OF_FAME} behind {Path(run.file('evaluations.jsonl')).name}; "
+            note = f"{HALL_OF_FAME} behind {EVALUATIONS}; "
     hall = HallOfFame.from_evaluations(records, capacity=capacity or DEFAULT_CAPACITY)
-    return LoadedHall(hall, "rebuilt", note + f"rebuilt from evaluations.jsonl ({len(records)} evaluations)")
+    return LoadedHall(hall, "rebuilt", note + f"rebuilt from {EVALUATIONS} ({len(records)} evaluations)")
 
 
 # ---------------------------------------------------------------- autoprox show

@@ -37,7 +37,7 @@ from autoprox.search.context import RunContext, config_header
 from autoprox.search.evaluators import make_evaluator
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness, make_folds
 from autoprox.search.objectives import ObjectiveData, search_objective
-from autoprox.search.rundir import RunDirectory
+from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.settings import SearchSettings
 from autoprox.search.shards import ShardedScorer
 from autoprox.spaces.descriptors import (
@@ -174,7 +174,7 @@ class MultiRunContext:
             if not settings.multi_space or not isinstance(recorded, list) or len(recorded) != len(settings.benches):
                 raise ValueError("a multi-space run records one benchmark per space")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise RunDirError(f"{run.file('config.json')}: not a run configuration this autoprox can read "
+            raise RunDirError(f"{run.file(CONFIG)}: not a run configuration this autoprox can read "
                               f"({type(exc).__name__}: {exc})") from None
         if benches is not None and len(benches) != len(settings.benches):
             raise ConfigError(f"{run.path} searched {len(settings.benches)} benchmarks; give --bench once for each "
@@ -190,7 +190,7 @@ class MultiRunContext:
             loaded.append(bench)
         context = cls.from_settings(settings, run, benches=loaded)
         if splits != context.split.to_json():
-            raise RunDirError(f"{run.file('config.json')}: its recorded splits differ from those its settings give")
+            raise RunDirError(f"{run.file(CONFIG)}: its recorded splits differ from those its settings give")
         return context
 
     # ---------------------------------------------------------------- what a run shows

@@ -189,10 +189,10 @@ def scaled_ranks(values: np.ndarray) -> np.ndarray:
     return (ranks - 1.0) / max(len(ranks) - 1, 1)
 
 
-def partial_figure(scores: np.ndarray, accuracies: np.ndarray, base: np.ndarray, weight: float = 0.5) -> float:
+def partial_figure(scores: np.ndarray, accuracies: np.ndarray, base: np.ndarray) -> float:
     """Kendall's partial tau of ``scores`` and ``accuracies`` given ``base`` on the measured rows
     (:func:`autoprox.core.correlation.partial_kendall`); NaN when undefined, for instance when the
-    scores rank exactly as the base does. ``weight`` is unused."""
+    scores rank exactly as the base does."""
     y, x, z = _measured(accuracies, scores, base)
     return partial_kendall(x, y, z)
 

@@ -8,7 +8,13 @@
 ``evaluations.jsonl``   every genome evaluated, with its fitness and iteration
 ``checkpoint.json``     population and RNG state after the last completed iteration
 ``best.json``           the best genome with search- and test-split figures
+``hall_of_fame.json``   the best distinct proxies and the Pareto front (:mod:`autoprox.search.halloffame`)
 ======================  ==============================================================
+
+A protocol's folder (``autoprox evaluate``, ``cross-space``, ``space-protocol``) holds its record,
+``protocol.json``, beside its runs; :class:`RunDirectory` reads and writes it too. Every file name is
+a constant of this module and spelled nowhere else; files of an older layout are converted here, on
+reading (a version-1 hall of fame, a protocol record that kept only its last session's command).
 
 JSON files are replaced atomically; the ``.jsonl`` logs are appended line by line
 and, on resume, cut back to the checkpoint's iteration (a torn last line is dropped).
@@ -47,6 +53,7 @@ from autoprox.core.atomic import (
     json_problem,
     make_directory,
 )
+from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.errors import RunDirError  # noqa: F401 (re-exported)
 
 CONFIG = "config.json"
@@ -55,6 +62,10 @@ LOG_PACKED = LOG + ".xz"
 EVALUATIONS = "evaluations.jsonl"
 CHECKPOINT = "checkpoint.json"
 BEST = "best.json"
+HALL_OF_FAME = "hall_of_fame.json"
+PROTOCOL = "protocol.json"
+#: The files of a run directory.
+RUN_FILES = (CONFIG, BEST, HALL_OF_FAME, LOG, LOG_PACKED, EVALUATIONS, CHECKPOINT)
 LOCK = ".autoprox.lock"
 #: Where a committed run keeps the files no report reads (its checkpoint, its evaluations): runs/README.md.
 ARCHIVE = "archive.tar.xz"
@@ -152,7 +163,7 @@ def iteration_of(record: dict, path: Path, number: int) -> int:
 
 
 class RunDirectory:
-    """Paths and writers of one search run."""
+    """The files of one search run (or of a protocol's folder, :meth:`protocol`): their paths, readers and writers."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
@@ -248,6 +259,60 @@ class RunDirectory:
     def write_best(self, best: dict) -> None:
         atomic_write_json(self.file(BEST), best)
 
+    def best(self, missing_ok: bool = True) -> dict | None:
+        """``best.json``, or None when the search has not written it yet (``missing_ok`` false: RunDirError
+        naming it); RunDirError when it is unreadable."""
+        path = self.file(BEST)
+        return read_json(path) if path.is_file() or not missing_ok else None
+
+    def hall_of_fame(self) -> dict | None:
+        """``hall_of_fame.json`` in the current format (version 2; a version-1 file converted), or None when
+        there is none; RunDirError when it is not a JSON object.
+
+        Version 1 (runs made before fitness and JCM were kept apart) held the fitness as each entry's
+        ``jcm``: it becomes the entry's ``fitness``, and its plain JCM is computed again from its Kendall
+        taus with the run's weights (:func:`recorded_weights`), the very sum the search made. Entries too
+        malformed to convert are left as they are, for the hall-of-fame reader to name.
+        """
+        path = self.file(HALL_OF_FAME)
+        if not path.is_file():
+            return None
+        data = read_json(path)
+        try:
+            older = int(data.get("version", 0)) < 2
+        except (TypeError, ValueError, OverflowError):  # the hall-of-fame reader names it
+            older = False
+        if older:
+            weights = recorded_weights(self.config())
+            data = {**data, "version": 2,
+                    **{key: [_entry_of_version_2(e, weights) for e in data[key]]
+                       for key in ("entries", "pareto") if isinstance(data.get(key), list)}}
+        return data
+
+    def write_hall_of_fame(self, data: dict) -> None:
+        atomic_write_json(self.file(HALL_OF_FAME), data)
+
+    def has_protocol(self) -> bool:
+        return self.file(PROTOCOL).is_file()
+
+    def protocol(self) -> dict:
+        """``protocol.json`` of a protocol's folder; RunDirError naming it when it is missing or unreadable."""
+        return read_json(self.file(PROTOCOL))
+
+    def write_protocol(self, protocol: dict) -> None:
+        atomic_write_json(self.file(PROTOCOL), protocol)
+
+    def protocol_commands(self, protocol: dict) -> tuple[list[str] | None, list[str] | None]:
+        """(the command that started the protocol, the one of its last resume) as ``protocol`` records them.
+
+        A record of an older autoprox kept only its last session's command: when that one is a resume, the
+        first is looked up in the ``config.json`` of the protocol's runs (:func:`_original_command`).
+        """
+        command, resumed = _words(protocol.get("command")), _words(protocol.get("resumed_with"))
+        if command and "--resume" in command and resumed is None:
+            resumed, command = command, _original_command(self.path)
+        return command, resumed
+
     def truncate_logs(self, iteration: int) -> None:
         """Keep only the records of iterations up to ``iteration`` (resume); a torn last line is dropped,
         any other bad line is refused (RunDirError naming it). A log kept only compressed is continued
@@ -256,6 +321,67 @@ class RunDirectory:
             path = self.log_path() if name == LOG else self.file(name)
             kept = [r for number, r in read_records(path) if iteration_of(r, path, number) <= iteration]
             atomic_write_text(self.file(name), "".join(json.dumps(r) + "\n" for r in kept))
+
+
+def recorded_weights(config: dict) -> dict[str, float]:
+    """The JCM weight of each target a run's ``config.json`` records (absent: 1); for a multi-space run,
+    of each ``SPACE/TARGET`` pair: its benchmark's weight times its target's."""
+    settings = config.get("settings") if isinstance(config, dict) else None
+    if not isinstance(settings, dict):
+        return {}
+    weights = {str(t): float(w) for t, w in (settings.get("weights") or {}).items()}
+    if not isinstance(settings.get("bench"), list):
+        return weights
+    benches = {str(s): float(w) for s, w in (settings.get("bench_weights") or {}).items()}
+    targets = set(weights) | set(settings.get("targets") or ())
+    spaces = config.get("spaces") or list(benches)
+    return {f"{space}/{t}": benches.get(space, 1.0) * weights.get(t, 1.0) for space in spaces for t in targets}
+
+
+def _entry_of_version_2(entry: Any, weights: dict[str, float]) -> Any:
+    """A version-1 hall-of-fame entry (``jcm`` holding the fitness) with ``fitness`` and its plain ``jcm``;
+    one that cannot be converted is returned as it is."""
+    try:
+        kendall = {str(t): float(v) for t, v in dict(entry["kendall"]).items()}
+        return {**entry, "fitness": float(entry["jcm"]), "jcm": joint_metric(kendall, weights)}
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+        return entry
+
+
+def _words(value: Any) -> list[str] | None:
+    return [str(v) for v in value] if isinstance(value, list) and value else None
+
+
+def _original_command(folder: Path) -> list[str] | None:
+    """The command that started a protocol whose record kept only its last session's (an older autoprox):
+    the first of its runs' ``config.json`` (a fold's, a search's) recording one that is no resume, read from
+    the folder or from the ``archive.tar.xz`` a committed protocol packs them in; None when none does."""
+    import tarfile
+
+    def original(data: Any) -> list[str] | None:
+        command = _words(data.get("command")) if isinstance(data, dict) else None
+        return command if command and "evaluate" in command and "--resume" not in command else None
+
+    for config in sorted(folder.glob(f"*/*/{CONFIG}")):
+        try:
+            found = original(json.loads(config.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+        if found:
+            return found
+    archive = folder / ARCHIVE
+    if archive.is_file():
+        try:
+            with tarfile.open(archive, "r:*") as packed:
+                for member in packed:
+                    if member.isfile() and member.name.count("/") == 2 and member.name.endswith(f"/{CONFIG}"):
+                        handle = packed.extractfile(member)
+                        found = original(json.loads(handle.read())) if handle is not None else None
+                        if found:
+                            return found
+        except (OSError, ValueError, tarfile.TarError, EOFError):
+            return None
+    return None
 
 
 @contextmanager
