@@ -24,7 +24,6 @@ from autoprox.search.options import (
 )
 from autoprox.search.resume import check_resume
 from autoprox.search.settings import settings_from_options
-from autoprox.spaces.registry import REGISTRY
 
 #: The option table's group of the statistics options.
 STATS_GROUP = "statistics"
@@ -161,11 +160,6 @@ def add_stats_options(parser: argparse.ArgumentParser) -> None:
 def cpu_only(args: argparse.Namespace, command: str) -> None:
     """Refuse ``--device`` other than cpu where a command does not take it yet."""
     check_cpu_only(getattr(args, "device", "cpu"), command)
-
-
-def space_choices() -> list[str]:
-    """Every registered space (built-in, plug-ins): the choices of ``--space``."""
-    return REGISTRY.names()
 
 
 def add_space_file_option(parser: argparse.ArgumentParser) -> None:
