@@ -11,10 +11,12 @@ A fitted search is a run directory (the same one ``autoprox search`` writes); ev
 attribute ending in ``_`` is read from it, so ``from_run`` gives the same object for a
 run made from the command line. The parameters are the options of ``autoprox search``
 (:mod:`autoprox.search.options`, one table for both): the same names with ``_`` for
-``-``, the same defaults, the same checks and the same one-line errors.
+``-``, the same defaults, the same checks and the same one-line errors;
+``inspect.signature(ProxySearch)`` lists them.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import tempfile
 from dataclasses import dataclass, field
@@ -28,15 +30,10 @@ from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
 from autoprox.search.multispace import MultiRunContext, open_context
 from autoprox.search.halloffame import load_hall_of_fame
-from autoprox.search.options import (
-    option_values,
-    options_for,
-    options_from_settings,
-    resume_conflicts,
-    settings_from_options,
-)
+from autoprox.search.options import OPTIONS, option_values, options_for
+from autoprox.search.resume import resume_search
 from autoprox.search.rundir import BEST, RunDirectory
-from autoprox.search.settings import SearchSettings
+from autoprox.search.settings import SearchSettings, options_from_settings, settings_from_options
 
 
 @dataclass(frozen=True)
@@ -163,7 +160,22 @@ class FoundProxy:
         return float(score_architecture(self.tree, stats, terminals or None))
 
 
-class ProxySearch:
+def search_signature() -> inspect.Signature:
+    """The signature of ``ProxySearch(...)``: every search option of the table, keyword only, with its default."""
+    return inspect.Signature([inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default)
+                              for o in options_for("search")])
+
+
+class _Estimator(type):
+    """Gives the class the signature of its parameters (``inspect.signature(ProxySearch)``), made from the option
+    table each time it is asked, so that a row registered later is among them."""
+
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        return search_signature()
+
+
+class ProxySearch(metaclass=_Estimator):
     """A proxy search as an estimator: set it up, :meth:`fit` it, read the fitted attributes.
 
     Parameters
@@ -198,6 +210,7 @@ class ProxySearch:
     """
 
     def __init__(self, **params) -> None:
+        """Every option of ``autoprox search`` as a keyword parameter (``inspect.signature(ProxySearch)``)."""
         self._given: set[str] = set()
         self._params = option_values({}, "search")
         self.set_params(**params)
@@ -251,21 +264,16 @@ class ProxySearch:
             reports = CheckpointReports()
         with make_executor(params["scheduler"], params["workers"]) as executor:
             if resume:
-                settings, space = recorded_settings(out)
-                if params["resume"]:  # the parameters given must agree with the run; the others are the run's
-                    given = {name: params[name] for name in self._given}
-                    if given.get("space") is None:  # no space given: the run's own (bench names the file)
-                        given.pop("space", None)
-                    conflicts = resume_conflicts(given, settings, space)
-                else:  # every parameter, defaults included, must describe the run's search
-                    conflicts = self._other_search(settings)
-                if conflicts:
-                    raise RunDirError(f"{out} holds another search ({'; '.join(conflicts)}); choose another out, "
-                                      "or leave those parameters out with resume=True")
-                session = {name: params[name] for name in ("bench", "workers", "cache_dir")
-                           if name in self._given}
-                run_search(None, out, resume=True, quiet=params["quiet"], extend_iterations=params["iterations"],
-                           executor=executor, on_checkpoint=reports, **session)
+                # resume=True: the parameters given must agree with the run, the others are the run's (as with
+                # search --resume); else every parameter, defaults included, must describe the run's search
+                given = self._given
+                if not params["resume"]:
+                    conflicts = self._other_search(recorded_settings(out)[0])
+                    if conflicts:
+                        raise RunDirError(f"{out} holds another search ({'; '.join(conflicts)}); choose another "
+                                          "out, or leave those parameters out with resume=True")
+                    given = {name for name in given if OPTIONS[name].session}
+                resume_search(out, params, given, executor=executor, on_checkpoint=reports)
             else:
                 run_search(self.search_settings(), out, quiet=params["quiet"], executor=executor,
                            on_checkpoint=reports)

@@ -129,13 +129,13 @@ def test_every_table_option_is_a_cli_option_and_an_api_parameter_with_the_same_d
 
 @pytest.mark.parametrize("command", ["rank", "evaluate"])
 def test_rank_and_evaluate_options_are_their_tables_and_nothing_else(command):
-    """rank's and evaluate's own options come from their tables (autoprox.search.command_options) with the same
+    """rank's and evaluate's own options come from their tables (autoprox.cli.command_options) with the same
     default, help, choices, metavar and requirement; with the search table's (evaluate: every search option; rank:
     the statistics group) they are every option the command has."""
     import argparse
 
     from autoprox.cli.main import build_parser
-    from autoprox.search.command_options import command_options
+    from autoprox.cli.command_options import command_options
     from autoprox.search.options import SEARCH_OPTIONS, options_for
 
     parser = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[command]

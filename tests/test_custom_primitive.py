@@ -16,7 +16,8 @@ from autoprox.genome.tree import GenomeSpace, parse_genome, score_architecture
 from autoprox.networks.models import build_model
 from autoprox.networks.statistics import InputSpec, compute_statistics, derived_seed, make_batch
 from autoprox.search.engine import run_search
-from autoprox.search.options import option_values, settings_from_options
+from autoprox.search.options import option_values
+from autoprox.search.settings import settings_from_options
 from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES, make_primitive, register_primitive, unregister_primitive
 
 

@@ -30,7 +30,9 @@ from autoprox.genome.tree import (
     template_genes,
 )
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
-from autoprox.search.options import genome_space_of, option_values, resume_conflicts, settings_from_options
+from autoprox.search.options import genome_space_of, option_values
+from autoprox.search.resume import resume_conflicts
+from autoprox.search.settings import settings_from_options
 from autoprox.spaces.descriptors import terminal_values
 from tests.conftest import tracked_files
 

@@ -3,40 +3,30 @@
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any, Mapping, Sequence
 
+from autoprox.cli.command_options import command_options
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import StatsPlan
 from autoprox.proxies.recommended import is_recommended_name, split_recommended_name
-from autoprox.search.command_options import command_options
+from autoprox.search.conversions import Convert, number, text_list
 from autoprox.search.options import (
     OPTIONS,
     SEARCH_OPTIONS,
     Option,
+    check_cpu_only,
     genome_space_of,
     option_values,
     options_for,
     register_space_files,
-    resume_conflicts,
-    settings_from_options,
+    released_bench,
 )
-from autoprox.spaces.registry import REGISTRY
+from autoprox.search.resume import check_resume
+from autoprox.search.settings import settings_from_options
 
 #: The option table's group of the statistics options.
 STATS_GROUP = "statistics"
-
-
-def finite_float(text: str) -> float:
-    """A float option: NaN and infinities are refused (``--margin nan`` would let no child ever join)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -110,10 +100,6 @@ def given_options(args: argparse.Namespace) -> set[str]:
     return set(getattr(args, GIVEN, None) or ())
 
 
-def str_list(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
 def add_table_option(parser, option: Option, help: str | None = None) -> None:
     """Add one option of the option table (:mod:`autoprox.search.options`) to ``parser``."""
     kwargs: dict[str, Any] = {"help": help or option.help, "default": option.default}
@@ -123,9 +109,9 @@ def add_table_option(parser, option: Option, help: str | None = None) -> None:
         kwargs["action"] = "store_true"
     elif option.several:  # the first value in dest (what one-benchmark commands read), all of them in order
         kwargs["action"] = _recording(_RepeatableStore)
-        kwargs["type"] = _argparse_type(option)
+        kwargs["type"] = argparse_type(option.convert, option.name)
     else:
-        kwargs["type"] = _argparse_type(option)
+        kwargs["type"] = argparse_type(option.convert, option.name)
         if option.repeat:
             kwargs["action"], kwargs["default"] = "append", list(option.default)
         if option.choices is not None:
@@ -135,17 +121,23 @@ def add_table_option(parser, option: Option, help: str | None = None) -> None:
     parser.add_argument(option.flag_name, dest=option.name, **kwargs)
 
 
-def _argparse_type(option: Option):
-    convert = option.convert
-
+def argparse_type(convert: Convert, name: str):
+    """An argparse ``type`` from a conversion of the option table (:mod:`autoprox.search.conversions`): its
+    ConfigError is argparse's usage error."""
     def parse(text: str):
         try:
             return convert(text)
         except ConfigError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
-    parse.__name__ = option.name  # argparse names the type in its "invalid value" message
+    parse.__name__ = name  # argparse names the type in its "invalid value" message
     return parse
+
+
+#: A float option: NaN and infinities are refused (``--margin nan`` would let no child ever join).
+finite_float = argparse_type(number(), "finite_float")
+#: A comma list of strings, as a tuple.
+str_list = argparse_type(text_list(), "str_list")
 
 
 def _add_group(parser: argparse.ArgumentParser, options: Sequence[Option], overrides: Mapping[str, str]) -> None:
@@ -156,7 +148,7 @@ def _add_group(parser: argparse.ArgumentParser, options: Sequence[Option], overr
 
 
 def add_command_options(parser: argparse.ArgumentParser, command: str) -> None:
-    """``command``'s own options (:mod:`autoprox.search.command_options`), in their ``--help`` groups."""
+    """``command``'s own options (:mod:`autoprox.cli.command_options`), in their ``--help`` groups."""
     _add_group(parser, command_options(command), {})
 
 
@@ -167,17 +159,7 @@ def add_stats_options(parser: argparse.ArgumentParser) -> None:
 
 def cpu_only(args: argparse.Namespace, command: str) -> None:
     """Refuse ``--device`` other than cpu where a command does not take it yet."""
-    if getattr(args, "device", "cpu") != "cpu":
-        from autoprox.networks.statistics import resolve_device
-
-        resolve_device(args.device)  # no such device here: say so, rather than advise cache build on it
-        raise ConfigError(f"{command} runs on the CPU only; build the statistics first with "
-                          f"autoprox cache build --device {args.device}")
-
-
-def space_choices() -> list[str]:
-    """Every registered space (built-in, plug-ins): the choices of ``--space``."""
-    return REGISTRY.names()
+    check_cpu_only(getattr(args, "device", "cpu"), command)
 
 
 def add_space_file_option(parser: argparse.ArgumentParser) -> None:
@@ -194,10 +176,7 @@ def bench_path(args: argparse.Namespace) -> str:
     if args.bench:
         return args.bench
     if getattr(args, "space", None):
-        if args.space not in BENCH_FILE_NAMES:
-            raise BenchmarkError(f"space {args.space!r} has no released benchmark file (only "
-                                 f"{', '.join(BENCH_FILE_NAMES)} have); give --bench FILE")
-        return str(default_bench_path(args.space))
+        return released_bench(args.space)
     proxy = getattr(args, "proxy", None)
     if isinstance(proxy, str) and is_recommended_name(proxy) and "," not in proxy:
         space = split_recommended_name(proxy)[0]  # a recommended proxy names its space
@@ -206,11 +185,13 @@ def bench_path(args: argparse.Namespace) -> str:
     raise BenchmarkError("give --bench FILE (or --space to use the released file for that space)")
 
 
-def add_search_options(search: argparse.ArgumentParser, out_help: str, resume_help: str,
-                       command: str = "search") -> None:
-    """The option table's options of ``command``: ``search``, ``transfer`` and ``evaluate`` take every search option."""
+def add_search_options(search: argparse.ArgumentParser, command: str = "search", out_help: str | None = None,
+                       resume_help: str | None = None) -> None:
+    """The option table's options of ``command``: ``search``, ``transfer`` and ``evaluate`` take every search option
+    (``out_help`` and ``resume_help``: what ``--out`` and ``--resume`` mean for a command other than ``search``)."""
     record_given_options(search)
-    _add_group(search, options_for(command), {"out": out_help, "resume": resume_help})
+    overrides = {name: text for name, text in (("out", out_help), ("resume", resume_help)) if text}
+    _add_group(search, options_for(command), overrides)
 
 
 def table_values(args: argparse.Namespace, command: str = "search") -> dict[str, Any]:
@@ -225,10 +206,8 @@ def table_values(args: argparse.Namespace, command: str = "search") -> dict[str,
 
 
 def add_spread_option(parser, help: str | None = None) -> None:
-    """``--spread-terminals``: the spread statistics S1g..S4g (extra cache entries) as genome inputs."""
-    parser.add_argument("--spread-terminals", action="store_true", help=help or (
-        "let genomes use the spread over the batch's samples (S1g, S2g, S3g: per-sample weight gradients; S4, "
-        "S4g: the MLP hidden activation and its gradient), computed into extra cache entries (docs/method.md)"))
+    """``--spread-terminals`` of the option table: the spread statistics S1g..S4g (extra cache entries)."""
+    add_table_option(parser, OPTIONS["spread_terminals"], help)
 
 
 def plan_from_args(args: argparse.Namespace, targets: Sequence[str]) -> StatsPlan:
@@ -334,11 +313,8 @@ def check_resume_options(args: argparse.Namespace, settings, space: str, run: st
     run's own value is accepted. ``settings``: the run's recorded :class:`SearchSettings`.
     """
     values = table_values(args)
-    given = {name: values[name] for name in given_options(args) if name in values}
-    conflicts = resume_conflicts(given, settings, space, honoured)
-    if conflicts:
-        raise ConfigError(f"--resume continues {run} with the settings it recorded, and these options differ: "
-                          f"{'; '.join(conflicts)}; leave them out, or start a new run with another --out")
+    check_resume({name: values[name] for name in given_options(args) if name in values}, settings, space, run,
+                 honoured)
 
 
 def executor_from_args(args: argparse.Namespace):

@@ -7,48 +7,34 @@ from pathlib import Path
 
 from autoprox.cli.options import (
     add_search_options,
-    benches_given,
-    check_resume_options,
     executor_from_args,
     given_options,
     search_settings,
+    table_values,
 )
 from autoprox.core.errors import RunDirError
 from autoprox.core.numbers import format_float
 from autoprox.data.benchmark import load_benchmark
 
-#: Options ``search --resume`` honours: where the benchmark and the cache are, how many processes compute
-#: statistics, the new total of iterations, the output. Every other option given must agree with the run.
-RESUME_HONOURED = frozenset({"out", "resume", "quiet", "iterations", "workers", "cache_dir", "bench", "report"})
-
 
 def add_parser(sub) -> None:
     search = sub.add_parser("search", help="evolve a zero-cost proxy on a benchmark")
-    add_search_options(search, out_help="run directory (default runs/<space>-seed<seed>)",
-                       resume_help="continue the run in --out where it stopped, with its recorded settings; "
-                                   "--iterations (a new total), --workers, --cache-dir and --bench (the same file "
-                                   "elsewhere) are honoured, any other option must agree with the run")
+    add_search_options(search)
 
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.reports.report import CheckpointReports
     from autoprox.search.engine import run_search
-    from autoprox.search.settings import recorded_settings
+    from autoprox.search.resume import resume_search
 
     reports = CheckpointReports() if args.report else None
 
     if args.resume:
         if not args.out:
             raise RunDirError("--resume needs --out RUN_DIR")
-        settings, space = recorded_settings(args.out)
-        check_resume_options(args, settings, space, args.out, RESUME_HONOURED)
-        given = given_options(args)
         with executor_from_args(args) as executor:
-            report = run_search(None, args.out, resume=True, quiet=args.quiet, extend_iterations=args.iterations,
-                                bench=_resume_benches(args) if "bench" in given else None,
-                                workers=args.workers if "workers" in given else None,
-                                cache_dir=args.cache_dir if "cache_dir" in given else None, executor=executor,
-                                on_checkpoint=reports)
+            report = resume_search(args.out, table_values(args), given_options(args), executor=executor,
+                                   on_checkpoint=reports)
     else:
         settings = search_settings(args)
         spaces = "+".join(load_benchmark(b).space for b in settings.benches)
@@ -59,12 +45,6 @@ def run(args: argparse.Namespace) -> int:
     if reports is not None:
         _write_report(report["run"], reports)
     return 0 if report.get("finished") else 130
-
-
-def _resume_benches(args: argparse.Namespace):
-    """Where a resumed run's benchmark is: the one ``--bench``, or each of several, in order."""
-    files = [value for kind, value in benches_given(args) if kind == "bench"]
-    return files[0] if len(files) == 1 else files
 
 
 def _print_best(report: dict) -> None:

@@ -8,13 +8,11 @@ import sys
 from pathlib import Path
 
 from autoprox.cli.options import (
-    add_space_file_option,
+    add_command_options,
     add_stats_options,
     cpu_only,
     executor_from_args,
     plan_from_args,
-    space_choices,
-    str_list,
     use_space_files,
 )
 from autoprox.core.errors import BenchmarkError
@@ -35,33 +33,7 @@ def add_parser(sub) -> None:
                     "or, with --on-bench FILE, choose among a benchmark's architectures and report how good the pick "
                     "really is. Paper budgets: " + ", ".join(f"{s} {lo:g}:{hi:g}" for s, (lo, hi) in PAPER_BUDGETS.items()),
     )
-    # no argparse choices: a space registered by --space-file is known only once the files are read
-    vit.add_argument("--space", metavar="NAME", help=f"search space (sampling mode): {', '.join(space_choices())}, "
-                                                     "or one a --space-file defines")
-    add_space_file_option(vit)
-    vit.add_argument("--proxy", default=None,
-                     help="params, flops, a zoo proxy, autoprox_a/p, a recommended: name, a genome string or a proxy "
-                          "JSON; with --on-bench also 'all' or a comma list (default: recommended:SPACE/joint for a "
-                          "space with a labelled benchmark, else recommended:any/joint, the proxy searched on every "
-                          "labelled space and chosen on spaces its search never saw)")
-    vit.add_argument("--samples", type=int, default=400, help="distinct architectures to sample (default 400)")
-    vit.add_argument("--params", default=None,
-                     help="parameter budget MIN:MAX in millions (default: the paper's, autoformer 4:9, pit 2:25; "
-                          "the whole space's range for the others)")
-    vit.add_argument("--classes", type=int, default=100, help="classes of the head (default 100)")
-    vit.add_argument("--top", type=int, default=5, help="how many of the best to write (default 5)")
-    vit.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    vit.add_argument("--out", help="output directory (default runs/vit-<space>-<proxy>-seed<seed>)")
-    vit.add_argument("--no-keep-statistics", action="store_true",
-                     help="do not store sampled architectures' statistics in the cache (400 AutoFormer ones take ~11 GB)")
-    vit.add_argument("--on-bench", metavar="FILE", help="choose among this benchmark's architectures instead of sampling")
-    vit.add_argument("--split", choices=("all", "test"), default="all",
-                     help="with --on-bench: choose among all architectures or the test split only (default all)")
-    vit.add_argument("--split-seed", type=int, default=0, help="with --on-bench --split test: the split seed")
-    vit.add_argument("--targets", type=str_list, default=(), help="with --on-bench: targets to report (default all)")
-    vit.add_argument("--json", action="store_true", help="with --on-bench: print JSON instead of the table")
-    vit.add_argument("--target", default=None,
-                     help="for a per-target ensemble file: the target whose members score (a joint ensemble needs none)")
+    add_command_options(vit, "vit-search")
     add_stats_options(vit)
 
 

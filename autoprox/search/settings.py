@@ -1,25 +1,45 @@
-"""Search settings: everything a search depends on, as recorded in ``config.json``."""
+"""Search settings: everything a search depends on, as recorded in ``config.json``.
+
+What a setting is made of, how ``config.json`` records it and how it is checked when read comes from the
+option table (:mod:`autoprox.search.options`): each option with a :attr:`~autoprox.search.options.Option.setting`
+is a setting, so a new option is recorded, checked, digested and compared on resume without a line here.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Mapping, Sequence
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.cache import StatsPlan
-from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
+from autoprox.genome.counted import DEFAULT_EVALUATION
 from autoprox.genome.tree import DEFAULT_KERNELS, GenomeSpace
+from autoprox.search.conversions import is_int, is_number, list_of
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.objectives import Objective, parse_fitness
+from autoprox.search.options import (
+    OPTIONS,
+    SEARCH_EVALUATION,
+    bench_of,
+    check_cpu_only,
+    genome_options,
+    genome_space_of,
+    resolve_evaluation,
+    setting_options,
+)
 from autoprox.search.rundir import RunDirectory
-from autoprox.primitives import KERNEL_SETS
 
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """Everything a search depends on, as given by the user (recorded in ``config.json``)."""
+    """Everything a search depends on, as given by the user (recorded in ``config.json``).
+
+    The fields are the settings of the option table's rows (:attr:`autoprox.search.options.Option.setting`)
+    that the engine reads by name, and those no option gives (``bench``, ``genome``, ``split_indices``);
+    the settings of any other row are in :attr:`options`.
+    """
 
     #: The benchmark file; several (a tuple) for a search over several spaces at once, whose
     #: fitness is the JCM over every (benchmark, target) pair (:mod:`autoprox.search.multispace`).
@@ -60,6 +80,9 @@ class SearchSettings:
     #: With several benchmarks: the weight of each, by space name (default 1 each); a pair's weight in
     #: the JCM is its benchmark's weight times its target's.
     bench_weights: Mapping[str, float] = field(default_factory=dict)
+    #: The settings of the option table's rows that have no field above, by setting name, where they differ
+    #: from the option's default (:meth:`option` reads them).
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def benches(self) -> tuple[str, ...]:
@@ -71,36 +94,27 @@ class SearchSettings:
         """Whether the search runs over several benchmarks at once."""
         return not isinstance(self.bench, str)
 
+    def option(self, setting: str) -> Any:
+        """The setting of an option table row without a field of its own: the recorded value, else its default."""
+        return self.options[setting] if setting in self.options else _row(setting).default
+
     def to_json(self) -> dict:
+        """The settings as ``config.json`` records them: a setting added after the first runs only where it differs
+        from its default (:attr:`~autoprox.search.options.Option.always_recorded`), so that the configuration of an
+        earlier search reads, and digests, exactly as before the setting existed."""
         data = asdict(self)
-        # Absent rather than null when unset, so the configuration of an ordinary search
-        # reads exactly as before the field existed.
-        if self.split_indices is None:
+        data.update(data.pop("options"))
+        for option in setting_options():
+            head, _, sub = option.setting.partition(".")
+            if option.always_recorded or head not in data:
+                continue
+            recorded = data["evolution"] if sub else data
+            if (sub or head) in recorded and recorded[sub or head] == _default(head, sub, option):
+                del recorded[sub or head]
+        if self.split_indices is None:  # likewise: set only for the outer folds of a protocol
             del data["split_indices"]
-        else:
-            data["split_indices"] = list(self.split_indices)
-        if self.evolution.patience is None:  # likewise: the paper's setting records no patience
-            del data["evolution"]["patience"]
-        if not self.evolution.restarts:  # nor restarts
-            del data["evolution"]["restarts"]
-        if self.fitness == "jcm":  # nor a fitness other than the JCM
-            del data["fitness"]
-        if self.kernels == DEFAULT_KERNELS:  # nor the kernel set, when torch's
-            del data["kernels"]
-        if self.evaluation == DEFAULT_EVALUATION:  # nor the evaluation, when exact
-            del data["evaluation"]
-        if self.multi_space:  # a list only when several: a single-space config reads as before
-            data["bench"] = list(self.bench)
-        if not self.bench_weights:
-            del data["bench_weights"]
-        else:
-            data["bench_weights"] = dict(self.bench_weights)
         data["genome"] = GenomeSpace.from_json(self.genome).to_json()
-        data["targets"] = list(self.targets)
-        data["stat_seeds"] = list(self.stat_seeds)
-        data["seed_proxies"] = list(self.seed_proxies)
-        data["weights"] = dict(self.weights)
-        return data
+        return _plain(data)
 
     @classmethod
     def from_json(cls, data: Mapping) -> "SearchSettings":
@@ -108,17 +122,13 @@ class SearchSettings:
         if not isinstance(data, Mapping):
             raise ConfigError("the settings must be an object")
         _check_types(data)
-        values = dict(data)
-        values["targets"] = tuple(values["targets"])
-        values["stat_seeds"] = tuple(values["stat_seeds"])
-        values["seed_proxies"] = tuple(values.get("seed_proxies", ()))
+        values = {name: tuple(value) if isinstance(value, list) else dict(value) if isinstance(value, Mapping)
+                  else value for name, value in data.items()}
+        values["options"] = {name: values.pop(name) for name in list(values) if name not in _FIELDS}
         values["evolution"] = EvolutionConfig(**values["evolution"])
         values["genome"] = dict(values.get("genome") or {})
-        if isinstance(values["bench"], list):
-            values["bench"] = tuple(values["bench"])
-        values["bench_weights"] = dict(values.get("bench_weights") or {})
-        indices = values.get("split_indices")
-        values["split_indices"] = None if indices is None else tuple(int(i) for i in indices)
+        if values.get("split_indices") is not None:
+            values["split_indices"] = tuple(int(i) for i in values["split_indices"])
         return cls(**values)
 
     @property
@@ -131,58 +141,107 @@ class SearchSettings:
         return parse_fitness(self.fitness)
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+#: The fields of SearchSettings by name.
+_FIELDS = {f.name: f for f in fields(SearchSettings)}
+_EVOLUTION_FIELDS = {f.name: f for f in fields(EvolutionConfig)}
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _default(head: str, sub: str, option) -> Any:
+    """The default of a setting: its field's (of the evolution's fields with ``sub``), else its option's."""
+    known = _EVOLUTION_FIELDS if sub else _FIELDS
+    spec = known.get(sub or head)
+    if spec is None:
+        return option.default
+    return spec.default_factory() if spec.default is MISSING else spec.default
 
 
-def _list_of(check):
-    return lambda value: isinstance(value, list) and all(check(v) for v in value)
+def _row(setting: str):
+    """The option table's row of the setting ``setting``; ConfigError when there is none."""
+    for option in setting_options():
+        if option.setting == setting:
+            return option
+    raise ConfigError(f"unknown setting {setting!r}")
 
 
-#: What each recorded setting must be (a missing optional one takes its default).
-_FIELD_CHECKS = {
-    "bench": lambda v: isinstance(v, str) or (_list_of(lambda b: isinstance(b, str))(v) and len(v) >= 2),
-    "bench_weights": lambda v: isinstance(v, Mapping) and all(
-        isinstance(k, str) and _is_number(w) for k, w in v.items()),
-    "targets": _list_of(lambda v: isinstance(v, str)),
-    "weights": lambda v: isinstance(v, Mapping) and all(isinstance(k, str) and _is_number(w) for k, w in v.items()),
-    "split_seed": _is_int,
-    "search_fraction": _is_number,
-    "input": lambda v: isinstance(v, str),
-    "batch_size": _is_int,
-    "stat_seeds": _list_of(_is_int),
-    "per_target_stats": lambda v: isinstance(v, bool),
-    "cache_dir": lambda v: v is None or isinstance(v, str),
-    "cache_precision": lambda v: isinstance(v, str),
-    "workers": _is_int,
-    "seed_proxies": _list_of(lambda v: isinstance(v, str)),
+def _plain(value: Any) -> Any:
+    """``value`` as JSON reads back: tuples as lists, mappings as dicts."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+#: What each recorded setting that is no option's must be (the others: their option's check).
+_OWN_CHECKS = {
+    "bench": OPTIONS["bench"].is_recorded,
     "evolution": lambda v: isinstance(v, Mapping) and all(
-        isinstance(k, str) and (isinstance(x, bool) if k == "parsimony" else _is_number(x)) for k, x in v.items()),
+        isinstance(k, str) and (isinstance(x, bool) if k == "parsimony" else is_number(x)) for k, x in v.items()),
     "genome": lambda v: v is None or isinstance(v, Mapping),
-    "cv_folds": _is_int,
-    "cv_mode": lambda v: isinstance(v, str),
-    "split_indices": lambda v: v is None or _list_of(_is_int)(v),
-    "fitness": lambda v: isinstance(v, str),
-    "kernels": lambda v: isinstance(v, str) and v in KERNEL_SETS,
-    "evaluation": lambda v: isinstance(v, str) and v in EVALUATIONS,
+    "split_indices": lambda v: v is None or list_of(is_int)(v),
 }
 _REQUIRED = ("bench", "targets", "stat_seeds", "evolution")
+
+
+def _check(name: str, value: Any) -> bool:
+    """Whether ``value`` is one the setting ``name`` can record (a missing optional one takes its default)."""
+    if name in _OWN_CHECKS:
+        return _OWN_CHECKS[name](value)
+    spec = _FIELDS.get(name)
+    if value is None and spec is not None and spec.default is None:
+        return True
+    return _row(name).is_recorded(value)
 
 
 def _check_types(data: Mapping) -> None:
     for name in _REQUIRED:
         if name not in data:
             raise ConfigError(f"the settings have no {name!r}")
+    known = set(_OWN_CHECKS) | {option.setting for option in setting_options() if "." not in option.setting}
     for name, value in data.items():
-        check = _FIELD_CHECKS.get(name)
-        if check is None:
+        if name not in known:
             raise ConfigError(f"unknown setting {name!r}")
-        if not check(value):
+        if not _check(name, value):
             raise ConfigError(f"setting {name!r} has a value of the wrong type: {value!r}"[:160])
+
+
+def settings_from_options(values: Mapping[str, Any], evaluation: str = SEARCH_EVALUATION) -> SearchSettings:
+    """The :class:`SearchSettings` of a new search from the options' values
+    (:func:`~autoprox.search.options.option_values`); ``evaluation``: the evaluation when none is given, where it
+    applies (:func:`~autoprox.search.options.resolve_evaluation`; ``evaluate`` and ``transfer`` keep exact)."""
+    check_cpu_only(values.get("device", "cpu"), "search")
+    bench = bench_of(values)
+    if values["bench_weights"] and isinstance(bench, str):
+        raise ConfigError("--bench-weights weighs several benchmarks; give --space or --bench more than once")
+    values = {**values, "evaluation": resolve_evaluation(values, evaluation)}
+    chosen: dict[str, Any] = {"bench": bench, "genome": genome_space_of(values).to_json()}
+    evolution: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for option in setting_options():
+        head, _, sub = option.setting.partition(".")
+        value = option.recorded_value(values)
+        if sub:
+            evolution[sub] = value
+        elif head in _FIELDS:
+            chosen[head] = value
+        elif value != option.default:
+            options[head] = value
+    return SearchSettings(**chosen, evolution=EvolutionConfig(**evolution), options=options)
+
+
+def options_from_settings(settings: SearchSettings, space: str | None = None) -> dict[str, Any]:
+    """The option values that give ``settings`` (a run's recorded ones): the inverse of
+    :func:`settings_from_options`, with ``space`` the run's recorded space."""
+    values = {option.name: option.default for option in OPTIONS.values()}
+    for option in setting_options():
+        head, _, sub = option.setting.partition(".")
+        value = getattr(settings.evolution, sub) if sub else getattr(settings, head) if head in _FIELDS \
+            else settings.option(head)
+        values[option.name] = tuple(value) if isinstance(value, list) else \
+            dict(value) if isinstance(value, Mapping) else value
+    values.update(genome_options(settings.genome_space))
+    values.update(space=None if settings.multi_space else space or None, bench=settings.bench)
+    return values
 
 
 def stats_plan(settings: SearchSettings, targets: Sequence[str]) -> StatsPlan:

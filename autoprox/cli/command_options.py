@@ -1,18 +1,22 @@
-"""The option tables of ``rank`` and ``evaluate``: their own options, once, as the search options are.
+"""The option tables of ``rank``, ``evaluate`` and ``vit-search``: their own options, once, as the search options
+are.
 
 Each command's options beyond the search table (:mod:`autoprox.search.options`) are
 :class:`~autoprox.search.options.Option` records of the same kind: name, default, help, the
 ``--help`` group, the conversion that checks a value, choices and metavar. The command line
 makes its argparse options from these tables (``autoprox.cli.options.add_command_options``);
-``rank`` takes the statistics group of the search table too, ``evaluate`` every search option.
+``rank`` and ``vit-search`` take the statistics group of the search table too, ``evaluate`` every search option.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 from autoprox.data.benchmark import BENCH_FILE_NAMES
 from autoprox.data.proxy_tables import table_space_names
 from autoprox.proxies.proxy import BUILTIN_PROXIES
-from autoprox.search.options import OPTIONS, Option, integer, integer_list, number, text, text_list
+from autoprox.search.conversions import integer, integer_list, number, text, text_list
+from autoprox.search.options import OPTIONS, Option
 
 __all__ = ["COMMAND_OPTIONS", "EVALUATE_OPTIONS", "RANK_OPTIONS", "command_options"]
 
@@ -22,24 +26,24 @@ _EVALUATE = frozenset({"evaluate"})
 #: ``rank``'s own options, in ``--help`` order (then the search table's statistics group).
 RANK_OPTIONS: tuple[Option, ...] = (
     Option("proxy", None, f"a built-in ({', '.join(BUILTIN_PROXIES)}), a genome string, a proxy JSON such as "
-           "best.json; 'all' or a comma list prints the ranking table", text("proxy"), commands=_RANK, required=True),
+           "best.json; 'all' or a comma list prints the ranking table", text(), commands=_RANK, required=True),
     Option("bench", None, "benchmark file (.pth released format, .jsonl/.json, .csv; or a proxy table: a CSV whose "
-           "first column is id, then accuracy columns, then proxy columns)", text("bench"), commands=_RANK),
+           "first column is id, then accuracy columns, then proxy columns)", text(), commands=_RANK),
     Option("space", None, "use the space's released file as --bench (a table space: its packaged proxy tables)",
-           text("space"), choices=tuple(sorted(set(BENCH_FILE_NAMES) | set(table_space_names()))), commands=_RANK),
+           text(), choices=tuple(sorted(set(BENCH_FILE_NAMES) | set(table_space_names()))), commands=_RANK),
     OPTIONS["space_file"],
     Option("split", None, "which architectures (default: for a run's proxy such as RUN/best.json, the run's test "
-           "split, which its search never saw; else all)", text("split"), choices=("all", "search", "test"),
+           "split, which its search never saw; else all)", text(), choices=("all", "search", "test"),
            commands=_RANK),
-    Option("split_seed", None, "split seed (default: the proxy run's, else 0)", integer("split_seed"), commands=_RANK),
-    Option("search_fraction", None, "search share (default: the run's, else 0.6)", number("search_fraction"),
+    Option("split_seed", None, "split seed (default: the proxy run's, else 0)", integer(), commands=_RANK),
+    Option("search_fraction", None, "search share (default: the run's, else 0.6)", number(),
            commands=_RANK),
-    Option("targets", (), "comma-separated targets (default: all columns)", text_list("targets"), commands=_RANK),
+    Option("targets", (), "comma-separated targets (default: all columns)", text_list(), commands=_RANK),
     Option("json", False, "print JSON: target -> {kendall, spearman, pearson, n}", flag=True, commands=_RANK),
     Option("seeds", None, "ranking table: seeds, each one repetition (network initialisation and minibatch); "
-           "mean and std over them (default: --stat-seeds)", integer_list("seeds"), commands=_RANK),
+           "mean and std over them (default: --stat-seeds)", integer_list(), commands=_RANK),
     Option("format", None, "ranking table format (default markdown); giving it, --seeds, 'all' or a comma list selects "
-           "the table, whose targets default to the KD columns plus imagenet_super", text("format"),
+           "the table, whose targets default to the KD columns plus imagenet_super", text(),
            choices=("markdown", "csv", "json"), commands=_RANK),
 )
 
@@ -48,13 +52,13 @@ _CROSS = "leave one space out (several labelled spaces)"
 
 #: ``evaluate``'s own options, in ``--help`` order (after every search option).
 EVALUATE_OPTIONS: tuple[Option, ...] = (
-    Option("folds", None, "outer folds per repeat (default 5)", integer("folds"), group=_PROTOCOL, commands=_EVALUATE),
+    Option("folds", None, "outer folds per repeat (default 5)", integer(), group=_PROTOCOL, commands=_EVALUATE),
     Option("repeats", None, "repeats with other shuffles (default 1); with --resume, a larger number extends a "
-           "finished protocol by the new repeats' folds", integer("repeats"), group=_PROTOCOL, commands=_EVALUATE),
+           "finished protocol by the new repeats' folds", integer(), group=_PROTOCOL, commands=_EVALUATE),
     Option("protocol_seed", None, "seed of the outer shuffle; repeat r uses seed + r (default 0)",
-           integer("protocol_seed"), group=_PROTOCOL, commands=_EVALUATE),
+           integer(), group=_PROTOCOL, commands=_EVALUATE),
     Option("fold_workers", 1, "folds run side by side in processes (each fold's statistics then use one worker)",
-           integer("fold_workers"), group=_PROTOCOL, commands=_EVALUATE),
+           integer(), group=_PROTOCOL, commands=_EVALUATE),
     Option("selection", None, "how each fold's proxy is chosen from its search: best (its best search fitness, the "
            "default), cv-lcb (among the hall of fame's best 10, the highest mean minus sd of "
            "JCM over 5 parts of the search part), hof-average (an ensemble: rank average of the "
@@ -64,47 +68,87 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too), "
            "cv-pick-coarse (cv-pick with the coarse descriptor chosen on each inner training part "
            "as a candidate too) or cv-pick-wide (cv-pick with the coarse descriptor, zico, proxy+zico and "
-           "blend+zico as candidates too)", text("selection"), group=_PROTOCOL, commands=_EVALUATE),
+           "blend+zico as candidates too)", text(), group=_PROTOCOL, commands=_EVALUATE),
     Option("reuse_searches", None, "score again the finished fold searches of the protocol in DIR instead of running "
            "searches (same settings, folds and benchmark; search options may be left out); "
-           "nothing is written in DIR", text("reuse_searches"), group=_PROTOCOL, commands=_EVALUATE, metavar="DIR"),
+           "nothing is written in DIR", text(), group=_PROTOCOL, commands=_EVALUATE, metavar="DIR"),
     Option("bags", None, "bagging: besides each fold's search, B searches on subsamples (without replacement) "
            "of its search part, into OUT/repeat-R/fold-K-bag-b, with evolution seeds seed+1+b; the "
            "fold's proxy is the equal-weight rank average of all their best proxies, written to "
            "OUT/repeat-R/fold-K-bagged.json (--selection must be best). With --reuse-searches only "
-           "the bags run (default 0: no bagging)", integer("bags"), group=_PROTOCOL, commands=_EVALUATE, metavar="B"),
+           "the bags run (default 0: no bagging)", integer(), group=_PROTOCOL, commands=_EVALUATE, metavar="B"),
     Option("leave_space_out", False, "with --space (or --bench) given more than once: leave each space out in turn, "
            "search on every architecture of the others with --seeds seeds, and score the chosen proxy on all the "
            "left-out space's architectures beside the parameter count, MACs, the zoo proxies, the "
            "published Auto-Prox proxies and the descriptor and blend chosen on the other spaces; "
            "OUT/protocol.json holds everything", flag=True, group=_CROSS, commands=_EVALUATE),
-    Option("seeds", None, "search seeds per left-out space (default 5)", integer("seeds"), group=_CROSS,
+    Option("seeds", None, "search seeds per left-out space (default 5)", integer(), group=_CROSS,
            commands=_EVALUATE),
     Option("zoo_baselines", None, "the zoo proxies scored as baselines (default all; 'none' for none)",
-           text_list("zoo_baselines"), group=_CROSS, commands=_EVALUATE, metavar="LIST"),
+           text_list(), group=_CROSS, commands=_EVALUATE, metavar="LIST"),
     Option("bootstrap", None, "bootstrap resamples of the left-out architectures (default 1000; 0: none)",
-           integer("bootstrap"), group=_CROSS, commands=_EVALUATE),
+           integer(), group=_CROSS, commands=_EVALUATE),
     Option("rank_formulas", False, "with --leave-space-out: search unit-free rank formulas over the spaces' proxy "
            "tables (packaged table spaces: " + ", ".join(table_space_names()) + "; or proxy-table CSVs given with "
            "--bench), N spaces left out in turn, --seeds searches per left-out space, --iterations generations "
            "(default 25), each left-out space scored beside params, flops, every proxy column it has and the "
            "log-rank sum of all of them", flag=True, group=_CROSS, commands=_EVALUATE),
     Option("objective", None, "with --rank-formulas: how the per-space Kendalls of the training spaces are "
-           "aggregated: worst (the default) or mean", text("objective"), choices=("worst", "mean"), group=_CROSS,
+           "aggregated: worst (the default) or mean", text(), choices=("worst", "mean"), group=_CROSS,
            commands=_EVALUATE),
     Option("missing_columns", None, "with --rank-formulas: a training space lacking a column a formula reads "
            "scores it as no information (neutral, the default) or is left out of that formula's objective (skip; "
-           "at most one training space per formula, two kept at least)", text("missing_columns"), choices=("neutral", "skip"),
+           "at most one training space per formula, two kept at least)", text(), choices=("neutral", "skip"),
            group=_CROSS, commands=_EVALUATE),
     # last on the command line, in the protocol group (its --help order since it was added)
     Option("bag_fraction", None, "the fraction of a fold's search part each bag searches on (default 0.5)",
-           number("bag_fraction"), group=_PROTOCOL, commands=_EVALUATE, metavar="F"),
+           number(), group=_PROTOCOL, commands=_EVALUATE, metavar="F"),
 )
 
-#: Each command's own table.
-COMMAND_OPTIONS: dict[str, tuple[Option, ...]] = {"rank": RANK_OPTIONS, "evaluate": EVALUATE_OPTIONS}
+_VIT = frozenset({"vit-search"})
+
+
+def _vit_search_options() -> tuple[Option, ...]:
+    from autoprox.spaces.registry import REGISTRY
+
+    on_bench = "with --on-bench: "
+    return (
+        # no choices: a space registered by --space-file is known only once the files are read
+        Option("space", None, f"search space (sampling mode): {', '.join(REGISTRY.names())}, or one a --space-file "
+               "defines", text(), commands=_VIT, metavar="NAME"),
+        OPTIONS["space_file"],
+        Option("proxy", None, "params, flops, a zoo proxy, autoprox_a/p, a recommended: name, a genome string or a "
+               "proxy JSON; with --on-bench also 'all' or a comma list (default: recommended:SPACE/joint for a space "
+               "with a labelled benchmark, else recommended:any/joint, the proxy searched on every labelled space "
+               "and chosen on spaces its search never saw)", text(), commands=_VIT),
+        Option("samples", 400, "distinct architectures to sample (default 400)", integer(), commands=_VIT),
+        Option("params", None, "parameter budget MIN:MAX in millions (default: the paper's, autoformer 4:9, pit 2:25; "
+               "the whole space's range for the others)", text(), commands=_VIT),
+        Option("classes", 100, "classes of the head (default 100)", integer(), commands=_VIT),
+        Option("top", 5, "how many of the best to write (default 5)", integer(), commands=_VIT),
+        Option("seed", 0, "sampling seed (default 0)", integer(), commands=_VIT),
+        Option("out", None, "output directory (default runs/vit-<space>-<proxy>-seed<seed>)", text(), commands=_VIT),
+        Option("no_keep_statistics", False, "do not store sampled architectures' statistics in the cache (400 "
+               "AutoFormer ones take ~11 GB)", flag=True, commands=_VIT),
+        Option("on_bench", None, "choose among this benchmark's architectures instead of sampling", text(),
+               commands=_VIT, metavar="FILE"),
+        Option("split", "all", on_bench + "choose among all architectures or the test split only (default all)",
+               text(), choices=("all", "test"), commands=_VIT),
+        Option("split_seed", 0, "with --on-bench --split test: the split seed", integer(), commands=_VIT),
+        Option("targets", (), on_bench + "targets to report (default all)", text_list(), commands=_VIT),
+        Option("json", False, on_bench + "print JSON instead of the table", flag=True, commands=_VIT),
+        Option("target", None, "for a per-target ensemble file: the target whose members score (a joint ensemble "
+               "needs none)", text(), commands=_VIT),
+    )
+
+
+#: Each command's own table (``vit-search``'s is made when asked: its ``--space`` help names the spaces
+#: registered then).
+COMMAND_OPTIONS: dict[str, tuple[Option, ...] | Callable[[], tuple[Option, ...]]] = {
+    "rank": RANK_OPTIONS, "evaluate": EVALUATE_OPTIONS, "vit-search": _vit_search_options}
 
 
 def command_options(command: str) -> tuple[Option, ...]:
     """``command``'s own options (:data:`COMMAND_OPTIONS`; none for a command without a table)."""
-    return COMMAND_OPTIONS.get(command, ())
+    table = COMMAND_OPTIONS.get(command, ())
+    return table() if callable(table) else table

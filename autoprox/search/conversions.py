@@ -1,0 +1,214 @@
+"""The conversions of the option table (:mod:`autoprox.search.options`): each checks a value of one option and
+brings it to its canonical form.
+
+A conversion accepts what a user types (a string) and what a Python caller passes (numbers, sequences,
+mappings), and raises :class:`~autoprox.core.errors.ConfigError` with one line. Each says, as its
+``recorded`` attribute, what its value looks like in ``config.json``
+(:meth:`autoprox.search.options.Option.is_recorded`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from autoprox.core.errors import ConfigError, GenomeError
+from autoprox.genome.terminals import check_terminals
+from autoprox.genome.tree import AGGREGATIONS
+
+Convert = Callable[[Any], Any]
+
+
+def recorded_as(check: Callable[[Any], bool]) -> Callable[[Convert], Convert]:
+    """Mark a conversion with the check of its value as ``config.json`` records it."""
+    def mark(convert: Convert) -> Convert:
+        convert.recorded = check
+        return convert
+    return mark
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """The check of a JSON list whose items each pass ``check``."""
+    return lambda value: isinstance(value, list) and all(check(v) for v in value)
+
+
+def number_mapping(value: Any) -> bool:
+    """Whether ``value`` is a JSON object of numbers (weights)."""
+    return isinstance(value, Mapping) and all(isinstance(k, str) and is_number(w) for k, w in value.items())
+
+
+def sequence(value: Any) -> Iterable:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ConfigError(f"expected a list, got {value!r}"[:200])
+    return value
+
+
+def integer(minimum: int | None = None) -> Convert:
+    @recorded_as(lambda value: is_int(value) and (minimum is None or value >= minimum))
+    def convert(value: Any) -> int:
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise ConfigError(f"expected an integer, got {value!r}"[:200]) from None
+        if not is_int(value):
+            raise ConfigError(f"expected an integer, got {value!r}"[:200])
+        if minimum is not None and value < minimum:
+            raise ConfigError(f"expected at least {minimum}, got {value}")
+        return value
+    return convert
+
+
+def number(low: float | None = None, high: float | None = None, low_open: bool = False) -> Convert:
+    """A finite number in ``[low, high]`` (``(low, high]`` with ``low_open``): NaN and infinities are refused."""
+    @recorded_as(is_number)
+    def convert(value: Any) -> float:
+        given = value
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ConfigError(f"expected a number, got {value!r}"[:200]) from None
+        if not is_number(value) or not math.isfinite(value):
+            raise ConfigError(f"expected a finite number, got {given!r}"[:200])
+        below = low is not None and (value <= low if low_open else value < low)
+        if below or (high is not None and value > high):
+            interval = f"{'(' if low_open else '['}{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+            raise ConfigError(f"expected a number in {interval}, got {value}")
+        return float(value)
+    return convert
+
+
+def text() -> Convert:
+    @recorded_as(is_str)
+    def convert(value: Any) -> str:
+        if not isinstance(value, str):
+            raise ConfigError(f"expected a string, got {value!r}"[:200])
+        return value
+    return convert
+
+
+def text_list() -> Convert:
+    """A comma list (``"a,b"``) or a sequence of strings, as a tuple."""
+    @recorded_as(list_of(is_str))
+    def convert(value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        items = tuple(sequence(value))
+        if not all(isinstance(item, str) for item in items):
+            raise ConfigError(f"expected strings, got {value!r}"[:200])
+        return items
+    return convert
+
+
+def one_or_several() -> Convert:
+    """One string, or several (a sequence of two or more) as a tuple; one in a sequence is that string."""
+    @recorded_as(lambda value: is_str(value) or (list_of(is_str)(value) and len(value) >= 2))
+    def convert(value: Any) -> str | tuple[str, ...]:
+        if isinstance(value, (str, Path)):
+            return str(value)
+        items = tuple(str(item) if isinstance(item, Path) else text()(item) for item in sequence(value))
+        if not items:
+            raise ConfigError("expected at least one value")
+        return items[0] if len(items) == 1 else items
+    return convert
+
+
+def integer_list() -> Convert:
+    @recorded_as(list_of(is_int))
+    def convert(value: Any) -> tuple[int, ...]:
+        parts = [p for p in value.split(",") if p.strip()] if isinstance(value, str) else list(sequence(value))
+        return tuple(integer()(part) for part in parts)
+    return convert
+
+
+def weights() -> Convert:
+    """``c100_kd=2,flower_kd=1`` or a mapping of target to a finite weight of at least 0."""
+    @recorded_as(number_mapping)
+    def convert(value: Any) -> dict[str, float]:
+        if isinstance(value, str):
+            pairs = []
+            for part in (p.strip() for p in value.split(",") if p.strip()):
+                key, sep, weight = part.partition("=")
+                if not sep or not key:
+                    raise ConfigError(f"weights look like c100_kd=1,flower_kd=0.5; got {part!r}"[:200])
+                pairs.append((key.strip(), weight))
+        elif isinstance(value, Mapping):
+            pairs = list(value.items())
+        else:
+            raise ConfigError(f"expected a mapping of target to weight, got {value!r}"[:200])
+        try:
+            return {str(key): number(0.0)(weight) for key, weight in pairs}
+        except ConfigError as exc:
+            raise ConfigError(f"a weight must be a finite number, at least 0 ({exc})") from None
+    return convert
+
+
+def proxies() -> Convert:
+    """A comma list of proxies split at top-level commas only (genome strings hold commas), or a sequence."""
+    @recorded_as(list_of(is_str))
+    def convert(value: Any) -> tuple[str, ...]:
+        from autoprox.proxies.proxy import split_proxy_list
+
+        if isinstance(value, str):
+            return tuple(split_proxy_list(value))
+        return text_list()(value)
+    return convert
+
+
+def aggregation(value: Any) -> str:
+    """Over blocks: one name, a comma list, ``gene``, or a sequence of names, as one comma string."""
+    if not isinstance(value, str):
+        value = ",".join(text_list()(value))
+    names = aggregation_names(value)
+    if not names:
+        raise ConfigError("aggregation needs at least one name")
+    return value
+
+
+def aggregation_names(value: str) -> tuple[str, ...]:
+    """The aggregations an ``aggregation`` value stands for, with their ``block_`` prefix."""
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if parts == ["gene"]:
+        return tuple(AGGREGATIONS)
+    return tuple(p if p.startswith("block_") else f"block_{p}" for p in parts)
+
+
+def operator_list(value: Any) -> tuple[str, ...]:
+    """A comma list or sequence of registered operation names; ``paper`` stands for the paper's 28."""
+    from autoprox.primitives import PAPER_OPERATORS
+
+    names = text_list()(value)
+    expanded: list[str] = []
+    for name in names:
+        expanded += list(PAPER_OPERATORS) if name == "paper" else [name]
+    if not expanded:
+        raise ConfigError("expected at least one operation")
+    return tuple(expanded)
+
+
+def terminal_list(value: Any) -> tuple[str, ...]:
+    """A comma list or sequence of terminal-set names (:data:`autoprox.genome.terminals.TERMINAL_SETS`),
+    checked and in registration order."""
+    try:
+        return check_terminals(text_list()(value))
+    except GenomeError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+__all__ = ["Convert", "aggregation", "aggregation_names", "integer", "integer_list", "is_int", "is_number", "is_str",
+           "list_of", "number", "number_mapping", "one_or_several", "operator_list", "proxies", "recorded_as",
+           "sequence", "terminal_list", "text", "text_list", "weights"]
