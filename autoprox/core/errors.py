@@ -119,5 +119,6 @@ def cut_long_words(text: str, limit: int = LONGEST_WORD) -> str:
 __all__ = [
     "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
     "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "PathTooLongError", "ProxyError",
-    "RegistryError", "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "one_line", "path_too_long",
+    "RegistryError", "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "one_line",
+    "path_too_long",
 ]
