@@ -361,7 +361,8 @@ def test_an_entry_registered_after_import_is_listed_and_used(kind):
 def _refusal(kind: str, name: object, holder: str) -> str:
     label = name.__qualname__ if isinstance(name, type) else repr(name)
     article = "an" if holder[0].lower() in "aeiou" else "a"
-    return f"cannot register {kind} {label}: {article} {holder} of that name is already registered"
+    return f"cannot register {kind} {label}: {article} {holder} of that name is already registered; give this " \
+        "one another name"
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

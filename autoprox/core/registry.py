@@ -86,7 +86,7 @@ class Registry(Mapping, Generic[K, V]):
         holder = self.holder(name)
         if holder is not None:
             raise RegistryError(f"cannot register {self.kind} {_label(name)}: {_article(holder.kind)} {holder.kind} "
-                                "of that name is already registered")
+                                "of that name is already registered; give this one another name")
 
     def add(self, name: K, entry: V) -> V:
         """Register ``entry`` as ``name``; returns the entry held.
