@@ -25,6 +25,8 @@ from typing import Callable, Mapping
 
 import sympy
 
+from autoprox.core.registry import Registry
+
 KINDS = ("elementwise", "rowwise", "matrixwise", "reduction", "binary")
 OUTPUT_KINDS = ("matrix", "scalar")
 #: The paper's two forms of every op: on matrices and on scalars (56 forms in all).
@@ -228,15 +230,19 @@ _BINARY = (
 # Tables keyed by the op name (the token used in genome strings): the paper's in paper
 # order UOP00..UOP23 and BOP01..BOP04, then any registered with register_primitive.
 # Each Primitive carries its op_id.
-UNARY: dict[str, Primitive] = {p.name: p for p in _UNARY}
-BINARY: dict[str, Primitive] = {p.name: p for p in _BINARY}
-PRIMITIVES: dict[str, Primitive] = {**UNARY, **BINARY}
+PRIMITIVES: Registry[str, Primitive] = Registry(
+    "primitive", describe=lambda p: f"{p.op_id}, {p.kind}, arity {p.arity}",
+    same=lambda held, new: held == new and held.function is new.function)
+for _primitive in (*_UNARY, *_BINARY):
+    PRIMITIVES.add(_primitive.name, _primitive)
+#: Live views of :data:`PRIMITIVES`: the unary and the binary operations.
+UNARY: Mapping[str, Primitive] = PRIMITIVES.where(lambda p: p.arity == 1)
+BINARY: Mapping[str, Primitive] = PRIMITIVES.where(lambda p: p.arity == 2)
 #: The paper's operators, in paper order: the default operator set of every search,
 #: whatever else is registered (so registering a primitive changes no default search).
 PAPER_UNARY: tuple[str, ...] = tuple(UNARY)
 PAPER_BINARY: tuple[str, ...] = tuple(BINARY)
 PAPER_OPERATORS: tuple[str, ...] = PAPER_UNARY + PAPER_BINARY
-_BY_ID: dict[str, Primitive] = {p.op_id: p for p in PRIMITIVES.values()}
 REDUCTIONS: frozenset[str] = frozenset(p.name for p in UNARY.values() if p.kind == "reduction")
 #: Named SymPy functions (``frobenius``, ``matmul``, ...) -> the primitive each stands for.
 NAMED_FUNCTIONS: Mapping[str, Primitive] = MappingProxyType(
@@ -302,7 +308,7 @@ def make_primitive(name: str, function: Callable[..., object], sympy_form: Calla
         raise ValueError(f"a primitive's name is lower case letters, digits and '_', not starting with "
                          f"'block_'; got {name!r}")
     if name in PAPER_OPERATORS:
-        raise ValueError(f"a primitive called {name!r} is already registered (one of the paper's)")
+        PRIMITIVES.check_free(name)
     if not callable(function) or not callable(sympy_form):
         raise ValueError(f"{name}: function and sympy_form must be callables")
     kind = kind or ("binary" if arity == 2 else "elementwise")
@@ -326,29 +332,18 @@ def register_primitive(primitive: Primitive) -> Primitive:
 
     A search uses it only where its genome space names it (``operators``); the default
     operator set stays :data:`PAPER_OPERATORS`. Registering the same record again does
-    nothing; another record under a taken name is refused (ValueError).
+    nothing; another record under a taken name is refused (RegistryError, a ValueError).
     """
-    known = PRIMITIVES.get(primitive.name)
-    if known is not None:
-        if known == primitive and known.function is primitive.function:
-            return known
-        raise ValueError(f"a primitive called {primitive.name!r} is already registered")
-    if primitive.named is not None:
+    if primitive.named is not None and primitive.name not in PRIMITIVES:
         raise ValueError(f"{primitive.name}: a registered primitive gives its SymPy form, not a named function")
-    (UNARY if primitive.arity == 1 else BINARY)[primitive.name] = primitive
-    PRIMITIVES[primitive.name] = primitive
-    _BY_ID[primitive.op_id] = primitive
-    return primitive
+    return PRIMITIVES.add(primitive.name, primitive)
 
 
 def unregister_primitive(name: str) -> None:
     """Forget a primitive :func:`register_primitive` registered (the paper's cannot be removed)."""
     if name in PAPER_OPERATORS:
         raise ValueError(f"{name!r} is one of the paper's primitives")
-    primitive = PRIMITIVES.pop(name, None)
-    if primitive is not None:
-        (UNARY if primitive.arity == 1 else BINARY).pop(name, None)
-        _BY_ID.pop(primitive.op_id, None)
+    PRIMITIVES.unregister(name)
 
 
 def check_operators(names) -> None:
@@ -370,8 +365,9 @@ def get_primitive(name: str) -> Primitive:
     """
     if name in PRIMITIVES:
         return PRIMITIVES[name]
-    if name in _BY_ID:
-        return _BY_ID[name]
+    by_id = next((p for p in PRIMITIVES.values() if p.op_id == name), None)
+    if by_id is not None:
+        return by_id
     known = ", ".join(PRIMITIVES)
     raise KeyError(f"unknown primitive {name!r}; known primitives: {known}")
 

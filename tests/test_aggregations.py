@@ -55,5 +55,5 @@ def test_unknown_and_duplicate_aggregations_are_refused():
     def block_sum(values):
         return 0.0
 
-    with pytest.raises(ValueError, match="registered twice"):
+    with pytest.raises(ValueError, match="already registered"):
         register_aggregation()(block_sum)

@@ -260,12 +260,12 @@ def test_a_registered_objective_is_a_fitness_a_search_can_use(settings, tmp_path
     from dataclasses import dataclass
 
     from autoprox.proxies.figures import figures
-    from autoprox.search.evaluators import EVALUATORS, make_evaluator
+    from autoprox.search.evaluators import EVALUATORS, evaluator_class
     from autoprox.search.objectives import Objective, Outcome, register_objective
 
     assert {"exact", "counted", "sharded"} <= set(EVALUATORS)
     with pytest.raises(ConfigError, match="unknown evaluation 'gpu'"):
-        make_evaluator("gpu", {})
+        evaluator_class("gpu")
 
     @register_objective("spearman")
     @dataclass(frozen=True)
@@ -280,8 +280,8 @@ def test_a_registered_objective_is_a_fitness_a_search_can_use(settings, tmp_path
             return Outcome(float(np.mean(list(per_target.values()))), per_target, "undefined spearman fitness")
 
     try:
-        with pytest.raises(ConfigError, match="registered already"):
-            register_objective("spearman")(MeanSpearman)
+        with pytest.raises(ConfigError, match="already registered"):
+            register_objective("spearman")(type("OtherSpearman", (MeanSpearman,), {}))
         best = run_search(replace(settings, fitness="spearman", evolution=replace(EVOLUTION, iterations=2)),
                           tmp_path / "spearman", quiet=True)
         records = [r for r in _evaluations(tmp_path / "spearman") if r["valid"]]
@@ -293,6 +293,6 @@ def test_a_registered_objective_is_a_fitness_a_search_can_use(settings, tmp_path
     finally:
         from autoprox.search.objectives import OBJECTIVES as registered
 
-        registered.pop("spearman", None)
+        registered.unregister("spearman")
     with pytest.raises(ConfigError, match="unknown fitness 'spearman'"):
         parse_fitness("spearman")

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from autoprox.cli.main import main as cli
-from autoprox.core.errors import ArchitectureError
+from autoprox.core.errors import ArchitectureError, RegistryError
 from autoprox.data.benchmark import load_benchmark
 from autoprox.data.cache import StatsRequest, cache_key
 from autoprox.networks.models import build_model, transformer_blocks
@@ -367,7 +367,8 @@ def test_space_name_carries_the_definition_to_worker_processes(file_space):
     assert counts[0] == count_params(arch)
     # a different file under the same name is refused; the same definition again is fine
     assert REGISTRY.register(FamilySpace(family.definition)) is family
-    with pytest.raises(SpaceDefinitionError, match="already registered"):
+    with pytest.raises(RegistryError, match="cannot register search space 'autoformer-ti-file': a search space of "
+                                            "that name is already registered"):
         REGISTRY.register(FamilySpace({**family.definition, "patch_stride": 8}))
 
 

@@ -343,9 +343,8 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
         previous = None
     if spec["seeds"] < 1:
         raise ConfigError(f"--seeds must be at least 1, got {spec['seeds']}")
-    unknown = [z for z in spec["zoo"] if z not in ZOO]
-    if unknown:
-        raise ConfigError(f"unknown zoo proxy {unknown[0]!r}; known: {', '.join(ZOO)}")
+    for name in spec["zoo"]:
+        ZOO.lookup(name)
     context = MultiRunContext.from_settings(settings, measured_on="all")
     settings = context.settings
     first_seed = settings.evolution.seed

@@ -364,11 +364,9 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
     if spec.get("bags") and spec["selection"] != "best":
         raise ConfigError(f"--selection {spec['selection']} cannot be combined with --bags: each fold's proxy is "
                           "then the bagged ensemble of the searches' best proxies (leave --selection out)")
-    if spec["selection"] not in SELECTIONS:
-        raise ConfigError(f"unknown selection {spec['selection']!r}; known: {', '.join(SELECTIONS)}")
-    unknown = [name for name in spec["baselines"] if name not in BASELINES]
-    if unknown:
-        raise ConfigError(f"unknown baseline {unknown[0]!r}; known: {', '.join(BASELINES)}")
+    SELECTIONS.lookup(spec["selection"])
+    for name in spec["baselines"]:
+        BASELINES.lookup(name)
     if spec["bootstrap"] < 0:
         raise ConfigError(f"bootstrap resamples must be >= 0, got {spec['bootstrap']}")
     context = RunContext.from_settings(settings, bench=bench)

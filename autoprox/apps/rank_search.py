@@ -34,6 +34,7 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from autoprox.core.errors import ConfigError
+from autoprox.core.registry import Registry
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.rank_formula import OPERATORS, Node, RankFormula, parse_formula
 
@@ -47,14 +48,13 @@ __all__ = ["MISSING_POLICIES", "OBJECTIVES", "PreparedSpace", "RankSearchSetting
 MISSING_POLICIES = ("neutral", "skip")
 
 #: Objectives over the per-space figures, by name.
-OBJECTIVES: dict[str, Callable[[Sequence[float]], float]] = {}
+OBJECTIVES: Registry[str, Callable[[Sequence[float]], float]] = Registry("objective", unknown=ConfigError)
 
 
 def register_objective(name: str, function: Callable[[Sequence[float]], float]) -> None:
-    """Register an aggregate of per-space Kendalls (a list of floats -> one float); a taken name is a ConfigError."""
-    if name in OBJECTIVES:
-        raise ConfigError(f"objective {name!r} is registered already")
-    OBJECTIVES[name] = function
+    """Register an aggregate of per-space Kendalls (a list of floats -> one float); a taken name is a
+    RegistryError (a ConfigError)."""
+    OBJECTIVES.add(name, function)
 
 
 register_objective("mean", lambda values: float(np.mean(values)))
@@ -158,8 +158,7 @@ class RankSearchSettings:
     missing: str = "neutral"
 
     def check(self) -> "RankSearchSettings":
-        if self.objective not in OBJECTIVES:
-            raise ConfigError(f"unknown objective {self.objective!r}; known: {', '.join(OBJECTIVES)}")
+        OBJECTIVES.lookup(self.objective)
         if min(self.population, self.generations, self.elite, self.tournament, self.max_size, self.max_rows) < 1:
             raise ConfigError("population, generations, elite, tournament, max_size and max_rows must be positive")
         if self.elite >= self.population:

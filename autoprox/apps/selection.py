@@ -21,6 +21,7 @@ import numpy as np
 
 from autoprox.core.correlation import correlate, jcm
 from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.registry import Registry
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import (
     blend_features,
@@ -40,7 +41,7 @@ from autoprox.spaces.descriptors import descriptor_columns
 Selected = Proxy | EnsembleProxy
 
 #: Selection name -> function(run directory) -> Proxy or EnsembleProxy.
-SELECTIONS: dict[str, Callable[[Path], Selected]] = {}
+SELECTIONS: Registry[str, Callable[[Path], Selected]] = Registry("selection", unknown=ConfigError)
 
 #: Hall-of-fame entries a rule considers (the best distinct proxies by search fitness).
 CANDIDATES = 10
@@ -52,9 +53,7 @@ def register_selection(name: str):
     """Register the decorated function (run directory -> :class:`Proxy`) as selection ``name``."""
 
     def decorate(function: Callable[[Path], Selected]):
-        if name in SELECTIONS:
-            raise ValueError(f"selection {name!r} is registered twice")
-        SELECTIONS[name] = function
+        SELECTIONS.add(name, function)
         return function
 
     return decorate
@@ -62,9 +61,7 @@ def register_selection(name: str):
 
 def selection(name: str) -> Callable[[Path], Selected]:
     """The rule registered as ``name``; ConfigError naming the known ones otherwise."""
-    if name not in SELECTIONS:
-        raise ConfigError(f"unknown selection {name!r}; known: {', '.join(SELECTIONS)}")
-    return SELECTIONS[name]
+    return SELECTIONS.lookup(name)
 
 
 @register_selection("best")

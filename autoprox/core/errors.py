@@ -70,6 +70,11 @@ class ConfigError(AutoproxError, ValueError):
     """Settings that contradict each other or a run's recorded settings."""
 
 
+class RegistryError(ConfigError):
+    """A name that cannot be registered (taken in its registry's name space) or that is not
+    registered (:class:`autoprox.core.registry.Registry`)."""
+
+
 class ReportError(AutoproxError, ValueError):
     """A folder or an output that an HTML report cannot be made of or written to."""
 
@@ -114,5 +119,6 @@ def cut_long_words(text: str, limit: int = LONGEST_WORD) -> str:
 __all__ = [
     "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
     "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "PathTooLongError", "ProxyError",
-    "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "one_line", "path_too_long",
+    "RegistryError", "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "one_line",
+    "path_too_long",
 ]

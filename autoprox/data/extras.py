@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from autoprox.core.errors import ConfigError
+from autoprox.core.registry import Registry
 from autoprox.networks.statistics import SPREAD_NAMES
 
 
@@ -27,15 +28,13 @@ class ExtraSet:
 
 
 #: Extra statistics sets by name (``StatsRequest.extras``).
-EXTRA_SETS: dict[str, ExtraSet] = {}
+EXTRA_SETS: Registry[str, ExtraSet] = Registry(
+    "extra statistics set", describe=lambda extra: ", ".join(extra.stat_names), unknown=ConfigError)
 
 
 def register_extra_set(name: str, stat_names: Sequence[str], version: str) -> ExtraSet:
     """Register an extra statistics set (its computation is ``compute_statistics(..., name=True)``)."""
-    if name in EXTRA_SETS:
-        raise ValueError(f"extra statistics set {name!r} is registered twice")
-    EXTRA_SETS[name] = ExtraSet(name, tuple(stat_names), version)
-    return EXTRA_SETS[name]
+    return EXTRA_SETS.add(name, ExtraSet(name, tuple(stat_names), version))
 
 
 register_extra_set("spread", SPREAD_NAMES, "spread-v1")
@@ -50,6 +49,5 @@ def extras_for(stat_names: Sequence[str]) -> tuple[str, ...]:
 def check_extras(extras: Sequence[str]) -> tuple[str, ...]:
     """``extras`` without repeats; ConfigError naming one that is not registered."""
     for name in extras:
-        if name not in EXTRA_SETS:
-            raise ConfigError(f"unknown extra statistics {name!r}; known: {', '.join(EXTRA_SETS)}")
+        EXTRA_SETS.lookup(name)
     return tuple(dict.fromkeys(extras))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from autoprox.core.errors import GenomeError
+from autoprox.core.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Aggregation:
 
 
 #: Every aggregation by name, in registration order (the paper's mean first).
-AGGREGATION_REGISTRY: dict[str, Aggregation] = {}
+AGGREGATION_REGISTRY: Registry[str, Aggregation] = Registry("aggregation", unknown=GenomeError)
 
 
 def register_aggregation(text: str | None = None, latex: str | None = None):
@@ -74,13 +75,11 @@ def register_aggregation(text: str | None = None, latex: str | None = None):
         name = function.__name__
         if not name.isidentifier():
             raise ValueError(f"aggregation {name!r}: its name is not a genome token")
-        if name in AGGREGATION_REGISTRY:
-            raise ValueError(f"aggregation {name!r} is registered twice")
-        AGGREGATION_REGISTRY[name] = Aggregation(
+        AGGREGATION_REGISTRY.add(name, Aggregation(
             name, function,
             text if text is not None else name + "( {f} )",
             latex if latex is not None else r"\operatorname{" + name + r"}\left( {f} \right)",
-        )
+        ))
         return function
 
     return decorate
@@ -115,9 +114,7 @@ def block_std(values):
 
 def get_aggregation(name: str) -> Aggregation:
     """The aggregation ``name``; GenomeError naming the known ones otherwise."""
-    if name not in AGGREGATION_REGISTRY:
-        raise GenomeError(f"unknown aggregation {name!r}; known: {', '.join(AGGREGATION_REGISTRY)}")
-    return AGGREGATION_REGISTRY[name]
+    return AGGREGATION_REGISTRY.lookup(name)
 
 
 __all__ = ["AGGREGATION_REGISTRY", "Aggregation", "block_mean", "block_std", "block_sum", "block_wmean",

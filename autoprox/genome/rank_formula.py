@@ -34,6 +34,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from autoprox.core.errors import ConfigError, GenomeError
+from autoprox.core.registry import Registry
 
 __all__ = ["MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula", "columns_of",
            "parse_formula", "register_operator", "register_transform", "transform_column"]
@@ -91,15 +92,21 @@ def _z_log(values: np.ndarray) -> np.ndarray:
 
 
 #: Transforms by name: ``name -> (function of a column, one-line description)``.
-TRANSFORMS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {}
+TRANSFORMS: Registry[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = Registry(
+    "rank-formula transform", describe=lambda entry: entry[1])
+
+
+def _check_name(name: str) -> None:
+    """ConfigError unless ``name`` is a plain lower-case name other than ``lrsum`` (a word of the grammar)."""
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name == "lrsum":
+        raise ConfigError(f"rank-formula name {name!r} is not a plain lower-case name (or is lrsum)")
 
 
 def register_transform(name: str, function: Callable[[np.ndarray], np.ndarray], description: str) -> None:
     """Add a within-space transform. It must be centred and unchanged when the column is scaled by a
-    positive constant (the unit-free property). A taken name is a ConfigError."""
-    if name in TRANSFORMS or name in OPERATORS or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-        raise ConfigError(f"rank-formula name {name!r} is registered already or not a plain lower-case name")
-    TRANSFORMS[name] = (function, description)
+    positive constant (the unit-free property). A name an operator or transform has is a RegistryError."""
+    _check_name(name)
+    TRANSFORMS.add(name, (function, description))
 
 
 def transform_column(name: str, values: np.ndarray) -> np.ndarray:
@@ -119,15 +126,14 @@ class Operator:
 
 
 #: Operators by name, in registration order (the order a search draws them in).
-OPERATORS: dict[str, Operator] = {}
+OPERATORS: Registry[str, Operator] = Registry("rank-formula operator", shares_names_with=TRANSFORMS)
 
 
 def register_operator(name: str, arity: int, function: Callable[..., np.ndarray], description: str) -> Operator:
-    """Add an operator over transformed columns (all arrays of one length). A taken name is a ConfigError."""
-    if name in OPERATORS or name in TRANSFORMS or name == "lrsum" or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-        raise ConfigError(f"rank-formula name {name!r} is registered already or not a plain lower-case name")
-    OPERATORS[name] = Operator(name, arity, function, description)
-    return OPERATORS[name]
+    """Add an operator over transformed columns (all arrays of one length). A name an operator or
+    transform has is a RegistryError."""
+    _check_name(name)
+    return OPERATORS.add(name, Operator(name, arity, function, description))
 
 
 register_transform("r", _rank, "the rank within the space, scaled to (0, 1] and centred")

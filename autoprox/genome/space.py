@@ -13,6 +13,7 @@ from deap import gp
 
 from autoprox.core.errors import GenomeError
 from autoprox.data.extras import extras_for
+from autoprox.core.registry import LiveNames
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals, terminals_of
 from autoprox.networks.statistics import STAT_NAMES
@@ -22,8 +23,9 @@ __all__ = ["AGGREGATIONS", "DEFAULT_AGGREGATION", "GENE_CHOICES", "LEGACY_TERMIN
            "GenomeSpace"]
 
 TEMPLATE = "template"
-#: Aggregations over blocks (:mod:`autoprox.genome.aggregations`), the paper's mean first.
-AGGREGATIONS = tuple(AGGREGATION_REGISTRY)
+#: Aggregations over blocks (:mod:`autoprox.genome.aggregations`), the paper's mean first: the names
+#: registered now (read live, so one registered after import is a genome token like the others).
+AGGREGATIONS = LiveNames(AGGREGATION_REGISTRY.names)
 DEFAULT_AGGREGATION = "block_mean"
 
 

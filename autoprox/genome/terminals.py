@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from autoprox.core.errors import GenomeError
+from autoprox.core.registry import Registry
 from autoprox.data.extras import extras_for
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES, InputSpec
 from autoprox.networks.zoo import ZOO_TERMINALS, zoo_terminal_table
@@ -116,7 +117,7 @@ class TerminalSource:
 
 
 #: Terminal sets by name, in registration order (the order of a space's inputs).
-TERMINAL_SETS: dict[str, TerminalSet] = {}
+TERMINAL_SETS: Registry[str, TerminalSet] = Registry("terminal set", unknown=GenomeError)
 
 #: The paper's terminals: the eight statistics.
 PAPER_TERMINALS: tuple[str, ...] = ("stats",)
@@ -127,12 +128,15 @@ def register_terminal_set(terminal_set: TerminalSet) -> TerminalSet:
 
     Raises
     ------
+    RegistryError
+        A taken set name.
     ValueError
-        A taken set name, a terminal name another set has or that a genome string cannot
-        spell, an unknown kind, or a scalar set without ``values``.
+        A set name that is not a plain name, a terminal name another set has or that a genome
+        string cannot spell, an unknown kind, or a scalar set without ``values``.
     """
-    if not _NAME.match(terminal_set.name) or terminal_set.name in TERMINAL_SETS:
-        raise ValueError(f"terminal set name {terminal_set.name!r} is taken or not a plain name")
+    TERMINAL_SETS.check_free(terminal_set.name)
+    if not _NAME.match(terminal_set.name):
+        raise ValueError(f"terminal set name {terminal_set.name!r} is not a plain name")
     if terminal_set.kind not in KINDS:
         raise ValueError(f"terminal set {terminal_set.name}: kind must be one of {', '.join(KINDS)}")
     if not terminal_set.names or len(set(terminal_set.names)) != len(terminal_set.names):
@@ -145,8 +149,7 @@ def register_terminal_set(terminal_set: TerminalSet) -> TerminalSet:
         raise ValueError(f"terminal set {terminal_set.name}: a scalar set needs one of a values or a table function")
     if terminal_set.kind == MATRIX and (terminal_set.values is not None or terminal_set.table is not None):
         raise ValueError(f"terminal set {terminal_set.name}: a matrix set's values are in the statistics cache")
-    TERMINAL_SETS[terminal_set.name] = terminal_set
-    return terminal_set
+    return TERMINAL_SETS.add(terminal_set.name, terminal_set)
 
 
 def terminal_kinds() -> dict[str, str]:
@@ -167,8 +170,7 @@ def check_terminals(names: Iterable[str]) -> tuple[str, ...]:
         raise GenomeError(f"terminals must be a sequence of terminal-set names, got {names!r}"[:200])
     given = list(names)
     for name in given:
-        if name not in TERMINAL_SETS:
-            raise GenomeError(f"unknown terminal set {name!r}; known: {', '.join(TERMINAL_SETS)}")
+        TERMINAL_SETS.lookup(name)
     chosen = tuple(name for name in TERMINAL_SETS if name in given)
     if not any(TERMINAL_SETS[name].kind == MATRIX for name in chosen):
         matrix = ", ".join(name for name, ts in TERMINAL_SETS.items() if ts.kind == MATRIX)

@@ -94,13 +94,14 @@ def _identity(x):
 
 
 def primitive_set() -> gp.PrimitiveSetTyped:
-    """The typed primitive set of every registered primitive and terminal, built once per set of
-    them, never mutated."""
-    return _primitive_set(tuple(PRIMITIVES), tuple(terminal_kinds().items()))
+    """The typed primitive set of every registered primitive, terminal and aggregation, built once
+    per set of them, never mutated."""
+    return _primitive_set(tuple(PRIMITIVES), tuple(terminal_kinds().items()), tuple(AGGREGATIONS))
 
 
 @lru_cache(maxsize=8)
-def _primitive_set(registered: tuple[str, ...], terminals: tuple[tuple[str, str], ...]) -> gp.PrimitiveSetTyped:
+def _primitive_set(registered: tuple[str, ...], terminals: tuple[tuple[str, str], ...],
+                   aggregations: tuple[str, ...]) -> gp.PrimitiveSetTyped:
     pset = gp.PrimitiveSetTyped("proxy", [], Score)
     for name, kind in terminals:
         pset.addTerminal(name, _KIND_TYPES[kind], name=name)
@@ -109,7 +110,7 @@ def _primitive_set(registered: tuple[str, ...], terminals: tuple[tuple[str, str]
             args, result = prim.signature(form)
             pset.addPrimitive(prim.function, [_KIND_TYPES[a] for a in args], _KIND_TYPES[result],
                               name=typed_name(prim.name, form))
-    for name in AGGREGATIONS:
+    for name in aggregations:
         pset.addPrimitive(_identity, [Scalar], Score, name=name)
     return pset
 
@@ -126,11 +127,11 @@ def kernel_map(kernels: str = DEFAULT_KERNELS) -> Mapping[str, Callable]:
     """
     if kernels not in KERNEL_SETS:
         raise ConfigError(f"unknown kernel set {kernels!r}; use {' or '.join(KERNEL_SETS)}")
-    return _kernel_map(kernels, tuple(PRIMITIVES))
+    return _kernel_map(kernels, tuple(PRIMITIVES), tuple(AGGREGATIONS))
 
 
 @lru_cache(maxsize=None)
-def _kernel_map(kernels: str, registered: tuple[str, ...]) -> Mapping[str, Callable]:
+def _kernel_map(kernels: str, registered: tuple[str, ...], aggregations: tuple[str, ...]) -> Mapping[str, Callable]:
     context = primitive_set().context
     if kernels == DEFAULT_KERNELS:
         return context

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autoprox.core.errors import ArchitectureError
+from autoprox.core.registry import Registry
 from autoprox.spaces.architectures import Arch, parse_arch
 from autoprox.spaces.family import IN_CHANS, FamilyArch
 from autoprox.spaces.registry import space_of
@@ -305,15 +306,16 @@ class FamilyViT(nn.Module):
 
 # --- building any architecture ----------------------------------------------------
 #: Record type -> builder ``(arch, num_classes) -> nn.Module`` (see :func:`register_builder`).
-MODEL_BUILDERS: dict[type, Callable[..., nn.Module]] = {}
+MODEL_BUILDERS: Registry[type, Callable[..., nn.Module]] = Registry("model builder")
 
 
 def register_builder(record_type: type) -> Callable:
     """Decorator: ``@register_builder(MyArch)`` makes the decorated ``(arch, num_classes)``
-    callable (a function or an ``nn.Module`` class) the builder of ``MyArch`` records."""
+    callable (a function or an ``nn.Module`` class) the builder of ``MyArch`` records; a type that
+    has a builder already is refused (RegistryError)."""
 
     def register(builder: Callable) -> Callable:
-        MODEL_BUILDERS[record_type] = builder
+        MODEL_BUILDERS.add(record_type, builder)
         return builder
 
     return register

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from autoprox.core.parallel import as_executor
+from autoprox.core.registry import Registry
 from autoprox.networks.models import build_model
 from autoprox.networks.statistics import (
     InputSpec,
@@ -145,8 +146,9 @@ class ZooProxy:
         return not (self.needs_teacher and teacher is not None)
 
 
-#: Every zoo proxy by name, in registration order (the order of the ranking table).
-ZOO: dict[str, ZooProxy] = {}
+#: Every zoo proxy by name, in registration order (the order of the ranking table). The built-in
+#: proxies of every kind share its name space (:mod:`autoprox.proxies.scorers`, :mod:`autoprox.proxies.proxy`).
+ZOO: Registry[str, ZooProxy] = Registry("zoo proxy", describe=lambda entry: entry.definition)
 
 
 def register_zoo(name: str, *, source: str, definition: str, input: str, passes: str, needs_teacher: bool = False,
@@ -160,10 +162,8 @@ def register_zoo(name: str, *, source: str, definition: str, input: str, passes:
         raise ValueError(f"zoo proxy {name}: unknown input convention {input!r}")
 
     def decorate(function: Callable[[ZooInputs], object]) -> Callable[[ZooInputs], object]:
-        if name in ZOO:
-            raise ValueError(f"zoo proxy {name!r} is registered twice")
-        entry = ZooProxy(name, source, definition, input, passes, function, needs_teacher, combine, without_teacher)
-        ZOO[name] = entry
+        entry = ZOO.add(name, ZooProxy(name, source, definition, input, passes, function, needs_teacher, combine,
+                                       without_teacher))
         function.zoo_proxy = entry
         return function
 

@@ -29,6 +29,7 @@ import numpy as np
 from scipy import stats as sps
 
 from autoprox.core.errors import ConfigError
+from autoprox.core.registry import Registry
 from autoprox.proxies.figures import coarse_bar
 
 #: Features of the rank-linear blend, each a descriptor column or the logarithm of one.
@@ -56,14 +57,14 @@ class Baseline:
 
 
 #: Registered baselines, in the order reports show them.
-BASELINES: dict[str, Baseline] = {}
+BASELINES: Registry[str, Baseline] = Registry("baseline", unknown=ConfigError)
 
 
 def register_baseline(name: str, score: Callable[[Choice, Columns], np.ndarray], description: str):
     """Register the decorated ``fit`` function as baseline ``name``, scored by ``score``."""
 
     def decorate(fit: Callable[[Columns, np.ndarray], Choice]):
-        BASELINES[name] = Baseline(name, fit, score, description)
+        BASELINES.add(name, Baseline(name, fit, score, description))
         return fit
 
     return decorate
@@ -169,9 +170,8 @@ def choose_baselines(columns: Columns, accuracies: Mapping[str, np.ndarray], sea
     are passed on to the fitting functions. Returns ``{baseline: {target: choice}}``.
     """
     names = list(BASELINES) if names is None else list(names)
-    unknown = [n for n in names if n not in BASELINES]
-    if unknown:
-        raise ConfigError(f"unknown baseline {unknown[0]!r}; known: {', '.join(BASELINES)}")
+    for name in names:
+        BASELINES.lookup(name)
     part = _rows(columns, search)
     rows = list(search)
     return {name: {t: BASELINES[name].fit(part, np.asarray(accuracies[t], dtype=np.float64)[rows]) for t in targets}

@@ -13,6 +13,7 @@ import numpy as np
 
 from autoprox.core.atomic import read_json_file
 from autoprox.core.errors import ProxyError  # noqa: F401 (re-exported)
+from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.rank_formula import RankFormula, parse_formula
 from autoprox.genome.tree import (
@@ -44,16 +45,15 @@ class PublishedGenome:
 
 
 #: The published proxies by name, in registration order.
-PUBLISHED: dict[str, PublishedGenome] = {}
+PUBLISHED: Registry[str, PublishedGenome] = Registry("published genome", describe=lambda entry: entry.source,
+                                                     shares_names_with=ZOO)
 
 
 def register_published_genome(name: str, genome: str, source: str) -> PublishedGenome:
     """Register ``genome`` (checked by parsing it) as the built-in proxy ``name``."""
-    if name in PUBLISHED or name in ZOO or name in ARCHITECTURE_PROXIES:
-        raise ValueError(f"proxy {name!r} is registered twice")
+    PUBLISHED.check_free(name)
     parse_genome(genome)
-    PUBLISHED[name] = PublishedGenome(name, genome, source)
-    return PUBLISHED[name]
+    return PUBLISHED.add(name, PublishedGenome(name, genome, source))
 
 
 #: The published Auto-Prox proxies (AAAI 2024, equations 2 and 3) as genomes of this
@@ -84,7 +84,7 @@ register_published_genome("autoprox_a", AUTOPROX_A, "Auto-Prox (Wei et al. AAAI 
 register_published_genome("autoprox_p", AUTOPROX_P, "Auto-Prox (Wei et al. AAAI 2024) eq. 3, found on PiT")
 
 #: Every built-in name, in the order of the ranking table.
-BUILTIN_PROXIES: tuple[str, ...] = (*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED)
+BUILTIN_PROXIES: Sequence[str] = LiveNames(lambda: (*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED))
 
 
 @dataclass(frozen=True)
@@ -190,16 +190,14 @@ class Proxy:
 #: Proxy file formats other than a genome file: the value of a JSON file's ``"format"`` key ->
 #: ``read(path, data)`` returning the proxy it holds (registered by the modules that define them,
 #: such as :mod:`autoprox.proxies.ensemble`, which the package imports).
-PROXY_FILE_FORMATS: dict[str, Callable[[Path, Mapping], object]] = {}
+PROXY_FILE_FORMATS: Registry[str, Callable[[Path, Mapping], object]] = Registry("proxy file format")
 
 
 def register_proxy_file_format(name: str):
     """Register the decorated ``read(path, data) -> proxy`` for JSON proxy files whose ``format`` is ``name``."""
 
     def decorate(read: Callable[[Path, Mapping], object]):
-        if name in PROXY_FILE_FORMATS:
-            raise ValueError(f"proxy file format {name!r} is registered twice")
-        PROXY_FILE_FORMATS[name] = read
+        PROXY_FILE_FORMATS.add(name, read)
         return read
 
     return decorate

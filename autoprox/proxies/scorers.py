@@ -30,6 +30,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.parallel import as_executor
+from autoprox.core.registry import Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, build_cache
 from autoprox.genome.rank_formula import RankFormula
 from autoprox.genome.terminals import TerminalSource, terminal_table
@@ -148,16 +149,14 @@ class ArchitectureProxy(Scorer):
 
 
 #: Architecture proxies by name, in registration order.
-ARCHITECTURE_PROXIES: dict[str, ArchitectureProxy] = {}
+ARCHITECTURE_PROXIES: Registry[str, ArchitectureProxy] = Registry("architecture proxy", shares_names_with=ZOO)
 
 
 def register_architecture_proxy(name: str, description: str):
     """Register the decorated ``function(arch, num_classes) -> number`` as architecture proxy ``name``."""
 
     def decorate(function: Callable[..., float]) -> Callable[..., float]:
-        if name in ARCHITECTURE_PROXIES:
-            raise ValueError(f"architecture proxy {name!r} is registered twice")
-        ARCHITECTURE_PROXIES[name] = ArchitectureProxy(name, function, description)
+        ARCHITECTURE_PROXIES.add(name, ArchitectureProxy(name, function, description))
         return function
 
     return decorate

@@ -7,7 +7,8 @@ when the genome fails on one. What is made of the scores (the fitness) is an obj
 business (:mod:`autoprox.search.objectives`), the memo around both is
 :class:`autoprox.search.fitness.FitnessEvaluator`.
 
-Registered strategies (:data:`EVALUATORS`, :func:`make_evaluator`):
+Registered strategies (:data:`EVALUATORS`; :func:`evaluator_class` finds one, whose own constructor
+the caller then calls):
 
 ``exact``
     entry by entry on statistics held in this process (or memory-mapped), the committed runs'
@@ -31,7 +32,7 @@ import numpy as np
 import torch
 
 from autoprox.core.errors import ConfigError
-from autoprox.core.registry import kind_registrar
+from autoprox.core.registry import Registry, kind_registrar
 from autoprox.core.parallel import ThreadedMap
 from autoprox.data.cache import StatsKey
 from autoprox.genome.counted import CountedBlocks, NotCounted, counted_scores, is_counted_form
@@ -79,18 +80,17 @@ class Evaluator(ABC):
 
 
 #: The registered strategies, by name.
-EVALUATORS: dict[str, type[Evaluator]] = {}
+EVALUATORS: Registry[str, type[Evaluator]] = Registry("evaluation", unknown=ConfigError)
 
 
 #: Class decorator ``@register_evaluator(KIND)``: register an :class:`Evaluator` subclass under ``kind``.
-register_evaluator = kind_registrar(EVALUATORS, "evaluator")
+register_evaluator = kind_registrar(EVALUATORS)
 
 
-def make_evaluator(kind: str, *args, **kwargs) -> Evaluator:
-    """The registered evaluator ``kind`` made with these arguments; ConfigError for an unknown one."""
-    if kind not in EVALUATORS:
-        raise ConfigError(f"unknown evaluation {kind!r}; use {' or '.join(EVALUATORS)}")
-    return EVALUATORS[kind](*args, **kwargs)
+def evaluator_class(kind: str) -> type[Evaluator]:
+    """The evaluator class registered as ``kind`` (the strategies' constructors differ: the caller
+    calls the one it asked for); ConfigError naming the known kinds otherwise."""
+    return EVALUATORS.lookup(kind)
 
 
 def _size(stats: HeldStatistics) -> int:
@@ -213,4 +213,4 @@ class ShardedEvaluator(Evaluator):
 
 
 __all__ = ["EVALUATORS", "CountedEvaluator", "Evaluator", "ExactEvaluator", "HeldStatistics", "ShardedEvaluator",
-           "make_evaluator", "register_evaluator"]
+           "evaluator_class", "register_evaluator"]

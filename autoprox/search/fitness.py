@@ -38,7 +38,7 @@ from autoprox.genome.tree import (
 )
 from autoprox.networks.statistics import BlockStats
 from autoprox.proxies.figures import _nan_to_none, figures
-from autoprox.search.evaluators import Evaluator, make_evaluator
+from autoprox.search.evaluators import Evaluator, evaluator_class
 from autoprox.search.objectives import (  # noqa: F401 (parse_fitness, the figures: re-exported)
     CrossValidated,
     JointCorrelation,
@@ -215,7 +215,7 @@ class FitnessEvaluator(MemoisedFitness):
         objective = parse_fitness(fitness) if isinstance(fitness, str) else fitness
         if folds:
             objective = CrossValidated(objective, tuple(tuple(f) for f in folds), fold_mode)
-        evaluator = make_evaluator(evaluation, stats, **strategy)
+        evaluator = evaluator_class(evaluation)(stats, **strategy)
         try:
             return cls(evaluator, data, objective)
         except BaseException:

@@ -34,7 +34,7 @@ from autoprox.genome.tree import (
 )
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext, config_header
-from autoprox.search.evaluators import make_evaluator
+from autoprox.search.evaluators import ShardedEvaluator, evaluator_class
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness, make_folds
 from autoprox.search.objectives import ObjectiveData, search_objective
 from autoprox.search.rundir import CONFIG, RunDirectory
@@ -386,14 +386,14 @@ def space_evaluator(context: RunContext, executor: Executor | None, quiet: bool
                          settings.weights, bases or {})
     if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
         scorer = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
-        evaluator = make_evaluator("sharded", scorer, plan.keys(), len(search_archs))
+        evaluator = ShardedEvaluator(scorer, plan.keys(), len(search_archs))
     else:
         # Counted evaluation holds the statistics as code counts; the stored arrays, which only the
         # genomes it does not cover read, are then memory-mapped rather than held a second time.
         stats = load_statistics(cache, plan, search_archs, mapped=settings.evaluation == "counted"
                                 or hold_mapped(len(search_archs), len(plan.keys())))
-        evaluator = make_evaluator(settings.evaluation, stats, terminals=terminals, kernels=settings.kernels,
-                                   threads=max(1, settings.workers))
+        evaluator = evaluator_class(settings.evaluation)(stats, terminals=terminals, kernels=settings.kernels,
+                                                             threads=max(1, settings.workers))
     try:
         return FitnessEvaluator(evaluator, data, objective), fitness_choices
     except BaseException:

@@ -37,7 +37,7 @@ from scipy.stats import rankdata
 from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.correlation import kendall, partial_kendall
 from autoprox.core.errors import ConfigError
-from autoprox.core.registry import kind_registrar
+from autoprox.core.registry import Registry, kind_registrar
 from autoprox.proxies.baselines import BASELINES
 from autoprox.proxies.figures import figures
 
@@ -135,11 +135,11 @@ class Objective(ABC):
 
 
 #: The registered objective kinds, by name.
-OBJECTIVES: dict[str, type[Objective]] = {}
+OBJECTIVES: Registry[str, type[Objective]] = Registry("objective", unknown=ConfigError)
 
 
 #: Class decorator ``@register_objective(KIND)``: register an :class:`Objective` subclass as ``--fitness KIND[:...]``.
-register_objective = kind_registrar(OBJECTIVES, "objective")
+register_objective = kind_registrar(OBJECTIVES)
 
 
 def usage() -> str:

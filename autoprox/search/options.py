@@ -271,7 +271,7 @@ SEARCH_OPTIONS: list[Option] = [
            "paper's 24 + 4); a primitive of your own (autoprox.primitives.register_primitive) takes part only when named here",
            operator_list, group=_GENOME),
     Option("terminals", None, "comma list of the terminal sets genomes read (default: stats, the paper's eight "
-           "statistics): " + "; ".join(f"{ts.name}, {ts.description}" for ts in TERMINAL_SETS.values()),
+           "statistics): " + "; ".join(f"{name}, {text}" for name, text in TERMINAL_SETS.describe()),
            terminal_list, group=_GENOME),
     Option("arch_terminals", False, "let genomes use architecture-level scalars (parameter count, MACs, depth, "
            "width, heads, MLP ratio and their logarithms): adds arch to --terminals", flag=True, group=_GENOME),

@@ -27,6 +27,7 @@ from importlib import metadata
 from typing import Any
 
 from autoprox.core.errors import ArchitectureError
+from autoprox.core.registry import Registry
 from autoprox.spaces.base import SearchSpace, SpaceDefinitionError
 from autoprox.spaces.family import FamilySpace, SpaceName, load_family
 
@@ -47,10 +48,14 @@ ENTRY_POINT_GROUP = "autoprox.spaces"
 
 
 class SpaceRegistry:
-    """Name -> :class:`SearchSpace`, in registration order."""
+    """Name -> :class:`SearchSpace`, in registration order: a :class:`~autoprox.core.registry.Registry`
+    (its duplicate-name rule: the same space, or a file's family with the same definition, again is a
+    no-op; another space under a taken name is a RegistryError) with entry points, space files and
+    detection of a config's space around it."""
 
     def __init__(self) -> None:
-        self._spaces: dict[str, SearchSpace] = {}
+        self._spaces: Registry[str, SearchSpace] = Registry("search space", same=_same_family,
+                                                            unknown=ArchitectureError)
         self._from_files: set[str] = set()  # names of spaces read from a file (or a carried definition)
         #: Name -> where the space comes from ("built-in", "plug-in ...", "file ...").
         self.origins: dict[str, str] = {}
@@ -63,7 +68,8 @@ class SpaceRegistry:
         """Add ``space`` (an instance, or a class made with no arguments); returns the instance.
 
         Registering the same object again is a no-op; another space under a taken name is
-        refused with :class:`SpaceDefinitionError`.
+        refused with :class:`~autoprox.core.errors.RegistryError`; a space without a usable name
+        with :class:`SpaceDefinitionError`.
         """
         if isinstance(space, type) and isinstance(self._spaces.get(str(getattr(space, "name", ""))), space):
             return self._spaces[str(space.name)]  # the class of a registered space (an entry point, say)
@@ -74,18 +80,14 @@ class SpaceRegistry:
             raise SpaceDefinitionError(f"{type(instance).__name__}: a space needs a name, got {instance.name!r}")
         if os.sep in instance.name or (os.altsep and os.altsep in instance.name):
             raise SpaceDefinitionError(f"space name {instance.name!r} must not contain a path separator")
-        taken = self._spaces.get(str(instance.name))
-        if taken is not None and taken is not instance and not _same_family(taken, instance):
-            raise SpaceDefinitionError(f"a space named {instance.name!r} is already registered "
-                                       f"({type(taken).__name__}); give this one another name")
-        if taken is None:
-            self._spaces[str(instance.name)] = instance
-            self.origins[str(instance.name)] = origin
-        return self._spaces[str(instance.name)]
+        held = self._spaces.add(str(instance.name), instance)
+        if held is instance:
+            self.origins.setdefault(str(instance.name), origin)
+        return held
 
     def unregister(self, name: str) -> None:
         """Forget the space called ``name`` (records made by it keep working where they are held)."""
-        self._spaces.pop(str(name), None)
+        self._spaces.unregister(str(name))
         self._from_files.discard(str(name))
         self.origins.pop(str(name), None)
 
@@ -114,7 +116,7 @@ class SpaceRegistry:
     def names(self) -> list[str]:
         """Names of the registered spaces (entry-point plug-ins included), in registration order."""
         self.load_entry_points()
-        return list(self._spaces)
+        return self._spaces.names()
 
     def spaces(self) -> list[SearchSpace]:
         """The registered spaces (entry-point plug-ins included), in registration order."""
