@@ -221,10 +221,14 @@ def tables() -> dict[str, tuple[str, Callable]]:
             r.json(f"{relative}/protocol.json"), iterations_run(r.json(f"{relative}/protocol.json"))))
         made[f"{name}-targets"] = ("results", lambda r, relative=relative: per_target_table(
             r.json(f"{relative}/protocol.json")))
-    for name, relative in (("space-protocol", SPACE_PROTOCOL), ("space-protocol-mean", SPACE_PROTOCOL + "-mean")):
+    for name, relative in (("space-protocol", SPACE_PROTOCOL), ("space-protocol-mean", SPACE_PROTOCOL + "-mean"),
+                           ("space-protocol-skip-worst", SPACE_PROTOCOL + "-skip-worst"),
+                           ("space-protocol-skip-mean", SPACE_PROTOCOL + "-skip-mean")):
         made[name] = ("results", lambda r, relative=relative: space_protocol_table(r.json(f"{relative}/protocol.json")))
     made["space-protocol-formulas"] = ("results", lambda r: space_protocol_formulas(
         r.json(f"{SPACE_PROTOCOL}/protocol.json")))
+    made["space-protocol-skip-formulas"] = ("results", lambda r: space_protocol_formulas(
+        r.json(f"{SPACE_PROTOCOL}-skip-mean/protocol.json")))
     made[LEVERS_TABLE] = ("results", lambda r: levers_table(
         {relative: r.json(f"{relative}/protocol.json") for relative in CROSS_PROTOCOLS}))
     return made

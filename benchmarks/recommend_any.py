@@ -4,7 +4,8 @@ The candidates are everything the committed N-space protocols (``autoprox evalua
 --rank-formulas``: ``runs/space-protocol`` with the worst-case objective, ``runs/space-protocol-mean``
 with the mean) scored on each left-out space without its labels:
 
-* each protocol's ways of choosing a formula on labelled spaces: ``searched`` (the rank-formula search, its
+* each protocol's ways of choosing a formula (also with ``--missing-columns skip``: ``runs/space-protocol-skip-worst``
+  and ``runs/space-protocol-skip-mean``) on labelled spaces: ``searched`` (the rank-formula search, its
   formula chosen by the best worst case over the training spaces; each direction's figure is the
   mean over its seeds), ``best-single`` and ``greedy-lrsum``;
 * each fixed label-free proxy every left-out space was scored with: ``params``, each proxy column
@@ -33,7 +34,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 #: The committed N-space protocols, one per objective of the search (``--objective``).
 PROTOCOLS = {"worst": REPO / "runs" / "space-protocol" / "protocol.json",
-             "mean": REPO / "runs" / "space-protocol-mean" / "protocol.json"}
+             "mean": REPO / "runs" / "space-protocol-mean" / "protocol.json",
+             # the same searches with --missing-columns skip (a training space lacking a column leaves the objective)
+             "worst-skip": REPO / "runs" / "space-protocol-skip-worst" / "protocol.json",
+             "mean-skip": REPO / "runs" / "space-protocol-skip-mean" / "protocol.json"}
 MANIFEST = REPO / "autoprox" / "resources" / "recommended" / "recommended.json"
 #: The targets AutoFormer's and PiT's benchmarks share.
 SHARED_TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "c100_base", "flower_base", "chaoyang_base")
@@ -71,7 +75,7 @@ def formula_on_every_space(name: str, protocol: dict) -> tuple[str, dict]:
     chosen = []
     for seed in spec["seeds"]:
         outcome = search_rank_formula(spaces, seed, settings, seeds=[lrsum_all(s) for s in spaces])
-        formula, figures = select_formula(outcome.hall_of_fame, spaces)
+        formula, figures = select_formula(outcome.hall_of_fame, spaces, settings.missing)
         chosen.append((min(figures.values()), -seed, formula, figures))
     worst, _, formula, figures = max(chosen)
     return formula, {"chosen_by": "searched", "searched_on": spec["spaces"], "seeds": spec["seeds"],
