@@ -247,6 +247,7 @@ def test_atomic_writes_leave_no_temporary_files(pit_entry, pit_request, monkeypa
 
 
 # --- building in parallel ------------------------------------------------------------------
+@pytest.mark.slow
 def test_build_cache_workers_give_identical_results(tmp_path, af_small, pit_small, small_spec):
     archs = [af_small.archs[0], pit_small.archs[0], pit_small.archs[1]]
     requests = [StatsRequest(a, small_spec, 3, 100) for a in archs]

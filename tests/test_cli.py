@@ -53,6 +53,7 @@ def small_jsonl(af_small, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_rank_a_genome_and_a_proxy_file(capsys, small_jsonl, session_cache, tmp_path):
     common = ["--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
               "--workers", "1", "--json", "--targets", "c100_kd,flower_kd"]
@@ -66,6 +67,7 @@ def test_rank_a_genome_and_a_proxy_file(capsys, small_jsonl, session_cache, tmp_
     assert code == 0 and json.loads(out) == from_string
 
 
+@pytest.mark.slow
 def test_cache_build_reports_what_it_computed(capsys, small_jsonl, tmp_path):
     args = ["cache", "build", "--bench", str(small_jsonl), "--batch-size", "1", "--cache-dir", str(tmp_path),
             "--workers", "2", "--targets", "c100_kd"]
@@ -118,6 +120,7 @@ def test_malformed_arch_in_a_benchmark_names_entry_and_key(capsys, tmp_path):
 # --- the proxy zoo and the ranking table (issue 3) -------------------------------------
 
 
+@pytest.mark.slow
 def test_rank_table_of_a_comma_list_in_each_format(capsys, small_jsonl, session_cache):
     common = ["--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
               "--workers", "1", "--targets", "c100_kd"]
@@ -132,6 +135,7 @@ def test_rank_table_of_a_comma_list_in_each_format(capsys, small_jsonl, session_
     assert table["seeds"] == [0] and table["proxies"][0]["proxy"] == "synflow"
 
 
+@pytest.mark.slow
 def test_rank_single_zoo_proxy_keeps_the_single_proxy_output(capsys, small_jsonl, session_cache):
     common = ["--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
               "--workers", "1", "--targets", "c100_kd,flower_kd"]
@@ -148,6 +152,7 @@ def test_rank_unknown_name_in_a_list_names_the_known_ones(capsys):
     assert code == 2 and "unknown proxy 'snipp'" in err and "snip, grasp, synflow" in err and "autoprox_p" in err
 
 
+@pytest.mark.slow
 def test_search_seed_proxies_autoprox_a_and_p_and_refusals(capsys, small_jsonl, session_cache, tmp_path):
     from autoprox.proxies.proxy import AUTOPROX_A, AUTOPROX_P
     from autoprox.search.rundir import RunDirectory

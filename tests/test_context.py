@@ -82,6 +82,7 @@ def _autoprox(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Comp
                           env={**os.environ, **(env or {})}, timeout=600)
 
 
+@pytest.mark.slow
 def test_show_export_curves_and_rank_on_a_run_copied_elsewhere(tmp_path, pit_bench, session_cache):
     """A committed run copied to another folder, used from there: every report command works on it."""
     copy = tmp_path / "copied-run"
@@ -108,6 +109,7 @@ def test_show_export_curves_and_rank_on_a_run_copied_elsewhere(tmp_path, pit_ben
     assert json.loads(ranked.stdout)["c100_kd"]["n"] == 6
 
 
+@pytest.mark.slow
 def test_search_refuses_a_non_empty_folder_that_is_not_a_run_and_leaves_it_untouched(tmp_path):
     out = tmp_path / "my-results"
     out.mkdir()

@@ -34,6 +34,8 @@ from autoprox.search.settings import SearchSettings
 from autoprox.spaces.architectures import arch_to_config, count_params
 from tests.conftest import PIT_FILE, REPO
 
+pytestmark = pytest.mark.slow
+
 EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=2, seed=5)
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
              "element_wise_sqrt(sigmoid(F4g)))))")

@@ -19,6 +19,8 @@ from autoprox.search.halloffame import HALL_OF_FAME, HallOfFame, load_hall_of_fa
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 
+pytestmark = pytest.mark.slow
+
 EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
 
 

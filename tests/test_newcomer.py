@@ -79,6 +79,7 @@ def test_an_architecture_this_machine_cannot_hold_is_refused_before_any_allocati
 
 
 # ---------------------------------------------------------------- bug 2: evaluate --folds 100
+@pytest.mark.slow
 @pytest.mark.parametrize("folds", ["100", "6"])
 def test_evaluate_refuses_folds_too_small_to_rank(capsys, tmp_path, af_small_file, folds):
     out = tmp_path / "protocol"
@@ -157,6 +158,7 @@ def _scratch_copy(destination: Path) -> Path:
     return destination
 
 
+@pytest.mark.slow
 def test_the_readme_tour_runs_in_a_scratch_copy_and_the_committed_file_checks_pass(capsys, tmp_path, monkeypatch,
                                                                                     pit_small, session_cache):
     import shutil
@@ -210,6 +212,7 @@ def _small_search(tmp_path, af_small_file, cache, *extra: str) -> list[str]:
             "--retry-cap", "2", "--search-fraction", "0.75", "--cache-dir", str(cache), *extra]
 
 
+@pytest.mark.slow
 def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_test_split(
         capsys, tmp_path, af_small_file, session_cache):
     out = tmp_path / "run"
@@ -237,6 +240,7 @@ def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_t
                                      "the proxy does not beat it")
 
 
+@pytest.mark.slow
 def test_patience_says_why_the_search_stopped(capsys, tmp_path, af_small_file, session_cache):
     out = tmp_path / "patient"
     code, _, err = run_cli(capsys, *_small_search(tmp_path, af_small_file, session_cache.root, "--iterations", "60",
@@ -251,6 +255,7 @@ def test_patience_says_why_the_search_stopped(capsys, tmp_path, af_small_file, s
             in shown.splitlines()[0])
 
 
+@pytest.mark.slow
 def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_path, af_small_file):
     import signal
     import subprocess
@@ -284,6 +289,7 @@ def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_pat
     assert len(list(cache.rglob("*.npz"))) == len(best["split"]["search"]) + len(best["split"]["test"])
 
 
+@pytest.mark.slow
 def test_the_progress_line_shows_the_best_fitness_so_far(capsys, tmp_path, af_small_file, session_cache):
     import io
 
@@ -310,6 +316,7 @@ def loky_leak_limit() -> int:
     return process_executor._MAX_MEMORY_LEAK_SIZE
 
 
+@pytest.mark.slow
 def test_parallel_steps_keep_their_workers_and_report_progress_as_results_arrive(pit_small, small_spec):
     import warnings
 
@@ -370,6 +377,7 @@ def _protocol_settings(af_small_file, session_cache):
                           evolution=EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5))
 
 
+@pytest.mark.slow
 def test_an_interrupted_evaluate_gives_its_own_quoted_resume_hint(capsys, tmp_path, af_small_file, session_cache):
     import shlex
 
@@ -383,6 +391,7 @@ def test_an_interrupted_evaluate_gives_its_own_quoted_resume_hint(capsys, tmp_pa
     assert "autoprox search --resume" not in err  # the inner fold's own hint is not the way to continue
 
 
+@pytest.mark.slow
 def test_the_protocol_folder_has_its_own_lock(capsys, tmp_path, af_small_file, session_cache):
     from autoprox.search.rundir import hold_lock
 
@@ -497,6 +506,7 @@ def test_device_cuda_without_cuda_says_so(capsys, tmp_path, af_small_file):
 
 
 # ---------------------------------------------------------------- options
+@pytest.mark.slow
 def test_a_free_tree_seeds_a_free_genome_search(capsys, tmp_path, af_small_file, session_cache):
     tree = "block_mean(to_mean_scalar(F1))"  # not the template's shape
     out = tmp_path / "free"
@@ -513,6 +523,7 @@ def test_a_free_tree_seeds_a_free_genome_search(capsys, tmp_path, af_small_file,
     assert code == 2 and "does not have the template's shape" in err  # the template search still refuses it
 
 
+@pytest.mark.slow
 def test_vit_search_takes_the_space_a_space_file_registers(capsys, tmp_path, session_cache):
     out = tmp_path / "vit"
     code, _, err = run_cli(capsys, "vit-search", "--space-file", str(AUTOFORMER_FILE), "--space", "autoformer-ti-file",
@@ -535,6 +546,7 @@ def _architecture_only_run(tmp_path: Path) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_rank_a_run_proxy_finds_its_benchmark_and_the_table_uses_its_test_split(capsys, tmp_path):
     run = _architecture_only_run(tmp_path)
     test = json.loads((run / "config.json").read_text())["split"]["test"]

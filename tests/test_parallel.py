@@ -23,6 +23,8 @@ from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.shards import ShardedScorer, shard_ranges
 from autoprox.spaces.descriptors import terminal_values
 
+pytestmark = pytest.mark.slow
+
 distributed = pytest.importorskip("distributed")
 
 GENOMES = [

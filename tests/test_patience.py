@@ -12,6 +12,8 @@ from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig, stalled
 from autoprox.search.settings import SearchSettings
 
+pytestmark = pytest.mark.slow
+
 EVOLUTION = EvolutionConfig(population_size=5, iterations=60, retry_cap=3, top_k=2, seed=3, patience=3)
 
 

@@ -41,6 +41,8 @@ from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import descriptor_columns
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow
+
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
 EVOLUTION = EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5)
 FOLDS = 3

@@ -27,6 +27,8 @@ from autoprox.networks.zoo import raw_value, set_scores
 from autoprox.proxies.proxy import resolve_proxies, resolve_proxy, score_archs
 from autoprox.spaces.architectures import count_params
 
+pytestmark = pytest.mark.slow
+
 SPEC = InputSpec("gaussian", batch_size=2)
 
 

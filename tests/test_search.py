@@ -17,6 +17,8 @@ from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.rundir import RunDirectory, RunDirError
 from autoprox.search.settings import SearchSettings
 
+pytestmark = pytest.mark.slow
+
 EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
 
 

@@ -353,6 +353,7 @@ def _count_of(space_name: str, config: dict) -> int:
     return count_params(parse_arch(config, space_name))
 
 
+@pytest.mark.slow
 def test_space_name_carries_the_definition_to_worker_processes(file_space):
     """Workers receive (record.space, config) and have never read the file."""
     from joblib import Parallel, delayed
@@ -391,6 +392,7 @@ def _run(args: list[str]) -> None:
     assert cli(args) == 0, args
 
 
+@pytest.mark.slow
 def test_commands_on_a_space_given_as_a_file(tmp_path, capsys):
     """search, rank, show, export and vit-search on AutoFormer-Ti written as a space file, with
     ViT-Bench-101's real accuracies (a table the example script writes from the released file)."""
@@ -425,6 +427,7 @@ def test_commands_on_a_space_given_as_a_file(tmp_path, capsys):
         REGISTRY.unregister("autoformer-ti-file")
 
 
+@pytest.mark.slow
 def test_commands_on_autoformer_s(tmp_path):
     """vit-search samples AutoFormer-S under a budget; search, rank, show and export run on a
     benchmark of its architectures. No AutoFormer-S accuracies exist here, so the benchmark's
