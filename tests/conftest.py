@@ -13,6 +13,7 @@ import pytest
 from autoprox.data.benchmark import load_benchmark
 from autoprox.data.cache import StatisticsCache
 from autoprox.networks.statistics import InputSpec
+from autoprox.search.evolution import EvolutionConfig
 
 from autoprox.core.resources import packaged_benchmark_dir
 
@@ -23,6 +24,8 @@ BENCH_DIR = packaged_benchmark_dir()
 AF_FILE = BENCH_DIR / "gt_autoformer.pth"
 PIT_FILE = BENCH_DIR / "gt_pit.pth"
 SMALL_SPEC = InputSpec("gaussian", batch_size=2)
+#: The evolution of :func:`small_settings`' search.
+SMALL_EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=2, seed=5)
 
 
 @pytest.fixture(scope="session")
@@ -102,3 +105,31 @@ def tracked_files(pattern: str) -> list[Path]:
                             capture_output=True, text=True).stdout
     return sorted(REPO / name for name in listed.split("\0") if name)
 
+
+@pytest.fixture(scope="session")
+def small_settings(af_small_file, session_cache):
+    """The settings of a small search on the 16 AutoFormer architectures of ``af_small_file``."""
+    from autoprox.search.settings import SearchSettings
+
+    return SearchSettings(bench=str(af_small_file), batch_size=2, cache_dir=str(session_cache.root), workers=1,
+                          search_fraction=0.75, evolution=SMALL_EVOLUTION)
+
+
+@pytest.fixture(scope="session")
+def finished_run(small_settings, tmp_path_factory) -> Path:
+    """A finished small search, run once per session; tests copy it before changing anything."""
+    from autoprox.search.engine import run_search
+
+    out = tmp_path_factory.mktemp("finished") / "run"
+    run_search(small_settings, out, quiet=True)
+    return out
+
+
+@pytest.fixture
+def run_copy(finished_run, tmp_path) -> Path:
+    """A copy of :func:`finished_run` of the test's own."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(finished_run, copy)
+    return copy
