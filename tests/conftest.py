@@ -26,6 +26,8 @@ PIT_FILE = BENCH_DIR / "gt_pit.pth"
 SMALL_SPEC = InputSpec("gaussian", batch_size=2)
 #: The evolution of :func:`small_settings`' search.
 SMALL_EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=2, seed=5)
+#: The evolution of :func:`searched_run`'s search.
+SEARCHED_EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +58,16 @@ def af_small(af_bench):
 
     order = sorted(range(len(af_bench)), key=lambda i: count_params(af_bench.archs[i]))
     return af_bench.subset(sorted(order[:16]))
+
+
+@pytest.fixture(scope="session")
+def af_tiny_file(af_small, tmp_path_factory):
+    """The 8 smallest AutoFormer architectures in the project's plain-text format: for the tests that compute
+    statistics into a fresh cache of their own, where the 16 of ``af_small_file`` only cost time."""
+    from autoprox.spaces.architectures import count_params
+
+    order = sorted(range(len(af_small)), key=lambda i: count_params(af_small.archs[i]))
+    return benchmark_jsonl(af_small.subset(sorted(order[:8])), tmp_path_factory, "af8.jsonl")
 
 
 @pytest.fixture(scope="session")
@@ -123,6 +135,26 @@ def finished_run(small_settings, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("finished") / "run"
     run_search(small_settings, out, quiet=True)
     return out
+
+
+@pytest.fixture(scope="session")
+def searched_settings(af_small_file, session_cache):
+    """The settings of the search of :func:`searched_run` (the search tests and the hall of fame tests read it)."""
+    from autoprox.search.settings import SearchSettings
+
+    return SearchSettings(bench=str(af_small_file), batch_size=2, cache_dir=str(session_cache.root), workers=1,
+                          search_fraction=0.75, evolution=SEARCHED_EVOLUTION)
+
+
+@pytest.fixture(scope="session")
+def searched_run(searched_settings, tmp_path_factory):
+    """A finished search of :data:`SEARCHED_EVOLUTION`, run once per session: its folder and report; tests copy
+    the folder before changing anything."""
+    from autoprox.search.engine import run_search
+
+    out = tmp_path_factory.mktemp("runs") / "full"
+    report = run_search(searched_settings, out, quiet=True)
+    return out, report
 
 
 @pytest.fixture

@@ -15,15 +15,13 @@ import pytest
 
 from autoprox.data.benchmark import load_benchmark
 from autoprox.search.engine import run_search
-from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.rundir import LOCK, RunDirectory, RunDirError
-from autoprox.search.settings import SearchSettings
 from tests.commands import cli_env, entries_of, one_error_line, run_cli, small_search_argv, written_jsonl
-from tests.conftest import REPO
+from tests.conftest import REPO, SEARCHED_EVOLUTION
 
 pytestmark = pytest.mark.slow
 
-EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
+EVOLUTION = SEARCHED_EVOLUTION  # the evolution of conftest's searched_run, the full run of these tests
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +30,8 @@ def small_bench_file(af_small_file):
 
 
 @pytest.fixture(scope="module")
-def settings(small_bench_file, session_cache):
-    return SearchSettings(
-        bench=str(small_bench_file), batch_size=2, cache_dir=str(session_cache.root), workers=1,
-        search_fraction=0.75, evolution=EVOLUTION,
-    )
+def settings(searched_settings):
+    return searched_settings
 
 
 def _without_timing(records):
@@ -44,10 +39,9 @@ def _without_timing(records):
 
 
 @pytest.fixture(scope="module")
-def full_run(settings, tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "full"
-    report = run_search(settings, out, quiet=True)
-    return out, report
+def full_run(searched_run):
+    """The search the hall of fame tests read too (one run per session)."""
+    return searched_run
 
 
 def test_run_directory_holds_config_log_checkpoint_and_best(full_run, small_bench_file):
@@ -411,14 +405,14 @@ def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_t
 
 
 @pytest.mark.slow
-def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_path, af_small_file):
+def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_path, af_tiny_file):
     import signal
     import subprocess
     import sys
 
     cache, out = tmp_path / "cache", tmp_path / "run"
     env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
-    process = _start(small_search_argv(tmp_path, af_small_file, cache, "--iterations", "1000000", "--quiet",
+    process = _start(small_search_argv(tmp_path, af_tiny_file, cache, "--iterations", "1000000", "--quiet",
                                    "--out", str(out)), env)
     try:
         checkpoint = out / "checkpoint.json"
