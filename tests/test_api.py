@@ -24,6 +24,8 @@ from autoprox.reports.simplify import aggregate_text
 from autoprox.search.engine import run_search
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def fitted(af_small_file, session_cache, tmp_path_factory):

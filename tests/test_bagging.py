@@ -37,6 +37,8 @@ from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 from tests.conftest import REPO, unpacked_protocol
 
+pytestmark = pytest.mark.slow
+
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
 EVOLUTION = EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5)
 FOLDS, BAGS = 3, 2

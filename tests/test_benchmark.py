@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 import json
 import math
 import shutil
@@ -27,6 +29,7 @@ from autoprox.spaces.architectures import (
     count_params,
 )
 from tests.conftest import AF_FILE, PIT_FILE
+from tests.commands import entries_of, one_error_line, run_cli, written_jsonl
 
 AF_SHA = "712ad277546d9f7f565ce07885be7e0b98dcd8d0724fdd1120f595b517436eca"
 PIT_SHA = "bdda89841d4105f99ab759e3243e7a2402929ba7a8430dac12a50256aa533bb2"
@@ -493,3 +496,56 @@ def test_targets_that_cannot_rank_are_named(pit_bench, tmp_path):
     with pytest.raises(BenchmarkError, match=r"target 'c100_base' has only 2 measured value\(s\) on the search split"):
         bench.check_measured(["c100_base"], part="the search split")
     assert bench.measured_problem("c100_kd", [0, 1], "two") is not None
+
+
+def _bad_benchmarks(bench, tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    entries = entries_of(bench, range(6))
+    cases = {}
+    infinite = [dict(e) for e in entries]
+    infinite[2]["c100_kd_acc"] = float("inf")
+    cases["Infinity"] = (written_jsonl(tmp_path / "inf.jsonl", infinite),
+                         "inf.jsonl: line 3: entry 2 column 'c100_kd_acc' is inf, not a finite number")
+    absurd = [dict(e) for e in entries]
+    absurd[4]["flower_kd_acc"] = 1e300
+    cases["1e300"] = (written_jsonl(tmp_path / "big.jsonl", absurd),
+                      "big.jsonl: line 5: entry 4 column 'flower_kd_acc' is 1e+300, outside [0, 100]")
+    cases["duplicate"] = (written_jsonl(tmp_path / "dup.jsonl", entries + [entries[0]]),
+                          "dup.jsonl: line 7: entry 6 repeats the architecture of entry 0 with the same accuracies")
+    conflicting = dict(entries[1], c100_kd_acc=10.0)
+    cases["conflicting"] = (written_jsonl(tmp_path / "conflict.jsonl", entries + [conflicting]),
+                            "conflict.jsonl: line 7: entry 6 repeats the architecture of entry 1 with other accuracies")
+    cases["two architectures"] = (written_jsonl(tmp_path / "two.jsonl", entries[:2]),
+                                  "two.jsonl: only 2 architecture(s); a benchmark needs at least 3")
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(json.dumps(entries[0]) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    cases["nested 100000 deep"] = (deep, "deep.jsonl: line 2 is not JSON (nested too deeply to read)")
+    return cases
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["Infinity", "1e300", "duplicate", "conflicting", "two architectures",
+                                  "nested 100000 deep"])
+def test_bad_benchmark_files_get_one_line_naming_file_and_line(pit_bench, tmp_path, capsys, case):
+    path, message = _bad_benchmarks(pit_bench, tmp_path)[case]
+    for argv in (["rank", "--proxy", "params", "--bench", path],
+                 ["search", "--bench", path, "--out", tmp_path / "run", "--quiet"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and message in one_error_line(err) and out == ""
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_a_pickle_benchmark_gets_the_projects_own_line(tmp_path, capsys):
+    import pickle
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    path = tmp_path / "evil.pth"
+    with open(path, "wb") as handle:
+        pickle.dump([Evil()], handle, protocol=2)
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path)
+    line = one_error_line(err)
+    assert code == 2 and line.startswith(f"autoprox: error: {path}: refused: the file holds an object of type ")
+    assert "weights_only=True" in line and "In PyTorch" not in line

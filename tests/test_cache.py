@@ -22,6 +22,9 @@ from autoprox.data.cache import (
     default_cache_dir,
 )
 from autoprox.networks.statistics import STAT_NAMES, InputSpec, compute_statistics
+from autoprox.data.benchmark import load_benchmark
+from autoprox.spaces.architectures import count_params
+from tests.commands import PUBLISHED, entries_of, fill, one_error_line, remount, run_cli, tmpfs, warning_lines, written_jsonl
 
 
 def _same(a, b) -> bool:
@@ -247,6 +250,7 @@ def test_atomic_writes_leave_no_temporary_files(pit_entry, pit_request, monkeypa
 
 
 # --- building in parallel ------------------------------------------------------------------
+@pytest.mark.slow
 def test_build_cache_workers_give_identical_results(tmp_path, af_small, pit_small, small_spec):
     archs = [af_small.archs[0], pit_small.archs[0], pit_small.archs[1]]
     requests = [StatsRequest(a, small_spec, 3, 100) for a in archs]
@@ -280,3 +284,99 @@ def test_default_cache_dir(monkeypatch, tmp_path):
     monkeypatch.delenv(CACHE_DIR_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir() == tmp_path / "xdg" / "autoprox"
+
+
+@pytest.mark.slow
+def test_a_random_bytes_cache_entry_warns_once_without_pickle_advice(pit_bench, small_spec, tmp_path, capsys):
+    from autoprox.data.cache import StatsRequest
+
+    order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))[:4]
+    bench = written_jsonl(tmp_path / "pit4.jsonl", entries_of(pit_bench, order))
+    cache = StatisticsCache(tmp_path / "cache")
+    common = ["rank", "--proxy", PUBLISHED, "--bench", bench, "--batch-size", "2", "--cache-dir", cache.root,
+              "--workers", "1", "--json", "--targets", "c100_kd"]
+    code, clean, err = run_cli(capsys, *common)
+    assert code == 0 and not warning_lines(err)
+    request = StatsRequest(load_benchmark(bench).archs[1], small_spec, 0, 100)
+    cache.path(request).write_bytes(np.random.default_rng(0).bytes(5000))
+    code, out, err = run_cli(capsys, *common)
+    assert code == 0 and json.loads(out) == json.loads(clean)
+    warnings = warning_lines(err)
+    assert len(warnings) == 1, err
+    assert "corrupt cache entry" in warnings[0] and "not a NumPy .npz archive" in warnings[0]
+    assert "allow_pickle" not in err and "ResourceWarning" not in err and "unclosed" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_a_read_only_cache_computes_what_it_lacks_in_memory_with_one_warning(pit_bench, small_spec, tmp_path, capsys,
+                                                                              damage):
+    from autoprox.data.cache import StatsRequest
+
+    order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))[:5]
+    bench = written_jsonl(tmp_path / "pit5.jsonl", entries_of(pit_bench, order))
+    requests = [StatsRequest(arch, small_spec, 0, 100) for arch in load_benchmark(bench).archs]
+    common = ["--proxy", PUBLISHED, "--bench", bench, "--batch-size", "2", "--workers", "2", "--json"]
+    code, reference, err = run_cli(capsys, "rank", *common, "--cache-dir", tmp_path / "writable")
+    assert code == 0, err
+    with tmpfs(tmp_path / "ro", "64m") as root:
+        cache = StatisticsCache(root)
+        kept = requests[:3] if damage == "missing" else requests  # two entries missing, or one corrupt
+        for request in kept:
+            cache.path(request).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(StatisticsCache(tmp_path / "writable").path(request), cache.path(request))
+        corrupt = cache.path(requests[0])
+        if damage == "corrupt":
+            corrupt.write_bytes(corrupt.read_bytes()[:300])
+        remount(root, "ro")
+        code, out, err = run_cli(capsys, "rank", *common, "--cache-dir", root)
+        assert code == 0 and json.loads(out) == json.loads(reference), err
+        warnings = warning_lines(err)
+        assert len(warnings) == 1, err
+        assert f"statistics cache {root} cannot be written (Read-only file system)" in warnings[0]
+        assert "computed in memory" in warnings[0] and "Traceback" not in err
+        assert ("corrupt cache entry" in warnings[0]) == (damage == "corrupt")
+        assert corrupt.stat().st_size == (300 if damage == "corrupt" else corrupt.stat().st_size)  # left as it was
+        code, _, err = run_cli(capsys, "search", "--bench", bench, "--out", tmp_path / "run", "--batch-size", "2",
+                               "--cache-dir", root, "--population", "3", "--iterations", "1", "--quiet")
+        assert code == 0 and len(warning_lines(err)) == 1, err
+        code, _, err = run_cli(capsys, "cache", "build", "--bench", bench, "--batch-size", "2", "--cache-dir", root)
+        assert code == 2 and "cannot be written (Read-only file system)" in one_error_line(err)
+
+
+@pytest.mark.slow
+def test_a_full_cache_is_one_line_and_the_rerun_is_exact(pit_bench, tmp_path, capsys):
+    order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))[:6]
+    bench = written_jsonl(tmp_path / "pit6.jsonl", entries_of(pit_bench, order))
+    common = ["--proxy", PUBLISHED, "--bench", bench, "--batch-size", "2", "--json", "--targets", "c100_kd,flower_kd"]
+    code, reference, _ = run_cli(capsys, "rank", *common, "--cache-dir", tmp_path / "roomy", "--workers", "1")
+    entry_size = next((tmp_path / "roomy").rglob("*.npz")).stat().st_size
+    with tmpfs(tmp_path / "full", "64m") as root:
+        filler = fill(root, leave=int(entry_size * 2.5))
+        for workers in ("1", "2"):
+            code, out, err = run_cli(capsys, "rank", *common, "--cache-dir", root, "--workers", workers)
+            line = one_error_line(err)
+            assert code == 2 and out == "", err
+            assert f"statistics cache {root} is full: cannot write {root}/pit/" in line
+            assert "no space left on device after" in line and "entries written by this command" in line
+            assert not [p for p in root.rglob("*") if p.name.startswith(".") and p.is_file()]  # no temporary file
+        kept = len(list(root.rglob("*.npz")))
+        assert kept == 2
+        filler.unlink()  # room again
+        code, out, err = run_cli(capsys, "rank", *common, "--cache-dir", root, "--workers", "2")
+        assert code == 0 and json.loads(out) == json.loads(reference), err
+
+
+def test_a_cache_dir_that_is_a_file_stops_the_command(capsys, tmp_path, af_small_file):
+    cache = tmp_path / "cache"
+    cache.write_text("a file")
+    for argv in (["rank", "--proxy", "snip", "--bench", str(af_small_file)],
+                 ["search", "--bench", str(af_small_file), "--iterations", "1", "--out", str(tmp_path / "run")]):
+        code, _, err = run_cli(capsys, *argv, "--cache-dir", str(cache))
+        assert code == 2
+        assert err.strip().splitlines()[-1] == (f"autoprox: error: statistics cache {cache} cannot be a folder: it "
+                                                "is a file; give --cache-dir a folder")
+    code, _, err = run_cli(capsys, "rank", "--proxy", "snip", "--bench", str(af_small_file), "--cache-dir",
+                           str(cache / "below"))
+    assert code == 2 and f"({cache} is a file)" in err
+    assert not (tmp_path / "run").exists() and cache.read_text() == "a file"

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from autoprox.cli.main import main
+from autoprox.cli.main import build_parser, main
 from autoprox.data.benchmark import write_benchmark_jsonl
+from autoprox.search.evolution import EvolutionConfig
 from tests.conftest import AF_FILE, PIT_FILE, REPO
 
 #: Kendall tau-b of the parameter count, as printed in the benchmark's README (autoprox/resources/vit-bench-101/README.md).
@@ -18,6 +19,7 @@ README_PARAMS_KENDALL = {
     AF_FILE: {"c100_kd": 0.548, "flower_kd": 0.700, "chaoyang_kd": 0.315, "imagenet_super": -0.218, "c100_base": -0.324},
     PIT_FILE: {"c100_kd": 0.817, "flower_kd": 0.865, "chaoyang_kd": 0.564, "c100_base": 0.716},
 }
+AUTOFORMER_FILE = REPO / "examples" / "spaces" / "autoformer-ti.json"
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
              "element_wise_sqrt(sigmoid(F4g)))))")
 
@@ -53,6 +55,7 @@ def small_jsonl(af_small, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_rank_a_genome_and_a_proxy_file(capsys, small_jsonl, session_cache, tmp_path):
     common = ["--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
               "--workers", "1", "--json", "--targets", "c100_kd,flower_kd"]
@@ -66,6 +69,7 @@ def test_rank_a_genome_and_a_proxy_file(capsys, small_jsonl, session_cache, tmp_
     assert code == 0 and json.loads(out) == from_string
 
 
+@pytest.mark.slow
 def test_cache_build_reports_what_it_computed(capsys, small_jsonl, tmp_path):
     args = ["cache", "build", "--bench", str(small_jsonl), "--batch-size", "1", "--cache-dir", str(tmp_path),
             "--workers", "2", "--targets", "c100_kd"]
@@ -118,6 +122,7 @@ def test_malformed_arch_in_a_benchmark_names_entry_and_key(capsys, tmp_path):
 # --- the proxy zoo and the ranking table (issue 3) -------------------------------------
 
 
+@pytest.mark.slow
 def test_rank_table_of_a_comma_list_in_each_format(capsys, small_jsonl, session_cache):
     common = ["--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
               "--workers", "1", "--targets", "c100_kd"]
@@ -132,6 +137,7 @@ def test_rank_table_of_a_comma_list_in_each_format(capsys, small_jsonl, session_
     assert table["seeds"] == [0] and table["proxies"][0]["proxy"] == "synflow"
 
 
+@pytest.mark.slow
 def test_rank_single_zoo_proxy_keeps_the_single_proxy_output(capsys, small_jsonl, session_cache):
     common = ["--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir", str(session_cache.root),
               "--workers", "1", "--targets", "c100_kd,flower_kd"]
@@ -148,6 +154,7 @@ def test_rank_unknown_name_in_a_list_names_the_known_ones(capsys):
     assert code == 2 and "unknown proxy 'snipp'" in err and "snip, grasp, synflow" in err and "autoprox_p" in err
 
 
+@pytest.mark.slow
 def test_search_seed_proxies_autoprox_a_and_p_and_refusals(capsys, small_jsonl, session_cache, tmp_path):
     from autoprox.proxies.proxy import AUTOPROX_A, AUTOPROX_P
     from autoprox.search.rundir import RunDirectory
@@ -212,3 +219,123 @@ def test_evaluate_help_names_every_selection_rule(capsys):
         main(["evaluate", "--help"])
     shown = capsys.readouterr().out.split()
     assert all(any(name in word for word in shown) for name in SELECTIONS)  # and not broken at a hyphen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("option", ["--margin", "--sample-ratio", "--gene-probability", "--search-fraction"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_non_finite_numbers_are_refused(capsys, option, value):
+    with pytest.raises(SystemExit) as info:
+        main(["search", "--bench", str(PIT_FILE), f"{option}={value}"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"argument {option}: expected a finite number, got '{value}'" in err
+    with pytest.raises(SystemExit):
+        main(["search", "--bench", str(PIT_FILE), "--weights", f"c100_kd={value}"])
+    with pytest.raises(Exception, match="margin must be a finite number"):
+        EvolutionConfig(margin=float(value))
+
+
+def _option_helps(parser) -> dict[str, str]:
+    """``--option`` -> its help text as printed, for every command."""
+    import argparse
+
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.update({f"{name} {k}": v for k, v in _option_helps(sub).items()})
+        elif action.option_strings:
+            found[action.option_strings[-1]] = parser._get_formatter()._expand_help(action) if action.help else ""
+    return found
+
+
+@pytest.mark.slow
+def test_help_states_each_default_once(capsys):
+    helps = _option_helps(build_parser())
+    assert helps["search --population"] == "genomes in the population (default 20)"
+    assert helps["search --iterations"].count("default") == 1
+    assert helps["search --stat-seeds"].count("default") == 1
+    for option, text in helps.items():
+        assert text.count("(default") <= 1, (option, text)  # argparse's "(default: ...)" after our own "(default ...)"
+        assert not text.endswith("(default: None)") and "default None" not in text, (option, text)
+    with pytest.raises(SystemExit):
+        main(["search", "--help"])
+    assert "(default: None)" not in capsys.readouterr().out
+
+
+def _unusable_outs(root: Path) -> dict[str, str]:
+    (root / "loopA").symlink_to("loopB")
+    (root / "loopB").symlink_to("loopA")
+    (root / "dangling").symlink_to("nowhere")
+    (root / "file").write_text("not a folder")
+    return {"loopA": "it goes through a loop of symbolic links", "loopA/run": "loop of symbolic links",
+            "dangling": "it is a symbolic link to nowhere, which does not exist",
+            "file/run": "it, or a folder above it, is a file"}
+
+
+def test_an_unusable_out_is_refused_in_one_line_by_every_command(capsys, tmp_path, monkeypatch):
+    from tests.conftest import PIT_FILE
+
+    monkeypatch.chdir(tmp_path)
+    for out, why in _unusable_outs(tmp_path).items():
+        for command in (["search", "--bench", str(PIT_FILE), "--iterations", "1", "--quiet"],
+                        ["vit-search", "--space", "pit", "--proxy", "params", "--samples", "2"]):
+            code, _, err = run_cli(capsys, *command, "--out", out)
+            assert code == 2, (command, out, err)
+            errors = [line for line in err.splitlines() if line.startswith("autoprox: error: ")]
+            assert errors == [err.strip().splitlines()[-1]] and "Traceback" not in err
+            assert errors[0].startswith(f"autoprox: error: {out} cannot be a folder: ") and why in errors[0]
+            assert errors[0].endswith("; choose another --out")
+    assert (tmp_path / "file").read_text() == "not a folder"
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_huge_genome_is_not_echoed_whole(capsys):
+    genome = "foo" * 35_000  # 105 KB
+    code, _, err = run_cli(capsys, "rank", "--proxy", genome, "--space", "pit")
+    assert code == 2 and err.count("\n") == 1
+    assert len(err) < 2_000 and __import__("re").search(r"foo\.\.\. \(105,00\d characters\)", err)
+
+
+def test_spaces_cuts_a_huge_description(capsys, tmp_path):
+    definition = json.loads(AUTOFORMER_FILE.read_text()) | {"name": "wordy", "description": "many words " * 1_000_000}
+    path = tmp_path / "wordy.json"
+    path.write_text(json.dumps(definition))
+    code, out, _ = run_cli(capsys, "spaces", "wordy", "--space-file", str(path))
+    assert code == 0 and len(out) < 5_000
+    assert "... (cut: 10,999,999 characters; --json shows it whole)" in out
+
+
+def test_help_shows_no_percent_escapes_or_rst(capsys):
+    from autoprox.cli.main import COMMANDS
+
+    for command in [[], *([name] for name in COMMANDS)]:
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        text = capsys.readouterr().out
+        assert "%%" not in text and "``" not in text, command
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+def test_device_cuda_without_cuda_says_so(capsys, tmp_path, af_small_file):
+    for argv in (["search", "--bench", str(af_small_file), "--out", str(tmp_path / "run")],
+                 ["rank", "--proxy", "params", "--bench", str(af_small_file)]):
+        code, _, err = run_cli(capsys, *argv, "--device", "cuda")
+        assert code == 2 and "cache build" not in err
+        assert err.strip().startswith("autoprox: error: --device cuda: CUDA is not available on this machine")
+
+
+@pytest.mark.parametrize("rule", ["cv-lcb", "hof-average"])
+def test_select_by_the_hall_of_fame_refuses_a_corrupt_one(capsys, tmp_path, rule):
+    import shutil
+
+    run = shutil.copytree(REPO / "runs" / "pit-best", tmp_path / "run")
+    (run / "evaluations.jsonl").unlink(missing_ok=True)
+    (run / "hall_of_fame.json").write_text("{ not json")
+    code, _, err = run_cli(capsys, "select", str(run), "--selection", rule, "--out", str(tmp_path / "chosen.json"))
+    assert code == 2 and not (tmp_path / "chosen.json").exists()
+    assert err.strip().splitlines() == [
+        f"autoprox: error: {run / 'hall_of_fame.json'}: hall_of_fame.json unreadable ({run / 'hall_of_fame.json'} "
+        "is not valid JSON (Expecting property name enclosed in double quotes at line 1)), and no evaluations to "
+        f"rebuild it from; --selection {rule} chooses among the hall of fame: restore the file, or use "
+        "--selection best"]

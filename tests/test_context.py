@@ -18,6 +18,8 @@ from autoprox.search.context import RunContext
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.architectures import count_params
 from tests.conftest import PIT_FILE, REPO, tracked_files
+from autoprox.search.rundir import RunDirectory
+from tests.commands import one_error_line, run_cli, warning_lines
 
 RUNS = REPO / "runs"
 COMMITTED = [path.parent for path in tracked_files("runs/**/config.json")]
@@ -82,6 +84,7 @@ def _autoprox(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Comp
                           env={**os.environ, **(env or {})}, timeout=600)
 
 
+@pytest.mark.slow
 def test_show_export_curves_and_rank_on_a_run_copied_elsewhere(tmp_path, pit_bench, session_cache):
     """A committed run copied to another folder, used from there: every report command works on it."""
     copy = tmp_path / "copied-run"
@@ -108,6 +111,7 @@ def test_show_export_curves_and_rank_on_a_run_copied_elsewhere(tmp_path, pit_ben
     assert json.loads(ranked.stdout)["c100_kd"]["n"] == 6
 
 
+@pytest.mark.slow
 def test_search_refuses_a_non_empty_folder_that_is_not_a_run_and_leaves_it_untouched(tmp_path):
     out = tmp_path / "my-results"
     out.mkdir()
@@ -164,3 +168,54 @@ def test_rank_scores_a_fold_run_on_its_explicit_split(tmp_path, pit_bench, sessi
 
     assert list(split_benchmark(6, 0, 0.5).test) != [0, 1, 2]  # the two splits differ here
     assert from_fold["n"] == 3 and from_fold["kendall"] != seeded["kendall"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("content, problem", [
+    ("[1, 2]\n", "holds a JSON array, not an object"),
+    ("{not json\n", "is not valid JSON"),
+    ("[" * 100_000 + "]" * 100_000, "is not valid JSON (nested too deeply to read)"),
+    # issue 32: the decoder's own "at" is not doubled (it said "Invalid control character at at line 1")
+    ('{"genome": "a\tb"}', "is not valid JSON (Invalid control character at line 1)"),
+])
+def test_a_bad_best_json_is_named_by_show_export_and_curves(run_copy, tmp_path, capsys, content, problem):
+    (run_copy / "best.json").write_text(content)
+    code, out, err = run_cli(capsys, "show", run_copy, "--no-simplify", "--top", "2")
+    assert code == 0 and "hall of fame" in out  # show still shows the hall of fame
+    assert any(f"{run_copy / 'best.json'} {problem}" in w for w in warning_lines(err)), err
+    code, _, err = run_cli(capsys, "export", run_copy, "--out", tmp_path / "proxy.py", "--no-simplify")
+    assert code == 2 and f"{run_copy / 'best.json'} {problem}" in one_error_line(err)
+    assert not (tmp_path / "proxy.py").exists()
+    code, _, err = run_cli(capsys, "curves", run_copy, "--out", tmp_path / "curves.png")
+    assert code == 0 and any(f"{run_copy / 'best.json'} {problem}" in w for w in warning_lines(err)), err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bad_line, problem", [
+    ("{torn", "is not valid JSON"),
+    ("[1, 2]", "holds a JSON array, not an object"),
+    ('{"iteration": "two"}', "has no integer 'iteration'"),
+    ('{"iteration": "\t"}', "is not valid JSON (Invalid control character)"),  # issue 32: it said "at at line 1"
+])
+def test_a_bad_log_line_is_named_by_show_and_curves(run_copy, tmp_path, capsys, bad_line, problem):
+    log = run_copy / "log.jsonl"
+    lines = log.read_text().splitlines()
+    lines.insert(1, bad_line)
+    log.write_text("\n".join(lines) + "\n")
+    code, _, err = run_cli(capsys, "curves", run_copy, "--out", tmp_path / "curves.png")
+    assert code == 2 and f"{log}: line 2 " in one_error_line(err) and problem in one_error_line(err)
+    code, out, err = run_cli(capsys, "show", run_copy, "--no-simplify", "--top", "2")
+    assert code == 0 and "hall of fame" in out
+    if "iteration" not in problem:  # show reads the log for its iteration count only
+        assert any(f"{log}: line 2 " in w for w in warning_lines(err)), err
+    code, _, err = run_cli(capsys, "search", "--resume", "--out", run_copy, "--quiet")
+    assert code == 2 and f"{log}: line 2 " in one_error_line(err)
+
+
+@pytest.mark.slow
+def test_a_torn_last_line_is_what_a_killed_run_leaves_and_is_skipped(run_copy, tmp_path, capsys):
+    log = run_copy / "log.jsonl"
+    log.write_text(log.read_text() + '{"iteration": 4, "best_j')
+    assert [r["iteration"] for r in RunDirectory(run_copy).log()] == [1, 2, 3]
+    code, _, err = run_cli(capsys, "curves", run_copy, "--out", tmp_path / "curves.png")
+    assert code == 0 and not warning_lines(err), err

@@ -38,6 +38,8 @@ from autoprox.spaces.descriptors import terminal_values
 from tests.conftest import REPO
 from tests.genome_corpus import best_genomes
 
+pytestmark = pytest.mark.slow
+
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super")
 ALL_100 = {t: 100 for t in TARGETS}
 #: Largest relative difference between a counted and an exact block value (below the aggregation),

@@ -20,6 +20,8 @@ from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 
+pytestmark = pytest.mark.slow
+
 EVOLUTION = EvolutionConfig(population_size=4, iterations=5, retry_cap=3, top_k=2, seed=1)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

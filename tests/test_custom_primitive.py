@@ -40,6 +40,7 @@ def _settings(bench, cache, **extra):
     return settings_from_options(values)
 
 
+@pytest.mark.slow
 def test_a_registered_primitive_is_searched_recorded_and_exported(softsign, af_small_file, session_cache, tmp_path,
                                                                   af_small):
     out = tmp_path / "run"
@@ -67,6 +68,7 @@ def test_a_registered_primitive_is_searched_recorded_and_exported(softsign, af_s
     assert "element_wise_softsign" not in FoundProxy(report["genome"]).text  # its SymPy form is written out
 
 
+@pytest.mark.slow
 def test_a_run_with_a_primitive_not_registered_is_refused_on_resume_and_export(af_small_file, session_cache,
                                                                                tmp_path):
     record = register_primitive(make_primitive("element_wise_softsign", element_wise_softsign,
@@ -86,6 +88,7 @@ def test_a_run_with_a_primitive_not_registered_is_refused_on_resume_and_export(a
         export_proxy(str(out), tmp_path / "proxy.py", simplify=False)
 
 
+@pytest.mark.slow
 def test_registering_a_primitive_changes_no_default_search(af_small_file, session_cache, tmp_path):
     """The paper's operators stay the default: the same genomes, in the same order, with or without it."""
     before = run_search(_settings(af_small_file, session_cache), tmp_path / "before", quiet=True)

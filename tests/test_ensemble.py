@@ -26,6 +26,8 @@ from autoprox.proxies.ensemble import (
 from autoprox.proxies.proxy import AUTOPROX_A, Proxy, resolve_proxy
 from autoprox.spaces.descriptors import descriptor_columns
 
+pytestmark = pytest.mark.slow
+
 TARGETS = ("c100_kd", "flower_kd")
 FIT = list(range(10))  # the architectures members are fitted on (references, blend)
 

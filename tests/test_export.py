@@ -130,6 +130,7 @@ def archs(af_small, pit_small):
     return {"autoformer": af_small.archs[3], "pit": pit_small.archs[2]}
 
 
+@pytest.mark.slow
 def test_exported_modules_reproduce_the_engine_in_a_fresh_interpreter(exported, archs):
     job = {"files": {n: str(p) for n, p in exported.items()}, "seed": SEED, "batch": SPEC.batch_size,
            "archs": {n: arch_to_config(a) for n, a in archs.items()}}
@@ -284,6 +285,7 @@ def test_exported_module_documents_its_aggregation_and_terminals(exported):
     assert "Architecture-level terminals" not in plain.__doc__
 
 
+@pytest.mark.slow
 def test_descriptors_read_from_the_models_equal_the_engines(exported, af_small, pit_small):
     """Parameters, MACs, depth, width, heads and MLP ratio of real models, read by the exported
     module, equal autoprox.spaces.descriptors' values from the configs, to the last bit."""
@@ -310,6 +312,7 @@ def test_descriptors_read_from_the_models_equal_the_engines(exported, af_small, 
     assert checked == len(af_small.archs) + len(pit_small.archs)
 
 
+@pytest.mark.slow
 def test_descriptors_can_be_given_when_the_model_does_not_tell(exported, af_small):
     from autoprox.networks.models import build_model
 
@@ -410,6 +413,7 @@ REFERENCE_RUNS = sorted(p.parent for p in RUNS.glob("*-reference/best.json"))
 ISSUE6_RUNS = sorted(p.parent for p in [*RUNS.glob("*-best/best.json"), *RUNS.glob("ablation/*/best.json")])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not REFERENCE_RUNS, reason="no committed reference run")
 def test_reference_runs_export_proxies_that_reproduce_the_engine(capsys, tmp_path, af_small, pit_small):
     files, genomes, spaces = {}, {}, {}

@@ -158,6 +158,7 @@ def first8(af_small):
     return af_small.subset(range(8))
 
 
+@pytest.mark.slow
 def test_two_seeds_average_the_scores(session_cache, small_spec, first8):
     plan = StatsPlan(small_spec, (0, 1), ALL_100)
     loaded = load_statistics(session_cache, plan, first8.archs)
@@ -179,6 +180,7 @@ def test_two_seeds_average_the_scores(session_cache, small_spec, first8):
     assert record.kendall == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_each_target_uses_its_class_count(session_cache, small_spec, first8):
     classes = {"c100_kd": 100, "chaoyang_kd": 4}
     plan = StatsPlan(small_spec, (0,), classes)

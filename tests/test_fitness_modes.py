@@ -30,6 +30,8 @@ from autoprox.search.objectives import (
 )
 from autoprox.search.settings import SearchSettings
 
+pytestmark = pytest.mark.slow
+
 TARGETS = ("c100_kd", "flower_kd")
 ALL_100 = {t: 100 for t in TARGETS}
 GENOME = "block_mean(frobenius_norm(F1))"

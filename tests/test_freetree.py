@@ -4,6 +4,7 @@ on real (small) statistics."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections import Counter
@@ -45,6 +46,7 @@ from autoprox.genome.tree import (
 from autoprox.networks.statistics import SPREAD_NAMES
 from autoprox.networks.zoo import ZOO_TERMINALS
 from autoprox.spaces.descriptors import terminal_values
+from tests.commands import run_cli, small_search_argv
 
 STATS_ONLY = GenomeSpace("free", AGGREGATIONS, arch_terminals=False)
 WITH_ARCH = GenomeSpace("free", AGGREGATIONS, arch_terminals=True)
@@ -381,3 +383,20 @@ def test_random_free_trees_evaluate(space, small_stats):
         assert math.isfinite(value)
         finite += 1
     assert finite >= 20, (finite, invalid)
+
+
+@pytest.mark.slow
+def test_a_free_tree_seeds_a_free_genome_search(capsys, tmp_path, af_small_file, session_cache):
+    tree = "block_mean(to_mean_scalar(F1))"  # not the template's shape
+    out = tmp_path / "free"
+    code, _, err = run_cli(capsys, *small_search_argv(tmp_path, af_small_file, session_cache.root, "--iterations", "1",
+                                                  "--genome", "free", "--seed-proxies", tree, "--quiet",
+                                                  "--out", str(out)))
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["seed_proxies"] == [tree]
+    first = json.loads((out / "evaluations.jsonl").read_text().splitlines()[0])
+    assert first["genome"] == tree  # the seed was the first genome evaluated
+    code, _, err = run_cli(capsys, *small_search_argv(tmp_path, af_small_file, session_cache.root, "--iterations", "1",
+                                                  "--seed-proxies", tree, "--out", str(tmp_path / "template")))
+    assert code == 2 and "does not have the template's shape" in err  # the template search still refuses it

@@ -58,7 +58,7 @@ from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.architectures import arch_key, arch_to_config
 
-pytestmark = pytest.mark.fuzz
+pytestmark = [pytest.mark.fuzz, pytest.mark.slow]
 
 _COMMON = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                                     HealthCheck.function_scoped_fixture])

@@ -36,6 +36,8 @@ from autoprox.search.settings import SearchSettings
 from autoprox.spaces.architectures import count_macs, count_params
 from autoprox.spaces.descriptors import describe, terminal_names, terminal_values
 
+pytestmark = pytest.mark.slow
+
 TARGETS = ["c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super"]
 
 

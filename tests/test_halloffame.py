@@ -10,32 +10,28 @@ from dataclasses import replace
 import pytest
 
 from autoprox.cli.main import main
-from autoprox.data.benchmark import write_benchmark_jsonl
 from autoprox.genome.tree import canonical_string, parse_genome, tree_size
 from autoprox.search.engine import run_search
-from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import FitnessRecord
 from autoprox.search.halloffame import HallOfFame, load_hall_of_fame
 from autoprox.search.rundir import HALL_OF_FAME
 from autoprox.search.rundir import RunDirectory
-from autoprox.search.settings import SearchSettings
+from tests.conftest import SEARCHED_EVOLUTION
 
-EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
+pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(scope="module")
-def settings(af_small, session_cache, tmp_path_factory):
-    path = tmp_path_factory.mktemp("bench") / "af16.jsonl"
-    write_benchmark_jsonl(af_small, path)
-    return SearchSettings(bench=str(path), batch_size=2, cache_dir=str(session_cache.root), workers=1,
-                          search_fraction=0.75, evolution=EVOLUTION)
+EVOLUTION = SEARCHED_EVOLUTION  # the evolution of conftest's searched_run, the full run of these tests
 
 
 @pytest.fixture(scope="module")
-def full_run(settings, tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "full"
-    report = run_search(settings, out, quiet=True)
-    return out, report
+def settings(searched_settings):
+    return searched_settings
+
+
+@pytest.fixture(scope="module")
+def full_run(searched_run):
+    """The search the search tests read too (one run per session)."""
+    return searched_run
 
 
 def _valid_records(out):

@@ -35,6 +35,8 @@ from autoprox.spaces.descriptors import terminal_values
 from autoprox.primitives import KERNEL_SETS, PRIMITIVES, UNARY, fast, unary
 from tests.genome_corpus import best_genomes
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super")
 ALL_100 = {t: 100 for t in TARGETS}

@@ -82,15 +82,22 @@ def test_modules_fit_on_a_screen_or_two():
     assert not long, "; ".join(long)
 
 
-def test_every_slow_test_named_in_conftest_exists():
-    """A name in SLOW_TESTS that matches no test would silently leave a slow test in the quick lane."""
-    from tests.conftest import SLOW_TESTS
+def test_every_mark_on_a_test_is_registered():
+    """A misspelt mark (``pytest.mark.slwo``) would silently leave a slow test in the quick lane: every mark the
+    tests use is a built-in one or registered in pyproject.toml."""
+    import tomllib
 
-    for entry in sorted(SLOW_TESTS):
-        path, _, name = entry.partition("::")
-        source = REPO / path
-        assert source.is_file(), entry
-        assert not name or f"def {name}(" in source.read_text(), entry
+    markers = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    known = {line.split(":")[0] for line in markers} | {"parametrize", "skip", "skipif", "xfail", "usefixtures",
+                                                          "filterwarnings"}
+    used = {}
+    for path in sorted((REPO / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "mark" and isinstance(node.value.value, ast.Name)
+                    and node.value.value.id == "pytest"):
+                used.setdefault(node.attr, path.name)
+    assert "slow" in used and set(used) <= known, {name: file for name, file in used.items() if name not in known}
 
 
 def test_nothing_of_the_clone_points_at_files_a_user_does_not_have():

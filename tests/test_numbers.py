@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from autoprox.apps.protocol_summary import format_protocol
 from autoprox.apps.transfer import format_transfer
 from autoprox.core.numbers import UNDEFINED, format_float
+from tests.conftest import REPO
 
 
 @pytest.mark.parametrize("value, text", [(0.5484, "+0.548"), (-0.0174, "-0.017"), (0.0, "+0.000"), (1, "+1.000"),
@@ -50,3 +52,30 @@ def test_the_cli_tables_spell_an_undefined_figure_the_same_way():
     row = format_transfer(study).splitlines()[-1].split()
     assert row[2] == "nan" and row[3] == "+0.500" and row[4:6] == ["depth", "nan"] and row[-1] == "nan"
     assert "n/a" not in table + format_transfer(study)
+
+
+def _partial_protocol(finished: int) -> dict:
+    from autoprox.apps.protocol_summary import REFERENCE, summarise
+    from autoprox.data.benchmark import load_benchmark
+    from tests.conftest import PIT_FILE
+
+    protocol = json.loads((REPO / "runs" / "protocol" / "pit-best" / "protocol.json").read_text())
+    for fold in protocol["folds"][finished:]:
+        fold["result"] = None
+    spec, bench = protocol["protocol"], load_benchmark(PIT_FILE)
+    protocol["summary"] = summarise(protocol["folds"][:finished], bench.accuracies, protocol["targets"],
+                                    protocol["settings"]["weights"], [REFERENCE, *spec["baselines"]], samples=0,
+                                    size=len(bench))
+    return protocol
+
+
+def test_a_partial_protocol_summary_prints_no_nan_and_no_empty_table():
+    from autoprox.apps.protocol_summary import format_protocol
+
+    one = format_protocol(_partial_protocol(1))
+    assert "nan" not in one and "+-" not in one.split("\n", 3)[3]
+    assert "one fold finished: the sd and the intervals need two" in one
+    none = format_protocol(_partial_protocol(0))
+    assert none.splitlines()[1:] == ["no fold has finished yet: no figures"]
+    full = format_protocol(_partial_protocol(2))
+    assert "+-" in full and "[" in full and "nan" not in full

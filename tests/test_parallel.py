@@ -23,6 +23,8 @@ from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.shards import ShardedScorer, shard_ranges
 from autoprox.spaces.descriptors import terminal_values
 
+pytestmark = pytest.mark.slow
+
 distributed = pytest.importorskip("distributed")
 
 GENOMES = [
@@ -223,3 +225,34 @@ def test_threaded_map_refuses_no_threads():
 
     with pytest.raises(ConfigError, match="at least 1"):
         ThreadedMap(0)
+
+
+def loky_leak_limit() -> int:
+    """In a local worker: the growth loky takes for a memory leak."""
+    from joblib.externals.loky import process_executor
+
+    return process_executor._MAX_MEMORY_LEAK_SIZE
+
+
+@pytest.mark.slow
+def test_parallel_steps_keep_their_workers_and_report_progress_as_results_arrive(pit_small, small_spec):
+    import warnings
+
+    from autoprox.core.parallel import WORKER_GROWTH_LIMIT, LocalExecutor
+    from autoprox.networks.zoo import compute_raw_values
+
+    # the cause: loky stops a worker whose resident size grew 300 MB past its first task's, and
+    # warns "A worker stopped while some jobs were given to the executor"; networks of every size
+    # legitimately hold more than that, so each local worker raises the limit
+    assert list(LocalExecutor(2).run(loky_leak_limit, [(), ()])) == [WORKER_GROWTH_LIMIT] * 2
+    archs = list(pit_small.archs[:6])
+    calls: list[int] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = compute_raw_values(["snip"], archs, small_spec, 0, 100, workers=2,
+                                     progress=lambda done, total: calls.append(done))
+    assert not [w for w in caught if "A worker stopped" in str(w.message)]
+    assert calls == list(range(len(archs) + 1))  # one step per architecture, not 0 then 6
+    assert all(r.ok for r in results["snip"])
+    serial = compute_raw_values(["snip"], archs, small_spec, 0, 100, workers=1)
+    assert [r.raw for r in results["snip"]] == [r.raw for r in serial["snip"]]  # each result at its own index

@@ -11,6 +11,9 @@ from autoprox.core.errors import ConfigError
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig, stalled
 from autoprox.search.settings import SearchSettings
+from tests.commands import run_cli, small_search_argv
+
+pytestmark = pytest.mark.slow
 
 EVOLUTION = EvolutionConfig(population_size=5, iterations=60, retry_cap=3, top_k=2, seed=3, patience=3)
 
@@ -53,3 +56,18 @@ def test_without_patience_the_configuration_records_none(settings, tmp_path):
     run_search(plain, tmp_path / "plain", quiet=True)
     recorded = json.loads((tmp_path / "plain" / "config.json").read_text())["settings"]["evolution"]
     assert "patience" not in recorded and recorded["iterations"] == 2
+
+
+@pytest.mark.slow
+def test_patience_says_why_the_search_stopped(capsys, tmp_path, af_small_file, session_cache):
+    out = tmp_path / "patient"
+    code, _, err = run_cli(capsys, *small_search_argv(tmp_path, af_small_file, session_cache.root, "--iterations", "60",
+                                                  "--patience", "1", "--out", str(out)))
+    assert code == 0
+    best = json.loads((out / "best.json").read_text())
+    stopped = best["stopped_early"]["iteration"]
+    assert stopped < 60
+    assert f"no better proxy in 1 iterations (--patience 1): stopped at iteration {stopped} of 60" in err
+    code, shown, _ = run_cli(capsys, "show", str(out), "--top", "1", "--no-simplify")
+    assert (f"iteration {stopped} of 60 (stopped early: no better proxy in 1 iterations (--patience))"
+            in shown.splitlines()[0])

@@ -40,6 +40,9 @@ from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import descriptor_columns
 from tests.conftest import REPO
+from tests.commands import run_cli
+
+pytestmark = pytest.mark.slow
 
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
 EVOLUTION = EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5)
@@ -427,3 +430,59 @@ def test_more_repeats_on_resume_extend_a_finished_protocol(protocol, settings, t
     grown_too = run_protocol(None, rescored, repeats=2, resume=True, quiet=True)
     assert figures_of(grown_too) == figures_of(fresh)
     assert not (rescored / "repeat-1").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folds", ["100", "6"])
+def test_evaluate_refuses_folds_too_small_to_rank(capsys, tmp_path, af_small_file, folds):
+    out = tmp_path / "protocol"
+    code, _, err = run_cli(capsys, "evaluate", "--bench", str(af_small_file), "--folds", folds, "--iterations", "1",
+                           "--batch-size", "2", "--workers", "1", "--quiet", "--cache-dir", str(tmp_path / "cache"),
+                           "--out", str(out))
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("autoprox: error: --folds ")
+    if folds == "6":  # 16 architectures: 2 per fold
+        assert "leaves 2 test architecture(s) in a fold" in lines[0] and "give at most --folds 5" in lines[0]
+    assert not out.exists() or not any(out.iterdir())
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.npz"))
+
+
+def _protocol_settings(af_small_file, session_cache):
+    from autoprox.search.evolution import EvolutionConfig
+    from autoprox.search.settings import SearchSettings
+
+    return SearchSettings(bench=str(af_small_file), targets=("c100_kd", "flower_kd"), batch_size=2,
+                          cache_dir=str(session_cache.root), workers=1,
+                          evolution=EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5))
+
+
+@pytest.mark.slow
+def test_an_interrupted_evaluate_gives_its_own_quoted_resume_hint(capsys, tmp_path, af_small_file, session_cache):
+    import shlex
+
+    from autoprox.apps.protocol import run_protocol
+
+    out = tmp_path / "my protocol"
+    stopped = run_protocol(_protocol_settings(af_small_file, session_cache), out, folds=2, stop_after=1, quiet=False)
+    assert not stopped["finished"]
+    err = capsys.readouterr().err
+    assert f"continue with: autoprox evaluate --resume --out {shlex.quote(str(out))}" in err
+    assert "autoprox search --resume" not in err  # the inner fold's own hint is not the way to continue
+
+
+@pytest.mark.slow
+def test_the_protocol_folder_has_its_own_lock(capsys, tmp_path, af_small_file, session_cache):
+    from autoprox.search.rundir import hold_lock
+
+    out = tmp_path / "protocol"
+    out.mkdir()
+    with hold_lock(out / ".autoprox.lock", "held by this test"):
+        code, _, err = run_cli(capsys, "evaluate", "--bench", str(af_small_file), "--folds", "2", "--iterations", "1",
+                               "--batch-size", "2", "--workers", "1", "--quiet", "--cache-dir",
+                               str(session_cache.root), "--out", str(out))
+    assert code == 2
+    assert err.strip().splitlines() == [f"autoprox: error: {out} is being written by another autoprox process "
+                                        f"(pid {__import__('os').getpid()}, lock {out / '.autoprox.lock'}); wait for "
+                                        "it to end or stop it, then try again"]
+    assert list(out.iterdir()) == []  # nothing written, the lock released

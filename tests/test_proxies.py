@@ -154,6 +154,7 @@ def test_score_archs_raises_invalid_proxy(af_small, session_cache, plan):
 # ------------------------------------------------------------ one path for every proxy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BUILTIN_PROXIES)
 def test_every_registered_proxy_scores_a_tiny_benchmark(name, pit_small, session_cache, small_spec):
     """Each registered proxy (architecture, zoo, published genome) through Proxy.score, and the

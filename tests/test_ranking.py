@@ -3,6 +3,7 @@ computation, the score and statistics caches, failures, and the three formats.""
 
 from __future__ import annotations
 
+from pathlib import Path
 import csv
 import io
 import json
@@ -26,6 +27,10 @@ from autoprox.networks.statistics import InputSpec
 from autoprox.networks.zoo import raw_value, set_scores
 from autoprox.proxies.proxy import resolve_proxies, resolve_proxy, score_archs
 from autoprox.spaces.architectures import count_params
+from tests.commands import run_cli
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
 
 SPEC = InputSpec("gaussian", batch_size=2)
 
@@ -338,3 +343,47 @@ def test_rank_single_genome_beyond_size_equals_the_search_report(capsys, af_smal
         assert result[target]["bar"]["kendall"] == pytest.approx(expected[target]["bar"]["kendall"])
         assert result[target]["beats_bar"] == expected[target]["beats_bar"]
         assert abs(result[target]["kendall_with_params"]) < 1  # a statistics proxy, not size itself
+
+
+def test_rank_of_a_runs_best_json_defaults_to_its_test_split(run_copy, session_cache, capsys):
+    common = ["rank", "--proxy", run_copy / "best.json", "--batch-size", "2", "--cache-dir", session_cache.root,
+              "--workers", "1", "--json", "--targets", "c100_kd"]
+    from autoprox.search.context import RunContext
+
+    config = json.loads((run_copy / "config.json").read_text())
+    context = RunContext.open(run_copy)
+    code, out, err = run_cli(capsys, *common, "--bench", context.bench.source)
+    assert code == 0, err
+    assert json.loads(out)["c100_kd"]["n"] == len(config["split"]["test"]) == 4
+    assert "split: test, the architectures" in err and "--split all ranks every architecture" in err
+    code, out, err = run_cli(capsys, *common, "--bench", context.bench.source, "--split", "all")
+    assert json.loads(out)["c100_kd"]["n"] == 16 and "split: test" not in err
+
+
+def _architecture_only_run(tmp_path: Path) -> Path:
+    """A copy of the committed PiT run whose best proxy reads only architecture terminals (no statistics)."""
+    import shutil
+
+    run = shutil.copytree(REPO / "runs" / "pit-best", tmp_path / "run")
+    best = json.loads((run / "best.json").read_text())
+    best["genome"] = "block_mean(A_params)"
+    (run / "best.json").write_text(json.dumps(best))
+    return run
+
+
+@pytest.mark.slow
+def test_rank_a_run_proxy_finds_its_benchmark_and_the_table_uses_its_test_split(capsys, tmp_path):
+    run = _architecture_only_run(tmp_path)
+    test = json.loads((run / "config.json").read_text())["split"]["test"]
+    cache = ["--cache-dir", str(tmp_path / "cache")]  # nothing is computed: the proxy reads no statistics
+    code, out, err = run_cli(capsys, "rank", "--proxy", str(run / "best.json"), *cache)
+    assert code == 0, err
+    assert f"the one {run} was made with" in err
+    assert out.splitlines()[0].endswith(f"(pit, split test, {len(test)} architectures)")
+    code, out, err = run_cli(capsys, "rank", "--proxy", f"params,{run / 'best.json'}", "--format", "json", *cache)
+    assert code == 0, err
+    assert f"ranking 2 proxies on {len(test)} architectures" in err
+    assert "split: test, the architectures the searches of the run proxies never saw" in err
+    code, out, err = run_cli(capsys, "rank", "--proxy", f"params,{run / 'best.json'}", "--format", "json",
+                             "--split", "all", "--space", "pit", *cache)
+    assert code == 0 and "ranking 2 proxies on 100 architectures" in err

@@ -17,6 +17,7 @@ from autoprox.proxies.recommended import (
     recommended_names,
     resolve_recommended,
 )
+from tests.commands import run_cli
 
 
 def write_manifest(folder: Path, spaces: dict) -> Path:
@@ -117,3 +118,38 @@ def test_the_committed_manifest_names_a_proxy_for_every_target_of_both_spaces():
             assert set(proxy.targets) == expected[name.split(":")[1].split("/")[0]] - {"joint"}
         else:
             assert proxy.members_for(target)
+
+
+def test_a_recommended_proxy_on_its_own_benchmark_is_called_in_sample(tmp_path, pit_small):
+    from autoprox.cli.rank import in_sample_note
+    from autoprox.data.benchmark import load_benchmark, write_benchmark_jsonl
+    from autoprox.proxies.proxy import resolve_proxy
+    from tests.conftest import PIT_FILE
+
+    proxy = resolve_proxy("recommended:pit/flower_kd")
+    note = in_sample_note(proxy, load_benchmark(PIT_FILE))
+    assert note.startswith("in-sample: recommended:pit/flower_kd was chosen by the evaluation protocol on this very "
+                           "benchmark's architectures")
+    other = tmp_path / "pit12.jsonl"
+    write_benchmark_jsonl(pit_small, other)
+    assert in_sample_note(proxy, load_benchmark(other)) is None
+    assert in_sample_note(resolve_proxy("params"), load_benchmark(PIT_FILE)) is None
+
+
+@pytest.mark.parametrize("space", ["autoformer", "pit"])
+def test_the_searched_proxy_for_any_space_is_called_in_sample_on_the_spaces_it_saw(capsys, monkeypatch, space):
+    """Issue 32: ``rank --proxy recommended:any/searched`` printed no note on AutoFormer or PiT, though its search
+    saw every architecture of both (a genome proxy is named by its genome, so the name given is what tells)."""
+    import autoprox.cli.rank as rank
+    from autoprox.core.errors import ConfigError
+
+    def stop(*args, **kwargs):  # the note is printed before anything is scored: stop there
+        raise ConfigError("stopped before scoring")
+
+    monkeypatch.setattr(rank, "evaluation_context", stop)
+    code, _, err = run_cli(capsys, "rank", "--proxy", "recommended:any/searched", "--space", space)
+    assert code == 2 and err.strip().splitlines()[-1] == "autoprox: error: stopped before scoring"
+    assert ("in-sample: recommended:any/searched was searched on every architecture of nb201, flexibert, autoformer, "
+            "pit, timm, this benchmark's included, so these figures are not an estimate on architectures it never saw") in err
+    code, _, err = run_cli(capsys, "rank", "--proxy", "recommended:any/joint", "--space", space)  # the parameter count
+    assert code == 2 and "in-sample" not in err

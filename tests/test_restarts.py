@@ -13,6 +13,8 @@ from autoprox.search.engine import NO_TEST_PART, run_search
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.settings import SearchSettings
 
+pytestmark = pytest.mark.slow
+
 EVOLUTION = EvolutionConfig(population_size=4, iterations=14, retry_cap=2, top_k=2, seed=5, patience=1, restarts=2)
 
 

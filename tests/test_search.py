@@ -9,15 +9,19 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from autoprox.data.benchmark import load_benchmark
 from autoprox.search.engine import run_search
-from autoprox.search.evolution import EvolutionConfig
-from autoprox.search.rundir import RunDirectory, RunDirError
-from autoprox.search.settings import SearchSettings
+from autoprox.search.rundir import LOCK, RunDirectory, RunDirError
+from tests.commands import cli_env, entries_of, one_error_line, run_cli, small_search_argv, written_jsonl
+from tests.conftest import REPO, SEARCHED_EVOLUTION
 
-EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
+pytestmark = pytest.mark.slow
+
+EVOLUTION = SEARCHED_EVOLUTION  # the evolution of conftest's searched_run, the full run of these tests
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +30,8 @@ def small_bench_file(af_small_file):
 
 
 @pytest.fixture(scope="module")
-def settings(small_bench_file, session_cache):
-    return SearchSettings(
-        bench=str(small_bench_file), batch_size=2, cache_dir=str(session_cache.root), workers=1,
-        search_fraction=0.75, evolution=EVOLUTION,
-    )
+def settings(searched_settings):
+    return searched_settings
 
 
 def _without_timing(records):
@@ -38,10 +39,9 @@ def _without_timing(records):
 
 
 @pytest.fixture(scope="module")
-def full_run(settings, tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "full"
-    report = run_search(settings, out, quiet=True)
-    return out, report
+def full_run(searched_run):
+    """The search the hall of fame tests read too (one run per session)."""
+    return searched_run
 
 
 def test_run_directory_holds_config_log_checkpoint_and_best(full_run, small_bench_file):
@@ -166,3 +166,290 @@ def test_ctrl_c_saves_and_the_run_resumes(small_bench_file, session_cache, tmp_p
     )
     assert finish.returncode == 0, finish.stderr
     assert json.loads((out / "best.json").read_text())["iteration"] == best["iteration"] + 2
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
+
+
+def _start(argv, env) -> subprocess.Popen:
+    # A shell running the suite in the background ignores SIGINT, and children inherit that.
+    return subprocess.Popen([sys.executable, "-m", "autoprox.cli", *map(str, argv)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _wait_for(condition, process, timeout=300) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        if process.poll() is not None or time.time() > deadline:
+            process.kill()
+            raise AssertionError(f"never happened; the process said: {process.communicate()[1][-2000:]}")
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("column, value, message", [
+    ("flower_kd_acc", None, "target 'flower_kd' has no measured value"),
+    ("chaoyang_kd_acc", 84.0, r"target 'chaoyang_kd' has one constant value \(84\)"),
+])
+def test_a_target_that_cannot_rank_is_refused_before_any_statistics(af_small, tmp_path, capsys, column, value,
+                                                                    message):
+    entries = entries_of(af_small, range(len(af_small)))
+    for entry in entries:
+        entry[column] = value
+    bench = written_jsonl(tmp_path / "bench.jsonl", entries)
+    cache = tmp_path / "cache"
+    started = time.perf_counter()
+    code, _, err = run_cli(capsys, "search", "--bench", bench, "--out", tmp_path / "run", "--cache-dir", cache,
+                           "--batch-size", "2", "--quiet")
+    line = one_error_line(err)
+    assert code == 2 and "bench.jsonl" in line
+    import re
+
+    assert re.search(message, line), line
+    assert time.perf_counter() - started < 30
+    assert not cache.exists() or not list(cache.rglob("*.npz"))  # no statistics computed
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--aggregation", "sum", "--seed-proxies", "autoprox_a"],
+     "seed proxy block_mean(.*) uses an aggregation or input outside this search's genome space"),
+    (["--cv-folds", "20"], r"cross-validation needs between 2 and 12 folds, got 20"),
+    (["--terminals", "stats,zoo", "--stat-seeds", "0,1"], "--terminals zoo reads one network per architecture"),
+])
+def test_a_refused_start_leaves_no_run_directory_and_the_corrected_command_runs(af_small_file, session_cache,
+                                                                               tmp_path, capsys, options, message):
+    """These refusals used to come after config.json and hall_of_fame.json were written (and the search
+    split's statistics computed): the corrected command was then refused as "already holds a run"."""
+    import re
+
+    out, cache = tmp_path / "run" / "inner", tmp_path / "cache"
+    common = ["--bench", af_small_file, "--batch-size", "2", "--workers", "1", "--search-fraction", "0.75",
+              "--population", "4", "--iterations", "1", "--retry-cap", "3", "--quiet"]
+    code, text, err = run_cli(capsys, "search", *common, "--cache-dir", cache, "--out", out, *options)
+    assert code == 2 and re.search(message, one_error_line(err)), err
+    assert not (tmp_path / "run").exists()  # not even the folder
+    assert not cache.exists() or not list(cache.rglob("*.npz"))  # no statistics computed
+    if options[0] == "--aggregation":  # the corrected command starts in the same --out
+        code, text, err = run_cli(capsys, "search", *common, "--cache-dir", session_cache.root, "--out", out,
+                                  "--seed-proxies", "autoprox_a")
+        assert code == 0, err
+        first = json.loads((out / "evaluations.jsonl").read_text().splitlines()[0])
+        assert first["genome"].startswith("block_mean(to_mean_scalar(element_wise_sum(no_op(")
+
+
+def test_sigterm_mid_search_stops_like_ctrl_c(af_small_file, session_cache, tmp_path):
+    out = tmp_path / "terminated"
+    env = cli_env(session_cache)
+    process = _start(["search", "--bench", af_small_file, "--out", out, "--batch-size", "2", "--workers", "1",
+                      "--population", "4", "--iterations", "1000000", "--retry-cap", "3", "--search-fraction", "0.75",
+                      "--quiet"], env)
+    try:
+        checkpoint = out / "checkpoint.json"
+        _wait_for(lambda: checkpoint.is_file() and json.loads(checkpoint.read_text())["iteration"] >= 2, process)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert f"continue with: autoprox search --resume --out {out}" in stderr
+    best = json.loads((out / "best.json").read_text())
+    assert best["finished"] is False and best["iteration"] >= 2
+    assert not (out / LOCK).exists()
+    finish = subprocess.run([sys.executable, "-m", "autoprox.cli", "search", "--resume", "--out", str(out),
+                             "--iterations", str(best["iteration"] + 1), "--quiet"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert finish.returncode == 0, finish.stderr
+
+
+@pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
+def test_stopping_the_statistics_phase_gives_the_resume_hint_and_leaves_no_worker(af_small_file, tmp_path, stop,
+                                                                                  status):
+    out, cache = tmp_path / "run", tmp_path / "cache"  # a fresh cache: the statistics phase has work to do
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    argv = ["search", "--bench", af_small_file, "--out", out, "--batch-size", "2", "--workers", "2", "--cache-dir",
+            cache, "--population", "4", "--iterations", "2", "--retry-cap", "3", "--search-fraction", "0.75", "--quiet"]
+    process = _start(argv, env)
+    workers: set[int] = set()
+    try:
+        def computing() -> bool:
+            workers.update(_descendants(process.pid))
+            return len(list(cache.rglob("*.npz"))) >= 1
+        _wait_for(computing, process)
+        workers.update(_descendants(process.pid))
+        process.send_signal(stop)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == status, stderr
+    assert "Traceback" not in stderr and f"continue with: autoprox search --resume --out {out}" in stderr
+    assert not (out / "checkpoint.json").exists()  # stopped before the evolution began
+    assert workers
+    deadline = time.time() + 20
+    while _alive(workers) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not _alive(workers), "joblib workers outlived the stopped search"
+    if stop == signal.SIGINT:  # (the same state either way: resuming it once is enough)
+        finish = subprocess.run([sys.executable, "-m", "autoprox.cli", "search", "--resume", "--out", str(out),
+                                 "--workers", "2"], env=env, capture_output=True, text=True, timeout=600)
+        assert finish.returncode == 0, finish.stderr
+        assert json.loads((out / "best.json").read_text())["finished"] is True
+
+
+def test_workers_of_a_killed_search_exit_with_it(af_small_file, tmp_path):
+    cache = tmp_path / "cache"
+    process = _start(["cache", "build", "--bench", af_small_file, "--batch-size", "2", "--workers", "2", "--cache-dir",
+                      cache], dict(os.environ, PYTHONPATH=str(REPO)))
+    workers: set[int] = set()
+    try:
+        def computing() -> bool:
+            workers.update(_descendants(process.pid))
+            return len(list(cache.rglob("*.npz"))) >= 1
+        _wait_for(computing, process)
+        workers.update(_descendants(process.pid))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert workers
+    deadline = time.time() + 20
+    while _alive(workers) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not _alive(workers), "joblib workers outlived the killed search"
+
+
+def test_the_search_split_is_computed_before_the_evolution_and_the_test_split_after(small_settings, tmp_path,
+                                                                                   monkeypatch):
+    """The issue saw a short search compute the test split's statistics before it started."""
+    import autoprox.proxies.scorers as proxy_module
+    import autoprox.search.multispace as engine  # where the search builds its statistics
+    from autoprox.spaces.architectures import arch_key
+
+    calls = []
+
+    def recording(real):  # a spy: records which architectures each call asks for, then does the real work
+        def build_cache(cache, requests, **kwargs):
+            calls.append({arch_key(r.arch) for r in requests})
+            return real(cache, requests, **kwargs)
+        return build_cache
+
+    monkeypatch.setattr(engine, "build_cache", recording(engine.build_cache))
+    monkeypatch.setattr(proxy_module, "build_cache", recording(proxy_module.build_cache))
+    report = run_search(small_settings, tmp_path / "run", quiet=True)
+    bench = load_benchmark(small_settings.bench)
+    search = {arch_key(bench.archs[i]) for i in report["split"]["search"]}
+    test = {arch_key(bench.archs[i]) for i in report["split"]["test"]}
+    assert calls[0] == search  # before the evolution: the search split's statistics alone
+    assert test in calls[1:]  # the test split's only for the final report
+
+
+@pytest.mark.slow
+def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_test_split(
+        capsys, tmp_path, af_small_file, session_cache):
+    out = tmp_path / "run"
+    code, printed, err = run_cli(capsys, *small_search_argv(tmp_path, af_small_file, session_cache.root, "--iterations",
+                                                        "1", "--out", str(out)))
+    assert code == 0
+    best = json.loads((out / "best.json").read_text())
+    mine, theirs = best["test"]["jcm"], best["params"]["test"]["jcm"]
+    verdict = f"the proxy beats it by {mine - theirs:.3f}" if mine > theirs else "the proxy does not beat it"
+    line = f"test JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
+    assert printed.splitlines()[-1] == line  # issue 32: the last line (it used to be followed by "written to")
+    # issue 32: after the evolution's last line, the final report says what it scores (it used to be silent
+    # while the test split's statistics were computed), each split with its progress line
+    after = err[err.rindex("evolution ["):].splitlines()[1:]
+    assert after[0] == "final report: the best proxy on the search split (12 architectures)"
+    assert after[1].startswith("search split statistics [") and " 12/12 " in after[1]
+    assert "final report: the best proxy on the test split (4 architectures)" in after
+    assert after[-1].startswith("test split statistics [") and " 4/4 " in after[-1]
+    code, shown, _ = run_cli(capsys, "show", str(out), "--top", "1", "--no-simplify")
+    assert code == 0 and shown.splitlines()[1] == f"best.json: {line}"
+    # the committed paper-setting AutoFormer run: it does not beat the parameter count, and show says so
+    code, shown, _ = run_cli(capsys, "show", str(REPO / "runs" / "autoformer-reference"), "--top", "1",
+                             "--no-simplify")
+    assert shown.splitlines()[1] == ("best.json: test JCM 0.172 against the parameter count's 0.283: "
+                                     "the proxy does not beat it")
+
+
+@pytest.mark.slow
+def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_path, af_tiny_file):
+    import signal
+    import subprocess
+    import sys
+
+    cache, out = tmp_path / "cache", tmp_path / "run"
+    env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
+    process = _start(small_search_argv(tmp_path, af_tiny_file, cache, "--iterations", "1000000", "--quiet",
+                                   "--out", str(out)), env)
+    try:
+        checkpoint = out / "checkpoint.json"
+        _wait_for(lambda: checkpoint.is_file() and json.loads(checkpoint.read_text())["iteration"] >= 1, process)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 143, stderr
+    best = json.loads((out / "best.json").read_text())
+    assert best["test"] == {"none": "not computed: the search was stopped before its end; resuming it computes them"}
+    search_part = len(best["split"]["search"])
+    assert len(list(cache.rglob("*.npz"))) == search_part  # no statistics of the test split were computed
+    finish = subprocess.run([sys.executable, "-m", "autoprox.cli", "search", "--resume", "--out", str(out),
+                             "--iterations", str(best["iteration"] + 1), "--quiet"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert finish.returncode == 0, finish.stderr
+    assert "jcm" in json.loads((out / "best.json").read_text())["test"]
+    assert len(list(cache.rglob("*.npz"))) == len(best["split"]["search"]) + len(best["split"]["test"])
+
+
+@pytest.mark.slow
+def test_the_progress_line_shows_the_best_fitness_so_far(capsys, tmp_path, af_small_file, session_cache):
+    import io
+
+    from autoprox.core.progress import Progress
+
+    stream = io.StringIO()
+    Progress("evolution", stream=stream)(3, 3, note="best JCM +0.357")
+    assert stream.getvalue().rstrip().endswith("] 3/3 00:00<--:-- best JCM +0.357")
+    out = tmp_path / "run"
+    code, _, err = run_cli(capsys, *small_search_argv(tmp_path, af_small_file, session_cache.root, "--iterations", "2",
+                                                  "--out", str(out)))
+    assert code == 0
+    hall = json.loads((out / "hall_of_fame.json").read_text())
+    best = max(entry["jcm"] for entry in hall["entries"])
+    final = [line for line in err.splitlines() if line.startswith("evolution [")][-1]
+    assert " 2/2 " in final and final.endswith(f" best JCM {best:+.3f}")

@@ -21,6 +21,8 @@ from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.settings import SearchSettings
 
+pytestmark = pytest.mark.slow
+
 TARGETS = ("c100_kd", "flower_kd")
 
 

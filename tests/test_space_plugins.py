@@ -39,6 +39,7 @@ from autoprox.spaces.base import SearchSpace, SpaceDefinitionError
 from autoprox.spaces.family import FamilySpace, SpaceName, load_family
 from autoprox.spaces.registry import REGISTRY, SpaceRegistry, get_space, space_names
 from tests.conftest import AF_FILE, PIT_FILE
+from tests.commands import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -353,6 +354,7 @@ def _count_of(space_name: str, config: dict) -> int:
     return count_params(parse_arch(config, space_name))
 
 
+@pytest.mark.slow
 def test_space_name_carries_the_definition_to_worker_processes(file_space):
     """Workers receive (record.space, config) and have never read the file."""
     from joblib import Parallel, delayed
@@ -392,6 +394,7 @@ def _run(args: list[str]) -> None:
     assert cli(args) == 0, args
 
 
+@pytest.mark.slow
 def test_commands_on_a_space_given_as_a_file(tmp_path, capsys):
     """search, rank, show, export and vit-search on AutoFormer-Ti written as a space file, with
     ViT-Bench-101's real accuracies (a table the example script writes from the released file)."""
@@ -426,6 +429,7 @@ def test_commands_on_a_space_given_as_a_file(tmp_path, capsys):
         REGISTRY.unregister("autoformer-ti-file")
 
 
+@pytest.mark.slow
 def test_commands_on_autoformer_s(tmp_path):
     """vit-search samples AutoFormer-S under a budget; search, rank, show and export run on a
     benchmark of its architectures. No AutoFormer-S accuracies exist here, so the benchmark's
@@ -465,3 +469,70 @@ def test_vit_search_under_a_budget_in_autoformer_b(tmp_path):
     assert [row["macs"] for row in top["top"]] == sorted((row["macs"] for row in top["top"]), reverse=True)
     # not a space: refused against the registry once --space-file is read (one line, exit 2)
     assert cli(["vit-search", "--space", "autoformer-x", "--proxy", "flops"]) == 2
+
+
+AUTOFORMER_FILE = REPO / "examples" / "spaces" / "autoformer-ti.json"
+
+
+def _space_file(tmp_path: Path, **changes) -> Path:
+    definition = json.loads(AUTOFORMER_FILE.read_text())
+    definition["name"] = "huge"
+    for key, value in changes.items():
+        if key in definition["choices"]:
+            definition["choices"][key] = value
+        else:
+            definition[key] = value
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(definition))
+    return path
+
+
+def test_a_space_file_beyond_the_parameter_bound_is_refused_in_one_line(capsys, tmp_path):
+    path = _space_file(tmp_path, embed_dim=[1_200_000_000], num_heads={"values": [3, 4], "per": "block"})
+    code, out, err = run_cli(capsys, "spaces", "--space-file", str(path))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "largest architecture has" in err and "more than the bound of 1,000,000,000" in err
+    assert "limits.max_params" in err
+
+
+def test_a_space_file_beyond_the_activation_bound_is_refused(tmp_path):
+    # few parameters, but a 1x1 patch makes 50,177 tokens: terabytes of attention matrices
+    path = _space_file(tmp_path, patch_size=1, embed_dim=[192], depth=[12])
+    with pytest.raises(Exception, match=r"GB of activations at batch 8, more than the bound of 64 GB") as caught:
+        load_family(path)
+    assert type(caught.value).__name__ == "SpaceDefinitionError"
+
+
+def test_the_bounds_can_be_set_in_the_file(tmp_path):
+    definition = json.loads(AUTOFORMER_FILE.read_text())
+    definition["limits"] = {"max_params": 1_000_000}
+    with pytest.raises(Exception, match="more than the bound of 1,000,000"):
+        FamilySpace(definition)
+    definition["limits"] = {"max_params": 1e9, "max_activation_gb": 64}
+    space = FamilySpace(definition)
+    assert space.digest == FamilySpace(json.loads(AUTOFORMER_FILE.read_text())).digest  # same networks, same cache
+    with pytest.raises(Exception, match="limits.max_params"):
+        FamilySpace(definition | {"limits": {"max_params": -1}})
+
+
+def test_an_architecture_this_machine_cannot_hold_is_refused_before_any_allocation(tmp_path):
+    from autoprox.networks.models import build_model
+
+    path = _space_file(tmp_path, embed_dim=[120_000], depth=[12], limits={"max_params": 1e13, "max_activation_gb": 1e9})
+    space = load_family(path)
+    arch = space.extremes()[1]
+    with pytest.raises(ArchitectureError, match="more than this machine's .* GB of memory; not built"):
+        build_model(arch)
+
+
+@pytest.mark.slow
+def test_vit_search_takes_the_space_a_space_file_registers(capsys, tmp_path, session_cache):
+    out = tmp_path / "vit"
+    code, _, err = run_cli(capsys, "vit-search", "--space-file", str(AUTOFORMER_FILE), "--space", "autoformer-ti-file",
+                           "--proxy", "params", "--samples", "2", "--batch-size", "2", "--workers", "1",
+                           "--cache-dir", str(session_cache.root), "--out", str(out))
+    assert code == 0, err
+    assert json.loads((out / "top.json").read_text())["space"] == "autoformer-ti-file"
+    code, _, err = run_cli(capsys, "vit-search", "--space", "nope", "--proxy", "params", "--out", str(tmp_path / "x"))
+    assert code == 2 and err.strip().startswith("autoprox: error: unknown search space 'nope', expected one of")

@@ -36,6 +36,8 @@ from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import terminal_values
 from tests.genome_corpus import best_genomes
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "speed"
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "imagenet_super")

@@ -44,6 +44,8 @@ from autoprox.networks.statistics import (
 from autoprox.proxies.scorers import GenomeScorer
 from autoprox.spaces.descriptors import terminal_values
 
+pytestmark = pytest.mark.slow
+
 #: ZiCo over the qkv and fc1 weights: per block, log sqrt(sum |batch-mean gradient| / its spread over samples);
 #: on AutoFormer's 100 architectures it ranks with the zoo's zico at Kendall 0.896 (docs/method.md).
 ZICO_LIKE = ("block_sum(element_wise_sum(element_wise_log(frobenius_norm(element_wise_sqrt(element_wise_product("

@@ -16,6 +16,7 @@ from autoprox.data.benchmark import load_benchmark, write_benchmark_jsonl
 from autoprox.data.tables import read_csv_entries
 from autoprox.spaces.architectures import arch_to_config
 from autoprox.spaces.registry import REGISTRY
+from tests.commands import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 AF_FILE_SPACE = REPO / "examples" / "spaces" / "autoformer-ti.json"
@@ -162,3 +163,32 @@ def test_jsonl_reports_every_bad_entry_and_both_arch_and_model(tmp_path):
     path.write_text(json.dumps({"arch": PIT, "model": "timm:deit_tiny_patch16_224", "c100_acc": 1.0}) + "\n")
     with pytest.raises(BenchmarkError, match="entry 0 has both 'arch' and 'model'"):
         load_benchmark(path)
+
+
+def _csv(tmp_path: Path, af_small, delimiter: str = ",", repeat_first: bool = False) -> Path:
+    import csv
+
+    from autoprox.spaces.architectures import arch_to_config
+
+    path = tmp_path / "table.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle, delimiter=delimiter)
+        writer.writerow(["arch", "c100_kd_acc"])
+        rows = [(json.dumps(arch_to_config(a)), f"{af_small.accuracies['c100_kd'][i]:g}")
+                for i, a in enumerate(af_small.archs)]
+        writer.writerows(rows + (rows[:1] if repeat_first else []))
+    return path
+
+
+def test_a_csv_with_another_delimiter_names_it(capsys, tmp_path, af_small):
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", str(_csv(tmp_path, af_small, ";")))
+    assert code == 2
+    assert "the header is one column holding ';': the file seems to use ';' as its delimiter" in err
+
+
+def test_a_duplicate_csv_row_names_its_line(capsys, tmp_path, af_small):
+    path = _csv(tmp_path, af_small, repeat_first=True)
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", str(path))
+    assert code == 2
+    assert err.strip() == (f"autoprox: error: {path}: line {len(af_small) + 2}: entry {len(af_small)} repeats the "
+                           "architecture of entry 0 with the same accuracies; list each architecture once")

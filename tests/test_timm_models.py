@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow
+
 timm = pytest.importorskip("timm")
 
 from autoprox.cli.main import main as cli

@@ -24,6 +24,8 @@ from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.rundir import RunDirectory, RunDirError
 from autoprox.search.settings import SearchSettings, stats_plan
 
+pytestmark = pytest.mark.slow
+
 TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
 EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=2, seed=5)
 

@@ -58,6 +58,7 @@ def autoprox_arch(arch):
     return arch_to_config(arch)
 
 
+@pytest.mark.slow
 def test_too_many_samples_for_a_narrow_budget_says_so():
     with pytest.raises(VitSearchError, match="distinct"):
         sample_candidates("pit", 500, (0.1e6, 0.2e6), seed=0, max_draws_per_sample=20)
@@ -101,6 +102,7 @@ def test_a_different_search_in_the_same_directory_is_refused(tmp_path):
         run_vit_search(_settings(tmp_path, samples=4, seed=5), resolve_proxy("params"), tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_genome_scores_match_the_engine(tmp_path):
     genome = "block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), element_wise_sqrt(sigmoid(F4g)))))"
     proxy = resolve_proxy(genome)

@@ -18,6 +18,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:

@@ -22,6 +22,8 @@ from autoprox.networks.statistics import (
 )
 from autoprox.spaces.architectures import arch_to_config, count_params
 
+pytestmark = pytest.mark.slow
+
 # --------------------------------------------------------------- a linear classifier
 # logits z = W x (no bias), L = mean cross-entropy: dL/dW = (P - Y)^T X / B in closed form.
 

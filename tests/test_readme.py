@@ -1,0 +1,96 @@
+"""The README's 5-minute tour: its commands run as written (at the smallest scale) in a scratch copy of the
+checkout, write nothing into it, and leave the checks of committed files passing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.commands import run_cli
+from tests.conftest import REPO
+
+TOUR_FOLDER = "/tmp/autoprox"
+
+
+#: The README's sizes, and the smallest ones that still run each command's code.
+TOUR_SCALE = {"--iterations": "1", "--samples": "2"}
+
+
+TOUR_EXTRA = {"search": ["--batch-size", "2", "--population", "4", "--workers", "1", "--retry-cap", "2", "--quiet"],
+              "vit-search": ["--batch-size", "2", "--workers", "1"], "show": ["--no-simplify"],
+              "report": ["--no-simplify"]}
+
+
+def readme_tour_commands() -> list[list[str]]:
+    """The ``autoprox ...`` lines of the README's tour (its ```bash blocks), split as a shell would."""
+    import re
+    import shlex
+
+    text = (REPO / "README.md").read_text()
+    tour = text[text.index("## A 5-minute tour"):text.index("## More commands")]
+    blocks = re.findall(r"```bash\n(.*?)```", tour, re.S)
+    return [shlex.split(line)[1:] for block in blocks for line in block.splitlines() if line.startswith("autoprox ")]
+
+
+def _scratch_copy(destination: Path) -> Path:
+    """A copy of the checkout's tracked files, itself a git work tree tracking the same files."""
+    import shutil
+    import subprocess
+
+    names = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
+    for name in names.decode().split("\0"):
+        if name and (REPO / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, destination / name)
+    subprocess.run(["git", "init", "-q"], cwd=destination, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=destination, check=True)
+    return destination
+
+
+@pytest.mark.slow
+def test_the_readme_tour_runs_in_a_scratch_copy_and_the_committed_file_checks_pass(capsys, tmp_path, monkeypatch,
+                                                                                    pit_small, session_cache):
+    import shutil
+    import subprocess
+    import sys
+
+    from autoprox.data.benchmark import write_benchmark_jsonl
+
+    commands = readme_tour_commands()
+    assert [c[0] for c in commands] == ["search", "show", "export", "rank", "vit-search", "report"]
+    outs = [c[c.index("--out") + 1] for c in commands if "--out" in c]
+    assert outs and all(out.startswith(TOUR_FOLDER + "/") for out in outs)  # the tour writes outside the checkout
+    scratch = _scratch_copy(tmp_path / "checkout")
+    tour, small_pit = tmp_path / "tour", tmp_path / "pit12.jsonl"
+    write_benchmark_jsonl(pit_small, small_pit)
+    monkeypatch.chdir(scratch)
+    for command in commands:
+        argv = [arg.replace(TOUR_FOLDER, str(tour)) for arg in command]
+        argv = [TOUR_SCALE.get(argv[i - 1], arg) if i else arg for i, arg in enumerate(argv)]
+        if argv[0] == "search":  # the 100 PiT architectures' statistics take minutes: 12 of them here
+            argv[argv.index("--space"):argv.index("--space") + 2] = ["--bench", str(small_pit)]
+        if argv[0] in ("search", "vit-search"):
+            argv += ["--cache-dir", str(session_cache.root)]
+        code, out, err = run_cli(capsys, *argv, *TOUR_EXTRA.get(argv[0], []))
+        assert code == 0, (argv, err)
+    assert (tour / "pit-short" / "best.json").is_file() and (tour / "vit-tour" / "top.json").is_file()
+    assert (tour / "proxy.py").is_file()
+    assert not subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=scratch,
+                              capture_output=True, text=True).stdout  # the tour wrote nothing in the checkout
+
+    # a user who writes into runs/ anyway (as the tour once did): the checks of committed files still pass
+    for name in ("pit-short", "vit-tour"):
+        shutil.copytree(tour / name, scratch / "runs" / name)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(scratch), "HOME": str(Path.home())}
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    listed = subprocess.run([*pytest, "--collect-only", "tests/test_context.py"], cwd=scratch, capture_output=True,
+                            text=True, env=env, timeout=300)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert "test_committed_run_opens_with_its_recorded_split_and_benchmark[pit-reference]" in listed.stdout
+    assert "pit-short" not in listed.stdout and "vit-tour" not in listed.stdout
+    checks = subprocess.run([*pytest, "tests/test_context.py::test_no_committed_run_file_holds_a_machine_path",
+                             "tests/test_context.py::test_every_committed_run_is_found",
+                             "tests/test_docs_tables.py::test_committed_tables_match_the_runs"],
+                            cwd=scratch, capture_output=True, text=True, env=env, timeout=300)
+    assert checks.returncode == 0 and "3 passed" in checks.stdout, checks.stdout + checks.stderr
