@@ -165,6 +165,13 @@ def levers_table(protocols: dict[str, dict]) -> list[str]:
 #: The committed N-space protocol (``evaluate --leave-space-out --rank-formulas``), relative to runs/.
 SPACE_PROTOCOL = "space-protocol"
 SPACE_BASELINES = ("params", "flops", "lrsum-all")
+#: The N-space protocols' tables: name -> the protocol each reads (relative to runs/).
+SPACE_TABLES = {"space-protocol": SPACE_PROTOCOL, "space-protocol-mean": SPACE_PROTOCOL + "-mean",
+                "space-protocol-skip-worst": SPACE_PROTOCOL + "-skip-worst",
+                "space-protocol-skip-mean": SPACE_PROTOCOL + "-skip-mean"}
+#: The formula tables: name -> the protocol whose formulas each lists.
+SPACE_FORMULA_TABLES = {"space-protocol-formulas": SPACE_PROTOCOL,
+                        "space-protocol-skip-formulas": SPACE_PROTOCOL + "-skip-mean"}
 
 
 def _space_paired(pair: dict | None, seeds: int) -> str:
@@ -221,14 +228,11 @@ def tables() -> dict[str, tuple[str, Callable]]:
             r.json(f"{relative}/protocol.json"), iterations_run(r.json(f"{relative}/protocol.json"))))
         made[f"{name}-targets"] = ("results", lambda r, relative=relative: per_target_table(
             r.json(f"{relative}/protocol.json")))
-    for name, relative in (("space-protocol", SPACE_PROTOCOL), ("space-protocol-mean", SPACE_PROTOCOL + "-mean"),
-                           ("space-protocol-skip-worst", SPACE_PROTOCOL + "-skip-worst"),
-                           ("space-protocol-skip-mean", SPACE_PROTOCOL + "-skip-mean")):
+    for name, relative in SPACE_TABLES.items():
         made[name] = ("results", lambda r, relative=relative: space_protocol_table(r.json(f"{relative}/protocol.json")))
-    made["space-protocol-formulas"] = ("results", lambda r: space_protocol_formulas(
-        r.json(f"{SPACE_PROTOCOL}/protocol.json")))
-    made["space-protocol-skip-formulas"] = ("results", lambda r: space_protocol_formulas(
-        r.json(f"{SPACE_PROTOCOL}-skip-mean/protocol.json")))
+    for name, relative in SPACE_FORMULA_TABLES.items():
+        made[name] = ("results", lambda r, relative=relative: space_protocol_formulas(
+            r.json(f"{relative}/protocol.json")))
     made[LEVERS_TABLE] = ("results", lambda r: levers_table(
         {relative: r.json(f"{relative}/protocol.json") for relative in CROSS_PROTOCOLS}))
     return made

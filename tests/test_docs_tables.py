@@ -23,13 +23,18 @@ RESULTS_TABLES = [f"{kind}-{space}" for space in SPACES for kind in ("protocol-a
 RESULTS_TABLES.append("vit-search")
 #: The leave-one-space-out tables (benchmarks/docs_tables_cross.py), read from the committed protocols' records.
 sys.path.insert(0, str(REPO / "benchmarks"))
-from docs_tables_cross import CROSS_PROTOCOLS, FULL_TABLES, LEVERS_TABLE, SPACE_PROTOCOL  # noqa: E402 (beside the script)
+from docs_tables_cross import (  # noqa: E402 (beside the script)
+    CROSS_PROTOCOLS,
+    FULL_TABLES,
+    LEVERS_TABLE,
+    SPACE_FORMULA_TABLES,
+    SPACE_TABLES,
+)
 
 CROSS_TABLES = [f"{name}{suffix}" for name in FULL_TABLES for suffix in ("", "-targets")] + [LEVERS_TABLE]
 #: The N-space protocols' tables, and the protocols they read (relative to runs/).
-SPACE_TABLES = ["space-protocol", "space-protocol-mean", "space-protocol-formulas"]
-SPACE_PROTOCOLS = [SPACE_PROTOCOL, SPACE_PROTOCOL + "-mean"]
-RESULTS_TABLES += CROSS_TABLES + SPACE_TABLES
+SPACE_PROTOCOLS = sorted({*SPACE_TABLES.values(), *SPACE_FORMULA_TABLES.values()})
+RESULTS_TABLES += CROSS_TABLES + [*SPACE_TABLES, *SPACE_FORMULA_TABLES]
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
