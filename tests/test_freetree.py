@@ -28,10 +28,7 @@ from autoprox.genome.free import (
     within_limits,
 )
 from autoprox.genome.tree import (
-    AGGREGATIONS,
     ARCH_TERMINALS,
-    GenomeError,
-    GenomeSpace,
     InvalidProxy,
     Matrix,
     Scalar,
@@ -42,7 +39,9 @@ from autoprox.genome.tree import (
     score_architecture,
     uses_arch_terminals,
 )
-from autoprox.networks.statistics import SPREAD_NAMES
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import AGGREGATIONS, GenomeSpace
+from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.networks.zoo import ZOO_TERMINALS
 from autoprox.spaces.descriptors import terminal_values
 

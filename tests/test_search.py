@@ -14,7 +14,8 @@ import pytest
 
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
-from autoprox.search.rundir import RunDirectory, RunDirError
+from autoprox.search.rundir import RunDirectory
+from autoprox.core.errors import RunDirError
 from autoprox.search.settings import SearchSettings
 
 EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)

@@ -11,25 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from autoprox.data.cache import (
-    StatisticsCache,
-    StatsPlan,
-    StatsRequest,
-    cache_key,
-    decode_entry,
-)
+from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, cache_key
+from autoprox.data.entries import decode_entry
 from autoprox.genome.free import free_set
-from autoprox.genome.tree import (
-    GenomeError,
-    GenomeSpace,
-    canonical_string,
-    genome_extras,
-    genome_to_string,
-    parse_genome,
-    random_template,
-    score_architecture,
-    template_genes,
-)
+from autoprox.genome.tree import canonical_string, genome_extras, genome_to_string, parse_genome, score_architecture
+from autoprox.genome.template import random_template, template_genes
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import GenomeSpace
 from autoprox.networks.models import build_model
 from autoprox.networks.runtime import SPREAD_NAMES, block_statistics, find_blocks
 from autoprox.networks.statistics import (

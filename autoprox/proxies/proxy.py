@@ -12,16 +12,12 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.atomic import read_json_file
-from autoprox.core.errors import ProxyError  # noqa: F401 (re-exported)
+from autoprox.core.errors import ProxyError
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.rank_formula import RankFormula, parse_formula
-from autoprox.genome.tree import (
-    GenomeError,
-    InvalidProxy,
-    genome_to_string,
-    parse_genome,
-    template_genes,
-)
+from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
+from autoprox.genome.template import template_genes
+from autoprox.core.errors import GenomeError
 from autoprox.networks.statistics import InputSpec
 from autoprox.networks.zoo import NO_TEACHER_NOTE, ZOO, RawResult
 from autoprox.proxies.recommended import is_recommended_name, resolve_recommended

@@ -66,16 +66,12 @@ from deap import gp
 from sympy.core.function import AppliedUndef
 from sympy.printing.latex import LatexPrinter
 
-from autoprox.core.errors import FormulaError  # noqa: F401 (re-exported)
+from autoprox.core.errors import FormulaError
 from autoprox.genome.aggregations import get_aggregation
-from autoprox.genome.tree import (
-    AGGREGATIONS,
-    form_name,
-    genome_to_string,
-    op_name,
-    parse_genome,
-)
-from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
+from autoprox.genome.tree import form_name, genome_to_string, op_name, parse_genome
+from autoprox.genome.space import AGGREGATIONS
+from autoprox.networks.statistics import STAT_NAMES
+from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.reports import sympy_worker
 from autoprox.reports.sympy_worker import node_count
 from autoprox.primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES

@@ -22,10 +22,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
-from autoprox.data.cache import PRECISIONS
+from autoprox.data.entries import PRECISIONS
 from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.genome.terminals import TERMINAL_SETS
-from autoprox.genome.tree import AGGREGATIONS, DEFAULT_KERNELS, GenomeSpace
+from autoprox.genome.tree import DEFAULT_KERNELS
+from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.networks.statistics import DEVICES
 from autoprox.primitives import KERNEL_SETS
 from autoprox.search.conversions import (
@@ -45,7 +46,7 @@ from autoprox.search.conversions import (
     weights,
 )
 from autoprox.search.evolution import EvolutionConfig
-from autoprox.search.fitness import parse_fitness
+from autoprox.search.objectives import parse_fitness
 
 #: The commands that take every search option.
 SEARCH_COMMANDS = frozenset({"search", "transfer", "evaluate"})
