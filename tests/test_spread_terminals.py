@@ -193,7 +193,8 @@ def test_the_scorer_loads_the_extra_entries_a_genome_reads(af_small, small_spec,
 
 
 def test_formulas_with_spread_terminals_simplify_and_are_checked(af_small):
-    from autoprox.reports.simplify import readable_formula, statistics_for_check
+    from autoprox.reports.simplify import readable_formula
+    from autoprox.reports.formula_check import statistics_for_check
 
     check = statistics_for_check(space="autoformer", count=2, extras=("spread",))
     formula = readable_formula(TEMPLATE_SPREAD, check)

@@ -23,7 +23,8 @@ from autoprox.genome.space import GenomeSpace
 from autoprox.networks.zoo import ZOO_TERMINALS, raw_value
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.reports.export import export_source
-from autoprox.reports.simplify import readable_formula, statistics_for_check
+from autoprox.reports.simplify import readable_formula
+from autoprox.reports.formula_check import statistics_for_check
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig

@@ -186,7 +186,7 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
         "attn.qkv, attn.proj, mlp.fc1 and mlp.act (or mlp.fc2). Per block:",
         "",
     ]
-    from autoprox.reports.simplify import SYMBOL_NAMES
+    from autoprox.reports.formula_check import SYMBOL_NAMES
 
     lines += [f"    {name:<4}{SYMBOL_NAMES[name]:<9}{STAT_DESCRIPTIONS[name]}" for name in STAT_NAMES]
     if spread:  # the spread statistics, read by hooks in the same pass (see collect)
@@ -432,11 +432,8 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
 def export_proxy(source: str, out: str | Path, rank: int | None = None, simplify: bool = True,
                  timeout: float | None = None) -> tuple[Path, Formula]:
     """Write the standalone module of ``source``'s proxy to ``out``; return its path and formula."""
-    from autoprox.reports.simplify import (
-        DEFAULT_TIMEOUT,
-        readable_formula,
-        statistics_for_check,
-    )
+    from autoprox.reports.simplify import DEFAULT_TIMEOUT, readable_formula
+    from autoprox.reports.formula_check import statistics_for_check
 
     out = Path(out)
     write_target(out, "--out", ExportError)  # before the formula's seconds are spent
