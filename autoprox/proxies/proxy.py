@@ -353,16 +353,13 @@ def score_archs(proxy: Proxy, archs: Sequence, cache: StatisticsCache, plan: Sta
 
 
 __all__ = [
-    "ARCHITECTURE_PROXIES",
     "AUTOPROX_A",
     "AUTOPROX_P",
     "BUILTIN_PROXIES",
     "PUBLISHED",
     "PROXY_FILE_FORMATS",
     "RANK_FORMULA_FORMAT",
-    "InvalidProxy",
     "Proxy",
-    "ProxyError",
     "PublishedGenome",
     "register_proxy_file_format",
     "register_published_genome",

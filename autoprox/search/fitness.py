@@ -40,9 +40,7 @@ from autoprox.search.objectives import (
     JointCorrelation,
     Objective,
     ObjectiveData,
-    combined_figure,
     parse_fitness,
-    partial_figure,
 )
 
 
@@ -298,5 +296,5 @@ def make_folds(size: int, count: int, seed: int = 0) -> list[list[int]]:
     return [sorted(order[i::count]) for i in range(count)]
 
 
-__all__ = ["FitnessEvaluator", "FitnessRecord", "MemoisedFitness", "OLD_FIELDS", "check_data", "combined_figure",
-           "convert_record", "make_folds", "parse_fitness", "partial_figure"]
+__all__ = ["FitnessEvaluator", "FitnessRecord", "MemoisedFitness", "OLD_FIELDS", "check_data", "convert_record",
+           "make_folds"]

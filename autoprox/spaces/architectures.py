@@ -19,7 +19,6 @@ from autoprox.spaces.registry import detect_space_of_config, get_space, space_of
 
 __all__ = [
     "SPACES",
-    "ArchitectureError",
     "Arch",
     "detect_space",
     "parse_arch",
