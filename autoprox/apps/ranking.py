@@ -378,5 +378,5 @@ def format_table(table: Mapping, fmt: str) -> str:
 
 
 __all__ = ["BAR_DEFINITION", "FORMATS", "METRICS", "PARTIAL_DEFINITION", "PARTIAL_DEPTH_DEFINITION",
-           "format_csv", "format_json", "format_markdown", "format_table", "kendall", "partial_kendall", "rank_table",
+           "format_csv", "format_json", "format_markdown", "format_table", "rank_table",
            "seed_figures", "summarise"]

@@ -426,6 +426,6 @@ def resolve_evaluation(values: Mapping[str, Any], default: str = SEARCH_EVALUATI
 
 
 __all__ = ["OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS", "STATS_COMMANDS",
-           "aggregation_names", "bench_of", "check_cpu_only", "genome_options", "genome_space_of", "option_values",
+           "bench_of", "check_cpu_only", "genome_options", "genome_space_of", "option_values",
            "options_for", "register_option", "register_space_files", "released_bench", "resolve_evaluation",
            "seed_genomes", "setting_options", "unregister_option"]

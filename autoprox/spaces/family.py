@@ -39,8 +39,6 @@ from autoprox.spaces.base import (
     is_number,
 )
 from autoprox.spaces.limits import (
-    DEFAULT_MAX_ACTIVATION_GB,
-    DEFAULT_MAX_PARAMS,
     IMAGE_SIZE,
     IN_CHANS,
     LIMIT_BATCH,
@@ -50,8 +48,8 @@ from autoprox.spaces.limits import (
 )
 from autoprox.spaces.family_definition import WIDTH_KEYS, field_error, normalise_definition
 
-__all__ = ["DEFAULT_MAX_ACTIVATION_GB", "DEFAULT_MAX_PARAMS", "IMAGE_SIZE", "IN_CHANS", "FamilyArch", "FamilySpace",
-           "SpaceName", "load_family"]
+__all__ = ["FamilyArch", "FamilySpace", "SpaceName", "load_family"]
+
 
 class SpaceName(str):
     """The name of a space defined by a file: a ``str`` that carries the definition.
