@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine  # noqa: E402
 
 from autoprox.data.benchmark import default_bench_path  # noqa: E402
-from autoprox.genome.tree import GenomeSpace  # noqa: E402
+from autoprox.genome.space import GenomeSpace
 from autoprox.search.evolution import random_genome  # noqa: E402
 from autoprox.search.multispace import MultiRunContext, multi_evaluator  # noqa: E402
 from autoprox.search.settings import SearchSettings  # noqa: E402

@@ -28,7 +28,7 @@ from common import machine  # noqa: E402
 from synthetic_bench import BANNER, TARGETS, synthetic_benchmark  # noqa: E402
 
 from autoprox.data.cache import StatisticsCache, StatsPlan, build_cache, load_statistics  # noqa: E402
-from autoprox.genome.tree import random_template  # noqa: E402
+from autoprox.genome.template import random_template
 from autoprox.networks.statistics import InputSpec, torch_threads  # noqa: E402
 from autoprox.search.fitness import FitnessEvaluator  # noqa: E402
 

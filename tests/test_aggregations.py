@@ -13,7 +13,8 @@ from autoprox.genome.aggregations import (
     get_aggregation,
     register_aggregation,
 )
-from autoprox.genome.tree import AGGREGATIONS, aggregate
+from autoprox.genome.tree import aggregate
+from autoprox.genome.space import AGGREGATIONS
 
 VALUES = [1.0, 2.0, 4.0, -0.5]
 

@@ -17,13 +17,13 @@ from autoprox.core.correlation import correlate
 from autoprox.data.benchmark import (
     BENCH_DIR_ENV,
     Benchmark,
-    BenchmarkError,
     default_bench_path,
     load_benchmark,
     split_benchmark,
     target_classes,
     write_benchmark_jsonl,
 )
+from autoprox.core.errors import BenchmarkError
 from autoprox.spaces.architectures import (
     arch_to_config,
     count_params,

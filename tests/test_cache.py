@@ -13,14 +13,8 @@ import torch
 
 import autoprox.core.atomic
 import autoprox.data.cache as cache_module
-from autoprox.data.cache import (
-    CACHE_DIR_ENV,
-    STATS_VERSION,
-    StatisticsCache,
-    StatsRequest,
-    build_cache,
-    default_cache_dir,
-)
+from autoprox.data.cache import CACHE_DIR_ENV, StatisticsCache, StatsRequest, build_cache, default_cache_dir
+from autoprox.data.entries import STATS_VERSION
 from autoprox.networks.statistics import STAT_NAMES, InputSpec, compute_statistics
 from autoprox.data.benchmark import load_benchmark
 from autoprox.spaces.architectures import count_params

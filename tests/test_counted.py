@@ -22,15 +22,9 @@ from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatsPlan, load_statistics
 from autoprox.data.counts import count_statistic, stored_float16
 from autoprox.genome.counted import CountedBlocks, NotCounted, counted_block_values, counted_scores
-from autoprox.genome.tree import (
-    GenomeError,
-    InvalidProxy,
-    block_values,
-    kernel_map,
-    mutate_template,
-    parse_genome,
-    random_template,
-)
+from autoprox.genome.tree import InvalidProxy, block_values, kernel_map, parse_genome
+from autoprox.genome.template import mutate_template, random_template
+from autoprox.core.errors import GenomeError
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.settings import SearchSettings, settings_digest

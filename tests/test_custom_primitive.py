@@ -12,7 +12,8 @@ import torch
 
 from autoprox.api import FoundProxy
 from autoprox.core.errors import AutoproxError
-from autoprox.genome.tree import GenomeSpace, parse_genome, score_architecture
+from autoprox.genome.tree import parse_genome, score_architecture
+from autoprox.genome.space import GenomeSpace
 from autoprox.networks.models import build_model
 from autoprox.networks.statistics import InputSpec, compute_statistics, derived_seed, make_batch
 from autoprox.search.engine import run_search

@@ -15,14 +15,10 @@ import pytest
 import torch
 
 from autoprox.cli.main import main
-from autoprox.genome.tree import (
-    AGGREGATIONS,
-    GenomeError,
-    GenomeSpace,
-    parse_genome,
-    score_architecture,
-    template_genes,
-)
+from autoprox.genome.tree import parse_genome, score_architecture
+from autoprox.genome.template import template_genes
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads
 from autoprox.reports.export import ExportInfo, export_source, write_export
 from autoprox.reports.simplify import readable_formula
@@ -41,7 +37,7 @@ PROXIES = {
                     "element_wise_abs(F4g))))"),
     "scalar_forms": ("block_mean(element_wise_difference(frobenius_norm(normalize(F3)), "
                      "element_wise_log(l1_norm(F1g))))"),
-    # every aggregation over blocks (autoprox.genome.tree.AGGREGATIONS)
+    # every aggregation over blocks (autoprox.genome.space.AGGREGATIONS)
     "block_sum": ("block_sum(to_mean_scalar(element_wise_product(element_wise_abs(element_wise_revert(F2)), "
                   "to_std_scalar(logsoftmax(F4)))))"),
     "block_wmean": ("block_wmean(to_mean_scalar(element_wise_sum(element_wise_abs(F1g), "

@@ -29,10 +29,7 @@ from autoprox.genome.free import (
     within_limits,
 )
 from autoprox.genome.tree import (
-    AGGREGATIONS,
     ARCH_TERMINALS,
-    GenomeError,
-    GenomeSpace,
     InvalidProxy,
     Matrix,
     Scalar,
@@ -43,7 +40,9 @@ from autoprox.genome.tree import (
     score_architecture,
     uses_arch_terminals,
 )
-from autoprox.networks.statistics import SPREAD_NAMES
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import AGGREGATIONS, GenomeSpace
+from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.networks.zoo import ZOO_TERMINALS
 from autoprox.spaces.descriptors import terminal_values
 from tests.commands import run_cli, small_search_argv

@@ -37,19 +37,10 @@ from autoprox.data.benchmark import (
     load_benchmark,
     write_benchmark_jsonl,
 )
-from autoprox.data.cache import (
-    CacheCorrupt,
-    StatisticsCache,
-    StatsRequest,
-    decode_entry,
-    encode_entry,
-)
-from autoprox.genome.tree import (
-    canonical_string,
-    genome_to_string,
-    parse_genome,
-    random_template,
-)
+from autoprox.data.cache import StatisticsCache, StatsRequest
+from autoprox.data.entries import CacheCorrupt, decode_entry, encode_entry
+from autoprox.genome.tree import canonical_string, genome_to_string, parse_genome
+from autoprox.genome.template import random_template
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.search.context import RunContext
 from autoprox.search.evolution import EvolutionState

@@ -14,19 +14,16 @@ from autoprox.core.correlation import correlate, paired_bootstrap
 from autoprox.data.benchmark import write_benchmark_jsonl
 from autoprox.data.cache import StatsPlan, StatsRequest, load_statistics
 from autoprox.genome.tree import (
-    AGGREGATIONS,
     ARCH_TERMINALS,
-    GenomeError,
-    GenomeSpace,
     aggregate,
     block_values,
     genome_to_string,
-    mutate_template,
     parse_genome,
-    random_template,
     score_architecture,
-    template_genes,
 )
+from autoprox.genome.template import mutate_template, random_template, template_genes
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.networks.statistics import torch_threads
 from autoprox.proxies.figures import beyond_size
 from autoprox.search.engine import run_search

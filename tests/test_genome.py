@@ -12,27 +12,24 @@ from deap import gp
 from autoprox.data.cache import StatsRequest
 from autoprox.genome.tree import (
     ARCH_TERMINALS,
-    GENE_CHOICES,
-    GenomeError,
     InvalidProxy,
     Matrix,
     Scalar,
     Score,
-    TemplateGenes,
     block_values,
     canonical_string,
     genome_to_string,
-    mutate_template,
     parse_genome,
     primitive_set,
-    random_template,
     score_architecture,
-    template_genes,
-    template_tree,
     tree_size,
 )
+from autoprox.genome.template import TemplateGenes, mutate_template, random_template, template_genes, template_tree
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import GENE_CHOICES
 from autoprox.networks.zoo import ZOO_TERMINALS
-from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
+from autoprox.networks.statistics import STAT_NAMES
+from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.primitives import BINARY, UNARY
 
 PUBLISHED = (

@@ -18,17 +18,9 @@ import torch
 from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatsPlan, load_statistics
 from autoprox.genome.memo import SubtreeMemo
-from autoprox.genome.tree import (
-    GenomeError,
-    InvalidProxy,
-    kernel_map,
-    mutate_template,
-    parse_genome,
-    primitive_set,
-    random_template,
-    score_architecture,
-    typed_name,
-)
+from autoprox.genome.tree import InvalidProxy, kernel_map, parse_genome, primitive_set, score_architecture, typed_name
+from autoprox.genome.template import mutate_template, random_template
+from autoprox.core.errors import GenomeError
 from autoprox.search.fitness import FitnessEvaluator
 from autoprox.search.settings import SearchSettings, settings_digest
 from autoprox.spaces.descriptors import terminal_values

@@ -17,7 +17,8 @@ from scipy.stats import kendalltau
 from autoprox.cli.main import main
 from autoprox.core.errors import ConfigError
 from autoprox.data.benchmark import load_benchmark
-from autoprox.genome.tree import GenomeSpace, parse_genome
+from autoprox.genome.tree import parse_genome
+from autoprox.genome.space import GenomeSpace
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search

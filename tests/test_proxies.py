@@ -15,14 +15,9 @@ from autoprox.genome.tree import (
     score_architecture,
 )
 from autoprox.networks.statistics import torch_threads
-from autoprox.proxies.proxy import (
-    ARCHITECTURE_PROXIES,
-    BUILTIN_PROXIES,
-    Proxy,
-    ProxyError,
-    resolve_proxy,
-    score_archs,
-)
+from autoprox.proxies.proxy import BUILTIN_PROXIES, Proxy, resolve_proxy, score_archs
+from autoprox.core.errors import ProxyError
+from autoprox.proxies.scorers import ARCHITECTURE_PROXIES
 from autoprox.search.fitness import FitnessEvaluator
 from autoprox.spaces.architectures import count_macs, count_params
 

@@ -26,7 +26,8 @@ from autoprox.data.extras import EXTRA_SETS, check_extras, register_extra_set
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY, register_aggregation
 from autoprox.genome.rank_formula import OPERATORS, TRANSFORMS, parse_formula, register_operator, register_transform
 from autoprox.genome.terminals import SCALAR, TERMINAL_SETS, TerminalSet, check_terminals, register_terminal_set
-from autoprox.genome.tree import AGGREGATIONS, GenomeSpace, parse_genome, score_architecture
+from autoprox.genome.space import AGGREGATIONS, GenomeSpace
+from autoprox.genome.tree import parse_genome, score_architecture
 from autoprox.networks import zoo
 from autoprox.networks.models import MODEL_BUILDERS, build_model, register_builder
 from autoprox.networks.statistics import STAT_NAMES, InputSpec

@@ -15,7 +15,8 @@ import pytest
 
 from autoprox.data.benchmark import load_benchmark
 from autoprox.search.engine import run_search
-from autoprox.search.rundir import LOCK, RunDirectory, RunDirError
+from autoprox.core.errors import RunDirError
+from autoprox.search.rundir import LOCK, RunDirectory
 from tests.commands import cli_env, entries_of, one_error_line, run_cli, small_search_argv, written_jsonl
 from tests.conftest import REPO, SEARCHED_EVOLUTION
 

@@ -16,12 +16,11 @@ from autoprox.reports.simplify import (
     Formula,
     _simplify_into,
     block_expression,
-    check_equivalent,
-    expression_score,
     outer_operations,
     readable_formula,
     readable_formulas,
 )
+from autoprox.reports.formula_check import check_equivalent, expression_score
 from autoprox.primitives import UNARY
 
 PUBLISHED = ("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(min_max_normalize(F2)), "
@@ -190,7 +189,7 @@ SIMPLIFIABLE_ARCH = ("block_sum(to_mean_scalar(element_wise_product(element_wise
 @pytest.fixture(scope="module")
 def arch_stats(stats, af_small):
     """The same statistics, each with its architecture's terminal values (as the engine computes them)."""
-    from autoprox.reports.simplify import CheckStatistics
+    from autoprox.reports.formula_check import CheckStatistics
     from autoprox.spaces.descriptors import terminal_values
 
     return [CheckStatistics(s, terminal_values(af_small.archs[i])) for s, i in zip(stats, (0, 5, 9))]
@@ -225,7 +224,7 @@ def test_formulas_with_architecture_terminals_are_checked_numerically(arch_stats
 
 
 def test_statistics_for_check_carry_the_architectures_terminal_values():
-    from autoprox.reports.simplify import CheckStatistics, statistics_for_check
+    from autoprox.reports.formula_check import CheckStatistics, statistics_for_check
 
     (found,) = statistics_for_check(None, "pit", count=1)
     assert isinstance(found, CheckStatistics) and isinstance(found, list) and isinstance(found[0], dict)

@@ -10,7 +10,6 @@ import pytest
 
 from autoprox.spaces.architectures import (
     SPACES,
-    ArchitectureError,
     arch_key,
     arch_to_config,
     count_macs,
@@ -21,6 +20,7 @@ from autoprox.spaces.architectures import (
     sample_arch,
     transformer_widths,
 )
+from autoprox.core.errors import ArchitectureError
 
 from tests.conftest import BENCH_DIR
 

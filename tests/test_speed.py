@@ -16,18 +16,14 @@ import numpy as np
 import pytest
 import torch
 
-from autoprox.data.cache import EncodedBlock, StatsPlan, StatsRequest, load_statistics
+from autoprox.data.cache import StatsPlan, StatsRequest, load_statistics
+from autoprox.data.entries import EncodedBlock
 from autoprox.genome.free import random_tree
 from autoprox.genome.memo import SubtreeMemo
-from autoprox.genome.tree import (
-    GenomeError,
-    GenomeSpace,
-    InvalidProxy,
-    mutate_template,
-    parse_genome,
-    random_template,
-    score_architecture,
-)
+from autoprox.genome.tree import InvalidProxy, parse_genome, score_architecture
+from autoprox.genome.template import mutate_template, random_template
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import GenomeSpace
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
@@ -192,15 +188,15 @@ def test_a_short_search_makes_the_log_recorded_before_the_speed_levers(af_small_
 
 
 def test_torch_decoding_equals_the_numpy_reference_at_every_exponent():
-    from autoprox.data.cache import _decode, _decode_numpy
+    from autoprox.data.entries import decode_array, decode_array_numpy
 
     array = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)  # every float16
     array = array[np.isfinite(array)]  # a scaled entry holds finite values only
     with np.errstate(over="ignore"):
-        pairs = [(e, _decode_numpy(array, e)) for e in range(-160, 140)]
+        pairs = [(e, decode_array_numpy(array, e)) for e in range(-160, 140)]
     for exponent, expected in pairs:
         with np.errstate(over="ignore"):
-            got = _decode(array, exponent).numpy()
+            got = decode_array(array, exponent).numpy()
         assert np.array_equal(got.view(np.int32), expected.view(np.int32)), exponent
 
 
@@ -247,7 +243,8 @@ def test_cuda_without_cuda_is_a_one_line_config_error(tmp_path):
 
 def test_mapped_statistics_are_the_stored_ones_and_a_flipped_byte_is_caught(af_small, small_spec, session_cache,
                                                                               tmp_path):
-    from autoprox.data.cache import CacheCorrupt, StatisticsCache, decode_entry
+    from autoprox.data.cache import StatisticsCache
+    from autoprox.data.entries import CacheCorrupt, decode_entry
 
     request = StatsRequest(af_small.archs[1], small_spec, 0, 100)
     plain = session_cache.get(request)
@@ -274,7 +271,8 @@ def test_a_bug_in_the_decoder_propagates_and_deletes_nothing(af_small, small_spe
     """Only what a damaged file raises marks an entry corrupt (and deletes it); a TypeError
     of the decoder is a bug: it propagates, and the good entry stays as it was."""
     import autoprox.data.entries as cache_module
-    from autoprox.data.cache import StatisticsCache, decode_entry
+    from autoprox.data.cache import StatisticsCache
+    from autoprox.data.entries import decode_entry
 
     request = StatsRequest(af_small.archs[2], small_spec, 0, 100)
     copy = StatisticsCache(tmp_path)
@@ -284,7 +282,7 @@ def test_a_bug_in_the_decoder_propagates_and_deletes_nothing(af_small, small_spe
     def broken_decode(array, exponent):
         raise TypeError("a bug in the decoder")
 
-    monkeypatch.setattr(cache_module, "_decode", broken_decode)
+    monkeypatch.setattr(cache_module, "decode_array", broken_decode)
     with pytest.raises(TypeError, match="a bug in the decoder"):
         copy.load(request)
     with pytest.raises(TypeError, match="a bug in the decoder"):
@@ -300,7 +298,7 @@ def test_a_bug_in_the_decoder_propagates_and_deletes_nothing(af_small, small_spe
 
 
 def test_metadata_of_the_wrong_shape_is_a_corrupt_entry_not_a_type_error(af_small, small_spec):
-    from autoprox.data.cache import STATS_VERSION, CacheCorrupt, decode_entry
+    from autoprox.data.entries import STATS_VERSION, CacheCorrupt, decode_entry
 
     key = "k" * 64
     for meta in ({"key": key, "version": STATS_VERSION, "blocks": "1", "shapes": {}, "exponents": {}},
@@ -317,7 +315,7 @@ def test_metadata_of_the_wrong_shape_is_a_corrupt_entry_not_a_type_error(af_smal
 def test_large_searches_memory_map_their_statistics_and_score_the_same(af_stats, af_small, session_cache, small_spec):
     """Above MAP_STATISTICS_ABOVE architectures a search memory-maps its statistics; the mapped
     statistics give bitwise the records the held ones give."""
-    from autoprox.search.engine import MAP_STATISTICS_ABOVE, hold_mapped
+    from autoprox.search.multispace import MAP_STATISTICS_ABOVE, hold_mapped
 
     assert not hold_mapped(100) and not hold_mapped(MAP_STATISTICS_ABOVE) and hold_mapped(MAP_STATISTICS_ABOVE + 1)
     assert hold_mapped(80, 3) and not hold_mapped(60, 3)  # sets, not architectures: seeds count

@@ -11,25 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from autoprox.data.cache import (
-    StatisticsCache,
-    StatsPlan,
-    StatsRequest,
-    cache_key,
-    decode_entry,
-)
+from autoprox.data.cache import StatisticsCache, StatsPlan, StatsRequest, cache_key
+from autoprox.data.entries import decode_entry
 from autoprox.genome.free import free_set
-from autoprox.genome.tree import (
-    GenomeError,
-    GenomeSpace,
-    canonical_string,
-    genome_extras,
-    genome_to_string,
-    parse_genome,
-    random_template,
-    score_architecture,
-    template_genes,
-)
+from autoprox.genome.tree import canonical_string, genome_extras, genome_to_string, parse_genome, score_architecture
+from autoprox.genome.template import random_template, template_genes
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import GenomeSpace
 from autoprox.networks.models import build_model
 from autoprox.networks.runtime import SPREAD_NAMES, block_statistics, find_blocks
 from autoprox.networks.statistics import (
@@ -207,7 +195,8 @@ def test_the_scorer_loads_the_extra_entries_a_genome_reads(af_small, small_spec,
 
 
 def test_formulas_with_spread_terminals_simplify_and_are_checked(af_small):
-    from autoprox.reports.simplify import readable_formula, statistics_for_check
+    from autoprox.reports.simplify import readable_formula
+    from autoprox.reports.formula_check import statistics_for_check
 
     check = statistics_for_check(space="autoformer", count=2, extras=("spread",))
     formula = readable_formula(TEMPLATE_SPREAD, check)

@@ -14,12 +14,12 @@ from autoprox.networks.statistics import (
     IMAGENET_STD,
     STAT_NAMES,
     InputSpec,
-    InputSpecError,
     compute_statistics,
     derived_seed,
     make_batch,
     stats_fingerprint,
 )
+from autoprox.core.errors import InputSpecError
 from autoprox.spaces.architectures import arch_to_config, transformer_widths
 from autoprox.spaces.registry import get_space
 

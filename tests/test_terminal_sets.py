@@ -19,17 +19,11 @@ from autoprox.genome.terminals import (
     architecture_values,
     register_terminal_set,
 )
-from autoprox.genome.tree import (
-    ARCH_TERMINALS,
-    GenomeSpace,
-    genome_to_string,
-    mutate_template,
-    parse_genome,
-    random_template,
-    score_architecture,
-    template_genes,
-)
-from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES
+from autoprox.genome.tree import ARCH_TERMINALS, genome_to_string, parse_genome, score_architecture
+from autoprox.genome.template import mutate_template, random_template, template_genes
+from autoprox.genome.space import GenomeSpace
+from autoprox.networks.statistics import STAT_NAMES
+from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.search.options import genome_space_of, option_values
 from autoprox.search.resume import resume_conflicts
 from autoprox.search.settings import settings_from_options

@@ -21,7 +21,8 @@ from autoprox.proxies.figures import figures
 from autoprox.proxies.proxy import Proxy, score_archs
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
-from autoprox.search.rundir import RunDirectory, RunDirError
+from autoprox.search.rundir import RunDirectory
+from autoprox.core.errors import RunDirError
 from autoprox.search.settings import SearchSettings, stats_plan
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,6 @@ import pytest
 
 import autoprox
 from autoprox.apps.vitsearch import (
-    VitSearchError,
     VitSearchSettings,
     parse_budget,
     pick_on_bench,
@@ -18,12 +17,14 @@ from autoprox.apps.vitsearch import (
     run_vit_search,
     sample_candidates,
 )
+from autoprox.core.errors import VitSearchError
 from autoprox.cli.main import main
 from autoprox.data.cache import StatsPlan
 from autoprox.genome.tree import score_architecture
 from autoprox.networks.statistics import compute_statistics, torch_threads
 from autoprox.proxies.proxy import resolve_proxy
-from autoprox.search.rundir import RunDirError, read_jsonl
+from autoprox.search.rundir import read_jsonl
+from autoprox.core.errors import RunDirError
 from autoprox.spaces.architectures import count_params, param_range, parse_arch
 from tests.conftest import PIT_FILE, SMALL_SPEC
 

@@ -494,7 +494,8 @@ def test_a_registered_proxy_is_scored_like_the_others(small_archs):
 
 def test_autoprox_a_and_p_by_hand():
     """Eq. 2 and 3 on hand-made statistics of two blocks, through the genome evaluator."""
-    from autoprox.genome.tree import score_architecture, template_genes
+    from autoprox.genome.tree import score_architecture
+    from autoprox.genome.template import template_genes
     from autoprox.proxies.proxy import resolve_proxy
 
     a, p = resolve_proxy("autoprox_a"), resolve_proxy("autoprox_p")

@@ -18,11 +18,13 @@ from scipy.stats import kendalltau
 
 from autoprox.core.errors import ConfigError, ExportError
 from autoprox.genome.terminals import TERMINAL_SETS, TerminalSource, computed_sets, terminal_table
-from autoprox.genome.tree import GenomeSpace, genome_computed_sets, parse_genome
+from autoprox.genome.tree import genome_computed_sets, parse_genome
+from autoprox.genome.space import GenomeSpace
 from autoprox.networks.zoo import ZOO_TERMINALS, raw_value
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.reports.export import export_source
-from autoprox.reports.simplify import readable_formula, statistics_for_check
+from autoprox.reports.simplify import readable_formula
+from autoprox.reports.formula_check import statistics_for_check
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig

@@ -113,6 +113,79 @@ def _log(message: str, quiet: bool) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
+def _compute_missing_statistics(proxies: Sequence[Proxy], archs: list, targets: Sequence[str],
+                                seeds: Sequence[int], spec: InputSpec, target_classes: Mapping[str, int],
+                                cache: StatisticsCache, workers: int, quiet: bool) -> int:
+    """Compute, once for all genome proxies, the statistics entries they read that the cache lacks; their count."""
+    if not any(p.needs_statistics for p in proxies):
+        return 0
+    plans = [StatsPlan(spec, (seed,), {t: target_classes[t] for t in targets}) for seed in seeds]
+    absent = [r for plan in plans for r in plan.requests(archs) if not cache.contains(r)]
+    if absent:
+        _log(f"genome proxies: computing {len(absent)} missing statistics entries", quiet)
+        build_cache(cache, absent, workers=workers, progress=None if quiet else Progress("statistics", every=30))
+    return len(absent)
+
+
+def _score_proxy(proxy: Proxy, row: dict, archs: list, indices: Sequence[int], seeds: Sequence[int],
+                 class_counts: list[int], spec: InputSpec, cache: StatisticsCache, workers: int, teacher,
+                 quiet: bool) -> dict[int, dict[int, np.ndarray]] | None:
+    """One proxy's scores by seed and class count, through the core every scoring path shares.
+
+    ``row`` is filled with what the table says of the scoring (seconds, cache use, a
+    failure); ``None`` when the proxy failed on some architecture.
+    """
+    per_seed: dict[int, dict[int, np.ndarray]] = {}
+    results: list = []
+    failures = []
+    for seed in seeds:
+        for classes in class_counts:
+            progress = None if quiet or proxy.needs_statistics else Progress(f"{proxy.name}, seed {seed}", every=30)
+            outcome = proxy.raw_values(archs, spec, seed, classes, cache, workers=workers, progress=progress,
+                                       teacher=teacher)
+            results += outcome
+            failed = [(seed, index, r.error) for index, r in enumerate(outcome) if not r.ok]
+            failures += failed
+            if not failed:
+                per_seed.setdefault(seed, {})[classes] = proxy.set_scores([r.raw for r in outcome])
+    row["seconds_per_arch"] = float(np.mean([r.seconds for r in results]))
+    cached = sum(r.cached for r in results)
+    if cached == len(results):
+        row["fresh"] += " (values read from the score cache)"
+    elif cached:
+        row["fresh"] += f" ({cached} of {len(results)} values read from the score cache)"
+    if failures:
+        seed, index, reason = failures[0]
+        row.update(status="failed", reason=(
+            f"failed on {len({f[1] for f in failures})} of {len(archs)} architectures; first: architecture "
+            f"{indices[index]} (seed {seed}): {reason}"))
+        return None
+    return per_seed
+
+
+def _add_figures(rows: dict[str, dict], scores: dict[str, dict[int, dict[int, np.ndarray]]],
+                 targets: Sequence[str], seeds: Sequence[int], target_classes: Mapping[str, int],
+                 accuracies: Mapping[str, np.ndarray], params: np.ndarray, depth: np.ndarray,
+                 bars: Mapping[str, dict]) -> None:
+    """Each scored row's figures per target (mean and std over seeds); a row of constant scores fails."""
+    for name, row in rows.items():
+        row["targets"] = {}
+        if name not in scores:
+            continue
+        constant = [s for s, by_classes in scores[name].items() if any(np.ptp(v) == 0 for v in by_classes.values())]
+        if constant:
+            row.update(status="failed", reason=f"all scores equal (seed {constant[0]})")
+            continue
+        for target in targets:
+            classes = target_classes[target]
+            per_seed = [seed_figures(scores[name][seed][classes], accuracies[target], params, depth)
+                        for seed in seeds]
+            figs = {"n": per_seed[0]["n"], **{metric: summarise([f[metric] for f in per_seed]) for metric in METRICS}}
+            mean, bar = figs["kendall"]["mean"], bars[target]["kendall"]
+            figs["beats_bar"] = None if mean is None or bar is None or math.isnan(bar) else bool(mean > bar)
+            row["targets"][target] = figs
+
+
 def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int], targets: Sequence[str],
                seeds: Sequence[int], spec: InputSpec, target_classes: Mapping[str, int], cache: StatisticsCache,
                workers: int = 1, teacher=None, quiet: bool = True, split: str = "all") -> dict:
@@ -151,14 +224,7 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
         }
 
     # Genome proxies read statistics: the missing ones are computed here once, for all of them.
-    missing = 0
-    if any(p.needs_statistics for p in proxies):
-        plans = [StatsPlan(spec, (seed,), {t: target_classes[t] for t in targets}) for seed in seeds]
-        absent = [r for plan in plans for r in plan.requests(archs) if not cache.contains(r)]
-        if absent:
-            missing = len(absent)
-            _log(f"genome proxies: computing {missing} missing statistics entries", quiet)
-            build_cache(cache, absent, workers=workers, progress=None if quiet else Progress("statistics", every=30))
+    missing = _compute_missing_statistics(proxies, archs, targets, seeds, spec, target_classes, cache, workers, quiet)
 
     # Every proxy through the same core, seed by seed: its raw values, then its scores of this set.
     for proxy in proxies:
@@ -174,50 +240,13 @@ def rank_table(proxies: Sequence[Proxy], bench: Benchmark, indices: Sequence[int
         if proxy.needs_statistics and missing:
             row["fresh"] = (f"statistics: {missing} entries computed in this run (one forward/backward each, "
                             "shared by every genome proxy), then cached")
-        per_seed: dict[int, dict[int, np.ndarray]] = {}
-        results: list = []
-        failures = []
-        for seed in seeds:
-            for classes in class_counts:
-                progress = None if quiet or proxy.needs_statistics else Progress(f"{proxy.name}, seed {seed}", every=30)
-                outcome = proxy.raw_values(archs, spec, seed, classes, cache, workers=workers, progress=progress,
-                                           teacher=teacher)
-                results += outcome
-                failed = [(seed, index, r.error) for index, r in enumerate(outcome) if not r.ok]
-                failures += failed
-                if not failed:
-                    per_seed.setdefault(seed, {})[classes] = proxy.set_scores([r.raw for r in outcome])
-        row["seconds_per_arch"] = float(np.mean([r.seconds for r in results]))
-        cached = sum(r.cached for r in results)
-        if cached == len(results):
-            row["fresh"] += " (values read from the score cache)"
-        elif cached:
-            row["fresh"] += f" ({cached} of {len(results)} values read from the score cache)"
-        if failures:
-            seed, index, reason = failures[0]
-            row.update(status="failed", reason=(
-                f"failed on {len({f[1] for f in failures})} of {len(archs)} architectures; first: architecture "
-                f"{indices[index]} (seed {seed}): {reason}"))
+        per_seed = _score_proxy(proxy, row, archs, indices, seeds, class_counts, spec, cache, workers, teacher,
+                                quiet)
+        if per_seed is None:
             continue
         scores[proxy.name] = per_seed
 
-    # --- figures
-    for name, row in rows.items():
-        row["targets"] = {}
-        if name not in scores:
-            continue
-        constant = [s for s, by_classes in scores[name].items() if any(np.ptp(v) == 0 for v in by_classes.values())]
-        if constant:
-            row.update(status="failed", reason=f"all scores equal (seed {constant[0]})")
-            continue
-        for target in targets:
-            classes = target_classes[target]
-            per_seed = [seed_figures(scores[name][seed][classes], accuracies[target], params, depth)
-                        for seed in seeds]
-            figs = {"n": per_seed[0]["n"], **{metric: summarise([f[metric] for f in per_seed]) for metric in METRICS}}
-            mean, bar = figs["kendall"]["mean"], bars[target]["kendall"]
-            figs["beats_bar"] = None if mean is None or bar is None or math.isnan(bar) else bool(mean > bar)
-            row["targets"][target] = figs
+    _add_figures(rows, scores, targets, seeds, target_classes, accuracies, params, depth, bars)
 
     return {
         "benchmark": {"file": Path(bench.source).name, "path": str(bench.source), "sha256": bench.sha256,
@@ -349,5 +378,5 @@ def format_table(table: Mapping, fmt: str) -> str:
 
 
 __all__ = ["BAR_DEFINITION", "FORMATS", "METRICS", "PARTIAL_DEFINITION", "PARTIAL_DEPTH_DEFINITION",
-           "format_csv", "format_json", "format_markdown", "format_table", "kendall", "partial_kendall", "rank_table",
+           "format_csv", "format_json", "format_markdown", "format_table", "rank_table",
            "seed_figures", "summarise"]

@@ -35,7 +35,8 @@ from autoprox.search.context import RunContext
 from autoprox.search.engine import (
     run_search,
 )
-from autoprox.search.rundir import RunDirectory, RunDirError, hold_lock, read_json
+from autoprox.search.rundir import RunDirectory, hold_lock, read_json
+from autoprox.core.errors import RunDirError
 from autoprox.search.settings import SearchSettings
 
 TRANSFER_FILE = "transfer.json"

@@ -29,7 +29,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.atomic import atomic_write_json, atomic_write_text, json_safe, make_directory
-from autoprox.core.errors import VitSearchError  # noqa: F401 (re-exported)
+from autoprox.core.errors import VitSearchError
 from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark
@@ -38,9 +38,9 @@ from autoprox.genome.tree import InvalidProxy
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
-from autoprox.search.rundir import ARCHIVE, RunDirError, read_json, read_jsonl
+from autoprox.search.rundir import ARCHIVE, read_json, read_jsonl
+from autoprox.core.errors import RunDirError
 from autoprox.spaces.architectures import (
-    ArchitectureError,
     arch_key,
     arch_to_config,
     count_macs,
@@ -49,6 +49,7 @@ from autoprox.spaces.architectures import (
     parse_arch,
     sample_arch,
 )
+from autoprox.core.errors import ArchitectureError
 
 #: The papers' parameter budgets, in millions (AutoFormer-Ti 4-9M; PiT 2-25M).
 PAPER_BUDGETS = {"autoformer": (4.0, 9.0), "pit": (2.0, 25.0)}

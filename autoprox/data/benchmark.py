@@ -42,16 +42,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.core.errors import BenchmarkError, ConfigError  # noqa: F401 (re-exported)
+from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.core.resources import packaged_benchmark_dir
 from autoprox.data.tables import parse_architectures, read_csv_entries
-from autoprox.spaces.architectures import (  # noqa: F401 (ArchitectureError, arch_to_config re-exported)
-    ArchitectureError,
-    arch_key,
-    arch_to_config,
-    detect_space,
-    parse_arch,
-)
+from autoprox.spaces.architectures import arch_key, arch_to_config
 
 ACC_SUFFIX = "_acc"
 BENCH_FILE_NAMES = {"autoformer": "gt_autoformer.pth", "pit": "gt_pit.pth"}

@@ -38,23 +38,15 @@ from typing import Callable, Mapping, Sequence
 from autoprox.core.atomic import FULL_DISK_ERRNOS, atomic_open, disk_full_error
 from autoprox.core.errors import CacheError, ConfigError, DiskFullError
 from autoprox.core.parallel import Executor, as_executor
-from autoprox.data.entries import (  # noqa: F401 (the entry format, re-exported)
-    DAMAGED_ENTRY_ERRORS,
-    FLOAT16_TOP_EXPONENT,
+from autoprox.data.entries import (
     PRECISIONS,
     STATS_VERSION,
-    ZIP_MAGIC,
     CacheCorrupt,
-    EncodedBlock,
-    MappedArchive,
-    _decode,
-    _decode_numpy,
-    _encode,
     decode_entry,
     encode_entry,
     merge_blocks,
 )
-from autoprox.data.extras import EXTRA_SETS, check_extras, extras_for  # noqa: F401 (extras_for re-exported)
+from autoprox.data.extras import EXTRA_SETS, check_extras
 from autoprox.networks.statistics import (
     BlockStats,
     InputSpec,

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse
 import torch
 
-from autoprox.data.entries import EncodedBlock, _decode
+from autoprox.data.entries import EncodedBlock, decode_array
 
 #: Every float16 bit pattern, in code order (code ``c`` is the float16 whose bits are ``c``).
 CODES = 65536
@@ -60,9 +60,9 @@ class CountedStatistic:
     @cached_property
     def base_values(self) -> torch.Tensor:
         """float32 [G, 65536]: every code decoded at each exponent, as a float32 load decodes it
-        (:func:`~autoprox.data.entries._decode`), so a value here is bitwise the entry's."""
+        (:func:`~autoprox.data.entries.decode_array`), so a value here is bitwise the entry's."""
         every = np.arange(CODES, dtype=np.uint16).view(np.float16)
-        return torch.stack([_decode(every, int(e)) for e in self.exponents])
+        return torch.stack([decode_array(every, int(e)) for e in self.exponents])
 
     @cached_property
     def present(self) -> tuple[np.ndarray, ...]:

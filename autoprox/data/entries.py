@@ -37,7 +37,13 @@ class CacheCorrupt(CacheError, ValueError):
     """A cache entry that cannot be trusted."""
 
 
-def _encode(tensor: torch.Tensor, precision: str) -> tuple[np.ndarray, int]:
+def encode_array(tensor: torch.Tensor, precision: str) -> tuple[np.ndarray, int]:
+    """A tensor as the array an entry stores and its scale exponent.
+
+    ``"float32"`` keeps the values (exponent 0); ``"float16"`` scales them by a power of
+    two so the largest magnitude sits near float16's top, then rounds to float16.
+    :func:`decode_array` undoes the scaling.
+    """
     array = tensor.detach().cpu().numpy().astype(np.float32, copy=False)
     if precision == "float32":
         return array, 0
@@ -48,7 +54,7 @@ def _encode(tensor: torch.Tensor, precision: str) -> tuple[np.ndarray, int]:
     return np.ldexp(array, -exponent).astype(np.float16), exponent
 
 
-def _decode_numpy(array: np.ndarray, exponent: int) -> np.ndarray:
+def decode_array_numpy(array: np.ndarray, exponent: int) -> np.ndarray:
     """The reference decoding: float32, then scaled by 2**exponent with ``np.ldexp``."""
     values = array.astype(np.float32)
     if exponent:
@@ -56,8 +62,8 @@ def _decode_numpy(array: np.ndarray, exponent: int) -> np.ndarray:
     return values
 
 
-def _decode(array: np.ndarray, exponent: int) -> torch.Tensor:
-    """A stored array as a fresh float32 tensor, bitwise equal to :func:`_decode_numpy`'s.
+def decode_array(array: np.ndarray, exponent: int) -> torch.Tensor:
+    """A stored array as a fresh float32 tensor, bitwise equal to :func:`decode_array_numpy`'s.
 
     With a scale 2**exponent that is a normal float32, the conversion (exact: every
     float16 is a float32) and the multiplication (one correctly rounded product, as
@@ -66,13 +72,13 @@ def _decode(array: np.ndarray, exponent: int) -> torch.Tensor:
     """
     if exponent and -126 <= exponent <= 127 and array.dtype == np.float16:
         return torch.from_numpy(array).to(torch.float32).mul_(2.0 ** exponent)
-    return torch.from_numpy(_decode_numpy(array, exponent))
+    return torch.from_numpy(decode_array_numpy(array, exponent))
 
 
 class EncodedBlock(collections.abc.Mapping):
     """One block's statistics kept as stored (float16 and a power-of-two scale, or float32).
 
-    Reading a statistic decodes it with :func:`_decode`, the function a float32 load uses,
+    Reading a statistic decodes it with :func:`decode_array`, the function a float32 load uses,
     so the tensor is the very one :meth:`StatisticsCache.load` returns, to the last bit,
     at half the resident memory for float16 entries. Decoded tensors are not kept.
     """
@@ -84,7 +90,7 @@ class EncodedBlock(collections.abc.Mapping):
 
     def __getitem__(self, name: str) -> torch.Tensor:
         array, exponent = self._arrays[name]
-        return _decode(array, exponent)
+        return decode_array(array, exponent)
 
     def __iter__(self):
         return iter(self._arrays)
@@ -132,7 +138,7 @@ def encode_entry(stats: Sequence[BlockStats], key: str, precision: str, extra: s
     for index, block in enumerate(stats):
         for name in _entry_names(extra):
             label = f"b{index}_{name}"
-            arrays[label], exponents[label] = _encode(block[name], precision)
+            arrays[label], exponents[label] = encode_array(block[name], precision)
     meta = {
         "key": key,
         "version": STATS_VERSION,
@@ -248,7 +254,7 @@ def decode_entry(source: Path | bytes, key: str, encoded: bool = False, mapped: 
         raise CacheCorrupt("entry holds no blocks")
     if encoded:
         return [EncodedBlock(arrays) for arrays in stored]
-    return [{name: _decode(*pair) for name, pair in arrays.items()} for arrays in stored]
+    return [{name: decode_array(*pair) for name, pair in arrays.items()} for arrays in stored]
 
 
 def _read_archive(archive, key: str, extra: str | None = None) -> list[dict[str, tuple[np.ndarray, int]]]:
@@ -276,4 +282,5 @@ def _read_archive(archive, key: str, extra: str | None = None) -> list[dict[str,
 
 
 __all__ = ["DAMAGED_ENTRY_ERRORS", "PRECISIONS", "STATS_VERSION", "ZIP_MAGIC", "CacheCorrupt", "EncodedBlock",
-           "MappedArchive", "decode_entry", "encode_entry", "merge_blocks"]
+           "MappedArchive", "decode_array", "decode_array_numpy", "decode_entry", "encode_array", "encode_entry",
+           "merge_blocks"]

@@ -39,7 +39,7 @@ from autoprox.data.counts import CountedStatistic, count_statistic, stored_float
 from autoprox.genome.tree import (
     TEMPLATE_REDUCTION,
     Scalar,
-    _format,
+    format_subtree,
     aggregate,
     kernel_map,
     op_name,
@@ -379,7 +379,7 @@ class _Walk:
         node = self.tree[position]
         if isinstance(node, gp.Terminal):
             return self.terminal(node.name), position + 1
-        key = _format(self.tree, position, canonical=True)[0] if node.ret is Scalar else None
+        key = format_subtree(self.tree, position, canonical=True)[0] if node.ret is Scalar else None
         if key is not None and key in self.counted.memo:
             return self.counted.memo[key], self.tree.searchSubtree(position).stop
         args, end = [], position + 1

@@ -42,18 +42,9 @@ from typing import Sequence
 from deap import gp
 
 from autoprox.core.errors import ConfigError
-from autoprox.genome.tree import (
-    AGGREGATIONS,
-    GenomeError,
-    GenomeSpace,
-    Matrix,
-    Scalar,
-    Score,
-    canonical_string,
-    op_name,
-    primitive_set,
-    typed_name,
-)
+from autoprox.genome.tree import Matrix, Scalar, Score, canonical_string, op_name, primitive_set, typed_name
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.genome.terminals import terminal_kinds
 from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES
 

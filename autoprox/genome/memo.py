@@ -12,7 +12,7 @@ from deap import gp
 
 from autoprox.genome.tree import (
     Scalar,
-    _format,
+    format_subtree,
     genome_to_string,
     parse_genome,
 )
@@ -50,7 +50,7 @@ def _scalar_subtrees(genome: str) -> tuple[tuple[int, str, int], ...]:
     for position in range(1, len(tree)):
         node = tree[position]
         if isinstance(node, gp.Primitive) and node.ret is Scalar:
-            found.append((position, _format(tree, position, canonical=True)[0],
+            found.append((position, format_subtree(tree, position, canonical=True)[0],
                           tree.searchSubtree(position).stop))
     return tuple(found)
 

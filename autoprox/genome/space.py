@@ -1,7 +1,7 @@
 """Which genomes a search explores: :class:`GenomeSpace` (kind, aggregations, terminal sets, operators).
 
-Below :mod:`autoprox.genome.tree` (which re-exports everything here): a space is data, and the
-tree module draws, mutates and checks genomes with it.
+Below :mod:`autoprox.genome.tree` and :mod:`autoprox.genome.template`: a space is data, and
+those modules draw, mutate and check genomes with it.
 """
 
 from __future__ import annotations

@@ -30,30 +30,23 @@ such as ``sigmoid.s`` is accepted only where it is the form its arguments imply)
 
 from __future__ import annotations
 
-import random
 import re
 from collections import ChainMap
-from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
 from deap import gp
 
-from autoprox.core.errors import ConfigError, GenomeError  # noqa: F401 (re-exported)
+from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.data.extras import extras_for
 from autoprox.genome.aggregations import get_aggregation
-from autoprox.genome.space import (  # noqa: F401 (re-exported: the space genomes are drawn from)
+from autoprox.genome.space import (
     AGGREGATIONS,
     DEFAULT_AGGREGATION,
-    GENE_CHOICES,
-    LEGACY_TERMINAL_FLAGS,
-    PAPER_SPACE,
-    TEMPLATE,
-    GenomeSpace,
 )
 from autoprox.genome.terminals import MATRIX, SCALAR, TERMINAL_SETS, computed_sets, terminal_kinds
-from autoprox.networks.statistics import SPREAD_NAMES
+from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX
 from autoprox.primitives import BINARY, KERNEL_SETS, PRIMITIVES, UNARY
 
@@ -262,7 +255,12 @@ def parse_genome(text: str) -> gp.PrimitiveTree:
     return gp.PrimitiveTree(nodes)
 
 
-def _format(nodes: Sequence, position: int, canonical: bool) -> tuple[str, int]:
+def format_subtree(nodes: Sequence, position: int, canonical: bool) -> tuple[str, int]:
+    """The token string of the subtree starting at ``position`` and the position after it.
+
+    ``canonical`` gives the form :func:`canonical_string` compares by: ``no_op`` dropped
+    and the arguments of commutative operations sorted.
+    """
     node = nodes[position]
     if isinstance(node, gp.Terminal):
         return node.name, position + 1
@@ -270,7 +268,7 @@ def _format(nodes: Sequence, position: int, canonical: bool) -> tuple[str, int]:
     position += 1
     parts = []
     for _ in range(node.arity):
-        text, position = _format(nodes, position, canonical)
+        text, position = format_subtree(nodes, position, canonical)
         parts.append(text)
     if canonical:
         if op == "no_op":
@@ -282,101 +280,12 @@ def _format(nodes: Sequence, position: int, canonical: bool) -> tuple[str, int]:
 
 def genome_to_string(tree: gp.PrimitiveTree) -> str:
     """The token string of a tree (typed forms are implied by the arguments)."""
-    return _format(tree, 0, canonical=False)[0]
+    return format_subtree(tree, 0, canonical=False)[0]
 
 
 def canonical_string(tree: gp.PrimitiveTree) -> str:
     """A form equal for trees computing the same thing: no ``no_op``, sorted commutative operands."""
-    return _format(tree, 0, canonical=True)[0]
-
-
-# ---------------------------------------------------------------------- the template
-
-
-@dataclass(frozen=True)
-class TemplateGenes:
-    """The seven genes of the paper's template: two inputs, four unary ops, one binary op."""
-
-    input_a: str
-    unary_a1: str
-    unary_a2: str
-    input_b: str
-    unary_b1: str
-    unary_b2: str
-    binary: str
-    aggregation: str = DEFAULT_AGGREGATION
-
-    def to_string(self) -> str:
-        branch_a = f"{self.unary_a2}({self.unary_a1}({self.input_a}))"
-        branch_b = f"{self.unary_b2}({self.unary_b1}({self.input_b}))"
-        return f"{self.aggregation}({TEMPLATE_REDUCTION}({self.binary}({branch_a}, {branch_b})))"
-
-
-
-
-def template_tree(genes: TemplateGenes) -> gp.PrimitiveTree:
-    return parse_genome(genes.to_string())
-
-
-def template_genes(tree: gp.PrimitiveTree) -> TemplateGenes:
-    """Read the genes of a template-shaped tree; GenomeError when it is not one."""
-    names = [op_name(n.name) for n in tree]
-    inputs = terminal_kinds()  # every terminal a template input may be
-    shaped = (
-        len(names) == 9
-        and names[0] in AGGREGATIONS
-        and names[1] == TEMPLATE_REDUCTION
-        and names[2] in BINARY
-        and names[3] in UNARY and names[4] in UNARY and names[5] in inputs
-        and names[6] in UNARY and names[7] in UNARY and names[8] in inputs
-    )
-    if not shaped:
-        raise GenomeError(f"not a template genome: {genome_to_string(tree)}")
-    return TemplateGenes(
-        input_a=names[5], unary_a1=names[4], unary_a2=names[3],
-        input_b=names[8], unary_b1=names[7], unary_b2=names[6],
-        binary=names[2], aggregation=names[0],
-    )
-
-
-def random_template(rng: random.Random, space: GenomeSpace = PAPER_SPACE) -> gp.PrimitiveTree:
-    """A template genome with every gene drawn uniformly from ``space``'s choices."""
-    genes = {name: rng.choice(choices) for name, choices in space.gene_choices().items()}
-    if "aggregation" not in genes:
-        genes["aggregation"] = space.aggregations[0]
-    return template_tree(TemplateGenes(**genes))
-
-
-#: Redraw rounds before :func:`mutate_template` stops waiting for a change by chance.
-MUTATION_ROUNDS = 1000
-
-
-def mutate_template(tree: gp.PrimitiveTree, rng: random.Random, gene_probability: float = 0.5,
-                    space: GenomeSpace = PAPER_SPACE) -> gp.PrimitiveTree:
-    """Redraw each gene with ``gene_probability``; at least one gene always changes.
-
-    Rounds where nothing changed are drawn again (the paper's "mutate again"). With a
-    probability so small that :data:`MUTATION_ROUNDS` rounds changed nothing, one
-    gene is changed instead, chosen as the limit of that rejection sampling would
-    (weighted by its chance of a new value), so that the call always ends.
-    """
-    if not 0.0 < gene_probability <= 1.0:
-        raise ConfigError(f"gene probability must be in (0, 1], got {gene_probability}")
-    genes = template_genes(tree).__dict__.copy()
-    gene_choices = space.gene_choices()
-    for _ in range(MUTATION_ROUNDS):
-        child = dict(genes)
-        for name, choices in gene_choices.items():
-            if rng.random() < gene_probability:
-                child[name] = rng.choice(choices)
-        if child != genes:
-            return template_tree(TemplateGenes(**child))
-    names = list(gene_choices)
-    weights = [(len(gene_choices[n]) - 1) / len(gene_choices[n]) for n in names]
-    name = rng.choices(names, weights=weights)[0]
-    child = dict(genes)
-    child[name] = rng.choice([c for c in gene_choices[name] if c != genes[name]])
-    return template_tree(TemplateGenes(**child))
+    return format_subtree(tree, 0, canonical=True)[0]
 
 
 def tree_size(tree: gp.PrimitiveTree) -> int:

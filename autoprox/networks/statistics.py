@@ -44,9 +44,9 @@ from typing import Iterator, Mapping
 import numpy as np
 import torch
 
-from autoprox.core.errors import ConfigError, InputSpecError  # noqa: F401 (re-exported)
+from autoprox.core.errors import ConfigError, InputSpecError
 from autoprox.networks.models import build_model
-from autoprox.networks.runtime import SPREAD_NAMES, block_statistics  # noqa: F401 (SPREAD_NAMES re-exported)
+from autoprox.networks.runtime import SPREAD_NAMES, block_statistics  # noqa: F401 (SPREAD_NAMES: still imported from here by data/extras.py and genome/terminals.py, which the registry work owns; to go once they import it from networks.runtime)
 
 STAT_NAMES = ("F1", "F1g", "F2", "F2g", "F3", "F3g", "F4", "F4g")
 STAT_DESCRIPTIONS = {

@@ -474,30 +474,7 @@ def teacher_features(teacher: nn.Module, images: torch.Tensor) -> torch.Tensor:
     return output
 
 
-__all__ = [
-    "TVT_ALPHA",
-    "TVT_BETA",
-    "ZICO_GROUPS",
-    "ProxyFailure",
-    "absolute_parameters",
-    "dss",
-    "fisher",
-    "grad_norm",
-    "grasp",
-    "l2_norm",
-    "min_max",
-    "nwot",
-    "plain",
-    "snip",
-    "spatial_attention",
-    "student_capability",
-    "student_features",
-    "synflow",
-    "te_nas",
-    "teacher_distance",
-    "teacher_features",
-    "tokens_to_grid",
-    "tvt_combine",
-    "weight_layers",
-    "zico",
-]
+__all__ = ["TVT_ALPHA", "TVT_BETA", "ZICO_GROUPS", "ProxyFailure", "absolute_parameters", "dss", "fisher", "grad_norm",
+           "grasp", "l2_norm", "min_max", "nwot", "plain", "snip", "spatial_attention", "student_capability",
+           "student_features", "synflow", "te_nas", "teacher_distance", "teacher_features", "tokens_to_grid",
+           "tvt_combine", "weight_layers", "zico"]

@@ -31,11 +31,12 @@ def figures(scores: np.ndarray | Mapping[int, np.ndarray], accuracies: Mapping[s
     return {"targets": per_target, "jcm": jcm(kendalls, weights)}
 
 
-def _nan_to_none(value):
+def nan_to_none(value: object) -> object:
+    """``value`` with NaN floats (also inside dicts) as ``None``, for strict JSON."""
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, dict):
-        return {k: _nan_to_none(v) for k, v in value.items()}
+        return {k: nan_to_none(v) for k, v in value.items()}
     return value
 
 

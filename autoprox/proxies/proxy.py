@@ -12,17 +12,13 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.atomic import read_json_file
-from autoprox.core.errors import ProxyError  # noqa: F401 (re-exported)
+from autoprox.core.errors import ProxyError
 from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.rank_formula import RankFormula, parse_formula
-from autoprox.genome.tree import (
-    GenomeError,
-    InvalidProxy,
-    genome_to_string,
-    parse_genome,
-    template_genes,
-)
+from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
+from autoprox.genome.template import template_genes
+from autoprox.core.errors import GenomeError
 from autoprox.networks.statistics import InputSpec
 from autoprox.networks.zoo import NO_TEACHER_NOTE, ZOO, RawResult
 from autoprox.proxies.recommended import is_recommended_name, resolve_recommended
@@ -355,16 +351,13 @@ def score_archs(proxy: Proxy, archs: Sequence, cache: StatisticsCache, plan: Sta
 
 
 __all__ = [
-    "ARCHITECTURE_PROXIES",
     "AUTOPROX_A",
     "AUTOPROX_P",
     "BUILTIN_PROXIES",
     "PUBLISHED",
     "PROXY_FILE_FORMATS",
     "RANK_FORMULA_FORMAT",
-    "InvalidProxy",
     "Proxy",
-    "ProxyError",
     "PublishedGenome",
     "register_proxy_file_format",
     "register_published_genome",

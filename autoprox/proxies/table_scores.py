@@ -22,7 +22,7 @@ from autoprox.core.correlation import correlate
 from autoprox.core.errors import ProxyError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, ProxyTable, TableSpace
 from autoprox.genome.rank_formula import RankFormula
-from autoprox.genome.tree import GenomeError
+from autoprox.core.errors import GenomeError
 
 __all__ = ["table_figures", "table_scores", "space_kendall"]
 

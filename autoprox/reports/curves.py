@@ -26,14 +26,10 @@ from pathlib import Path
 from typing import Sequence
 
 from autoprox.core.atomic import atomic_open, atomic_write_text, write_target
-from autoprox.core.errors import AutoproxError, CurvesError, one_line  # noqa: F401 (re-exported)
+from autoprox.core.errors import AutoproxError, CurvesError, one_line
 from autoprox.core.numbers import format_float
-from autoprox.search.rundir import (
-    BEST,
-    RunDirectory,
-    RunDirError,
-    read_records,
-)
+from autoprox.search.rundir import BEST, RunDirectory, read_records
+from autoprox.core.errors import RunDirError
 
 DEFAULT_WINDOW = 10
 LINE_STYLES = ("-", "--", ":", "-.")

@@ -29,8 +29,8 @@ from autoprox.proxies.ensemble import JOINT, EnsembleProxy
 from autoprox.proxies.proxy import resolve_proxy
 from autoprox.proxies.scorers import ARCHITECTURE_PROXIES
 from autoprox.reports.export import (
-    _call_source,
-    _doc_safe,
+    call_source,
+    doc_safe,
     assemble_module,
     runtime_source,
     used_descriptors,
@@ -111,10 +111,10 @@ def _genome_function(index: int, tree) -> tuple[str, tuple[str, ...], str]:
     if aggregation not in AGGREGATION_REGISTRY:
         raise ExportError(f"unknown aggregation over blocks {aggregation!r}")
     terminals, descriptors = used_descriptors(tree)
-    call, _ = _call_source(tree, 1)
+    call, _ = call_source(tree, 1)
     source = (f"def block_score_{index}(s):\n    return {call}\n\n\n"
               f"def genome_{index}(stats, values):\n"
-              f"    \"\"\"{_doc_safe(genome_to_string(tree))}\"\"\"\n"
+              f"    \"\"\"{doc_safe(genome_to_string(tree))}\"\"\"\n"
               f"    terminals = {terminals!r}\n"
               f"    return score_blocks(stats, block_score_{index}, {aggregation}, terminals,\n"
               f"                        terminal_tensors(terminals, values) if terminals else None)")
@@ -168,7 +168,7 @@ def ensemble_export_source(ensemble: EnsembleProxy, date: str | None = None) -> 
         raise ExportError(f"{ensemble.source}: descriptor {unknown[0]!r} cannot be read from a model")
     date = date or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
     kind = "joint" if JOINT in members else "per target: " + ", ".join(members)
-    doc = (f"Ensemble proxy {_doc_safe(ensemble.name)} ({kind}), exported by autoprox on {date}.\n\n"
+    doc = (f"Ensemble proxy {doc_safe(ensemble.name)} ({kind}), exported by autoprox on {date}.\n\n"
            "Depends on torch only. scores(model, inputs, targets) -> {target: float};\n"
            "score(model, inputs, targets, target=None) -> float. Each member's raw value (a genome's\n"
            "score, a descriptor, a descriptor blend) is turned into its quantile against the member's\n"

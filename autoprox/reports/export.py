@@ -51,7 +51,7 @@ from deap import gp
 
 from autoprox import __version__
 from autoprox.core.atomic import atomic_write_text, write_target
-from autoprox.core.errors import ExportError  # noqa: F401 (re-exported)
+from autoprox.core.errors import ExportError
 from autoprox.core.numbers import format_float
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import (
@@ -64,12 +64,8 @@ from autoprox.genome.tree import (
     uses_spread_terminals,
 )
 from autoprox.networks import runtime
-from autoprox.networks.statistics import (
-    SPREAD_DESCRIPTIONS,
-    SPREAD_NAMES,
-    STAT_DESCRIPTIONS,
-    STAT_NAMES,
-)
+from autoprox.networks.statistics import SPREAD_DESCRIPTIONS, STAT_DESCRIPTIONS, STAT_NAMES
+from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.reports.simplify import LEGEND, SPREAD_LEGEND, Formula
 from autoprox.spaces.descriptors import DESCRIPTORS, TERMINAL_PREFIX
 
@@ -107,19 +103,21 @@ class ExportInfo:
         })
 
 
-def _doc_safe(text: object) -> str:
+def doc_safe(text: object) -> str:
     """Printable ASCII without backslashes or double quotes, for the docstring."""
     return "".join(c if (" " <= c <= "~" and c not in "\\\"") else "?" for c in str(text))
 
 
-def _call_source(tree: gp.PrimitiveTree, position: int) -> tuple[str, int]:
+def call_source(tree: gp.PrimitiveTree, position: int) -> tuple[str, int]:
+    """The Python source calling the subtree at ``position`` on the statistics ``s``, and
+    the position after the subtree."""
     node = tree[position]
     if isinstance(node, gp.Terminal):
         return f"s[{node.name!r}]", position + 1
     position += 1
     parts = []
     for _ in range(node.arity):
-        text, position = _call_source(tree, position)
+        text, position = call_source(tree, position)
         parts.append(text)
     return f"{op_name(node.name)}({', '.join(parts)})", position
 
@@ -144,9 +142,9 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
         "Formula (higher scores rank an architecture higher):",
         "",
     ]
-    lines += ["    score = " + _doc_safe(line) for line in [formula.text]]
+    lines += ["    score = " + doc_safe(line) for line in [formula.text]]
     lines += [""]
-    lines += textwrap.wrap(_doc_safe(LEGEND + (f"; {SPREAD_LEGEND}" if spread else "")), 88)
+    lines += textwrap.wrap(doc_safe(LEGEND + (f"; {SPREAD_LEGEND}" if spread else "")), 88)
     lines += [""] + textwrap.wrap(f"Over blocks ({aggregation}): {AGGREGATION_REGISTRY[aggregation].description}", 88)
     if terminals:
         meanings = "; ".join(f"{t} = {'log of the ' if '_log_' in t else ''}"
@@ -155,10 +153,10 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
                                       "score() reads them from the model (see its docstring) or takes them as "
                                       "descriptors={...}.", 88)
     if formula.note:
-        lines += [""] + textwrap.wrap("Formula: " + _doc_safe(formula.note), 88)
+        lines += [""] + textwrap.wrap("Formula: " + doc_safe(formula.note), 88)
     if formula.outer:
-        lines += [""] + textwrap.wrap(_doc_safe(formula.outer_text()), 88)
-    lines += ["", "Genome:", "", "    " + _doc_safe(genome), "", "Provenance:", ""]
+        lines += [""] + textwrap.wrap(doc_safe(formula.outer_text()), 88)
+    lines += ["", "Genome:", "", "    " + doc_safe(genome), "", "Provenance:", ""]
     rows = [
         ("source", info.source or "a genome string"),
         ("hall-of-fame rank", info.rank),
@@ -174,7 +172,7 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
         spec = info.stats.get("input") or {}
         rows.append(("engine statistics", f"{spec.get('kind', '?')} input, batch {spec.get('batch_size', '?')}, "
                                           f"seeds {info.stats.get('seeds', '?')}"))
-    lines += [f"    {name}: {_doc_safe(value)}" for name, value in rows if value is not None]
+    lines += [f"    {name}: {doc_safe(value)}" for name, value in rows if value is not None]
     lines += [
         "",
         "Usage::",
@@ -188,7 +186,7 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
         "attn.qkv, attn.proj, mlp.fc1 and mlp.act (or mlp.fc2). Per block:",
         "",
     ]
-    from autoprox.reports.simplify import SYMBOL_NAMES
+    from autoprox.reports.formula_check import SYMBOL_NAMES
 
     lines += [f"    {name:<4}{SYMBOL_NAMES[name]:<9}{STAT_DESCRIPTIONS[name]}" for name in STAT_NAMES]
     if spread:  # the spread statistics, read by hooks in the same pass (see collect)
@@ -303,7 +301,7 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
     genome_text = genome_to_string(tree)
     info = info or ExportInfo()
     date = date or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
-    call, _ = _call_source(tree, 1)
+    call, _ = call_source(tree, 1)
     docstring = _docstring(genome_text, formula, info, date, aggregation, terminals, uses_spread_terminals(tree))
     functions = (_PROXY_FUNCTIONS.replace("__BLOCK_SCORE__", call)
                  .replace("__AGGREGATE_SOURCE__", AGGREGATION_REGISTRY[aggregation].source.strip("\n"))
@@ -372,9 +370,11 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
     hall of fame's entry of that rank (also the fallback, rank 1, while a run has
     no ``best.json`` yet).
     """
-    from autoprox.proxies.proxy import ProxyError, resolve_proxy
+    from autoprox.proxies.proxy import resolve_proxy
+    from autoprox.core.errors import ProxyError
     from autoprox.search.halloffame import load_hall_of_fame
-    from autoprox.search.rundir import BEST, RunDirectory, RunDirError
+    from autoprox.search.rundir import BEST, RunDirectory
+    from autoprox.core.errors import RunDirError
 
     path = Path(source)
     if _probe(path, Path.is_dir):
@@ -432,11 +432,8 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
 def export_proxy(source: str, out: str | Path, rank: int | None = None, simplify: bool = True,
                  timeout: float | None = None) -> tuple[Path, Formula]:
     """Write the standalone module of ``source``'s proxy to ``out``; return its path and formula."""
-    from autoprox.reports.simplify import (
-        DEFAULT_TIMEOUT,
-        readable_formula,
-        statistics_for_check,
-    )
+    from autoprox.reports.simplify import DEFAULT_TIMEOUT, readable_formula
+    from autoprox.reports.formula_check import statistics_for_check
 
     out = Path(out)
     write_target(out, "--out", ExportError)  # before the formula's seconds are spent

@@ -115,7 +115,8 @@ def _test_figures(context, genomes: Sequence[str], compute: bool, memo: ReportMe
 
 def _formulas(run: RunDirectory, genomes: Sequence[str], simplify: bool, memo: ReportMemo) -> dict:
     """Readable formulas by genome string (memoised: simplifying takes a SymPy process)."""
-    from autoprox.reports.simplify import readable_formulas, statistics_for_check
+    from autoprox.reports.simplify import readable_formulas
+    from autoprox.reports.formula_check import statistics_for_check
 
     wanted = [g for g in dict.fromkeys(genomes) if (g, simplify) not in memo.formulas]
     if wanted:

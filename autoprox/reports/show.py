@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from autoprox.core.errors import ConfigError
 from autoprox.core.numbers import format_float
-from autoprox.genome.tree import (
-    GenomeError,
-    InvalidProxy,
-    canonical_string,
-    parse_genome,
-    uses_spread_terminals,
-)
+from autoprox.genome.tree import InvalidProxy, canonical_string, parse_genome, uses_spread_terminals
+from autoprox.core.errors import GenomeError
 from autoprox.search.halloffame import (
     Entry,
     holds_proxy,
@@ -23,7 +18,8 @@ from autoprox.search.halloffame import (
     search_kendall,
     write_hall_of_fame,
 )
-from autoprox.search.rundir import BEST, HALL_OF_FAME, RunDirectory, RunDirError
+from autoprox.search.rundir import BEST, HALL_OF_FAME, RunDirectory
+from autoprox.core.errors import RunDirError
 
 
 def format_beyond_size(blocks: Mapping[str, Mapping], label: str = "split") -> list[str]:
@@ -95,18 +91,74 @@ def hall_beyond_size(run: RunDirectory, entries: Iterable[Entry], progress: bool
     return reports, len(indices)
 
 
+def _heading_lines(run: RunDirectory, config: Mapping, hall, best: Mapping | None, settings: Mapping) -> list[str]:
+    """The first lines of ``autoprox show``: the run's progress, best.json's verdict, deferred test figures."""
+    done = _iterations_done(run, hall.iteration)
+    evolution = settings.get("evolution") if isinstance(settings.get("evolution"), dict) else {}
+    iterations = evolution.get("iterations")
+    status = "finished" if best and best.get("finished") else "in progress or interrupted"
+    early = best.get("stopped_early") if best else None
+    if status == "finished" and isinstance(early, Mapping):
+        status = f"stopped early: no better proxy in {early.get('patience')} iterations (--patience)"
+    lines = [f"run {run.path}: {config.get('space', '?')}, iteration {done} of {iterations} ({status}), "
+             f"{hall.evaluated} genomes evaluated, {hall.valid} valid"]
+    verdict = params_verdict(best) if best else None
+    if verdict:
+        lines.append(f"best.json: {verdict}")
+    deferred = best.get("test") if best else None
+    if isinstance(deferred, Mapping) and str(deferred.get("none", "")).startswith("not computed"):
+        lines.append(f"test figures {deferred['none']}")
+    return lines
+
+
+def _beyond_size_lines(run: RunDirectory, best: Mapping | None, rows: list, is_best: Callable[[object], bool],
+                       beyond_size: bool) -> list[str]:
+    """The beyond-size report of best.json's proxy, and with ``beyond_size`` the one computed now for ``rows``."""
+    lines: list[str] = []
+    if best is not None:
+        block = best.get("beyond_size")
+        if isinstance(block, Mapping) and block:
+            lines.append("beyond size of the proxy best.json holds (*), on the search split and the test split "
+                         "(the test split chose nothing):")
+            lines += format_beyond_size({name: _readable_block(block[name]) for name in ("search", "test")
+                                         if name in block and not _no_part(block[name])})
+            if not beyond_size:  # else once, after the hall of fame's block
+                lines.append(BEYOND_SIZE_LEGEND)
+        else:
+            lines.append("best.json has no beyond-size report (written before it existed)"
+                         + ("" if beyond_size else "; --beyond-size computes one for the hall of fame"))
+    if beyond_size:
+        reports, count = hall_beyond_size(run, rows)
+        lines.append(f"beyond size of the hall of fame, computed now on the search split ({count} architectures, "
+                     "the run's statistics):")
+        labels = {}
+        for rank, entry in enumerate(rows, start=1):
+            mark = "*" if is_best(entry) else ""
+            labels[f"#{rank}{mark}"] = reports[entry.canonical]
+        lines += format_beyond_size(labels, label="rank")
+        lines.append(BEYOND_SIZE_LEGEND)
+    return lines
+
+
+def _formula_notes(rows: list, by_canonical: Mapping) -> list[str]:
+    """The notes of the shown formulas (an outer transform, a simplification note), by rank."""
+    notes = []
+    for rank, entry in enumerate(rows, start=1):
+        formula = by_canonical[entry.canonical]
+        if formula.outer:
+            notes.append(f"  #{rank}: {formula.outer_text()}")
+        if formula.note:
+            notes.append(f"  #{rank}: {formula.note}")
+    return notes
+
+
 def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool = False,
              timeout: float | None = None, save: bool = False, beyond_size: bool = False) -> str:
     """The text ``autoprox show`` prints: the hall of fame as a table, its notes, the Pareto front, and
     the beyond-size report of ``best.json`` (``beyond_size``: also computed for each shown entry on the
     search split)."""
-    from autoprox.reports.simplify import (
-        DEFAULT_TIMEOUT,
-        LEGEND,
-        SPREAD_LEGEND,
-        readable_formulas,
-        statistics_for_check,
-    )
+    from autoprox.reports.simplify import DEFAULT_TIMEOUT, LEGEND, SPREAD_LEGEND, readable_formulas
+    from autoprox.reports.formula_check import statistics_for_check
 
     if top < 1:
         raise ConfigError(f"--top must be at least 1, got {top}")
@@ -132,22 +184,8 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     def is_best(entry) -> bool:
         return holds_proxy(entry, best_canonical, best_kendall)
 
-    done = _iterations_done(run, hall.iteration)
     settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
-    evolution = settings.get("evolution") if isinstance(settings.get("evolution"), dict) else {}
-    iterations = evolution.get("iterations")
-    status = "finished" if best and best.get("finished") else "in progress or interrupted"
-    early = best.get("stopped_early") if best else None
-    if status == "finished" and isinstance(early, Mapping):
-        status = f"stopped early: no better proxy in {early.get('patience')} iterations (--patience)"
-    lines = [f"run {run.path}: {config.get('space', '?')}, iteration {done} of {iterations} ({status}), "
-             f"{hall.evaluated} genomes evaluated, {hall.valid} valid"]
-    verdict = params_verdict(best) if best else None
-    if verdict:
-        lines.append(f"best.json: {verdict}")
-    deferred = best.get("test") if best else None
-    if isinstance(deferred, Mapping) and str(deferred.get("none", "")).startswith("not computed"):
-        lines.append(f"test figures {deferred['none']}")
+    lines = _heading_lines(run, config, hall, best, settings)
     lines += _setting_lines(settings, config, best)
     source = f"{HALL_OF_FAME}" if loaded.source == "file" else loaded.note
     rows = hall.entries[:top]
@@ -186,13 +224,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
         lines.append(f"best.json holds {best['genome']} ({where})")
     elif best is None:
         lines.append("best.json not written yet (the run is in progress)")
-    notes = []
-    for rank, entry in enumerate(rows, start=1):
-        formula = by_canonical[entry.canonical]
-        if formula.outer:
-            notes.append(f"  #{rank}: {formula.outer_text()}")
-        if formula.note:
-            notes.append(f"  #{rank}: {formula.note}")
+    notes = _formula_notes(rows, by_canonical)
     if notes:
         lines += ["notes:"] + notes
     lines.append(f"Pareto front of {'JCM' if plain else 'fitness'} against complexity (every valid genome seen):")
@@ -208,28 +240,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     lines.append(LEGEND)
     if any(uses_spread_terminals(parse_genome(entry.canonical)) for entry in rows):
         lines.append(SPREAD_LEGEND)
-    if best is not None:
-        block = best.get("beyond_size")
-        if isinstance(block, Mapping) and block:
-            lines.append("beyond size of the proxy best.json holds (*), on the search split and the test split "
-                         "(the test split chose nothing):")
-            lines += format_beyond_size({name: _readable_block(block[name]) for name in ("search", "test")
-                                         if name in block and not _no_part(block[name])})
-            if not beyond_size:  # else once, after the hall of fame's block
-                lines.append(BEYOND_SIZE_LEGEND)
-        else:
-            lines.append("best.json has no beyond-size report (written before it existed)"
-                         + ("" if beyond_size else "; --beyond-size computes one for the hall of fame"))
-    if beyond_size:
-        reports, count = hall_beyond_size(run, rows)
-        lines.append(f"beyond size of the hall of fame, computed now on the search split ({count} architectures, "
-                     "the run's statistics):")
-        labels = {}
-        for rank, entry in enumerate(rows, start=1):
-            mark = "*" if is_best(entry) else ""
-            labels[f"#{rank}{mark}"] = reports[entry.canonical]
-        lines += format_beyond_size(labels, label="rank")
-        lines.append(BEYOND_SIZE_LEGEND)
+    lines += _beyond_size_lines(run, best, rows, is_best, beyond_size)
     return "\n".join(lines) + "\n"
 
 

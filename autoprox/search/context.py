@@ -36,7 +36,8 @@ from autoprox.data.benchmark import (
     portable_bench_path,
     split_benchmark,
 )
-from autoprox.data.cache import STATS_VERSION, StatisticsCache, StatsPlan
+from autoprox.data.cache import StatisticsCache, StatsPlan
+from autoprox.data.entries import STATS_VERSION
 from autoprox.genome.terminals import TerminalSource, computed_sets, terminal_table
 from autoprox.genome.tree import InvalidProxy
 from autoprox.proxies.baselines import baseline_scores, choose_baselines

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.genome.terminals import check_terminals
-from autoprox.genome.tree import AGGREGATIONS
+from autoprox.genome.space import AGGREGATIONS
 
 Convert = Callable[[Any], Any]
 

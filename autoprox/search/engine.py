@@ -35,11 +35,9 @@ from autoprox.search.evolution import (
 )
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
-from autoprox.search.multispace import (  # noqa: F401 (MAP_STATISTICS_ABOVE, hold_mapped re-exported)
-    MAP_STATISTICS_ABOVE,
+from autoprox.search.multispace import (
     MultiRunContext,
     check_searchable,
-    hold_mapped,
     multi_evaluator,
     open_context,
     space_evaluator,

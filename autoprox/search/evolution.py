@@ -20,15 +20,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from autoprox.core.errors import ConfigError, RunDirError, SearchError  # noqa: F401 (re-exported)
-from autoprox.genome.tree import (
-    PAPER_SPACE,
-    GenomeError,
-    GenomeSpace,
-    mutate_template,
-    parse_genome,
-    random_template,
-)
+from autoprox.core.errors import ConfigError, RunDirError, SearchError
+from autoprox.genome.tree import parse_genome
+from autoprox.genome.template import mutate_template, random_template
+from autoprox.core.errors import GenomeError
+from autoprox.genome.space import PAPER_SPACE, GenomeSpace
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
 
 

@@ -30,23 +30,17 @@ import numpy as np
 from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatsKey
 from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
-from autoprox.genome.tree import (
-    GenomeError,
-    InvalidProxy,
-    canonical_string,
-    genome_to_string,
-)
+from autoprox.genome.tree import InvalidProxy, canonical_string, genome_to_string
+from autoprox.core.errors import GenomeError
 from autoprox.networks.statistics import BlockStats
-from autoprox.proxies.figures import _nan_to_none, figures
+from autoprox.proxies.figures import nan_to_none, figures
 from autoprox.search.evaluators import Evaluator, evaluator_class
-from autoprox.search.objectives import (  # noqa: F401 (parse_fitness, the figures: re-exported)
+from autoprox.search.objectives import (
     CrossValidated,
     JointCorrelation,
     Objective,
     ObjectiveData,
-    combined_figure,
     parse_fitness,
-    partial_figure,
 )
 
 
@@ -91,7 +85,7 @@ class FitnessRecord:
         What the paper's setting does not use is left out (``fitness``, equal to ``jcm`` there,
         the objective's fields, the folds'), so paper-setting records stay as they always were.
         """
-        data = {k: _nan_to_none(v) for k, v in asdict(self).items()}
+        data = {k: nan_to_none(v) for k, v in asdict(self).items()}
         if self.plain:
             data.pop("fitness")
         if self.objective == "jcm":
@@ -302,5 +296,5 @@ def make_folds(size: int, count: int, seed: int = 0) -> list[list[int]]:
     return [sorted(order[i::count]) for i in range(count)]
 
 
-__all__ = ["FitnessEvaluator", "FitnessRecord", "MemoisedFitness", "OLD_FIELDS", "check_data", "combined_figure",
-           "convert_record", "make_folds", "parse_fitness", "partial_figure"]
+__all__ = ["FitnessEvaluator", "FitnessRecord", "MemoisedFitness", "OLD_FIELDS", "check_data", "convert_record",
+           "make_folds"]

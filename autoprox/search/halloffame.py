@@ -40,13 +40,8 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from autoprox.core.errors import RunDirError
-from autoprox.genome.tree import (
-    GenomeError,
-    canonical_string,
-    genome_to_string,
-    parse_genome,
-    tree_size,
-)
+from autoprox.genome.tree import canonical_string, genome_to_string, parse_genome, tree_size
+from autoprox.core.errors import GenomeError
 from autoprox.search.fitness import FitnessRecord
 from autoprox.search.rundir import EVALUATIONS, HALL_OF_FAME, RunDirectory
 FORMAT = "autoprox-hall-of-fame"

@@ -26,12 +26,10 @@ from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
-from autoprox.data.cache import STATS_VERSION, build_cache, load_statistics
-from autoprox.genome.tree import (
-    GenomeError,
-    InvalidProxy,
-    genome_to_string,
-)
+from autoprox.data.cache import build_cache, load_statistics
+from autoprox.data.entries import STATS_VERSION
+from autoprox.genome.tree import InvalidProxy, genome_to_string
+from autoprox.core.errors import GenomeError
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext, config_header
 from autoprox.search.evaluators import ShardedEvaluator, evaluator_class

@@ -22,10 +22,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
-from autoprox.data.cache import PRECISIONS
+from autoprox.data.entries import PRECISIONS
 from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.genome.terminals import TERMINAL_SETS
-from autoprox.genome.tree import AGGREGATIONS, DEFAULT_KERNELS, GenomeSpace
+from autoprox.genome.tree import DEFAULT_KERNELS
+from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.networks.statistics import DEVICES
 from autoprox.primitives import KERNEL_SETS
 from autoprox.search.conversions import (
@@ -45,7 +46,7 @@ from autoprox.search.conversions import (
     weights,
 )
 from autoprox.search.evolution import EvolutionConfig
-from autoprox.search.fitness import parse_fitness
+from autoprox.search.objectives import parse_fitness
 
 #: The commands that take every search option.
 SEARCH_COMMANDS = frozenset({"search", "transfer", "evaluate"})
@@ -425,6 +426,6 @@ def resolve_evaluation(values: Mapping[str, Any], default: str = SEARCH_EVALUATI
 
 
 __all__ = ["OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS", "STATS_COMMANDS",
-           "aggregation_names", "bench_of", "check_cpu_only", "genome_options", "genome_space_of", "option_values",
+           "bench_of", "check_cpu_only", "genome_options", "genome_space_of", "option_values",
            "options_for", "register_option", "register_space_files", "released_bench", "resolve_evaluation",
            "seed_genomes", "setting_options", "unregister_option"]

@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterable, Mapping
 from autoprox.core.errors import ConfigError
 from autoprox.core.parallel import Executor
 from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals
-from autoprox.search.options import OPTIONS, SEARCH_OPTIONS, aggregation_names, seed_genomes
+from autoprox.search.options import OPTIONS, SEARCH_OPTIONS, seed_genomes
+from autoprox.search.conversions import aggregation_names
 from autoprox.search.objectives import parse_fitness
 from autoprox.search.settings import SearchSettings, options_from_settings, recorded_settings
 

@@ -54,7 +54,7 @@ from autoprox.core.atomic import (
     make_directory,
 )
 from autoprox.core.correlation import jcm as joint_metric
-from autoprox.core.errors import RunDirError  # noqa: F401 (re-exported)
+from autoprox.core.errors import RunDirError
 
 CONFIG = "config.json"
 LOG = "log.jsonl"

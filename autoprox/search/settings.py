@@ -15,7 +15,8 @@ from typing import Any, Mapping, Sequence
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.cache import StatsPlan
 from autoprox.genome.counted import DEFAULT_EVALUATION
-from autoprox.genome.tree import DEFAULT_KERNELS, GenomeSpace
+from autoprox.genome.tree import DEFAULT_KERNELS
+from autoprox.genome.space import GenomeSpace
 from autoprox.search.conversions import is_int, is_number, list_of
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.objectives import Objective, parse_fitness

@@ -14,12 +14,11 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from autoprox.core.errors import ArchitectureError  # noqa: F401 (re-exported)
+from autoprox.core.errors import ArchitectureError
 from autoprox.spaces.registry import detect_space_of_config, get_space, space_of
 
 __all__ = [
     "SPACES",
-    "ArchitectureError",
     "Arch",
     "detect_space",
     "parse_arch",
