@@ -397,8 +397,9 @@ class _LeaveSpaceOut(CutProtocol):
         return bool(self._searches(record)[cut][1].get("scores"))
 
     def run(self, record: dict, pending: list[str]):
-        for part in self.context.parts:  # every statistics entry once, before the searches read the cache
-            build_cache(part.cache, part.plan.requests(list(part.bench.archs)), workers=self.settings.workers)
+        if pending or not self.done_with_baselines(record):  # a finished protocol reads no statistics
+            for part in self.context.parts:  # every statistics entry once, before the searches read the cache
+                build_cache(part.cache, part.plan.requests(list(part.bench.archs)), workers=self.settings.workers)
         # Every search first (the baselines' zoo passes are the slow part, and cached); side by side in
         # ``search_workers`` processes, each search deterministic, so the figures do not depend on it.
         searches, jobs = self._searches(record), []
