@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from autoprox.cli.main import main
-from autoprox.core.errors import ConfigError
+from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.benchmark import load_benchmark
 from autoprox.genome.tree import parse_genome
 from autoprox.genome.space import GenomeSpace
@@ -24,6 +24,7 @@ from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.multispace import MultiRunContext, open_context
+from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 from tests.conftest import benchmark_jsonl
 
@@ -206,6 +207,9 @@ def test_a_resumed_leave_space_out_protocol_keeps_its_searches(cross_protocol):
     assert again["summary"] == protocol["summary"]
     text = format_cross_space(again)
     assert "left out pit (searched on autoformer; 2 seed(s))" in text and "blend-own" in text
+    with pytest.raises(RunDirError, match=r"holds another protocol \(other protocol options \(seeds\)\)"):
+        run_cross_space(None, out, resume=True, seeds=3, quiet=True)
+    assert RunDirectory(out).protocol() == again  # the refused resume wrote nothing
 
 
 def test_a_combined_fitness_protocol_scores_the_left_out_space_as_the_fitness_ranked(multi_settings, tmp_path):

@@ -21,12 +21,12 @@ Spread comes from the search seeds and from a bootstrap over the left-out space'
 architectures: each resample scores every method on the same architectures, so the
 difference of the seed-averaged proxy against each baseline is paired. ``OUT/protocol.json``
 holds the specification, every search's figures and the summary; it is written after
-each search, and a resumed protocol keeps finished searches.
+each search, and a resumed protocol keeps finished searches: each (left-out space, seed) search is a
+cut of the one protocol runner (:mod:`autoprox.apps.protocol_runner`).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 import sys
 import time
@@ -37,7 +37,15 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from autoprox import __version__
-from autoprox.apps.protocol_jobs import log, run_jobs
+from autoprox.apps.protocol_jobs import differing_settings, log, run_jobs
+from autoprox.apps.protocol_runner import (
+    CutProtocol,
+    check_recorded,
+    now,
+    previous_record,
+    recorded_command,
+    run_cuts,
+)
 from autoprox.apps.protocol_summary import BOOTSTRAP_SAMPLES, kendall_batch
 from autoprox.core.atomic import json_safe
 from autoprox.core.correlation import correlate
@@ -300,47 +308,8 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
         a larger total, one that ran more iterations is kept as it ran).
     """
     out = Path(out)
-    path = out / PROTOCOL
-    if resume:
-        if not RunDirectory(out).has_protocol():
-            raise RunDirError(f"{out}: no {PROTOCOL} to resume")
-        previous = RunDirectory(out).protocol()
-        if "archive" in previous:  # the trimmed record a committed protocol keeps (runs/README.md)
-            archive = previous["archive"]
-            how = (f"unpack it first: python scripts/runs_archive.py unpack {out}" if "dropped" not in archive
-                   else "its searches were not committed; run its command into a new --out")
-            raise RunDirError(f"{path} is the trimmed record of a committed protocol; {how}")
-        recorded = SearchSettings.from_json(previous["settings"])
-        if settings is not None and iterations is None \
-                and settings.to_json() | {"workers": 0} != recorded.to_json() | {"workers": 0}:
-            given = MultiRunContext.from_settings(settings, measured_on="all").settings.to_json()
-            if {k: v for k, v in given.items() if k not in ("workers", "bench")} != {
-                    k: v for k, v in previous["settings"].items() if k not in ("workers", "bench")}:
-                raise RunDirError(f"{path}: recorded with other search settings; resume without search options")
-        if iterations is not None and iterations != recorded.evolution.iterations:
-            # a new total of iterations for every search (as ``search --resume --iterations``); recorded
-            recorded = replace(recorded, evolution=replace(recorded.evolution, iterations=int(iterations)))
-        settings = recorded
-        spec = dict(previous["protocol"])
-        if zoo is not None and list(zoo) != spec["zoo"]:
-            # the zoo baselines are scored after every search: until then the list may change
-            if any(d.get("baselines") is not None for d in previous["directions"]):
-                raise RunDirError(f"{path}: its baselines are scored with zoo {','.join(spec['zoo']) or 'none'}; "
-                                  "resume without --zoo-baselines")
-            spec["zoo"] = list(zoo)
-        for key, value in (("seeds", seeds), ("bootstrap", bootstrap)):
-            if value is not None and value != spec[key]:
-                raise RunDirError(f"{path}: recorded with {key} {spec[key]}, not {value}; resume without it")
-    else:
-        if settings is None or not settings.multi_space:
-            raise ConfigError("--leave-space-out needs at least two labelled spaces: give --space (or --bench) "
-                              "more than once")
-        if path.exists() or (out.exists() and any(out.iterdir())):
-            raise RunDirError(f"{out} is not empty; continue a protocol with --resume or choose a new --out")
-        spec = {"mode": "leave-space-out", "seeds": DEFAULT_SEEDS if seeds is None else int(seeds),
-                "zoo": list(ZOO) if zoo is None else list(zoo),
-                "bootstrap": BOOTSTRAP_SAMPLES if bootstrap is None else int(bootstrap), "selection": "best"}
-        previous = None
+    previous = previous_record(out, resume, "a protocol")
+    settings, spec = _recorded_spec(out, previous, settings, seeds, zoo, bootstrap, iterations)
     if spec["seeds"] < 1:
         raise ConfigError(f"--seeds must be at least 1, got {spec['seeds']}")
     for name in spec["zoo"]:
@@ -354,38 +323,101 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
          "searches": [{"seed": first_seed + s, "run": f"{direction_name(p.bench.space)}/seed-{first_seed + s}",
                        "scores": None} for s in range(spec["seeds"])]} for p in context.parts]
     protocol = {"autoprox_version": __version__,
-                "created": previous["created"] if previous else _now(),
+                "created": previous["created"] if previous else now(),
                 # the command that started it; a resume is recorded beside, not over it
-                "command": previous["command"] if previous else [Path(sys.argv[0]).name, *sys.argv[1:]],
-                **({"resumed_with": [Path(sys.argv[0]).name, *sys.argv[1:]]} if previous else {}),
+                **recorded_command(previous, sys.argv),
                 "spaces": list(context.spaces), "benchmark_sha256": list(context.bench.sha256),
                 "settings": settings.to_json(), "protocol": spec, "targets": list(context.parts[0].targets),
                 "directions": directions, "summary": None, "finished": False}
     out.mkdir(parents=True, exist_ok=True)
-    _write(out, protocol, context)
-    for part in context.parts:  # every statistics entry once, before the searches read the cache
-        build_cache(part.cache, part.plan.requests(list(part.bench.archs)), workers=settings.workers)
-    interrupted = False
-    # Every search first (the baselines' zoo passes are the slow part, and cached); side by side in
-    # ``search_workers`` processes, each search deterministic, so the figures do not depend on it.
-    pending = [(d, i) for d, direction in enumerate(protocol["directions"])
-               for i, search in enumerate(direction["searches"]) if not search.get("scores")]
-    jobs = []
-    for d, i in pending:
-        direction, search = protocol["directions"][d], protocol["directions"][d]["searches"][i]
-        run_settings = training_settings(settings, context, direction["left_out"], search["seed"])
-        jobs.append(((d, i), search_job, (run_settings.to_json(), str(out / search["run"]), stop_after,
-                                          quiet or search_workers > 1),
-                     f"leave out {direction['left_out']}, seed {search['seed']}: search on "
-                     f"{', '.join(direction['trained_on'])} into {out / search['run']}"))
-    targets = {}
-    for (d, i), outcome in run_jobs(jobs, search_workers, quiet, what="searches"):
-        direction, search = protocol["directions"][d], protocol["directions"][d]["searches"][i]
+    run_cuts(out, _LeaveSpaceOut(out, context, stop_after, quiet, search_workers), protocol,
+             lambda message: log(message, quiet))
+    if not protocol["finished"]:
+        log(f"stopped before a search finished; continue with: autoprox evaluate --leave-space-out --resume "
+            f"--out {out}", quiet)
+    return RunDirectory(out).protocol()
+
+
+def _recorded_spec(out: Path, previous: Mapping | None, settings: SearchSettings | None, seeds: int | None,
+                   zoo: Sequence[str] | None, bootstrap: int | None, iterations: int | None
+                   ) -> tuple[SearchSettings, dict]:
+    """The settings and protocol options of a new protocol, or of ``previous`` checked against those given."""
+    if previous is None:
+        if settings is None or not settings.multi_space:
+            raise ConfigError("--leave-space-out needs at least two labelled spaces: give --space (or --bench) "
+                              "more than once")
+        return settings, {"mode": "leave-space-out", "seeds": DEFAULT_SEEDS if seeds is None else int(seeds),
+                          "zoo": list(ZOO) if zoo is None else list(zoo),
+                          "bootstrap": BOOTSTRAP_SAMPLES if bootstrap is None else int(bootstrap),
+                          "selection": "best"}
+    path = out / PROTOCOL
+    recorded = SearchSettings.from_json(previous["settings"])
+    if settings is not None and iterations is None \
+            and settings.to_json() | {"workers": 0} != recorded.to_json() | {"workers": 0}:
+        given = MultiRunContext.from_settings(settings, measured_on="all").settings.to_json()
+        check_recorded(path, {"search settings": differing_settings(previous["settings"], given)},
+                       "resume without search options")
+    if iterations is not None and iterations != recorded.evolution.iterations:
+        # a new total of iterations for every search (as ``search --resume --iterations``); recorded
+        recorded = replace(recorded, evolution=replace(recorded.evolution, iterations=int(iterations)))
+    spec = dict(previous["protocol"])
+    if zoo is not None and list(zoo) != spec["zoo"]:
+        # the zoo baselines are scored after every search: until then the list may change
+        if any(d.get("baselines") is not None for d in previous["directions"]):
+            check_recorded(path, {"protocol options": ["zoo"]}, f"its baselines are scored with zoo "
+                           f"{','.join(spec['zoo']) or 'none'}; resume without --zoo-baselines")
+        spec["zoo"] = list(zoo)
+    check_recorded(path, {"protocol options": [key for key, value in (("seeds", seeds), ("bootstrap", bootstrap))
+                                               if value is not None and value != spec[key]]})
+    return recorded, spec
+
+
+class _LeaveSpaceOut(CutProtocol):
+    """The leave-one-space-out protocol as cuts: a cut is one (left-out space, seed) search, named by its
+    run (``leave-out-SPACE/seed-S``); searches run side by side, and once all are done each left-out
+    space's baselines are scored on it."""
+
+    stop_at_unfinished = False
+
+    def __init__(self, out: Path, context: MultiRunContext, stop_after: int | None, quiet: bool,
+                 search_workers: int) -> None:
+        self.out, self.context, self.settings = out, context, context.settings
+        self.stop_after, self.quiet, self.search_workers = stop_after, quiet, search_workers
+        self.targets: dict[str, RunContext] = {}
+
+    def _searches(self, record: Mapping) -> dict[str, tuple[dict, dict]]:
+        return {search["run"]: (direction, search) for direction in record["directions"]
+                for search in direction["searches"]}
+
+    def cuts(self, record: Mapping) -> list[str]:
+        return list(self._searches(record))
+
+    def done(self, record: Mapping, cut: str) -> bool:
+        return bool(self._searches(record)[cut][1].get("scores"))
+
+    def run(self, record: dict, pending: list[str]):
+        if pending or not self.done_with_baselines(record):  # a finished protocol reads no statistics
+            for part in self.context.parts:  # every statistics entry once, before the searches read the cache
+                build_cache(part.cache, part.plan.requests(list(part.bench.archs)), workers=self.settings.workers)
+        # Every search first (the baselines' zoo passes are the slow part, and cached); side by side in
+        # ``search_workers`` processes, each search deterministic, so the figures do not depend on it.
+        searches, jobs = self._searches(record), []
+        for cut in pending:
+            direction, search = searches[cut]
+            run_settings = training_settings(self.settings, self.context, direction["left_out"], search["seed"])
+            jobs.append((cut, search_job, (run_settings.to_json(), str(self.out / cut), self.stop_after,
+                                           self.quiet or self.search_workers > 1),
+                         f"leave out {direction['left_out']}, seed {search['seed']}: search on "
+                         f"{', '.join(direction['trained_on'])} into {self.out / cut}"))
+        yield from run_jobs(jobs, self.search_workers, self.quiet, what="searches")
+
+    def keep(self, record: dict, cut: str, outcome: dict) -> bool:
         if not outcome["finished"]:
-            interrupted = True
-            continue
-        part = next(p for p in context.parts if p.bench.space == direction["left_out"])
-        target = targets.setdefault(d, left_out_context(settings, part))
+            return False
+        direction, search = self._searches(record)[cut]
+        settings, left_out = self.settings, direction["left_out"]
+        part = next(p for p in self.context.parts if p.bench.space == left_out)
+        target = self.targets.setdefault(left_out, left_out_context(settings, part))
         result = proxy_scores(Proxy(outcome["genome"], parse_genome(outcome["genome"])), target, settings.workers)
         search.update({"genome": outcome["genome"], "search_jcm": outcome["search_jcm"],
                        "iteration": outcome["iteration"], "seconds": outcome["seconds"]})
@@ -393,49 +425,46 @@ def run_cross_space(settings: SearchSettings | None, out: str | Path, seeds: int
             search["invalid"] = result
             search["scores"] = {t: [math.nan] * len(part.bench) for t in target.targets}
         else:
-            search["scores"], anchor = anchored_scores(settings, context, direction["left_out"], result)
+            search["scores"], anchor = anchored_scores(settings, self.context, left_out, result)
             if anchor:  # the genome alone beside the proxy its fitness ranked
                 search["anchor"], search["genome_scores"] = anchor, result
-        _write(out, protocol, context)
         jcm = method_figures(search["scores"], target.accuracies("all"), settings.weights)["jcm"]
         log(f"leave out {part.bench.space}, seed {search['seed']}: JCM {jcm:+.3f} on {part.bench.space} "
             f"(searched {outcome['search_jcm']:+.3f} on {', '.join(direction['trained_on'])}) "
-            f"in {outcome['seconds']:.0f} s", quiet)
-    for direction in [] if interrupted else protocol["directions"]:
-        if direction["baselines"] is None:
-            log(f"leave out {direction['left_out']}: scoring {len(spec['zoo']) + len(NAMED_BASELINES)} baselines "
-                "on all its architectures", quiet)
-            scores, choices, invalid = baseline_table(settings, context, direction["left_out"], spec["zoo"],
-                                                      settings.workers)
-            direction["baselines"] = {"scores": scores, "choices": choices, "invalid": invalid}
-            _write(out, protocol, context)
-    protocol["finished"] = not interrupted and all(
-        d["baselines"] is not None and all(s.get("scores") for s in d["searches"]) for d in protocol["directions"])
-    if protocol["finished"]:
-        protocol["written"] = _now()
-    _write(out, protocol, context)
-    if interrupted:
-        log(f"stopped before a search finished; continue with: autoprox evaluate --leave-space-out --resume "
-            f"--out {out}", quiet)
-    return RunDirectory(out).protocol()
+            f"in {outcome['seconds']:.0f} s", self.quiet)
+        return True
 
+    def baselines(self, record: dict, write) -> None:
+        zoo = record["protocol"]["zoo"]
+        for direction in record["directions"]:
+            if direction["baselines"] is None:
+                log(f"leave out {direction['left_out']}: scoring {len(zoo) + len(NAMED_BASELINES)} baselines "
+                    "on all its architectures", self.quiet)
+                scores, choices, invalid = baseline_table(self.settings, self.context, direction["left_out"], zoo,
+                                                          self.settings.workers)
+                direction["baselines"] = {"scores": scores, "choices": choices, "invalid": invalid}
+                write()
 
-def _write(out: Path, protocol: dict, context: MultiRunContext) -> None:
-    """Recompute the summary of what is finished and write ``protocol.json`` atomically."""
-    spec = protocol["protocol"]
-    weights = protocol["settings"].get("weights") or {}
-    summary = {}
-    for direction in protocol["directions"]:
-        part = next(p for p in context.parts if p.bench.space == direction["left_out"])
-        accuracies = {t: np.asarray(part.bench.accuracies[t], dtype=np.float64) for t in protocol["targets"]}
-        summary[direction["left_out"]] = summarise_direction(direction, accuracies, weights, spec["bootstrap"],
-                                                             protocol["settings"]["evolution"]["seed"])
-    protocol["summary"] = json_safe(summary)
-    RunDirectory(out).write_protocol(json_safe(protocol))
+    def done_with_baselines(self, record: Mapping) -> bool:
+        return all(d["baselines"] is not None for d in record["directions"])
 
+    def close(self, record: dict, finished: bool) -> None:
+        super().close(record, finished and self.done_with_baselines(record))
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    def summarise(self, record: dict) -> None:
+        """The summary of what is finished, and the record made JSON-safe, as it is written."""
+        spec = record["protocol"]
+        weights = record["settings"].get("weights") or {}
+        summary = {}
+        for direction in record["directions"]:
+            part = next(p for p in self.context.parts if p.bench.space == direction["left_out"])
+            accuracies = {t: np.asarray(part.bench.accuracies[t], dtype=np.float64) for t in record["targets"]}
+            summary[direction["left_out"]] = summarise_direction(direction, accuracies, weights, spec["bootstrap"],
+                                                                 record["settings"]["evolution"]["seed"])
+        record["summary"] = json_safe(summary)
+
+    def written(self, record: dict) -> dict:
+        return json_safe(record)
 
 
 def _num(value) -> str:

@@ -20,23 +20,22 @@ fold finishes, its figures and the summary; it is written atomically after every
 Run again with ``resume=True`` after an interruption: finished folds are kept, an
 unfinished fold resumes through ``run_search``'s resume. With ``fold_workers > 1`` folds
 run side by side in joblib processes (each fold's search then computes statistics with
-one worker); every fold is deterministic, so the figures do not depend on it.
+one worker); every fold is deterministic, so the figures do not depend on it. The folds are the
+cuts of the one protocol runner (:mod:`autoprox.apps.protocol_runner`), which owns the record, its
+check on resume and the loop; :mod:`autoprox.apps.outer_folds` makes and scores them.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import functools
 import os
-import random
 import shlex
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-import numpy as np
 
 from autoprox import __version__
 from autoprox.apps.bagging import (
@@ -49,31 +48,43 @@ from autoprox.apps.protocol_jobs import (
     differing_settings,
     log,
     run_jobs,
-    search_job,
+)
+from autoprox.apps.outer_folds import (
+    OuterFold,
+    check_fold_count,
+    evaluate_fold,
+    fold_figures,
+    fold_result,
+    fold_settings,
+    outer_fold,
+    outer_folds,
+)
+from autoprox.apps.protocol_runner import (
+    CutProtocol,
+    check_recorded,
+    now,
+    previous_record,
+    recorded_command,
+    run_cuts,
+    unarchived,
 )
 from autoprox.apps.protocol_summary import (
     BOOTSTRAP_SAMPLES,
     REFERENCE,
-    fold_jcm,
     summarise,
 )
 from autoprox.apps.selection import SELECTIONS, register_selection, select_best
 from autoprox.core.atomic import json_safe, make_directory
-from autoprox.core.correlation import correlate
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
 from autoprox.core.progress import Progress, format_seconds
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
 from autoprox.data.cache import build_cache
-from autoprox.genome.tree import InvalidProxy
-from autoprox.proxies.baselines import BASELINES, baseline_scores, choose_baselines
-from autoprox.proxies.ensemble import EnsembleProxy
-from autoprox.proxies.proxy import Proxy
+from autoprox.proxies.baselines import BASELINES
 from autoprox.search.context import RunContext
-from autoprox.search.rundir import ARCHIVE, LOCK, PROTOCOL, RunDirectory, hold_lock
+from autoprox.search.rundir import LOCK, PROTOCOL, RunDirectory, hold_lock
 from autoprox.search.settings import SearchSettings
-from autoprox.spaces.descriptors import descriptor_columns
 
 #: Outer folds per repeat unless told otherwise.
 DEFAULT_FOLDS = 5
@@ -82,184 +93,28 @@ DEFAULT_FOLDS = 5
 _UNRECORDED = {"bags": 0}
 
 
-# ------------------------------------------------------------------ the outer folds
-
-@dataclass(frozen=True)
-class OuterFold:
-    """One outer fold: its repeat, its number, and its search and test parts (benchmark indices)."""
-
-    repeat: int
-    fold: int
-    search: tuple[int, ...]
-    test: tuple[int, ...]
-
-    @property
-    def name(self) -> str:
-        """Its run directory, relative to the protocol's: ``repeat-R/fold-K``."""
-        return f"repeat-{self.repeat}/fold-{self.fold}"
-
-    def to_json(self) -> dict:
-        return {"repeat": self.repeat, "fold": self.fold, "run": self.name,
-                "search": list(self.search), "test": list(self.test)}
-
-
-#: Fewest test architectures of an outer fold: fewer cannot be ranked (every figure NaN).
-MIN_FOLD_TEST = 3
-
-
-def check_fold_count(folds: int, size: int) -> None:
-    """Refuse a fold count the benchmark cannot give (each test part needs 3 architectures to rank)."""
-    if folds < 2:
-        raise ConfigError(f"--folds must be at least 2, got {folds}")
-    if folds > size:
-        raise ConfigError(f"--folds {folds} is more than the benchmark's {size} architectures")
-    if size // folds < MIN_FOLD_TEST:
-        raise ConfigError(f"--folds {folds} leaves {size // folds} test architecture(s) in a fold of the benchmark's "
-                          f"{size}, and a fold needs at least {MIN_FOLD_TEST} to rank them: give at most "
-                          f"--folds {max(size // MIN_FOLD_TEST, 2)}")
-
-
-def outer_folds(size: int, folds: int, repeats: int = 1, seed: int = 0) -> list[OuterFold]:
-    """``repeats`` x ``folds`` outer folds of ``range(size)``.
-
-    Repeat ``r`` shuffles the indices with ``random.Random(seed + r)`` and deals them out
-    round-robin, so the test parts of one repeat are disjoint, cover every architecture
-    and differ in size by at most one.
-    """
-    check_fold_count(folds, size)
-    if repeats < 1:
-        raise ConfigError(f"--repeats must be at least 1, got {repeats}")
-    made = []
-    for repeat in range(repeats):
-        order = list(range(size))
-        random.Random(seed + repeat).shuffle(order)
-        for fold in range(folds):
-            test = sorted(order[fold::folds])
-            chosen = set(test)
-            made.append(OuterFold(repeat, fold, tuple(i for i in range(size) if i not in chosen), tuple(test)))
-    return made
-
-
-def fold_settings(settings: SearchSettings, fold: OuterFold, workers: int | None = None) -> SearchSettings:
-    """The search of one outer fold: ``settings`` with the fold's search part as ``split_indices``."""
-    return replace(settings, split_indices=fold.search,
-                   workers=settings.workers if workers is None else workers)
-
-
-# ------------------------------------------------------------------ choosing the proxy
-
-# ------------------------------------------------------------------ one fold
-
-def test_scores(proxy: Proxy | EnsembleProxy, context: RunContext, part: str = "test") -> dict[str, np.ndarray]:
-    """Scores per target of ``proxy`` on ``part`` of the fold's run: a proxy's at each target's class
-    count, an ensemble's through :meth:`EnsembleProxy.target_scores`. Raises InvalidProxy."""
-    targets = list(context.targets)
-    if isinstance(proxy, EnsembleProxy):
-        return proxy.target_scores(context.archs(part), context.cache, context.plan, targets)
-    scores = context.score(proxy, part, workers=1)
-    return {t: scores[context.plan.target_classes[t]] for t in targets}
-
-
-def fold_figures(proxy: Proxy | EnsembleProxy, context: RunContext, choices: Mapping[str, Mapping[str, dict]],
-                 columns: Mapping[str, np.ndarray]) -> dict:
-    """Test-part scores, Kendall per target and JCM of the proxy (or ensemble) and of each baseline's choice.
-
-    ``context`` is the fold's run context (its test part is the outer test part).
-    """
-    targets, test = list(context.targets), context.indices("test")
-    accuracies = context.accuracies("test")
-    scores: dict[str, dict[str, list]] = {}
-    result: dict = {}
-    try:
-        scores[REFERENCE] = test_scores(proxy, context)
-    except InvalidProxy as exc:
-        result["invalid"] = str(exc)
-        scores[REFERENCE] = {t: np.full(len(test), np.nan) for t in targets}
-    for name, per_target in choices.items():
-        scores[name] = {t: baseline_scores(name, per_target[t], columns, test) for t in targets}
-    kendall = {m: {t: correlate(s[t], accuracies[t])["kendall"] for t in targets} for m, s in scores.items()}
-    weights = context.settings.weights
-    result |= {
-        "kendall": kendall,
-        "jcm": {m: fold_jcm(k, weights) for m, k in kendall.items()},
-        "choices": {name: dict(per_target) for name, per_target in choices.items()},
-        "scores": {m: {t: np.asarray(v, dtype=np.float64).tolist() for t, v in s.items()} for m, s in scores.items()},
-    }
-    return result
-
-
-def fold_result(run_dir: Path, fold: OuterFold, bench_path: str, baselines: Sequence[str],
-                choose: Callable[[Path], Proxy | EnsembleProxy]) -> dict:
-    """The figures of the finished fold search in ``run_dir``: the proxy ``choose(run_dir)`` returns
-    and each baseline chosen on the fold's search part, scored on its test part (JSON-safe)."""
-    bench = load_benchmark(bench_path)
-    best = RunDirectory(run_dir).best(missing_ok=False)
-    context = RunContext.open(run_dir, bench=bench_path)
-    if list(context.split.test) != list(fold.test):
-        raise RunDirError(f"{run_dir}: its test part is not the outer fold's")
-    columns = descriptor_columns(bench.archs)
-    choices = choose_baselines(columns, bench.accuracies, fold.search, context.targets, baselines)
-    proxy = choose(run_dir)
-    result = {"proxy": proxy.name, "genome": best["genome"], "search_jcm": best["search"].get("jcm"),
-              **({"ensemble": proxy.to_json()} if isinstance(proxy, EnsembleProxy) else {}),
-              **fold_figures(proxy, context, choices, columns)}
-    return json_safe(result)
-
-
-def _outer_fold(fold_json: Mapping) -> OuterFold:
-    return OuterFold(fold_json["repeat"], fold_json["fold"], tuple(fold_json["search"]), tuple(fold_json["test"]))
-
-
-def evaluate_fold(settings_json: Mapping, bench_path: str, fold_json: Mapping, out: str, selection: str,
-                  baselines: Sequence[str], stop_after: int | None = None, quiet: bool = True,
-                  searches: str | None = None) -> dict:
-    """Run (or resume, or take as finished) one outer fold's search, then score it on its test part.
-
-    ``searches``: a protocol directory whose finished fold search is read instead (nothing is
-    run or written there). Plain arguments, so that it runs in a joblib process as well as
-    inline. Returns ``{"finished": bool, "result": figures or None, "seconds": ...}``.
-    """
-    start = time.perf_counter()
-    fold = _outer_fold(fold_json)
-    run_dir = Path(searches if searches is not None else out) / fold.name
-    if not search_job(settings_json, bench_path, str(run_dir), stop_after, quiet, searches is not None)["finished"]:
-        return {"finished": False, "result": None, "seconds": time.perf_counter() - start}
-    result = fold_result(run_dir, fold, bench_path, baselines, SELECTIONS[selection])
-    return {"finished": True, "result": result, "seconds": time.perf_counter() - start}
-
-
 # ------------------------------------------------------------------ the whole protocol
 
 def _open_protocol(out: Path, settings: SearchSettings | None, spec: dict, resume: bool):
     """The benchmark, normalised settings and the protocol record to continue (or None for a new one)."""
     path = out / PROTOCOL
-    if resume:
-        previous = _unarchived(RunDirectory(out).protocol(), out)
-        recorded = SearchSettings.from_json(previous["settings"])
-        bench = load_benchmark(locate_benchmark(recorded.bench, previous.get("benchmark_sha256"), near=out))
-        if settings is not None:
-            given = RunContext.from_settings(settings, bench=bench).settings.to_json()
-            differing = differing_settings(previous["settings"], given)
-            if load_benchmark(settings.bench).sha256 != bench.sha256:
-                differing.append("bench")
-            if differing:
-                raise RunDirError(f"{path}: recorded with other search settings ({', '.join(differing)}); "
-                                  "resume without search options, or use a new --out")
-        differing = [k for k, v in spec.items() if k != "repeats"  # more repeats grow it: _grown_repeats
-                     and v is not None and previous["protocol"].get(k, _UNRECORDED.get(k)) != v]
-        if differing:
-            raise RunDirError(f"{path}: recorded with other protocol options ({', '.join(differing)}); "
-                              "resume without them, or use a new --out")
-        return bench, recorded, previous
-    if settings is None:
+    if not resume and settings is None:
         raise ConfigError("settings are needed for a new evaluation protocol")
-    if path.exists():
-        raise RunDirError(f"{out} already holds an evaluation protocol; continue it with --resume "
-                          "or choose a new --out")
-    if out.exists() and (not out.is_dir() or any(p.name != LOCK for p in out.iterdir())):
-        raise RunDirError(f"{out} is not empty and holds no {PROTOCOL}; its files are left as they are: "
-                          "choose a new --out")
-    return load_benchmark(settings.bench), settings, None
+    previous = previous_record(out, resume, "an evaluation protocol")
+    if previous is None:
+        return load_benchmark(settings.bench), settings, None
+    recorded = SearchSettings.from_json(previous["settings"])
+    bench = load_benchmark(locate_benchmark(recorded.bench, previous.get("benchmark_sha256"), near=out))
+    if settings is not None:
+        given = RunContext.from_settings(settings, bench=bench).settings.to_json()
+        differing = differing_settings(previous["settings"], given)
+        if load_benchmark(settings.bench).sha256 != bench.sha256:
+            differing.append("bench")
+        check_recorded(path, {"search settings": differing}, "resume without search options, or use a new --out")
+    check_recorded(path, {"protocol options": [
+        k for k, v in spec.items() if k != "repeats"  # more repeats grow it: _grown_repeats
+        and v is not None and previous["protocol"].get(k, _UNRECORDED.get(k)) != v]})
+    return bench, recorded, previous
 
 
 def _holding_the_protocol_lock(run: Callable) -> Callable:
@@ -349,6 +204,21 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         settings, reused = _reused_searches(Path(reuse_searches), out, settings, given)
         given["searches"] = os.path.relpath(Path(reuse_searches), out)
     bench, settings, previous = _open_protocol(out, settings, given, resume)
+    spec = _protocol_spec(previous, given, out)
+    context = RunContext.from_settings(settings, bench=bench)
+    made = outer_folds(len(bench), spec["folds"], spec["repeats"], spec["seed"])
+    protocol = _protocol_record(out, bench, context, spec, made, previous, quiet)
+    if reused is not None and [f.to_json() for f in made] != [
+            {k: f.get(k) for k in ("repeat", "fold", "run", "search", "test")} for f in reused["folds"]]:
+        raise RunDirError(f"{reuse_searches}: its folds are not the ones this protocol makes")
+    make_directory(out)
+    cuts = _OuterFolds(out, bench, context, made, fold_workers, stop_after, quiet, executor)
+    run_cuts(out, cuts, protocol, lambda message: log(message, quiet))
+    return RunDirectory(out).protocol()
+
+
+def _protocol_spec(previous: Mapping | None, given: Mapping, out: Path) -> dict:
+    """The protocol options: the recorded ones (repeats perhaps grown), or the given ones over the defaults."""
     if previous:
         spec = {**previous["protocol"], "repeats": _grown_repeats(previous, given["repeats"], out)}
     else:
@@ -357,7 +227,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
                     "bag_fraction": DEFAULT_BAG_FRACTION}
         spec = {k: defaults.get(k) if v is None else v for k, v in given.items()}
         if not spec["bags"]:
-            if bag_fraction is not None:
+            if given["bag_fraction"] is not None:
                 raise ConfigError("--bag-fraction needs --bags B with B > 0")
             del spec["bags"], spec["bag_fraction"]
     check_bagging(spec.get("bags", 0), spec.get("bag_fraction"))
@@ -369,9 +239,12 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         BASELINES.lookup(name)
     if spec["bootstrap"] < 0:
         raise ConfigError(f"bootstrap resamples must be >= 0, got {spec['bootstrap']}")
-    context = RunContext.from_settings(settings, bench=bench)
-    settings, targets = context.settings, list(context.targets)
-    made = outer_folds(len(bench), spec["folds"], spec["repeats"], spec["seed"])
+    return spec
+
+
+def _protocol_record(out: Path, bench: Benchmark, context: RunContext, spec: dict, made: Sequence[OuterFold],
+                     previous: Mapping | None, quiet: bool) -> dict:
+    """The record to write: ``previous``'s folds (checked against those its seed gives) and any new ones."""
     folds = list(previous["folds"]) if previous else []
     if [f.to_json() for f in made[:len(folds)]] != [{k: f[k] for k in ("repeat", "fold", "run", "search", "test")}
                                                     for f in folds]:
@@ -380,90 +253,103 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         log(f"extending {out} from {previous['protocol']['repeats']} to {spec['repeats']} repeats: "
             f"{len(made) - len(folds)} new folds", quiet)
     folds += [f.to_json() | _bags_json(f, spec) | {"result": None} for f in made[len(folds):]]
-    if reused is not None and [f.to_json() for f in made] != [
-            {k: f.get(k) for k in ("repeat", "fold", "run", "search", "test")} for f in reused["folds"]]:
-        raise RunDirError(f"{reuse_searches}: its folds are not the ones this protocol makes")
-    searches = str(out / spec["searches"]) if spec.get("searches") else None
-    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    protocol = {
+    if previous and any(f.get("bags", []) != _bags_json(m, spec).get("bags", [])
+                        for f, m in zip(previous["folds"], made)):
+        raise RunDirError(f"{out / PROTOCOL}: its bags are not the ones its seed gives")
+    return {
         "autoprox_version": __version__,
-        "created": previous["created"] if previous else now,
+        "created": previous["created"] if previous else now(),
         # the command that started it; a resume is recorded beside, not over it (the report shows both)
-        "command": previous["command"] if previous else [Path(sys.argv[0]).name, *sys.argv[1:]],
-        **({"resumed_with": [Path(sys.argv[0]).name, *sys.argv[1:]]} if previous else {}),
+        **recorded_command(previous, sys.argv),
         "space": bench.space,
         "benchmark_sha256": bench.sha256,
         "architectures": len(bench),
-        "settings": settings.to_json(),
+        "settings": context.settings.to_json(),
         "protocol": spec,
-        "targets": targets,
+        "targets": list(context.targets),
         "folds": folds,
         "summary": None,
         "finished": False,
     }
-    if previous and any(f.get("bags", []) != _bags_json(m, spec).get("bags", [])
-                        for f, m in zip(previous["folds"], made)):
-        raise RunDirError(f"{out / PROTOCOL}: its bags are not the ones its seed gives")
-    make_directory(out)
-    _write(out, protocol, bench)
 
-    pending = [i for i, f in enumerate(protocol["folds"]) if not f.get("result")]
-    log(f"{bench.space}, {len(bench)} architectures, {spec['folds']} folds x {spec['repeats']} repeat(s): "
-        f"{len(protocol['folds']) - len(pending)} folds finished, {len(pending)} to run, "
-        f"{fold_workers} at a time, into {out}", quiet)
-    if pending:
-        # All statistics once, with the search's workers, before folds share the cache.
-        try:
-            build_cache(context.cache, context.plan.requests(list(bench.archs)),
-                        workers=executor if executor is not None else settings.workers,
-                        progress=None if quiet else Progress("statistics", every=15))
-        except KeyboardInterrupt:
-            print(f"interrupted; what was computed is kept: continue with: autoprox evaluate --resume --out "
-                  f"{shlex.quote(str(out))}", file=sys.stderr, flush=True)
-            raise
-    if executor is not None:  # folds are the cluster's tasks; each fold's search computes with one worker
-        fold_workers = executor.workers
-    workers = 1 if fold_workers > 1 else settings.workers
-    by_fold = {i: fold_settings(replace(settings, bench=bench.source), made[i], workers) for i in pending}
-    if spec.get("bags"):
-        outcomes = bagged_folds(pending, protocol["folds"], by_fold, out, searches, bench.source, stop_after,
-                                quiet, fold_workers, executor)
-    else:
-        total = len(protocol["folds"])
-        jobs = [(i, evaluate_fold, (by_fold[i].to_json(), bench.source, made[i].to_json(), str(out),
-                                    spec["selection"], spec["baselines"], stop_after, quiet or fold_workers > 1,
-                                    searches),
-                 f"fold {i + 1}/{total} ({made[i].name}): search on {len(made[i].search)}, "
-                 f"test on {len(made[i].test)} architectures") for i in pending]
-        outcomes = run_jobs(jobs, fold_workers, quiet, executor, "folds")
-    start, done_now = time.perf_counter(), 0
-    for index, outcome in outcomes:
-        entry = protocol["folds"][index]
+
+class _OuterFolds(CutProtocol):
+    """The in-space protocol as cuts: a cut is an outer fold (``repeat-R/fold-K``), its search run on the
+    other folds (with its bags, if any), its proxy and baselines scored on the fold."""
+
+    def __init__(self, out: Path, bench: Benchmark, context: RunContext, made: Sequence[OuterFold],
+                 fold_workers: int, stop_after: int | None, quiet: bool, executor: Executor | None) -> None:
+        self.out, self.bench, self.context, self.made = out, bench, context, list(made)
+        self.stop_after, self.quiet, self.executor = stop_after, quiet, executor
+        # on a cluster, folds are its tasks; each fold's search then computes with one worker
+        self.asked_workers = fold_workers
+        self.fold_workers = executor.workers if executor is not None else fold_workers
+        self.stop_at_unfinished = self.fold_workers == 1
+        self.started, self.done_now = time.perf_counter(), 0
+
+    def cuts(self, record: Mapping) -> list[str]:
+        return [fold["run"] for fold in record["folds"]]
+
+    def done(self, record: Mapping, cut: str) -> bool:
+        return bool(record["folds"][self.cuts(record).index(cut)].get("result"))
+
+    def run(self, record: dict, pending: list[str]):
+        spec, settings, bench, made = record["protocol"], self.context.settings, self.bench, self.made
+        indices = [self.cuts(record).index(cut) for cut in pending]
+        log(f"{bench.space}, {len(bench)} architectures, {spec['folds']} folds x {spec['repeats']} repeat(s): "
+            f"{len(made) - len(pending)} folds finished, {len(pending)} to run, "
+            f"{self.asked_workers} at a time, "
+            f"into {self.out}", self.quiet)
+        if pending:
+            # All statistics once, with the search's workers, before folds share the cache.
+            try:
+                build_cache(self.context.cache, self.context.plan.requests(list(bench.archs)),
+                            workers=self.executor if self.executor is not None else settings.workers,
+                            progress=None if self.quiet else Progress("statistics", every=15))
+            except KeyboardInterrupt:
+                print(f"interrupted; what was computed is kept: continue with: autoprox evaluate --resume --out "
+                      f"{shlex.quote(str(self.out))}", file=sys.stderr, flush=True)
+                raise
+        workers = 1 if self.fold_workers > 1 else settings.workers
+        by_fold = {i: fold_settings(replace(settings, bench=bench.source), made[i], workers) for i in indices}
+        searches = str(self.out / spec["searches"]) if spec.get("searches") else None
+        if spec.get("bags"):
+            outcomes = bagged_folds(indices, record["folds"], by_fold, self.out, searches, bench.source,
+                                    self.stop_after, self.quiet, self.fold_workers, self.executor)
+        else:
+            jobs = [(i, evaluate_fold, (by_fold[i].to_json(), bench.source, made[i].to_json(), str(self.out),
+                                        spec["selection"], spec["baselines"], self.stop_after,
+                                        self.quiet or self.fold_workers > 1, searches),
+                     f"fold {i + 1}/{len(made)} ({made[i].name}): search on {len(made[i].search)}, "
+                     f"test on {len(made[i].test)} architectures") for i in indices]
+            outcomes = run_jobs(jobs, self.fold_workers, self.quiet, self.executor, "folds")
+        for index, outcome in outcomes:
+            yield made[index].name, outcome
+
+    def keep(self, record: dict, cut: str, outcome: dict) -> bool:
+        entry = record["folds"][self.cuts(record).index(cut)]
         if not outcome["finished"]:
             log(f"{outcome.get('stopped', entry['run'])} stopped before its search finished; continue with: "
-                f"autoprox evaluate --resume --out {shlex.quote(str(out))}", quiet)
-            if fold_workers == 1:
-                break
-            continue
+                f"autoprox evaluate --resume --out {shlex.quote(str(self.out))}", self.quiet)
+            return False
         if outcome["result"] is None:  # a fold whose search and bags finished: scored with its bagged ensemble
             scoring = time.perf_counter()
-            outcome["result"] = fold_result(outcome["run_dir"], _outer_fold(entry), bench.source,
-                                            spec["baselines"], outcome["choose"])
+            outcome["result"] = fold_result(outcome["run_dir"], outer_fold(entry), self.bench.source,
+                                            record["protocol"]["baselines"], outcome["choose"])
             outcome["seconds"] += time.perf_counter() - scoring
         entry["result"], entry["seconds"] = outcome["result"], round(outcome["seconds"], 1)
-        _write(out, protocol, bench)
-        done_now += 1
-        left = sum(1 for f in protocol["folds"] if not f.get("result"))
-        eta = (time.perf_counter() - start) / done_now * left  # wall time per fold, parallelism included
+        self.done_now += 1
+        left = sum(1 for f in record["folds"] if not f.get("result"))
+        eta = (time.perf_counter() - self.started) / self.done_now * left  # wall time per fold, parallelism included
         jcm = outcome["result"]["jcm"]
         log(f"{entry['run']} done in {format_seconds(outcome['seconds'])}: test JCM "
             + ", ".join(f"{m} {format_float(jcm[m])}" for m in jcm)
-            + (f"; {left} fold(s) left, about {format_seconds(eta)}" if left else ""), quiet)
-    protocol["finished"] = all(f.get("result") for f in protocol["folds"])
-    if protocol["finished"]:
-        protocol["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    _write(out, protocol, bench)
-    return RunDirectory(out).protocol()
+            + (f"; {left} fold(s) left, about {format_seconds(eta)}" if left else ""), self.quiet)
+        return True
+
+    def summarise(self, record: dict) -> None:
+        """The summary of the finished folds (from their JSON form); with repeats, each repeat's alone too."""
+        _summarise(record, self.bench)
 
 
 def _grown_repeats(previous: Mapping, repeats: int | None, out: Path) -> int:
@@ -495,7 +381,7 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
         raise RunDirError(f"--reuse-searches {source}: the new protocol needs its own --out")
     if not RunDirectory(source).has_protocol():
         raise RunDirError(f"--reuse-searches {source}: no {PROTOCOL} there")
-    recorded = _unarchived(RunDirectory(source).protocol(), source)
+    recorded = unarchived(RunDirectory(source).protocol(), source)
     try:
         settings_json, sha256 = recorded["settings"], recorded["benchmark_sha256"]
         reused_settings = SearchSettings.from_json(settings_json)
@@ -520,24 +406,14 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
     return settings, recorded
 
 
-def _unarchived(protocol: dict, folder: Path) -> dict:
-    """``protocol`` as read; RunDirError when it is the trimmed record of a committed protocol whose
-    fold runs are packed in an archive beside it (runs/README.md), with the line that unpacks them."""
-    if isinstance(protocol, dict) and "archive" in protocol:
-        archive = folder / str(protocol["archive"].get("file", ARCHIVE))
-        raise RunDirError(f"{folder}: its fold runs and whole {PROTOCOL} are packed in {archive}; "
-                          f"unpack them first: python scripts/runs_archive.py unpack {folder}")
-    return protocol
-
-
 def _bags_json(fold: OuterFold, spec: Mapping) -> dict:
     """``{"bags": [...]}`` (:func:`~autoprox.apps.bagging.fold_bags`) of a fold of a protocol with bags,
     else ``{}`` (a protocol without bags records its folds as before)."""
     return {"bags": fold_bags(fold.name, fold.search, fold.repeat, fold.fold, spec)} if spec.get("bags") else {}
 
 
-def _write(out: Path, protocol: dict, bench: Benchmark) -> None:
-    """Recompute the summary of the finished folds (from their JSON form) and write ``protocol.json``."""
+def _summarise(protocol: dict, bench: Benchmark) -> None:
+    """Recompute the summary of the finished folds (from their JSON form), in place."""
     finished = [f for f in protocol["folds"] if f.get("result")]
     spec = protocol["protocol"]
     methods, weights = [REFERENCE, *spec["baselines"]], protocol["settings"]["weights"]
@@ -550,7 +426,6 @@ def _write(out: Path, protocol: dict, bench: Benchmark) -> None:
         protocol["repeat_summaries"] = [json_safe(summarise(
             [f for f in finished if f["repeat"] == r], bench.accuracies, protocol["targets"], weights, methods,
             samples=0, seed=spec["seed"], size=len(bench))) for r in range(spec["repeats"])]
-    RunDirectory(out).write_protocol(protocol)
 
 
 __all__ = ["DEFAULT_FOLDS", "SELECTIONS", "OuterFold", "check_fold_count", "evaluate_fold",

@@ -18,7 +18,8 @@ For every space S of the N given (:class:`~autoprox.data.proxy_tables.TableSpace
    rows for both sides, 95% interval of the difference; and how many seeds are ahead.
 
 The protocol writes ``protocol.json`` (atomically) after each left-out space, and a run
-given the same ``--out`` and settings goes on from the spaces it has.
+given the same ``--out`` and settings goes on from the spaces it has: each left-out space is a cut of
+the one protocol runner (:mod:`autoprox.apps.protocol_runner`).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ from autoprox.apps.rank_search import (
     prepare_spaces,
     search_rank_formula,
 )
+from autoprox.apps.protocol_runner import CutProtocol, check_recorded, previous_record, run_cuts
 from autoprox.core.atomic import make_directory
-from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.errors import ConfigError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.rank_formula import parse_formula
-from autoprox.search.rundir import PROTOCOL, RunDirectory
+from autoprox.search.rundir import PROTOCOL
 
 __all__ = ["PROTOCOL_FORMAT", "SPACE_BASELINES", "label_free_candidates", "lrsum_all",
            "paired_interval", "run_space_protocol", "select_formula"]
@@ -185,27 +187,49 @@ def run_space_protocol(spaces: Sequence[TableSpace], out: str | Path, seeds: Seq
             "samples": samples,
             "tables": {s.name: [{"name": t.name, "sha256": t.sha256, "rows": len(t), "targets": list(names)}
                                 for t, names in zip(s.tables, s.targets)] for s in spaces}}
-    run = RunDirectory(folder)
-    path = run.file(PROTOCOL)
-    record = {"format": PROTOCOL_FORMAT, "spec": spec, "directions": {}}
-    if path.exists():
-        old = run.protocol()
-        if old.get("format") != PROTOCOL_FORMAT or old.get("spec") != json_round(spec):
-            raise RunDirError(f"{path} holds another protocol (other spaces, seeds or settings); choose another --out")
-        record = old
-        if record["directions"]:
-            say(f"resuming: {', '.join(record['directions'])} done")
-    for index, left_out in enumerate(spaces):
-        if left_out.name in record["directions"]:
-            continue
-        say(f"[{index + 1}/{len(spaces)}] leaving out {left_out.name} ({len(left_out):,} rows); "
-            f"searching on {', '.join(s.name for s in spaces if s is not left_out)}")
-        record["directions"][left_out.name] = _direction(left_out, [s for s in spaces if s is not left_out], seeds,
-                                                         settings, samples, say)
-        run.write_protocol(record)
-    record["summary"] = summarise(record)
-    run.write_protocol(record)
-    return record
+    record = previous_record(folder, resume=None)
+    if record is not None:
+        wanted, old = json_round(spec), record.get("spec") or {}
+        differing = sorted(key for key in set(wanted) | set(old) if old.get(key) != wanted.get(key))
+        check_recorded(folder / PROTOCOL, {"spaces, seeds or settings": differing or ["format"]}
+                       if record.get("format") != PROTOCOL_FORMAT or differing else {}, "choose another --out")
+    else:
+        record = {"format": PROTOCOL_FORMAT, "spec": spec, "directions": {}}
+    return run_cuts(folder, _LeftOutSpaces(spaces, seeds, settings, samples, say), record, say)
+
+
+class _LeftOutSpaces(CutProtocol):
+    """The N-space protocol as cuts: a cut is a left-out space, run inline; its direction is its figures."""
+
+    def __init__(self, spaces: Sequence[TableSpace], seeds: Sequence[int], settings: RankSearchSettings,
+                 samples: int, say: Callable[[str], None]) -> None:
+        self.spaces, self.seeds, self.settings, self.samples, self.say = spaces, seeds, settings, samples, say
+
+    def cuts(self, record: dict) -> list[str]:
+        return [s.name for s in self.spaces]
+
+    def done(self, record: dict, cut: str) -> bool:
+        return cut in record["directions"]
+
+    def run(self, record: dict, pending: list[str]):
+        for index, left_out in enumerate(self.spaces):
+            if left_out.name not in pending:
+                continue
+            training = [s for s in self.spaces if s is not left_out]
+            self.say(f"[{index + 1}/{len(self.spaces)}] leaving out {left_out.name} ({len(left_out):,} rows); "
+                     f"searching on {', '.join(s.name for s in training)}")
+            yield left_out.name, _direction(left_out, training, self.seeds, self.settings, self.samples, self.say)
+
+    def keep(self, record: dict, cut: str, outcome: dict) -> bool:
+        record["directions"][cut] = outcome
+        return True
+
+    def summarise(self, record: dict) -> None:
+        if all(self.done(record, cut) for cut in self.cuts(record)):  # the summary of every space, once there
+            record["summary"] = summarise(record)
+
+    def close(self, record: dict, finished: bool) -> None:
+        """Nothing: this record says it is finished by its summary."""
 
 
 def json_round(value):
