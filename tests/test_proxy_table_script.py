@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autoprox.data.benchmark import load_benchmark
-from autoprox.networks import zoo
+from autoprox.networks import zoo_scores
 from autoprox.networks.statistics import InputSpec
 from autoprox.spaces.architectures import count_params, parse_arch
 
@@ -55,7 +55,7 @@ def test_a_table_is_written_and_resumed(tmp_path, monkeypatch, capsys):
     arch = parse_arch(json.loads(rows[1]["id"]), "pit")
     assert arch == bench.archs[1] and float(rows[1]["c100_kd"]) == pytest.approx(bench.accuracies["c100_kd"][1])
     assert float(rows[1]["params"]) == pytest.approx(count_params(arch) / 1e6, rel=1e-12)
-    expected = zoo.raw_value("l2_norm", arch, InputSpec(), 0, 100)
+    expected = zoo_scores.raw_value("l2_norm", arch, InputSpec(), 0, 100)
     assert float(rows[1]["l2_norm"]) == pytest.approx(expected, rel=1e-12)
     sidecar = json.loads((out / "pit.json").read_text())
     assert sidecar["complete"] and sidecar["rows"] == 2 and sidecar["seed"] == 0 and sidecar["classes"] == 100
@@ -92,7 +92,7 @@ def test_the_committed_tables_hold_the_benchmark_and_rank_s_values(name, space, 
     assert {p: n for p, n in empty.items() if n} == {p: v["count"] for p, v in sidecar["empty_cells"].items()}
     assert "l2_norm" in sidecar["proxies"]
     smallest = min(range(count), key=lambda i: count_params(bench.archs[i]))  # one zoo value computed again
-    expected = zoo.raw_value("l2_norm", bench.archs[smallest], InputSpec(), 0, 100)
+    expected = zoo_scores.raw_value("l2_norm", bench.archs[smallest], InputSpec(), 0, 100)
     assert float(rows[smallest]["l2_norm"]) == pytest.approx(expected, rel=1e-9)
 
 

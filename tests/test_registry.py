@@ -29,6 +29,7 @@ from autoprox.genome.terminals import SCALAR, TERMINAL_SETS, TerminalSet, check_
 from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.genome.tree import parse_genome, score_architecture
 from autoprox.networks import zoo
+from autoprox.networks import zoo_scores
 from autoprox.networks.models import MODEL_BUILDERS, build_model, register_builder
 from autoprox.networks.statistics import STAT_NAMES, InputSpec
 from autoprox.primitives import PRIMITIVES, UNARY, make_primitive, register_primitive, unregister_primitive
@@ -168,7 +169,7 @@ def _zoo_register():
 def _zoo_use(_):
     arch = _tiny_arch()
     assert "test_registry_width" in BUILTIN_PROXIES and resolve_proxy("test_registry_width").kind == "zoo"
-    assert zoo.raw_value("test_registry_width", arch, InputSpec("gaussian", batch_size=2), 0, 10) == \
+    assert zoo_scores.raw_value("test_registry_width", arch, InputSpec("gaussian", batch_size=2), 0, 10) == \
         float(build_model(arch, 10).blocks[0].attn.qkv.in_features)
 
 

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from autoprox.networks import zoo
+from autoprox.networks import zoo_scores
 from autoprox.networks import zoo_jacobian as jacobian
 from autoprox.networks import zoo_measures as measures
 from autoprox.networks.models import Attention, Block, Mlp
@@ -345,8 +346,8 @@ def test_tvt_min_max_combination_by_hand():
     np.testing.assert_allclose(measures.tvt_combine([1, 2, 3], None), [0.0, 1.0, 2.0])
     np.testing.assert_array_equal(measures.min_max([4.0, 4.0]), [0.0, 0.0])
     raws = [{"capability": 1.0, "distance": 0.5}, {"capability": 3.0, "distance": 0.1}]
-    np.testing.assert_allclose(zoo.set_scores("tvt", raws), [-3.0, 2.0])
-    np.testing.assert_allclose(zoo.set_scores("tvt_l2", raws), [0.0, 2.0])
+    np.testing.assert_allclose(zoo_scores.set_scores("tvt", raws), [-3.0, 2.0])
+    np.testing.assert_allclose(zoo_scores.set_scores("tvt_l2", raws), [0.0, 2.0])
 
 
 def test_missing_layers_are_failures():
@@ -386,7 +387,7 @@ def test_every_proxy_runs_on_a_real_architecture(small_archs, space):
     values = {}
     for name in zoo.ZOO:
         # EPE-NAS needs two images of one label: a one-class head gives the batch's two images one label
-        raw = zoo.raw_value(name, arch, SPEC, 0, 1 if name == "epe_nas" else 100)
+        raw = zoo_scores.raw_value(name, arch, SPEC, 0, 1 if name == "epe_nas" else 100)
         value = raw["capability"] if isinstance(raw, dict) else raw
         assert math.isfinite(value), name
         values[name] = value
@@ -395,7 +396,7 @@ def test_every_proxy_runs_on_a_real_architecture(small_archs, space):
     assert values["l2_norm"] > 0 and values["epe_nas"] > 0
     assert len(set(make_batch(SPEC, 100, 0)[1].tolist())) == 2  # two labels: EPE-NAS fails, with the reason
     with pytest.raises(measures.ProxyFailure, match="two images of one label"):
-        zoo.raw_value("epe_nas", arch, SPEC, 0, 100)
+        zoo_scores.raw_value("epe_nas", arch, SPEC, 0, 100)
 
 
 def test_values_do_not_depend_on_threads_and_repeat_exactly(small_archs):
@@ -403,33 +404,33 @@ def test_values_do_not_depend_on_threads_and_repeat_exactly(small_archs):
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        first = zoo.raw_value("snip", arch, SPEC, 1, 100)
+        first = zoo_scores.raw_value("snip", arch, SPEC, 1, 100)
         torch.set_num_threads(1)
-        second = zoo.raw_value("snip", arch, SPEC, 1, 100)
+        second = zoo_scores.raw_value("snip", arch, SPEC, 1, 100)
     finally:
         torch.set_num_threads(before)
     assert first == second
-    assert zoo.raw_value("snip", arch, SPEC, 2, 100) != first  # another seed, another network
+    assert zoo_scores.raw_value("snip", arch, SPEC, 2, 100) != first  # another seed, another network
 
 
 def test_tvt_with_a_teacher_on_real_architectures(small_archs):
     torch.manual_seed(0)
     teacher = nn.Sequential(nn.Conv2d(3, 4, 16, stride=16), nn.ReLU())  # (B, 4, 14, 14)
     for arch in small_archs.values():
-        raw = zoo.raw_value("tvt", arch, SPEC, 0, 100, teacher=teacher)
+        raw = zoo_scores.raw_value("tvt", arch, SPEC, 0, 100, teacher=teacher)
         assert set(raw) == {"capability", "distance"} and 0.0 <= raw["distance"] <= 2.0
     with pytest.raises(measures.ProxyFailure, match=r"teacher must return a \(B, C, H, W\)"):
-        zoo.raw_value("tvt", small_archs["pit"], SPEC, 0, 100, teacher=nn.Flatten())
+        zoo_scores.raw_value("tvt", small_archs["pit"], SPEC, 0, 100, teacher=nn.Flatten())
 
 
 def test_score_cache_round_trip_and_corrupt_entry(tmp_path, small_archs):
-    cache = zoo.ZooScoreCache(tmp_path)
+    cache = zoo_scores.ZooScoreCache(tmp_path)
     arch = small_archs["pit"]
-    results = zoo.compute_raw_values(["synflow", "zico"], [arch], InputSpec("gaussian", 1), 0, 100,
+    results = zoo_scores.compute_raw_values(["synflow", "zico"], [arch], InputSpec("gaussian", 1), 0, 100,
                                      score_cache=cache)
     assert results["synflow"][0].ok and not results["synflow"][0].cached
     assert not results["zico"][0].ok and "at least 2 images" in results["zico"][0].error  # failure kept, not cached
-    again = zoo.compute_raw_values(["synflow"], [arch], InputSpec("gaussian", 1), 0, 100, score_cache=cache)
+    again = zoo_scores.compute_raw_values(["synflow"], [arch], InputSpec("gaussian", 1), 0, 100, score_cache=cache)
     assert again["synflow"][0].cached and again["synflow"][0].raw == results["synflow"][0].raw
     path = cache.path("synflow", arch, InputSpec("gaussian", 1), 0, 100)
     path.write_text("{not json")
@@ -441,18 +442,18 @@ def test_a_cached_nan_is_corrupt_recomputed_and_warned_about_once(tmp_path, smal
     import json
     import warnings
 
-    cache = zoo.ZooScoreCache(tmp_path)
+    cache = zoo_scores.ZooScoreCache(tmp_path)
     archs = [small_archs["pit"], small_archs["autoformer"]]
     spec = InputSpec("gaussian", 2)
-    good = zoo.compute_raw_values(["tvt_l2"], archs, spec, 0, 100, score_cache=cache)["tvt_l2"]
+    good = zoo_scores.compute_raw_values(["tvt_l2"], archs, spec, 0, 100, score_cache=cache)["tvt_l2"]
     for arch, bad in zip(archs, (float("nan"), {"capability": float("inf")})):
         path = cache.path("tvt_l2", arch, spec, 0, 100)
         record = json.loads(path.read_text())
         path.write_text(json.dumps(record | {"raw": bad}))  # json writes NaN and Infinity
-    fresh = zoo.ZooScoreCache(tmp_path)
+    fresh = zoo_scores.ZooScoreCache(tmp_path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        again = zoo.compute_raw_values(["tvt_l2"], archs, spec, 0, 100, score_cache=fresh)["tvt_l2"]
+        again = zoo_scores.compute_raw_values(["tvt_l2"], archs, spec, 0, 100, score_cache=fresh)["tvt_l2"]
     assert [r.raw for r in again] == [r.raw for r in good] and not any(r.cached for r in again)
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1 and "NaN or inf" in messages[0] and "\n" not in messages[0]
@@ -467,8 +468,8 @@ def test_the_registry_records_each_proxy_on_its_function():
         assert entry.raw.zoo_proxy is entry
     assert {n for n, e in zoo.ZOO.items() if e.set_level} == {"tvt", "tvt_l2"}
     assert {n for n, e in zoo.ZOO.items() if e.needs_teacher} == {"tvt"}
-    assert zoo.computed_name("tvt") == "tvt_l2" and zoo.computed_name("tvt", teacher=nn.Identity()) == "tvt"
-    assert zoo.computed_name("snip") == "snip"
+    assert zoo_scores.computed_name("tvt") == "tvt_l2" and zoo_scores.computed_name("tvt", teacher=nn.Identity()) == "tvt"
+    assert zoo_scores.computed_name("snip") == "snip"
     with pytest.raises(ValueError, match="already registered"):
         zoo.register_zoo("snip", source="", definition="", input="batch", passes="")(lambda inputs: 0.0)
 
@@ -482,8 +483,8 @@ def test_a_registered_proxy_is_scored_like_the_others(small_archs):
     try:
         arch = small_archs["autoformer"]
         width = float(arch_to_config(arch)["hidden_dim"])
-        assert zoo.raw_value("test_width", arch, SPEC, 0, 100) == width
-        results = zoo.compute_raw_values(["test_width", "snip"], [arch], SPEC, 0, 100)
+        assert zoo_scores.raw_value("test_width", arch, SPEC, 0, 100) == width
+        results = zoo_scores.compute_raw_values(["test_width", "snip"], [arch], SPEC, 0, 100)
         assert results["test_width"][0].raw == width and results["snip"][0].ok
     finally:
         zoo.ZOO.unregister("test_width")

@@ -11,7 +11,7 @@ A genome's leaves are terminals. They come in sets, each one registered record
 * ``arch``: architecture-level scalars (parameter count, MACs, depth, width, heads, MLP
   ratio and their logarithms, :mod:`autoprox.spaces.descriptors`), the same in every block;
 * ``zoo``: hand-crafted proxies' values of each architecture (SNIP, NWOT, ZiCo, SynFlow,
-  grad-norm; :data:`autoprox.networks.zoo.ZOO_TERMINALS`), the same in every block, so that
+  grad-norm; :data:`autoprox.networks.zoo_scores.ZOO_TERMINALS`), the same in every block, so that
   a formula can combine a zoo proxy with the statistics.
 
 A set is of one of two kinds. A ``matrix`` set holds per-block statistics: the statistics
@@ -41,7 +41,7 @@ from autoprox.core.errors import GenomeError
 from autoprox.core.registry import Registry
 from autoprox.data.extras import extras_for
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES, InputSpec
-from autoprox.networks.zoo import ZOO_TERMINALS, zoo_terminal_table
+from autoprox.networks.zoo_scores import ZOO_TERMINALS, zoo_terminal_table
 from autoprox.spaces.descriptors import terminal_names, terminal_values
 
 __all__ = ["MATRIX", "PAPER_TERMINALS", "SCALAR", "TERMINAL_SETS", "TerminalSet", "TerminalSource",

@@ -20,7 +20,8 @@ from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
 from autoprox.genome.template import template_genes
 from autoprox.core.errors import GenomeError
 from autoprox.networks.statistics import InputSpec
-from autoprox.networks.zoo import NO_TEACHER_NOTE, ZOO, RawResult
+from autoprox.networks.zoo import ZOO
+from autoprox.networks.zoo_scores import NO_TEACHER_NOTE, RawResult
 from autoprox.proxies.recommended import is_recommended_name, resolve_recommended
 from autoprox.proxies.scorers import (
     ARCHITECTURE_PROXIES,

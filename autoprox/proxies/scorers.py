@@ -1,7 +1,7 @@
 """How each kind of proxy turns architectures into raw values: the one scoring core.
 
 A :class:`Scorer` gives, for one statistics seed and class count, one
-:class:`~autoprox.networks.zoo.RawResult` per architecture (a raw value or the reason it
+:class:`~autoprox.networks.zoo_scores.RawResult` per architecture (a raw value or the reason it
 failed, and the seconds it took), and turns the raw values of a ranked set into scores
 (:meth:`Scorer.set_scores`: the identity, except for set-level proxies such as TVT).
 Everything that scores a proxy goes through it: :meth:`autoprox.proxies.proxy.Proxy.score`
@@ -45,14 +45,8 @@ from autoprox.genome.tree import (
     score_architecture,
 )
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads
-from autoprox.networks.zoo import (
-    ZOO,
-    RawResult,
-    ZooProxy,
-    ZooScoreCache,
-    compute_raw_values,
-    computed_name,
-)
+from autoprox.networks.zoo import ZOO, ZooProxy
+from autoprox.networks.zoo_scores import RawResult, ZooScoreCache, compute_raw_values, computed_name
 from autoprox.spaces.architectures import (
     arch_to_config,
     count_macs,
