@@ -1,4 +1,4 @@
-"""Write the measured tables of docs/results.md (and README.md's headline) from the committed runs.
+"""Write the measured tables of docs/results.md, its appendices and README.md's headline from the committed runs.
 
 Usage:
     python benchmarks/docs_tables.py            # rewrite every table in place
@@ -319,7 +319,8 @@ def _per_space(function: Callable[[Runs, str], list[str]], space: str) -> Callab
     return lambda runs: function(runs, space)
 
 
-#: Table name -> (page, generator). Pages: "results" (docs/results.md) or "readme" (README.md).
+#: Table name -> (page, generator). Pages: "results" (docs/results.md or one of its appendices,
+#: docs/results-*.md) or "readme" (README.md).
 TABLES: dict[str, tuple[str, Callable[[Runs], list[str]]]] = {"headline": ("readme", headline_table)}
 for _space in SPACE_NAMES:
     TABLES[f"protocol-ablation-{_space}"] = ("results", _per_space(protocol_ablation_table, _space))
@@ -337,33 +338,47 @@ TABLES.update(_cross_tables())
 MARKER = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)<!-- /table:(?P=name) -->", re.S)
 
 
-def render(text: str, page: str, runs: Runs, source: Path) -> tuple[str, list[str]]:
-    """The page with every table of ``page`` regenerated, and the names of the tables that changed."""
-    found = [match.group("name") for match in MARKER.finditer(text)]
+def render(texts: dict[Path, str], page: str, runs: Runs) -> dict[Path, tuple[str, list[str]]]:
+    """Every file of ``page`` with its tables regenerated, and per file the names of the tables that changed.
+
+    A page is one file or several (the results page and its appendices): each of the page's tables
+    must appear exactly once in one of them, and no file may hold a table of another page.
+    """
+    found = {path: [match.group("name") for match in MARKER.finditer(text)] for path, text in texts.items()}
     wanted = [name for name, (where, _) in TABLES.items() if where == page]
-    unknown = [name for name in found if name not in wanted]
-    missing = [name for name in wanted if name not in found]
-    duplicated = sorted({name for name in found if found.count(name) > 1})
-    problems = ([f"unknown table {name!r}" for name in unknown] + [f"no markers for table {name!r}" for name in missing]
-                + [f"table {name!r} appears more than once" for name in duplicated])
+    everywhere = [name for names in found.values() for name in names]
+    problems = [f"{path}: unknown table {name!r}" for path, names in found.items() for name in names
+                if name not in wanted]
+    problems += [f"{' or '.join(map(str, texts))}: no markers for table {name!r}" for name in wanted
+                 if name not in everywhere]
+    problems += [f"table {name!r} appears more than once" for name in sorted(set(everywhere))
+                 if everywhere.count(name) > 1]
     if problems:
-        raise DocsTableError(f"{source}: " + "; ".join(problems))
-    changed = []
+        raise DocsTableError("; ".join(problems))
+    written = {}
+    for path, text in texts.items():
+        changed: list[str] = []
 
-    def replace(match: re.Match) -> str:
-        name = match.group("name")
-        body = "\n".join(TABLES[name][1](runs)) + "\n"
-        if body != match.group("body"):
-            changed.append(name)
-        return f"<!-- table:{name} -->\n{body}<!-- /table:{name} -->"
+        def replace(match: re.Match, changed: list[str] = changed) -> str:
+            name = match.group("name")
+            body = "\n".join(TABLES[name][1](runs)) + "\n"
+            if body != match.group("body"):
+                changed.append(name)
+            return f"<!-- table:{name} -->\n{body}<!-- /table:{name} -->"
 
-    return MARKER.sub(replace, text), changed
+        written[path] = (MARKER.sub(replace, text), changed)
+    return written
+
+
+def page_files(page: Path) -> list[Path]:
+    """A page and its appendices: ``docs/results.md`` and every ``docs/results-*.md`` beside it."""
+    return [page, *sorted(page.parent.glob(f"{page.stem}-*{page.suffix}"))]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table differs from the runs")
-    parser.add_argument("--docs", type=Path, default=REPO / "docs" / "results.md", help="the results page")
+    parser.add_argument("--docs", type=Path, default=REPO / "docs" / "results.md", help="the results page (its appendices, NAME-*.md beside it, are read too)")
     parser.add_argument("--readme", type=Path, default=REPO / "README.md", help="the front page (headline table)")
     parser.add_argument("--runs", type=Path, default=REPO / "runs", help="the committed runs")
     parser.add_argument("--tracked", action="store_true",
@@ -372,22 +387,24 @@ def main(argv: list[str] | None = None) -> int:
     runs = Runs(args.runs, tracked_only=args.tracked)
     stale = False
     try:
-        for page, path in (("results", args.docs), ("readme", args.readme)):
-            try:
-                text = path.read_text()
-            except FileNotFoundError:
-                raise DocsTableError(f"{path}: missing") from None
-            new_text, changed = render(text, page, runs, path)
-            if not changed:
-                continue
-            if args.check:
-                stale = True
-                print(f"{path}: stale tables: {', '.join(changed)}", file=sys.stderr)
-                sys.stderr.writelines(difflib.unified_diff(text.splitlines(True), new_text.splitlines(True),
-                                                           str(path), "from the runs", n=0))
-            else:
-                path.write_text(new_text)
-                print(f"{path}: rewrote {', '.join(changed)}")
+        for page, paths in (("results", page_files(args.docs)), ("readme", [args.readme])):
+            texts = {}
+            for path in paths:
+                try:
+                    texts[path] = path.read_text()
+                except FileNotFoundError:
+                    raise DocsTableError(f"{path}: missing") from None
+            for path, (new_text, changed) in render(texts, page, runs).items():
+                if not changed:
+                    continue
+                if args.check:
+                    stale = True
+                    print(f"{path}: stale tables: {', '.join(changed)}", file=sys.stderr)
+                    sys.stderr.writelines(difflib.unified_diff(texts[path].splitlines(True), new_text.splitlines(True),
+                                                               str(path), "from the runs", n=0))
+                else:
+                    path.write_text(new_text)
+                    print(f"{path}: rewrote {', '.join(changed)}")
     except DocsTableError as error:
         print(f"docs_tables: error: {error}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""The leave-one-space-out tables of docs/results.md ("Across spaces"), from the committed
+"""The leave-one-space-out tables of docs/results.md and its appendices ("Across spaces"), from the committed
 ``runs/leave-space-out/*/protocol.json`` files (``autoprox evaluate --leave-space-out``).
 
 Plain JSON and the standard library only, as :mod:`docs_tables`, which registers these tables.

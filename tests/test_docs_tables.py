@@ -230,3 +230,21 @@ def test_a_search_counts_once_scored_in_a_whole_or_a_trimmed_protocol(monkeypatc
     assert docs_tables_cross._scored({"genome": "g", "search_jcm": 0.5})  # trimmed
     assert not docs_tables_cross._scored({"scores": None, "genome": "g"})  # searched, not scored yet
     assert not docs_tables_cross._scored({"scores": None})
+
+
+def test_tables_may_live_in_an_appendix(synthetic):
+    """A results table moved to an appendix page (results-*.md beside results.md) is checked there, and only once."""
+    assert run_on(synthetic).returncode == 0
+    text = synthetic["results"].read_text()
+    block = re.search(r"<!-- table:vit-search -->\n.*?<!-- /table:vit-search -->\n", text, re.S).group()
+    appendix = synthetic["results"].parent / "results-appendix.md"
+    appendix.write_text("# Appendix\n\n" + block)
+    synthetic["results"].write_text(text.replace(block, ""))
+    assert run_on(synthetic, "--check").returncode == 0
+    altered = block.replace("scored", "scored!", 1) if "scored" in block else block.replace("|", "| x", 1)
+    appendix.write_text("# Appendix\n\n" + altered)
+    result = run_on(synthetic, "--check")
+    assert result.returncode == 1 and "results-appendix.md: stale tables: vit-search" in result.stderr
+    synthetic["results"].write_text(text)  # now in both pages
+    result = run_on(synthetic, "--check")
+    assert result.returncode == 2 and "table 'vit-search' appears more than once" in result.stderr
