@@ -58,13 +58,13 @@ def warning_lines(err: str) -> list[str]:
 
 
 @contextmanager
-def tmpfs(path: Path, size: str):
-    """A tmpfs of ``size`` mounted on ``path`` (a real file system that fills up); skipped where mounting is not
-    allowed."""
+def tmpfs(path: Path, size: str, read_only: bool = False):
+    """A tmpfs of ``size`` mounted on ``path`` (a real file system that fills up, or with ``read_only`` one no
+    file can be created in, root included); skipped where mounting is not allowed."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("a real full or read-only file system needs root to mount a tmpfs")
     path.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0777", "tmpfs", str(path)],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0777" + (",ro" if read_only else ""), "tmpfs", str(path)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")

@@ -31,6 +31,7 @@ from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
+from tests.commands import tmpfs
 from tests.conftest import REPO
 from tests.report_html import body_rows, header, parse_report
 
@@ -260,16 +261,8 @@ def read_only_folder(path: Path):
         finally:
             path.chmod(0o755)
         return
-    if shutil.which("mount") is None:
-        pytest.skip("a read-only folder for root needs mount (a read-only tmpfs)")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(path)], capture_output=True,
-                             text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a read-only tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with tmpfs(path, "1m", read_only=True):
         yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
 def test_a_read_only_out_is_one_line(small_run, capsys, tmp_path):

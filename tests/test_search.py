@@ -206,6 +206,34 @@ def _start(argv, env) -> subprocess.Popen:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
+def _stop_at_iteration(process: subprocess.Popen, out: Path, iteration: int) -> str:
+    """SIGTERM to ``process`` once the run in ``out`` has checkpointed ``iteration``; its stderr (killed if it hangs)."""
+    checkpoint = out / "checkpoint.json"
+    try:
+        _wait_for(lambda: checkpoint.is_file() and json.loads(checkpoint.read_text())["iteration"] >= iteration,
+                  process)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return stderr
+
+
+def _workers_once_computing(process: subprocess.Popen, cache: Path) -> set[int]:
+    """The processes under ``process`` seen until its first statistics entry is in ``cache``, and then."""
+    workers: set[int] = set()
+
+    def computing() -> bool:
+        workers.update(_descendants(process.pid))
+        return len(list(cache.rglob("*.npz"))) >= 1
+
+    _wait_for(computing, process)
+    workers.update(_descendants(process.pid))
+    return workers
+
+
 def _wait_for(condition, process, timeout=300) -> None:
     deadline = time.time() + timeout
     while not condition():
@@ -272,15 +300,7 @@ def test_sigterm_mid_search_stops_like_ctrl_c(af_small_file, session_cache, tmp_
     process = _start(["search", "--bench", af_small_file, "--out", out, "--batch-size", "2", "--workers", "1",
                       "--population", "4", "--iterations", "1000000", "--retry-cap", "3", "--search-fraction", "0.75",
                       "--quiet"], env)
-    try:
-        checkpoint = out / "checkpoint.json"
-        _wait_for(lambda: checkpoint.is_file() and json.loads(checkpoint.read_text())["iteration"] >= 2, process)
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    stderr = _stop_at_iteration(process, out, 2)
     assert process.returncode == 143, stderr
     assert "Traceback" not in stderr
     assert f"continue with: autoprox search --resume --out {out}" in stderr
@@ -301,13 +321,8 @@ def test_stopping_the_statistics_phase_gives_the_resume_hint_and_leaves_no_worke
     argv = ["search", "--bench", af_small_file, "--out", out, "--batch-size", "2", "--workers", "2", "--cache-dir",
             cache, "--population", "4", "--iterations", "2", "--retry-cap", "3", "--search-fraction", "0.75", "--quiet"]
     process = _start(argv, env)
-    workers: set[int] = set()
     try:
-        def computing() -> bool:
-            workers.update(_descendants(process.pid))
-            return len(list(cache.rglob("*.npz"))) >= 1
-        _wait_for(computing, process)
-        workers.update(_descendants(process.pid))
+        workers = _workers_once_computing(process, cache)
         process.send_signal(stop)
         _, stderr = process.communicate(timeout=120)
     finally:
@@ -333,13 +348,8 @@ def test_workers_of_a_killed_search_exit_with_it(af_small_file, tmp_path):
     cache = tmp_path / "cache"
     process = _start(["cache", "build", "--bench", af_small_file, "--batch-size", "2", "--workers", "2", "--cache-dir",
                       cache], dict(os.environ, PYTHONPATH=str(REPO)))
-    workers: set[int] = set()
     try:
-        def computing() -> bool:
-            workers.update(_descendants(process.pid))
-            return len(list(cache.rglob("*.npz"))) >= 1
-        _wait_for(computing, process)
-        workers.update(_descendants(process.pid))
+        workers = _workers_once_computing(process, cache)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
     finally:
@@ -407,23 +417,11 @@ def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_t
 
 @pytest.mark.slow
 def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_path, af_tiny_file):
-    import signal
-    import subprocess
-    import sys
-
     cache, out = tmp_path / "cache", tmp_path / "run"
-    env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     process = _start(small_search_argv(tmp_path, af_tiny_file, cache, "--iterations", "1000000", "--quiet",
                                    "--out", str(out)), env)
-    try:
-        checkpoint = out / "checkpoint.json"
-        _wait_for(lambda: checkpoint.is_file() and json.loads(checkpoint.read_text())["iteration"] >= 1, process)
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    stderr = _stop_at_iteration(process, out, 1)
     assert process.returncode == 143, stderr
     best = json.loads((out / "best.json").read_text())
     assert best["test"] == {"none": "not computed: the search was stopped before its end; resuming it computes them"}
