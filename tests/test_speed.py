@@ -315,7 +315,7 @@ def test_metadata_of_the_wrong_shape_is_a_corrupt_entry_not_a_type_error(af_smal
 def test_large_searches_memory_map_their_statistics_and_score_the_same(af_stats, af_small, session_cache, small_spec):
     """Above MAP_STATISTICS_ABOVE architectures a search memory-maps its statistics; the mapped
     statistics give bitwise the records the held ones give."""
-    from autoprox.search.multispace import MAP_STATISTICS_ABOVE, hold_mapped
+    from autoprox.search.space_evaluator import MAP_STATISTICS_ABOVE, hold_mapped
 
     assert not hold_mapped(100) and not hold_mapped(MAP_STATISTICS_ABOVE) and hold_mapped(MAP_STATISTICS_ABOVE + 1)
     assert hold_mapped(80, 3) and not hold_mapped(60, 3)  # sets, not architectures: seeds count

@@ -40,8 +40,8 @@ from autoprox.search.multispace import (
     check_searchable,
     multi_evaluator,
     open_context,
-    space_evaluator,
 )
+from autoprox.search.space_evaluator import space_evaluator
 from autoprox.search.rundir import (
     ARCHIVE,
     CHECKPOINT,

@@ -8,8 +8,9 @@ own space, never across spaces, and weighted by its benchmark's weight
 (``bench_weights``, by space name) times its target's (``weights``). Pairs are named
 ``SPACE/TARGET`` (``pit/c100_kd``) in every record, the hall of fame and ``best.json``.
 
-A single-space run never comes here: :func:`open_context` opens either kind from its
-``config.json`` (a list of benchmarks only when there are several).
+A single-space search's evaluator is :func:`autoprox.search.space_evaluator.space_evaluator`, which this
+module calls once per benchmark; :func:`open_context` opens either kind of run from its ``config.json``
+(a list of benchmarks only when there are several).
 """
 
 from __future__ import annotations
@@ -23,21 +24,17 @@ import numpy as np
 
 from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.errors import ConfigError, RunDirError
-from autoprox.core.parallel import DaskExecutor, Executor
-from autoprox.core.progress import Progress
+from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
-from autoprox.data.cache import build_cache, load_statistics
 from autoprox.data.entries import STATS_VERSION
 from autoprox.genome.tree import InvalidProxy, genome_to_string
 from autoprox.core.errors import GenomeError
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext, config_header
-from autoprox.search.evaluators import ShardedEvaluator, evaluator_class
-from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness, make_folds
-from autoprox.search.objectives import ObjectiveData, search_objective
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness
 from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.settings import SearchSettings
-from autoprox.search.shards import ShardedScorer
+from autoprox.search.space_evaluator import space_evaluator
 from autoprox.spaces.descriptors import (
     terminal_differences,
     terminal_meanings,
@@ -45,20 +42,6 @@ from autoprox.spaces.descriptors import (
 
 #: Between a space and a target in a pair's name.
 PAIR_SEPARATOR = "/"
-
-#: Above this many statistics sets (search architectures times the plan's seed and class-count
-#: sets) a search memory-maps its statistics instead of holding them (the same numbers; about
-#: 26 MB per AutoFormer set would otherwise be held, 13 GB at 500; below it holding them is the
-#: faster: 0.25 s against 0.33-0.40 s per genome at 60).
-MAP_STATISTICS_ABOVE = 200
-
-
-def hold_mapped(architectures: int, sets_per_architecture: int = 1) -> bool:
-    """Whether a search over ``architectures``, each with ``sets_per_architecture`` statistics sets
-    (seeds times class counts), memory-maps its statistics (:data:`MAP_STATISTICS_ABOVE`): three
-    seeds of 80 architectures hold as much as 240 architectures of one."""
-    return architectures * sets_per_architecture > MAP_STATISTICS_ABOVE
-
 
 def pair_name(space: str, target: str) -> str:
     """The name of a (benchmark, target) pair: ``pit/c100_kd``."""
@@ -365,40 +348,6 @@ class MultiFitnessEvaluator(MemoisedFitness):
         return merged
 
 
-def space_evaluator(context: RunContext, executor: Executor | None, quiet: bool
-                    ) -> tuple[FitnessEvaluator, dict | None]:
-    """The fitness of one benchmark's search part (its statistics built first, then held, memory-mapped
-    or sharded on a Dask cluster's workers), and the fitted base of an objective beyond one (None
-    otherwise): the settings' evaluator strategy (:mod:`autoprox.search.evaluators`) and objective
-    (:func:`autoprox.search.objectives.search_objective`) in one memo."""
-    settings, split, plan, cache = context.settings, context.split, context.plan, context.cache
-    search_archs = context.archs("search")
-    build_cache(cache, plan.requests(search_archs), workers=executor if executor is not None else settings.workers,
-                progress=None if quiet else Progress("statistics", every=15))
-    terminals = context.scalar_terminals(search_archs, executor, quiet)
-    folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
-    objective = search_objective(settings.fitness, folds, settings.cv_mode)
-    # The base of an objective beyond it: fitted per target on the search part, once per run.
-    fitness_choices, bases = context.fitness_bases() if objective.base is not None else (None, None)
-    data = ObjectiveData(context.accuracies("search"), tuple(context.targets), plan.target_classes,
-                         settings.weights, bases or {})
-    if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
-        scorer = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
-        evaluator = ShardedEvaluator(scorer, plan.keys(), len(search_archs))
-    else:
-        # Counted evaluation holds the statistics as code counts; the stored arrays, which only the
-        # genomes it does not cover read, are then memory-mapped rather than held a second time.
-        stats = load_statistics(cache, plan, search_archs, mapped=settings.evaluation == "counted"
-                                or hold_mapped(len(search_archs), len(plan.keys())))
-        evaluator = evaluator_class(settings.evaluation)(stats, terminals=terminals, kernels=settings.kernels,
-                                                             threads=max(1, settings.workers))
-    try:
-        return FitnessEvaluator(evaluator, data, objective), fitness_choices
-    except BaseException:
-        evaluator.close()
-        raise
-
-
 def check_searchable(settings: SearchSettings) -> None:
     """ConfigError when a multi-space search cannot run ``settings``: a fitness beyond a base (each space
     would need its own base; the leave-one-space-out protocol, whose searches each see one space, takes it)."""
@@ -422,4 +371,4 @@ def multi_evaluator(context: MultiRunContext, executor: Executor | None, quiet: 
 
 
 __all__ = ["MultiFitnessEvaluator", "MultiRunContext", "check_searchable", "open_context", "pair_name", "multi_evaluator",
-           "space_evaluator", "shared_default_targets", "check_terminals"]
+           "shared_default_targets", "check_terminals"]
