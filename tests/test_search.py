@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from autoprox.data.benchmark import load_benchmark
+from autoprox.reports.show import params_verdict
 from autoprox.search.engine import run_search
 from autoprox.core.errors import RunDirError
 from autoprox.search.rundir import LOCK, RunDirectory
@@ -396,8 +397,7 @@ def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_t
     assert code == 0
     best = json.loads((out / "best.json").read_text())
     mine, theirs = best["test"]["jcm"], best["params"]["test"]["jcm"]
-    verdict = f"the proxy beats it by {mine - theirs:.3f}" if mine > theirs else "the proxy does not beat it"
-    line = f"test JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
+    line = f"test JCM {mine:.3f} against the parameter count's {theirs:.3f}: {params_verdict(best).split(': ')[1]}"
     assert printed.splitlines()[-1] == line  # issue 32: the last line (it used to be followed by "written to")
     # issue 32: after the evolution's last line, the final report says what it scores (it used to be silent
     # while the test split's statistics were computed), each split with its progress line
@@ -413,6 +413,16 @@ def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_t
                              "--no-simplify")
     assert shown.splitlines()[1] == ("best.json: test JCM 0.172 against the parameter count's 0.283: "
                                      "the proxy does not beat it")
+
+
+@pytest.mark.parametrize("mine, theirs, verdict", [
+    (0.7712, 0.7709, "the proxy ties it (they differ by less than 0.0005)"),  # printed "beats it by 0.000" before
+    (0.7762, 0.7709, "the proxy beats it by 0.005"),
+    (0.172, 0.283, "the proxy does not beat it"),
+])
+def test_the_last_line_says_beats_ties_or_does_not_beat(mine, theirs, verdict):
+    report = {"test": {"jcm": mine}, "params": {"test": {"jcm": theirs}}}
+    assert params_verdict(report) == f"test JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
 
 
 @pytest.mark.slow

@@ -246,14 +246,16 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
 
 def params_verdict(report: Mapping) -> str | None:
     """One plain line: the proxy's JCM against the parameter count's on the test split (the search
-    split when the run has no test figures), and whether it beats it; None without figures."""
+    split when the run has no test figures), and whether it beats it (a difference that prints as 0.000 is a
+    tie); None without figures."""
     for part in ("test", "search"):
         proxy, params = report.get(part), (report.get("params") or {}).get(part)
         if not isinstance(proxy, Mapping) or not isinstance(params, Mapping):
             continue
         mine, theirs = proxy.get("jcm"), params.get("jcm")
         if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
-            verdict = (f"the proxy beats it by {mine - theirs:.3f}" if mine > theirs
+            verdict = ("the proxy ties it (they differ by less than 0.0005)" if abs(mine - theirs) < 0.0005
+                       else f"the proxy beats it by {mine - theirs:.3f}" if mine > theirs
                        else "the proxy does not beat it")
             return f"{part} JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
     return None
