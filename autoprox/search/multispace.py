@@ -133,7 +133,7 @@ class MultiRunContext:
                 raise ConfigError(f"the weight of benchmark {name} must be a finite number, at least 0; got {weight!r}")
         if not sum(settings.bench_weights.get(s, 1.0) for s in spaces) > 0:
             raise ConfigError("the benchmark weights must sum to a positive number")
-        check_terminals(settings, spaces)
+        check_arch_terminals_agree(settings, spaces)
         targets = settings.targets or shared_default_targets(loaded)
         parts = tuple(RunContext.from_settings(replace(settings, bench=path, bench_weights={}, targets=targets),
                                                bench=bench, measured_on=measured_on)
@@ -270,7 +270,7 @@ def shared_default_targets(benches: Sequence[Benchmark]) -> tuple[str, ...]:
     return shared
 
 
-def check_terminals(settings: SearchSettings, spaces: Sequence[str]) -> None:
+def check_arch_terminals_agree(settings: SearchSettings, spaces: Sequence[str]) -> None:
     """ConfigError when the genome space has architecture terminals and ``spaces`` define them differently."""
     if not settings.genome_space.arch_terminals:
         return
@@ -371,4 +371,4 @@ def multi_evaluator(context: MultiRunContext, executor: Executor | None, quiet: 
 
 
 __all__ = ["MultiFitnessEvaluator", "MultiRunContext", "check_searchable", "open_context", "pair_name", "multi_evaluator",
-           "shared_default_targets", "check_terminals"]
+           "shared_default_targets", "check_arch_terminals_agree"]
