@@ -248,8 +248,7 @@ class StatisticsCache:
         found = {extra: self._read(request, encoded, mapped, extra) for extra in (None, *request.extras)}
         if all(stats is not None for stats, _ in found.values()):
             return merge_blocks(*(stats for stats, _ in found.values()))
-        fresh = compute_statistics(request.arch, request.spec, request.seed, request.num_classes,
-                                   **{extra: True for extra in request.extras})
+        fresh = self._compute(request)
         loaded = []
         for extra, (stats, problem) in found.items():
             loaded.append(stats if stats is not None else self._store(request, extra, fresh, problem, encoded, mapped))
@@ -264,23 +263,23 @@ class StatisticsCache:
         missing = [extra for extra in (None, *request.extras) if not self.path(request, extra).is_file()]
         if not missing:
             return
-        fresh = compute_statistics(request.arch, request.spec, request.seed, request.num_classes,
-                                   **{extra: True for extra in request.extras})
+        fresh = self._compute(request)
         for extra in missing:
-            payload = encode_entry(fresh, self.key(request, extra), self.precision, extra)
-            try:
-                self._write(self.path(request, extra), payload)
-            except DiskFullError:
-                raise
-            except OSError as exc:  # read-only file system, no permission: the caller computes it in memory
-                self._warn_unwritable(exc, stacklevel=3)
-                return
+            if self._write_entry(request, extra, fresh, stacklevel=3) is not None:
+                return  # the cache cannot be written: the caller computes what it lacks in memory
 
-    def _store(self, request: StatsRequest, extra: str | None, fresh: Sequence[BlockStats], problem: str,
-               encoded: bool, mapped: bool) -> list[BlockStats]:
-        """Write one entry of ``fresh`` (replacing a damaged one, ``problem``) and read it back."""
-        key, path = self.key(request, extra), self.path(request, extra)
-        payload = encode_entry(fresh, key, self.precision, extra)
+    @staticmethod
+    def _compute(request: StatsRequest) -> list[BlockStats]:
+        """``request``'s statistics computed afresh: the eight and its extra sets, in one pass."""
+        return compute_statistics(request.arch, request.spec, request.seed, request.num_classes,
+                                  **{extra: True for extra in request.extras})
+
+    def _write_entry(self, request: StatsRequest, extra: str | None, fresh: Sequence[BlockStats], problem: str = "",
+                     stacklevel: int = 4) -> bytes | None:
+        """Encode one entry of ``fresh`` and write it (replacing a damaged one, ``problem``): None when written,
+        the encoded bytes when the cache cannot be written (said once, ``stacklevel`` frames up from here)."""
+        payload = encode_entry(fresh, self.key(request, extra), self.precision, extra)
+        path = self.path(request, extra)
         try:
             if problem:
                 path.unlink(missing_ok=True)
@@ -288,13 +287,21 @@ class StatisticsCache:
         except DiskFullError:
             raise
         except OSError as exc:  # read-only file system, no permission: keep going in memory
-            self._warn_unwritable(exc, problem, stacklevel=4)
-            return decode_entry(payload, key, encoded, extra=extra)
+            self._warn_unwritable(exc, problem, stacklevel=stacklevel + 1)
+            return payload
+        return None
+
+    def _store(self, request: StatsRequest, extra: str | None, fresh: Sequence[BlockStats], problem: str,
+               encoded: bool, mapped: bool) -> list[BlockStats]:
+        """Write one entry of ``fresh`` (replacing a damaged one, ``problem``) and read it back."""
+        unwritten = self._write_entry(request, extra, fresh, problem, stacklevel=4)
+        if unwritten is not None:
+            return decode_entry(unwritten, self.key(request, extra), encoded, extra=extra)
         if problem:
             warnings.warn(f"{problem}; recomputed", CacheWarning, stacklevel=3)
         stats = self._load_entry(request, extra, encoded, mapped, 3)
         if stats is None:  # pragma: no cover - only if the disk lies
-            raise CacheCorrupt(f"entry {path} unreadable right after writing")
+            raise CacheCorrupt(f"entry {self.path(request, extra)} unreadable right after writing")
         return stats
 
     def size_bytes(self, request: StatsRequest, extra: str | None = None) -> int:
