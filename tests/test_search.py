@@ -367,7 +367,7 @@ def test_the_search_split_is_computed_before_the_evolution_and_the_test_split_af
                                                                                    monkeypatch):
     """The issue saw a short search compute the test split's statistics before it started."""
     import autoprox.proxies.scorers as proxy_module
-    import autoprox.search.multispace as engine  # where the search builds its statistics
+    import autoprox.search.space_evaluator as engine  # where the search builds its statistics
     from autoprox.spaces.architectures import arch_key
 
     calls = []
