@@ -239,8 +239,27 @@ def test_the_search_commands_take_kernels():
     for command in ("search", "evaluate", "transfer"):
         args = parser.parse_args([command, "--space", "autoformer", "--kernels", "numpy"])
         assert args.kernels == "numpy"
-        assert parser.parse_args([command, "--space", "autoformer"]).kernels == "torch"
-    args = parser.parse_args(["search", "--space", "autoformer", "--kernels", "numpy"])
-    assert search_settings(args).kernels == "numpy"
+        assert parser.parse_args([command, "--space", "autoformer"]).kernels is None  # resolved with the evaluation
+    args = parser.parse_args(["search", "--space", "autoformer", "--kernels", "torch"])
+    assert search_settings(args).kernels == "torch"
     with pytest.raises(SystemExit):
         parser.parse_args(["search", "--space", "autoformer", "--kernels", "jax"])
+
+
+@pytest.mark.parametrize("argv, evaluation, kernels", [
+    (["search"], "counted", "numpy"),  # issue 32: the default search counts with NumPy's kernels
+    (["search", "--evaluation", "exact"], "exact", "torch"),  # bitwise the committed runs
+    (["search", "--cache-precision", "float32"], "exact", "torch"),  # counted cannot run: exact, torch's
+    (["search", "--evaluation", "exact", "--kernels", "numpy"], "exact", "numpy"),
+    (["evaluate"], "exact", "torch"),  # evaluate and transfer keep the committed studies' defaults
+    (["evaluate", "--evaluation", "counted"], "counted", "numpy"),
+    (["transfer"], "exact", "torch"),
+])
+def test_counted_evaluation_takes_numpy_kernels_unless_told(argv, evaluation, kernels):
+    from autoprox.cli.main import build_parser
+    from autoprox.cli.options import search_settings
+
+    args = build_parser().parse_args([*argv, "--space", "autoformer"])
+    settings = search_settings(args, evaluation="counted" if argv[0] == "search" else "exact")
+    assert (settings.evaluation, settings.kernels) == (evaluation, kernels)
+    assert settings.to_json().get("kernels", "torch") == kernels  # recorded unless torch's, the reading default

@@ -256,9 +256,11 @@ SEARCH_OPTIONS: list[Option] = [
     Option("quiet", False, "no progress output", flag=True, session=True),
     Option("report", False, "write report.html (autoprox report) into the run directory at the end, and while it "
            "runs at checkpoints at most every 30 seconds", flag=True, session=True, commands=frozenset({"search"})),
-    Option("kernels", DEFAULT_KERNELS, "kernels genomes are evaluated with: torch (default, bitwise the committed "
-           "runs) or numpy (NumPy's tanh, exp and log, faster on this torch build; scores equal to a few float32 "
-           "ulps, relative 1e-6 or less; docs/manual.md)", text(), choices=tuple(KERNEL_SETS), setting="kernels"),
+    Option("kernels", None, "kernels genomes are evaluated with: numpy (the default with counted evaluation: "
+           "NumPy's tanh, exp, log and mish, faster on torch's CPU builds; scores equal to a few float32 ulps, "
+           "relative 1e-6 or less, the same proxy on the default search) or torch (the default with exact "
+           "evaluation; bitwise the committed runs; docs/manual.md)", text(), choices=tuple(KERNEL_SETS),
+           setting="kernels"),
     Option("evaluation", None, "how genomes are evaluated: counted (search's default where it applies: once per "
            "distinct stored float16 value for all blocks at once, the exact path for what it does not cover; scores "
            "equal to float32 rounding, the same proxy as exact on the default search, twice as fast) or exact (entry "
@@ -425,7 +427,20 @@ def resolve_evaluation(values: Mapping[str, Any], default: str = SEARCH_EVALUATI
     return DEFAULT_EVALUATION
 
 
-__all__ = ["OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS", "STATS_COMMANDS",
-           "bench_of", "check_cpu_only", "genome_options", "genome_space_of", "option_values",
+#: The kernels counted evaluation uses when none are given: it is equal to float32 rounding, not bitwise, in any
+#: case, and NumPy's element-wise kernels cut the default search's evolution by about a quarter (issue 32).
+COUNTED_KERNELS = "numpy"
+
+
+def resolve_kernels(values: Mapping[str, Any], evaluation: str) -> str:
+    """The kernel set the options ask for: the one given, else :data:`COUNTED_KERNELS` under counted evaluation
+    and torch's (bitwise the committed runs) under exact evaluation."""
+    if values.get("kernels") is not None:
+        return values["kernels"]
+    return COUNTED_KERNELS if evaluation == "counted" else DEFAULT_KERNELS
+
+
+__all__ = ["COUNTED_KERNELS", "OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS",
+           "STATS_COMMANDS", "bench_of", "check_cpu_only", "genome_options", "genome_space_of", "option_values",
            "options_for", "register_option", "register_space_files", "released_bench", "resolve_evaluation",
-           "seed_genomes", "setting_options", "unregister_option"]
+           "resolve_kernels", "seed_genomes", "setting_options", "unregister_option"]

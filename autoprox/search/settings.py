@@ -28,6 +28,7 @@ from autoprox.search.options import (
     genome_options,
     genome_space_of,
     resolve_evaluation,
+    resolve_kernels,
     setting_options,
 )
 from autoprox.search.rundir import RunDirectory
@@ -209,12 +210,14 @@ def _check_types(data: Mapping) -> None:
 def settings_from_options(values: Mapping[str, Any], evaluation: str = SEARCH_EVALUATION) -> SearchSettings:
     """The :class:`SearchSettings` of a new search from the options' values
     (:func:`~autoprox.search.options.option_values`); ``evaluation``: the evaluation when none is given, where it
-    applies (:func:`~autoprox.search.options.resolve_evaluation`; ``evaluate`` and ``transfer`` keep exact)."""
+    applies (:func:`~autoprox.search.options.resolve_evaluation`; ``evaluate`` and ``transfer`` keep exact), and the
+    kernels that go with it (:func:`~autoprox.search.options.resolve_kernels`)."""
     check_cpu_only(values.get("device", "cpu"), "search")
     bench = bench_of(values)
     if values["bench_weights"] and isinstance(bench, str):
         raise ConfigError("--bench-weights weighs several benchmarks; give --space or --bench more than once")
-    values = {**values, "evaluation": resolve_evaluation(values, evaluation)}
+    evaluation = resolve_evaluation(values, evaluation)
+    values = {**values, "evaluation": evaluation, "kernels": resolve_kernels(values, evaluation)}
     chosen: dict[str, Any] = {"bench": bench, "genome": genome_space_of(values).to_json()}
     evolution: dict[str, Any] = {}
     options: dict[str, Any] = {}
