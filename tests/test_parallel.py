@@ -77,12 +77,12 @@ def test_local_cluster_runs_tasks_on_two_worker_processes(cluster_executor):
 
 
 def test_statistics_computed_on_the_cluster_equal_local_ones(cluster_executor, af_small, small_spec, tmp_path):
-    from autoprox.data.cache import _compute_into_cache
+    from autoprox.data.cache import compute_into_cache
     from autoprox.spaces.architectures import arch_to_config
 
     archs = list(af_small.archs[:3])
     jobs = [(str(tmp_path / "dask"), "float16", a.space, arch_to_config(a), small_spec.to_json(), 0, 100) for a in archs]
-    assert len(cluster_executor.run(_compute_into_cache, jobs)) == 3
+    assert len(cluster_executor.run(compute_into_cache, jobs)) == 3
     local = StatisticsCache(tmp_path / "local")
     remote = StatisticsCache(tmp_path / "dask")
     for arch in archs:

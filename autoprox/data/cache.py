@@ -309,7 +309,7 @@ class StatisticsCache:
         return self.path(request, extra).stat().st_size
 
 
-def _compute_into_cache(root: str, precision: str, space: str, config: dict, spec: dict,
+def compute_into_cache(root: str, precision: str, space: str, config: dict, spec: dict,
                         seed: int, num_classes: int, extras: Sequence[str] = ()) -> tuple[float, list[str]]:
     """Worker body for :func:`build_cache` (plain arguments so it crosses processes cheaply).
 
@@ -325,6 +325,14 @@ def _compute_into_cache(root: str, precision: str, space: str, config: dict, spe
     return time.perf_counter() - start, [str(w.message) for w in caught]
 
 
+def request_job(cache: StatisticsCache, request: StatsRequest) -> tuple:
+    """The plain arguments of :func:`compute_into_cache` that compute ``request``'s entry into ``cache``."""
+    from autoprox.spaces.architectures import arch_to_config
+
+    return (str(cache.root), cache.precision, request.arch.space, arch_to_config(request.arch), request.spec.to_json(),
+            request.seed, request.num_classes, list(request.extras))
+
+
 def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], workers: int | Executor = 1,
                 progress: Callable[[int, int], None] | None = None) -> dict:
     """Compute every missing entry of ``requests`` in parallel: ``workers`` local processes, or
@@ -336,8 +344,6 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
     alone (one warning): what it lacks is computed in memory where it is used. Returns
     counts and timings.
     """
-    from autoprox.spaces.architectures import arch_to_config
-
     missing = [r for r in requests if not cache.contains(r)]
     done = len(requests) - len(missing)
     if progress:
@@ -346,10 +352,9 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
     if missing and not cache.writable(missing[0].arch.space):
         return {"requests": len(requests), "computed": 0, "seconds": seconds, "unwritable": cache.unwritable}
     if missing:
-        jobs = [(str(cache.root), cache.precision, r.arch.space, arch_to_config(r.arch), r.spec.to_json(), r.seed,
-                 r.num_classes, list(r.extras)) for r in missing]
+        jobs = [request_job(cache, r) for r in missing]
         try:
-            for elapsed, caught in as_executor(workers).run_unordered(_compute_into_cache, jobs):
+            for elapsed, caught in as_executor(workers).run_unordered(compute_into_cache, jobs):
                 for message in dict.fromkeys(caught):
                     warnings.warn(message, CacheWarning, stacklevel=2)
                 seconds.append(elapsed)
@@ -357,7 +362,7 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
                 if progress:
                     progress(done, len(requests))
         except BaseException as exc:
-            _remove_partial_writes(cache, missing)
+            remove_partial_writes(cache, missing)
             if isinstance(exc, DiskFullError):
                 raise DiskFullError(f"{exc} ({len(seconds)} entries written by this command before it filled)") \
                     from None
@@ -365,7 +370,7 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
     return {"requests": len(requests), "computed": len(missing), "seconds": seconds}
 
 
-def _remove_partial_writes(cache: StatisticsCache, requests: Sequence[StatsRequest]) -> None:
+def remove_partial_writes(cache: StatisticsCache, requests: Sequence[StatsRequest]) -> None:
     """The temporary files of ``requests``' entries that workers stopped mid-write left beside them
     (:func:`~autoprox.core.atomic.atomic_open` names them ``.ENTRY.npz.*.tmp``): when one task fails,
     the local executor ends the other workers, and a worker ended while writing cannot remove its own."""

@@ -18,6 +18,7 @@ from autoprox.core.errors import ConfigError, DiskFullError, GenomeError, RunDir
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
 from autoprox.data.cache import StatisticsCache
+from autoprox.data.prefetch import Prefetch
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.networks.statistics import torch_threads
 from autoprox.proxies.proxy import Proxy
@@ -68,7 +69,8 @@ TEST_DEFERRED = "not computed: the search was stopped before its end; resuming i
 
 
 def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None,
-                fitness_choices: dict | None = None, test_figures: bool = True, quiet: bool = True) -> dict:
+                fitness_choices: dict | None = None, test_figures: bool = True, quiet: bool = True,
+                prefetch: Prefetch | None = None) -> dict:
     """``best.json``: the genome, its figures on both splits, and the parameter count's beside them.
 
     The figures are the plain ones (Kendall, JCM) whatever the fitness; with another fitness,
@@ -77,7 +79,8 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
     its test figures; without ``test_figures`` (a search stopped by a signal, which must stop at
     once) they are left for its resume to compute (:data:`TEST_DEFERRED`). Unless ``quiet``, each split
     says on stderr that it is being scored, with a progress line while its statistics are computed or read
-    (the test split's are computed here, after the evolution).
+    (the test split's are computed here, after the evolution, or waited for from ``prefetch``, which computes
+    them during the evolution: :func:`prefetch_test_split`).
     """
     settings, run = context.settings, context.run
     proxy = Proxy(record.genome, parse_genome(record.genome))
@@ -88,9 +91,11 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
     scores = {"test": InvalidProxy(absent)}
     for part in parts:
         _log(f"final report: the best proxy on the {part} split ({len(context.indices(part))} architectures)", quiet)
+        progress = None if quiet else Progress(f"{part} split statistics", every=15)
+        if part == "test" and prefetch is not None:
+            prefetch.wait(progress)
         try:
-            scores[part] = context.score(proxy, part, workers=executor,
-                                         progress=None if quiet else Progress(f"{part} split statistics", every=15))
+            scores[part] = context.score(proxy, part, workers=executor, progress=progress)
         except InvalidProxy as exc:
             scores[part] = InvalidProxy(str(exc))
 
@@ -308,19 +313,34 @@ def _search(context: RunContext | MultiRunContext, resume: bool, stop_after: int
     else:
         evaluator, fitness_choices = space_evaluator(context, executor, quiet)
     try:
-        if evaluator.counted is not None:
-            seconds = evaluator.prepare()
-            _log(f"counted evaluation: statistics counted in {seconds:.1f} s "
-                 f"({sum(b.nbytes for b in evaluator.counted.values()) / 1e6:.0f} MB)", quiet)
-        return _evolve(context, evaluator, resume, stop_after, quiet, hint, executor, fitness_choices, digest,
-                       on_checkpoint)
+        with prefetch_test_split(context, executor).start() as prefetch:
+            if prefetch.started:
+                _log(f"test split statistics: {len(prefetch.missing)} to compute, in one background process "
+                     "during the evolution", quiet)
+            if evaluator.counted is not None:
+                seconds = evaluator.prepare()
+                _log(f"counted evaluation: statistics counted in {seconds:.1f} s "
+                     f"({sum(b.nbytes for b in evaluator.counted.values()) / 1e6:.0f} MB)", quiet)
+            return _evolve(context, evaluator, resume, stop_after, quiet, hint, executor, fitness_choices, digest,
+                           on_checkpoint, prefetch)
     finally:
         evaluator.close()
 
 
+def prefetch_test_split(context: RunContext | MultiRunContext, executor: Executor | None) -> Prefetch:
+    """The test split's statistics to compute during the evolution (:class:`~autoprox.data.prefetch.Prefetch`):
+    for a search of one space with a test split, on this machine (not ``--scheduler``), with ``--workers`` 2
+    or more (one worker asks for one process at a time). Otherwise an empty prefetch, which starts nothing:
+    the final report computes them, as before."""
+    if (isinstance(context, MultiRunContext) or not context.split.test or context.settings.workers < 2
+            or isinstance(executor, DaskExecutor)):
+        return Prefetch(context.cache, [])
+    return Prefetch(context.cache, context.plan.requests(context.archs("test")))
+
+
 def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop_after: int | None, quiet: bool,
             hint: str, executor: Executor | None, fitness_choices, digest: dict,
-            on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
+            on_checkpoint: Callable[[RunDirectory], None] | None = None, prefetch: Prefetch | None = None) -> dict:
     """The evolution of :func:`_search` on its evaluator, then the report."""
     run, settings = context.run, context.settings
     space = settings.genome_space
@@ -395,7 +415,7 @@ def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop
     best = state.overall_best(evo.parsimony)
     # a signal must stop the search at once: the test split's figures wait for its resume
     report = best_report(best, context, state.iteration, executor, fitness_choices, test_figures=not signalled,
-                         quiet=quiet)
+                         quiet=quiet, prefetch=prefetch)
     report["finished"] = not interrupted
     if not interrupted and state.iteration < evo.iterations:
         report["stopped_early"] = {"iteration": state.iteration, "patience": evo.patience}

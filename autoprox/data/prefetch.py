@@ -1,0 +1,125 @@
+"""Statistics computed ahead, in one background process: a search's test split during its evolution.
+
+A search reads its test split's statistics only for its final report. Computed then, they add
+their whole time after the evolution's last line (0:40 of the default search on a 2-core
+machine). The evolution leaves part of the second core idle (its two scoring threads hold
+Python's lock in turn), so one background process at a lower priority (``nice`` 10) computes
+them meanwhile, in what the evolution leaves, and the final report only waits for what is not
+done yet.
+
+A prefetch computes nothing the search would not compute anyway, with the same function as
+:func:`~autoprox.data.cache.build_cache`'s workers (so the entries are the same), and it
+decides nothing: the final report still asks the cache for every entry, and computes there,
+with the usual errors, anything the prefetch did not write (a task that failed, a cache that
+cannot be written). Stopped (a signal, an error, a search stopped early), it ends its process
+and removes what that process had half written.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Callable, Sequence
+
+from autoprox.core.parallel import local_worker_setup
+from autoprox.data.cache import CacheWarning, StatisticsCache, StatsRequest, compute_into_cache, \
+    remove_partial_writes, request_job
+
+#: The background process's niceness: the evolution it runs beside keeps the cores it uses.
+BACKGROUND_NICENESS = 10
+
+
+def background_worker_setup(parent: int, niceness: int) -> None:
+    """Initializer of the background process: a local worker's (:func:`~autoprox.core.parallel.local_worker_setup`,
+    so it ends with the search that started it) at ``niceness``."""
+    local_worker_setup(parent)
+    try:
+        os.nice(niceness)
+    except OSError:  # not allowed here: it runs at the search's priority
+        pass
+
+
+class Prefetch:
+    """The entries of ``requests`` that ``cache`` lacks, computed in one background process from :meth:`start`.
+
+    Parameters
+    ----------
+    cache : StatisticsCache
+        Where the entries go (and where the final report reads them).
+    requests : sequence of StatsRequest
+        What the final report will read; the entries already cached are left alone.
+    niceness : int
+        The background process's ``nice`` increment.
+    """
+
+    def __init__(self, cache: StatisticsCache, requests: Sequence[StatsRequest],
+                 niceness: int = BACKGROUND_NICENESS) -> None:
+        self.cache = cache
+        self.total = len(requests)
+        self.missing = [r for r in requests if not cache.contains(r)]
+        self.niceness = niceness
+        self._executor = None
+        self._futures: list = []
+
+    @property
+    def started(self) -> bool:
+        """Whether a background process was started (nothing was missing, or the cache cannot be written)."""
+        return self._executor is not None
+
+    def start(self) -> "Prefetch":
+        """Start the background process on the missing entries; nothing when none is missing or the cache
+        cannot be written (the final report then computes, or says why it cannot, as before)."""
+        if not self.missing or not self.cache.writable(self.missing[0].arch.space, warn=False):
+            return self
+        from joblib.externals.loky.process_executor import ProcessPoolExecutor
+
+        self._executor = ProcessPoolExecutor(max_workers=1, initializer=background_worker_setup,
+                                             initargs=(os.getpid(), self.niceness))
+        self._futures = [self._executor.submit(compute_into_cache, *request_job(self.cache, request))
+                         for request in self.missing]
+        return self
+
+    def wait(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Wait for the background process to finish its entries, ``progress(done, total)`` as each does
+        (counting the entries cached before, as :func:`~autoprox.data.cache.build_cache` counts them; never
+        the last call, which the final report's own progress line makes). Returns how many it wrote.
+
+        Its warnings are raised here; a task that failed is left to the final report, which computes its
+        entry again and raises the error there, where it belongs.
+        """
+        if not self.started:
+            return 0
+        from concurrent.futures import as_completed
+
+        written = 0
+        done = self.total - len(self._futures)
+        try:
+            for future in as_completed(self._futures):
+                done += 1
+                if future.exception() is None:
+                    written += 1
+                    for message in dict.fromkeys(future.result()[1]):
+                        warnings.warn(message, CacheWarning, stacklevel=2)
+                if progress is not None and done < self.total:
+                    progress(done, self.total)
+        finally:
+            self.stop()
+        return written
+
+    def stop(self) -> None:
+        """End the background process now, tasks not yet run dropped, and remove what it had half written."""
+        if self._executor is None:
+            return
+        executor, self._executor = self._executor, None
+        unfinished = any(not future.done() for future in self._futures)
+        for future in self._futures:
+            future.cancel()
+        executor.shutdown(wait=True, kill_workers=unfinished)
+        if unfinished:
+            remove_partial_writes(self.cache, self.missing)
+
+    def __enter__(self) -> "Prefetch":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
