@@ -44,15 +44,15 @@ class Prefetch:
 
     Parameters
     ----------
-    cache : StatisticsCache
-        Where the entries go (and where the final report reads them).
+    cache : StatisticsCache or None
+        Where the entries go (and where the final report reads them); None only with no requests.
     requests : sequence of StatsRequest
         What the final report will read; the entries already cached are left alone.
     niceness : int
         The background process's ``nice`` increment.
     """
 
-    def __init__(self, cache: StatisticsCache, requests: Sequence[StatsRequest],
+    def __init__(self, cache: StatisticsCache | None, requests: Sequence[StatsRequest],
                  niceness: int = BACKGROUND_NICENESS) -> None:
         self.cache = cache
         self.total = len(requests)
@@ -60,6 +60,11 @@ class Prefetch:
         self.niceness = niceness
         self._executor = None
         self._futures: list = []
+
+    @classmethod
+    def nothing(cls) -> "Prefetch":
+        """A prefetch of no entries: it starts nothing, and the final report computes them as before."""
+        return cls(None, [])
 
     @property
     def started(self) -> bool:

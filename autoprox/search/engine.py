@@ -330,11 +330,11 @@ def _search(context: RunContext | MultiRunContext, resume: bool, stop_after: int
 def prefetch_test_split(context: RunContext | MultiRunContext, executor: Executor | None) -> Prefetch:
     """The test split's statistics to compute during the evolution (:class:`~autoprox.data.prefetch.Prefetch`):
     for a search of one space with a test split, on this machine (not ``--scheduler``), with ``--workers`` 2
-    or more (one worker asks for one process at a time). Otherwise an empty prefetch, which starts nothing:
+    or more (one worker asks for one process at a time). Otherwise :meth:`~autoprox.data.prefetch.Prefetch.nothing`:
     the final report computes them, as before."""
     if (isinstance(context, MultiRunContext) or not context.split.test or context.settings.workers < 2
             or isinstance(executor, DaskExecutor)):
-        return Prefetch(context.cache, [])
+        return Prefetch.nothing()
     return Prefetch(context.cache, context.plan.requests(context.archs("test")))
 
 
