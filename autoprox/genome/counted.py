@@ -36,6 +36,7 @@ import torch
 from deap import gp
 
 from autoprox.data.counts import CountedStatistic, count_statistic, stored_float16
+from autoprox.genome.counted_rules import KEEP_CENTRED, LINEAR_UNDER_MEAN, structural_obstacle
 from autoprox.genome.tree import (
     TEMPLATE_REDUCTION,
     Scalar,
@@ -50,9 +51,6 @@ from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES
 
 #: Largest finite float32: below it, no partial sum of either form overflows.
 FLOAT32_MAX = 3.4028234663852886e38
-#: Operations whose mean can be taken of the operands first: a sum or difference (of two
-#: matrices of one shape, or a matrix and a scalar), a product of a matrix and a scalar.
-LINEAR_UNDER_MEAN = ("element_wise_sum", "element_wise_difference", "element_wise_product")
 #: A product whose largest entry is below this (in magnitude) is computed the exact way:
 #: its entries may fall under float32's normal range, where they lose precision.
 TINY_PRODUCT = 2.0 ** -100
@@ -120,8 +118,6 @@ class Pending:
     right: object
 
 
-#: Element-wise operations after which a normalized matrix still has a mean of zero but for rounding.
-KEEP_CENTRED = frozenset({"no_op", "element_wise_revert"})
 #: The forms a matrix value takes here.
 MATRICES = (Tabled, Blockwise)
 #: Operations whose matrix form is element-wise (a function of each entry alone).
@@ -444,6 +440,9 @@ def counted_block_values(tree: gp.PrimitiveTree, counted: CountedBlocks,
     """
     if uses_scalar_terminals(tree) and terminals is None:
         raise NotCounted("architecture terminals without their values")
+    obstacle = structural_obstacle(tree)
+    if obstacle is not None:  # known from the tree alone: spare the walk what it would compute before it
+        raise NotCounted(obstacle)
     walk = _Walk(tree, counted, terminals, kernels if kernels is not None else kernel_map())
     value, _ = walk.evaluate(1)
     if not isinstance(value, torch.Tensor) or value.dim() != 1 or len(value) != counted.blocks:
