@@ -5,6 +5,7 @@ it is stopped, and the same search."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -28,6 +29,9 @@ def test_a_prefetch_writes_the_entries_a_plain_cache_computes(af_small, small_sp
     progress = []
     with Prefetch(cache, requests).start() as prefetch:
         assert prefetch.started and prefetch.missing == requests[1:]
+        deadline = time.monotonic() + 300
+        while prefetch.remaining and time.monotonic() < deadline:  # as during an evolution: it ends first
+            time.sleep(0.2)
         assert prefetch.wait(lambda done, total: progress.append((done, total))) == 2
     assert progress == [(2, 3)]  # the last call (3, 3) is left to the final report's own progress line
     plain = StatisticsCache(tmp_path / "plain")
@@ -52,14 +56,33 @@ def test_a_stopped_prefetch_ends_its_process_and_leaves_no_partial_entry(af_smal
     cache = StatisticsCache(tmp_path / "cache")
     prefetch = Prefetch(cache, requests).start()
     executor = prefetch._executor
+    processes = list(executor._processes.values())
     prefetch.stop()
     assert not prefetch.started
-    assert all(not process.is_alive() for process in executor._processes.values())
+    deadline = time.monotonic() + 30  # killed at once; reaped within moments
+    while any(process.is_alive() for process in processes) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes and not any(process.is_alive() for process in processes)
     assert _leftovers(tmp_path / "cache") == []
     written = [r for r in requests if cache.contains(r)]
     assert len(written) < len(requests)  # stopped before its end: the rest was dropped
     for request in written:  # what it finished is whole
         assert cache.load(request) is not None
+
+
+def test_the_final_report_computes_what_the_background_process_has_not_started(af_small, small_spec, tmp_path):
+    """A search that ends before its prefetch (a short one): waiting drops the tasks not started, which the
+    final report computes with all its workers rather than one background process."""
+    from autoprox.data.cache import build_cache
+
+    requests = [StatsRequest(arch, small_spec, 0, 100) for arch in af_small.archs]
+    cache = StatisticsCache(tmp_path / "cache")
+    prefetch = Prefetch(cache, requests).start()
+    written = prefetch.wait()
+    assert not prefetch.started and written < len(requests)
+    assert sum(cache.contains(r) for r in requests) == written
+    assert build_cache(cache, requests, workers=2)["computed"] == len(requests) - written
+    assert _leftovers(tmp_path / "cache") == []
 
 
 @pytest.mark.slow

@@ -71,6 +71,11 @@ class Prefetch:
         """Whether a background process was started (nothing was missing, or the cache cannot be written)."""
         return self._executor is not None
 
+    @property
+    def remaining(self) -> int:
+        """How many of its tasks have not ended yet."""
+        return sum(not future.done() for future in self._futures)
+
     def start(self) -> "Prefetch":
         """Start the background process on the missing entries; nothing when none is missing or the cache
         cannot be written (the final report then computes, or says why it cannot, as before)."""
@@ -85,9 +90,11 @@ class Prefetch:
         return self
 
     def wait(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Wait for the background process to finish its entries, ``progress(done, total)`` as each does
-        (counting the entries cached before, as :func:`~autoprox.data.cache.build_cache` counts them; never
-        the last call, which the final report's own progress line makes). Returns how many it wrote.
+        """Finish: the tasks the background process has not started are dropped (the final report computes
+        them with all its workers, faster than one process), and the ones it has are waited for,
+        ``progress(done, total)`` as each ends (counting the entries cached before, as
+        :func:`~autoprox.data.cache.build_cache` counts them; never the last call, which the final
+        report's own progress line makes). Returns how many entries it wrote.
 
         Its warnings are raised here; a task that failed is left to the final report, which computes its
         entry again and raises the error there, where it belongs.
@@ -97,9 +104,11 @@ class Prefetch:
         from concurrent.futures import as_completed
 
         written = 0
+        for future in self._futures:
+            future.cancel()  # False for a task that runs or has ended
         done = self.total - len(self._futures)
         try:
-            for future in as_completed(self._futures):
+            for future in as_completed(f for f in self._futures if not f.cancelled()):
                 done += 1
                 if future.exception() is None:
                     written += 1
