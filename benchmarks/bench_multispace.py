@@ -28,7 +28,7 @@ from common import machine  # noqa: E402
 from autoprox.data.benchmark import default_bench_path  # noqa: E402
 from autoprox.genome.space import GenomeSpace
 from autoprox.search.evolution import random_genome  # noqa: E402
-from autoprox.search.multispace import MultiRunContext, multi_evaluator  # noqa: E402
+from autoprox.search.multispace import MultiRunContext  # noqa: E402
 from autoprox.search.settings import SearchSettings  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def main() -> None:
     settings = SearchSettings(bench=(str(default_bench_path("autoformer")), str(default_bench_path("pit"))),
                               evaluation=args.evaluation)
     context = MultiRunContext.from_settings(settings)
-    multi = multi_evaluator(context, None, quiet=True)
+    multi = context.fitness_evaluator(None, quiet=True)[0]
     multi.prepare()
     sizes = {p.bench.space: len(p.split.search) for p in context.parts}
     rng = random.Random(args.seed)

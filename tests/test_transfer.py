@@ -23,7 +23,8 @@ from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.rundir import RunDirectory
 from autoprox.core.errors import RunDirError
-from autoprox.search.settings import SearchSettings, stats_plan
+from autoprox.search.context import stats_plan
+from autoprox.search.settings import SearchSettings
 
 pytestmark = pytest.mark.slow
 

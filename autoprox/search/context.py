@@ -6,7 +6,9 @@ the benchmark, the targets, the search/test split, the statistics plan and the c
 and it scores a proxy on a part of the split and computes its figures. Everything that
 works on a run (the search itself, transfer studies, ``show``, ``curves``, ``export``'s
 formula check, the benchmark scripts) goes through it, so they cannot disagree on how a
-run is read.
+run is read. A new search asks it for its checks (:meth:`RunContext.check_start`) and for the
+fitness of its search part (:meth:`RunContext.fitness_evaluator`), so that the search reads its
+settings here, where the context was made from them, and not again after.
 
 A run records its benchmark portably: a file found in the usual places
 (:func:`autoprox.data.benchmark.bench_search_dirs`) is recorded by its file name and
@@ -26,7 +28,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox import __version__
-from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
+from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError, RunDirError
+from autoprox.core.parallel import Executor
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import (
     Benchmark,
@@ -39,12 +42,15 @@ from autoprox.data.benchmark import (
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.data.entries import STATS_VERSION
 from autoprox.genome.terminals import TerminalSource, computed_sets, terminal_table
-from autoprox.genome.tree import InvalidProxy
+from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.figures import beyond_size, figures
 from autoprox.proxies.proxy import Proxy, score_archs
+from autoprox.search.fitness import FitnessEvaluator, make_folds
+from autoprox.search.objectives import ObjectiveData, search_objective
 from autoprox.search.rundir import CONFIG, RunDirectory
-from autoprox.search.settings import SearchSettings, stats_plan
+from autoprox.search.settings import SearchSettings
+from autoprox.search.space_evaluator import build_search_statistics, space_evaluator
 from autoprox.spaces.descriptors import descriptor_columns
 
 #: How messages name the parts of a benchmark a run names.
@@ -169,6 +175,49 @@ class RunContext:
             "stats": self.plan.to_json() | {"version": STATS_VERSION, "precision": self.cache.precision},
         }
 
+    def check_start(self) -> None:
+        """Every refusal a new search makes of its settings, made before its run directory is written or any
+        statistics are computed: a refused start leaves no ``config.json`` behind it (which would refuse the
+        corrected command as a run already there, and a resume of it as another search).
+
+        The seed proxies must lie in the genome space; the computed terminal sets must be readable with the
+        statistics plan (:meth:`check_terminal_sets`); cross-validation folds must fit the search part.
+        """
+        settings = self.settings
+        space = settings.genome_space
+        for text in settings.seed_proxies:
+            if not space.contains(parse_genome(text)):
+                raise GenomeError(f"seed proxy {text} uses an aggregation or input outside this search's genome space")
+        self.check_terminal_sets()
+        if settings.cv_folds:
+            make_folds(len(self.split.search), settings.cv_folds, settings.split_seed)
+
+    def fitness_evaluator(self, executor: Executor | None = None, quiet: bool = True
+                          ) -> tuple[FitnessEvaluator, dict | None]:
+        """The fitness of the search part, and the fitted base of an objective beyond one (None otherwise).
+
+        The search part's statistics are built first (with ``executor``, else the settings' workers; a
+        progress line unless ``quiet``), then its scalar terminals; the evaluator strategy, the objective
+        (:func:`autoprox.search.objectives.search_objective`, with its cross-validation folds) and the base,
+        fitted per target on the search part alone, are the settings'. How the statistics are then held
+        (in memory, memory-mapped, or sharded on a Dask cluster's workers) is
+        :func:`autoprox.search.space_evaluator.space_evaluator`'s.
+        """
+        settings, plan = self.settings, self.plan
+        archs = self.archs("search")
+        build_search_statistics(self.cache, plan, archs, executor if executor is not None else settings.workers,
+                                quiet)
+        terminals = self.scalar_terminals(archs, executor, quiet)
+        folds = make_folds(len(self.split.search), settings.cv_folds, settings.split_seed) \
+            if settings.cv_folds else None
+        objective = search_objective(settings.fitness, folds, settings.cv_mode)
+        fitness_choices, bases = self.fitness_bases() if objective.base is not None else (None, None)
+        data = ObjectiveData(self.accuracies("search"), tuple(self.targets), plan.target_classes,
+                             settings.weights, bases or {})
+        evaluator = space_evaluator(self.cache, plan, archs, terminals, data, objective, evaluation=settings.evaluation,
+                                    kernels=settings.kernels, workers=settings.workers, executor=executor)
+        return evaluator, fitness_choices
+
     # ---------------------------------------------------------------- parts of it
 
     def indices(self, part: str) -> list[int]:
@@ -288,10 +337,16 @@ def settings_split(settings: SearchSettings, size: int) -> Split:
     return Split(tuple(search), test, settings.split_seed, len(search) / size)
 
 
+def stats_plan(settings: SearchSettings, targets: Sequence[str]) -> StatsPlan:
+    """The statistics plan of ``settings`` for ``targets`` (with the extra statistics its genome space reads)."""
+    return StatsPlan.from_options(settings.input, settings.batch_size, settings.stat_seeds, targets,
+                                  settings.per_target_stats, extras=settings.genome_space.extras)
+
+
 def _run_directory(run: str | Path | RunDirectory | None) -> RunDirectory | None:
     if run is None or isinstance(run, RunDirectory):
         return run
     return RunDirectory(run)
 
 
-__all__ = ["RunContext", "Scores", "config_header", "settings_split"]
+__all__ = ["RunContext", "Scores", "config_header", "settings_split", "stats_plan"]

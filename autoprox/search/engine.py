@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from autoprox.core.atomic import json_safe, make_directory
-from autoprox.core.errors import ConfigError, DiskFullError, GenomeError, RunDirError
+from autoprox.core.errors import ConfigError, DiskFullError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
 from autoprox.data.cache import StatisticsCache
@@ -34,15 +34,9 @@ from autoprox.search.evolution import (
     since_restart,
     stalled,
 )
-from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
-from autoprox.search.multispace import (
-    MultiRunContext,
-    check_searchable,
-    multi_evaluator,
-    open_context,
-)
-from autoprox.search.space_evaluator import space_evaluator
+from autoprox.search.multispace import MultiRunContext, open_context
 from autoprox.search.rundir import (
     ARCHIVE,
     CHECKPOINT,
@@ -178,7 +172,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         if settings is None:
             raise ConfigError("settings are needed for a new search")
         context = (MultiRunContext if settings.multi_space else RunContext).from_settings(settings, run)
-        check_start(context)
+        context.check_start()
         run.check_creatable()
         make_directory(run.path)
     with run.lock():
@@ -187,35 +181,26 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         else:
             run.create(context.config_json())
         try:
-            return _search(context, resume, stop_after, quiet, hint, executor, on_checkpoint)
+            _log(f"autoprox search: {context.bench.space}, {len(context.split.search)} search / "
+                 f"{len(context.split.test)} test architectures, targets {', '.join(context.targets)}, fitness "
+                 f"{context.settings.fitness}, run directory {run.path}", quiet)
+            # The search split's statistics first: the test split's are computed only for the final report.
+            evaluator, fitness_choices = context.fitness_evaluator(executor, quiet)
+            try:
+                # The digest, and what it digests (so that a resume refused for edited settings can name them).
+                digest = {"settings_digest": settings_digest(context.settings, context.bench.sha256),
+                          DIGESTED: digested_settings(context.settings, context.bench.sha256)}
+            except BaseException:
+                evaluator.close()
+                raise
+            return _search(context, evaluator, fitness_choices, digest, resume, stop_after, quiet, hint, executor,
+                           on_checkpoint)
         except KeyboardInterrupt:
             print(f"interrupted; what was computed is kept: continue with: {hint}", file=sys.stderr, flush=True)
             raise
         except DiskFullError as exc:
             raise DiskFullError(f"{exc}; what was computed is kept: free some space, then continue with: {hint}"
                                 ) from None
-
-
-def check_start(context: RunContext | MultiRunContext) -> None:
-    """Every refusal a new search makes of its settings, made before its run directory is written or any
-    statistics are computed: a refused start leaves no ``config.json`` behind it (which would refuse the
-    corrected command as a run already there, and a resume of it as another search).
-
-    The seed proxies must lie in the genome space; the computed terminal sets must be readable with the
-    statistics plan; cross-validation folds must fit the search part; a multi-space search must be one
-    (:func:`~autoprox.search.multispace.check_searchable`).
-    """
-    settings = context.settings
-    if isinstance(context, MultiRunContext):
-        check_searchable(settings)
-    space = settings.genome_space
-    for text in settings.seed_proxies:
-        if not space.contains(parse_genome(text)):
-            raise GenomeError(f"seed proxy {text} uses an aggregation or input outside this search's genome space")
-    for part in context.parts if isinstance(context, MultiRunContext) else (context,):
-        part.check_terminal_sets()
-        if part.settings.cv_folds:
-            make_folds(len(part.split.search), part.settings.cv_folds, part.settings.split_seed)
 
 
 def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iterations: int | None,
@@ -295,23 +280,12 @@ def _evaluation_records(run: RunDirectory) -> list[tuple[dict, FitnessRecord]]:
     return records
 
 
-def _search(context: RunContext | MultiRunContext, resume: bool, stop_after: int | None, quiet: bool, hint: str,
+def _search(context: RunContext | MultiRunContext, evaluator: FitnessEvaluator, fitness_choices: dict | None,
+            digest: dict, resume: bool, stop_after: int | None, quiet: bool, hint: str,
             executor: Executor | None = None, on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
-    """The search itself, in a locked run directory whose ``config.json`` is written."""
-    run = context.run
-    settings, bench, split = context.settings, context.bench, context.split
-    targets = list(context.targets)
-    # The digest, and what it digests (so that a resume refused for edited settings can name them).
-    digest = {"settings_digest": settings_digest(settings, bench.sha256),
-              DIGESTED: digested_settings(settings, bench.sha256)}
-
-    _log(f"autoprox search: {bench.space}, {len(split.search)} search / {len(split.test)} test architectures, "
-         f"targets {', '.join(targets)}, fitness {settings.fitness}, run directory {run.path}", quiet)
-    # The search split's statistics first: the test split's are computed only for the final report.
-    if isinstance(context, MultiRunContext):
-        evaluator, fitness_choices = multi_evaluator(context, executor, quiet), None
-    else:
-        evaluator, fitness_choices = space_evaluator(context, executor, quiet)
+    """The search itself, in a locked run directory whose ``config.json`` is written, on the fitness of its
+    search part (``evaluator``, its statistics built, closed here at the end; the base chosen per target:
+    ``fitness_choices``), each checkpoint recording the settings' ``digest``."""
     try:
         with prefetch_test_split(context, executor).start() as prefetch:
             if prefetch.started:

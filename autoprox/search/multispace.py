@@ -8,9 +8,10 @@ own space, never across spaces, and weighted by its benchmark's weight
 (``bench_weights``, by space name) times its target's (``weights``). Pairs are named
 ``SPACE/TARGET`` (``pit/c100_kd``) in every record, the hall of fame and ``best.json``.
 
-A single-space search's evaluator is :func:`autoprox.search.space_evaluator.space_evaluator`, which this
-module calls once per benchmark; :func:`open_context` opens either kind of run from its ``config.json``
-(a list of benchmarks only when there are several).
+A multi-space search checks its start and makes its fitness through its context, as a single-space search
+does (:meth:`MultiRunContext.check_start`, :meth:`MultiRunContext.fitness_evaluator`: each benchmark's
+:meth:`~autoprox.search.context.RunContext.fitness_evaluator` in turn); :func:`open_context` opens either kind
+of run from its ``config.json`` (a list of benchmarks only when there are several).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from autoprox.search.context import RunContext, config_header
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness
 from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.settings import SearchSettings
-from autoprox.search.space_evaluator import space_evaluator
 from autoprox.spaces.descriptors import (
     terminal_differences,
     terminal_meanings,
@@ -109,8 +109,8 @@ class MultiRunContext:
         """The context of a new multi-space run; ConfigError (one line) for what such a run cannot do:
         one benchmark, two of one space, weights of an unknown space, an explicit split, cross-validated
         fitness, architecture terminals that the spaces define differently. A fitness beyond a base is
-        refused by the search itself (:func:`multi_evaluator`): the leave-one-space-out protocol, whose
-        searches each see one space, takes it."""
+        refused by the search itself (:meth:`check_start`, :meth:`fitness_evaluator`): the leave-one-space-out
+        protocol, whose searches each see one space, takes it."""
         paths = settings.benches
         if len(paths) < 2:
             raise ConfigError("a multi-space search needs at least two benchmarks")
@@ -173,6 +173,29 @@ class MultiRunContext:
         if splits != context.split.to_json():
             raise RunDirError(f"{run.file(CONFIG)}: its recorded splits differ from those its settings give")
         return context
+
+    def check_start(self) -> None:
+        """Every refusal a new multi-space search makes of its settings, before its run directory is written:
+        one it cannot run (:func:`check_searchable`), then each benchmark's
+        (:meth:`~autoprox.search.context.RunContext.check_start`)."""
+        check_searchable(self.settings)
+        for part in self.parts:
+            part.check_start()
+
+    def fitness_evaluator(self, executor: Executor | None = None, quiet: bool = True
+                          ) -> tuple[MultiFitnessEvaluator, None]:
+        """The fitness of a multi-space search: one evaluator per benchmark, their statistics built in turn
+        (:meth:`~autoprox.search.context.RunContext.fitness_evaluator`); no fitted base (:func:`check_searchable`)."""
+        check_searchable(self.settings)
+        evaluators = {}
+        try:
+            for part in self.parts:
+                evaluators[part.bench.space] = part.fitness_evaluator(executor, quiet)[0]
+        except BaseException:
+            for evaluator in evaluators.values():
+                evaluator.close()
+            raise
+        return MultiFitnessEvaluator(evaluators, self.pair_weights), None
 
     # ---------------------------------------------------------------- what a run shows
 
@@ -356,19 +379,5 @@ def check_searchable(settings: SearchSettings) -> None:
                           "the JCM over every (benchmark, target) pair (the leave-one-space-out protocol takes it)")
 
 
-def multi_evaluator(context: MultiRunContext, executor: Executor | None, quiet: bool) -> MultiFitnessEvaluator:
-    """The fitness evaluator of a multi-space search: one per benchmark, their statistics built in turn."""
-    check_searchable(context.settings)
-    evaluators = {}
-    try:
-        for part in context.parts:
-            evaluators[part.bench.space] = space_evaluator(part, executor, quiet)[0]
-    except BaseException:
-        for evaluator in evaluators.values():
-            evaluator.close()
-        raise
-    return MultiFitnessEvaluator(evaluators, context.pair_weights)
-
-
-__all__ = ["MultiFitnessEvaluator", "MultiRunContext", "check_searchable", "open_context", "pair_name", "multi_evaluator",
+__all__ = ["MultiFitnessEvaluator", "MultiRunContext", "check_searchable", "open_context", "pair_name",
            "shared_default_targets", "check_arch_terminals_agree"]

@@ -13,7 +13,6 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError
-from autoprox.data.cache import StatsPlan
 from autoprox.genome.counted import DEFAULT_EVALUATION
 from autoprox.genome.tree import DEFAULT_KERNELS
 from autoprox.genome.space import GenomeSpace
@@ -246,12 +245,6 @@ def options_from_settings(settings: SearchSettings, space: str | None = None) ->
     values.update(genome_options(settings.genome_space))
     values.update(space=None if settings.multi_space else space or None, bench=settings.bench)
     return values
-
-
-def stats_plan(settings: SearchSettings, targets: Sequence[str]) -> StatsPlan:
-    """The statistics plan of ``settings`` for ``targets`` (with the extra statistics its genome space reads)."""
-    return StatsPlan.from_options(settings.input, settings.batch_size, settings.stat_seeds, targets,
-                                  settings.per_target_stats, extras=settings.genome_space.extras)
 
 
 #: Settings that may change when a run resumes, because they do not change what it computes:

@@ -1,19 +1,21 @@
-"""The fitness evaluator of one benchmark's search: its statistics built, then held, memory-mapped or
-sharded on a Dask cluster's workers, and scored by the settings' evaluator strategy
-(:mod:`autoprox.search.evaluators`) under the settings' objective (:mod:`autoprox.search.objectives`).
+"""How one benchmark's search part is scored: its statistics built, then held, memory-mapped or sharded on a
+Dask cluster's workers, and scored by an evaluator strategy (:mod:`autoprox.search.evaluators`) under an
+objective (:mod:`autoprox.search.objectives`).
 
-A single-space search uses one; a multi-space search (:mod:`autoprox.search.multispace`) one per benchmark.
+:meth:`autoprox.search.context.RunContext.fitness_evaluator` calls it with what the run's settings and data
+give; a multi-space search (:mod:`autoprox.search.multispace`) makes one per benchmark through it.
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
-from autoprox.data.cache import build_cache, load_statistics
-from autoprox.search.context import RunContext
+from autoprox.data.cache import StatisticsCache, StatsPlan, build_cache, load_statistics
 from autoprox.search.evaluators import ShardedEvaluator, evaluator_class
-from autoprox.search.fitness import FitnessEvaluator, make_folds
-from autoprox.search.objectives import ObjectiveData, search_objective
+from autoprox.search.fitness import FitnessEvaluator
+from autoprox.search.objectives import Objective, ObjectiveData
 from autoprox.search.shards import ShardedScorer
 
 #: Above this many statistics sets (search architectures times the plan's seed and class-count
@@ -30,38 +32,34 @@ def hold_mapped(architectures: int, sets_per_architecture: int = 1) -> bool:
     return architectures * sets_per_architecture > MAP_STATISTICS_ABOVE
 
 
-def space_evaluator(context: RunContext, executor: Executor | None, quiet: bool
-                    ) -> tuple[FitnessEvaluator, dict | None]:
-    """The fitness of one benchmark's search part (its statistics built first, then held, memory-mapped
-    or sharded on a Dask cluster's workers), and the fitted base of an objective beyond one (None
-    otherwise): the settings' evaluator strategy (:mod:`autoprox.search.evaluators`) and objective
-    (:func:`autoprox.search.objectives.search_objective`) in one memo."""
-    settings, split, plan, cache = context.settings, context.split, context.plan, context.cache
-    search_archs = context.archs("search")
-    build_cache(cache, plan.requests(search_archs), workers=executor if executor is not None else settings.workers,
-                progress=None if quiet else Progress("statistics", every=15))
-    terminals = context.scalar_terminals(search_archs, executor, quiet)
-    folds = make_folds(len(split.search), settings.cv_folds, settings.split_seed) if settings.cv_folds else None
-    objective = search_objective(settings.fitness, folds, settings.cv_mode)
-    # The base of an objective beyond it: fitted per target on the search part, once per run.
-    fitness_choices, bases = context.fitness_bases() if objective.base is not None else (None, None)
-    data = ObjectiveData(context.accuracies("search"), tuple(context.targets), plan.target_classes,
-                         settings.weights, bases or {})
+def build_search_statistics(cache: StatisticsCache, plan: StatsPlan, archs: Sequence, workers: Executor | int,
+                            quiet: bool) -> None:
+    """The statistics of ``archs`` computed into ``cache`` where missing (with ``workers``: a count or an
+    executor), with a progress line unless ``quiet``: a search's first step, before its evolution."""
+    build_cache(cache, plan.requests(archs), workers=workers, progress=None if quiet else Progress("statistics", every=15))
+
+
+def space_evaluator(cache: StatisticsCache, plan: StatsPlan, archs: Sequence, terminals: list[dict[str, float]],
+                    data: ObjectiveData, objective: Objective, evaluation: str, kernels: str, workers: int,
+                    executor: Executor | None = None) -> FitnessEvaluator:
+    """The fitness of ``archs`` (their statistics built: :func:`build_search_statistics`), held, memory-mapped
+    or sharded on a Dask cluster's workers (``executor``), with their scalar ``terminals``: the evaluator
+    strategy ``evaluation`` (:mod:`autoprox.search.evaluators`) with ``kernels`` and ``workers`` threads, and
+    ``objective`` on ``data``, in one memo."""
     if isinstance(executor, DaskExecutor):  # statistics stay on the workers; genomes go to them
-        scorer = ShardedScorer(executor.client, cache, plan, search_archs, terminals, kernels=settings.kernels)
-        evaluator = ShardedEvaluator(scorer, plan.keys(), len(search_archs))
+        scorer = ShardedScorer(executor.client, cache, plan, archs, terminals, kernels=kernels)
+        evaluator = ShardedEvaluator(scorer, plan.keys(), len(archs))
     else:
         # Counted evaluation holds the statistics as code counts; the stored arrays, which only the
         # genomes it does not cover read, are then memory-mapped rather than held a second time.
-        stats = load_statistics(cache, plan, search_archs, mapped=settings.evaluation == "counted"
-                                or hold_mapped(len(search_archs), len(plan.keys())))
-        evaluator = evaluator_class(settings.evaluation)(stats, terminals=terminals, kernels=settings.kernels,
-                                                             threads=max(1, settings.workers))
+        stats = load_statistics(cache, plan, archs, mapped=evaluation == "counted"
+                                or hold_mapped(len(archs), len(plan.keys())))
+        evaluator = evaluator_class(evaluation)(stats, terminals=terminals, kernels=kernels, threads=max(1, workers))
     try:
-        return FitnessEvaluator(evaluator, data, objective), fitness_choices
+        return FitnessEvaluator(evaluator, data, objective)
     except BaseException:
         evaluator.close()
         raise
 
 
-__all__ = ["MAP_STATISTICS_ABOVE", "hold_mapped", "space_evaluator"]
+__all__ = ["MAP_STATISTICS_ABOVE", "build_search_statistics", "hold_mapped", "space_evaluator"]
