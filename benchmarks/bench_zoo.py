@@ -24,8 +24,8 @@ from autoprox.data.benchmark import default_bench_path, load_benchmark  # noqa: 
 from autoprox.data.cache import StatisticsCache, StatsRequest  # noqa: E402
 from autoprox.genome.tree import score_architecture  # noqa: E402
 from autoprox.networks.statistics import InputSpec, torch_threads  # noqa: E402
-from autoprox.networks.zoo import ZOO  # noqa: E402
-from autoprox.networks.zoo_scores import raw_value  # noqa: E402
+from autoprox.proxies.zoo import ZOO  # noqa: E402
+from autoprox.proxies.zoo_scores import raw_value  # noqa: E402
 from autoprox.proxies.proxy import BUILTIN_PROXIES, resolve_proxy  # noqa: E402
 from autoprox.proxies.scorers import ARCHITECTURE_PROXIES
 from autoprox.spaces.architectures import count_params  # noqa: E402

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import autoprox.proxies  # noqa: F401 - registers the zoo terminal set, which tests of genomes read
 from autoprox.data.benchmark import load_benchmark
 from autoprox.data.cache import StatisticsCache
 from autoprox.networks.statistics import InputSpec

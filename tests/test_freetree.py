@@ -43,7 +43,7 @@ from autoprox.genome.tree import (
 from autoprox.core.errors import GenomeError
 from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.networks.runtime import SPREAD_NAMES
-from autoprox.networks.zoo_scores import ZOO_TERMINALS
+from autoprox.proxies.zoo_scores import ZOO_TERMINALS
 from autoprox.spaces.descriptors import terminal_values
 from tests.commands import run_cli, small_search_argv
 

@@ -27,7 +27,7 @@ from autoprox.genome.tree import (
 from autoprox.genome.template import TemplateGenes, mutate_template, random_template, template_genes, template_tree
 from autoprox.core.errors import GenomeError
 from autoprox.genome.space import GENE_CHOICES
-from autoprox.networks.zoo_scores import ZOO_TERMINALS
+from autoprox.proxies.zoo_scores import ZOO_TERMINALS
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.primitives import BINARY, UNARY

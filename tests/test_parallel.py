@@ -239,7 +239,7 @@ def test_parallel_steps_keep_their_workers_and_report_progress_as_results_arrive
     import warnings
 
     from autoprox.core.parallel import WORKER_GROWTH_LIMIT, LocalExecutor
-    from autoprox.networks.zoo_scores import compute_raw_values
+    from autoprox.proxies.zoo_scores import compute_raw_values
 
     # the cause: loky stops a worker whose resident size grew 300 MB past its first task's, and
     # warns "A worker stopped while some jobs were given to the executor"; networks of every size

@@ -172,7 +172,7 @@ def test_every_registered_proxy_scores_a_tiny_benchmark(name, pit_small, session
 
 
 def test_the_registries_hold_every_builtin_once():
-    from autoprox.networks.zoo import ZOO
+    from autoprox.proxies.zoo import ZOO
     from autoprox.proxies.proxy import PUBLISHED, register_published_genome
     from autoprox.proxies.scorers import register_architecture_proxy
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autoprox.data.benchmark import load_benchmark
-from autoprox.networks import zoo_scores
+from autoprox.proxies import zoo_scores
 from autoprox.networks.statistics import InputSpec
 from autoprox.spaces.architectures import count_params, parse_arch
 

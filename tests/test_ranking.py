@@ -24,7 +24,7 @@ from autoprox.apps.ranking import (
 from autoprox.core.correlation import correlate, kendall, partial_kendall
 from autoprox.data.cache import StatsPlan
 from autoprox.networks.statistics import InputSpec
-from autoprox.networks.zoo_scores import raw_value, set_scores
+from autoprox.proxies.zoo_scores import raw_value, set_scores
 from autoprox.proxies.proxy import resolve_proxies, resolve_proxy, score_archs
 from autoprox.spaces.architectures import count_params
 from tests.commands import run_cli

@@ -28,8 +28,8 @@ from autoprox.genome.rank_formula import OPERATORS, TRANSFORMS, parse_formula, r
 from autoprox.genome.terminals import SCALAR, TERMINAL_SETS, TerminalSet, check_terminals, register_terminal_set
 from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.genome.tree import parse_genome, score_architecture
-from autoprox.networks import zoo
-from autoprox.networks import zoo_scores
+from autoprox.proxies import zoo
+from autoprox.proxies import zoo_scores
 from autoprox.networks.models import MODEL_BUILDERS, build_model, register_builder
 from autoprox.networks.statistics import STAT_NAMES, InputSpec
 from autoprox.primitives import PRIMITIVES, UNARY, make_primitive, register_primitive, unregister_primitive

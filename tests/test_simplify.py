@@ -88,7 +88,7 @@ def test_statistics_are_named_symbols_and_reductions_named_functions():
     assert r"W^{\mathrm{proj}}_{l}" in formula.latex and r"\operatorname{frobenius}" in formula.latex
     assert {SYMBOLS[s].name for s in SYMBOLS} == (set(sympy_worker.STAT_SYMBOL_NAMES) | set(sympy_worker.SCALAR_SYMBOL_NAMES)
                                                 | set(sympy_worker.SPREAD_SYMBOL_NAMES))
-    from autoprox.networks.zoo_scores import ZOO_TERMINALS
+    from autoprox.proxies.zoo_scores import ZOO_TERMINALS
     from autoprox.spaces.descriptors import terminal_names
 
     assert set(sympy_worker.ARCH_SYMBOL_NAMES) == set(terminal_names())

@@ -21,7 +21,7 @@ from autoprox.data.benchmark import load_benchmark
 from autoprox.networks.models import build_model, transformer_blocks
 from autoprox.networks.statistics import compute_statistics
 from autoprox.networks.timm_models import TimmArch, count_by_hooks
-from autoprox.networks.zoo_scores import raw_value
+from autoprox.proxies.zoo_scores import raw_value
 from autoprox.spaces.architectures import (
     arch_key,
     count_macs,

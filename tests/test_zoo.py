@@ -10,10 +10,10 @@ import pytest
 import torch
 from torch import nn
 
-from autoprox.networks import zoo
-from autoprox.networks import zoo_scores
-from autoprox.networks import zoo_jacobian as jacobian
-from autoprox.networks import zoo_measures as measures
+from autoprox.proxies import zoo
+from autoprox.proxies import zoo_scores
+from autoprox.proxies import zoo_jacobian as jacobian
+from autoprox.proxies import zoo_measures as measures
 from autoprox.networks.models import Attention, Block, Mlp
 from autoprox.networks.statistics import (
     InputSpec,

@@ -20,7 +20,7 @@ from autoprox.core.errors import ConfigError, ExportError
 from autoprox.genome.terminals import TERMINAL_SETS, TerminalSource, computed_sets, terminal_table
 from autoprox.genome.tree import genome_computed_sets, parse_genome
 from autoprox.genome.space import GenomeSpace
-from autoprox.networks.zoo_scores import ZOO_TERMINALS, raw_value
+from autoprox.proxies.zoo_scores import ZOO_TERMINALS, raw_value
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.reports.export import export_source
 from autoprox.reports.simplify import readable_formula

@@ -9,7 +9,7 @@ into ``OUT/leave-out-SPACE/seed-S``, takes the run's best proxy (selected on the
 spaces' figures alone), and scores it on *all* the left-out space's architectures.
 
 Beside it, on the same architectures, baselines that use no label of the left-out space:
-the parameter count and MACs, every zoo proxy asked for (:data:`autoprox.networks.zoo.ZOO`),
+the parameter count and MACs, every zoo proxy asked for (:data:`autoprox.proxies.zoo.ZOO`),
 the published Auto-Prox genomes, and the coarse descriptor and the rank-linear blend chosen
 on the other spaces' labels (:mod:`autoprox.proxies.baselines`; every descriptor exists in
 both spaces, though depth and width count different things, see
@@ -53,7 +53,7 @@ from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.data.cache import build_cache
 from autoprox.genome.tree import InvalidProxy, parse_genome
-from autoprox.networks.zoo import ZOO
+from autoprox.proxies.zoo import ZOO
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.search.context import RunContext

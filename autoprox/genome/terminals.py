@@ -11,8 +11,11 @@ A genome's leaves are terminals. They come in sets, each one registered record
 * ``arch``: architecture-level scalars (parameter count, MACs, depth, width, heads, MLP
   ratio and their logarithms, :mod:`autoprox.spaces.descriptors`), the same in every block;
 * ``zoo``: hand-crafted proxies' values of each architecture (SNIP, NWOT, ZiCo, SynFlow,
-  grad-norm; :data:`autoprox.networks.zoo_scores.ZOO_TERMINALS`), the same in every block, so that
-  a formula can combine a zoo proxy with the statistics.
+  grad-norm; :data:`autoprox.proxies.zoo_scores.ZOO_TERMINALS`), the same in every block, so that
+  a formula can combine a zoo proxy with the statistics. The zoo lives with the proxies, a layer
+  above this one: :mod:`autoprox.proxies.zoo_scores` registers the set here when it is imported,
+  as importing :mod:`autoprox.proxies` does (the search, the command line and the Python API all
+  import it first); this module does not import it.
 
 A set is of one of two kinds. A ``matrix`` set holds per-block statistics: the statistics
 cache holds their values, in the eight's entries or in the entries of the extra statistics
@@ -41,7 +44,6 @@ from autoprox.core.errors import GenomeError
 from autoprox.core.registry import Registry
 from autoprox.data.extras import extras_for
 from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES, InputSpec
-from autoprox.networks.zoo_scores import ZOO_TERMINALS, zoo_terminal_table
 from autoprox.spaces.descriptors import terminal_names, terminal_values
 
 __all__ = ["MATRIX", "PAPER_TERMINALS", "SCALAR", "TERMINAL_SETS", "TerminalSet", "TerminalSource",
@@ -232,9 +234,3 @@ register_terminal_set(TerminalSet("spread", tuple(SPREAD_NAMES), MATRIX,
 register_terminal_set(TerminalSet("arch", tuple(terminal_names()), SCALAR,
                                   "architecture-level scalars: parameter count, MACs, depth, width, heads, MLP ratio "
                                   "and their logarithms", values=terminal_values))
-register_terminal_set(TerminalSet("zoo", tuple(ZOO_TERMINALS), SCALAR,
-                                  "zoo proxies' values of each architecture (" + ", ".join(ZOO_TERMINALS) + "), "
-                                  "computed on its network with the statistics' input and seed and kept in the "
-                                  "zoo score cache", table=lambda archs, source: zoo_terminal_table(
-                                      archs, source.spec, source.seed, source.num_classes, source.cache_root,
-                                      source.workers, source.progress, source.names)))

@@ -1,4 +1,4 @@
-"""Layer 2: the networks (models of every space, timm models as architectures), their statistics and the zoo.
+"""Layer 2: the networks (models of every space, timm models as architectures) and their statistics.
 
 Importing the package registers the ``timm`` space (:mod:`autoprox.networks.timm_models`).
 """

@@ -20,8 +20,8 @@ from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
 from autoprox.genome.template import template_genes
 from autoprox.core.errors import GenomeError
 from autoprox.networks.statistics import InputSpec
-from autoprox.networks.zoo import ZOO
-from autoprox.networks.zoo_scores import NO_TEACHER_NOTE, RawResult
+from autoprox.proxies.zoo import ZOO
+from autoprox.proxies.zoo_scores import NO_TEACHER_NOTE, RawResult
 from autoprox.proxies.recommended import is_recommended_name, resolve_recommended
 from autoprox.proxies.scorers import (
     ARCHITECTURE_PROXIES,
@@ -89,7 +89,7 @@ class Proxy:
     """A proxy ready to score architectures.
 
     ``genome`` is set for statistics-based proxies (a deap PrimitiveTree); ``zoo`` names a
-    hand-crafted proxy of :data:`autoprox.networks.zoo.ZOO`; neither for an architecture
+    hand-crafted proxy of :data:`autoprox.proxies.zoo.ZOO`; neither for an architecture
     proxy (``params``, ``flops``: :data:`autoprox.proxies.scorers.ARCHITECTURE_PROXIES`).
     How it scores is its :attr:`scorer`'s.
     """

@@ -1,7 +1,7 @@
 """How each kind of proxy turns architectures into raw values: the one scoring core.
 
 A :class:`Scorer` gives, for one statistics seed and class count, one
-:class:`~autoprox.networks.zoo_scores.RawResult` per architecture (a raw value or the reason it
+:class:`~autoprox.proxies.zoo_scores.RawResult` per architecture (a raw value or the reason it
 failed, and the seconds it took), and turns the raw values of a ranked set into scores
 (:meth:`Scorer.set_scores`: the identity, except for set-level proxies such as TVT).
 Everything that scores a proxy goes through it: :meth:`autoprox.proxies.proxy.Proxy.score`
@@ -15,7 +15,7 @@ There are three kinds, each a registry or a wrapper of one:
   :func:`register_architecture_proxy`: computed from the architecture alone, with a
   classifier head of ``head_classes`` (the engine's convention: 100, whatever the
   statistics' class count);
-* zoo proxies (:data:`autoprox.networks.zoo.ZOO`): hand-crafted, computed on fresh
+* zoo proxies (:data:`autoprox.proxies.zoo.ZOO`): hand-crafted, computed on fresh
   networks, kept in the score cache beside the statistics cache;
 * genomes: evaluated on per-block statistics (the statistics cache, or computed and
   dropped when ``keep_statistics`` is false).
@@ -45,8 +45,8 @@ from autoprox.genome.tree import (
     score_architecture,
 )
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads
-from autoprox.networks.zoo import ZOO, ZooProxy
-from autoprox.networks.zoo_scores import RawResult, ZooScoreCache, compute_raw_values, computed_name
+from autoprox.proxies.zoo import ZOO, ZooProxy
+from autoprox.proxies.zoo_scores import RawResult, ZooScoreCache, compute_raw_values, computed_name
 from autoprox.spaces.architectures import (
     arch_to_config,
     count_macs,
@@ -171,7 +171,7 @@ def _flops(arch, num_classes: int = HEAD_CLASSES) -> int:
 
 @dataclass(frozen=True)
 class ZooScorer(Scorer):
-    """A hand-crafted proxy of :data:`autoprox.networks.zoo.ZOO`."""
+    """A hand-crafted proxy of :data:`autoprox.proxies.zoo.ZOO`."""
 
     entry: ZooProxy
     kind = "zoo"

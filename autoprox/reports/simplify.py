@@ -64,6 +64,7 @@ import sympy
 from deap import gp
 from sympy.printing.latex import LatexPrinter
 
+import autoprox.proxies  # noqa: F401 - registers the zoo terminal set, which the genomes simplified may read
 from autoprox.core.errors import FormulaError
 from autoprox.genome.aggregations import get_aggregation
 from autoprox.genome.tree import form_name, genome_to_string, op_name, parse_genome

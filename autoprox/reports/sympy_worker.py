@@ -31,7 +31,7 @@ SPREAD_SYMBOL_NAMES = ("sd_G_qkv", "sd_G_proj", "sd_G_fc1", "sd_H_mlp", "sd_G_H_
 ARCH_SYMBOL_NAMES = tuple(f"A_{log}{name}" for name in ("params", "macs", "depth", "width", "heads", "mlp_ratio")
                           for log in ("", "log_"))
 #: Zoo proxies' values as terminals (``Z_snip``, ...), kept in sync with
-#: ``autoprox.networks.zoo_scores.ZOO_TERMINALS`` (a test checks it); real-valued.
+#: ``autoprox.proxies.zoo_scores.ZOO_TERMINALS`` (a test checks it); real-valued.
 ZOO_SYMBOL_NAMES = ("Z_snip", "Z_nwot", "Z_zico", "Z_log_synflow", "Z_grad_norm")
 #: Every scalar terminal's symbol: one value per architecture, the same in every block.
 SCALAR_SYMBOL_NAMES = ARCH_SYMBOL_NAMES + ZOO_SYMBOL_NAMES

@@ -20,6 +20,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+import autoprox.proxies  # noqa: F401 - registers the zoo terminal set, which --terminals lists and accepts
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.entries import PRECISIONS

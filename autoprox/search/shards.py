@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+import autoprox.proxies  # noqa: F401 - registers the zoo terminal set: a Dask worker parses genomes that may read it
 from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatisticsCache, StatsPlan, load_statistics
 from autoprox.genome.tree import (

@@ -2,7 +2,7 @@
 
 Each follows the definition NAS-Bench-Suite-Zero scores (Krishnakumar et al., NeurIPS 2022;
 NASLib's ``predictors/utils/pruners/measures``), written again here as model-level functions
-like those of :mod:`autoprox.networks.zoo_measures`:
+like those of :mod:`autoprox.proxies.zoo_measures`:
 
 - :func:`jacov` and :func:`epe_nas` read the **input Jacobians**: the gradient of the sum of
   all outputs with respect to the input images, one flattened row per image
@@ -11,7 +11,7 @@ like those of :mod:`autoprox.networks.zoo_measures`:
   the last transformer block move when the input is perturbed by ``0.01`` Gaussian noise, on a
   network whose weights are re-drawn from N(0, 1) as Zen-NAS does.
 
-Every function raises :class:`~autoprox.networks.zoo_measures.ProxyFailure` where the score is
+Every function raises :class:`~autoprox.proxies.zoo_measures.ProxyFailure` where the score is
 undefined (a constant Jacobian row, no class with two images, a zero feature difference).
 Randomness (Zen-NAS's weights and noise) comes from a ``torch.Generator`` passed in.
 """
@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from autoprox.networks.models import transformer_blocks
-from autoprox.networks.zoo_measures import ProxyFailure
+from autoprox.proxies.zoo_measures import ProxyFailure
 
 #: JacCov's and EPE-NAS's offset k inside the logarithms (NASLib's value).
 JACOV_K = 1e-5

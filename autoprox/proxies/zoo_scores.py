@@ -1,6 +1,10 @@
-"""Computing the zoo's proxies (:mod:`autoprox.networks.zoo`) on architectures: one raw value per
+"""Computing the zoo's proxies (:mod:`autoprox.proxies.zoo`) on architectures: one raw value per
 network, the scores of a ranked set, a cache of raw values on disk, several architectures in
 parallel, and the zoo terminals (per-architecture scalars a genome can read).
+
+Importing it registers the ``zoo`` terminal set in :data:`autoprox.genome.terminals.TERMINAL_SETS`: the genome
+layer, below this one, owns the registry and knows nothing of the zoo (importing :mod:`autoprox.proxies`
+imports this module, so every user of the proxies, the search above all, has the set).
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ import numpy as np
 from torch import nn
 
 from autoprox.core.parallel import as_executor
+from autoprox.genome.terminals import SCALAR, TerminalSet, TerminalSource, register_terminal_set
 from autoprox.networks.statistics import InputSpec, torch_threads
-from autoprox.networks.zoo import ZOO, ZOO_VERSION, ZooInputs
-from autoprox.networks.zoo_measures import ProxyFailure
+from autoprox.proxies.zoo import ZOO, ZOO_VERSION, ZooInputs
+from autoprox.proxies.zoo_measures import ProxyFailure
 from autoprox.spaces.architectures import arch_key, arch_to_config, parse_arch
 
 
@@ -254,6 +259,16 @@ def zoo_terminal_table(archs: Sequence, spec: InputSpec, seed: int, num_classes:
     return [{name: _terminal_value(raws[proxy][i].raw, transform) if raws[proxy][i].ok else math.nan
              for name, (proxy, transform) in wanted.items()} for i in range(len(archs))]
 
+
+def _zoo_table(archs: Sequence, source: TerminalSource) -> list[dict[str, float]]:
+    return zoo_terminal_table(archs, source.spec, source.seed, source.num_classes, source.cache_root, source.workers,
+                              source.progress, source.names)
+
+
+register_terminal_set(TerminalSet("zoo", tuple(ZOO_TERMINALS), SCALAR,
+                                  "zoo proxies' values of each architecture (" + ", ".join(ZOO_TERMINALS) + "), "
+                                  "computed on its network with the statistics' input and seed and kept in the "
+                                  "zoo score cache", table=_zoo_table))
 
 __all__ = ["NO_TEACHER_NOTE", "RawResult", "ZOO_TERMINALS", "ZooScoreCache", "compute_raw_values", "computed_name",
            "raw_value", "set_scores", "zoo_terminal_table"]

@@ -3,7 +3,7 @@
 Each proxy is registered once, with :func:`register_zoo`, on the function that computes
 its **raw value** for one architecture; the registration records its source (paper), a
 one-line definition, its input convention (``batch``, ``ones`` or ``weights``, see
-:mod:`autoprox.networks.zoo_measures`, where the model-level functions are), the passes it
+:mod:`autoprox.proxies.zoo_measures`, where the model-level functions are), the passes it
 runs, whether it needs a teacher and, for a set-level proxy, how the raw values of the
 ranked set become scores.
 
@@ -15,11 +15,11 @@ single-threaded (:func:`autoprox.networks.statistics.torch_threads`), so values 
 depend on the thread or worker count.
 
 A proxy's raw value per architecture may need a **set-level** step (TVT min-max
-normalises its two terms over the candidates being ranked): :func:`autoprox.networks.zoo_scores.set_scores` turns
+normalises its two terms over the candidates being ranked): :func:`autoprox.proxies.zoo_scores.set_scores` turns
 the raw values of the architectures being ranked into their scores, so the
 normalisation is always over exactly the ranked set.
 
-Raw values are kept in a score cache (:class:`autoprox.networks.zoo_scores.ZooScoreCache`) beside the statistics cache.
+Raw values are kept in a score cache (:class:`autoprox.proxies.zoo_scores.ZooScoreCache`) beside the statistics cache.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from autoprox.networks.statistics import (
     make_batch,
     resolve_device,
 )
-from autoprox.networks.zoo_measures import (
+from autoprox.proxies.zoo_measures import (
     dss,
     fisher,
     grad_norm,
@@ -58,7 +58,7 @@ from autoprox.networks.zoo_measures import (
     tvt_combine,
     zico,
 )
-from autoprox.networks.zoo_jacobian import epe_nas, jacov, label_groups, zen
+from autoprox.proxies.zoo_jacobian import epe_nas, jacov, label_groups, zen
 
 #: Bump when any zoo proxy's definition or its input convention changes (score-cache key).
 ZOO_VERSION = "zoo-v1"

@@ -6,10 +6,10 @@ Every proxy is implemented from its paper's definition as a **model-level functi
 pruning saliencies, the :class:`autoprox.networks.models.Attention` and
 :class:`autoprox.networks.models.Mlp` modules (the parts of every transformer block of both
 spaces) for the ViT-specific ones. The tests check each on a tiny network whose value is
-derived by hand. :mod:`autoprox.networks.zoo` registers them as the proxies ``autoprox
+derived by hand. :mod:`autoprox.proxies.zoo` registers them as the proxies ``autoprox
 rank`` knows, each with its input convention, and scores architectures with them. The
 measures of the input Jacobian and its finite-difference form (JacCov, EPE-NAS, Zen-NAS)
-are in :mod:`autoprox.networks.zoo_jacobian`.
+are in :mod:`autoprox.proxies.zoo_jacobian`.
 
 Input conventions:
 
