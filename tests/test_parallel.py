@@ -192,11 +192,19 @@ def test_cache_build_through_a_local_cluster_equals_the_local_one(af_small, tmp_
             assert all(np.array_equal(mine[n].numpy(), theirs[n].numpy()) for n in mine)
 
 
-def test_scheduler_without_an_answering_scheduler_is_one_line(capsys):
+def test_scheduler_without_an_answering_scheduler_is_one_line(capsys, monkeypatch):
     from autoprox.cli.main import main
 
+    real, asked = distributed.Client, []
+
+    def client(address, timeout):  # Dask's own client, tried for 2 s instead of the 20 s the command waits
+        asked.append(timeout)
+        return real(address, timeout="2s")
+
+    monkeypatch.setattr(distributed, "Client", client)
     assert main(["cache", "build", "--space", "pit", "--scheduler", "127.0.0.1:1"]) == 2
     assert capsys.readouterr().err.startswith("autoprox: error: no Dask scheduler answered at tcp://127.0.0.1:1")
+    assert len(asked) == 1  # the command did try to connect
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 8])
