@@ -276,16 +276,19 @@ def test_vit_search_defaults_to_the_label_free_proxy_where_a_space_has_no_benchm
 def test_the_label_free_recommendation_is_what_the_committed_protocols_choose(pit_small_file, session_cache, capsys):
     """benchmarks/recommend_any.py --check: the manifest's any/ entries are the N-space protocols' choice; a
     baseline chosen there is a rank formula that ranks every architecture as the baseline itself."""
-    import subprocess
-    import sys
+    import importlib.util
     from pathlib import Path
 
     from autoprox.proxies.recommended import resolve_recommended
 
     repo = Path(__file__).resolve().parent.parent
-    check = subprocess.run([sys.executable, str(repo / "benchmarks" / "recommend_any.py"), "--check"],
-                           capture_output=True, text=True, timeout=120)
-    assert check.returncode == 0, check.stdout + check.stderr
+    # the script's main, in this process (the same check without a fresh interpreter's imports)
+    spec = importlib.util.spec_from_file_location("recommend_any", repo / "benchmarks" / "recommend_any.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    code = script.main(["--check"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.out + printed.err
     _, entry = resolve_recommended("recommended:any/joint")
     if not entry["selection"].startswith("baseline "):
         return
