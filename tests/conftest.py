@@ -180,6 +180,18 @@ def finished_protocol(protocol_settings, tmp_path_factory):
     return out, run_protocol(protocol_settings, out, folds=PROTOCOL_FOLDS, bootstrap=200, quiet=True)
 
 
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A local Dask cluster of two worker processes (``--scheduler local:2``), started once per session for the tests
+    that run work on a cluster (test_multispace, test_parallel): its start costs seconds of imports in each worker."""
+    pytest.importorskip("distributed")
+    from autoprox.core.parallel import make_executor
+
+    executor = make_executor("local:2")
+    yield executor
+    executor.close()
+
+
 @pytest.fixture
 def run_copy(finished_run, tmp_path) -> Path:
     """A copy of :func:`finished_run` of the test's own."""

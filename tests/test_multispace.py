@@ -235,18 +235,13 @@ def test_a_combined_fitness_protocol_scores_the_left_out_space_as_the_fitness_ra
             assert combined != pytest.approx(genome)  # the proxy scored is not the genome alone
 
 
-def test_a_two_space_search_on_a_dask_cluster_is_the_local_one(multi_settings, tmp_path):
-    """Each space's statistics sharded on the cluster's workers: the same run as in this process."""
-    from autoprox.core.parallel import make_executor
-
+def test_a_two_space_search_on_a_dask_cluster_is_the_local_one(multi_settings, tmp_path, dask_cluster):
+    """Each space's statistics sharded on the cluster's workers (conftest's local cluster of two): the same run as in
+    this process."""
     settings = replace(multi_settings, evaluation="exact",
                        evolution=replace(EVOLUTION, population_size=3, iterations=1))
     local = run_search(settings, tmp_path / "local", quiet=True)
-    executor = make_executor("local:2")
-    try:
-        remote = run_search(settings, tmp_path / "dask", quiet=True, executor=executor)
-    finally:
-        executor.close()
+    remote = run_search(settings, tmp_path / "dask", quiet=True, executor=dask_cluster)
     for key in ("genome", "search", "test", "params", "iteration"):
         assert remote[key] == local[key], key
 

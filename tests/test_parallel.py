@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from autoprox.core.errors import ConfigError
-from autoprox.core.parallel import LocalExecutor, make_executor, parse_scheduler
+from autoprox.core.parallel import LocalExecutor, parse_scheduler
 from autoprox.data.cache import (
     StatisticsCache,
     StatsPlan,
@@ -63,10 +63,9 @@ def test_local_executor_keeps_order_and_covers_every_job(workers):
 
 
 @pytest.fixture(scope="module")
-def cluster_executor():
-    executor = make_executor("local:2")
-    yield executor
-    executor.close()
+def cluster_executor(dask_cluster):
+    """conftest's local cluster of two workers (test_multispace runs a search on it too)."""
+    return dask_cluster
 
 
 def test_local_cluster_runs_tasks_on_two_worker_processes(cluster_executor):
