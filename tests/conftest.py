@@ -29,6 +29,10 @@ SMALL_SPEC = InputSpec("gaussian", batch_size=2)
 SMALL_EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=2, seed=5)
 #: The evolution of :func:`searched_run`'s search.
 SEARCHED_EVOLUTION = EvolutionConfig(population_size=5, iterations=6, retry_cap=4, top_k=2, seed=3)
+#: The targets, evolution and outer folds of :func:`finished_protocol`'s evaluation protocol.
+PROTOCOL_TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
+PROTOCOL_EVOLUTION = EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5)
+PROTOCOL_FOLDS = 3
 
 
 @pytest.fixture(scope="session")
@@ -156,6 +160,37 @@ def searched_run(searched_settings, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "full"
     report = run_search(searched_settings, out, quiet=True)
     return out, report
+
+
+@pytest.fixture(scope="session")
+def protocol_settings(af_small_file, session_cache):
+    """The fold searches' settings of :func:`finished_protocol` (the protocol and the bagging tests read it)."""
+    from autoprox.search.settings import SearchSettings
+
+    return SearchSettings(bench=str(af_small_file), targets=PROTOCOL_TARGETS, weights={"c100_kd": 2.0}, batch_size=2,
+                          cache_dir=str(session_cache.root), workers=1, evolution=PROTOCOL_EVOLUTION)
+
+
+@pytest.fixture(scope="session")
+def finished_protocol(protocol_settings, tmp_path_factory):
+    """An evaluation protocol without bags (3 outer folds, a search per fold), run once per session: its folder
+    and result; tests read the folder (as --reuse-searches does) or copy it before changing anything."""
+    from autoprox.apps.protocol import run_protocol
+
+    out = tmp_path_factory.mktemp("protocol") / "out"
+    return out, run_protocol(protocol_settings, out, folds=PROTOCOL_FOLDS, bootstrap=200, quiet=True)
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A local Dask cluster of two worker processes (``--scheduler local:2``), started once per session for the tests
+    that run work on a cluster (test_multispace, test_parallel): its start costs seconds of imports in each worker."""
+    pytest.importorskip("distributed")
+    from autoprox.core.parallel import make_executor
+
+    executor = make_executor("local:2")
+    yield executor
+    executor.close()
 
 
 @pytest.fixture

@@ -32,29 +32,25 @@ from autoprox.genome.tree import parse_genome
 from autoprox.proxies.ensemble import JOINT, ensemble_from_json, load_ensemble
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
-from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.rundir import RunDirectory
-from autoprox.search.settings import SearchSettings
-from tests.conftest import REPO, unpacked_protocol
+from tests.conftest import PROTOCOL_EVOLUTION, PROTOCOL_FOLDS, PROTOCOL_TARGETS, REPO, unpacked_protocol
 
 pytestmark = pytest.mark.slow
 
-TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
-EVOLUTION = EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5)
-FOLDS, BAGS = 3, 2
+TARGETS = PROTOCOL_TARGETS
+EVOLUTION = PROTOCOL_EVOLUTION
+FOLDS, BAGS = PROTOCOL_FOLDS, 2
 
 
 @pytest.fixture(scope="module")
-def settings(af_small_file, session_cache):
-    return SearchSettings(bench=str(af_small_file), targets=TARGETS, weights={"c100_kd": 2.0}, batch_size=2,
-                          cache_dir=str(session_cache.root), workers=1, evolution=EVOLUTION)
+def settings(protocol_settings):
+    return protocol_settings
 
 
 @pytest.fixture(scope="module")
-def plain(settings, tmp_path_factory):
-    """A protocol without bags (its fold searches are reused below)."""
-    out = tmp_path_factory.mktemp("plain") / "out"
-    return out, run_protocol(settings, out, folds=FOLDS, bootstrap=200, quiet=True)
+def plain(finished_protocol):
+    """A protocol without bags (its fold searches are reused below): conftest's, which test_protocol reads too."""
+    return finished_protocol
 
 
 @pytest.fixture(scope="module")

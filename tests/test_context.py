@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -48,10 +45,15 @@ def test_committed_run_opens_with_its_recorded_split_and_benchmark(run):
     assert not Path(config["settings"]["bench"]).is_absolute()
 
 
-def test_no_committed_run_file_holds_a_machine_path():
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "portable_runs.py"), str(RUNS), "--check", "--tracked"],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+def test_no_committed_run_file_holds_a_machine_path(capsys):
+    import importlib.util
+
+    # the script's main, in this process (the same check without a fresh interpreter's imports)
+    spec = importlib.util.spec_from_file_location("portable_runs", REPO / "scripts" / "portable_runs.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    code = script.main([str(RUNS), "--check", "--tracked"])
+    assert code == 0, capsys.readouterr().err
 
 
 def test_params_figures_through_the_context_equal_best_json():
@@ -79,51 +81,59 @@ def test_a_moved_run_is_found_again_by_file_name_and_digest(tmp_path, monkeypatc
         RunContext.open(copy)
 
 
-def _autoprox(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autoprox.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=600)
+def _autoprox(capsys, monkeypatch, *args: str, cwd: Path, env: dict | None = None) -> tuple[int, str, str]:
+    """``autoprox ARGS`` run from the folder ``cwd`` with ``env`` set (in this process: the commands are the same,
+    without a fresh interpreter's seconds of imports each): its exit code, stdout and stderr."""
+    monkeypatch.chdir(cwd)
+    for name, value in (env or {}).items():
+        monkeypatch.setenv(name, value)
+    return run_cli(capsys, *args)
 
 
 @pytest.mark.slow
-def test_show_export_curves_and_rank_on_a_run_copied_elsewhere(tmp_path, pit_bench, session_cache):
+def test_show_export_curves_and_rank_on_a_run_copied_elsewhere(tmp_path, pit_bench, session_cache, capsys,
+                                                                monkeypatch):
     """A committed run copied to another folder, used from there: every report command works on it."""
     copy = tmp_path / "copied-run"
     shutil.copytree(RUNS / "pit-best", copy)
     env = {"AUTOPROX_CACHE": str(session_cache.root)}
-    shown = _autoprox("show", str(copy), "--top", "3", cwd=tmp_path, env=env)
-    assert shown.returncode == 0, shown.stderr
-    assert "hall of fame" in shown.stdout and "pit" in shown.stdout
+    code, out, err = _autoprox(capsys, monkeypatch, "show", str(copy), "--top", "3", cwd=tmp_path, env=env)
+    assert code == 0, err
+    assert "hall of fame" in out and "pit" in out
 
-    exported = _autoprox("export", str(copy), "--out", str(tmp_path / "proxy.py"), cwd=tmp_path, env=env)
-    assert exported.returncode == 0, exported.stderr
+    code, _, err = _autoprox(capsys, monkeypatch, "export", str(copy), "--out", str(tmp_path / "proxy.py"),
+                             cwd=tmp_path, env=env)
+    assert code == 0, err
     assert "def score(" in (tmp_path / "proxy.py").read_text()
 
-    plotted = _autoprox("curves", str(copy), "--out", str(tmp_path / "curves.png"), cwd=tmp_path, env=env)
-    assert plotted.returncode == 0, plotted.stderr
+    code, _, err = _autoprox(capsys, monkeypatch, "curves", str(copy), "--out", str(tmp_path / "curves.png"),
+                             cwd=tmp_path, env=env)
+    assert code == 0, err
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
     order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))
     small = tmp_path / "pit6.jsonl"
     write_benchmark_jsonl(pit_bench.subset(sorted(order[:6])), small)
-    ranked = _autoprox("rank", "--proxy", str(copy / "best.json"), "--bench", str(small), "--split", "all",
-                       "--batch-size", "2", "--workers", "1", "--json", "--targets", "c100_kd", cwd=tmp_path, env=env)
-    assert ranked.returncode == 0, ranked.stderr
-    assert json.loads(ranked.stdout)["c100_kd"]["n"] == 6
+    code, out, err = _autoprox(capsys, monkeypatch, "rank", "--proxy", str(copy / "best.json"), "--bench", str(small),
+                               "--split", "all", "--batch-size", "2", "--workers", "1", "--json", "--targets",
+                               "c100_kd", cwd=tmp_path, env=env)
+    assert code == 0, err
+    assert json.loads(out)["c100_kd"]["n"] == 6
 
 
 @pytest.mark.slow
-def test_search_refuses_a_non_empty_folder_that_is_not_a_run_and_leaves_it_untouched(tmp_path):
+def test_search_refuses_a_non_empty_folder_that_is_not_a_run_and_leaves_it_untouched(tmp_path, capsys, monkeypatch):
     out = tmp_path / "my-results"
     out.mkdir()
     files = {"log.jsonl": "my own log\n", "best.json": '{"mine": true}\n', "notes.txt": "keep me\n"}
     for name, text in files.items():
         (out / name).write_text(text)
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
-    result = _autoprox("search", "--bench", str(PIT_FILE), "--out", str(out), "--iterations", "1", "--quiet",
-                       cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr.startswith("autoprox: error: ") and str(out) in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    code, _, err = _autoprox(capsys, monkeypatch, "search", "--bench", str(PIT_FILE), "--out", str(out),
+                             "--iterations", "1", "--quiet", cwd=tmp_path)
+    assert code == 2
+    assert err.startswith("autoprox: error: ") and str(out) in err
+    assert len(err.strip().splitlines()) == 1
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
     assert after == before
 

@@ -8,33 +8,28 @@ import math
 import shutil
 import struct
 from pathlib import Path
-from dataclasses import replace
 
 import pytest
 
 from autoprox.cli.main import main
-from autoprox.data.benchmark import write_benchmark_jsonl
-from autoprox.reports.curves import load_curves, rolling_rate
-from autoprox.search.engine import run_search
-from autoprox.search.evolution import EvolutionConfig
+from autoprox.reports.curves import DEFAULT_WINDOW, load_curves, rolling_rate
 from autoprox.search.rundir import RunDirectory
-from autoprox.search.settings import SearchSettings
+from tests.conftest import SEARCHED_EVOLUTION, SMALL_EVOLUTION
 
 pytestmark = pytest.mark.slow
 
-EVOLUTION = EvolutionConfig(population_size=4, iterations=5, retry_cap=3, top_k=2, seed=1)
+#: The iterations of the two runs the tests read: conftest's searched_run (seed1) and finished_run (seed2).
+FIRST, SECOND = SEARCHED_EVOLUTION.iterations, SMALL_EVOLUTION.iterations
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def runs(af_small, session_cache, tmp_path_factory):
-    bench = tmp_path_factory.mktemp("bench") / "af16.jsonl"
-    write_benchmark_jsonl(af_small, bench)
-    settings = SearchSettings(bench=str(bench), batch_size=2, cache_dir=str(session_cache.root), workers=1,
-                              search_fraction=0.75, evolution=EVOLUTION)
+def runs(searched_run, finished_run, tmp_path_factory):
+    """Two searches of other seeds and lengths on the 16 small AutoFormer architectures: copies (named as the
+    curves name them) of the session's two runs, which other files read too."""
     folder = tmp_path_factory.mktemp("runs")
-    run_search(settings, folder / "seed1", quiet=True)
-    run_search(replace(settings, evolution=replace(EVOLUTION, seed=2, iterations=4)), folder / "seed2", quiet=True)
+    shutil.copytree(searched_run[0], folder / "seed1")
+    shutil.copytree(finished_run, folder / "seed2")
     return folder / "seed1", folder / "seed2"
 
 
@@ -64,7 +59,7 @@ def test_curves_png_and_csv_hold_the_logged_numbers(runs, capsys, tmp_path):
     assert width > 500 and height > 500
     rows = _csv_rows(tmp_path / "curves.csv")
     log = RunDirectory(run).log()
-    assert [int(r["iteration"]) for r in rows] == [r["iteration"] for r in log] == list(range(1, 6))
+    assert [int(r["iteration"]) for r in rows] == [r["iteration"] for r in log] == list(range(1, FIRST + 1))
     best = json.loads((run / "best.json").read_text())
     for row, record in zip(rows, log):
         assert float(row["best_jcm"]) == record["best_jcm"] and float(row["mean_jcm"]) == record["mean_jcm"]
@@ -72,7 +67,7 @@ def test_curves_png_and_csv_hold_the_logged_numbers(runs, capsys, tmp_path):
             assert float(row[f"kendall_{target}"]) == tau
         assert int(row["accepted"]) == int(record["accepted"]) and int(row["attempts"]) == record["attempts"]
         assert float(row["params_jcm"]) == best["params"]["search"]["jcm"]
-    window = log[-5:]
+    window = log[-DEFAULT_WINDOW:]
     expected = sum(r["accepted"] for r in window) / sum(r["attempts"] for r in window)
     assert float(rows[-1]["acceptance_rate"]) == pytest.approx(expected)
     assert "wrote" in text
@@ -90,9 +85,9 @@ def test_parameter_count_reference_is_computed_when_best_json_is_missing(runs, t
     expected = json.loads((going / "best.json").read_text())["params"]["search"]["jcm"]
     (going / "best.json").unlink()
     with open(going / "log.jsonl", "a") as handle:
-        handle.write('{"iteration": 6, "best_jc')  # a run in progress: torn last line
+        handle.write(f'{{"iteration": {FIRST + 1}, "best_jc')  # a run in progress: torn last line
     curves = load_curves(going)
-    assert curves.iterations == [1, 2, 3, 4, 5]
+    assert curves.iterations == list(range(1, FIRST + 1))
     assert curves.params_note == "computed from the benchmark"
     assert curves.params_jcm == pytest.approx(expected, abs=1e-12)
 
@@ -103,7 +98,7 @@ def test_several_runs_are_overlaid(runs, capsys, tmp_path):
     assert code == 0, err
     _png_size(out)
     rows = _csv_rows(tmp_path / "n.csv")
-    assert [r["run"] for r in rows] == ["seed1"] * 5 + ["seed2"] * 4
+    assert [r["run"] for r in rows] == ["seed1"] * FIRST + ["seed2"] * SECOND
     single = tmp_path / "single.png"
     run_cli(capsys, "curves", str(runs[0]), "--out", str(single))
     assert out.read_bytes() != single.read_bytes()

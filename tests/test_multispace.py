@@ -235,18 +235,13 @@ def test_a_combined_fitness_protocol_scores_the_left_out_space_as_the_fitness_ra
             assert combined != pytest.approx(genome)  # the proxy scored is not the genome alone
 
 
-def test_a_two_space_search_on_a_dask_cluster_is_the_local_one(multi_settings, tmp_path):
-    """Each space's statistics sharded on the cluster's workers: the same run as in this process."""
-    from autoprox.core.parallel import make_executor
-
+def test_a_two_space_search_on_a_dask_cluster_is_the_local_one(multi_settings, tmp_path, dask_cluster):
+    """Each space's statistics sharded on the cluster's workers (conftest's local cluster of two): the same run as in
+    this process."""
     settings = replace(multi_settings, evaluation="exact",
                        evolution=replace(EVOLUTION, population_size=3, iterations=1))
     local = run_search(settings, tmp_path / "local", quiet=True)
-    executor = make_executor("local:2")
-    try:
-        remote = run_search(settings, tmp_path / "dask", quiet=True, executor=executor)
-    finally:
-        executor.close()
+    remote = run_search(settings, tmp_path / "dask", quiet=True, executor=dask_cluster)
     for key in ("genome", "search", "test", "params", "iteration"):
         assert remote[key] == local[key], key
 
@@ -276,16 +271,19 @@ def test_vit_search_defaults_to_the_label_free_proxy_where_a_space_has_no_benchm
 def test_the_label_free_recommendation_is_what_the_committed_protocols_choose(pit_small_file, session_cache, capsys):
     """benchmarks/recommend_any.py --check: the manifest's any/ entries are the N-space protocols' choice; a
     baseline chosen there is a rank formula that ranks every architecture as the baseline itself."""
-    import subprocess
-    import sys
+    import importlib.util
     from pathlib import Path
 
     from autoprox.proxies.recommended import resolve_recommended
 
     repo = Path(__file__).resolve().parent.parent
-    check = subprocess.run([sys.executable, str(repo / "benchmarks" / "recommend_any.py"), "--check"],
-                           capture_output=True, text=True, timeout=120)
-    assert check.returncode == 0, check.stdout + check.stderr
+    # the script's main, in this process (the same check without a fresh interpreter's imports)
+    spec = importlib.util.spec_from_file_location("recommend_any", repo / "benchmarks" / "recommend_any.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    code = script.main(["--check"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.out + printed.err
     _, entry = resolve_recommended("recommended:any/joint")
     if not entry["selection"].startswith("baseline "):
         return

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from autoprox.core.errors import ConfigError
-from autoprox.core.parallel import LocalExecutor, make_executor, parse_scheduler
+from autoprox.core.parallel import LocalExecutor, parse_scheduler
 from autoprox.data.cache import (
     StatisticsCache,
     StatsPlan,
@@ -63,10 +63,9 @@ def test_local_executor_keeps_order_and_covers_every_job(workers):
 
 
 @pytest.fixture(scope="module")
-def cluster_executor():
-    executor = make_executor("local:2")
-    yield executor
-    executor.close()
+def cluster_executor(dask_cluster):
+    """conftest's local cluster of two workers (test_multispace runs a search on it too)."""
+    return dask_cluster
 
 
 def test_local_cluster_runs_tasks_on_two_worker_processes(cluster_executor):
@@ -192,11 +191,19 @@ def test_cache_build_through_a_local_cluster_equals_the_local_one(af_small, tmp_
             assert all(np.array_equal(mine[n].numpy(), theirs[n].numpy()) for n in mine)
 
 
-def test_scheduler_without_an_answering_scheduler_is_one_line(capsys):
+def test_scheduler_without_an_answering_scheduler_is_one_line(capsys, monkeypatch):
     from autoprox.cli.main import main
 
+    real, asked = distributed.Client, []
+
+    def client(address, timeout):  # Dask's own client, tried for 2 s instead of the 20 s the command waits
+        asked.append(timeout)
+        return real(address, timeout="2s")
+
+    monkeypatch.setattr(distributed, "Client", client)
     assert main(["cache", "build", "--space", "pit", "--scheduler", "127.0.0.1:1"]) == 2
     assert capsys.readouterr().err.startswith("autoprox: error: no Dask scheduler answered at tcp://127.0.0.1:1")
+    assert len(asked) == 1  # the command did try to connect
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 8])

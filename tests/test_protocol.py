@@ -35,30 +35,28 @@ from autoprox.proxies.baselines import choose_baselines
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
-from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import descriptor_columns
-from tests.conftest import REPO
+from tests.conftest import PROTOCOL_EVOLUTION, PROTOCOL_FOLDS, PROTOCOL_TARGETS, REPO
 from tests.commands import run_cli
 
 pytestmark = pytest.mark.slow
 
-TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd")
-EVOLUTION = EvolutionConfig(population_size=4, iterations=2, retry_cap=3, top_k=2, seed=5)
-FOLDS = 3
+TARGETS = PROTOCOL_TARGETS
+EVOLUTION = PROTOCOL_EVOLUTION
+FOLDS = PROTOCOL_FOLDS
 
 
 @pytest.fixture(scope="module")
-def settings(af_small_file, session_cache):
-    return SearchSettings(bench=str(af_small_file), targets=TARGETS, weights={"c100_kd": 2.0}, batch_size=2,
-                          cache_dir=str(session_cache.root), workers=1, evolution=EVOLUTION)
+def settings(protocol_settings):
+    return protocol_settings
 
 
 @pytest.fixture(scope="module")
-def protocol(settings, tmp_path_factory):
-    out = tmp_path_factory.mktemp("protocol") / "out"
-    return out, run_protocol(settings, out, folds=FOLDS, bootstrap=200, quiet=True)
+def protocol(finished_protocol):
+    """conftest's protocol, the one test_bagging reuses the searches of (one run per session)."""
+    return finished_protocol
 
 
 def figures_of(result: dict) -> tuple:

@@ -27,15 +27,13 @@ import pytest
 from autoprox.cli.main import main
 from autoprox.reports.report import CheckpointReports, render_report
 from autoprox.search.engine import run_search
-from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.rundir import RunDirectory
-from autoprox.search.settings import SearchSettings
 from tests.commands import tmpfs
-from tests.conftest import REPO
+from tests.conftest import REPO, SMALL_EVOLUTION
 from tests.report_html import body_rows, header, parse_report
 
-EVOLUTION = EvolutionConfig(population_size=4, iterations=3, retry_cap=3, top_k=2, seed=1)
+EVOLUTION = SMALL_EVOLUTION  # the evolution of conftest's small_settings and finished_run
 RUNS = REPO / "runs"
 
 
@@ -44,17 +42,10 @@ def fmt(value) -> str:
 
 
 @pytest.fixture(scope="module")
-def small_settings(af_small_file, session_cache):
-    return SearchSettings(bench=str(af_small_file), batch_size=2, cache_dir=str(session_cache.root), workers=1,
-                          search_fraction=0.75, evolution=EVOLUTION)
-
-
-@pytest.fixture(scope="module")
-def small_run(small_settings, tmp_path_factory):
-    """A real 3-iteration search on 16 small AutoFormer architectures (12 search, 4 test)."""
-    path = tmp_path_factory.mktemp("runs") / "small"
-    run_search(small_settings, path, quiet=True)
-    return path
+def small_run(finished_run):
+    """A real 3-iteration search on 16 small AutoFormer architectures (12 search, 4 test): conftest's finished run,
+    shared with the other files that read it (tests copy it before changing anything)."""
+    return finished_run
 
 
 def run_cli(capsys, *argv):

@@ -131,8 +131,9 @@ def test_seed_proxies_enter_the_initial_population(settings, tmp_path):
     assert population[0]["genome"] == published
 
 
-def test_ctrl_c_saves_and_the_run_resumes(small_bench_file, session_cache, tmp_path):
-    """A real SIGINT to the CLI: exit 130, best.json written, and --resume finishes the run."""
+def test_ctrl_c_saves_and_the_run_resumes(small_bench_file, session_cache, tmp_path, capsys, monkeypatch):
+    """A real SIGINT to the CLI: exit 130, best.json written, and --resume finishes the run (the resume runs in
+    this process: the same command without a fresh interpreter's imports)."""
     out = tmp_path / "interrupted"
     env = dict(os.environ, AUTOPROX_CACHE=str(session_cache.root))
     command = [sys.executable, "-m", "autoprox.cli", "search", "--bench", str(small_bench_file), "--out", str(out),
@@ -161,12 +162,9 @@ def test_ctrl_c_saves_and_the_run_resumes(small_bench_file, session_cache, tmp_p
     assert best["finished"] is False and best["iteration"] >= 2
     log = RunDirectory(out).log()
     assert [r["iteration"] for r in log] == list(range(1, best["iteration"] + 1))
-    finish = subprocess.run(
-        [sys.executable, "-m", "autoprox.cli", "search", "--resume", "--out", str(out), "--iterations",
-         str(best["iteration"] + 2), "--quiet"],
-        env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert finish.returncode == 0, finish.stderr
+    monkeypatch.setenv("AUTOPROX_CACHE", env["AUTOPROX_CACHE"])
+    code, _, err = run_cli(capsys, "search", "--resume", "--out", out, "--iterations", best["iteration"] + 2, "--quiet")
+    assert code == 0, err
     assert json.loads((out / "best.json").read_text())["iteration"] == best["iteration"] + 2
 
 
@@ -295,7 +293,7 @@ def test_a_refused_start_leaves_no_run_directory_and_the_corrected_command_runs(
         assert first["genome"].startswith("block_mean(to_mean_scalar(element_wise_sum(no_op(")
 
 
-def test_sigterm_mid_search_stops_like_ctrl_c(af_small_file, session_cache, tmp_path):
+def test_sigterm_mid_search_stops_like_ctrl_c(af_small_file, session_cache, tmp_path, capsys, monkeypatch):
     out = tmp_path / "terminated"
     env = cli_env(session_cache)
     process = _start(["search", "--bench", af_small_file, "--out", out, "--batch-size", "2", "--workers", "1",
@@ -308,15 +306,14 @@ def test_sigterm_mid_search_stops_like_ctrl_c(af_small_file, session_cache, tmp_
     best = json.loads((out / "best.json").read_text())
     assert best["finished"] is False and best["iteration"] >= 2
     assert not (out / LOCK).exists()
-    finish = subprocess.run([sys.executable, "-m", "autoprox.cli", "search", "--resume", "--out", str(out),
-                             "--iterations", str(best["iteration"] + 1), "--quiet"],
-                            env=env, capture_output=True, text=True, timeout=300)
-    assert finish.returncode == 0, finish.stderr
+    monkeypatch.setenv("AUTOPROX_CACHE", env["AUTOPROX_CACHE"])  # the resume, in this process
+    code, _, err = run_cli(capsys, "search", "--resume", "--out", out, "--iterations", best["iteration"] + 1, "--quiet")
+    assert code == 0, err
 
 
 @pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
 def test_stopping_the_statistics_phase_gives_the_resume_hint_and_leaves_no_worker(af_small_file, tmp_path, stop,
-                                                                                  status):
+                                                                                  status, capsys):
     out, cache = tmp_path / "run", tmp_path / "cache"  # a fresh cache: the statistics phase has work to do
     env = dict(os.environ, PYTHONPATH=str(REPO))
     argv = ["search", "--bench", af_small_file, "--out", out, "--batch-size", "2", "--workers", "2", "--cache-dir",
@@ -338,10 +335,9 @@ def test_stopping_the_statistics_phase_gives_the_resume_hint_and_leaves_no_worke
     while _alive(workers) and time.time() < deadline:
         time.sleep(0.2)
     assert not _alive(workers), "joblib workers outlived the stopped search"
-    if stop == signal.SIGINT:  # (the same state either way: resuming it once is enough)
-        finish = subprocess.run([sys.executable, "-m", "autoprox.cli", "search", "--resume", "--out", str(out),
-                                 "--workers", "2"], env=env, capture_output=True, text=True, timeout=600)
-        assert finish.returncode == 0, finish.stderr
+    if stop == signal.SIGINT:  # (the same state either way: resuming it once is enough; in this process)
+        code, _, err = run_cli(capsys, "search", "--resume", "--out", out, "--workers", "2")
+        assert code == 0, err
         assert json.loads((out / "best.json").read_text())["finished"] is True
 
 
@@ -426,7 +422,7 @@ def test_the_last_line_says_beats_ties_or_does_not_beat(mine, theirs, verdict):
 
 
 @pytest.mark.slow
-def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_path, af_tiny_file):
+def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_path, af_tiny_file, capsys):
     cache, out = tmp_path / "cache", tmp_path / "run"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     process = _start(small_search_argv(tmp_path, af_tiny_file, cache, "--iterations", "1000000", "--quiet",
@@ -437,10 +433,9 @@ def test_sigterm_stops_at_once_and_leaves_the_test_figures_to_the_resume(tmp_pat
     assert best["test"] == {"none": "not computed: the search was stopped before its end; resuming it computes them"}
     search_part = len(best["split"]["search"])
     assert len(list(cache.rglob("*.npz"))) == search_part  # no statistics of the test split were computed
-    finish = subprocess.run([sys.executable, "-m", "autoprox.cli", "search", "--resume", "--out", str(out),
-                             "--iterations", str(best["iteration"] + 1), "--quiet"],
-                            env=env, capture_output=True, text=True, timeout=300)
-    assert finish.returncode == 0, finish.stderr
+    code, _, err = run_cli(capsys, "search", "--resume", "--out", out, "--iterations", best["iteration"] + 1,
+                           "--quiet")  # the resume, in this process
+    assert code == 0, err
     assert "jcm" in json.loads((out / "best.json").read_text())["test"]
     assert len(list(cache.rglob("*.npz"))) == len(best["split"]["search"]) + len(best["split"]["test"])
 

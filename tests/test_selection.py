@@ -26,13 +26,19 @@ pytestmark = pytest.mark.slow
 TARGETS = ("c100_kd", "flower_kd")
 
 
+EVOLUTION = EvolutionConfig(population_size=6, iterations=4, retry_cap=3, seed=1)
+
+
+def _settings(bench, session_cache) -> SearchSettings:
+    """The search of :func:`run_dir` on ``bench``."""
+    return SearchSettings(bench=str(bench), targets=TARGETS, batch_size=2, cache_dir=str(session_cache.root),
+                          workers=1, search_fraction=0.75, evolution=EVOLUTION)
+
+
 @pytest.fixture(scope="module")
 def run_dir(af_small_file, session_cache, tmp_path_factory):
     out = tmp_path_factory.mktemp("selection") / "run"
-    settings = SearchSettings(bench=str(af_small_file), targets=TARGETS, batch_size=2, cache_dir=str(session_cache.root),
-                              workers=1, search_fraction=0.75,
-                              evolution=EvolutionConfig(population_size=6, iterations=4, retry_cap=3, seed=1))
-    run_search(settings, out, quiet=True)
+    run_search(_settings(af_small_file, session_cache), out, quiet=True)
     return out
 
 
@@ -169,8 +175,9 @@ def test_cv_pick_coarse_chooses_the_coarse_descriptor_on_each_inner_training_par
             assert (only.kind, only.value) == ("descriptor", whole["descriptor"])
 
 
-def test_ensemble_selections_never_read_the_test_part(af_small, session_cache, tmp_path):
-    """Permuting the test part's accuracies changes neither the search nor any selection's choice."""
+def test_ensemble_selections_never_read_the_test_part(af_small, af_small_file, run_dir, session_cache, tmp_path):
+    """Permuting the test part's accuracies changes neither the search nor any selection's choice: the module's run
+    (on af_small as it is) against the same search on a copy whose test part's accuracies are reversed."""
     from dataclasses import replace
 
     from autoprox.apps.selection import select_cv_pick, select_hof_average
@@ -180,18 +187,14 @@ def test_ensemble_selections_never_read_the_test_part(af_small, session_cache, t
     shuffled = {t: v.copy() for t, v in af_small.accuracies.items()}
     for values in shuffled.values():
         values[test] = values[test][::-1]
+    write_benchmark_jsonl(replace(af_small, accuracies=shuffled), tmp_path / "b.jsonl")
+    run_search(_settings(tmp_path / "b.jsonl", session_cache), tmp_path / "b", quiet=True)
     chosen = []
-    for name, bench in (("a", af_small), ("b", replace(af_small, accuracies=shuffled))):
-        path = tmp_path / f"{name}.jsonl"
-        write_benchmark_jsonl(bench, path)
-        settings = SearchSettings(bench=str(path), targets=TARGETS, batch_size=2, cache_dir=str(session_cache.root),
-                                  workers=1, search_fraction=0.75,
-                                  evolution=EvolutionConfig(population_size=6, iterations=3, retry_cap=3, seed=1))
-        run_search(settings, tmp_path / name, quiet=True)
-        chosen.append([{k: v for k, v in s(tmp_path / name).to_json().items() if k != "provenance"}
-                       | {"chosen": s(tmp_path / name).provenance.get("chosen")}
-                       for s in (select_cv_pick, select_hof_average)])
-    assert not np.array_equal(load_bench_accuracies(tmp_path / "a.jsonl")[test],
+    for run in (run_dir, tmp_path / "b"):
+        picks = [select(run) for select in (select_cv_pick, select_hof_average)]  # each rule run once per run
+        chosen.append([{k: v for k, v in pick.to_json().items() if k != "provenance"}
+                       | {"chosen": pick.provenance.get("chosen")} for pick in picks])
+    assert not np.array_equal(load_bench_accuracies(af_small_file)[test],
                               load_bench_accuracies(tmp_path / "b.jsonl")[test])
     assert chosen[0] == chosen[1]
 

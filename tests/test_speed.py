@@ -222,23 +222,21 @@ def test_cpu_device_keeps_keys_and_numbers(af_small, small_spec):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
-def test_cuda_without_cuda_is_a_one_line_config_error(tmp_path):
-    import subprocess
-    import sys
-
+def test_cuda_without_cuda_is_a_one_line_config_error(tmp_path, capsys, monkeypatch):
     from autoprox.core.errors import ConfigError
     from autoprox.networks.statistics import InputSpec, resolve_device
+    from tests.commands import run_cli
 
     with pytest.raises(ConfigError, match="CUDA is not available"):
         resolve_device("cuda")
     with pytest.raises(ConfigError, match="unknown device"):
         InputSpec(device="tpu")
-    done = subprocess.run([sys.executable, "-m", "autoprox.cli", "rank", "--space", "autoformer", "--device", "cuda",
-                           "--proxy", "params", "--cache-dir", str(tmp_path)],
-                          check=False, capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert done.returncode == 2, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.startswith("autoprox: error:")]
-    assert len(lines) == 1 and "--device cuda" in lines[0] and "Traceback" not in done.stderr
+    monkeypatch.chdir(REPO)  # the command, from the checkout, in this process (no fresh interpreter's imports)
+    code, _, err = run_cli(capsys, "rank", "--space", "autoformer", "--device", "cuda", "--proxy", "params",
+                           "--cache-dir", tmp_path)
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.startswith("autoprox: error:")]
+    assert len(lines) == 1 and "--device cuda" in lines[0] and "Traceback" not in err
 
 
 def test_mapped_statistics_are_the_stored_ones_and_a_flipped_byte_is_caught(af_small, small_spec, session_cache,
