@@ -43,7 +43,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from autoprox.core.errors import GenomeError
 from autoprox.core.registry import Registry
 from autoprox.data.extras import extras_for
-from autoprox.networks.statistics import SPREAD_NAMES, STAT_NAMES, InputSpec
+from autoprox.networks.runtime import SPREAD_NAMES
+from autoprox.networks.statistics import STAT_NAMES, InputSpec
 from autoprox.spaces.descriptors import terminal_names, terminal_values
 
 __all__ = ["MATRIX", "PAPER_TERMINALS", "SCALAR", "TERMINAL_SETS", "TerminalSet", "TerminalSource",

@@ -13,7 +13,7 @@ F4g    gradient of the loss with respect to F4 (same reduction)
 The network is built with a seeded initialisation, one minibatch goes forward, the
 cross-entropy loss goes backward once.
 
-The spread statistics (:data:`SPREAD_NAMES`, asked for with ``spread=True``; cached
+The spread statistics (:data:`autoprox.networks.runtime.SPREAD_NAMES`, asked for with ``spread=True``; cached
 apart, only when a run asks for them) come from the same pass. Each is the population
 standard deviation over the batch's samples of the per-sample tensor whose batch mean is
 the statistic of the same number, so that e.g. ``F1g / S1g`` is ZiCo's
@@ -46,7 +46,7 @@ import torch
 
 from autoprox.core.errors import ConfigError, InputSpecError
 from autoprox.networks.models import build_model
-from autoprox.networks.runtime import SPREAD_NAMES, block_statistics  # noqa: F401 (SPREAD_NAMES: still imported from here by data/extras.py and genome/terminals.py, which the registry work owns; to go once they import it from networks.runtime)
+from autoprox.networks.runtime import block_statistics
 
 STAT_NAMES = ("F1", "F1g", "F2", "F2g", "F3", "F3g", "F4", "F4g")
 STAT_DESCRIPTIONS = {
@@ -213,7 +213,7 @@ def make_batch(spec: InputSpec, num_classes: int, seed: int) -> tuple[torch.Tens
 def statistics_of_model(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor,
                         spread: bool = False) -> list[BlockStats]:
     """Run one forward/backward pass of ``model`` and collect the eight statistics per block
-    (with ``spread``, the :data:`SPREAD_NAMES` too).
+    (with ``spread``, the :data:`~autoprox.networks.runtime.SPREAD_NAMES` too).
 
     The collector is the exported proxies' (:func:`autoprox.networks.runtime.block_statistics`),
     with the model's train/eval modes left as they are: one definition of the statistics.
@@ -239,7 +239,7 @@ def torch_threads(count: int) -> Iterator[None]:
 
 def compute_statistics(arch, spec: InputSpec, seed: int, num_classes: int, spread: bool = False) -> list[BlockStats]:
     """Statistics of ``arch`` built with initialisation seed ``seed`` on the batch of ``spec``
-    (with ``spread``, the :data:`SPREAD_NAMES` too, from the same pass).
+    (with ``spread``, the :data:`~autoprox.networks.runtime.SPREAD_NAMES` too, from the same pass).
 
     The network is built and initialised on the CPU (the same weights whatever the
     device), then it and the batch move to ``spec.device``; the statistics come back
