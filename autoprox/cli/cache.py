@@ -35,8 +35,9 @@ def run(args: argparse.Namespace) -> int:
     targets = bench.check_targets(list(args.targets) or bench.default_targets())
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
-    if not cache.writable(bench.space, warn=False):
-        raise CacheError(f"statistics cache {cache.root} cannot be written ({cache.unwritable}); "
+    problem = cache.write_problem(bench.space)
+    if problem is not None:
+        raise CacheError(f"statistics cache {cache.root} cannot be written ({problem.strerror or problem}); "
                          "give --cache-dir a folder you can write")
     with executor_from_args(args) as executor:
         result = build_cache(cache, plan.requests(bench.archs), workers=executor,

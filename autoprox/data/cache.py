@@ -198,13 +198,11 @@ class StatisticsCache:
         except DiskFullError as exc:
             raise DiskFullError(f"statistics cache {self.root} is full: {exc}") from None
 
-    def writable(self, space: str, warn: bool = True) -> bool:
-        """Whether entries of ``space`` can be written; the first time not, one warning says why
-        (unless ``warn`` is False); :attr:`unwritable` then holds the reason."""
-        if self.unwritable is not None:
-            return False
+    def write_problem(self, space: str) -> OSError | None:
+        """Why entries of ``space`` cannot be written (None when they can), found by writing a probe file;
+        it warns of nothing and records nothing (:meth:`writable` does both)."""
+        folder = self.root / space
         try:
-            folder = self.root / space
             folder.mkdir(parents=True, exist_ok=True)
             probe = folder / f".write-test-{os.getpid()}-{threading.get_ident()}"
             probe.write_bytes(b"")
@@ -215,12 +213,18 @@ class StatisticsCache:
             if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ELOOP):  # not a folder at all: nothing to warn about
                 raise CacheError(f"statistics cache {self.root} cannot be a folder (it, or a folder above it, is a "
                                  f"file or a loop of symbolic links); give --cache-dir a folder") from None
-            if warn:
-                self._warn_unwritable(exc)
-            else:
-                self.unwritable = exc.strerror or str(exc)
+            return exc
+        return None
+
+    def writable(self, space: str) -> bool:
+        """Whether entries of ``space`` can be written; the first time not, one warning says why and
+        :attr:`unwritable` then holds the reason."""
+        if self.unwritable is not None:
             return False
-        return True
+        problem = self.write_problem(space)
+        if problem is not None:
+            self._warn_unwritable(problem)
+        return problem is None
 
     def _warn_unwritable(self, error: OSError, problem: str = "", stacklevel: int = 3) -> None:
         reason = error.strerror or str(error)

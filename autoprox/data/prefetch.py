@@ -18,6 +18,7 @@ and removes what that process had half written.
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from typing import Callable, Sequence
 
@@ -42,6 +43,10 @@ def background_worker_setup(parent: int, niceness: int) -> None:
 class Prefetch:
     """The entries of ``requests`` that ``cache`` lacks, computed in one background process from :meth:`start`.
 
+    A feeder thread hands the process one entry at a time, so that nothing waits in the process's queue:
+    finishing drops what is not started without cancelling a task (joblib's loky cannot kill its workers
+    once a queued task was cancelled), and stopping kills the one task that runs.
+
     Parameters
     ----------
     cache : StatisticsCache or None
@@ -59,7 +64,13 @@ class Prefetch:
         self.missing = [r for r in requests if not cache.contains(r)]
         self.niceness = niceness
         self._executor = None
-        self._futures: list = []
+        self._feeder: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._running = None  # the future of the task the process computes now
+        self._ended = 0  # tasks ended, written or failed
+        self._written = 0
+        self._messages: list[str] = []
 
     @classmethod
     def nothing(cls) -> "Prefetch":
@@ -74,61 +85,80 @@ class Prefetch:
     @property
     def remaining(self) -> int:
         """How many of its tasks have not ended yet."""
-        return sum(not future.done() for future in self._futures)
+        return len(self.missing) - self._ended if self.started else 0
 
     def start(self) -> "Prefetch":
         """Start the background process on the missing entries; nothing when none is missing or the cache
         cannot be written (the final report then computes, or says why it cannot, as before)."""
-        if not self.missing or not self.cache.writable(self.missing[0].arch.space, warn=False):
+        if not self.missing or self.cache.write_problem(self.missing[0].arch.space) is not None:
             return self
         from joblib.externals.loky.process_executor import ProcessPoolExecutor
 
         self._executor = ProcessPoolExecutor(max_workers=1, initializer=background_worker_setup,
                                              initargs=(os.getpid(), self.niceness))
-        self._futures = [self._executor.submit(compute_into_cache, *request_job(self.cache, request))
-                         for request in self.missing]
+        self._feeder = threading.Thread(target=self._feed, args=(self._executor,), name="autoprox-prefetch",
+                                        daemon=True)
+        self._feeder.start()
         return self
+
+    def _feed(self, executor) -> None:
+        for request in self.missing:
+            with self._lock:
+                if self._stopping:
+                    return
+                self._running = executor.submit(compute_into_cache, *request_job(self.cache, request))
+                future = self._running
+            try:
+                messages = future.result()[1]
+            except BaseException:  # failed, or killed by stop(): the final report computes this entry
+                messages = None
+            with self._lock:
+                self._ended += 1
+                if messages is not None:
+                    self._written += 1
+                    self._messages.extend(messages)
+                self._running = None
 
     def wait(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Finish: the tasks the background process has not started are dropped (the final report computes
-        them with all its workers, faster than one process), and the ones it has are waited for,
-        ``progress(done, total)`` as each ends (counting the entries cached before, as
-        :func:`~autoprox.data.cache.build_cache` counts them; never the last call, which the final
-        report's own progress line makes). Returns how many entries it wrote.
+        them with all its workers, faster than one process), and the one it runs is waited for,
+        ``progress(done, total)`` as the count of entries there goes (counting the entries cached before, as
+        :func:`~autoprox.data.cache.build_cache` counts them; never with ``done == total``, which the final
+        report's own progress line says). Returns how many entries it wrote.
 
         Its warnings are raised here; a task that failed is left to the final report, which computes its
         entry again and raises the error there, where it belongs.
         """
         if not self.started:
             return 0
-        from concurrent.futures import as_completed
-
-        written = 0
-        for future in self._futures:
-            future.cancel()  # False for a task that runs or has ended
-        done = self.total - len(self._futures)
+        with self._lock:
+            self._stopping = True
+        reported = None
         try:
-            for future in as_completed(f for f in self._futures if not f.cancelled()):
-                done += 1
-                if future.exception() is None:
-                    written += 1
-                    for message in dict.fromkeys(future.result()[1]):
-                        warnings.warn(message, CacheWarning, stacklevel=2)
-                if progress is not None and done < self.total:
+            while True:
+                done = self.total - len(self.missing) + self._written
+                if progress is not None and done != reported and done < self.total:
                     progress(done, self.total)
+                    reported = done
+                if not self._feeder.is_alive():
+                    break
+                self._feeder.join(0.2)
         finally:
             self.stop()
-        return written
+        for message in dict.fromkeys(self._messages):
+            warnings.warn(message, CacheWarning, stacklevel=2)
+        return self._written
 
     def stop(self) -> None:
         """End the background process now, tasks not yet run dropped, and remove what it had half written."""
         if self._executor is None:
             return
         executor, self._executor = self._executor, None
-        unfinished = any(not future.done() for future in self._futures)
-        for future in self._futures:
-            future.cancel()
+        with self._lock:
+            self._stopping = True
+            unfinished = self._running is not None and not self._running.done()
         executor.shutdown(wait=True, kill_workers=unfinished)
+        self._feeder.join()
         if unfinished:
             remove_partial_writes(self.cache, self.missing)
 
