@@ -220,6 +220,8 @@ def test_zen_score_by_hand():
     assert jacobian.zen_score(net, images, torch.from_numpy(noise)) == pytest.approx(expected, rel=1e-9)
     with pytest.raises(measures.ProxyFailure, match="does not move"):
         jacobian.zen_score(net, images, torch.zeros(2, 1, 2, dtype=torch.float64))
+    with pytest.raises(measures.ProxyFailure, match="not finite"):
+        jacobian.zen_score(net, images, torch.full((2, 1, 2), float("nan"), dtype=torch.float64))
     with pytest.raises(measures.ProxyFailure, match="no transformer block"):
         jacobian.zen_score(_linear_net(), torch.from_numpy(X), torch.from_numpy(X))
 

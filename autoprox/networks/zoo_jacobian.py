@@ -295,8 +295,11 @@ def zen_score(model: nn.Module, images: torch.Tensor, noise: torch.Tensor, gamma
         clean = _last_block_output(model, images)
         moved = _last_block_output(model, images + gamma * noise.to(images.device, images.dtype))
         gap = float((clean - moved).abs().double().flatten(1).sum(dim=1).mean())
+        if not math.isfinite(gap):
+            raise ProxyFailure("zen: the features are not finite (NaN or inf)")
         if not gap > 0.0:
-            raise ProxyFailure("zen: the perturbation does not move the features")
+            raise ProxyFailure("zen: the perturbation does not move the features (on Gaussian weights they "
+                               "can all be 0)")
         value = math.log(gap)
         for module in model.modules():
             if isinstance(module, nn.modules.batchnorm._BatchNorm) and module.running_var is not None:
