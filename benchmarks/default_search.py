@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -31,12 +32,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 #: The first stderr line of each phase after the first, in order: (phase that ends there, prefix).
+#: With counted evaluation, its line (which comes first) says when both earlier phases ended: :data:`COUNTED`.
 PHASE_ENDS = (
     ("search split statistics", "test split statistics:"),
-    ("search split statistics", "counted evaluation:"),
     ("counting", "initial population"),
     ("evolution", "final report:"),
 )
+#: The counting's line, with its seconds.
+COUNTED = re.compile(r"counted evaluation: statistics counted in ([0-9.]+) s")
 
 
 def _clock(seconds: float) -> str:
@@ -61,6 +64,10 @@ def one_run(autoprox: str, work: Path, extra: list[str]) -> dict:
             for phase, prefix in PHASE_ENDS:
                 if line.startswith(prefix) and phase not in marks:
                     marks[phase] = now
+            counted = COUNTED.match(line)
+            if counted and "counting" not in marks:  # counting comes first and says how long it took
+                marks["search split statistics"] = now - float(counted.group(1))
+                marks["counting"] = now
         printed = process.stdout.read()
         code = process.wait()
     wall = time.perf_counter() - start
