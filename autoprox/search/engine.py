@@ -287,7 +287,7 @@ def _search(context: RunContext | MultiRunContext, evaluator: FitnessEvaluator, 
     search part (``evaluator``, its statistics built, closed here at the end; the base chosen per target:
     ``fitness_choices``), each checkpoint recording the settings' ``digest``."""
     try:
-        # Counting first, on both cores: a prefetch started beside it doubled its time (0:07 to 0:15-0:19).
+        # Counting first, on both cores: a prefetch started beside it doubled its time (0:07 to 0:13-0:19).
         if evaluator.counted is not None:
             seconds = evaluator.prepare()
             _log(f"counted evaluation: statistics counted in {seconds:.1f} s "
