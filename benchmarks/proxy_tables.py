@@ -15,11 +15,12 @@ for the parameter and MAC counts), and zoo values go to (and are read from) the 
 so a later ``rank`` reads them back. Architectures are computed one at a time, every proxy on a
 fresh network that is dropped (and garbage-collected) before the next; the table and its sidecar
 are rewritten (atomically) after each architecture, so an interrupted run resumes where it stopped:
-rows already in the table are kept (``--fresh`` computes everything again). ``--minutes M`` starts
-no new architecture after M minutes. ``--proxies a,b`` computes those columns only (in the table's
-order; the sidecar names them): on a 2-core machine shared with others GraSP and the other full
-forward/backward proxies cost minutes per large network, so a table can be made column by column,
-each run reading the values earlier runs put in the score cache.
+the cells already in the table are kept (``--fresh`` computes everything again). ``--minutes M``
+starts no new architecture after M minutes. ``--proxies a,b`` makes a table of those columns (in
+the table's order; the sidecar names them): on a 2-core machine shared with others GraSP and the
+other full forward/backward proxies cost minutes per large network, so a table can be made column
+by column, each run keeping the earlier table's cells of the columns it names and computing only
+the columns that table lacks (or reading them from the score cache).
 
 Usage::
 
@@ -81,16 +82,23 @@ def rss_gb() -> tuple[float, float]:
     return resident / 1e9, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
-def read_kept_rows(path: Path, header: list[str]) -> dict[str, list[str]]:
-    """The rows of an earlier (possibly unfinished) table with the same header, by id."""
+def read_kept_rows(path: Path, header: list[str]) -> dict[str, dict[str, str]]:
+    """The cells of an earlier (possibly unfinished) table, by id and column.
+
+    The earlier table may hold fewer proxy columns than ``header`` (a column added later) or
+    others: its cells of the columns ``header`` names are kept, the rest are computed again. A
+    table with other leading (id and target) columns is not read."""
     if not path.is_file():
         return {}
     with path.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
-    if not rows or rows[0] != header:
+    targets = [c for c in header if c not in PROXIES]
+    if not rows or rows[0][:len(targets)] != targets:
         print(f"{path}: another header; computing every row again", file=sys.stderr)
         return {}
-    return {row[0]: row for row in rows[1:] if len(row) == len(header)}
+    columns = rows[0]
+    return {row[0]: {c: v for c, v in zip(columns, row) if c in header}
+            for row in rows[1:] if len(row) == len(columns)}
 
 
 def write_table(path: Path, header: list[str], rows: list[list[str]]) -> None:
@@ -194,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
                         "peak_rss_gb": round(max(peak, rss_gb()[1]), 2)},
             "date": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         }
+        if previous.get("left_out_as_empty"):
+            record["left_out_as_empty"] = previous["left_out_as_empty"]
         atomic_write_json(sidecar_path, record)
 
     options.out.mkdir(parents=True, exist_ok=True)
@@ -201,30 +211,35 @@ def main(argv: list[str] | None = None) -> int:
           f"{plan.spec.kind} batch {plan.spec.batch_size}, {classes} classes", file=sys.stderr, flush=True)
     stopped = False
     for index, (arch, arch_id) in enumerate(zip(archs, ids)):
-        if arch_id in kept:
-            rows[arch_id] = kept[arch_id]
+        kept_cells = kept.get(arch_id, {})
+        missing = [p for p in chosen if p not in kept_cells]
+        if arch_id in kept and not missing:
+            rows[arch_id] = [kept_cells[c] for c in header]
             continue
         if options.minutes is not None and time.perf_counter() - start > 60 * options.minutes:
             stopped = True
             break
         began = time.perf_counter()
-        row = [arch_id, *(cell(float(bench.accuracies[t][index])) for t in targets)]
+        computed = {"id": arch_id, **{t: cell(float(bench.accuracies[t][index])) for t in targets}}
         for proxy_name in chosen:
+            if proxy_name not in missing:
+                computed[proxy_name] = kept_cells[proxy_name]
+                continue
             result = proxies[proxy_name].raw_values([arch], plan.spec, seed, classes, cache, workers=1)[0]
             if math.isfinite(result.seconds):
                 seconds[proxy_name]["total"] = round(seconds[proxy_name]["total"] + result.seconds, 3)
                 seconds[proxy_name]["architectures"] += 1
             if result.ok:
                 value = float(result.raw) / (1e6 if proxy_name in MILLIONS else 1.0)
-                row.append(cell(value))
+                computed[proxy_name] = cell(value)
             else:
-                row.append("")
+                computed[proxy_name] = ""
                 entry = failed.setdefault(proxy_name, {"count": 0, "first_reason": result.error})
                 entry["count"] += 1
                 print(f"warning: {proxy_name} failed on {arch_id}: {result.error}", file=sys.stderr, flush=True)
             del result
             gc.collect()
-        rows[arch_id] = row
+        rows[arch_id] = [computed[c] for c in header]
         resident, peak_now = rss_gb()
         peak = max(peak, peak_now)
         save(complete=False)

@@ -112,3 +112,27 @@ def test_the_committed_timm_table_is_in_the_held_out_file_s_order():
     for row in rows:
         index = names.index(row["id"])
         assert float(row["imagenet"]) == pytest.approx(bench.accuracies["imagenet"][index])
+
+
+def test_a_column_added_later_is_the_only_one_computed(tmp_path, monkeypatch, capsys):
+    script = _script()
+    monkeypatch.setenv("AUTOPROX_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "tables"
+    assert script.main(["--space", "pit", "--limit", "2", "--out", str(out), "--proxies", "params"]) == 0
+    first = _rows(out / "pit.csv")
+    marked = out / "pit.csv"  # a kept cell is read, not computed again: mark one
+    marked.write_text(marked.read_text().replace(first[0]["params"], "123.5", 1))
+    sidecar = json.loads((out / "pit.json").read_text())
+    sidecar["left_out_as_empty"] = {"epe_nas": {"count": 2, "first_reason": "kept from the earlier sidecar"}}
+    (out / "pit.json").write_text(json.dumps(sidecar))
+    capsys.readouterr()
+    assert script.main(["--space", "pit", "--limit", "2", "--out", str(out), "--proxies", "params,l2_norm"]) == 0
+    rows = _rows(out / "pit.csv")
+    assert list(rows[0])[-2:] == ["params", "l2_norm"] and len(rows) == 2
+    assert rows[0]["params"] == "123.5" and rows[1]["params"] == first[1]["params"]
+    arch = parse_arch(json.loads(rows[0]["id"]), "pit")
+    expected = zoo_scores.raw_value("l2_norm", arch, InputSpec(), 0, 100)
+    assert float(rows[0]["l2_norm"]) == pytest.approx(expected, rel=1e-12)
+    again = json.loads((out / "pit.json").read_text())
+    assert again["seconds"]["l2_norm"]["architectures"] == 2 and again["seconds"]["params"]["architectures"] == 2
+    assert again["left_out_as_empty"]["epe_nas"]["count"] == 2
