@@ -137,7 +137,7 @@ def test_a_1_gb_table_is_refused_before_it_is_read(tmp_path, capsys):
 # ------------------------------------------------------------------------- unit-free formulas
 FORMULAS = ["r(params)", "lr(params)", "z(params)", "z(grasp)", "add(lr(nwot), z(params))",
             "sub(mul(z(jacov), lr(grasp)), rerank(max(z(params), neg(lr(snip)))))",
-            "lrsum(params, grasp, jacov, nwot)"]
+            "lrsum(params, grasp, jacov, nwot)", "first(r(params), r(flops), lrsum(nwot, jacov))"]
 
 
 @pytest.mark.parametrize("formula", FORMULAS)
@@ -157,7 +157,7 @@ def test_a_formula_prints_as_it_parses_and_bad_formulas_are_refused_in_one_line(
         assert str(parse_formula(text)) == text
     for bad, words in [("add(lr(nwot))", "takes 2 argument"), ("lr(+)", "expected a proxy column"), ("foo(nwot)", "unknown"),
                        ("lr(nwot", "ends early"), ("lr(nwot))", "left over"), ("lrsum(nwot, nwot)", "twice"),
-                       ("neg(" * 60 + "lr(x)" + ")" * 60, "nested more than")]:
+                       ("neg(" * 60 + "lr(x)" + ")" * 60, "nested more than"), ("first(r(params))", "two alternatives")]:
         with pytest.raises(GenomeError, match=words):
             parse_formula(bad)
 
@@ -168,6 +168,39 @@ def test_lrsum_is_the_az_nas_sum_of_log_ranks_and_skips_columns_a_space_lacks(fl
     n = len(table)  # AZ-NAS: the sum over proxies of log(rank / n), tied values sharing their mean rank
     by_hand = np.log(rankdata(table.proxies["params"]) / n) + np.log(rankdata(table.proxies["jacov"]) / n)
     assert kendalltau(scores, by_hand).statistic == pytest.approx(1.0, abs=1e-9)
+
+
+def test_first_takes_the_first_alternative_whose_columns_the_space_has(nb201):
+    """first(...) chooses by the columns a table has, never by its values: on a table with params it is
+    r(params); without params, r(flops); with neither, the log-rank sum over the columns it has."""
+    table = nb201.tables[0].subset(range(300))
+    formula = parse_formula("first(r(params), r(flops), lrsum(params, flops, nwot, jacov))")
+    assert formula.columns == ("params", "flops", "nwot", "jacov")
+    cases = [(table.proxies, "r(params)"),
+             ({c: v for c, v in table.proxies.items() if c != "params"}, "r(flops)"),
+             ({c: table.proxies[c] for c in ("nwot", "synflow")}, "lrsum(params, flops, nwot, jacov)")]
+    for columns, expected in cases:
+        assert str(formula.resolved(columns)) == expected
+        scores = formula.score(columns, missing="refuse")
+        by_hand = parse_formula(expected).score(columns, missing="refuse")
+        assert np.allclose(scores, by_hand, atol=1e-12)
+        assert np.ptp(scores) > 0  # never a constant score
+    # nested: an operator over a first
+    nested = parse_formula("add(first(z(params), z(flops)), lr(nwot))")
+    assert str(nested.resolved({"flops": 1, "nwot": 1})) == "add(z(flops), lr(nwot))"
+    # none readable: the last alternative, refused by name under refuse, no information under neutral
+    lacking = {"synflow": table.proxies["synflow"]}
+    with pytest.raises(GenomeError, match="'flops'"):
+        parse_formula("first(r(params), r(flops))").score(lacking, missing="refuse")
+    assert not parse_formula("first(r(params), r(flops))").score(lacking, missing="neutral").any()
+
+
+def test_a_fallback_formula_reads_only_the_first_alternative_on_networks():
+    """On a computed space params is always computable, so first(r(params), ...) computes params alone,
+    not the zoo proxies of its later alternatives."""
+    proxy = resolve_proxy("first(r(params), lrsum(params, nwot, snip, jacov))")
+    assert proxy.scorer.computable() == ("params",)
+    assert resolve_proxy("first(r(head_confidence), r(flops))").scorer.computable() == ("flops",)
 
 
 # ------------------------------------------------------------------------- rank on a table
@@ -185,6 +218,13 @@ def test_rank_on_a_user_table_of_the_documented_form(tmp_path, capsys, nb201):
     assert cli(["rank", "--proxy", "add(lr(params), z(zen))", "--bench", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'zen'" in err[0] and "does not have" in err[0]
+    # a label-free formula on a table lacking its first choice: the fallback, said in one line
+    lacking = _write(tmp_path / "no-params.csv", ["id", "val_acc", "nwot"], [[r[0], r[1], r[3]] for r in rows])
+    assert cli(["rank", "--proxy", "first(r(params), lrsum(params, nwot))", "--bench", str(lacking), "--json"]) == 0
+    printed = capsys.readouterr()
+    fallback = json.loads(printed.out)["no-params"]["val_acc"]["kendall"]
+    assert fallback == pytest.approx(kendalltau(table.proxies["nwot"], table.accuracies["val_acc"]).statistic, abs=1e-9)
+    assert "lacks params: scored as lrsum(nwot)" in printed.err
     # a genome of the per-block statistics needs networks: refused, not guessed
     assert cli(["rank", "--proxy", "autoprox_p", "--bench", str(path)]) == 2
     assert "cannot be scored on the proxy table" in capsys.readouterr().err

@@ -70,7 +70,7 @@ def rank_on_tables(args: argparse.Namespace) -> int:
     """``rank --proxy P --bench TABLE.csv`` (or ``--space nb201``): the proxy's correlations on each
     table's targets, from the table's columns alone."""
     from autoprox.proxies.proxy import resolve_proxy, split_proxy_list
-    from autoprox.proxies.table_scores import table_figures, table_scores
+    from autoprox.proxies.table_scores import reading_note, table_figures, table_scores
 
     spaces = _spaces(args)
     if len(spaces) != 1:
@@ -93,6 +93,9 @@ def rank_on_tables(args: argparse.Namespace) -> int:
         per_table = {}
         for table, default_targets in zip(space.tables, space.targets):
             targets = table.check_targets(list(args.targets) if args.targets else list(default_targets))
+            note = reading_note(proxy, table)
+            if note:
+                print(f"{label}: {note}", file=sys.stderr)
             per_table[table.name] = table_figures(table_scores(proxy, table), table, targets)
         results[label] = per_table
     if args.json:

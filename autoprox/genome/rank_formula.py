@@ -18,9 +18,13 @@ The transformed columns combine with operators (:data:`OPERATORS`): ``add``, ``s
 ``mul``, ``max``, ``min``, ``neg`` and the rank-space ``rerank`` (the centred rank of
 its argument), and ``lrsum(A, B, ...)``, the AZ-NAS sum of log-ranks over the columns it
 names that the space has (a column it lacks is left out of the sum, whatever ``missing``).
+``first(A, B, ...)`` is ``A`` where the space has every column ``A`` reads (and one column of
+each of its lrsums), else ``B`` where it has B's, and so on (the last where none is complete): a
+fallback for a space with fewer columns, chosen by which columns it has, never by its values.
+Neither word is an operator a search draws.
 
-The text form is prefix calls, e.g. ``add(lr(nwot), z(params))`` or
-``lrsum(params, flops, nwot, jacov)``; :func:`parse_formula` reads it (a small
+The text form is prefix calls, e.g. ``add(lr(nwot), z(params))``,
+``lrsum(params, flops, nwot, jacov)`` or ``first(r(params), r(flops), lrsum(nwot, jacov))``; :func:`parse_formula` reads it (a small
 recursive-descent parser, no ``eval``), and ``str`` of a :class:`RankFormula` writes it.
 """
 
@@ -36,14 +40,17 @@ from scipy.stats import rankdata
 from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.core.registry import Registry
 
-__all__ = ["MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula", "columns_of",
-           "parse_formula", "register_operator", "register_transform", "transform_column"]
+__all__ = ["GRAMMAR_WORDS", "MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula",
+           "columns_of", "parse_formula", "readable", "register_operator", "register_transform", "resolve_first",
+           "transform_column"]
 
 #: Longest formula text read, and deepest nesting: beyond them a formula is refused in one line.
 MAX_FORMULA_CHARS = 10_000
 MAX_DEPTH = 40
 
 MISSING_POLICIES = ("refuse", "neutral")
+#: Words of the grammar that are neither transforms nor operators.
+GRAMMAR_WORDS = ("lrsum", "first")
 
 
 # ------------------------------------------------------------------------- transforms
@@ -97,9 +104,10 @@ TRANSFORMS: Registry[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = Regi
 
 
 def _check_name(name: str) -> None:
-    """ConfigError unless ``name`` is a plain lower-case name other than ``lrsum`` (a word of the grammar)."""
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name == "lrsum":
-        raise ConfigError(f"rank-formula name {name!r} is not a plain lower-case name (or is lrsum)")
+    """ConfigError unless ``name`` is a plain lower-case name other than ``lrsum`` and ``first`` (words of the
+    grammar)."""
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in GRAMMAR_WORDS:
+        raise ConfigError(f"rank-formula name {name!r} is not a plain lower-case name (or is lrsum or first)")
 
 
 def register_transform(name: str, function: Callable[[np.ndarray], np.ndarray], description: str) -> None:
@@ -152,7 +160,8 @@ register_operator("rerank", 1, _rank, "the centred rank of a (back to rank space
 @dataclass(frozen=True)
 class Node:
     """One node: an operator with children, a transformed column (``op`` a transform name and
-    ``column`` set), or ``lrsum`` over ``columns``."""
+    ``column`` set), ``lrsum`` over ``columns``, or ``first`` of its children (the first the space
+    can read in full)."""
 
     op: str
     children: tuple["Node", ...] = ()
@@ -168,7 +177,8 @@ class Node:
 
     @property
     def size(self) -> int:
-        """Nodes in the tree (a transformed column and an lrsum count one each, plus one per lrsum member)."""
+        """Nodes in the tree (a transformed column counts one, an lrsum one per member, ``first`` one plus its
+        alternatives)."""
         if self.op == "lrsum":
             return len(self.columns)
         return 1 + sum(c.size for c in self.children)
@@ -188,6 +198,29 @@ def columns_of(node: Node) -> tuple[str, ...]:
 
     walk(node)
     return tuple(found)
+
+
+def readable(node: Node, available) -> bool:
+    """Whether a space with the columns ``available`` has every column ``node`` reads outside an lrsum
+    and at least one column of each of its lrsums (a ``first`` is readable when one alternative is)."""
+    if node.op == "lrsum":
+        return any(c in available for c in node.columns)
+    if node.op == "first":
+        return any(readable(c, available) for c in node.children)
+    if node.column:
+        return node.column in available
+    return all(readable(c, available) for c in node.children)
+
+
+def resolve_first(node: Node, available) -> Node:
+    """``node`` with each ``first`` replaced by its first alternative readable with ``available``
+    (its last where none is)."""
+    if node.op == "first":
+        chosen = next((c for c in node.children if readable(c, available)), node.children[-1])
+        return resolve_first(chosen, available)
+    if not node.children:
+        return node
+    return Node(node.op, tuple(resolve_first(c, available) for c in node.children), node.column, node.columns)
 
 
 @dataclass(frozen=True)
@@ -224,6 +257,11 @@ class RankFormula:
         walk(self.root)
         return tuple(found)
 
+    def resolved(self, available) -> "RankFormula":
+        """The formula a space with the columns ``available`` scores: each ``first`` replaced by its
+        alternative for that space (itself when it has no ``first``)."""
+        return RankFormula(resolve_first(self.root, frozenset(available)))
+
     def score(self, columns: Mapping[str, np.ndarray], missing: str = "refuse",
               cache: dict | None = None) -> np.ndarray:
         """The formula's value on every row of a space.
@@ -250,8 +288,9 @@ class RankFormula:
         if not columns:
             raise GenomeError("no proxy column to score a rank formula on")
         length = len(next(iter(columns.values())))
+        root = resolve_first(self.root, frozenset(columns))
         if missing == "refuse":
-            lacking = [c for c in self.required if c not in columns]
+            lacking = [c for c in RankFormula(root).required if c not in columns]
             if lacking:
                 raise GenomeError(f"the formula reads proxy column {lacking[0]!r}, which this space does not have "
                                   f"(it has {', '.join(columns)})")
@@ -278,7 +317,7 @@ class RankFormula:
             return OPERATORS[n.op].function(*(value(c) for c in n.children))
 
         with np.errstate(all="ignore"):
-            return np.asarray(value(self.root), dtype=np.float64)
+            return np.asarray(value(root), dtype=np.float64)
 
 
 # ------------------------------------------------------------------------- parsing
@@ -340,12 +379,17 @@ def parse_formula(text: str) -> RankFormula:
     def node(depth: int) -> Node:
         if depth > MAX_DEPTH:
             raise GenomeError(f"rank formula nested more than {MAX_DEPTH} levels deep")
-        head = name_token("an operator, a transform or lrsum")
+        head = name_token("an operator, a transform, lrsum or first")
         if head == "lrsum":
             columns = arguments(lambda: name_token("a proxy column"))
             if len(set(columns)) != len(columns):
                 raise GenomeError(f"lrsum names a column twice: {', '.join(columns)}")
             return Node("lrsum", columns=tuple(columns))
+        if head == "first":
+            children = arguments(lambda: node(depth + 1))
+            if len(children) < 2:
+                raise GenomeError("first(...) takes two alternatives or more, in order of preference")
+            return Node("first", tuple(children))
         if head in TRANSFORMS:
             (column,) = _one(arguments(lambda: name_token("a proxy column")), head)
             return Node(head, column=column)
@@ -354,7 +398,7 @@ def parse_formula(text: str) -> RankFormula:
             if len(children) != OPERATORS[head].arity:
                 raise GenomeError(f"{head} takes {OPERATORS[head].arity} argument(s), got {len(children)}")
             return Node(head, tuple(children))
-        known = ", ".join([*TRANSFORMS, *OPERATORS, "lrsum"])
+        known = ", ".join([*TRANSFORMS, *OPERATORS, *GRAMMAR_WORDS])
         raise GenomeError(f"rank formula {text[:80]!r}: unknown operator or transform {head!r}; known: {known}")
 
     root = node(0)

@@ -353,18 +353,25 @@ class RankFormulaScorer(Scorer):
     def nature(self) -> str:
         return "a formula over ranks of proxy columns, not an expression over the eight per-block statistics"
 
+    @property
+    def on_networks(self) -> RankFormula:
+        """The formula networks score: each ``first(...)`` resolved to its first alternative whose
+        columns autoprox computes."""
+        return self.formula.resolved((*ARCHITECTURE_PROXIES, *ZOO))
+
     def computable(self) -> tuple[str, ...]:
         """The columns it reads that autoprox computes on networks; refuses the others unless neutral."""
-        known = [c for c in self.formula.columns if c in ARCHITECTURE_PROXIES or c in ZOO]
-        unknown = [c for c in self.formula.required if c not in known]
+        formula = self.on_networks
+        known = [c for c in formula.columns if c in ARCHITECTURE_PROXIES or c in ZOO]
+        unknown = [c for c in formula.required if c not in known]
         if unknown and self.missing == "refuse":
             raise KeyError(unknown[0])
         if not known:
-            raise KeyError(self.formula.columns[0])
+            raise KeyError(formula.columns[0])
         return tuple(known)
 
     def describe(self, spec: InputSpec, teacher=None) -> tuple[str, str]:
-        return f"proxy columns {', '.join(self.formula.columns)}", "yes: each zoo column's passes"
+        return f"proxy columns {', '.join(self.computable())}", "yes: each zoo column's passes"
 
     def raw_values(self, archs, spec, seed, num_classes, cache, *, workers=1, progress=None, teacher=None,
                    keep_statistics=True, head_classes=HEAD_CLASSES) -> list[RawResult]:
@@ -388,7 +395,7 @@ class RankFormulaScorer(Scorer):
     def set_scores(self, raws: Sequence) -> np.ndarray:
         names = list(raws[0]) if len(raws) else []
         columns = {name: np.asarray([r[name] for r in raws], dtype=np.float64) for name in names}
-        return self.formula.score(columns, missing="neutral")
+        return self.on_networks.score(columns, missing="neutral")
 
 
 # ------------------------------------------------------------------------ over seeds

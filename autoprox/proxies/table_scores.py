@@ -21,10 +21,10 @@ import numpy as np
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import ProxyError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, ProxyTable, TableSpace
-from autoprox.genome.rank_formula import RankFormula
+from autoprox.genome.rank_formula import Node, RankFormula
 from autoprox.core.errors import GenomeError
 
-__all__ = ["table_figures", "table_scores", "space_kendall"]
+__all__ = ["reading_note", "table_figures", "table_scores", "space_kendall"]
 
 
 def _column(proxy, table: ProxyTable) -> str | None:
@@ -81,6 +81,38 @@ def table_scores(proxy, table: ProxyTable, missing: str | None = None) -> np.nda
     raise ProxyError(f"{name} ({kind}) cannot be scored on the proxy table {table.source or table.name}: it needs "
                      f"networks or a column the table lacks (it has {', '.join(table.proxies) or 'no proxy column'}); "
                      "a table is scored by its proxy columns or a rank formula over them")
+
+
+def reading_note(proxy, table: ProxyTable) -> str | None:
+    """One line saying how a rank formula reads ``table`` when the table lacks some of its columns: what
+    it scores there (a ``first(...)``'s alternative, each log-rank sum over the columns the table has),
+    and the columns read as no information; None when the table has every column the formula reads (or
+    the proxy is not a formula)."""
+    formula = proxy if isinstance(proxy, RankFormula) else getattr(proxy, "formula", None)
+    if formula is None:
+        return None
+    absent = [c for c in formula.columns if c not in table.proxies]
+    if not absent:
+        return None
+    resolved = formula.resolved(table.proxies)
+    shown = RankFormula(_present_only(resolved.root, table.proxies))
+    lacking = [c for c in resolved.required if c not in table.proxies]
+    if lacking and getattr(proxy, "missing", "refuse") == "refuse":
+        return None  # refused: the error names the column
+    note = f"{table.source or table.name} lacks {', '.join(absent)}: scored as {shown}"
+    if lacking:
+        note += f", {', '.join(lacking)} read as no information"
+    return note
+
+
+def _present_only(node: Node, available) -> Node:
+    """``node`` with each lrsum cut to the columns ``available`` has (kept whole when it has none)."""
+    if node.op == "lrsum":
+        present = tuple(c for c in node.columns if c in available)
+        return Node("lrsum", columns=present or node.columns)
+    if not node.children:
+        return node
+    return Node(node.op, tuple(_present_only(c, available) for c in node.children), node.column, node.columns)
 
 
 def table_figures(scores: np.ndarray, table: ProxyTable, targets) -> dict[str, dict]:
