@@ -167,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     table_path, sidecar_path = options.out / f"{name}.csv", options.out / f"{name}.json"
     kept = {} if options.fresh else read_kept_rows(table_path, header)
     previous = json.loads(sidecar_path.read_text()) if kept and sidecar_path.is_file() else {}
+    for arch_id, columns in previous.get("pending_cells", {}).items():  # written empty by an interrupted run
+        for column in columns:
+            kept.get(arch_id, {}).pop(column, None)
     seconds = {p: dict(previous.get("seconds", {}).get(p, {"total": 0.0, "architectures": 0})) for p in chosen}
     failed: dict[str, dict] = {p: dict(v) for p, v in previous.get("empty_cells", {}).items()}
     wall = float(previous.get("wall_seconds", 0.0))
@@ -177,7 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     peak = 0.0
 
     def save(complete: bool) -> None:
-        ordered = [rows[i] for i in ids if i in rows]
+        # rows not reached yet keep their earlier cells (a new column's cell empty, and named as pending), so
+        # an interrupted run loses nothing computed
+        pending = {i: [c for c in chosen if c not in kept[i]] for i in ids if i not in rows and i in kept}
+        pending = {i: columns for i, columns in pending.items() if columns}
+        ordered = [rows[i] if i in rows else [kept[i].get(c, "") for c in header] for i in ids
+                   if i in rows or i in kept]
         write_table(table_path, header, ordered)
         record = {
             "table": table_path.name,
@@ -202,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                         "peak_rss_gb": round(max(peak, rss_gb()[1]), 2)},
             "date": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         }
+        if pending:
+            record["pending_cells"] = pending
         if previous.get("left_out_as_empty"):
             record["left_out_as_empty"] = previous["left_out_as_empty"]
         atomic_write_json(sidecar_path, record)

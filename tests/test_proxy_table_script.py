@@ -126,7 +126,12 @@ def test_a_column_added_later_is_the_only_one_computed(tmp_path, monkeypatch, ca
     sidecar["left_out_as_empty"] = {"epe_nas": {"count": 2, "first_reason": "kept from the earlier sidecar"}}
     (out / "pit.json").write_text(json.dumps(sidecar))
     capsys.readouterr()
-    assert script.main(["--space", "pit", "--limit", "2", "--out", str(out), "--proxies", "params,l2_norm"]) == 0
+    both = ["--space", "pit", "--limit", "2", "--out", str(out), "--proxies", "params,l2_norm"]
+    assert script.main([*both, "--minutes", "0"]) == 0  # stopped before any architecture: nothing is lost
+    stopped = _rows(out / "pit.csv")
+    assert [r["params"] for r in stopped] == ["123.5", first[1]["params"]] and [r["l2_norm"] for r in stopped] == ["", ""]
+    assert json.loads((out / "pit.json").read_text())["pending_cells"] == {r["id"]: ["l2_norm"] for r in stopped}
+    assert script.main(both) == 0
     rows = _rows(out / "pit.csv")
     assert list(rows[0])[-2:] == ["params", "l2_norm"] and len(rows) == 2
     assert rows[0]["params"] == "123.5" and rows[1]["params"] == first[1]["params"]
@@ -135,4 +140,4 @@ def test_a_column_added_later_is_the_only_one_computed(tmp_path, monkeypatch, ca
     assert float(rows[0]["l2_norm"]) == pytest.approx(expected, rel=1e-12)
     again = json.loads((out / "pit.json").read_text())
     assert again["seconds"]["l2_norm"]["architectures"] == 2 and again["seconds"]["params"]["architectures"] == 2
-    assert again["left_out_as_empty"]["epe_nas"]["count"] == 2
+    assert again["left_out_as_empty"]["epe_nas"]["count"] == 2 and "pending_cells" not in again and again["complete"]
