@@ -6,6 +6,7 @@ their figures to the last digit and a search makes the same proxies.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -25,6 +26,7 @@ from autoprox.genome.template import mutate_template, random_template
 from autoprox.core.errors import GenomeError
 from autoprox.genome.space import GenomeSpace
 from autoprox.networks.statistics import STAT_NAMES
+from autoprox.search.context import stats_plan
 from autoprox.search.engine import run_search
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.fitness import FitnessEvaluator
@@ -159,23 +161,67 @@ def _records(path: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if k != "elapsed"} for line in path.read_text().splitlines()]
 
 
-@pytest.mark.parametrize("kind,workers", [("template", 1), ("free", 1), ("template", 2)])
-def test_a_short_search_makes_the_log_recorded_before_the_speed_levers(af_small_file, session_cache, tmp_path, kind,
-                                                                        workers):
-    """``tests/data/speed/<capability>/<kind>``: the logs of this search made by the code before statistics
-    were held encoded and subtrees memoised (commit 52875c2), and before architectures were scored in
-    ``workers`` threads side by side, on a machine of this one's torch CPU capability (AVX2 and AVX512
-    kernels round differently, so each has its own recording)."""
-    recorded = DATA / torch.backends.cpu.get_cpu_capability().lower() / kind
-    if not recorded.is_dir():
-        pytest.skip(f"no log recorded on a {torch.backends.cpu.get_cpu_capability()} machine (tests/data/speed)")
+def _short_search(af_small_file, session_cache, out: Path, kind: str, workers: int) -> SearchSettings:
+    """The short search the recorded logs of ``tests/data/speed`` were made with; returns its settings."""
     genome = {} if kind == "template" else {"kind": "free", "aggregations": ["block_mean"], "arch_terminals": False}
     settings = SearchSettings(
         bench=str(af_small_file), batch_size=2, cache_dir=str(session_cache.root), workers=workers,
         search_fraction=0.75,
         evolution=EvolutionConfig(population_size=6, iterations=10, retry_cap=4, top_k=2, seed=3), genome=genome,
     )
-    run_search(settings, tmp_path / kind, quiet=True)
+    run_search(settings, out, quiet=True)
+    return settings
+
+
+def statistics_digest(settings: SearchSettings, session_cache, archs) -> str:
+    """What names this machine's statistics of the short search: the SHA-256 of their bytes as the cache holds
+    them. It chooses which recording applies (the one made from these very statistics), and is never compared
+    as a result: the search's records are compared field by field."""
+    plan = stats_plan(settings, TARGETS)
+    stats = load_statistics(session_cache, plan, archs, encoded=False)
+    digest = hashlib.sha256()
+    for key in sorted(stats):
+        for blocks in stats[key]:
+            for block in blocks:
+                for name in sorted(block):
+                    digest.update(name.encode() + block[name].to(torch.float16).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def recording_for(capability: str, digest: str) -> Path | None:
+    """The recording of ``tests/data/speed`` made from statistics like this machine's: the folder whose
+    ``machine.json`` names ``digest``, else a folder of this capability recorded before digests were kept
+    (``statistics`` null) whose machine this one may be, else none."""
+    folders = [(json.loads((f / "machine.json").read_text()), f) for f in sorted(DATA.iterdir())
+               if (f / "machine.json").is_file()]
+    for machine, folder in folders:
+        if machine["statistics"] == digest:
+            return folder
+    for machine, folder in folders:
+        if machine["statistics"] is None and machine["capability"] == capability:
+            return folder
+    return None
+
+
+@pytest.mark.parametrize("kind,workers", [("template", 1), ("free", 1), ("template", 2)])
+def test_a_short_search_makes_the_log_recorded_before_the_speed_levers(af_small, af_small_file, session_cache,
+                                                                        tmp_path, kind, workers):
+    """``tests/data/speed/<machine>/<kind>``: the logs of this search made by the code before statistics
+    were held encoded and subtrees memoised (commit 52875c2), and before architectures were scored in
+    ``workers`` threads side by side, from the same statistics as this machine's. torch's kernels round
+    differently from one processor to another (AVX2 and AVX512, and two AVX512 processors too), a
+    statistic's float16 then moves a step, and a near tie in a Kendall flips: so each recording names the
+    statistics it was made from (``machine.json``), and a machine whose statistics no recording was made
+    from skips the replay, saying how to record one. The levers are checked on every machine by the
+    bitwise tests above and the threads test below."""
+    capability = torch.backends.cpu.get_cpu_capability().lower()
+    settings = _short_search(af_small_file, session_cache, tmp_path / kind, kind, workers)
+    digest = statistics_digest(settings, session_cache, af_small.archs)
+    folder = recording_for(capability, digest)
+    if folder is None:
+        pytest.skip(f"no log recorded from statistics like this machine's ({capability}, statistics {digest}); "
+                    "tests/data/speed/README.md says how to record one")
+    recorded = folder / kind
     for name in ("log.jsonl", "evaluations.jsonl"):
         made, expected = _records(tmp_path / kind / name), _records(recorded / name)
         # Pearson's r is NumPy's sum of products, whose last bit follows the BLAS kernel the processor
@@ -185,6 +231,20 @@ def test_a_short_search_makes_the_log_recorded_before_the_speed_levers(af_small_
         for record in expected:
             record["pearson"] = pytest.approx(record.get("pearson") or {}, rel=1e-12, abs=1e-15)
         assert made == expected, name
+
+
+def test_a_short_search_in_two_threads_makes_the_log_of_one(af_small_file, session_cache, tmp_path):
+    """On any machine: scoring architectures in two threads side by side changes nothing the search records
+    (the statistics are this machine's in both, so the logs agree exactly, Pearson's r to its last bits)."""
+    for workers in (1, 2):
+        _short_search(af_small_file, session_cache, tmp_path / f"w{workers}", "template", workers)
+    for name in ("log.jsonl", "evaluations.jsonl"):
+        one, two = _records(tmp_path / "w1" / name), _records(tmp_path / "w2" / name)
+        for record in two:
+            record["pearson"] = pytest.approx(record.get("pearson") or {}, rel=1e-12, abs=1e-15)
+        for record in one:
+            record["pearson"] = record.get("pearson") or {}
+        assert len(one) >= 10 and one == two, name
 
 
 def test_torch_decoding_equals_the_numpy_reference_at_every_exponent():
