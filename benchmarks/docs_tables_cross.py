@@ -168,10 +168,14 @@ SPACE_BASELINES = ("params", "flops", "lrsum-all")
 #: The N-space protocols' tables: name -> the protocol each reads (relative to runs/).
 SPACE_TABLES = {"space-protocol": SPACE_PROTOCOL, "space-protocol-mean": SPACE_PROTOCOL + "-mean",
                 "space-protocol-skip-worst": SPACE_PROTOCOL + "-skip-worst",
-                "space-protocol-skip-mean": SPACE_PROTOCOL + "-skip-mean"}
+                "space-protocol-skip-mean": SPACE_PROTOCOL + "-skip-mean",
+                "space-protocol-margin": SPACE_PROTOCOL + "-margin",
+                "space-protocol-skip-margin": SPACE_PROTOCOL + "-skip-margin",
+                "space-protocol-skip-worst-100": SPACE_PROTOCOL + "-skip-worst-100"}
 #: The formula tables: name -> the protocol whose formulas each lists.
 SPACE_FORMULA_TABLES = {"space-protocol-formulas": SPACE_PROTOCOL,
-                        "space-protocol-skip-formulas": SPACE_PROTOCOL + "-skip-mean"}
+                        "space-protocol-skip-formulas": SPACE_PROTOCOL + "-skip-mean",
+                        "space-protocol-margin-formulas": SPACE_PROTOCOL + "-margin"}
 
 
 def _space_paired(pair: dict | None, seeds: int) -> str:
@@ -220,6 +224,38 @@ def space_protocol_formulas(protocol: dict) -> list[str]:
     return _table(head, rows)
 
 
+#: The per-space levers table: every N-space protocol's searched formulas against the size counts.
+SPACE_LEVERS_TABLE = "space-protocol-levers"
+
+
+def space_levers_table(protocols: dict[str, dict]) -> list[str]:
+    """One row per N-space protocol (its objective, missing-column policy and generations): on each left-out
+    space the searched formulas' paired difference against ``params`` (interval, seeds ahead) and against
+    ``flops``, and the mean searched figure over the left-out spaces; then the size counts themselves."""
+    rows, spaces = [], []
+    for relative, protocol in protocols.items():
+        spaces = spaces or list(protocol["directions"])
+        settings = protocol["spec"]["settings"]
+        row = [f"`{relative}`: {settings['objective']}, {settings.get('missing', 'neutral')}, {settings['generations']} generations"]
+        for space in spaces:
+            d = protocol["directions"][space]
+            seeds = len(d["searched"])
+            flops = d["paired"].get("flops")
+            row.append(_space_paired(d["paired"].get("params"), seeds)
+                       + (f" (flops {_num(flops['difference'], True)})" if flops else ""))
+        row.append(_num(protocol["summary"]["searched"]["mean"], True))
+        rows.append(row)
+    if protocols:
+        summary = next(iter(protocols.values()))["summary"]
+        for name in ("params", "flops"):
+            row = summary[name]
+            rows.append([f"*{name} (no label)*"] + [_num(row["per_space"][s], True) if s in row["per_space"] else "-"
+                                                     for s in spaces]
+                        + [_num(row["mean"], True) + ("" if row["spaces"] == len(spaces) else f" ({row['spaces']} spaces)")])
+    return _table(["protocol (5 seeds per left-out space)"] + [f"{s}: searched - params [95%] seeds ahead"
+                                                               for s in spaces] + ["mean searched"], rows)
+
+
 def tables() -> dict[str, tuple[str, Callable]]:
     """The tables to register: ``{name: ("results", builder)}`` for each committed protocol."""
     made = {}
@@ -233,6 +269,8 @@ def tables() -> dict[str, tuple[str, Callable]]:
     for name, relative in SPACE_FORMULA_TABLES.items():
         made[name] = ("results", lambda r, relative=relative: space_protocol_formulas(
             r.json(f"{relative}/protocol.json")))
+    made[SPACE_LEVERS_TABLE] = ("results", lambda r: space_levers_table(
+        {f"runs/{relative}": r.json(f"{relative}/protocol.json") for relative in SPACE_TABLES.values()}))
     made[LEVERS_TABLE] = ("results", lambda r: levers_table(
         {relative: r.json(f"{relative}/protocol.json") for relative in CROSS_PROTOCOLS}))
     return made

@@ -2,10 +2,11 @@
 
 The candidates are everything the committed N-space protocols (``autoprox evaluate --leave-space-out
 --rank-formulas``: ``runs/space-protocol`` with the worst-case objective, ``runs/space-protocol-mean``
-with the mean) scored on each left-out space without its labels:
+with the mean, ``runs/space-protocol-margin`` with the worst lead over the size counts) scored on each
+left-out space without its labels:
 
-* each protocol's ways of choosing a formula (also with ``--missing-columns skip``: ``runs/space-protocol-skip-worst``
-  and ``runs/space-protocol-skip-mean``) on labelled spaces: ``searched`` (the rank-formula search, its
+* each protocol's ways of choosing a formula (also with ``--missing-columns skip``: ``runs/space-protocol-skip-worst``,
+  ``runs/space-protocol-skip-mean`` and ``runs/space-protocol-skip-margin``) on labelled spaces: ``searched`` (the rank-formula search, its
   formula chosen by the best worst case over the training spaces; each direction's figure is the
   mean over its seeds), ``best-single`` and ``greedy-lrsum``;
 * each fixed label-free proxy every left-out space was scored with: ``params``, each proxy column
@@ -16,7 +17,11 @@ figure on every one). ``recommended:any/joint`` (and ``any/TARGET`` for the targ
 PiT share) is the winner: a way of choosing is run once more on every labelled space; a fixed proxy
 is written as it is. ``recommended:any/searched`` is always the search's formula on every labelled
 space (of the objective whose searches did better), for whoever wants a searched formula. Both are rank-formula proxy files with ``"missing":
-"neutral"``: a space without one of their columns is scored on the others.
+"neutral"``: a space without one of their columns is scored on the others. ``any/joint`` is written
+as ``first(WINNER, r(params), r(flops), lrsum(...))`` (:data:`FALLBACKS`): on a space that has every
+column the winner reads it is the winner; on a table without them (a parameter count not
+published, say) the parameter count, else the MAC count, else the log-rank sum of the standard
+proxies it has, rather than a constant score.
 
 Writes ``autoprox/resources/recommended/any/{joint,searched}.json`` and the manifest's ``any``
 entries, and prints the comparison.
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -37,13 +43,22 @@ PROTOCOLS = {"worst": REPO / "runs" / "space-protocol" / "protocol.json",
              "mean": REPO / "runs" / "space-protocol-mean" / "protocol.json",
              # the same searches with --missing-columns skip (a training space lacking a column leaves the objective)
              "worst-skip": REPO / "runs" / "space-protocol-skip-worst" / "protocol.json",
-             "mean-skip": REPO / "runs" / "space-protocol-skip-mean" / "protocol.json"}
+             "mean-skip": REPO / "runs" / "space-protocol-skip-mean" / "protocol.json",
+             # --objective margin: the worst lead over each training space's better size count
+             "margin": REPO / "runs" / "space-protocol-margin" / "protocol.json",
+             "margin-skip": REPO / "runs" / "space-protocol-skip-margin" / "protocol.json",
+             # the skipping worst-case searches again with 100 generations instead of 25
+             "worst-skip-100": REPO / "runs" / "space-protocol-skip-worst-100" / "protocol.json"}
 MANIFEST = REPO / "autoprox" / "resources" / "recommended" / "recommended.json"
 #: The targets AutoFormer's and PiT's benchmarks share.
 SHARED_TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "c100_base", "flower_base", "chaoyang_base")
 #: The ways of choosing a formula on labelled spaces (each direction chose its own).
 CONFIGURATIONS = ("searched", "best-single", "greedy-lrsum")
 RANK_FORMULA_FORMAT = "autoprox-rank-formula/1"
+#: What ``any/joint`` reads on a space lacking a column of the winner, in order: the two size counts (the
+#: parameter count the best fixed candidate of the protocols, MACs 0.595 on the four spaces that have
+#: them), then ``lrsum-all``, which reads whatever standard proxies a space has.
+FALLBACKS = ("params", "flops", "lrsum-all")
 
 
 def candidates(protocols: dict[str, dict]) -> dict[str, float]:
@@ -60,7 +75,8 @@ def candidates(protocols: dict[str, dict]) -> dict[str, float]:
 
 def formula_on_every_space(name: str, protocol: dict) -> tuple[str, dict]:
     """The formula the way of choosing ``name`` gives on every labelled space, and how it was made."""
-    from autoprox.apps.rank_search import RankSearchSettings, best_single, greedy_lrsum, search_rank_formula
+    from autoprox.apps.rank_search import (OBJECTIVES, RankSearchSettings, best_single, greedy_lrsum,
+                                           prepare_spaces, search_rank_formula)
     from autoprox.apps.space_protocol import lrsum_all, select_formula
     from autoprox.data.proxy_tables import load_table_space
 
@@ -72,11 +88,13 @@ def formula_on_every_space(name: str, protocol: dict) -> tuple[str, dict]:
                                                                    "searched_on": spec["spaces"]}
     if name == "greedy-lrsum":
         return greedy_lrsum(spaces, settings.objective)[0], {"chosen_by": "greedy-lrsum", "searched_on": spec["spaces"]}
+    sizes = ({p.name: p.size_figure for p in prepare_spaces(spaces, None, random.Random(0))}
+             if OBJECTIVES[settings.objective].against_size else {})
     chosen = []
     for seed in spec["seeds"]:
         outcome = search_rank_formula(spaces, seed, settings, seeds=[lrsum_all(s) for s in spaces])
-        formula, figures = select_formula(outcome.hall_of_fame, spaces, settings.missing)
-        chosen.append((min(figures.values()), -seed, formula, figures))
+        formula, figures = select_formula(outcome.hall_of_fame, spaces, settings.missing, settings.objective)
+        chosen.append((min(v - sizes.get(n, 0.0) for n, v in figures.items()), -seed, formula, figures))
     worst, _, formula, figures = max(chosen)
     return formula, {"chosen_by": "searched", "searched_on": spec["spaces"], "seeds": spec["seeds"],
                      "figures_on_searched_spaces": figures}
@@ -89,6 +107,12 @@ def fixed_formula(name: str, protocol: dict | None = None) -> str:
     if name == "lrsum-all":
         return f"lrsum({', '.join(STANDARD_PROXIES)})"
     return f"r({name})"
+
+
+def with_fallbacks(formula: str) -> str:
+    """``first(formula, ...)`` over :data:`FALLBACKS` (those equal to ``formula`` left out)."""
+    alternatives = [formula] + [f for f in (fixed_formula(name) for name in FALLBACKS) if f != formula]
+    return f"first({', '.join(alternatives)})"
 
 
 def proxy_file(formula: str, how: dict, score: float | None, note: str) -> dict:
@@ -138,10 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         joint_how = {**joint_how, "objective": objective}
     else:
         joint_formula, joint_how = fixed_formula(chosen, protocol), {"chosen_by": f"baseline {chosen}"}
+    joint_formula = with_fallbacks(joint_formula)
     joint = proxy_file(joint_formula, joint_how, scores[chosen],
                        f"{chosen}: the highest figure on spaces whose labels were not used ({scores[chosen]:.3f}, the "
                        f"mean over the {len(protocol['directions'])} left-out spaces of the N-space protocols over "
-                       f"{spaces})")
+                       f"{spaces}); written as first(...): on a space lacking its columns, the first alternative the "
+                       "space can read (the parameter count, the MAC count, the log-rank sum of the standard proxies "
+                       "it has)")
     entry = {"selection": joint["chosen_by"], "protocols": joint["protocols"]}
     manifest = json.loads(MANIFEST.read_text())
     manifest["spaces"]["any"] = {"joint": {"file": "any/joint.json", **entry},

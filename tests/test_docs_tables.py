@@ -28,13 +28,14 @@ from docs_tables_cross import (  # noqa: E402 (beside the script)
     FULL_TABLES,
     LEVERS_TABLE,
     SPACE_FORMULA_TABLES,
+    SPACE_LEVERS_TABLE,
     SPACE_TABLES,
 )
 
 CROSS_TABLES = [f"{name}{suffix}" for name in FULL_TABLES for suffix in ("", "-targets")] + [LEVERS_TABLE]
 #: The N-space protocols' tables, and the protocols they read (relative to runs/).
 SPACE_PROTOCOLS = sorted({*SPACE_TABLES.values(), *SPACE_FORMULA_TABLES.values()})
-RESULTS_TABLES += CROSS_TABLES + [*SPACE_TABLES, *SPACE_FORMULA_TABLES]
+RESULTS_TABLES += CROSS_TABLES + [*SPACE_TABLES, *SPACE_FORMULA_TABLES, SPACE_LEVERS_TABLE]
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
@@ -148,6 +149,13 @@ def test_tables_are_written_from_the_run_figures(synthetic):
     assert "Blend on the same folds: JCM 0.548." in ablation
     vit = table_body(text, "vit-search")
     assert "| 1 | 2.500000 | 8.01M | 1.78G | hidden_dim 240, mlp_ratio [3.5, 4] |" in vit
+    # one row per N-space protocol, each left-out space's lead over params as that protocol records it
+    levers = table_body(text, SPACE_LEVERS_TABLE).splitlines()[2:]
+    assert len(levers) == len(SPACE_TABLES) + 2 and levers[-2].startswith("| *params (no label)* |")
+    worst = json.loads((synthetic["runs"] / "space-protocol" / "protocol.json").read_text())
+    lead = worst["directions"]["pit"]["paired"]["params"]["difference"]
+    assert levers[0].startswith("| `runs/space-protocol`: worst, neutral, ")
+    assert levers[0].split(" | ")[4].startswith(f"{lead:+.3f} [")  # the pit column
     assert run_on(synthetic, "--check").returncode == 0
 
 

@@ -281,6 +281,38 @@ def test_with_missing_skip_a_formula_is_judged_on_the_spaces_having_its_columns(
         RankSearchSettings(missing="drop").check()
 
 
+def test_the_margin_objective_is_the_worst_lead_over_each_space_s_better_size_count(three_spaces, tmp_path):
+    """--objective margin: a formula's fitness is the worst over the training spaces of its Kendall less the
+    better of r(params) and r(flops) there (FlexiBERT has no flops: its parameter count), and the protocol
+    selects by the same lead."""
+    from autoprox.apps.rank_search import OBJECTIVES
+
+    prepared = prepare_spaces(three_spaces, None, random.Random(0))
+    sizes = {}
+    for space in three_spaces:
+        counts = [space_kendall(c, space)[0] for c in ("params", "flops")
+                  if all(c in t.proxies for t in space.tables)]
+        sizes[space.name] = max(counts)
+    assert {p.name: p.size_figure for p in prepared} == pytest.approx(sizes, abs=1e-12)
+    formula = parse_formula("add(lr(nwot), lr(params))")
+    per_space = figures_on(formula, prepared)
+    assert OBJECTIVES["margin"].of(per_space, prepared) == pytest.approx(
+        min(per_space[n] - sizes[n] for n in per_space), abs=1e-12)
+    assert OBJECTIVES["worst"].of(per_space, prepared) == pytest.approx(min(per_space.values()), abs=1e-12)
+    size_only = figures_on(parse_formula("r(params)"), prepared)  # never ahead of itself
+    assert OBJECTIVES["margin"].of(size_only, prepared) <= 1e-12
+    settings = RankSearchSettings(population=10, generations=2, max_rows=200, objective="margin")
+    outcome = search_rank_formula(three_spaces, 5, settings)
+    assert outcome.hall_of_fame and outcome.hall_of_fame[0][0] > -1  # the search runs on the lead
+    chosen, figures = select_formula(outcome.hall_of_fame, three_spaces, objective="margin")
+    leads = [min(select_formula([h], three_spaces)[1][n] - sizes[n] for n in sizes) for h in outcome.hall_of_fame]
+    assert min(figures[n] - sizes[n] for n in sizes) == pytest.approx(max(leads), abs=1e-12)
+    from autoprox.cli.command_options import EVALUATE_OPTIONS
+
+    offered = next(o for o in EVALUATE_OPTIONS if o.name == "objective").choices
+    assert set(offered) == set(OBJECTIVES)  # the command line offers every registered objective
+
+
 def test_the_n_space_protocol_on_small_tables(three_spaces, tmp_path, capsys):
     settings = RankSearchSettings(population=10, generations=2, max_rows=200)
     said = []

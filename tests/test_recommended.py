@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from autoprox.core.errors import ProxyError
+from autoprox.genome.rank_formula import RankFormula
 from tests.conftest import REPO
 from autoprox.proxies.recommended import (
     ENVIRONMENT,
@@ -108,10 +109,15 @@ def test_the_committed_manifest_names_a_proxy_for_every_target_of_both_spaces():
         if name.startswith("recommended:any/"):  # a rank formula the N-space protocols chose, scored on any space
             assert proxy.formula is not None and proxy.missing == "neutral"
             assert all((REPO / p / "protocol.json").is_file() for p in entry["protocols"])
+            if name == "recommended:any/searched":  # the search's formula as it is
+                continue
+            lrsum_all = "lrsum(params, flops, snip, grasp, synflow, grad_norm, fisher, plain, nwot, jacov, l2_norm, zen, epe_nas)"
+            root = proxy.formula.root
+            assert root.op == "first"  # the choice, then the fallbacks for a space lacking its columns
+            alternatives = [str(RankFormula(child)) for child in root.children]
+            assert alternatives[1:] == [a for a in ("r(params)", "r(flops)", lrsum_all) if a != alternatives[0]]
             if entry["selection"].startswith("baseline "):  # a fixed label-free proxy: r(X), or the log-rank sum
-                assert str(proxy.formula) in (f"r({entry['selection'].split(' ', 1)[1]})",
-                                              "lrsum(params, flops, snip, grasp, synflow, grad_norm, fisher, plain, "
-                                              "nwot, jacov, l2_norm, zen, epe_nas)")
+                assert alternatives[0] in (f"r({entry['selection'].split(' ', 1)[1]})", lrsum_all)
             continue
         target = entry.get("target")
         if target is None:

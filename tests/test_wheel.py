@@ -91,6 +91,14 @@ def test_the_label_free_proxy_scores_a_table_and_computed_spaces_from_an_empty_f
                        "--targets", "val_acc", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout)["mine"]["val_acc"]["n"] == 4
+    # a table without the parameter count: ranked by its next alternative, not scored constant
+    lacking = tmp_path / "nosize.csv"
+    lacking.write_text("id,val_acc,flops,nwot\na,71.5,120,700\nb,74.0,250,690\nc,69.1,80,720\nd,75.2,310,735\n")
+    result = _autoprox(installed, tmp_path, "rank", "--proxy", "recommended:any/joint", "--bench", "nosize.csv",
+                       "--targets", "val_acc", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout)["nosize"]["val_acc"]["kendall"] == pytest.approx(1.0)  # flops order = accuracy
+    assert "nosize.csv lacks params" in result.stderr
     result = _autoprox(installed, tmp_path, "rank", "--proxy", "recommended:any/joint", "--space", "flexibert", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     from autoprox.data.benchmark import write_benchmark_jsonl

@@ -2,8 +2,9 @@
 
 A rank formula (:mod:`autoprox.genome.rank_formula`) is scored on a space by the mean Kendall
 over the space's (table, target) pairs; a search over N spaces maximises an **objective**
-that aggregates the N per-space figures (:data:`OBJECTIVES`: ``mean``, or ``worst``, the
-worst case over spaces), less a small parsimony pressure per node. The evolution is
+that aggregates the N per-space figures (:data:`OBJECTIVES`: ``mean``; ``worst``, the
+worst case over spaces; ``margin``, the worst lead over the better size count of each space),
+less a small parsimony pressure per node. The evolution is
 elitist: each generation keeps its best formulas unchanged, and fills the rest with
 children made by subtree crossover, subtree mutation and point mutation of parents drawn by
 tournament. All randomness comes from one ``random.Random(seed)``.
@@ -38,7 +39,8 @@ from autoprox.core.registry import Registry
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.rank_formula import OPERATORS, Node, RankFormula, parse_formula
 
-__all__ = ["MISSING_POLICIES", "OBJECTIVES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "best_single", "figures_on",
+__all__ = ["MISSING_POLICIES", "OBJECTIVES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "SpaceObjective",
+           "best_single", "figures_on",
            "greedy_lrsum", "kendall_or_zero", "prepare_spaces", "register_objective", "search_rank_formula",
            "space_figure"]
 
@@ -47,18 +49,46 @@ __all__ = ["MISSING_POLICIES", "OBJECTIVES", "PreparedSpace", "RankSearchSetting
 #: two are kept at least).
 MISSING_POLICIES = ("neutral", "skip")
 
+@dataclass(frozen=True)
+class SpaceObjective:
+    """An aggregate of per-space figures: ``aggregate`` of the figures, or with ``against_size`` of each
+    space's lead over its better size count (``r(params)`` or ``r(flops)``, whichever ranks that space
+    better; a lead, so a formula is judged by what it adds to the parameter count on every space)."""
+
+    name: str
+    aggregate: Callable[[Sequence[float]], float]
+    against_size: bool = False
+    description: str = ""
+
+    def __call__(self, values: Sequence[float]) -> float:
+        return float(self.aggregate(list(values)))
+
+    def of(self, per_space: dict[str, float], prepared: Sequence["PreparedSpace"]) -> float:
+        """The objective of a formula's figures per space (keyed by name, the spaces of ``prepared``)."""
+        if not self.against_size:
+            return self(per_space.values())
+        sizes = {p.name: p.size_figure for p in prepared}
+        return self([value - sizes[name] for name, value in per_space.items()])
+
+
 #: Objectives over the per-space figures, by name.
-OBJECTIVES: Registry[str, Callable[[Sequence[float]], float]] = Registry("objective", unknown=ConfigError)
+OBJECTIVES: Registry[str, SpaceObjective] = Registry("objective", unknown=ConfigError,
+                                                     describe=lambda entry: entry.description)
 
 
-def register_objective(name: str, function: Callable[[Sequence[float]], float]) -> None:
-    """Register an aggregate of per-space Kendalls (a list of floats -> one float); a taken name is a
-    RegistryError (a ConfigError)."""
-    OBJECTIVES.add(name, function)
+def register_objective(name: str, function: Callable[[Sequence[float]], float], against_size: bool = False,
+                       description: str = "") -> SpaceObjective:
+    """Register an aggregate of per-space Kendalls (a list of floats -> one float), of the figures or (with
+    ``against_size``) of each space's lead over its better size count; a taken name is a RegistryError (a
+    ConfigError)."""
+    return OBJECTIVES.add(name, SpaceObjective(name, function, against_size, description))
 
 
-register_objective("mean", lambda values: float(np.mean(values)))
-register_objective("worst", lambda values: float(np.min(values)))
+register_objective("mean", np.mean, description="the mean Kendall over the training spaces")
+register_objective("worst", np.min, description="the worst Kendall over the training spaces")
+register_objective("margin", np.min, against_size=True,
+                   description="the worst lead over the training spaces of the Kendall over the better of the "
+                               "parameter and MAC counts there")
 
 
 def kendall_or_zero(scores: np.ndarray, accuracy: np.ndarray) -> float:
@@ -77,10 +107,21 @@ class PreparedSpace:
 
     name: str
     tables: list[tuple[dict[str, np.ndarray], list[np.ndarray], dict]] = field(default_factory=list)
+    size: float | None = field(default=None, repr=False)  # :attr:`size_figure`, once computed
 
     def has_columns(self, formula: RankFormula) -> bool:
         """Whether every table of the space has every column ``formula`` reads."""
         return all(name in columns for columns, _, _ in self.tables for name in formula.columns)
+
+    @property
+    def size_figure(self) -> float:
+        """The better figure of ``r(params)`` and ``r(flops)`` on this space (of those every table has; 0 with
+        neither), computed once."""
+        if self.size is None:
+            sizes = [self.figure(RankFormula(Node("r", column=name))) for name in ("params", "flops")
+                     if all(name in columns for columns, _, _ in self.tables)]
+            self.size = max(sizes) if sizes else 0.0
+        return self.size
 
     def figure(self, formula: RankFormula) -> float:
         """The mean Kendall over the space's (table, target) pairs, missing columns neutral."""
@@ -267,7 +308,7 @@ def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankS
             if per_space is None:  # skipped on more than one training space: not a candidate
                 scored[text] = (-math.inf, {})
             else:  # rounded so that the last bits of a logarithm on another CPU cannot reorder two formulas
-                scored[text] = (round(aggregate(list(per_space.values())) - settings.parsimony * node.size, 9),
+                scored[text] = (round(aggregate.of(per_space, prepared) - settings.parsimony * node.size, 9),
                                 per_space)
         return scored[text][0]
 
@@ -296,7 +337,7 @@ def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankS
 
 # ------------------------------------------------------------------------- simpler searchers
 def _objective_on(formula: RankFormula, prepared: Sequence[PreparedSpace], objective: str) -> float:
-    return OBJECTIVES[objective]([p.figure(formula) for p in prepared])
+    return OBJECTIVES[objective].of({p.name: p.figure(formula) for p in prepared}, prepared)
 
 
 def best_single(spaces: Sequence[TableSpace], objective: str = "worst", candidates: Sequence[str] = STANDARD_PROXIES

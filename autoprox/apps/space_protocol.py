@@ -6,7 +6,8 @@ For every space S of the N given (:class:`~autoprox.data.proxy_tables.TableSpace
    proxy columns S has (which columns a space offers is not a label),
    * a rank-formula search per seed (:func:`~autoprox.apps.rank_search.search_rank_formula`),
      its formula chosen among its hall of fame by the best worst case over the training
-     spaces on every row (the **selection** uses the training spaces only);
+     spaces on every row (with the ``margin`` objective, the best worst lead over each training
+     space's better size count; the **selection** uses the training spaces only);
    * the single standard proxy with the best objective (``best-single``);
    * the AZ-NAS log-rank sum over the proxies chosen by forward selection (``greedy-lrsum``);
 2. on S, with none of its labels used to choose anything, every one of those and the
@@ -35,6 +36,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from autoprox.apps.rank_search import (
+    OBJECTIVES,
     RankSearchSettings,
     best_single,
     figures_on,
@@ -65,18 +67,21 @@ def lrsum_all(space: TableSpace) -> str:
 
 
 def select_formula(hall_of_fame: Sequence[tuple[float, str, dict]], spaces: Sequence[TableSpace],
-                   missing: str = "neutral") -> tuple[str, dict[str, float]]:
+                   missing: str = "neutral", objective: str = "worst") -> tuple[str, dict[str, float]]:
     """The hall-of-fame formula with the best worst case over ``spaces`` (the training spaces), every
     row; ties go to the better search fitness. Returns it and its figure on each space. ``missing`` as
     the search's (:data:`~autoprox.apps.rank_search.MISSING_POLICIES`): with ``skip``, the worst case over
-    the spaces that have the formula's columns."""
+    the spaces that have the formula's columns. With an objective against size (``margin``), the worst
+    case of the lead over each space's better size count."""
     prepared = prepare_spaces(spaces, None, random.Random(0))  # every row; transformed columns kept across formulas
+    against_size = OBJECTIVES[objective].against_size
+    sizes = {p.name: p.size_figure for p in prepared} if against_size else {}
     best = None
     for rank, (_, text, _) in enumerate(hall_of_fame):
         per_space = figures_on(parse_formula(text), prepared, missing)
         if per_space is None:
             continue
-        key = (min(per_space.values()), -rank)
+        key = (min(v - sizes.get(name, 0.0) for name, v in per_space.items()), -rank)
         if best is None or key > best[0]:
             best = (key, text, per_space)
     assert best is not None
@@ -135,7 +140,8 @@ def _direction(left_out: TableSpace, training: Sequence[TableSpace], seeds: Sequ
     searched = []
     for seed in seeds:
         outcome = search_rank_formula(training, seed, settings, seeds=[lrsum_all(left_out)], columns=columns)
-        formula, training_figures = select_formula(outcome.hall_of_fame, training, settings.missing)
+        formula, training_figures = select_formula(outcome.hall_of_fame, training, settings.missing,
+                                                   settings.objective)
         figure = left.figure(parse_formula(formula))
         searched.append({"seed": seed, "formula": formula, "training": training_figures, "figure": figure,
                          "evaluations": outcome.evaluations})

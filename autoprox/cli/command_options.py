@@ -94,7 +94,8 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "(default 25), each left-out space scored beside params, flops, every proxy column it has and the "
            "log-rank sum of all of them", flag=True, group=_CROSS, commands=_EVALUATE),
     Option("objective", None, "with --rank-formulas: how the per-space Kendalls of the training spaces are "
-           "aggregated: worst (the default) or mean", text(), choices=("worst", "mean"), group=_CROSS,
+           "aggregated: worst (the default), mean, or margin (the worst lead over each space's better size "
+           "count, params or flops)", text(), choices=("worst", "mean", "margin"), group=_CROSS,
            commands=_EVALUATE),
     Option("missing_columns", None, "with --rank-formulas: a training space lacking a column a formula reads "
            "scores it as no information (neutral, the default) or is left out of that formula's objective (skip; "
