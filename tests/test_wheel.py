@@ -82,9 +82,11 @@ def test_a_search_runs_from_an_empty_folder(installed, tmp_path, session_cache):
     assert (tmp_path / "r" / "best.json").is_file()
 
 
-def test_the_label_free_proxy_scores_a_table_and_computed_spaces_from_an_empty_folder(installed, tmp_path, pit_small):
+def test_the_label_free_proxy_scores_a_table_and_computed_spaces_from_an_empty_folder(installed, tmp_path, pit_small,
+                                                                                        af_small):
     """recommended:any/joint from the wheel: a proxy table of the documented form with fewer proxy columns than the
-    formula reads, a packaged table space, a small PiT benchmark and timm models (its columns computed on networks)."""
+    formula reads, a packaged table space, small AutoFormer and PiT benchmarks and timm models (its columns computed
+    on networks)."""
     table = tmp_path / "mine.csv"
     table.write_text("id,val_acc,params,nwot\na,71.5,1.2,700\nb,74.0,2.5,720\nc,69.1,0.8,690\nd,75.2,3.1,735\n")
     result = _autoprox(installed, tmp_path, "rank", "--proxy", "recommended:any/joint", "--bench", "mine.csv",
@@ -104,10 +106,11 @@ def test_the_label_free_proxy_scores_a_table_and_computed_spaces_from_an_empty_f
     from autoprox.data.benchmark import write_benchmark_jsonl
 
     write_benchmark_jsonl(pit_small.subset(range(5)), tmp_path / "pit5.jsonl")
+    write_benchmark_jsonl(af_small.subset(range(5)), tmp_path / "af5.jsonl")
     timm = tmp_path / "timm3.csv"
     timm.write_text("model,imagenet_acc\ntimm:deit_tiny_patch16_224,72.2\ntimm:vit_tiny_patch16_224,75.5\n"
                     "timm:deit_small_patch16_224,79.9\n")
-    for bench, target in (("pit5.jsonl", "c100_kd"), ("timm3.csv", "imagenet")):
+    for bench, target in (("af5.jsonl", "c100_kd"), ("pit5.jsonl", "c100_kd"), ("timm3.csv", "imagenet")):
         result = _autoprox(installed, tmp_path, "rank", "--proxy", "recommended:any/joint", "--bench", bench,
                            "--split", "all", "--targets", target, "--batch-size", "2", "--json",
                            "--cache-dir", str(tmp_path / "cache"))
