@@ -18,10 +18,10 @@ PiT share) is the winner: a way of choosing is run once more on every labelled s
 is written as it is. ``recommended:any/searched`` is always the search's formula on every labelled
 space (of the objective whose searches did better), for whoever wants a searched formula. Both are rank-formula proxy files with ``"missing":
 "neutral"``: a space without one of their columns is scored on the others. ``any/joint`` is written
-as ``first(WINNER, r(params), r(flops), lrsum(...))`` (:data:`FALLBACKS`): on a space that has every
-column the winner reads it is the winner; on a table without them (a parameter count not
-published, say) the parameter count, else the MAC count, else the log-rank sum of the standard
-proxies it has, rather than a constant score.
+as ``first(WINNER, r(X), ..., lrsum(...))`` (:func:`fallbacks`): on a space that has every column
+the winner reads it is the winner; on a table without them (a parameter count not published, say)
+the best single proxy the table has, by the same rule (its mean over the left-out spaces that have
+it), else the log-rank sum of the standard proxies it has, rather than a constant score.
 
 Writes ``autoprox/resources/recommended/any/{joint,searched}.json`` and the manifest's ``any``
 entries, and prints the comparison.
@@ -55,10 +55,8 @@ SHARED_TARGETS = ("c100_kd", "flower_kd", "chaoyang_kd", "c100_base", "flower_ba
 #: The ways of choosing a formula on labelled spaces (each direction chose its own).
 CONFIGURATIONS = ("searched", "best-single", "greedy-lrsum")
 RANK_FORMULA_FORMAT = "autoprox-rank-formula/1"
-#: What ``any/joint`` reads on a space lacking a column of the winner, in order: the two size counts (the
-#: parameter count the best fixed candidate of the protocols, MACs 0.595 on the four spaces that have
-#: them), then ``lrsum-all``, which reads whatever standard proxies a space has.
-FALLBACKS = ("params", "flops", "lrsum-all")
+#: The catch-all last fallback of ``any/joint``: it reads whatever standard proxies a space has.
+CATCH_ALL = "lrsum-all"
 
 
 def candidates(protocols: dict[str, dict]) -> dict[str, float]:
@@ -109,9 +107,24 @@ def fixed_formula(name: str, protocol: dict | None = None) -> str:
     return f"r({name})"
 
 
-def with_fallbacks(formula: str) -> str:
-    """``first(formula, ...)`` over :data:`FALLBACKS` (those equal to ``formula`` left out)."""
-    alternatives = [formula] + [f for f in (fixed_formula(name) for name in FALLBACKS) if f != formula]
+def fallbacks(protocols: dict[str, dict]) -> list[str]:
+    """What ``any/joint`` reads on a space lacking a column of the winner, by the same rule as the winner:
+    each single standard proxy scored on most of the left-out spaces, ordered by its mean over the spaces
+    that have it, those above :data:`CATCH_ALL`'s mean; then :data:`CATCH_ALL`. Label-free figures, the
+    same in every protocol."""
+    from autoprox.data.proxy_tables import STANDARD_PROXIES
+
+    protocol = next(iter(protocols.values()))
+    summary, spaces = protocol["summary"], len(protocol["directions"])
+    floor = summary[CATCH_ALL]["mean"]
+    singles = sorted(((row["mean"], name) for name, row in summary.items()
+                      if name in STANDARD_PROXIES and 2 * row["spaces"] > spaces and row["mean"] > floor), reverse=True)
+    return [name for _, name in singles] + [CATCH_ALL]
+
+
+def with_fallbacks(formula: str, names: list[str]) -> str:
+    """``first(formula, ...)`` over the fixed candidates ``names`` (those equal to ``formula`` left out)."""
+    alternatives = [formula] + [f for f in (fixed_formula(name) for name in names) if f != formula]
     return f"first({', '.join(alternatives)})"
 
 
@@ -162,13 +175,15 @@ def main(argv: list[str] | None = None) -> int:
         joint_how = {**joint_how, "objective": objective}
     else:
         joint_formula, joint_how = fixed_formula(chosen, protocol), {"chosen_by": f"baseline {chosen}"}
-    joint_formula = with_fallbacks(joint_formula)
+    order = fallbacks(protocols)
+    joint_formula = with_fallbacks(joint_formula, order)
     joint = proxy_file(joint_formula, joint_how, scores[chosen],
                        f"{chosen}: the highest figure on spaces whose labels were not used ({scores[chosen]:.3f}, the "
                        f"mean over the {len(protocol['directions'])} left-out spaces of the N-space protocols over "
                        f"{spaces}); written as first(...): on a space lacking its columns, the first alternative the "
-                       "space can read (the parameter count, the MAC count, the log-rank sum of the standard proxies "
-                       "it has)")
+                       f"space can read ({', '.join(order)}: the single proxies by their mean over the left-out spaces "
+                       "that have them, those above the log-rank sum of every standard proxy a space has, then that "
+                       "sum)")
     entry = {"selection": joint["chosen_by"], "protocols": joint["protocols"]}
     manifest = json.loads(MANIFEST.read_text())
     manifest["spaces"]["any"] = {"joint": {"file": "any/joint.json", **entry},

@@ -225,6 +225,18 @@ def test_rank_on_a_user_table_of_the_documented_form(tmp_path, capsys, nb201):
     fallback = json.loads(printed.out)["no-params"]["val_acc"]["kendall"]
     assert fallback == pytest.approx(kendalltau(table.proxies["nwot"], table.accuracies["val_acc"]).statistic, abs=1e-9)
     assert "lacks params: scored as lrsum(nwot)" in printed.err
+    # the recommended label-free proxy on a table with neither size count: its first single-proxy fallback that
+    # the table has (the committed protocols rank l2_norm above nwot), not the log-rank sum of both
+    both = _write(tmp_path / "no-size.csv", ["id", "val_acc", "nwot", "l2_norm"],
+                  [[r[0], r[1], r[3], -r[3] if k % 2 else r[3]] for k, r in enumerate(rows)])
+    assert cli(["rank", "--proxy", "recommended:any/joint", "--bench", str(both), "--json"]) == 0
+    printed = capsys.readouterr()
+    chosen = [a for a in printed.err.split("scored as ", 1)[1].split() if a.startswith("r(")][0].rstrip(",;")
+    assert chosen in ("r(l2_norm)", "r(nwot)")  # whichever single column the committed rule ranks first
+    column = chosen[2:-1]
+    scores = np.array([r[3] if column == "nwot" else (-r[3] if k % 2 else r[3]) for k, r in enumerate(rows)])
+    expected = kendalltau(scores, table.accuracies["val_acc"]).statistic
+    assert json.loads(printed.out)["no-size"]["val_acc"]["kendall"] == pytest.approx(expected, abs=1e-9)
     # a genome of the per-block statistics needs networks: refused, not guessed
     assert cli(["rank", "--proxy", "autoprox_p", "--bench", str(path)]) == 2
     assert "cannot be scored on the proxy table" in capsys.readouterr().err
