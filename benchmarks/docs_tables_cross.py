@@ -184,6 +184,11 @@ def _space_paired(pair: dict | None, seeds: int) -> str:
     return f"{_num(pair['difference'], True)} [{_num(pair['low'], True)}, {_num(pair['high'], True)}] {pair['seeds_ahead']}/{seeds}"
 
 
+def _summary_mean(row: dict, spaces: int) -> str:
+    """A baseline's mean over the left-out spaces, with how many it was scored on when not all ``spaces``."""
+    return _num(row["mean"], True) + ("" if row["spaces"] == spaces else f" ({row['spaces']} spaces)")
+
+
 def space_protocol_table(protocol: dict) -> list[str]:
     """Per left-out space of the N-space protocol: the searched formulas (mean +- sd over seeds), the label-free
     baselines, the choices made on the training spaces, and the paired intervals against each baseline."""
@@ -201,11 +206,7 @@ def space_protocol_table(protocol: dict) -> list[str]:
     summary = protocol.get("summary", {})
     if summary:
         def mean(name: str) -> str:
-            row = summary.get(name)
-            if not row:
-                return "-"
-            spaces = len(protocol["directions"])
-            return _num(row["mean"], True) + ("" if row["spaces"] == spaces else f" ({row['spaces']} spaces)")
+            return _summary_mean(summary[name], len(protocol["directions"])) if summary.get(name) else "-"
         rows.append(["mean", "", mean("searched"), *(mean(n) for n in ("params", "flops", "lrsum-all", "best-single",
                                                                         "greedy-lrsum")), "", "", ""])
     return _table(head, rows)
@@ -251,7 +252,7 @@ def space_levers_table(protocols: dict[str, dict]) -> list[str]:
             row = summary[name]
             rows.append([f"*{name} (no label)*"] + [_num(row["per_space"][s], True) if s in row["per_space"] else "-"
                                                      for s in spaces]
-                        + [_num(row["mean"], True) + ("" if row["spaces"] == len(spaces) else f" ({row['spaces']} spaces)")])
+                        + [_summary_mean(row, len(spaces))])
     return _table(["protocol (5 seeds per left-out space)"] + [f"{s}: searched - params [95%] seeds ahead"
                                                                for s in spaces] + ["mean searched"], rows)
 

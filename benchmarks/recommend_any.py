@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 
@@ -73,8 +72,7 @@ def candidates(protocols: dict[str, dict]) -> dict[str, float]:
 
 def formula_on_every_space(name: str, protocol: dict) -> tuple[str, dict]:
     """The formula the way of choosing ``name`` gives on every labelled space, and how it was made."""
-    from autoprox.apps.rank_search import (OBJECTIVES, RankSearchSettings, best_single, greedy_lrsum,
-                                           prepare_spaces, search_rank_formula)
+    from autoprox.apps.rank_search import RankSearchSettings, best_single, greedy_lrsum, search_rank_formula
     from autoprox.apps.space_protocol import lrsum_all, select_formula
     from autoprox.data.proxy_tables import load_table_space
 
@@ -86,13 +84,11 @@ def formula_on_every_space(name: str, protocol: dict) -> tuple[str, dict]:
                                                                    "searched_on": spec["spaces"]}
     if name == "greedy-lrsum":
         return greedy_lrsum(spaces, settings.objective)[0], {"chosen_by": "greedy-lrsum", "searched_on": spec["spaces"]}
-    sizes = ({p.name: p.size_figure for p in prepare_spaces(spaces, None, random.Random(0))}
-             if OBJECTIVES[settings.objective].against_size else {})
     chosen = []
     for seed in spec["seeds"]:
         outcome = search_rank_formula(spaces, seed, settings, seeds=[lrsum_all(s) for s in spaces])
-        formula, figures = select_formula(outcome.hall_of_fame, spaces, settings.missing, settings.objective)
-        chosen.append((min(v - sizes.get(n, 0.0) for n, v in figures.items()), -seed, formula, figures))
+        formula, figures, worst = select_formula(outcome.hall_of_fame, spaces, settings.missing, settings.objective)
+        chosen.append((worst, -seed, formula, figures))
     worst, _, formula, figures = max(chosen)
     return formula, {"chosen_by": "searched", "searched_on": spec["spaces"], "seeds": spec["seeds"],
                      "figures_on_searched_spaces": figures}

@@ -260,8 +260,8 @@ def test_the_search_is_seeded_and_its_selection_reads_the_training_spaces_only(t
     a = search_rank_formula(three_spaces[:2], 7, settings)
     b = search_rank_formula(three_spaces[:2], 7, settings)
     assert a.hall_of_fame == b.hall_of_fame and a.evaluations > 12
-    formula, per_space = select_formula(a.hall_of_fame, three_spaces[:2])
-    assert set(per_space) == {"c10", "in16"}
+    formula, per_space, worst = select_formula(a.hall_of_fame, three_spaces[:2])
+    assert set(per_space) == {"c10", "in16"} and worst == min(per_space.values())
     assert min(per_space.values()) == max(min(select_formula([h], three_spaces[:2])[1].values())
                                           for h in a.hall_of_fame)
 
@@ -316,9 +316,10 @@ def test_the_margin_objective_is_the_worst_lead_over_each_space_s_better_size_co
     settings = RankSearchSettings(population=10, generations=2, max_rows=200, objective="margin")
     outcome = search_rank_formula(three_spaces, 5, settings)
     assert outcome.hall_of_fame and outcome.hall_of_fame[0][0] > -1  # the search runs on the lead
-    chosen, figures = select_formula(outcome.hall_of_fame, three_spaces, objective="margin")
+    chosen, figures, lead = select_formula(outcome.hall_of_fame, three_spaces, objective="margin")
     leads = [min(select_formula([h], three_spaces)[1][n] - sizes[n] for n in sizes) for h in outcome.hall_of_fame]
     assert min(figures[n] - sizes[n] for n in sizes) == pytest.approx(max(leads), abs=1e-12)
+    assert lead == pytest.approx(max(leads), abs=1e-12)  # the figure the selection compared, returned
     from autoprox.cli.command_options import EVALUATE_OPTIONS
 
     offered = next(o for o in EVALUATE_OPTIONS if o.name == "objective").choices

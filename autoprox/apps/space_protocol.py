@@ -67,9 +67,10 @@ def lrsum_all(space: TableSpace) -> str:
 
 
 def select_formula(hall_of_fame: Sequence[tuple[float, str, dict]], spaces: Sequence[TableSpace],
-                   missing: str = "neutral", objective: str = "worst") -> tuple[str, dict[str, float]]:
+                   missing: str = "neutral", objective: str = "worst") -> tuple[str, dict[str, float], float]:
     """The hall-of-fame formula with the best worst case over ``spaces`` (the training spaces), every
-    row; ties go to the better search fitness. Returns it and its figure on each space. ``missing`` as
+    row; ties go to the better search fitness. Returns it, its figure on each space and that worst case
+    (what the selection compared, so that a caller choosing among several searches compares the same). ``missing`` as
     the search's (:data:`~autoprox.apps.rank_search.MISSING_POLICIES`): with ``skip``, the worst case over
     the spaces that have the formula's columns. With an objective against size (``margin``), the worst
     case of the lead over each space's better size count."""
@@ -85,7 +86,8 @@ def select_formula(hall_of_fame: Sequence[tuple[float, str, dict]], spaces: Sequ
         if best is None or key > best[0]:
             best = (key, text, per_space)
     assert best is not None
-    return best[1], best[2]
+    (worst, _), text, per_space = best
+    return text, per_space, worst
 
 
 def _scores(formula: str, space: TableSpace) -> list[np.ndarray]:
@@ -140,8 +142,8 @@ def _direction(left_out: TableSpace, training: Sequence[TableSpace], seeds: Sequ
     searched = []
     for seed in seeds:
         outcome = search_rank_formula(training, seed, settings, seeds=[lrsum_all(left_out)], columns=columns)
-        formula, training_figures = select_formula(outcome.hall_of_fame, training, settings.missing,
-                                                   settings.objective)
+        formula, training_figures, _ = select_formula(outcome.hall_of_fame, training, settings.missing,
+                                                      settings.objective)
         figure = left.figure(parse_formula(formula))
         searched.append({"seed": seed, "formula": formula, "training": training_figures, "figure": figure,
                          "evaluations": outcome.evaluations})
