@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -255,7 +255,7 @@ def _put(node: Node, path: tuple, replacement: Node) -> Node:
         return replacement
     children = list(node.children)
     children[path[0]] = _put(children[path[0]], path[1:], replacement)
-    return Node(node.op, tuple(children), node.column, node.columns)
+    return replace(node, children=tuple(children))
 
 
 def _vary(parent: Node, other: Node, rng: random.Random, terminals: list[Node]) -> Node:

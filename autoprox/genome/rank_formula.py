@@ -31,7 +31,7 @@ recursive-descent parser, no ``eval``), and ``str`` of a :class:`RankFormula` wr
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 import numpy as np
@@ -220,7 +220,7 @@ def resolve_first(node: Node, available) -> Node:
         return resolve_first(chosen, available)
     if not node.children:
         return node
-    return Node(node.op, tuple(resolve_first(c, available) for c in node.children), node.column, node.columns)
+    return replace(node, children=tuple(resolve_first(c, available) for c in node.children))
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,15 @@ columns the table has:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping
 
 import numpy as np
 
 from autoprox.core.correlation import correlate
-from autoprox.core.errors import ProxyError
+from autoprox.core.errors import GenomeError, ProxyError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, ProxyTable, TableSpace
 from autoprox.genome.rank_formula import Node, RankFormula
-from autoprox.core.errors import GenomeError
 
 __all__ = ["reading_note", "table_figures", "table_scores", "space_kendall"]
 
@@ -112,7 +112,7 @@ def _present_only(node: Node, available) -> Node:
         return Node("lrsum", columns=present or node.columns)
     if not node.children:
         return node
-    return Node(node.op, tuple(_present_only(c, available) for c in node.children), node.column, node.columns)
+    return replace(node, children=tuple(_present_only(c, available) for c in node.children))
 
 
 def table_figures(scores: np.ndarray, table: ProxyTable, targets) -> dict[str, dict]:
