@@ -257,6 +257,42 @@ def space_levers_table(protocols: dict[str, dict]) -> list[str]:
                                                                for s in spaces] + ["mean searched"], rows)
 
 
+#: The in-sample ceiling (``benchmarks/space_ceiling.py``), relative to runs/, and its table.
+SPACE_CEILING = "space-ceiling/ceiling.json"
+SPACE_CEILING_TABLE = "space-ceiling"
+
+
+def _nearer(entry: dict) -> dict:
+    """The paired interval against the size count (``params`` or ``flops``) the formula leads by less."""
+    return min((entry[key] for key in ("vs_params", "vs_flops") if key in entry), key=lambda p: p["difference"])
+
+
+def _ceiling_cell(entry: dict) -> str:
+    """A space's lead of the in-sample formula over its better size count, the interval against that count,
+    and whether that space's labels were read (in) or not (out)."""
+    nearer = _nearer(entry)
+    where = "in" if entry["labels_read"] else "**out**"
+    return f"{_num(entry['lead'], True)} [{_num(nearer['low'], True)}, {_num(nearer['high'], True)}] {where}"
+
+
+def space_ceiling_table(ceiling: dict) -> list[str]:
+    """Per set of spaces whose labels the search read: the formula with the best worst lead over them, its lead
+    over each space's better size count (interval against the nearer of ``params`` and ``flops``; ``in`` where
+    the labels were read, ``out`` on the space left out of the set), and on how many spaces it beats both
+    counts with the interval clear of zero."""
+    spaces = list(ceiling["sets"][0]["per_space"])
+    rows = []
+    for record in ceiling["sets"]:
+        per_space = record["per_space"]
+        ahead = sum(e["lead"] > 0 for e in per_space.values())
+        clear = sum(_nearer(e)["low"] > 0 for e in per_space.values())
+        left_out = [s for s in spaces if s not in record["spaces"]]
+        rows.append([f"all but {left_out[0]}" if left_out else "all five", f"`{record['formula']}`",
+                     *(_ceiling_cell(per_space[s]) for s in spaces), f"{ahead} / {clear}"])
+    return _table(["labels read", "formula (best worst lead over them)"]
+                  + [f"{s}: lead over size [95%]" for s in spaces] + ["spaces ahead / clear of zero"], rows)
+
+
 def tables() -> dict[str, tuple[str, Callable]]:
     """The tables to register: ``{name: ("results", builder)}`` for each committed protocol."""
     made = {}
@@ -272,6 +308,7 @@ def tables() -> dict[str, tuple[str, Callable]]:
             r.json(f"{relative}/protocol.json")))
     made[SPACE_LEVERS_TABLE] = ("results", lambda r: space_levers_table(
         {f"runs/{relative}": r.json(f"{relative}/protocol.json") for relative in SPACE_TABLES.values()}))
+    made[SPACE_CEILING_TABLE] = ("results", lambda r: space_ceiling_table(r.json(SPACE_CEILING)))
     made[LEVERS_TABLE] = ("results", lambda r: levers_table(
         {relative: r.json(f"{relative}/protocol.json") for relative in CROSS_PROTOCOLS}))
     return made

@@ -27,6 +27,8 @@ from docs_tables_cross import (  # noqa: E402 (beside the script)
     CROSS_PROTOCOLS,
     FULL_TABLES,
     LEVERS_TABLE,
+    SPACE_CEILING,
+    SPACE_CEILING_TABLE,
     SPACE_FORMULA_TABLES,
     SPACE_LEVERS_TABLE,
     SPACE_TABLES,
@@ -35,7 +37,7 @@ from docs_tables_cross import (  # noqa: E402 (beside the script)
 CROSS_TABLES = [f"{name}{suffix}" for name in FULL_TABLES for suffix in ("", "-targets")] + [LEVERS_TABLE]
 #: The N-space protocols' tables, and the protocols they read (relative to runs/).
 SPACE_PROTOCOLS = sorted({*SPACE_TABLES.values(), *SPACE_FORMULA_TABLES.values()})
-RESULTS_TABLES += CROSS_TABLES + [*SPACE_TABLES, *SPACE_FORMULA_TABLES, SPACE_LEVERS_TABLE]
+RESULTS_TABLES += CROSS_TABLES + [*SPACE_TABLES, *SPACE_FORMULA_TABLES, SPACE_LEVERS_TABLE, SPACE_CEILING_TABLE]
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
@@ -112,6 +114,8 @@ def synthetic(tmp_path) -> dict:
         source = REPO / "runs" / relative
         (runs / relative).mkdir(parents=True, exist_ok=True)
         (runs / relative / "protocol.json").write_bytes((source / "protocol.json").read_bytes())
+    (runs / SPACE_CEILING).parent.mkdir(parents=True, exist_ok=True)  # the in-sample ceiling's record
+    (runs / SPACE_CEILING).write_bytes((REPO / "runs" / SPACE_CEILING).read_bytes())
     results, readme = tmp_path / "results.md", tmp_path / "README.md"
     results.write_text("# Results\n\nprose\n\n"
                        + "".join(f"<!-- table:{name} -->\n<!-- /table:{name} -->\n\n" for name in RESULTS_TABLES))
@@ -156,6 +160,14 @@ def test_tables_are_written_from_the_run_figures(synthetic):
     lead = worst["directions"]["pit"]["paired"]["params"]["difference"]
     assert levers[0].startswith("| `runs/space-protocol`: worst, neutral, ")
     assert levers[0].split(" | ")[4].startswith(f"{lead:+.3f} [")  # the pit column
+    # one row per set of spaces whose labels were read; the space outside the set is marked out
+    ceiling = table_body(text, SPACE_CEILING_TABLE).splitlines()[2:]
+    record = json.loads((synthetic["runs"] / SPACE_CEILING).read_text())
+    assert len(ceiling) == len(record["sets"]) == 6 and ceiling[0].startswith("| all five | ")
+    without_pit = ceiling[1 + list(record["sets"][0]["per_space"]).index("pit")]
+    assert without_pit.startswith("| all but pit | ") and without_pit.count("**out**") == 1
+    entry = next(r for r in record["sets"] if "pit" not in r["spaces"])["per_space"]["pit"]
+    assert without_pit.split(" | ")[5].startswith(f"{entry['lead']:+.3f} [")  # the pit column, read from the record
     assert run_on(synthetic, "--check").returncode == 0
 
 
