@@ -15,7 +15,7 @@ user could expect, and nothing here is a candidate for a recommendation. Interva
 (95% paired bootstrap over each space's rows, :func:`autoprox.apps.space_protocol.paired_interval`).
 
 Writes ``runs/space-ceiling/ceiling.json`` (read by ``benchmarks/docs_tables.py``: the
-``space-ceiling`` table of docs/results-spaces.md). About 10 minutes on 2 cores.
+``space-ceiling`` table of docs/results-spaces.md). About 5 minutes on 2 cores.
 
 Usage: python benchmarks/space_ceiling.py [--seeds 5] [--generations 100] [--samples 1000] [--out DIR]
 """
