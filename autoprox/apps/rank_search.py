@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Callable, Sequence
 
 import numpy as np
@@ -107,21 +108,18 @@ class PreparedSpace:
 
     name: str
     tables: list[tuple[dict[str, np.ndarray], list[np.ndarray], dict]] = field(default_factory=list)
-    size: float | None = field(default=None, repr=False)  # :attr:`size_figure`, once computed
 
     def has_columns(self, formula: RankFormula) -> bool:
         """Whether every table of the space has every column ``formula`` reads."""
         return all(name in columns for columns, _, _ in self.tables for name in formula.columns)
 
-    @property
+    @cached_property
     def size_figure(self) -> float:
         """The better figure of ``r(params)`` and ``r(flops)`` on this space (of those every table has; 0 with
         neither), computed once."""
-        if self.size is None:
-            sizes = [self.figure(RankFormula(Node("r", column=name))) for name in ("params", "flops")
-                     if all(name in columns for columns, _, _ in self.tables)]
-            self.size = max(sizes) if sizes else 0.0
-        return self.size
+        sizes = [self.figure(RankFormula(Node("r", column=name))) for name in ("params", "flops")
+                 if all(name in columns for columns, _, _ in self.tables)]
+        return max(sizes) if sizes else 0.0
 
     def figure(self, formula: RankFormula) -> float:
         """The mean Kendall over the space's (table, target) pairs, missing columns neutral."""

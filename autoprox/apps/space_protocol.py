@@ -38,6 +38,7 @@ import numpy as np
 from autoprox.apps.rank_search import (
     OBJECTIVES,
     RankSearchSettings,
+    SpaceObjective,
     best_single,
     figures_on,
     greedy_lrsum,
@@ -75,14 +76,13 @@ def select_formula(hall_of_fame: Sequence[tuple[float, str, dict]], spaces: Sequ
     the spaces that have the formula's columns. With an objective against size (``margin``), the worst
     case of the lead over each space's better size count."""
     prepared = prepare_spaces(spaces, None, random.Random(0))  # every row; transformed columns kept across formulas
-    against_size = OBJECTIVES[objective].against_size
-    sizes = {p.name: p.size_figure for p in prepared} if against_size else {}
+    worst_case = SpaceObjective("worst case", np.min, OBJECTIVES[objective].against_size)
     best = None
     for rank, (_, text, _) in enumerate(hall_of_fame):
         per_space = figures_on(parse_formula(text), prepared, missing)
         if per_space is None:
             continue
-        key = (min(v - sizes.get(name, 0.0) for name, v in per_space.items()), -rank)
+        key = (worst_case.of(per_space, prepared), -rank)
         if best is None or key > best[0]:
             best = (key, text, per_space)
     assert best is not None
