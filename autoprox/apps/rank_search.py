@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Sequence
 
@@ -38,7 +38,8 @@ from scipy.stats import kendalltau
 from autoprox.core.errors import ConfigError
 from autoprox.core.registry import Registry
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
-from autoprox.genome.rank_formula import OPERATORS, Node, RankFormula, parse_formula
+from autoprox.genome.formula_variation import random_tree, vary_tree
+from autoprox.genome.rank_formula import Node, RankFormula, parse_formula
 
 __all__ = ["MISSING_POLICIES", "OBJECTIVES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "SpaceObjective",
            "best_single", "figures_on",
@@ -228,49 +229,6 @@ def _terminals(spaces: Sequence[TableSpace], transforms: Sequence[str], columns:
     return [Node(transform, column=name) for name in offered for transform in transforms]
 
 
-def _random_tree(rng: random.Random, terminals: list[Node], depth: int) -> Node:
-    if depth <= 0 or rng.random() < 0.4:
-        return rng.choice(terminals)
-    operator = rng.choice(list(OPERATORS.values()))
-    return Node(operator.name, tuple(_random_tree(rng, terminals, depth - 1) for _ in range(operator.arity)))
-
-
-def _paths(node: Node, prefix: tuple = ()) -> list[tuple]:
-    found = [prefix]
-    for index, child in enumerate(node.children):
-        found.extend(_paths(child, prefix + (index,)))
-    return found
-
-
-def _get(node: Node, path: tuple) -> Node:
-    for index in path:
-        node = node.children[index]
-    return node
-
-
-def _put(node: Node, path: tuple, replacement: Node) -> Node:
-    if not path:
-        return replacement
-    children = list(node.children)
-    children[path[0]] = _put(children[path[0]], path[1:], replacement)
-    return replace(node, children=tuple(children))
-
-
-def _vary(parent: Node, other: Node, rng: random.Random, terminals: list[Node]) -> Node:
-    """One child: subtree crossover with ``other``, subtree mutation, or point mutation."""
-    roll = rng.random()
-    path = rng.choice(_paths(parent))
-    if roll < 0.45:
-        return _put(parent, path, _get(other, rng.choice(_paths(other))))
-    if roll < 0.8:
-        return _put(parent, path, _random_tree(rng, terminals, 2))
-    target = _get(parent, path)
-    if target.column or target.op == "lrsum":
-        return _put(parent, path, rng.choice(terminals))
-    same = [op for op in OPERATORS.values() if op.arity == len(target.children)]
-    return _put(parent, path, Node(rng.choice(same).name, target.children))
-
-
 def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankSearchSettings = RankSearchSettings(),
                         seeds: Sequence[str] = (), progress: Callable[[int, int], None] | None = None,
                         keep: int = 20, columns: Sequence[str] | None = None) -> SearchOutcome:
@@ -312,7 +270,7 @@ def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankS
 
     population = [parse_formula(text).root for text in seeds]
     while len(population) < settings.population:
-        population.append(_random_tree(rng, terminals, 3))
+        population.append(random_tree(rng, terminals, 3))
     population = [n for n in population if n.size <= settings.max_size] or [rng.choice(terminals)]
     for generation in range(settings.generations):
         ranked = sorted(population, key=lambda n: (-fitness(n), str(n)))
@@ -320,7 +278,7 @@ def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankS
         while len(next_population) < settings.population:
             parent = max(rng.sample(ranked, min(settings.tournament, len(ranked))), key=lambda n: (fitness(n), str(n)))
             other = rng.choice(ranked)
-            child = _vary(parent, other, rng, terminals)
+            child = vary_tree(parent, other, rng, terminals)
             if child.size <= settings.max_size:
                 next_population.append(child)
         population = next_population

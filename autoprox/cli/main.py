@@ -32,6 +32,7 @@ from autoprox.cli import (
     export,
     rank,
     report,
+    score,
     search,
     select,
     show,
@@ -44,7 +45,7 @@ from autoprox.core.errors import AutoproxError, cut_long_words, one_line, path_t
 
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
 COMMANDS: dict[str, ModuleType] = {
-    "search": search, "transfer": transfer, "rank": rank, "cache": cache, "show": show, "export": export,
+    "search": search, "transfer": transfer, "rank": rank, "score": score, "cache": cache, "show": show, "export": export,
     "curves": curves, "report": report, "vit-search": vitsearch, "evaluate": evaluate, "select": select, "spaces": spaces,
 }
 

@@ -27,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.search.engine import run_search
     from autoprox.search.resume import resume_search
 
+    if _is_table_search(args):
+        return _table_search(args)
     reports = CheckpointReports() if args.report else None
 
     if args.resume:
@@ -45,6 +47,56 @@ def run(args: argparse.Namespace) -> int:
     if reports is not None:
         _write_report(report["run"], reports)
     return 0 if report.get("finished") else 130
+
+
+#: The options a table search reads (``search --bench TABLE.csv``); any other is refused in one line.
+TABLE_SEARCH_OPTIONS = frozenset({"bench", "targets", "seed", "iterations", "out", "quiet", "resume", "workers"})
+
+
+def _is_table_search(args: argparse.Namespace) -> bool:
+    """Whether the command searches a proxy table: ``--bench`` names one, or ``--resume`` a table search's run."""
+    from autoprox.core.atomic import read_json_file
+    from autoprox.data.proxy_tables import is_proxy_table
+    from autoprox.search.table_run import is_table_run
+
+    if args.resume and args.out and (Path(args.out) / "config.json").is_file():
+        return is_table_run(read_json_file(Path(args.out) / "config.json", "a run's config.json", RunDirError))
+    from autoprox.cli.options import benches_given
+
+    given = benches_given(args)
+    return len(given) == 1 and given[0][0] == "bench" and is_proxy_table(given[0][1])
+
+
+def _table_search(args: argparse.Namespace) -> int:
+    """``search --bench TABLE.csv --targets T --out RUN``: a weighted formula on the table's labelled rows."""
+    import sys
+
+    from autoprox.core.errors import ConfigError
+    from autoprox.search.table_run import run_table_search
+    from autoprox.search.table_search import TableSearchSettings
+
+    extra = sorted(given_options(args) - TABLE_SEARCH_OPTIONS)
+    if extra:
+        raise ConfigError(f"--{extra[0].replace('_', '-')} does not apply to a proxy-table search (it reads "
+                          f"{', '.join('--' + o for o in sorted(TABLE_SEARCH_OPTIONS))})")
+    given = given_options(args)
+    values = table_values(args)
+    settings = TableSearchSettings(seed=args.seed, **({"iterations": args.iterations} if "iterations" in given else {}))
+    if not args.out and not args.resume:
+        raise RunDirError("a proxy-table search needs --out RUN_DIR")
+    targets = values.get("targets") or None
+    report = run_table_search(args.bench, targets, args.out, settings, resume=args.resume, quiet=args.quiet,
+                              command=["autoprox", *sys.argv[1:]])
+    if report.get("finished"):
+        search = report["search"]
+        print(f"best proxy: {report['readable']}")
+        print(f"{report['target']}: out-of-bag Kendall {format_float(search['out_of_bag_kendall'])} on "
+              f"{search['labelled_rows']} labelled rows (terms kept by inner cross-validation: "
+              f"{report['inner_cv']['cap']} at most)")
+        print(f"written to {Path(report['run']) / 'best.json'}; score every row with: autoprox score --proxy "
+              f"{Path(report['run']) / 'best.json'} --bench {args.bench or 'TABLE.csv'} --out scores.csv")
+        return 0
+    return 130
 
 
 def _print_best(report: dict) -> None:

@@ -49,7 +49,7 @@ def table_space_from(name_or_file: str, targets=None) -> TableSpace:
     return TableSpace(table.name, (table,), (tuple(table.check_targets(list(targets) if targets else None)),))
 
 
-def _spaces(args: argparse.Namespace) -> list[TableSpace]:
+def table_spaces_given(args: argparse.Namespace) -> list[TableSpace]:
     """The spaces a command names: ``--space`` (packaged table spaces, the released ViT spaces among them
     as their packaged proxy tables) and ``--bench`` proxy tables."""
     from autoprox.cli.options import benches_given
@@ -72,7 +72,7 @@ def rank_on_tables(args: argparse.Namespace) -> int:
     from autoprox.proxies.proxy import resolve_proxy, split_proxy_list
     from autoprox.proxies.table_scores import reading_note, table_figures, table_scores
 
-    spaces = _spaces(args)
+    spaces = table_spaces_given(args)
     if len(spaces) != 1:
         raise ConfigError("rank scores one space: give one --space or one --bench")
     space = spaces[0]
@@ -133,7 +133,7 @@ def run_space_protocol_command(args: argparse.Namespace) -> int:
     from autoprox.apps.space_protocol import run_space_protocol
     from autoprox.search.rundir import PROTOCOL
 
-    spaces = _spaces(args)
+    spaces = table_spaces_given(args)
     seeds = tuple(range(args.seeds if args.seeds is not None else 5))
     settings = RankSearchSettings(objective=args.objective or "worst", missing=args.missing_columns or "neutral",
                                   generations=args.iterations if args.iterations is not None else 25)

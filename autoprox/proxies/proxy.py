@@ -16,6 +16,7 @@ from autoprox.core.errors import ProxyError
 from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.rank_formula import RankFormula, parse_formula
+from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
 from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
 from autoprox.genome.template import template_genes
 from autoprox.core.errors import GenomeError
@@ -273,6 +274,17 @@ def _read_rank_formula_file(path: Path, data: Mapping) -> Proxy:
         raise ProxyError(f"{path}: {exc}") from None
     provenance = {"file": str(path), **{k: data[k] for k in ("chosen_by", "protocol", "note") if k in data}}
     return Proxy(str(formula), provenance=provenance, formula=formula, missing=missing)
+
+
+@register_proxy_file_format(WEIGHTED_FORMULA_FORMAT)
+def _read_weighted_formula_file(path: Path, data: Mapping) -> Proxy:
+    """A weighted-formula proxy file (a table search's ``best.json``): ``{"format": ..., "formula": {...}}``."""
+    try:
+        formula = WeightedFormula.from_json(data.get("formula"))
+    except GenomeError as exc:
+        raise ProxyError(f"{path}: {exc}") from None
+    provenance = {"file": str(path), **{k: data[k] for k in ("run", "target", "table") if k in data}}
+    return Proxy(str(path), provenance=provenance, formula=formula, missing="neutral")
 
 
 def _recommended_proxy(text: str):

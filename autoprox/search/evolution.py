@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError, SearchError
+from autoprox.genome.kinds import genome_forms
 from autoprox.genome.tree import parse_genome
 from autoprox.genome.template import mutate_template, random_template
 from autoprox.core.errors import GenomeError
-from autoprox.genome.space import PAPER_SPACE, GenomeSpace
+from autoprox.genome.space import PAPER_SPACE, TEMPLATE, GenomeSpace
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
 
 
@@ -165,7 +166,7 @@ def fitness_record(data: Any) -> FitnessRecord:
                 or not all(isinstance(t, str) for t in record.kendall):
             raise RunDirError(f"evaluation record of {record.genome[:60]} has no finite fitness, JCM and Kendall taus")
         try:
-            parse_genome(record.genome)
+            genome_forms(record.genome)
         except GenomeError as exc:
             raise RunDirError(f"evaluation record holds a bad genome ({exc})") from None
     return record
@@ -197,22 +198,34 @@ EvaluationHook = Callable[[FitnessRecord, int], None]
 
 
 def random_genome(rng: random.Random, space: GenomeSpace):
-    """A random genome of ``space`` (template genes, or a free-form tree)."""
+    """A random genome of ``space`` (template genes, a free-form tree, or the space's own kind: a space of another
+    kind, such as :class:`~autoprox.genome.weighted.WeightedSpace`, draws it with ``space.random_genome``)."""
     if space.kind == "free":
         from autoprox.genome.free import random_tree
 
         return random_tree(rng, space)
-    return random_template(rng, space)
+    if space.kind == TEMPLATE:
+        return random_template(rng, space)
+    return space.random_genome(rng)
 
 
 def make_child(parent_tree, rng: random.Random, config: EvolutionConfig, space: GenomeSpace,
                population_trees: Callable[[], list] | None = None):
-    """One mutated child of ``parent_tree`` in ``space``."""
+    """One mutated child of ``parent_tree`` in ``space`` (another kind of space varies it with ``space.vary``)."""
+    partners = population_trees() if population_trees and space.kind != TEMPLATE else []
     if space.kind == "free":
         from autoprox.genome.free import vary
 
-        return vary(parent_tree, rng, space, partners=population_trees() if population_trees else [])
-    return mutate_template(parent_tree, rng, config.gene_probability, space)
+        return vary(parent_tree, rng, space, partners=partners)
+    if space.kind == TEMPLATE:
+        return mutate_template(parent_tree, rng, config.gene_probability, space)
+    return space.vary(parent_tree, rng, partners)
+
+
+def parse_in(space: GenomeSpace, text: str):
+    """The genome a text stands for in ``space``: a tree of the statistics, or the space's own kind
+    (``space.parse``)."""
+    return parse_genome(text) if space.kind in (TEMPLATE, "free") else space.parse(text)
 
 
 def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng: random.Random,
@@ -246,7 +259,7 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
                 progress(len(population), config.population_size)
 
     for text in seeds or []:
-        tree = parse_genome(text)
+        tree = parse_in(space, text)
         if not space.contains(tree):
             raise GenomeError(f"seed proxy {text} uses an aggregation or input outside this search's genome space")
         consider(tree)
@@ -273,14 +286,14 @@ def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: Evol
     sample = rng.sample(population, sample_size)
     top = sorted(sample, key=lambda m: rank_key(m, config.parsimony), reverse=True)[: config.top_k]
     parent = rng.choice(top)
-    parent_tree = parse_genome(parent.genome)
+    parent_tree = parse_in(space, parent.genome)
     members = {m.canonical for m in population}
     fresh = invalid = attempts = 0
     accepted: FitnessRecord | None = None
     while attempts < config.retry_cap:
         attempts += 1
         child_tree = make_child(parent_tree, rng, config, space,
-                                lambda: [parse_genome(m.genome) for m in top if m is not parent])
+                                lambda: [parse_in(space, m.genome) for m in top if m is not parent])
         before = evaluator.evaluations
         child = evaluator.evaluate(child_tree)
         if evaluator.evaluations > before:

@@ -151,7 +151,7 @@ class MemoisedFitness:
 
     def evaluate(self, tree) -> FitnessRecord:
         """The genome's fitness record (memoised by canonical form)."""
-        canonical = canonical_string(tree)
+        canonical = self.canonical_of(tree)
         if canonical in self.memo:
             return self.memo[canonical]
         start = time.perf_counter()
@@ -160,6 +160,10 @@ class MemoisedFitness:
         self.evaluations += 1
         self.memo[canonical] = record
         return record
+
+    def canonical_of(self, tree) -> str:
+        """The canonical form the memo is keyed by (a tree of the statistics': :func:`canonical_string`)."""
+        return canonical_string(tree)
 
     def _evaluate(self, tree, canonical: str) -> FitnessRecord:
         raise NotImplementedError

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from autoprox.core.errors import RunDirError
-from autoprox.genome.tree import canonical_string, genome_to_string, parse_genome, tree_size
+from autoprox.genome.kinds import genome_forms
 from autoprox.core.errors import GenomeError
 from autoprox.search.fitness import FitnessRecord
 from autoprox.search.rundir import EVALUATIONS, HALL_OF_FAME, RunDirectory
@@ -89,18 +89,18 @@ class Entry:
             raise RunDirError("a hall-of-fame entry must be an object")
         if not isinstance(data["genome"], str):
             raise RunDirError("a hall-of-fame entry's genome must be a string")
-        tree = parse_genome(data["genome"])
+        text, canonical, _ = genome_forms(data["genome"])
         kendall = {str(t): float(v) for t, v in dict(data["kendall"]).items()}
         fitness, jcm = float(data["fitness"]), float(data["jcm"])
         if not (math.isfinite(fitness) and math.isfinite(jcm)):
             raise RunDirError("a hall-of-fame entry has no finite fitness and JCM")
-        return cls(genome_to_string(tree), canonical_string(tree), jcm, kendall,
+        return cls(text, canonical, jcm, kendall,
                    int(data["complexity"]), int(data["iteration"]), fitness)
 
 
 def complexity_of(canonical: str) -> int:
     """Node count of a canonical genome string."""
-    return tree_size(parse_genome(canonical))
+    return genome_forms(canonical)[2]
 
 
 @dataclass

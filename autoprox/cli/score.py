@@ -1,0 +1,116 @@
+"""``autoprox score``: a proxy's score for every row of a proxy table or every architecture of a benchmark, as
+``id,score`` (what a user picks architectures with).
+
+The scores are those ``autoprox rank`` correlates, computed on the same path (a table's columns through the
+proxy's recorded transforms and weights; statistics, zoo or architecture proxies on networks), so ranking the
+file by ``score`` gives ``rank``'s order. On a benchmark the ``id`` is the architecture's configuration (JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from autoprox.cli.options import add_command_options, add_stats_options
+from autoprox.core.atomic import atomic_write_text
+from autoprox.core.errors import ConfigError, ProxyError
+
+
+def add_parser(sub) -> None:
+    score = sub.add_parser(
+        "score", help="write a proxy's score of every row or architecture as id,score",
+        description="Score every row of a proxy table (--bench TABLE.csv), or every architecture of a benchmark "
+                    "(--space, --bench FILE), with one proxy (a built-in, a rank formula, a run's best.json, a "
+                    "table search's best.json) and write OUT as CSV 'id,score' in the table's or benchmark's order "
+                    "(higher: predicted better; an empty score: the proxy could not score that row). Rows without a "
+                    "label are scored too.")
+    add_command_options(score, "rank")
+    add_stats_options(score)
+    score.add_argument("--out", required=True, help="the CSV file to write (id,score)")
+
+
+def _format(value: float) -> str:
+    return repr(float(value)) if np.isfinite(value) else ""
+
+
+def write_scores(path: str | Path, ids, scores: np.ndarray) -> None:
+    """``id,score`` for every row, written atomically."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["id", "score"])
+    for ident, value in zip(ids, scores):
+        writer.writerow([ident, _format(value)])
+    atomic_write_text(path, buffer.getvalue())
+
+
+def run(args: argparse.Namespace) -> int:
+    from autoprox.cli.tables import wants_tables
+    from autoprox.proxies.proxy import resolve_proxy, split_proxy_list
+
+    names = split_proxy_list(args.proxy)
+    if len(names) != 1 or names[0] == "all":
+        raise ConfigError("score writes one proxy's scores: give one --proxy")
+    if wants_tables(args):
+        ids, scores, what = _table_scores(args)
+    else:
+        ids, scores, what = _benchmark_scores(args, resolve_proxy(args.proxy))
+    write_scores(args.out, ids, scores)
+    finite = int(np.isfinite(scores).sum())
+    print(f"{args.out}: {len(ids)} scores of {args.proxy} on {what}"
+          + (f" ({len(ids) - finite} left empty: not scored)" if finite < len(ids) else ""))
+    return 0
+
+
+def _table_scores(args: argparse.Namespace):
+    from autoprox.cli.tables import table_spaces_given
+    from autoprox.proxies.proxy import resolve_proxy
+    from autoprox.proxies.table_scores import reading_note, table_scores
+
+    spaces = table_spaces_given(args)
+    if len(spaces) != 1 or len(spaces[0].tables) != 1:
+        raise ConfigError("score writes the scores of one table: give one --bench TABLE.csv (a packaged space of "
+                          "several tables: give one of its files)")
+    table = spaces[0].tables[0]
+    proxy = args.proxy if args.proxy in table.proxies else resolve_proxy(args.proxy)
+    note = reading_note(proxy, table)
+    if note:
+        print(note, file=sys.stderr)
+    return list(table.ids), table_scores(proxy, table), f"{table.source or table.name} ({len(table):,} rows)"
+
+
+def _benchmark_scores(args: argparse.Namespace, proxy):
+    from autoprox.cli.options import bench_path, evaluation_context, executor_from_args
+    from autoprox.cli.rank import ensemble_scores, run_bench
+    from autoprox.core.progress import Progress
+    from autoprox.data.benchmark import load_benchmark
+    from autoprox.genome.tree import InvalidProxy
+    from autoprox.proxies.ensemble import EnsembleProxy
+    from autoprox.spaces.architectures import arch_to_config
+
+    args.bench = run_bench(args, proxy) or args.bench
+    bench = load_benchmark(bench_path(args))
+    context = evaluation_context(args, None, all_targets=True, part="all", bench=bench)
+    progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) \
+        if proxy.kind != "architecture" else None
+    try:
+        with executor_from_args(args) as executor:
+            if isinstance(proxy, EnsembleProxy):
+                keyed, context = ensemble_scores(proxy, context, "all", args.targets, executor, progress)
+                scores = keyed[context.plan.target_classes[context.targets[0]]]
+            else:
+                per_classes = context.score(proxy, "all", workers=executor, progress=progress)
+                scores = per_classes[context.plan.target_classes[context.targets[0]]]
+    except InvalidProxy as exc:
+        raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {exc}") from None
+    distinct = {context.plan.target_classes[t] for t in context.targets}
+    if len(distinct) > 1:
+        print(f"scores of {context.targets[0]}'s statistics ({context.plan.target_classes[context.targets[0]]} "
+              "classes); --targets picks another", file=sys.stderr)
+    ids = [json.dumps(arch_to_config(arch), sort_keys=True) for arch in context.archs("all")]
+    return ids, np.asarray(scores, dtype=np.float64), f"{Path(bench.source).name} ({len(ids)} architectures)"

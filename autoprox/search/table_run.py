@@ -1,0 +1,215 @@
+"""A table search as a run directory: ``autoprox search --bench TABLE.csv --targets T --out RUN``.
+
+The run directory holds what a search of the statistics holds (:mod:`autoprox.search.rundir`): ``config.json``
+(the table by path and sha256, the target, the settings, the genome space), ``log.jsonl`` (one line per
+iteration of the evolution), ``evaluations.jsonl`` (every genome evaluated), ``hall_of_fame.json``,
+``checkpoint.json`` (the evolution's state after each iteration, and the inner cross-validation's choice) and
+``best.json``: the proxy, a weighted formula (:class:`~autoprox.genome.weighted.WeightedFormula`) in the proxy
+file format :data:`WEIGHTED_FORMULA_FORMAT`, which ``autoprox score``, ``rank`` and ``export`` read.
+
+A run stopped (Ctrl-C, SIGTERM) keeps its checkpoint; ``search --resume --out RUN`` continues it and ends as
+the uninterrupted run would.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import shlex
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from scipy.stats import kendalltau
+
+from autoprox.core.atomic import json_safe, make_directory
+from autoprox.core.errors import BenchmarkError, RunDirError
+from autoprox.core.progress import Progress
+from autoprox.data.proxy_tables import ProxyTable, read_proxy_table
+from autoprox.search.evolution import EvolutionState
+from autoprox.search.fitness import FitnessRecord
+from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
+from autoprox.search.rundir import RunDirectory
+from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT
+from autoprox.search.table_search import CapChoice, LabelledTable, TableSearchSettings, search_table
+
+__all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "is_table_run", "run_table_search"]
+
+#: The ``kind`` a table search's ``config.json`` records.
+TABLE_SEARCH_KIND = "table-search"
+
+
+def is_table_run(config: dict) -> bool:
+    """Whether a run's ``config.json`` is a table search's."""
+    return isinstance(config, dict) and config.get("kind") == TABLE_SEARCH_KIND
+
+
+def _log(message: str, quiet: bool) -> None:
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)
+
+
+def _labelled_table(table: ProxyTable, target: str) -> LabelledTable:
+    (target,) = table.check_targets([target])
+    return LabelledTable.make(table.proxies, table.accuracies[target], target, table.source or table.name)
+
+
+def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, out: str | Path,
+                     settings: TableSearchSettings | None = None, resume: bool = False, quiet: bool = False,
+                     command: Sequence[str] | None = None, stop_after: int | None = None) -> dict:
+    """Search a weighted formula on a proxy table's labelled rows into the run directory ``out`` (or resume the
+    run there); return ``best.json``'s content.
+
+    Parameters
+    ----------
+    bench : path
+        The proxy table (with ``resume``: optional, and it must be the recorded one, by sha256).
+    targets : sequence of str
+        One accuracy column (default: the table's first).
+    stop_after : int, optional
+        End after that iteration as if interrupted (tests show that a resumed run ends as an uninterrupted one).
+    """
+    run = RunDirectory(out)
+    hint = f"autoprox search --resume --out {shlex.quote(str(run.path))}"
+    if resume:
+        config = run.config()
+        if not is_table_run(config):
+            raise RunDirError(f"{run.path} holds a search of the statistics, not of a table; resume it without --bench")
+        recorded = config["table"]
+        path = Path(bench) if bench is not None else Path(recorded["path"])
+        table = read_proxy_table(path)
+        if table.sha256 != recorded["sha256"]:
+            raise RunDirError(f"{path} is not the table {run.path} was searched on (sha256 {table.sha256[:12]} now, "
+                              f"{recorded['sha256'][:12]} then); give that table with --bench")
+        target = config["target"]
+        settings = TableSearchSettings.from_json(config["settings"])
+    else:
+        if bench is None:
+            raise BenchmarkError("a table search needs --bench TABLE.csv")
+        table = read_proxy_table(bench)
+        if targets and len(targets) != 1:
+            raise BenchmarkError(f"a table search fits one target at a time, got {len(targets)} "
+                                 f"({', '.join(targets)}); run one search per target")
+        target = targets[0] if targets else table.targets[0]
+        settings = settings or TableSearchSettings()
+        labelled = _labelled_table(table, target)
+        run.check_creatable()
+        make_directory(run.path)
+    with run.lock():
+        if resume:
+            labelled = _labelled_table(table, target)
+        else:
+            run.create(_config(table, target, settings, labelled, command))
+        _log(f"autoprox search: table {table.source}, target {target}, {len(labelled.labelled)} labelled of "
+             f"{len(table)} rows, {len(labelled.plain)} proxy columns, run directory {run.path}", quiet)
+        try:
+            return _search(run, table, labelled, settings, resume, quiet, stop_after, hint)
+        except KeyboardInterrupt:
+            print(f"interrupted; what was computed is kept: continue with: {hint}", file=sys.stderr, flush=True)
+            raise
+
+
+def _config(table: ProxyTable, target: str, settings: TableSearchSettings, labelled: LabelledTable,
+            command: Sequence[str] | None) -> dict:
+    return {
+        "kind": TABLE_SEARCH_KIND,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": list(command) if command is not None else None,
+        "table": {"path": str(Path(table.source).resolve()), "file": Path(table.source).name,
+                  "sha256": table.sha256, "rows": len(table)},
+        "target": target,
+        "labelled_rows": int(len(labelled.labelled)),
+        "settings": settings.to_json(),
+        "genome": labelled.space(settings).to_json(),
+    }
+
+
+def _search(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, settings: TableSearchSettings,
+            resume: bool, quiet: bool, stop_after: int | None, hint: str) -> dict:
+    checkpoint = run.checkpoint() if resume else None
+    hall = HallOfFame()
+    state = choice = None
+    remembered: list[FitnessRecord] = []
+    if checkpoint is not None:
+        state = EvolutionState.from_json(checkpoint)
+        choice = CapChoice(int(checkpoint["inner_cv"]["cap"]),
+                           {int(c): float(v) for c, v in checkpoint["inner_cv"]["out_of_fold_kendall"].items()})
+        run.truncate_logs(state.iteration)
+        data = run.evaluations()
+        remembered = [FitnessRecord.from_json({k: v for k, v in d.items() if k != "iteration"}) for d in data]
+        hall = HallOfFame.from_evaluations(data, capacity=hall.capacity)
+        _log(f"resuming at iteration {state.iteration} of {settings.iterations}", quiet)
+    elif resume:
+        run.truncate_logs(-1)
+    if choice is None:
+        _log(f"choosing the number of terms by {settings.inner_folds}-fold cross-validation on the labelled rows "
+             f"(caps {', '.join(map(str, settings.term_caps))})", quiet)
+        from autoprox.search.table_search import choose_term_cap
+
+        choice = choose_term_cap(labelled, settings, None if quiet else Progress("inner folds", every=1))
+        _log("out-of-fold Kendall by cap: " + ", ".join(f"{c}: {v:+.3f}" for c, v in choice.kendall.items())
+             + f"; kept {choice.cap}", quiet)
+    ticker = None if quiet else Progress("evolution", every=10)
+
+    def on_evaluation(record: FitnessRecord, iteration: int) -> None:
+        run.append_evaluation(record.to_json() | {"iteration": iteration})
+        hall.consider(record, iteration)
+
+    class Stop(Exception):
+        pass
+
+    def on_iteration(now: EvolutionState, record: dict) -> None:
+        run.append_log(json_safe(record))
+        write_hall_of_fame(run, hall)
+        run.write_checkpoint(now.to_json() | {"inner_cv": choice.to_json()})
+        if ticker:
+            ticker(now.iteration, settings.iterations, note=f"best out-of-bag R2 {record['best_jcm']:+.3f}")
+        if stop_after is not None and now.iteration >= stop_after and now.iteration < settings.iterations:
+            raise Stop
+
+    try:
+        fit = search_table(labelled, settings, on_evaluation, on_iteration, choice=choice, state=state,
+                           remembered=remembered)
+    except Stop:
+        _log(f"stopped at iteration {stop_after}; continue with: {hint}", quiet)
+        return {"finished": False, "run": str(run.path)}
+    except KeyboardInterrupt:
+        _log("\ninterrupted: the last iteration's checkpoint is kept", quiet)
+        checkpoint = run.checkpoint()
+        if checkpoint is not None:
+            run.truncate_logs(int(checkpoint["iteration"]))
+        raise
+    write_hall_of_fame(run, hall)
+    if state is None or not run.file("checkpoint.json").is_file():
+        run.write_checkpoint(fit.state.to_json() | {"inner_cv": choice.to_json()})
+    best = best_record(run, table, labelled, fit)
+    run.write_best(best)
+    _log(f"written to {run.file('best.json')}", quiet)
+    return best
+
+
+def best_record(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, fit) -> dict:
+    """``best.json`` of a finished table search: the proxy file and what the search saw of it."""
+    rows = labelled.labelled
+    scores = fit.formula.score(labelled.columns, cache=labelled.cache)
+    truth = labelled.labels[rows]
+    in_sample = float(kendalltau(scores[rows], truth).statistic)
+    sizes = {name: float(kendalltau(labelled.columns[name][rows], truth, nan_policy="omit").statistic)
+             for name in ("params", "flops") if name in labelled.columns}
+    return json_safe({
+        "format": WEIGHTED_FORMULA_FORMAT,
+        "formula": fit.formula.to_json(),
+        "readable": str(fit.formula),
+        "genome": fit.record.genome,
+        "target": labelled.target,
+        "table": {"file": Path(table.source).name, "sha256": table.sha256, "rows": len(table)},
+        "run": str(run.path),
+        "finished": True,
+        "search": {"labelled_rows": int(len(rows)), "out_of_bag_r2": fit.record.fitness,
+                   "out_of_bag_kendall": fit.record.jcm, "labelled_kendall": in_sample,
+                   "size_kendall": sizes},
+        "inner_cv": fit.choice.to_json(),
+        "iterations": fit.state.iteration,
+        "evaluations": fit.evaluator.evaluations,
+        "note": "the labelled_kendall is in-sample (the rows the weights were fitted on); judge the proxy on rows "
+                "it never saw",
+    })

@@ -1,0 +1,343 @@
+"""The search of a weighted formula on a table's columns, from its labelled rows.
+
+A user with a proxy table (``id``, accuracies, proxy columns; :mod:`autoprox.data.proxy_tables`) and the trained
+accuracy of some of its architectures wants a proxy that ranks the rest. The proxy searched here is a weighted
+formula (:mod:`autoprox.genome.weighted`): the centred ranks of the table's columns (the linear member, what a
+ridge fit on ranks gives) plus evolved nonlinear terms, the weights fitted by bagged ridge on the labelled rows
+(:mod:`autoprox.proxies.weighted_fit`).
+
+The terms are evolved by the engine's evolution (:mod:`autoprox.search.evolution`, Algorithm 1,
+elitism-preserving) over a :class:`~autoprox.genome.weighted.WeightedSpace`; a genome's fitness is the
+out-of-bag R^2 of its bagged ridge (:class:`WeightedFitness`). The linear member ``weighted()`` is always in the
+first population, so the search starts where ridge ends.
+
+How many terms the proxy may keep is chosen by inner cross-validation on the labelled rows
+(:func:`choose_term_cap`): on each of ``inner_folds`` folds the evolution runs on the other folds' rows, the best
+genome with at most ``c`` terms for each ``c`` of ``term_caps`` is fitted there and predicts the fold; the cap
+whose pooled out-of-fold predictions rank the labels best is kept (ties: fewer terms). With few labels it is
+often 0: the proxy is then the ridge fit itself, never worse by a choice made on noise. The penalty is chosen by
+leave-one-out in every fit. All randomness comes from ``seed``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy.stats import kendalltau
+
+from autoprox.core.errors import BenchmarkError, ConfigError
+from autoprox.genome.rank_formula import RankFormula
+from autoprox.genome.weighted import WeightedFormula, WeightedGenome, WeightedSpace, parse_weighted
+from autoprox.proxies.weighted_fit import label_ranks, out_of_bag, ridge_loo, subsamples, usable_columns
+from autoprox.search.evolution import (EvolutionConfig, EvolutionState, evolve_step, initial_population,
+                                       rng_from_json, rng_state_to_json)
+from autoprox.search.fitness import FitnessRecord, MemoisedFitness
+
+__all__ = ["MIN_LABELS", "TableFit", "TableSearchSettings", "WeightedFitness", "LabelledTable", "check_labels",
+           "choose_term_cap", "fit_table_proxy", "search_table"]
+
+#: Fewest labelled rows a table search learns from.
+MIN_LABELS = 10
+
+#: The fitness a table search's records name (what ``objective`` says in ``evaluations.jsonl``).
+OBJECTIVE = "oob-r2"
+
+
+@dataclass(frozen=True)
+class TableSearchSettings:
+    """A table search's whole configuration (what its ``config.json`` records).
+
+    Parameters
+    ----------
+    population, iterations : int
+        The evolution's population and iterations (Algorithm 1) of the final search; the inner folds' searches
+        use the same.
+    max_terms, max_term_size : int
+        The most evolved terms a genome holds, and the most nodes of one term.
+    term_caps : tuple of int
+        The caps on the number of terms the inner cross-validation chooses among (0: the ridge fit alone).
+    inner_folds : int
+        Folds of the labelled rows for that choice.
+    bags : int
+        Subsamples a genome is fitted on (out-of-bag fitness; the proxy's weights are their mean).
+    bag_fraction : float
+        The share of the rows each subsample holds.
+    seed : int
+        The one source of randomness.
+    """
+
+    population: int = 20
+    iterations: int = 80
+    max_terms: int = 4
+    max_term_size: int = 5
+    term_caps: tuple[int, ...] = (0, 1, 2, 4)
+    inner_folds: int = 4
+    bags: int = 8
+    bag_fraction: float = 2 / 3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.population < 2 or self.iterations < 0:
+            raise ConfigError(f"population must be at least 2 and iterations not negative, got {self.population} "
+                              f"and {self.iterations}")
+        if not self.term_caps or min(self.term_caps) < 0 or max(self.term_caps) > self.max_terms:
+            raise ConfigError(f"term caps must lie in 0..{self.max_terms} (max_terms), got {list(self.term_caps)}")
+        if self.inner_folds < 2 or self.bags < 1 or not 0 < self.bag_fraction < 1:
+            raise ConfigError(f"inner folds must be at least 2, bags at least 1 and the bag fraction in (0, 1); got "
+                              f"{self.inner_folds}, {self.bags} and {self.bag_fraction}")
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["term_caps"] = list(self.term_caps)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> "TableSearchSettings":
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        if "term_caps" in known:
+            known["term_caps"] = tuple(int(c) for c in known["term_caps"])
+        return cls(**known)
+
+    def evolution(self, seed: int) -> EvolutionConfig:
+        """Algorithm 1's settings for one evolution of this search."""
+        return EvolutionConfig(population_size=self.population, iterations=self.iterations, seed=seed,
+                               parsimony=True, margin=1e-6)
+
+
+def check_labels(labels: np.ndarray, columns: Mapping[str, np.ndarray], plain: Sequence[str], where: str,
+                 target: str) -> np.ndarray:
+    """The indices of the labelled rows (finite label), checked: at least :data:`MIN_LABELS` of them, more than
+    one distinct label, and no labelled row whose proxy cells are all empty.
+
+    Raises
+    ------
+    BenchmarkError
+        In one line naming the table, the target and what is wrong.
+    """
+    labels = np.asarray(labels, dtype=np.float64)
+    labelled = np.flatnonzero(np.isfinite(labels))
+    if len(labelled) < MIN_LABELS:
+        raise BenchmarkError(f"{where}: target {target!r} has {len(labelled)} labelled row(s); a search needs at "
+                             f"least {MIN_LABELS} (a row is labelled when its {target} cell is a number)")
+    if np.ptp(labels[labelled]) == 0:
+        raise BenchmarkError(f"{where}: target {target!r} has the same value on every labelled row "
+                             f"({labels[labelled][0]:g}); a constant target ranks nothing")
+    if plain:
+        filled = np.zeros(len(labels), dtype=bool)
+        for name in plain:
+            filled |= np.isfinite(np.asarray(columns[name], dtype=np.float64))
+        empty = [int(i) for i in labelled if not filled[i]]
+        if empty:
+            raise BenchmarkError(f"{where}: labelled row {empty[0] + 1} (of the table's rows) has no proxy value; "
+                                 "fill its cells or leave its label empty")
+    return labelled
+
+
+@dataclass
+class LabelledTable:
+    """A table ready for many fits: its columns (every row), the labels (NaN: unlabelled), the plain columns
+    read, and each member's values (every row), computed once."""
+
+    columns: Mapping[str, np.ndarray]
+    labels: np.ndarray
+    plain: tuple[str, ...]
+    target: str = "target"
+    cache: dict = field(default_factory=dict)
+    members: dict = field(default_factory=dict)
+
+    @classmethod
+    def make(cls, columns: Mapping[str, np.ndarray], labels: np.ndarray, target: str = "target",
+             where: str = "table") -> "LabelledTable":
+        columns = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
+        plain = tuple(usable_columns(columns))
+        if not plain:
+            raise BenchmarkError(f"{where}: no proxy column has values on more than half the rows and two distinct "
+                                 "values; nothing to rank with")
+        table = cls(columns, np.asarray(labels, dtype=np.float64), plain, target)
+        table.labelled = check_labels(table.labels, columns, plain, where, target)
+        return table
+
+    def member(self, node) -> np.ndarray:
+        """One member's values on every row (missing columns neutral)."""
+        text = str(node)
+        if text not in self.members:
+            with np.errstate(all="ignore"):
+                values = RankFormula(node).score(self.columns, missing="neutral", cache=self.cache)
+            self.members[text] = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
+        return self.members[text]
+
+    def features(self, genome: WeightedGenome, rows: np.ndarray) -> np.ndarray:
+        """The members' values (plain columns, then the genome's terms) on ``rows``."""
+        formula = WeightedFormula(self.plain, genome.terms, (0.0,) * (len(self.plain) + len(genome)))
+        return np.column_stack([self.member(node)[rows] for node in formula.members])
+
+    def space(self, settings: TableSearchSettings) -> WeightedSpace:
+        return WeightedSpace(self.plain, settings.max_terms, settings.max_term_size)
+
+
+class WeightedFitness(MemoisedFitness):
+    """The fitness of weighted genomes on some labelled rows: the out-of-bag R^2 of their bagged ridge
+    (:func:`~autoprox.proxies.weighted_fit.out_of_bag`); the record's ``jcm`` and ``kendall`` hold the out-of-bag
+    Kendall."""
+
+    def __init__(self, table: LabelledTable, rows: np.ndarray, bags: Sequence[np.ndarray]) -> None:
+        self.table, self.rows, self.bags = table, np.asarray(rows), list(bags)
+        self.targets = label_ranks(table.labels[self.rows])
+        self.memo, self.seconds, self.evaluations = {}, 0.0, 0
+        self.counted = None
+
+    def canonical_of(self, genome: WeightedGenome) -> str:
+        return genome.canonical
+
+    def _evaluate(self, genome: WeightedGenome, canonical: str) -> FitnessRecord:
+        judged = out_of_bag(self.table.features(genome, self.rows), self.targets, self.bags)
+        valid = math.isfinite(judged.r2)
+        return FitnessRecord(str(genome), canonical, valid, jcm=judged.kendall,
+                             kendall={self.table.target: judged.kendall},
+                             reason="" if valid else "no out-of-bag prediction",
+                             fitness=round(judged.r2, 9) if valid else -math.inf, objective=OBJECTIVE,
+                             fitness_targets={self.table.target: judged.r2})
+
+    def close(self) -> None:
+        """Nothing to release (the interface of the engine's evaluators)."""
+
+    def fitted(self, genome: WeightedGenome) -> WeightedFormula:
+        """The genome's proxy: its ridge fit on every row of the evaluator (the penalty by leave-one-out)."""
+        model = ridge_loo(self.table.features(genome, self.rows), self.targets)
+        return WeightedFormula(self.table.plain, genome.terms, tuple(float(w) for w in model.weights),
+                               float(model.intercept))
+
+
+def evolve(table: LabelledTable, rows: np.ndarray, settings: TableSearchSettings, seed: int,
+           on_evaluation: Callable[[FitnessRecord, int], None] | None = None,
+           on_iteration: Callable[[EvolutionState, dict], None] | None = None,
+           state: EvolutionState | None = None, evaluator: WeightedFitness | None = None
+           ) -> tuple[WeightedFitness, EvolutionState]:
+    """The evolution of terms on ``rows`` (Algorithm 1 of :mod:`autoprox.search.evolution`), from ``state`` when
+    given (a resumed run), else from a first population holding the linear member ``weighted()``."""
+    config = settings.evolution(seed)
+    space = table.space(settings)
+    if evaluator is None:
+        bags = subsamples(len(rows), settings.bags, settings.bag_fraction, np.random.default_rng(seed))
+        evaluator = WeightedFitness(table, rows, bags)
+    if state is None:
+        rng = random.Random(seed)
+        population, fresh, invalid = initial_population(evaluator, config, rng, [str(WeightedGenome())],
+                                                        on_evaluation, space=space)
+        state = EvolutionState(0, population, rng_state_to_json(rng), fresh, invalid)
+    else:
+        rng = rng_from_json(state.rng_state)
+    while state.iteration < config.iterations:
+        record = evolve_step(state, evaluator, config, rng, on_evaluation, space=space)
+        if on_iteration is not None:
+            on_iteration(state, record)
+    return evaluator, state
+
+
+def best_within(records: Sequence[FitnessRecord], cap: int) -> FitnessRecord:
+    """The record of highest fitness among the valid genomes of at most ``cap`` terms (ties: fewer nodes, then
+    the text)."""
+    kept = [(r, parse_weighted(r.genome)) for r in records if r.valid and len(parse_weighted(r.genome)) <= cap]
+    return max(kept, key=lambda item: (item[0].fitness, -item[1].size, item[0].canonical))[0]
+
+
+@dataclass(frozen=True)
+class CapChoice:
+    """The inner cross-validation's figures per cap (pooled out-of-fold Kendall) and the cap chosen."""
+
+    cap: int
+    kendall: dict[int, float]
+
+    def to_json(self) -> dict:
+        return {"cap": self.cap, "out_of_fold_kendall": {str(c): v for c, v in self.kendall.items()}}
+
+
+def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
+                    progress: Callable[[int, int], None] | None = None) -> CapChoice:
+    """The cap on the number of terms whose genomes, evolved and fitted on the other folds, rank each inner fold
+    best (pooled out-of-fold Kendall; ties: the smaller cap)."""
+    caps = sorted(set(settings.term_caps))
+    if caps == [0] or settings.iterations == 0:
+        return CapChoice(0 if 0 in caps else caps[0], {})
+    rows = table.labelled
+    order = np.random.default_rng(settings.seed + 1).permutation(len(rows))
+    folds = np.array_split(order, settings.inner_folds)
+    predictions = {cap: np.full(len(rows), np.nan) for cap in caps}
+    for index, fold in enumerate(folds):
+        train = np.setdiff1d(np.arange(len(rows)), fold)
+        evaluator, _ = evolve(table, rows[train], settings, settings.seed + 100 + index)
+        records = list(evaluator.memo.values())
+        for cap in caps:
+            formula = evaluator.fitted(WeightedGenome(_terms(best_within(records, cap))))
+            predictions[cap][fold] = formula.score(table.columns, cache=table.cache)[rows[fold]]
+        if progress:
+            progress(index + 1, len(folds))
+    truth = table.labels[rows]
+    kendall = {cap: float(kendalltau(values, truth).statistic) for cap, values in predictions.items()}
+    kendall = {cap: (value if math.isfinite(value) else -1.0) for cap, value in kendall.items()}
+    best = max(caps, key=lambda cap: (round(kendall[cap], 9), -cap))
+    return CapChoice(best, kendall)
+
+
+def _terms(record: FitnessRecord):
+    return parse_weighted(record.genome).terms
+
+
+@dataclass(frozen=True)
+class TableFit:
+    """A finished table search: the proxy, the genome it fits, the cap chosen, and the final evolution's
+    evaluator (its memo holds every genome evaluated)."""
+
+    formula: WeightedFormula
+    record: FitnessRecord
+    choice: CapChoice
+    evaluator: WeightedFitness
+    state: EvolutionState
+
+
+def search_table(table: LabelledTable, settings: TableSearchSettings = TableSearchSettings(),
+                 on_evaluation: Callable[[FitnessRecord, int], None] | None = None,
+                 on_iteration: Callable[[EvolutionState, dict], None] | None = None,
+                 progress: Callable[[int, int], None] | None = None, choice: CapChoice | None = None,
+                 state: EvolutionState | None = None, remembered: Sequence[FitnessRecord] = ()) -> TableFit:
+    """The whole search: the cap by inner cross-validation (or ``choice``, a resumed run's), then the evolution on
+    every labelled row (from ``state`` with the ``remembered`` records when resuming), and the best genome within
+    the cap fitted as the proxy."""
+    if choice is None:
+        choice = choose_term_cap(table, settings, progress)
+    evaluator = None
+    if state is not None:
+        bags = subsamples(len(table.labelled), settings.bags, settings.bag_fraction,
+                          np.random.default_rng(settings.seed))
+        evaluator = WeightedFitness(table, table.labelled, bags)
+        evaluator.remember(remembered)
+    evaluator, state = evolve(table, table.labelled, settings, settings.seed, on_evaluation, on_iteration, state,
+                              evaluator)
+    record = best_within(list(evaluator.memo.values()), choice.cap)
+    formula = evaluator.fitted(WeightedGenome(_terms(record)))
+    return TableFit(formula, record, choice, evaluator, state)
+
+
+def fit_table_proxy(columns: Mapping[str, np.ndarray], labels: np.ndarray, seed: int = 0,
+                    settings: TableSearchSettings | None = None) -> np.ndarray:
+    """The engine's few-label method: search a weighted formula on the rows whose label is finite, and score every
+    row with it (higher: predicted better).
+
+    Parameters
+    ----------
+    columns : mapping of str to ndarray
+        The table's proxy columns, every row (raw values, NaN = not measured).
+    labels : ndarray
+        The target on every row, NaN where unlabelled.
+    seed : int
+        The search's seed (replaces ``settings.seed``).
+    """
+    settings = settings or TableSearchSettings()
+    settings = TableSearchSettings(**{**settings.to_json(), "term_caps": settings.term_caps, "seed": seed})
+    table = LabelledTable.make(columns, labels)
+    fit = search_table(table, settings)
+    return fit.formula.score(table.columns, cache=table.cache)

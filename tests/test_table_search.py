@@ -1,0 +1,156 @@
+"""The table search (``search --bench TABLE.csv``) on partial labels, ``score``, and their refusals (issue 41)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from autoprox.genome.weighted import WeightedFormula, WeightedGenome, parse_weighted
+from autoprox.proxies.weighted_fit import ridge_loo
+from autoprox.search.table_run import run_table_search
+from autoprox.search.table_search import LabelledTable, TableSearchSettings, search_table
+from tests.commands import one_error_line, run_cli
+
+COLUMNS = ("params", "flops", "nwot", "jacov", "snip")
+
+
+def write_table(path, rows: int = 90, labelled: int = 40, seed: int = 0, labels=None):
+    """A proxy table whose target is a nonlinear function of the columns' ranks (a product term carries half of
+    it), labelled on ``labelled`` rows (the others' cells empty)."""
+    rng = np.random.default_rng(seed)
+    values = {name: rng.lognormal(size=rows) for name in COLUMNS}
+    ranks = {name: np.argsort(np.argsort(v)) / rows - 0.5 for name, v in values.items()}
+    target = ranks["nwot"] + 2.0 * ranks["params"] * ranks["jacov"] + 0.05 * rng.normal(size=rows)
+    if labels is not None:
+        target = labels
+    keep = set(rng.permutation(rows)[:labelled].tolist())
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "val_acc", *COLUMNS])
+        for i in range(rows):
+            label = repr(float(target[i])) if i in keep else ""
+            writer.writerow([f"arch-{i}", label, *(repr(float(values[c][i])) for c in COLUMNS)])
+    return path, target, sorted(keep)
+
+
+SMALL = TableSearchSettings(population=8, iterations=6, inner_folds=2, bags=3, term_caps=(0, 2))
+
+
+def test_ridge_loo_matches_a_direct_solution():
+    rng = np.random.default_rng(1)
+    features, targets = rng.normal(size=(30, 4)), rng.normal(size=30)
+    model = ridge_loo(features, targets, alphas=(0.5,))
+    scale = features.std(axis=0)
+    standard = (features - features.mean(axis=0)) / scale
+    direct = np.linalg.solve(standard.T @ standard + 0.5 * np.eye(4), standard.T @ (targets - targets.mean()))
+    assert np.allclose(model.weights, direct / scale, atol=1e-10)
+    assert np.allclose(model.predict(features).mean(), targets.mean(), atol=1e-10)
+
+
+def test_weighted_genome_text_round_trips_and_is_canonical():
+    genome = parse_weighted("weighted(mul(r(nwot), r(jacov)), min(r(snip), r(params)))")
+    assert str(parse_weighted(str(genome))) == str(genome)
+    assert genome.canonical == parse_weighted("weighted(min(r(snip), r(params)), mul(r(nwot), r(jacov)))").canonical
+    assert len(parse_weighted("weighted()")) == 0
+
+
+def test_search_learns_from_labelled_rows_only_and_scores_every_row(tmp_path):
+    path, target, labelled = write_table(tmp_path / "t.csv")
+    from autoprox.data.proxy_tables import read_proxy_table
+
+    table = read_proxy_table(path)
+    data = LabelledTable.make(table.proxies, table.accuracies["val_acc"], "val_acc")
+    assert sorted(data.labelled.tolist()) == labelled
+    fit = search_table(data, SMALL)
+    scores = fit.formula.score(table.proxies)
+    assert scores.shape == (90,) and np.isfinite(scores).all()
+    # The same search on a table whose unlabelled rows carry labels that would mislead it: the same proxy.
+    wrong = np.where(np.isnan(table.accuracies["val_acc"]), -1.0, table.accuracies["val_acc"])
+    other = LabelledTable.make(table.proxies, np.where(np.isin(np.arange(90), labelled), wrong, np.nan), "val_acc")
+    assert np.allclose(search_table(other, SMALL).formula.score(table.proxies), scores)
+    unlabelled = np.setdiff1d(np.arange(90), labelled)
+    assert kendalltau(scores[unlabelled], target[unlabelled]).statistic > 0.4
+
+
+def test_cli_search_then_score_gives_rank_order(tmp_path, capsys):
+    path, target, labelled = write_table(tmp_path / "t.csv")
+    code, out, err = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out", tmp_path / "run",
+                             "--iterations", "4", "--quiet")
+    assert code == 0, err
+    best = json.loads((tmp_path / "run" / "best.json").read_text())
+    assert best["format"] == "autoprox-weighted-formula/1" and best["search"]["labelled_rows"] == 40
+    for name in ("config.json", "log.jsonl", "evaluations.jsonl", "hall_of_fame.json", "checkpoint.json"):
+        assert (tmp_path / "run" / name).is_file(), name
+    code, out, err = run_cli(capsys, "score", "--proxy", tmp_path / "run" / "best.json", "--bench", path,
+                             "--out", tmp_path / "s.csv")
+    assert code == 0, err
+    rows = list(csv.reader(open(tmp_path / "s.csv")))
+    assert rows[0] == ["id", "score"] and [r[0] for r in rows[1:]] == [f"arch-{i}" for i in range(90)]
+    scores = np.array([float(r[1]) for r in rows[1:]])
+    formula = WeightedFormula.from_json(best["formula"])
+    from autoprox.data.proxy_tables import read_proxy_table
+
+    assert np.allclose(scores, formula.score(read_proxy_table(path).proxies))
+    code, out, err = run_cli(capsys, "rank", "--proxy", tmp_path / "run" / "best.json", "--bench", path, "--json")
+    assert code == 0, err
+    ranked = json.loads(out)[path.stem]["val_acc"]["kendall"]
+    assert ranked == pytest.approx(kendalltau(scores[labelled], target[labelled]).statistic, abs=1e-12)
+
+
+def test_a_stopped_table_search_resumes_to_the_same_proxy(tmp_path):
+    path, _, _ = write_table(tmp_path / "t.csv", seed=3)
+    whole = run_table_search(path, ["val_acc"], tmp_path / "whole", SMALL, quiet=True)
+    stopped = run_table_search(path, ["val_acc"], tmp_path / "cut", SMALL, quiet=True, stop_after=3)
+    assert stopped["finished"] is False
+    resumed = run_table_search(None, None, tmp_path / "cut", resume=True, quiet=True)
+    assert resumed["formula"] == whole["formula"] and resumed["genome"] == whole["genome"]
+    assert len((tmp_path / "cut" / "log.jsonl").read_text().splitlines()) == SMALL.iterations
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("few", "has 9 labelled row(s); a search needs at least 10"),
+    ("constant", "same value on every labelled row"),
+    ("empty-row", "has no proxy value"),
+])
+def test_refusals(tmp_path, capsys, case, expected):
+    labels = {"few": None, "constant": np.full(90, 70.0), "empty-row": None}[case]
+    path, _, labelled = write_table(tmp_path / "t.csv", labelled=9 if case == "few" else 40, labels=labels)
+    if case == "empty-row":
+        rows = list(csv.reader(open(path)))
+        row = rows[labelled[0] + 1]
+        rows[labelled[0] + 1] = row[:2] + [""] * (len(row) - 2)
+        with open(path, "w", newline="") as handle:
+            csv.writer(handle).writerows(rows)
+    code, out, err = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out", tmp_path / "run")
+    assert code == 2
+    assert expected in one_error_line(err)
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_option_of_the_statistics_search_is_refused_on_a_table(tmp_path, capsys):
+    path, _, _ = write_table(tmp_path / "t.csv")
+    code, out, err = run_cli(capsys, "search", "--bench", path, "--out", tmp_path / "run", "--batch-size", "4")
+    assert code == 2 and "does not apply to a proxy-table search" in one_error_line(err)
+
+
+def test_rank_and_score_read_every_row_of_a_partially_labelled_table(tmp_path, capsys):
+    path, target, labelled = write_table(tmp_path / "t.csv")
+    code, out, err = run_cli(capsys, "score", "--proxy", "nwot", "--bench", path, "--out", tmp_path / "s.csv")
+    assert code == 0, err
+    rows = list(csv.reader(open(tmp_path / "s.csv")))[1:]
+    assert len(rows) == 90 and all(r[1] for r in rows)
+
+
+def test_the_linear_member_is_the_ridge_fit(tmp_path):
+    path, _, _ = write_table(tmp_path / "t.csv")
+    from autoprox.data.proxy_tables import read_proxy_table
+    from autoprox.search.table_search import WeightedFitness
+
+    table = read_proxy_table(path)
+    data = LabelledTable.make(table.proxies, table.accuracies["val_acc"], "val_acc")
+    formula = WeightedFitness(data, data.labelled, []).fitted(WeightedGenome())
+    assert formula.terms == () and len(formula.weights) == len(COLUMNS)
