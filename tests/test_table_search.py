@@ -154,3 +154,29 @@ def test_the_linear_member_is_the_ridge_fit(tmp_path):
     data = LabelledTable.make(table.proxies, table.accuracies["val_acc"], "val_acc")
     formula = WeightedFitness(data, data.labelled, []).fitted(WeightedGenome())
     assert formula.terms == () and len(formula.weights) == len(COLUMNS)
+
+
+def test_an_exported_weighted_formula_gives_the_in_process_scores(tmp_path, capsys):
+    import importlib.util
+
+    path, _, _ = write_table(tmp_path / "t.csv", seed=4)
+    run_table_search(path, ["val_acc"], tmp_path / "run", SMALL, quiet=True)
+    best = json.loads((tmp_path / "run" / "best.json").read_text())
+    formula = WeightedFormula.from_json(best["formula"])
+    formula = WeightedFormula(formula.plain, parse_weighted("weighted(mul(r(nwot), neg(r(jacov))), "
+                                                             "max(sub(r(snip), r(flops)), r(params)))").terms,
+                              formula.weights[:len(formula.plain)] + (0.7, -0.3), formula.intercept)
+    best["formula"] = formula.to_json()
+    (tmp_path / "run" / "best.json").write_text(json.dumps(best))
+    code, out, err = run_cli(capsys, "export", tmp_path / "run", "--out", tmp_path / "proxy.py")
+    assert code == 0, err
+    spec = importlib.util.spec_from_file_location("exported_weighted", tmp_path / "proxy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from autoprox.data.proxy_tables import read_proxy_table
+
+    table = read_proxy_table(path)
+    columns = {name: list(values) for name, values in table.proxies.items()}
+    columns["nwot"][3] = None  # an empty cell reads as no information in both
+    expected = formula.score({n: np.array([np.nan if v is None else v for v in vs]) for n, vs in columns.items()})
+    assert np.allclose(module.score(columns), expected, rtol=1e-12, atol=1e-12)

@@ -38,6 +38,20 @@ def _ensemble_file(source: str):
 def run(args: argparse.Namespace) -> int:
     from autoprox.reports.export import export_proxy
 
+    from autoprox.reports.weighted_export import is_weighted_source
+
+    weighted = is_weighted_source(args.source)
+    if weighted is not None:
+        from autoprox.core.errors import ExportError
+        from autoprox.reports.export import write_export
+        from autoprox.reports.weighted_export import weighted_export_source
+
+        if args.rank is not None:
+            raise ExportError("--rank takes a run of the statistics; a table search's proxy is its best.json")
+        formula, source, target = weighted
+        path = write_export(args.out, weighted_export_source(formula, source, target))
+        print(f"wrote {path}: score(columns) -> array, a weighted formula over proxy columns, depends on numpy only")
+        return 0
     ensemble = _ensemble_file(args.source)
     if ensemble is not None:
         from autoprox.core.errors import ExportError

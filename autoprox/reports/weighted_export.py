@@ -1,0 +1,143 @@
+"""A weighted formula (a table search's proxy, :class:`~autoprox.genome.weighted.WeightedFormula`) as a standalone
+Python module that needs only NumPy: ``score(columns) -> array``, where ``columns`` maps each proxy column's name to
+its values on the rows to rank (NaN or None: not measured). The module computes each column's centred rank within
+those rows, each evolved term, and the weighted sum, exactly as ``autoprox score`` does (to float rounding)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+
+from autoprox.core.errors import ExportError, ProxyError
+from autoprox.genome.rank_formula import Node
+from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
+
+__all__ = ["is_weighted_source", "weighted_export_source"]
+
+#: Each operator and transform of a term as a Python expression over its arguments' code.
+_EXPRESSIONS = {
+    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "max": "np.maximum({0}, {1})",
+    "min": "np.minimum({0}, {1})", "neg": "(-{0})", "rerank": "_rank({0})",
+}
+_TRANSFORMS = {"r": "_rank", "lr": "_log_rank", "z": "_z_log"}
+
+_RUNTIME = '''
+def _centre(values):
+    values = np.asarray(values, dtype=np.float64)
+    out = np.zeros_like(values)
+    finite = np.isfinite(values)
+    if finite.any():
+        out[finite] = values[finite] - values[finite].mean()
+    return out
+
+
+def _average_ranks(values):
+    """Average ranks (1 = smallest) of the finite entries, NaN elsewhere, and how many are finite."""
+    values = np.asarray(values, dtype=np.float64)
+    out = np.full(values.shape, np.nan)
+    finite = np.flatnonzero(np.isfinite(values))
+    if finite.size:
+        order = np.argsort(values[finite], kind="mergesort")
+        sorted_values = values[finite][order]
+        ranks = np.empty(finite.size)
+        start = 0
+        while start < finite.size:
+            stop = start
+            while stop + 1 < finite.size and sorted_values[stop + 1] == sorted_values[start]:
+                stop += 1
+            ranks[start:stop + 1] = (start + stop) / 2.0 + 1.0
+            start = stop + 1
+        out[finite[order]] = ranks
+    return out, finite.size
+
+
+def _rank(values):
+    ranks, count = _average_ranks(values)
+    return _centre(ranks / max(count, 1))
+
+
+def _log_rank(values):
+    ranks, count = _average_ranks(values)
+    return _centre(np.log(ranks / max(count, 1)))
+
+
+def _z_log(values):
+    values = np.asarray(values, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return np.zeros_like(values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if (finite > 0).all():
+            logged = np.log(values)
+        elif (finite < 0).all():
+            logged = -np.log(-values)
+        else:
+            scale = np.median(np.abs(finite[finite != 0])) if (finite != 0).any() else 1.0
+            logged = np.arcsinh(values / scale)
+    centred = _centre(logged)
+    spread = centred[np.isfinite(logged)].std()
+    return centred / spread if spread > 0 else np.zeros_like(centred)
+
+
+def _column(columns, name, length):
+    if name not in columns:
+        return np.full(length, np.nan)
+    return np.asarray([np.nan if v is None else v for v in columns[name]], dtype=np.float64)
+'''
+
+
+def _code(node: Node) -> str:
+    """A term's tree as a Python expression over ``C`` (the transformed columns by name)."""
+    if node.column:
+        if node.op not in _TRANSFORMS:
+            raise ExportError(f"transform {node.op!r} has no exported form")
+        return f"{_TRANSFORMS[node.op]}(_column(columns, {node.column!r}, length))"
+    if node.op not in _EXPRESSIONS:
+        raise ExportError(f"operator {node.op!r} of a term has no exported form (lrsum and first are not terms)")
+    return _EXPRESSIONS[node.op].format(*(_code(child) for child in node.children))
+
+
+def weighted_export_source(formula: WeightedFormula, source: str = "", target: str = "") -> str:
+    """The module's source text."""
+    lines = []
+    for weight, member in zip(formula.weights, formula.members):
+        lines.append(f"    total += {weight!r} * np.nan_to_num({_code(member)}, nan=0.0, posinf=0.0, neginf=0.0)"
+                     f"  # {member}")
+    today = _dt.date.today().isoformat()
+    header = (f'"""A proxy exported by autoprox on {today}: a weighted formula over proxy columns'
+              f'{" (" + source + ")" if source else ""}{", fitted to " + target if target else ""}.\n\n'
+              f"    {formula}\n\n"
+              "score(columns) -> numpy array: columns maps each proxy column's name to its values on the rows to\n"
+              "rank (NaN or None where not measured; a column left out reads as no information). Each column enters\n"
+              "through its rank within these rows, so rank the architectures you compare together. Higher: predicted\n"
+              'better. Depends on NumPy only."""\n\nimport numpy as np\n')
+    body = ("\n\ndef score(columns):\n"
+            '    """The proxy on every row of ``columns`` (a dict of equal-length sequences)."""\n'
+            "    if not columns:\n        raise ValueError('no proxy column given')\n"
+            "    length = len(next(iter(columns.values())))\n"
+            f"    total = np.full(length, {formula.intercept!r})\n" + "\n".join(lines) + "\n    return total\n")
+    return header + _RUNTIME + body
+
+
+def is_weighted_source(source: str) -> tuple[WeightedFormula, str, str] | None:
+    """The weighted formula a run directory of a table search or its ``best.json`` holds (with its source and
+    target), else None."""
+    from autoprox.core.atomic import read_json_file
+
+    path = Path(source)
+    try:
+        file = path / "best.json" if path.is_dir() else path
+        if not file.is_file() or file.suffix != ".json":
+            return None
+    except (OSError, ValueError):
+        return None
+    data = read_json_file(file, "a proxy file", ProxyError)
+    if not isinstance(data, dict) or data.get("format") != WEIGHTED_FORMULA_FORMAT:
+        return None
+    from autoprox.core.errors import GenomeError
+
+    try:
+        formula = WeightedFormula.from_json(data.get("formula"))
+    except GenomeError as exc:
+        raise ProxyError(f"{file}: {exc}") from None
+    return formula, str(data.get("run") or file), str(data.get("target") or "")
