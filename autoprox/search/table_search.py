@@ -79,6 +79,10 @@ class TableSearchSettings:
     bags: int = 8
     bag_fraction: float = 2 / 3
     seed: int = 0
+    #: The proxy averages the fitted formulas of this many best genomes within the cap (1: the best alone).
+    average_top: int = 1
+    #: A larger cap is kept only when its out-of-fold Kendall exceeds every smaller cap's by this much.
+    cap_margin: float = 0.0
 
     def __post_init__(self) -> None:
         if self.population < 2 or self.iterations < 0:
@@ -86,6 +90,9 @@ class TableSearchSettings:
                               f"and {self.iterations}")
         if not self.term_caps or min(self.term_caps) < 0 or max(self.term_caps) > self.max_terms:
             raise ConfigError(f"term caps must lie in 0..{self.max_terms} (max_terms), got {list(self.term_caps)}")
+        if self.average_top < 1 or not 0 <= self.cap_margin < 1:
+            raise ConfigError(f"average_top must be at least 1 and cap_margin in [0, 1), got {self.average_top} and "
+                              f"{self.cap_margin}")
         if self.inner_folds < 2 or self.bags < 1 or not 0 < self.bag_fraction < 1:
             raise ConfigError(f"inner folds must be at least 2, bags at least 1 and the bag fraction in (0, 1); got "
                               f"{self.inner_folds}, {self.bags} and {self.bag_fraction}")
@@ -238,11 +245,37 @@ def evolve(table: LabelledTable, rows: np.ndarray, settings: TableSearchSettings
     return evaluator, state
 
 
-def best_within(records: Sequence[FitnessRecord], cap: int) -> FitnessRecord:
-    """The record of highest fitness among the valid genomes of at most ``cap`` terms (ties: fewer nodes, then
-    the text)."""
+def best_within(records: Sequence[FitnessRecord], cap: int, count: int = 1) -> list[FitnessRecord]:
+    """The ``count`` records of highest fitness among the valid genomes of at most ``cap`` terms, best first (ties:
+    fewer nodes, then the text)."""
     kept = [(r, parse_weighted(r.genome)) for r in records if r.valid and len(parse_weighted(r.genome)) <= cap]
-    return max(kept, key=lambda item: (item[0].fitness, -item[1].size, item[0].canonical))[0]
+    kept.sort(key=lambda item: (-item[0].fitness, item[1].size, item[0].canonical))
+    return [record for record, _ in kept[:count]]
+
+
+def averaged(formulas: Sequence[WeightedFormula]) -> WeightedFormula:
+    """The mean of weighted formulas over the same plain columns: one formula over the union of their terms (a
+    term's weight is its mean over the formulas, 0 where one lacks it)."""
+    if len(formulas) == 1:
+        return formulas[0]
+    plain = formulas[0].plain
+    terms = {str(term): term for formula in formulas for term in formula.terms}
+    order = sorted(terms)
+    weights = np.zeros(len(plain) + len(order))
+    for formula in formulas:
+        weights[:len(plain)] += formula.weights[:len(plain)]
+        for term, weight in zip(formula.terms, formula.weights[len(plain):]):
+            weights[len(plain) + order.index(str(term))] += weight
+    weights /= len(formulas)
+    intercept = float(np.mean([f.intercept for f in formulas]))
+    return WeightedFormula(plain, tuple(terms[t] for t in order), tuple(float(w) for w in weights), intercept)
+
+
+def fitted_top(evaluator: "WeightedFitness", cap: int, count: int) -> tuple[WeightedFormula, FitnessRecord]:
+    """The proxy of an evolution: the mean of the fitted formulas of its ``count`` best genomes within ``cap``,
+    and the best one's record."""
+    records = best_within(list(evaluator.memo.values()), cap, count)
+    return averaged([evaluator.fitted(WeightedGenome(_terms(r))) for r in records]), records[0]
 
 
 @dataclass(frozen=True)
@@ -270,16 +303,19 @@ def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
     for index, fold in enumerate(folds):
         train = np.setdiff1d(np.arange(len(rows)), fold)
         evaluator, _ = evolve(table, rows[train], settings, settings.seed + 100 + index)
-        records = list(evaluator.memo.values())
         for cap in caps:
-            formula = evaluator.fitted(WeightedGenome(_terms(best_within(records, cap))))
+            formula, _ = fitted_top(evaluator, cap, settings.average_top)
             predictions[cap][fold] = formula.score(table.columns, cache=table.cache)[rows[fold]]
         if progress:
             progress(index + 1, len(folds))
     truth = table.labels[rows]
     kendall = {cap: float(kendalltau(values, truth).statistic) for cap, values in predictions.items()}
     kendall = {cap: (value if math.isfinite(value) else -1.0) for cap, value in kendall.items()}
-    best = max(caps, key=lambda cap: (round(kendall[cap], 9), -cap))
+    best = caps[0]
+    for cap in caps[1:]:
+        if kendall[cap] > max(kendall[c] for c in caps if c < cap) + settings.cap_margin + 1e-9 \
+                and kendall[cap] > kendall[best]:
+            best = cap
     return CapChoice(best, kendall)
 
 
@@ -317,8 +353,7 @@ def search_table(table: LabelledTable, settings: TableSearchSettings = TableSear
         evaluator.remember(remembered)
     evaluator, state = evolve(table, table.labelled, settings, settings.seed, on_evaluation, on_iteration, state,
                               evaluator)
-    record = best_within(list(evaluator.memo.values()), choice.cap)
-    formula = evaluator.fitted(WeightedGenome(_terms(record)))
+    formula, record = fitted_top(evaluator, choice.cap, settings.average_top)
     return TableFit(formula, record, choice, evaluator, state)
 
 
