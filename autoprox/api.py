@@ -24,7 +24,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
-import autoprox.proxies  # noqa: F401 - registers the zoo terminal set, for ProxySearch(terminals=(..., "zoo"))
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.genome.tree import parse_genome, score_architecture
 from autoprox.proxies.proxy import Proxy

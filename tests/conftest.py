@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-import autoprox.proxies  # noqa: F401 - registers the zoo terminal set, which tests of genomes read
 from autoprox.data.benchmark import load_benchmark
 from autoprox.data.cache import StatisticsCache
 from autoprox.networks.statistics import InputSpec
+from autoprox.proxies.zoo_scores import zoo_terminal_set
 from autoprox.search.evolution import EvolutionConfig
 
 from autoprox.core.resources import packaged_benchmark_dir
 
 REPO = Path(__file__).resolve().parent.parent
+zoo_terminal_set()  # the genomes of the tests may read zoo terminals
 
 #: The ViT-Bench-101 files shipped as package data (``autoprox/resources/vit-bench-101``).
 BENCH_DIR = packaged_benchmark_dir()

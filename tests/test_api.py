@@ -147,7 +147,7 @@ def test_rank_and_evaluate_options_are_their_tables_and_nothing_else(command):
     assert set(actions) == set(own) | {o.name for o in shared} and not set(own) & {o.name for o in shared}
     for name, option in own.items():
         action = actions[name]
-        assert action.option_strings == [option.flag_name] and action.help == option.help, name
+        assert action.option_strings == [option.flag_name] and action.help == option.help_text, name
         assert action.default == (list(option.default) if option.repeat else option.default), name
         assert action.required == option.required and action.metavar == option.metavar, name
         assert tuple(action.choices) == option.choices if option.choices else action.choices is None, name

@@ -20,6 +20,7 @@ from autoprox.search.engine import run_search
 from autoprox.search.options import option_values
 from autoprox.search.settings import settings_from_options
 from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES, make_primitive, register_primitive, unregister_primitive
+from tests.conftest import REPO
 
 
 def element_wise_softsign(x):
@@ -121,3 +122,40 @@ def test_bad_primitives_and_operator_sets_are_refused():
     with pytest.raises(AutoproxError, match="at least one unary and one binary"):
         GenomeSpace(operators=("sigmoid",))
     assert GenomeSpace().unary_operators + GenomeSpace().binary_operators == PAPER_OPERATORS
+
+
+def test_the_paper_operators_are_a_written_out_list_of_table_14():
+    """Not whatever the table holds at import: its 24 unary and 4 binary ops by name, in paper order."""
+    import inspect
+
+    from autoprox.primitives import PAPER_BINARY, PAPER_UNARY, table
+
+    assert [PRIMITIVES[name].op_id for name in PAPER_UNARY] == [f"UOP{i:02d}" for i in range(24)]
+    assert [PRIMITIVES[name].op_id for name in PAPER_BINARY] == [f"BOP{i:02d}" for i in range(1, 5)]
+    assert PAPER_OPERATORS == PAPER_UNARY + PAPER_BINARY and len(table.forms()) == 56
+    source = inspect.getsource(table)
+    assert "PAPER_UNARY: tuple[str, ...] = (\n" in source and '"to_std_scalar",' in source
+
+
+def test_config_json_records_the_operators_and_a_run_without_them_used_the_papers(softsign, tmp_path):
+    """A search records its operator set beside its settings; the settings (and their digest, which earlier
+    runs' checkpoints hold) leave the paper's default unrecorded as before. A committed run has no record and
+    opens with the paper's set; a record naming other operators is the run's operator set."""
+    from autoprox.search.context import config_header
+    from autoprox.search.settings import SearchSettings, recorded_settings, settings_of_config
+
+    settings = SearchSettings(bench="gt_autoformer.pth")
+    header = config_header(settings, "autoformer", command=["autoprox"])
+    assert header["operators"] == list(PAPER_OPERATORS) and "element_wise_softsign" in PRIMITIVES
+    assert "operators" not in header["settings"]["genome"]
+    assert settings_of_config(header).genome_space == settings.genome_space
+    mine = SearchSettings(bench="gt_autoformer.pth", genome=GenomeSpace(operators=("element_wise_softsign",
+                                                                                   "element_wise_sum")).to_json())
+    assert config_header(mine, "autoformer")["operators"] == ["element_wise_softsign", "element_wise_sum"]
+    other = dict(header, operators=["element_wise_softsign", "element_wise_product"])
+    assert settings_of_config(other).genome_space.operators == ("element_wise_softsign", "element_wise_product")
+    for run in ("pit-reference", "autoformer-reference"):
+        config = json.loads((REPO / "runs" / run / "config.json").read_text())
+        assert "operators" not in config and "operators" not in config["settings"].get("genome", {})
+        space = recorded_settings(REPO / "runs" / run)[0].genome_space
+        assert space.unary_operators + space.binary_operators == PAPER_OPERATORS

@@ -86,13 +86,17 @@ def test_statistics_are_named_symbols_and_reductions_named_functions():
     assert formula.text == "1/L * sum_l ( mean(frobenius(minmax(W_proj)) + 1/sqrt(1 + exp(-G_H_mlp))) )"
     assert formula.latex.startswith(r"\frac{1}{L} \sum_{l=1}^{L} \left(")
     assert r"W^{\mathrm{proj}}_{l}" in formula.latex and r"\operatorname{frobenius}" in formula.latex
-    assert {SYMBOLS[s].name for s in SYMBOLS} == (set(sympy_worker.STAT_SYMBOL_NAMES) | set(sympy_worker.SCALAR_SYMBOL_NAMES)
+    from autoprox.reports import formula_check
+
+    assert {SYMBOLS[s].name for s in SYMBOLS} == (set(sympy_worker.STAT_SYMBOL_NAMES)
+                                                | set(formula_check.SCALAR_SYMBOL_NAMES)
                                                 | set(sympy_worker.SPREAD_SYMBOL_NAMES))
     from autoprox.proxies.zoo_scores import ZOO_TERMINALS
     from autoprox.spaces.descriptors import terminal_names
 
     assert set(sympy_worker.ARCH_SYMBOL_NAMES) == set(terminal_names())
-    assert sympy_worker.ZOO_SYMBOL_NAMES == tuple(ZOO_TERMINALS)
+    assert formula_check.ZOO_SYMBOL_NAMES == tuple(ZOO_TERMINALS)
+    assert all(sympy_worker.is_zoo_symbol(name) and sympy_worker.is_scalar_symbol(name) for name in ZOO_TERMINALS)
 
 
 def test_simplification_runs_checked_and_keeps_the_original_when_not_smaller(stats):
@@ -228,5 +232,7 @@ def test_statistics_for_check_carry_the_architectures_terminal_values():
 
     (found,) = statistics_for_check(None, "pit", count=1)
     assert isinstance(found, CheckStatistics) and isinstance(found, list) and isinstance(found[0], dict)
-    assert set(found.terminals) == set(sympy_worker.SCALAR_SYMBOL_NAMES)
+    from autoprox.reports.formula_check import SCALAR_SYMBOL_NAMES
+
+    assert set(found.terminals) == set(SCALAR_SYMBOL_NAMES)
     assert found.terminals["A_depth"] == len(found)

@@ -12,21 +12,23 @@ from __future__ import annotations
 
 from typing import Callable
 
+from autoprox.apps.rank_search import OBJECTIVES as SPACE_OBJECTIVES
+from autoprox.core.registry import LiveNames
 from autoprox.data.benchmark import BENCH_FILE_NAMES
 from autoprox.data.proxy_tables import table_space_names
 from autoprox.proxies.proxy import BUILTIN_PROXIES
 from autoprox.search.conversions import integer, integer_list, number, text, text_list
 from autoprox.search.options import OPTIONS, Option
 
-__all__ = ["COMMAND_OPTIONS", "EVALUATE_OPTIONS", "RANK_OPTIONS", "command_options"]
+__all__ = ["COMMAND_OPTIONS", "DEFAULT_SPACE_OBJECTIVE", "EVALUATE_OPTIONS", "RANK_OPTIONS", "command_options"]
 
 _RANK = frozenset({"rank"})
 _EVALUATE = frozenset({"evaluate"})
 
 #: ``rank``'s own options, in ``--help`` order (then the search table's statistics group).
 RANK_OPTIONS: tuple[Option, ...] = (
-    Option("proxy", None, f"a built-in ({', '.join(BUILTIN_PROXIES)}), a genome string, a proxy JSON such as "
-           "best.json; 'all' or a comma list prints the ranking table", text(), commands=_RANK, required=True),
+    Option("proxy", None, lambda: f"a built-in ({', '.join(BUILTIN_PROXIES)}), a genome string, a proxy JSON such "
+           "as best.json; 'all' or a comma list prints the ranking table", text(), commands=_RANK, required=True),
     Option("bench", None, "benchmark file (.pth released format, .jsonl/.json, .csv; or a proxy table: a CSV whose "
            "first column is id, then accuracy columns, then proxy columns)", text(), commands=_RANK),
     Option("space", None, "use the space's released file as --bench (a table space: its packaged proxy tables)",
@@ -49,6 +51,16 @@ RANK_OPTIONS: tuple[Option, ...] = (
 
 _PROTOCOL = "protocol"
 _CROSS = "leave one space out (several labelled spaces)"
+#: ``evaluate --rank-formulas``' objective when none is given.
+DEFAULT_SPACE_OBJECTIVE = "worst"
+
+
+def _space_objective_help() -> str:
+    """``--objective``'s help: the N-space objectives registered now, each with what it aggregates."""
+    described = [f"{name} ({text}{', the default' if name == DEFAULT_SPACE_OBJECTIVE else ''})" if text else name
+                 for name, text in SPACE_OBJECTIVES.describe()]
+    return ("with --rank-formulas: how the per-space Kendalls of the training spaces are aggregated: "
+            + "; ".join(described))
 
 #: ``evaluate``'s own options, in ``--help`` order (after every search option).
 EVALUATE_OPTIONS: tuple[Option, ...] = (
@@ -93,10 +105,8 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "--bench), N spaces left out in turn, --seeds searches per left-out space, --iterations generations "
            "(default 25), each left-out space scored beside params, flops, every proxy column it has and the "
            "log-rank sum of all of them", flag=True, group=_CROSS, commands=_EVALUATE),
-    Option("objective", None, "with --rank-formulas: how the per-space Kendalls of the training spaces are "
-           "aggregated: worst (the default), mean, or margin (the worst lead over each space's better size "
-           "count, params or flops)", text(), choices=("worst", "mean", "margin"), group=_CROSS,
-           commands=_EVALUATE),
+    Option("objective", None, _space_objective_help, text(), choices=LiveNames(SPACE_OBJECTIVES.names),
+           group=_CROSS, commands=_EVALUATE),
     Option("missing_columns", None, "with --rank-formulas: a training space lacking a column a formula reads "
            "scores it as no information (neutral, the default) or is left out of that formula's objective (skip; "
            "at most one training space per formula, two kept at least)", text(), choices=("neutral", "skip"),

@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Iterator, Sequence
 
-import autoprox.proxies  # noqa: F401 - registers the zoo terminal set before any command reads --terminals zoo
 from autoprox.cli import (
     cache,
     curves,

@@ -102,7 +102,7 @@ def given_options(args: argparse.Namespace) -> set[str]:
 
 def add_table_option(parser, option: Option, help: str | None = None) -> None:
     """Add one option of the option table (:mod:`autoprox.search.options`) to ``parser``."""
-    kwargs: dict[str, Any] = {"help": help or option.help, "default": option.default}
+    kwargs: dict[str, Any] = {"help": help or option.help_text, "default": option.default}
     if option.required:
         kwargs["required"] = True
     if option.flag:
@@ -114,8 +114,8 @@ def add_table_option(parser, option: Option, help: str | None = None) -> None:
         kwargs["type"] = argparse_type(option.convert, option.name)
         if option.repeat:
             kwargs["action"], kwargs["default"] = "append", list(option.default)
-        if option.choices is not None:
-            kwargs["choices"] = option.choices
+        if option.choices is not None:  # a registry's names as they are now
+            kwargs["choices"] = tuple(option.choices)
         if option.metavar:
             kwargs["metavar"] = option.metavar
     parser.add_argument(option.flag_name, dest=option.name, **kwargs)

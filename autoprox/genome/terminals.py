@@ -11,11 +11,11 @@ A genome's leaves are terminals. They come in sets, each one registered record
 * ``arch``: architecture-level scalars (parameter count, MACs, depth, width, heads, MLP
   ratio and their logarithms, :mod:`autoprox.spaces.descriptors`), the same in every block;
 * ``zoo``: hand-crafted proxies' values of each architecture (SNIP, NWOT, ZiCo, SynFlow,
-  grad-norm; :data:`autoprox.proxies.zoo_scores.ZOO_TERMINALS`), the same in every block, so that
-  a formula can combine a zoo proxy with the statistics. The zoo lives with the proxies, a layer
-  above this one: :mod:`autoprox.proxies.zoo_scores` registers the set here when it is imported,
-  as importing :mod:`autoprox.proxies` does (the search, the command line and the Python API all
-  import it first); this module does not import it.
+  grad-norm, and any registered since: :data:`autoprox.proxies.zoo.ZOO_TERMINALS`), the same in
+  every block, so that a formula can combine a zoo proxy with the statistics. The zoo lives with
+  the proxies, a layer above this one: :mod:`autoprox.proxies.zoo_scores`, which computes the
+  values, registers the set here (every module that reads a proxy imports it; a module that only
+  parses genomes calls its ``zoo_terminal_set()``); this module does not import it.
 
 A set is of one of two kinds. A ``matrix`` set holds per-block statistics: the statistics
 cache holds their values, in the eight's entries or in the entries of the extra statistics
@@ -68,13 +68,16 @@ class TerminalSet:
     ----------
     name : str
         What ``terminals=(...)`` and ``--terminals`` call it.
-    names : tuple of str
-        Its terminals, as genome strings spell them (in the order a search draws from them).
+    names : sequence of str
+        Its terminals, as genome strings spell them (in the order a search draws from them): a
+        tuple, or a live sequence (:class:`~autoprox.core.registry.LiveNames`) for a set whose
+        terminals are registered elsewhere (the zoo's).
     kind : str
         :data:`MATRIX` (per-block statistics from the cache) or :data:`SCALAR` (one value per
         architecture, from ``values``).
     description : str
-        One line for ``--help`` and the docs.
+        One line for ``--help`` and the docs; ``{names}`` in it stands for the set's terminals
+        as they are when it is read (:attr:`summary`).
     values : callable, optional
         For a scalar set computed from the architecture alone: ``values(arch, num_classes)`` ->
         the value of each of ``names``.
@@ -85,11 +88,16 @@ class TerminalSet:
     """
 
     name: str
-    names: tuple[str, ...]
+    names: Sequence[str]
     kind: str
     description: str
     values: Callable[[Any, int], Mapping[str, float]] | None = None
     table: Callable[[Sequence, "TerminalSource"], list[Mapping[str, float]]] | None = None
+
+    @property
+    def summary(self) -> str:
+        """The description with its terminals written in for ``{names}``."""
+        return self.description.replace("{names}", ", ".join(self.names))
 
     @property
     def computed(self) -> bool:
@@ -120,7 +128,8 @@ class TerminalSource:
 
 
 #: Terminal sets by name, in registration order (the order of a space's inputs).
-TERMINAL_SETS: Registry[str, TerminalSet] = Registry("terminal set", unknown=GenomeError)
+TERMINAL_SETS: Registry[str, TerminalSet] = Registry("terminal set", unknown=GenomeError,
+                                                     describe=lambda terminal_set: terminal_set.summary)
 
 #: The paper's terminals: the eight statistics.
 PAPER_TERMINALS: tuple[str, ...] = ("stats",)

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
 from autoprox.core.registry import Registry
+from autoprox.genome.terminals import terminal_kinds
 from autoprox.networks.models import build_model
 from autoprox.networks.statistics import (
     InputSpec,
@@ -286,4 +287,58 @@ def _epe_nas(inputs: ZooInputs) -> float:
     return epe_nas(inputs.model, images, labels)
 
 
-__all__ = ["ZOO", "ZOO_VERSION", "ZooInputs", "ZooProxy", "register_zoo"]
+# ------------------------------------------------------------- zoo proxies as genome terminals
+
+
+class ZooTerminal(NamedTuple):
+    """A zoo proxy a genome may read as a scalar terminal: its raw value on the architecture's network
+    (``transform`` ``raw``), or its natural logarithm (``log``, for a value spanning tens of orders of
+    magnitude: it ranks the same and stays finite in float32)."""
+
+    proxy: str
+    transform: str
+
+
+#: The transforms a zoo terminal may apply to its proxy's raw value.
+TERMINAL_TRANSFORMS = ("raw", "log")
+#: Every name a zoo terminal has begins so (``Z_snip``, ``Z_log_synflow``): the SymPy side knows them by it.
+ZOO_TERMINAL_PREFIX = "Z_"
+
+#: The zoo terminals by name (``Z_snip`` -> ``ZooTerminal("snip", "raw")``), in registration order: the
+#: ``zoo`` terminal set (:mod:`autoprox.proxies.zoo_scores` registers it in the genome layer), whose
+#: terminals a search draws in this order; each is registered once with :func:`register_zoo_terminal`.
+ZOO_TERMINALS: Registry[str, ZooTerminal] = Registry("zoo terminal", same=lambda held, new: held == new)
+
+
+def zoo_terminal_name(proxy: str, transform: str = "raw") -> str:
+    """The terminal name genomes give the zoo proxy ``proxy`` read through ``transform``."""
+    return ZOO_TERMINAL_PREFIX + ("log_" if transform == "log" else "") + proxy
+
+
+def register_zoo_terminal(proxy: str, transform: str = "raw") -> str:
+    """Let genomes read the registered zoo proxy ``proxy`` (through ``transform``) as a scalar terminal of the
+    ``zoo`` set; returns the terminal's name (:func:`zoo_terminal_name`). The same registration again is a
+    no-op; a name another terminal set holds is refused (ValueError)."""
+    ZOO.lookup(proxy)
+    if transform not in TERMINAL_TRANSFORMS:
+        raise ValueError(f"zoo terminal of {proxy}: transform must be one of {', '.join(TERMINAL_TRANSFORMS)}")
+    name = zoo_terminal_name(proxy, transform)
+    if not name.isidentifier() or not name.isascii():
+        raise ValueError(f"zoo terminal {name!r}: not a plain name a genome string can spell")
+    if name not in ZOO_TERMINALS and name in terminal_kinds():
+        raise ValueError(f"zoo terminal {name}: another terminal set has a terminal of that name")
+    ZOO_TERMINALS.add(name, ZooTerminal(proxy, transform))
+    return name
+
+
+# The zoo terminals, in the order every search with ``--terminals zoo`` has drawn them (another order would
+# draw other genomes from the same seed): SynFlow's, spanning tens of orders of magnitude, as its logarithm.
+register_zoo_terminal("snip")
+register_zoo_terminal("nwot")
+register_zoo_terminal("zico")
+register_zoo_terminal("synflow", "log")
+register_zoo_terminal("grad_norm")
+
+
+__all__ = ["TERMINAL_TRANSFORMS", "ZOO", "ZOO_TERMINALS", "ZOO_TERMINAL_PREFIX", "ZOO_VERSION", "ZooInputs",
+           "ZooProxy", "ZooTerminal", "register_zoo", "register_zoo_terminal", "zoo_terminal_name"]

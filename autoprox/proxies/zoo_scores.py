@@ -1,10 +1,14 @@
 """Computing the zoo's proxies (:mod:`autoprox.proxies.zoo`) on architectures: one raw value per
 network, the scores of a ranked set, a cache of raw values on disk, several architectures in
-parallel, and the zoo terminals (per-architecture scalars a genome can read).
+parallel, and the zoo terminals' values (per-architecture scalars a genome can read).
 
-Importing it registers the ``zoo`` terminal set in :data:`autoprox.genome.terminals.TERMINAL_SETS`: the genome
-layer, below this one, owns the registry and knows nothing of the zoo (importing :mod:`autoprox.proxies`
-imports this module, so every user of the proxies, the search above all, has the set).
+This module registers the ``zoo`` terminal set (:data:`ZOO_TERMINAL_SET`) in
+:data:`autoprox.genome.terminals.TERMINAL_SETS`: the genome layer, below this one, owns the registry and knows
+nothing of the zoo. The set's terminals are those of :data:`autoprox.proxies.zoo.ZOO_TERMINALS`, read live (one
+:func:`~autoprox.proxies.zoo.register_zoo_terminal` adds one), and its values are computed here. The proxies
+import this module (:mod:`autoprox.proxies.proxy`, :mod:`autoprox.proxies.scorers`), so whatever reads a proxy
+has the set; a module that parses genomes and uses nothing else of the proxies (a Dask worker's shard) calls
+:func:`zoo_terminal_set`.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ import numpy as np
 from torch import nn
 
 from autoprox.core.parallel import as_executor
-from autoprox.genome.terminals import SCALAR, TerminalSet, TerminalSource, register_terminal_set
+from autoprox.core.registry import LiveNames
+from autoprox.genome.terminals import SCALAR, TERMINAL_SETS, TerminalSet, TerminalSource, register_terminal_set
 from autoprox.networks.statistics import InputSpec, torch_threads
-from autoprox.proxies.zoo import ZOO, ZOO_VERSION, ZooInputs
+from autoprox.proxies.zoo import ZOO, ZOO_TERMINALS, ZOO_VERSION, ZooInputs
 from autoprox.proxies.zoo_measures import ProxyFailure
 from autoprox.spaces.architectures import arch_key, arch_to_config, parse_arch
 
@@ -223,19 +228,6 @@ def compute_raw_values(names: Sequence[str], archs: Sequence, spec: InputSpec, s
 
 # ------------------------------------------------------------- zoo proxies as terminals
 
-#: The zoo proxies a genome may read as scalar terminals (the ``zoo`` terminal set of
-#: :mod:`autoprox.genome.terminals`): terminal name -> (proxy, transform). Each is the proxy's raw
-#: value for the architecture, the same in every block; SynFlow's, which spans tens of orders of
-#: magnitude, as its natural logarithm (it ranks the same and stays finite in float32).
-ZOO_TERMINALS: dict[str, tuple[str, str]] = {
-    "Z_snip": ("snip", "raw"),
-    "Z_nwot": ("nwot", "raw"),
-    "Z_zico": ("zico", "raw"),
-    "Z_log_synflow": ("synflow", "log"),
-    "Z_grad_norm": ("grad_norm", "raw"),
-}
-
-
 def _terminal_value(raw: float, transform: str) -> float:
     if transform == "log":
         return math.log(raw) if raw > 0 else math.nan
@@ -265,10 +257,20 @@ def _zoo_table(archs: Sequence, source: TerminalSource) -> list[dict[str, float]
                               source.progress, source.names)
 
 
-register_terminal_set(TerminalSet("zoo", tuple(ZOO_TERMINALS), SCALAR,
-                                  "zoo proxies' values of each architecture (" + ", ".join(ZOO_TERMINALS) + "), "
-                                  "computed on its network with the statistics' input and seed and kept in the "
-                                  "zoo score cache", table=_zoo_table))
+#: The ``zoo`` terminal set: the terminals of :data:`autoprox.proxies.zoo.ZOO_TERMINALS`, read live.
+ZOO_TERMINAL_SET = register_terminal_set(TerminalSet(
+    "zoo", LiveNames(ZOO_TERMINALS.names), SCALAR,
+    "zoo proxies' values of each architecture ({names}), computed on its network with the statistics' input "
+    "and seed and kept in the zoo score cache", table=_zoo_table))
 
-__all__ = ["NO_TEACHER_NOTE", "RawResult", "ZOO_TERMINALS", "ZooScoreCache", "compute_raw_values", "computed_name",
-           "raw_value", "set_scores", "zoo_terminal_table"]
+
+def zoo_terminal_set() -> TerminalSet:
+    """The ``zoo`` terminal set, registered in the genome layer's :data:`~autoprox.genome.terminals.TERMINAL_SETS`
+    (again, where a plug-in or a test withdrew it): what a module that parses genomes reading zoo terminals, and
+    imports nothing else of the proxies, calls."""
+    if TERMINAL_SETS.get(ZOO_TERMINAL_SET.name) is not ZOO_TERMINAL_SET:
+        register_terminal_set(ZOO_TERMINAL_SET)
+    return ZOO_TERMINAL_SET
+
+__all__ = ["NO_TEACHER_NOTE", "RawResult", "ZOO_TERMINALS", "ZOO_TERMINAL_SET", "ZooScoreCache", "compute_raw_values",
+           "computed_name", "raw_value", "set_scores", "zoo_terminal_set", "zoo_terminal_table"]

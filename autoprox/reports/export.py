@@ -49,7 +49,6 @@ from typing import Mapping
 
 from deap import gp
 
-import autoprox.proxies  # noqa: F401 - registers the zoo terminal set, which the genomes exported may read
 from autoprox import __version__
 from autoprox.core.atomic import atomic_write_text, write_target
 from autoprox.core.errors import ExportError

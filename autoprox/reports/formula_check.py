@@ -19,13 +19,20 @@ from sympy.core.function import AppliedUndef
 from autoprox.genome.space import AGGREGATIONS
 from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.networks.statistics import STAT_NAMES
+from autoprox.core.registry import LiveNames
 from autoprox.primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES
+from autoprox.proxies.zoo_scores import ZOO_TERMINAL_SET
 from autoprox.reports import sympy_worker
 
 #: Statistic -> the SymPy symbol's name.
 SYMBOL_NAMES = dict(zip(STAT_NAMES + SPREAD_NAMES, sympy_worker.STAT_SYMBOL_NAMES + sympy_worker.SPREAD_SYMBOL_NAMES))
 #: The SymPy symbol's name -> the statistic it stands for.
 STATISTIC_OF_SYMBOL = {name: stat for stat, name in SYMBOL_NAMES.items()}
+#: The zoo terminals' symbols (``Z_snip``, ...), named as the terminals are: the ``zoo`` terminal set's, read live
+#: from the zoo's registry (:data:`autoprox.proxies.zoo.ZOO_TERMINALS`).
+ZOO_SYMBOL_NAMES = ZOO_TERMINAL_SET.names
+#: Every scalar terminal's symbol (the descriptors', then the zoo's): one value per architecture.
+SCALAR_SYMBOL_NAMES = LiveNames(lambda: (*sympy_worker.ARCH_SYMBOL_NAMES, *ZOO_SYMBOL_NAMES))
 #: Relative tolerance within which the two forms' scores must agree.
 CHECK_RTOL = 1e-6
 
@@ -66,7 +73,7 @@ def evaluate(expr: sympy.Basic, block: dict, terminals=None):
     if isinstance(expr, sympy.Symbol):
         if expr == EPS_SYMBOL:
             return torch.tensor(EPS, dtype=dtype)
-        if expr.name in sympy_worker.SCALAR_SYMBOL_NAMES:
+        if sympy_worker.is_scalar_symbol(expr.name):
             if not terminals or expr.name not in terminals:
                 raise Unevaluable(f"no value for the architecture-level terminal {expr.name}")
             return torch.tensor(float(terminals[expr.name]), dtype=dtype)
@@ -226,8 +233,9 @@ def check_terminal_values(arch, index: int) -> dict[str, float]:
     from autoprox.spaces.descriptors import terminal_values
 
     rng = random.Random(f"zoo-check-{index}")
-    return {**terminal_values(arch), **{name: rng.uniform(0.5, 50.0) for name in sympy_worker.ZOO_SYMBOL_NAMES}}
+    return {**terminal_values(arch), **{name: rng.uniform(0.5, 50.0) for name in ZOO_SYMBOL_NAMES}}
 
 
-__all__ = ["CHECK_RTOL", "STATISTIC_OF_SYMBOL", "SYMBOL_NAMES", "CheckStatistics", "Unevaluable", "check_equivalent",
-           "check_terminal_values", "evaluate", "expression_score", "statistics_for_check"]
+__all__ = ["CHECK_RTOL", "SCALAR_SYMBOL_NAMES", "STATISTIC_OF_SYMBOL", "SYMBOL_NAMES", "ZOO_SYMBOL_NAMES",
+           "CheckStatistics", "Unevaluable", "check_equivalent", "check_terminal_values", "evaluate",
+           "expression_score", "statistics_for_check"]

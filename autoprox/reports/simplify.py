@@ -58,13 +58,13 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import Iterable, Sequence
 
 import sympy
 from deap import gp
 from sympy.printing.latex import LatexPrinter
 
-import autoprox.proxies  # noqa: F401 - registers the zoo terminal set, which the genomes simplified may read
 from autoprox.core.errors import FormulaError
 from autoprox.genome.aggregations import get_aggregation
 from autoprox.genome.tree import form_name, genome_to_string, op_name, parse_genome
@@ -72,12 +72,30 @@ from autoprox.genome.space import AGGREGATIONS
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.reports import sympy_worker
-from autoprox.reports.formula_check import SYMBOL_NAMES, check_equivalent
+from autoprox.reports.formula_check import SCALAR_SYMBOL_NAMES, SYMBOL_NAMES, check_equivalent
 from autoprox.reports.sympy_worker import node_count
 from autoprox.primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES
 
-SYMBOLS = {stat: sympy_worker.make_symbol(name) for stat, name in SYMBOL_NAMES.items()}
-SYMBOLS.update({name: sympy_worker.make_symbol(name) for name in sympy_worker.SCALAR_SYMBOL_NAMES})
+
+
+class _Symbols(Mapping):
+    """Terminal -> its SymPy symbol: a statistic's named for what it is (``F1g`` -> ``G_qkv``), a scalar
+    terminal's by its own name (the descriptors', and the zoo's as registered when it is read)."""
+
+    def _names(self) -> dict[str, str]:
+        return {**SYMBOL_NAMES, **{name: name for name in SCALAR_SYMBOL_NAMES}}
+
+    def __getitem__(self, terminal: str) -> sympy.Symbol:
+        return sympy_worker.make_symbol(self._names()[terminal])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+SYMBOLS: Mapping[str, sympy.Symbol] = _Symbols()
 LATEX_NAMES = {
     "F1": r"W^{\mathrm{qkv}}_{l}", "F1g": r"G^{\mathrm{qkv}}_{l}",
     "F2": r"W^{\mathrm{proj}}_{l}", "F2g": r"G^{\mathrm{proj}}_{l}",

@@ -3,7 +3,8 @@
 ``python -m autoprox.reports.sympy_worker`` reads one JSON object per line on stdin,
 ``{"id": N, "expr": TREE}``, and answers ``{"id": N, "status": "ok", "expr": TREE}``
 (or ``"status": "error"``) on stdout. TREE is a plain JSON form of an expression
-(:func:`to_data`) over a fixed whitelist of node types, names and symbols, read back
+(:func:`to_data`) over a fixed whitelist of node types, names and symbols (the statistics',
+the descriptors', ``eps``, and the zoo terminals', which all begin ``Z_``), read back
 by :func:`from_data`: no ``sympify``, ``eval`` or pickle on either side. The module
 imports nothing but SymPy and the primitive table (:mod:`autoprox.primitives.table`, which needs
 no torch), so that the process starts fast, and a runaway ``sympy.simplify`` is ended by
@@ -14,6 +15,7 @@ of their values, and ``eps`` are the primitive table's.
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import sympy
@@ -30,11 +32,11 @@ SPREAD_SYMBOL_NAMES = ("sd_G_qkv", "sd_G_proj", "sd_G_fc1", "sd_H_mlp", "sd_G_H_
 #: ``autoprox.spaces.descriptors.terminal_names`` (a test checks it). Descriptors are positive.
 ARCH_SYMBOL_NAMES = tuple(f"A_{log}{name}" for name in ("params", "macs", "depth", "width", "heads", "mlp_ratio")
                           for log in ("", "log_"))
-#: Zoo proxies' values as terminals (``Z_snip``, ...), kept in sync with
-#: ``autoprox.proxies.zoo_scores.ZOO_TERMINALS`` (a test checks it); real-valued.
-ZOO_SYMBOL_NAMES = ("Z_snip", "Z_nwot", "Z_zico", "Z_log_synflow", "Z_grad_norm")
-#: Every scalar terminal's symbol: one value per architecture, the same in every block.
-SCALAR_SYMBOL_NAMES = ARCH_SYMBOL_NAMES + ZOO_SYMBOL_NAMES
+#: Zoo proxies' values as terminals (``Z_snip``, ``Z_log_synflow``, ...; real-valued): this process knows them
+#: by the name every zoo terminal has (``autoprox.proxies.zoo.ZOO_TERMINAL_PREFIX``), not by a copy of the zoo's
+#: registry, which it does not import; the names registered now are
+#: ``autoprox.reports.formula_check.ZOO_SYMBOL_NAMES``.
+ZOO_SYMBOL = re.compile(r"Z_[A-Za-z0-9_]+")
 EPS_NAME = EPS_SYMBOL.name
 #: Named functions of the primitive table (``Primitive.named``).
 NAMED_FUNCTIONS = frozenset(_PRIMITIVE_OF_FUNCTION)
@@ -64,9 +66,20 @@ def make_symbol(name: str) -> sympy.Symbol:
         return sympy.Symbol(name, nonnegative=True)
     if name in ARCH_SYMBOL_NAMES:
         return sympy.Symbol(name, positive=True) if "log_" not in name else sympy.Symbol(name, real=True)
-    if name in ZOO_SYMBOL_NAMES:
+    if is_zoo_symbol(name):
         return sympy.Symbol(name, real=True)
     raise Unsupported(f"unknown symbol {name!r}")
+
+
+def is_zoo_symbol(name: str) -> bool:
+    """Whether ``name`` is spelt as a zoo terminal is (``Z_`` and a plain name)."""
+    return ZOO_SYMBOL.fullmatch(name) is not None
+
+
+def is_scalar_symbol(name: str) -> bool:
+    """Whether ``name`` is a scalar terminal's symbol (a descriptor's or a zoo proxy's): one value per
+    architecture, the same in every block."""
+    return name in ARCH_SYMBOL_NAMES or is_zoo_symbol(name)
 
 
 def make_function(name: str):

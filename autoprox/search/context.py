@@ -49,7 +49,7 @@ from autoprox.proxies.proxy import Proxy, score_archs
 from autoprox.search.fitness import FitnessEvaluator, make_folds
 from autoprox.search.objectives import ObjectiveData, search_objective
 from autoprox.search.rundir import CONFIG, RunDirectory
-from autoprox.search.settings import SearchSettings
+from autoprox.search.settings import OPERATORS_FIELD, SearchSettings, operators_record, settings_of_config
 from autoprox.search.space_evaluator import build_search_statistics, space_evaluator
 from autoprox.spaces.descriptors import descriptor_columns
 
@@ -124,7 +124,7 @@ class RunContext:
         run = _run_directory(path)
         config = run.config()
         try:
-            settings = SearchSettings.from_json(config["settings"])
+            settings = settings_of_config(config)
             settings.genome_space  # noqa: B018 - checks the recorded genome space
             recorded = config.get("benchmark") or {}
             if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256", ""), (str, type(None))):
@@ -301,12 +301,14 @@ class RunContext:
 
 
 def config_header(settings: SearchSettings, space: str, command: Sequence[str] | None = None) -> dict:
-    """The fields every ``config.json`` begins with: version, time, command line, settings and space."""
+    """The fields every ``config.json`` begins with: version, time, command line, settings, the operations the
+    genomes are built from (:func:`~autoprox.search.settings.operators_record`) and space."""
     return {
         "autoprox_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": list(command if command is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
         "settings": settings.to_json(),
+        OPERATORS_FIELD: operators_record(settings),
         "space": space,
     }
 

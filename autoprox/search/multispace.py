@@ -34,7 +34,7 @@ from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext, config_header
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness
 from autoprox.search.rundir import CONFIG, RunDirectory
-from autoprox.search.settings import SearchSettings
+from autoprox.search.settings import SearchSettings, settings_of_config
 from autoprox.spaces.descriptors import (
     terminal_differences,
     terminal_meanings,
@@ -149,7 +149,7 @@ class MultiRunContext:
         run = path if isinstance(path, RunDirectory) else RunDirectory(path)
         config = run.config()
         try:
-            settings = SearchSettings.from_json(config["settings"])
+            settings = settings_of_config(config)
             recorded = config["benchmark"]
             splits = config["split"]
             if not settings.multi_space or not isinstance(recorded, list) or len(recorded) != len(settings.benches):

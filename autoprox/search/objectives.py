@@ -21,7 +21,9 @@ Registered kinds (``--fitness``, :func:`parse_fitness`):
 The last two combine their per-target figures with the JCM weights. Cross-validation is not a
 kind but a wrapper around any objective (:class:`CrossValidated`): the mean or the lowest of the
 objective over disjoint folds of the architectures. A new kind is one class decorated with
-:func:`register_objective`, whose ``parse`` makes it from the text after ``KIND:``.
+:func:`register_objective`, whose ``parse`` makes it from the text after ``KIND:``, and whose ``form`` and
+``summary`` say how ``--fitness`` writes it and what it is (``--help`` and the messages list every registered
+kind by them: :func:`usage`, :func:`fitness_help`).
 """
 
 from __future__ import annotations
@@ -98,6 +100,10 @@ class Objective(ABC):
 
     #: The kind's name in ``--fitness`` text (set by :func:`register_objective`).
     kind: ClassVar[str] = ""
+    #: How ``--fitness`` writes the kind with its arguments (``partial:BASE``); empty: the kind alone.
+    form: ClassVar[str] = ""
+    #: What it maximises, a phrase for ``--fitness``'s help (empty: none).
+    summary: ClassVar[str] = ""
 
     @property
     @abstractmethod
@@ -142,9 +148,28 @@ OBJECTIVES: Registry[str, type[Objective]] = Registry("objective", unknown=Confi
 register_objective = kind_registrar(OBJECTIVES)
 
 
+def _one_of(items: Sequence[str], comma: bool = False) -> str:
+    """``a, b or c`` (``comma``: ``a, b, or c``, for items that hold commas themselves)."""
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + ("," if comma and len(items) > 2 else "") + " or " + items[-1]
+
+
+def _forms() -> list[tuple[str, str]]:
+    """``(form, summary)`` of every registered kind, in registration order."""
+    return [(cls.form or kind, cls.summary) for kind, cls in OBJECTIVES.items()]
+
+
 def usage() -> str:
-    """What ``--fitness`` takes, for messages."""
-    return "use jcm, partial:BASE or combined:BASE[:W] with BASE one of " + ", ".join(BASELINES)
+    """What ``--fitness`` takes, for messages: every registered kind's form."""
+    return f"use {_one_of([form for form, _ in _forms()])} with BASE one of " + ", ".join(BASELINES)
+
+
+def fitness_help() -> str:
+    """``--fitness``'s help: every registered kind's form and summary, and the bases."""
+    kinds = [f"{form} ({summary})" if summary else form for form, summary in _forms()]
+    return (f"what the search maximises: {_one_of(kinds, comma=True)}; BASE is {_one_of(list(BASELINES))}, "
+            "fitted on the search part only; each combined over targets with the JCM weights")
 
 
 def parse_fitness(text: str) -> Objective:
@@ -162,6 +187,8 @@ def parse_fitness(text: str) -> Objective:
 @dataclass(frozen=True)
 class JointCorrelation(Objective):
     """The JCM: the weighted mean of Kendall's tau over the targets (:func:`autoprox.proxies.figures.figures`)."""
+
+    summary: ClassVar[str] = "the paper's"
 
     @property
     def name(self) -> str:
@@ -254,6 +281,9 @@ def _base(name: str, text: str) -> str:
 class PartialBeyondBase(BeyondBase):
     """Per target, Kendall's partial tau given the base (:func:`partial_figure`)."""
 
+    form: ClassVar[str] = "partial:BASE"
+    summary: ClassVar[str] = "per target, partial Kendall given BASE"
+
     def figure(self, scores: np.ndarray, accuracies: np.ndarray, base: np.ndarray) -> float:
         return partial_figure(scores, accuracies, base)
 
@@ -262,6 +292,9 @@ class PartialBeyondBase(BeyondBase):
 @dataclass(frozen=True)
 class CombinedWithBase(BeyondBase):
     """Per target, Kendall of the scores' and the base's ranks mixed with weight ``weight`` (:func:`combined_figure`)."""
+
+    form: ClassVar[str] = "combined:BASE[:W]"
+    summary: ClassVar[str] = "per target, Kendall of W*rank(proxy)+(1-W)*rank(BASE), W default 0.5"
 
     @property
     def name(self) -> str:
@@ -348,4 +381,5 @@ def search_objective(fitness: str, folds: Sequence[Sequence[int]] | None = None,
 
 __all__ = ["FOLD_MODES", "OBJECTIVES", "BeyondBase", "CombinedWithBase", "CrossValidated", "JointCorrelation",
            "Objective", "ObjectiveData", "Outcome", "PartialBeyondBase", "Scores", "combined_figure",
-           "combined_ranking", "parse_fitness", "partial_figure", "register_objective", "scaled_ranks", "search_objective", "usage"]
+           "combined_ranking", "fitness_help", "parse_fitness", "partial_figure", "register_objective", "scaled_ranks",
+           "search_objective", "usage"]

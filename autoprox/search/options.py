@@ -20,7 +20,6 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-import autoprox.proxies  # noqa: F401 - registers the zoo terminal set, which --terminals lists and accepts
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.entries import PRECISIONS
@@ -30,6 +29,7 @@ from autoprox.genome.tree import DEFAULT_KERNELS
 from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.networks.statistics import DEVICES
 from autoprox.primitives import KERNEL_SETS
+from autoprox.proxies.proxy import seed_genome
 from autoprox.search.conversions import (
     Convert,
     aggregation,
@@ -47,7 +47,7 @@ from autoprox.search.conversions import (
     weights,
 )
 from autoprox.search.evolution import EvolutionConfig
-from autoprox.search.objectives import parse_fitness
+from autoprox.search.objectives import fitness_help, parse_fitness
 
 #: The commands that take every search option.
 SEARCH_COMMANDS = frozenset({"search", "transfer", "evaluate"})
@@ -65,15 +65,17 @@ class Option:
         The Python name (argparse's ``dest``).
     default : object
         The value when the option is not given (``None``: "not given", resolved later).
-    help : str
-        What it does, as ``--help`` shows it.
+    help : str or callable
+        What it does, as ``--help`` shows it; a function of no arguments for a help that lists a registry's
+        names, read when the command line is built (:attr:`help_text`).
     convert : callable, optional
         Checks a value (a string from the command line or a Python value) and returns it in
         canonical form; raises ConfigError. None for a flag.
     group : str
         The ``--help`` group (``""``: the command's own options).
-    choices : tuple, optional
-        The values allowed, shown by ``--help``.
+    choices : sequence, optional
+        The values allowed, shown by ``--help``: a tuple, or a registry's live names
+        (:class:`~autoprox.core.registry.LiveNames`), read when a value is checked or the command line built.
     flag : bool
         A switch (``store_true``).
     repeat : bool
@@ -107,10 +109,10 @@ class Option:
 
     name: str
     default: Any
-    help: str
+    help: str | Callable[[], str]
     convert: Convert | None = None
     group: str = ""
-    choices: tuple | None = None
+    choices: Sequence | None = None
     flag: bool = False
     repeat: bool = False
     session: bool = False
@@ -125,6 +127,11 @@ class Option:
     @property
     def flag_name(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+    @property
+    def help_text(self) -> str:
+        """The help as ``--help`` shows it now (a registry's names as registered when it is read)."""
+        return self.help() if callable(self.help) else self.help
 
     def value(self, given: Any) -> Any:
         """``given`` checked and in canonical form (the default when it is None)."""
@@ -274,8 +281,8 @@ SEARCH_OPTIONS: list[Option] = [
     Option("operators", None, "comma list of the unary and binary operations genomes are built from (default: the "
            "paper's 24 + 4); a primitive of your own (autoprox.primitives.register_primitive) takes part only when named here",
            operator_list, group=_GENOME),
-    Option("terminals", None, "comma list of the terminal sets genomes read (default: stats, the paper's eight "
-           "statistics): " + "; ".join(f"{name}, {text}" for name, text in TERMINAL_SETS.describe()),
+    Option("terminals", None, lambda: "comma list of the terminal sets genomes read (default: stats, the paper's "
+           "eight statistics): " + "; ".join(f"{name}, {text}" for name, text in TERMINAL_SETS.describe()),
            terminal_list, group=_GENOME),
     Option("arch_terminals", False, "let genomes use architecture-level scalars (parameter count, MACs, depth, "
            "width, heads, MLP ratio and their logarithms): adds arch to --terminals", flag=True, group=_GENOME),
@@ -288,10 +295,7 @@ SEARCH_OPTIONS: list[Option] = [
            group=_GENOME, choices=("mean", "worst"), setting="cv_mode", always_recorded=True),
     Option("parsimony", False, "at equal JCM the smaller proxy ranks higher", flag=True, group=_GENOME,
            setting="evolution.parsimony", always_recorded=True),
-    Option("fitness", "jcm", "what the search maximises: jcm (the paper's), partial:BASE (per target, partial "
-           "Kendall given BASE), or combined:BASE[:W] (per target, Kendall of W*rank(proxy)+(1-W)*rank(BASE), W "
-           "default 0.5); BASE is params, coarse or blend, fitted on the search part only; each combined over "
-           "targets with the JCM weights", text(), group=_GENOME, setting="fitness", record=_recorded_fitness),
+    Option("fitness", "jcm", fitness_help, text(), group=_GENOME, setting="fitness", record=_recorded_fitness),
     Option("restarts", 0, "after a stall (needs --patience), start again from a new random population, up to N "
            "times; the best proxy of every population counts (default 0: never, the paper's)",
            integer(0), group=_GENOME, setting="evolution.restarts"),
@@ -408,8 +412,6 @@ def genome_options(space: GenomeSpace) -> dict[str, Any]:
 def seed_genomes(names: Sequence[str], free: bool = False) -> tuple[str, ...]:
     """Each seed proxy as the genome string it stands for (``autoprox_a``, a proxy file, a genome);
     ``free``: a search of free trees, which any tree may seed."""
-    from autoprox.proxies.proxy import seed_genome
-
     return tuple(seed_genome(name, free=free) for name in names)
 
 

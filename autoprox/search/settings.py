@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.genome.counted import DEFAULT_EVALUATION
 from autoprox.genome.tree import DEFAULT_KERNELS
 from autoprox.genome.space import GenomeSpace
+from autoprox.primitives import PAPER_OPERATORS
 from autoprox.search.conversions import is_int, is_number, list_of
 from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.objectives import Objective, parse_fitness
@@ -310,13 +311,44 @@ def settings_differences(mine: Mapping, theirs: Mapping, label: str = "") -> lis
 _ABSENT = object()
 
 
+#: The ``config.json`` field, beside ``settings``, listing the operations the search's genomes are built from.
+OPERATORS_FIELD = "operators"
+
+
+def operators_record(settings: SearchSettings) -> list[str]:
+    """What ``config.json`` records as :data:`OPERATORS_FIELD`: the unary then the binary operations of the
+    settings' genome space, in the order a search draws them (the paper's 24 + 4 by default)."""
+    space = settings.genome_space
+    return list(space.unary_operators + space.binary_operators)
+
+
+def settings_of_config(config: Mapping) -> SearchSettings:
+    """The settings a run's ``config.json`` records.
+
+    Its :data:`OPERATORS_FIELD` is the operator set the genomes were drawn from; a run made before it was
+    recorded has none, and used the paper's (:data:`autoprox.primitives.PAPER_OPERATORS`). Where the settings
+    leave the operators to the default and the field names others than the paper's, the field's are the run's.
+    The settings themselves, and so their digest, never record the default: searches with the paper's set are
+    recorded and compared as they were before the field.
+    """
+    settings = SearchSettings.from_json(config["settings"])
+    recorded = config.get(OPERATORS_FIELD)
+    if recorded is None or settings.genome.get("operators") is not None:
+        return settings
+    if not isinstance(recorded, list) or not all(isinstance(name, str) for name in recorded):
+        raise ValueError(f"{OPERATORS_FIELD!r} must be a list of operation names")
+    if tuple(recorded) == PAPER_OPERATORS:
+        return settings
+    return replace(settings, genome={**settings.genome, "operators": list(recorded)})
+
+
 def recorded_settings(run_path) -> tuple[SearchSettings, str]:
     """The settings and the space ``config.json`` of the run in ``run_path`` records; RunDirError naming
     the file when it is not a run or its settings cannot be read."""
     run = RunDirectory(run_path)
     config = run.config()
     try:
-        return SearchSettings.from_json(config["settings"]), str(config.get("space", ""))
+        return settings_of_config(config), str(config.get("space", ""))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise RunDirError(f"{run.file('config.json')}: not a run configuration this autoprox can read "
                           f"({type(exc).__name__}: {exc})") from None

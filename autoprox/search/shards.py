@@ -16,7 +16,6 @@ from typing import Sequence
 
 import numpy as np
 
-import autoprox.proxies  # noqa: F401 - registers the zoo terminal set: a Dask worker parses genomes that may read it
 from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatisticsCache, StatsPlan, load_statistics
 from autoprox.genome.tree import (
@@ -27,6 +26,7 @@ from autoprox.genome.tree import (
     score_architecture,
 )
 from autoprox.networks.statistics import InputSpec, torch_threads
+from autoprox.proxies.zoo_scores import zoo_terminal_set
 from autoprox.spaces.architectures import arch_to_config, parse_arch
 
 
@@ -42,6 +42,7 @@ class StatisticsShard:
                  target_classes: dict, archs: Sequence[tuple[str, dict]],
                  terminals: Sequence[dict] | None, extras: Sequence[str] = (),
                  kernels: str = DEFAULT_KERNELS) -> None:
+        zoo_terminal_set()  # a worker imports this module alone, and the genomes it parses may read zoo terminals
         plan = StatsPlan(InputSpec(**spec), tuple(seeds), dict(target_classes), tuple(extras))
         parsed = [parse_arch(config, space) for space, config in archs]
         with torch_threads(1):
