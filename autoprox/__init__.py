@@ -49,6 +49,8 @@ _LAZY = {
     "Proxy": "autoprox.proxies.proxy",
     "resolve_proxy": "autoprox.proxies.proxy",
     "load_benchmark": "autoprox.data.benchmark",
+    "search_table": "autoprox.api",
+    "score_rows": "autoprox.api",
 }
 
 
@@ -91,4 +93,5 @@ def build_vit(arch, num_classes: int = 100, seed: int | None = None):
     return build_model(parse_arch(arch), num_classes=num_classes, seed=seed)
 
 
-__all__ = ["FoundProxy", "Proxy", "ProxySearch", "__version__", "build_vit", "load_benchmark", "resolve_proxy"]
+__all__ = ["FoundProxy", "Proxy", "ProxySearch", "__version__", "build_vit", "load_benchmark", "resolve_proxy",
+           "score_rows", "search_table"]

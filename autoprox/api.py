@@ -343,4 +343,34 @@ class ProxySearch(metaclass=_Estimator):
         return open_context(self.run_dir_)
 
 
-__all__ = ["FoundProxy", "ProxySearch"]
+def search_table(bench: str | Path, target: str | None = None, out: str | Path | None = None, seed: int = 0,
+                 iterations: int | None = None, quiet: bool = True) -> dict:
+    """``autoprox search --bench TABLE.csv``: a weighted formula fitted on the table's labelled rows (an empty
+    ``target`` cell: unlabelled), written to the run directory ``out`` (default: a temporary one); returns its
+    ``best.json`` (``score_rows(OUT/best.json, bench)`` ranks every row with it)."""
+    import tempfile
+
+    from autoprox.search.table_run import run_table_search
+    from autoprox.search.table_search import TableSearchSettings
+
+    settings = TableSearchSettings(seed=seed, **({"iterations": iterations} if iterations is not None else {}))
+    if out is None:
+        out = Path(tempfile.mkdtemp(prefix="autoprox-table-")) / "run"
+    return run_table_search(bench, [target] if target else None, out, settings, quiet=quiet)
+
+
+def score_rows(proxy: str | Path, bench: str | Path) -> list[tuple[str, float]]:
+    """``autoprox score`` on a proxy table: ``(id, score)`` for every row in the table's order (NaN where the proxy
+    could not score a row), the scores ``rank`` correlates. ``proxy``: anything ``rank`` takes (a column, a rank
+    formula, a table search's ``best.json``)."""
+    from autoprox.data.proxy_tables import read_proxy_table
+    from autoprox.proxies.proxy import resolve_proxy
+    from autoprox.proxies.table_scores import table_scores
+
+    table = read_proxy_table(bench)
+    text = str(proxy)
+    scores = table_scores(text if text in table.proxies else resolve_proxy(text), table)
+    return [(ident, float(value)) for ident, value in zip(table.ids, scores)]
+
+
+__all__ = ["FoundProxy", "ProxySearch", "score_rows", "search_table"]

@@ -180,3 +180,18 @@ def test_an_exported_weighted_formula_gives_the_in_process_scores(tmp_path, caps
     columns["nwot"][3] = None  # an empty cell reads as no information in both
     expected = formula.score({n: np.array([np.nan if v is None else v for v in vs]) for n, vs in columns.items()})
     assert np.allclose(module.score(columns), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_python_api_gives_the_command_line_scores(tmp_path, capsys):
+    import autoprox
+
+    path, _, _ = write_table(tmp_path / "t.csv", seed=6)
+    best = autoprox.search_table(path, "val_acc", out=tmp_path / "run", iterations=3)
+    rows = autoprox.score_rows(tmp_path / "run" / "best.json", path)
+    code, _, err = run_cli(capsys, "score", "--proxy", tmp_path / "run" / "best.json", "--bench", path,
+                           "--out", tmp_path / "s.csv")
+    assert code == 0, err
+    written = [(r[0], float(r[1])) for r in list(csv.reader(open(tmp_path / "s.csv")))[1:]]
+    assert [i for i, _ in rows] == [i for i, _ in written]
+    assert np.allclose([v for _, v in rows], [v for _, v in written], rtol=1e-12)
+    assert best["search"]["labelled_rows"] == 40
