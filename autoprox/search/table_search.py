@@ -80,7 +80,7 @@ class TableSearchSettings:
     bag_fraction: float = 2 / 3
     seed: int = 0
     #: The proxy averages the fitted formulas of this many best genomes within the cap (1: the best alone).
-    average_top: int = 1
+    average_top: int = 5
     #: A larger cap is kept only when its out-of-fold Kendall exceeds every smaller cap's by this much.
     cap_margin: float = 0.0
 
