@@ -195,3 +195,17 @@ def test_python_api_gives_the_command_line_scores(tmp_path, capsys):
     assert [i for i, _ in rows] == [i for i, _ in written]
     assert np.allclose([v for _, v in rows], [v for _, v in written], rtol=1e-12)
     assert best["search"]["labelled_rows"] == 40
+
+
+def test_show_report_and_curves_of_a_table_run(tmp_path, capsys):
+    path, _, _ = write_table(tmp_path / "t.csv", seed=7)
+    run_table_search(path, ["val_acc"], tmp_path / "run", SMALL, quiet=True)
+    code, out, err = run_cli(capsys, "show", tmp_path / "run", "--top", "3")
+    assert code == 0, err
+    assert "table search of t.csv" in out and "(finished)" in out and out.count("weighted(") == 3
+    code, out, err = run_cli(capsys, "report", tmp_path / "run", "--out", tmp_path / "r.html")
+    assert code == 0, err
+    page = (tmp_path / "r.html").read_text()
+    assert "<svg" in page and "Hall of fame" in page and "weighted(" in page
+    code, out, err = run_cli(capsys, "curves", tmp_path / "run", "--out", tmp_path / "c.png")
+    assert code == 0, err and (tmp_path / "c.png").stat().st_size > 1000

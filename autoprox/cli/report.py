@@ -29,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
             raise ReportError("--serve serves the report and writes no file: leave out --out")
         serve_report(args.path, args.port, simplify=not args.no_simplify)
         return 0
+    from autoprox.reports.table_run import is_table_run_dir, table_report_html
+
+    if is_table_run_dir(args.path):
+        print(f"wrote {table_report_html(args.path, args.out)}")
+        return 0
     out = write_report(args.path, args.out, simplify=not args.no_simplify)
     print(f"wrote {out}")
     return 0

@@ -24,6 +24,11 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.reports.show import show_run
+    from autoprox.reports.table_run import is_table_run_dir, show_table_run
+
+    if is_table_run_dir(args.run):
+        print(show_table_run(args.run, top=args.top), end="")
+        return 0
 
     print(show_run(args.run, top=args.top, simplify=not args.no_simplify, latex=args.latex,
                    timeout=args.timeout, save=args.save, beyond_size=args.beyond_size), end="")

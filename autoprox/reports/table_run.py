@@ -1,0 +1,79 @@
+"""``show`` and ``report`` of a table search's run directory (``search --bench TABLE.csv``): its proxy, the
+inner cross-validation's choice, the hall of fame of evolved term sets and the evolution's curve."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from autoprox.core.atomic import atomic_write_text
+from autoprox.core.numbers import format_float
+from autoprox.reports.figures_svg import curves_svg
+from autoprox.search.rundir import RunDirectory
+
+__all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]
+
+
+def is_table_run_dir(path: str | Path) -> bool:
+    """Whether ``path`` is the run directory of a table search."""
+    config = Path(path) / "config.json"
+    try:
+        return config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("kind") == "table-search"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _parts(path: str | Path) -> tuple[RunDirectory, dict, dict | None, list[dict], list[dict]]:
+    run = RunDirectory(path)
+    config = run.config()
+    best = run.best()
+    hall = (run.hall_of_fame() or {}).get("entries") or []
+    return run, config, best, hall, run.log()
+
+
+def show_table_run(path: str | Path, top: int = 10) -> str:
+    """The text ``autoprox show`` prints for a table search."""
+    run, config, best, hall, log = _parts(path)
+    table, iterations = config["table"], config["settings"]["iterations"]
+    state = "finished" if best and best.get("finished") else "in progress or interrupted"
+    lines = [f"run {run.path}: table search of {table['file']} ({table['rows']:,} rows), target {config['target']}, "
+             f"{config.get('labelled_rows', '?')} labelled rows; iteration {len(log)} of {iterations} ({state})"]
+    if best:
+        search = best["search"]
+        lines.append(f"best.json: {best['readable']}")
+        lines.append(f"  out-of-bag Kendall {format_float(search['out_of_bag_kendall'])}, R2 "
+                     f"{format_float(search['out_of_bag_r2'])}; terms kept by inner cross-validation: at most "
+                     f"{best['inner_cv']['cap']} (out-of-fold Kendall by cap: "
+                     + ", ".join(f"{c}: {format_float(v)}" for c, v in best["inner_cv"]["out_of_fold_kendall"].items())
+                     + ")")
+    lines.append(f"hall of fame (hall_of_fame.json); top {min(top, len(hall))} of {len(hall)}; fitness: out-of-bag R2 "
+                 "of the ridge fit over the columns and the genome's terms")
+    lines.append(f"{'rank':>5} {'R2':>8} {'Kendall':>8} {'nodes':>6}  terms")
+    for index, entry in enumerate(hall[:top], 1):
+        lines.append(f"{index:>5} {format_float(entry['fitness']):>8} {format_float(entry['jcm']):>8} "
+                     f"{entry['complexity']:>6}  {entry['genome']}")
+    return "\n".join(lines) + "\n"
+
+
+def table_report_html(path: str | Path, out: str | Path | None = None) -> Path:
+    """A self-contained HTML page of a table search (its proxy, hall of fame, curve); returns where it is."""
+    run, config, best, hall, log = _parts(path)
+    out = Path(out) if out is not None else run.file("report.html")
+    curve = curves_svg([r["iteration"] for r in log], [r["best_jcm"] for r in log], [r["mean_jcm"] for r in log],
+                       None, {config["target"]: [(r.get("best_kendall") or {}).get(config["target"]) for r in log]},
+                       [], [], [], "out-of-bag R2", "table") if log else "<p>no iteration yet</p>"
+    rows = "".join(f"<tr><td>{i}</td><td>{format_float(e['fitness'])}</td><td>{format_float(e['jcm'])}</td>"
+                   f"<td>{e['complexity']}</td><td><code>{html.escape(e['genome'])}</code></td></tr>"
+                   for i, e in enumerate(hall, 1))
+    proxy = (f"<p><code>{html.escape(best['readable'])}</code></p><p>out-of-bag Kendall "
+             f"{format_float(best['search']['out_of_bag_kendall'])} on {best['search']['labelled_rows']} labelled rows; "
+             f"terms kept: at most {best['inner_cv']['cap']}</p>") if best else "<p>no best.json yet</p>"
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>autoprox table search {html.escape(str(run.path))}"
+            f"</title><style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:2px 8px}}"
+            f"</style></head><body><h1>Table search: {html.escape(config['table']['file'])}, "
+            f"{html.escape(config['target'])}</h1><h2>The proxy</h2>{proxy}<h2>Evolution</h2>{curve}"
+            f"<h2>Hall of fame</h2><table><tr><th>rank</th><th>R2</th><th>Kendall</th><th>nodes</th><th>terms</th></tr>"
+            f"{rows}</table></body></html>\n")
+    atomic_write_text(out, page)
+    return out
