@@ -15,6 +15,7 @@ from autoprox.cli.options import (
 from autoprox.core.errors import RunDirError
 from autoprox.core.numbers import format_float
 from autoprox.data.benchmark import load_benchmark
+from autoprox.search.rundir import BEST, CONFIG
 
 
 def add_parser(sub) -> None:
@@ -59,8 +60,8 @@ def _is_table_search(args: argparse.Namespace) -> bool:
     from autoprox.data.proxy_tables import is_proxy_table
     from autoprox.search.table_run import is_table_run
 
-    if args.resume and args.out and (Path(args.out) / "config.json").is_file():
-        return is_table_run(read_json_file(Path(args.out) / "config.json", "a run's config.json", RunDirError))
+    if args.resume and args.out and (Path(args.out) / CONFIG).is_file():
+        return is_table_run(read_json_file(Path(args.out) / CONFIG, "a run's config.json", RunDirError))
     from autoprox.cli.options import benches_given
 
     given = benches_given(args)
@@ -93,8 +94,8 @@ def _table_search(args: argparse.Namespace) -> int:
         print(f"{report['target']}: out-of-bag Kendall {format_float(search['out_of_bag_kendall'])} on "
               f"{search['labelled_rows']} labelled rows (terms kept by inner cross-validation: "
               f"{report['inner_cv']['cap']} at most)")
-        print(f"written to {Path(report['run']) / 'best.json'}; score every row with: autoprox score --proxy "
-              f"{Path(report['run']) / 'best.json'} --bench {args.bench or 'TABLE.csv'} --out scores.csv")
+        print(f"written to {Path(report['run']) / BEST}; score every row with: autoprox score --proxy "
+              f"{Path(report['run']) / BEST} --bench {args.bench or 'TABLE.csv'} --out scores.csv")
         return 0
     return 130
 

@@ -10,14 +10,14 @@ from pathlib import Path
 from autoprox.core.atomic import atomic_write_text
 from autoprox.core.numbers import format_float
 from autoprox.reports.figures_svg import curves_svg
-from autoprox.search.rundir import RunDirectory
+from autoprox.search.rundir import CONFIG, RunDirectory
 
 __all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]
 
 
 def is_table_run_dir(path: str | Path) -> bool:
     """Whether ``path`` is the run directory of a table search."""
-    config = Path(path) / "config.json"
+    config = Path(path) / CONFIG
     try:
         return config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("kind") == "table-search"
     except (OSError, ValueError, AttributeError):

@@ -11,6 +11,7 @@ from pathlib import Path
 from autoprox.core.errors import ExportError, ProxyError
 from autoprox.genome.rank_formula import Node
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
+from autoprox.search.rundir import BEST
 
 __all__ = ["is_weighted_source", "weighted_export_source"]
 
@@ -126,7 +127,7 @@ def is_weighted_source(source: str) -> tuple[WeightedFormula, str, str] | None:
 
     path = Path(source)
     try:
-        file = path / "best.json" if path.is_dir() else path
+        file = path / BEST if path.is_dir() else path
         if not file.is_file() or file.suffix != ".json":
             return None
     except (OSError, ValueError):

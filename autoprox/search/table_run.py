@@ -28,7 +28,7 @@ from autoprox.data.proxy_tables import ProxyTable, read_proxy_table
 from autoprox.search.evolution import EvolutionState
 from autoprox.search.fitness import FitnessRecord
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
-from autoprox.search.rundir import RunDirectory
+from autoprox.search.rundir import BEST, CHECKPOINT, RunDirectory
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT
 from autoprox.search.table_search import CapChoice, LabelledTable, TableSearchSettings, search_table
 
@@ -179,11 +179,11 @@ def _search(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, setti
             run.truncate_logs(int(checkpoint["iteration"]))
         raise
     write_hall_of_fame(run, hall)
-    if state is None or not run.file("checkpoint.json").is_file():
+    if state is None or not run.file(CHECKPOINT).is_file():
         run.write_checkpoint(fit.state.to_json() | {"inner_cv": choice.to_json()})
     best = best_record(run, table, labelled, fit)
     run.write_best(best)
-    _log(f"written to {run.file('best.json')}", quiet)
+    _log(f"written to {run.file(BEST)}", quiet)
     return best
 
 
