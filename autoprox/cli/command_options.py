@@ -89,6 +89,13 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "fold's proxy is the equal-weight rank average of all their best proxies, written to "
            "OUT/repeat-R/fold-K-bagged.json (--selection must be best). With --reuse-searches only "
            "the bags run (default 0: no bagging)", integer(), group=_PROTOCOL, commands=_EVALUATE, metavar="B"),
+    Option("few_labels", None, "the sample-efficiency protocol over proxy tables (--bench TABLE.csv, --space with a "
+           "packaged table space, each given as often as needed): for each of these labelled-row counts (e.g. "
+           "20,50,100), --repeats draws (default 10) of that many labelled rows, each method of --methods fitted on "
+           "them and judged by Kendall on the other labelled rows; OUT/few_labels.json holds everything",
+           text_list(), group=_PROTOCOL, commands=_EVALUATE, metavar="K,K,..."),
+    Option("methods", None, "with --few-labels: the methods compared (default all: size, best-column, ridge, forest, "
+           "engine)", text_list(), group=_PROTOCOL, commands=_EVALUATE, metavar="LIST"),
     Option("leave_space_out", False, "with --space (or --bench) given more than once: leave each space out in turn, "
            "search on every architecture of the others with --seeds seeds, and score the chosen proxy on all the "
            "left-out space's architectures beside the parameter count, MACs, the zoo proxies, the "

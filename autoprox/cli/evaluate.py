@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from autoprox.cli.options import (
@@ -37,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.apps.protocol_summary import format_protocol
     from autoprox.search.rundir import PROTOCOL
 
+    if args.few_labels:
+        return _few_labels(args)
     if args.rank_formulas and not args.leave_space_out:
         from autoprox.core.errors import ConfigError
 
@@ -109,3 +112,37 @@ def _leave_space_out(args: argparse.Namespace) -> int:
     print(f"written to {out / PROTOCOL}")
     return 0 if protocol.get("finished") else 130
 
+
+
+def _few_labels(args: argparse.Namespace) -> int:
+    """``evaluate --few-labels 20,50,100``: the sample-efficiency protocol over proxy tables
+    (:mod:`autoprox.apps.few_labels`)."""
+    from autoprox.apps.few_labels import FEW_LABELS_FILE, format_few_labels, run_few_labels
+    from autoprox.cli.options import benches_given
+    from autoprox.core.errors import ConfigError
+    from autoprox.data.proxy_tables import load_table_space, read_proxy_table
+
+    try:
+        ks = [int(k) for k in args.few_labels]
+    except ValueError:
+        raise ConfigError(f"--few-labels takes whole numbers of labelled rows, e.g. 20,50,100; got "
+                          f"{','.join(args.few_labels)}") from None
+    if not args.out:
+        raise RunDirError("--few-labels needs --out DIR")
+    tables = []
+    for kind, value in benches_given(args):
+        if kind == "space":
+            space = load_table_space(value)
+            tables += [(table, targets[0]) for table, targets in zip(space.tables, space.targets)]
+        else:
+            table = read_proxy_table(value)
+            targets = table.check_targets(list(args.targets) if args.targets else [table.targets[0]])
+            tables.append((table, targets[0]))
+    if not tables:
+        raise ConfigError("--few-labels needs proxy tables: --bench TABLE.csv or --space of a packaged table space")
+    record = run_few_labels(tables, ks, args.repeats or 10, args.out, methods=args.methods,
+                            seed=args.protocol_seed or 0, workers=args.workers, resume=args.resume,
+                            say=lambda line: print(line, file=sys.stderr, flush=True))
+    print(format_few_labels(record), end="")
+    print(f"written to {Path(args.out) / FEW_LABELS_FILE}")
+    return 0

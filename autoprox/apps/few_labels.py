@@ -1,0 +1,308 @@
+"""The sample-efficiency protocol: ``autoprox evaluate --few-labels 20,50,100 --repeats R --bench T.csv ...``.
+
+For each proxy table, each k and each of R draws, k labelled rows are drawn (seeded by the protocol's seed, the
+table's name, k and the draw; only rows whose target is a number are drawn) and every method is fitted on them
+alone, then judged by Kendall tau-b on the table's other labelled rows. The methods (:data:`FEW_LABEL_METHODS`,
+a registry) are given the table's proxy columns on every row and the labels of the k rows only:
+
+* ``size``: the better of ``params`` and ``flops``, chosen by Kendall on the k rows;
+* ``best-column``: the proxy column of the largest Kendall on the k rows, either sign;
+* ``ridge``: ridge least squares of the labels' ranks on the columns' ranks (a column's rank over every row,
+  scaled to (0, 1], an empty cell 0.5), the penalty among 12 from 0.01 to 1000 by leave-one-out;
+* ``forest``: scikit-learn's random forest on the same ranks (300 trees, the draw's seed, other settings its
+  defaults; the optional ``bench`` extra);
+* ``engine``: the table search (:func:`autoprox.search.table_search.fit_table_proxy`, its defaults).
+
+For each (table, k) the record holds every draw's figures, the mean per method, and the engine's paired
+difference to each other method (mean, a 95 % bootstrap interval over the draws, draws ahead). It is written
+atomically after each table, and the same command goes on from it.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy.stats import kendalltau, rankdata
+
+from autoprox.core.atomic import atomic_write_json, json_safe, read_json_file
+from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.registry import Registry
+from autoprox.data.proxy_tables import ProxyTable
+from autoprox.proxies.weighted_fit import usable_columns
+
+__all__ = ["FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "column_rank_matrix", "register_few_label_method",
+           "ridge_on_ranks", "run_few_labels"]
+
+#: The record a few-label protocol writes in its folder.
+FEW_LABELS_FILE = "few_labels.json"
+FORMAT = "autoprox-few-labels/1"
+#: Smallest k the protocol takes.
+MIN_K = 5
+
+
+@dataclass(frozen=True)
+class FewLabelMethod:
+    """A way of ranking a table's rows from k labels: ``fit(columns, labels, seed) -> scores`` (every row; labels
+    NaN outside the k rows; higher: predicted better)."""
+
+    name: str
+    fit: Callable[[Mapping[str, np.ndarray], np.ndarray, int], np.ndarray]
+    description: str
+
+
+FEW_LABEL_METHODS: Registry[str, FewLabelMethod] = Registry("few-label method", unknown=ConfigError,
+                                                            describe=lambda entry: entry.description)
+
+
+def register_few_label_method(name: str, fit: Callable, description: str) -> FewLabelMethod:
+    """Register a few-label method under ``name`` (a taken name is a RegistryError)."""
+    return FEW_LABEL_METHODS.add(name, FewLabelMethod(name, fit, description))
+
+
+def column_rank_matrix(columns: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Each usable column's rank over every row scaled to (0, 1], an empty cell 0.5 (rows by columns)."""
+    ranked = []
+    for name in usable_columns(columns):
+        values = np.asarray(columns[name], dtype=np.float64)
+        finite = np.isfinite(values)
+        out = np.full(len(values), 0.5)
+        out[finite] = rankdata(values[finite]) / finite.sum()
+        ranked.append(out)
+    return np.column_stack(ranked)
+
+
+def ridge_on_ranks(features: np.ndarray, targets: np.ndarray, alphas=tuple(np.logspace(-2, 3, 12))
+                   ) -> Callable[[np.ndarray], np.ndarray]:
+    """Ridge of ``targets`` on ``features`` (no standardisation), the penalty of ``alphas`` with the least
+    closed-form leave-one-out error; returns the fitted predictor."""
+    mean, target_mean = features.mean(axis=0), targets.mean()
+    centred, centred_targets = features - mean, targets - target_mean
+    best = None
+    for alpha in alphas:
+        hat = centred @ np.linalg.solve(centred.T @ centred + alpha * np.eye(features.shape[1]), centred.T)
+        residual = (centred_targets - hat @ centred_targets) / (1 - np.diag(hat) + 1e-12)
+        error = float(residual @ residual)
+        if best is None or error < best[0]:
+            best = (error, alpha)
+    weights = np.linalg.solve(centred.T @ centred + best[1] * np.eye(features.shape[1]), centred.T @ centred_targets)
+    return lambda other: (other - mean) @ weights
+
+
+def _labelled(labels: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.isfinite(labels))
+
+
+def _kendall(scores: np.ndarray, labels: np.ndarray) -> float:
+    keep = np.isfinite(scores) & np.isfinite(labels)
+    if keep.sum() < 3 or np.ptp(scores[keep]) == 0:
+        return 0.0
+    value = kendalltau(scores[keep], labels[keep]).statistic
+    return float(value) if math.isfinite(value) else 0.0
+
+
+def _size(columns, labels, seed):
+    rows = _labelled(labels)
+    present = [c for c in ("params", "flops") if c in columns]
+    if not present:
+        raise ConfigError("the table has neither params nor flops")
+    best = max(present, key=lambda c: (_kendall(columns[c][rows], labels[rows]), -present.index(c)))
+    return np.asarray(columns[best], dtype=np.float64)
+
+
+def _best_column(columns, labels, seed):
+    rows = _labelled(labels)
+    names = usable_columns(columns)
+    figures = {c: _kendall(columns[c][rows], labels[rows]) for c in names}
+    best = max(names, key=lambda c: (abs(figures[c]), -names.index(c)))
+    return np.sign(figures[best] or 1.0) * np.asarray(columns[best], dtype=np.float64)
+
+
+def _ridge(columns, labels, seed):
+    rows = _labelled(labels)
+    features = column_rank_matrix(columns)
+    return ridge_on_ranks(features[rows], rankdata(labels[rows]))(features)
+
+
+def _forest(columns, labels, seed):
+    try:
+        from sklearn.ensemble import RandomForestRegressor
+    except ImportError:
+        raise ConfigError("the forest baseline needs scikit-learn: pip install -e '.[bench]'") from None
+    rows = _labelled(labels)
+    features = column_rank_matrix(columns)
+    forest = RandomForestRegressor(n_estimators=300, random_state=seed, n_jobs=1)
+    forest.fit(features[rows], rankdata(labels[rows]))
+    return forest.predict(features)
+
+
+def _engine(columns, labels, seed):
+    from autoprox.search.table_search import fit_table_proxy
+
+    return fit_table_proxy(columns, labels, seed=seed)
+
+
+register_few_label_method("size", _size, "the better of params and flops on the labelled rows")
+register_few_label_method("best-column", _best_column, "the column of the largest Kendall on the labelled rows, "
+                                                       "either sign")
+register_few_label_method("ridge", _ridge, "ridge on the columns' ranks, the penalty by leave-one-out")
+register_few_label_method("forest", _forest, "a random forest on the columns' ranks (scikit-learn, 300 trees)")
+register_few_label_method("engine", _engine, "the table search: a weighted formula (search --bench TABLE.csv)")
+
+
+def draw_rows(labelled: np.ndarray, k: int, seed: int, table: str, draw: int) -> np.ndarray:
+    """The k labelled rows of one draw: a permutation seeded by the protocol's seed, the table, k and the draw."""
+    key = [seed, zlib.crc32(table.encode()), k, draw]
+    return np.sort(np.random.default_rng(key).permutation(labelled)[:k])
+
+
+def _one_draw(columns, truth, k, seed, name, draw, methods) -> dict:
+    labelled = _labelled(truth)
+    rows = draw_rows(labelled, k, seed, name, draw)
+    labels = np.full(len(truth), np.nan)
+    labels[rows] = truth[rows]
+    judged = np.setdiff1d(labelled, rows)
+    figures = {}
+    for method in methods:
+        scores = FEW_LABEL_METHODS[method].fit(columns, labels, draw)
+        figures[method] = _kendall(np.asarray(scores, dtype=np.float64)[judged], truth[judged])
+    return figures
+
+
+def _bootstrap(values: np.ndarray, seed: int = 0, samples: int = 2000) -> list[float]:
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), (samples, len(values)))].mean(axis=1)
+    return [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
+
+
+def summarise(draws: Sequence[Mapping[str, float]], reference: str = "engine") -> dict:
+    """The mean per method over the draws and the reference's paired difference to every other method."""
+    methods = list(draws[0])
+    mean = {m: float(np.mean([d[m] for d in draws])) for m in methods}
+    difference = {}
+    if reference in methods:
+        for other in methods:
+            if other == reference:
+                continue
+            diff = np.array([d[reference] - d[other] for d in draws])
+            difference[other] = {"mean": float(diff.mean()), "interval": _bootstrap(diff),
+                                 "ahead": int((diff > 0).sum()), "draws": len(diff)}
+    return {"mean": mean, "difference": difference}
+
+
+def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], repeats: int, out: str | Path,
+                   methods: Sequence[str] | None = None, seed: int = 0, workers: int = 1, resume: bool = False,
+                   say: Callable[[str], None] = print) -> dict:
+    """Run (or go on with) the protocol into ``out`` (:data:`FEW_LABELS_FILE`); returns the record.
+
+    Parameters
+    ----------
+    tables : sequence of (ProxyTable, target)
+    ks : sequence of int
+        Labelled rows per draw; a k above 60 % of a table's labelled rows is skipped there (and said).
+    repeats : int
+        Draws per (table, k).
+    methods : sequence of str, optional
+        Keys of :data:`FEW_LABEL_METHODS` (default: all; ``forest`` left out with a warning without scikit-learn).
+    """
+    from joblib import Parallel, delayed
+
+    if not ks or min(ks) < MIN_K or repeats < 1:
+        raise ConfigError(f"--few-labels takes labelled-row counts of at least {MIN_K} and --repeats at least 1")
+    methods = list(methods or FEW_LABEL_METHODS.names())
+    for name in methods:
+        FEW_LABEL_METHODS.lookup(name)
+    if "forest" in methods:
+        try:
+            import sklearn  # noqa: F401
+        except ImportError:
+            say("few labels: scikit-learn is not installed, so the forest baseline is left out (pip install -e "
+                "'.[bench]')")
+            methods.remove("forest")
+    names = [table.name for table, _ in tables]
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise ConfigError(f"table {twice!r} is given twice")
+    out = Path(out)
+    path = out / FEW_LABELS_FILE
+    spec = {"ks": list(ks), "repeats": repeats, "seed": seed, "methods": methods,
+            "tables": [{"name": t.name, "sha256": t.sha256, "target": target, "rows": len(t)} for t, target in tables]}
+    if path.is_file():
+        record = read_json_file(path, "a few-label protocol record", RunDirError)
+        if not resume:
+            raise RunDirError(f"{out} already holds a few-label protocol; go on with --resume or choose another --out")
+        if record.get("spec") != spec:
+            raise RunDirError(f"{path} holds another protocol (other tables, k, repeats, seed or methods); choose "
+                              "another --out")
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        record = {"format": FORMAT, "spec": spec, "results": {}}
+    for table, target in tables:
+        truth = table.accuracies[target]
+        labelled = _labelled(truth)
+        done = record["results"].setdefault(table.name, {})
+        for k in ks:
+            if str(k) in done:
+                continue
+            if k > 0.6 * len(labelled):
+                done[str(k)] = {"skipped": f"k={k} is more than 60 % of the {len(labelled)} labelled rows"}
+                say(f"{table.name}: k={k} skipped ({done[str(k)]['skipped']})")
+                continue
+            draws = Parallel(n_jobs=workers)(delayed(_one_draw)(table.proxies, truth, k, seed, table.name, draw,
+                                                                methods) for draw in range(repeats))
+            done[str(k)] = {"draws": draws, **summarise(draws)}
+            atomic_write_json(path, json_safe(record))
+            mean = done[str(k)]["mean"]
+            say(f"{table.name} k={k}: " + ", ".join(f"{m} {mean[m]:+.3f}" for m in methods))
+    record["summary"] = overall(record)
+    atomic_write_json(path, json_safe(record))
+    return record
+
+
+def overall(record: Mapping) -> dict:
+    """Per k, over the tables that ran it: the mean of each method's mean, and on how many tables the engine is
+    ahead of the size count and at or above ridge."""
+    summary = {}
+    for k in record["spec"]["ks"]:
+        rows = [r[str(k)] for r in record["results"].values() if str(k) in r and "mean" in r[str(k)]]
+        if not rows:
+            continue
+        methods = list(rows[0]["mean"])
+        entry = {"tables": len(rows), "mean": {m: float(np.mean([r["mean"][m] for r in rows])) for m in methods}}
+        if "engine" in methods:
+            for other in ("size", "ridge", "forest", "best-column"):
+                if other in methods:
+                    entry[f"engine_ahead_of_{other}"] = sum(r["mean"]["engine"] > r["mean"][other] for r in rows)
+                    entry[f"engine_at_or_above_{other}"] = sum(r["mean"]["engine"] >= r["mean"][other] for r in rows)
+        summary[str(k)] = entry
+    return summary
+
+
+def format_few_labels(record: Mapping) -> str:
+    """The protocol's record as a table: per table and k, the mean Kendall of each method and the engine's paired
+    difference to ridge and to the size count; then the summary per k."""
+    methods = record["spec"]["methods"]
+    lines = [f"{'table':<30}{'k':>5}" + "".join(f"{m:>13}" for m in methods)
+             + (f"{'engine-ridge':>28}" if "ridge" in methods and "engine" in methods else "")]
+    for name, per_k in record["results"].items():
+        for k, entry in per_k.items():
+            if "mean" not in entry:
+                lines.append(f"{name:<30}{k:>5}  {entry.get('skipped', '')}")
+                continue
+            line = f"{name:<30}{k:>5}" + "".join(f"{entry['mean'][m]:>+13.3f}" for m in methods)
+            diff = entry["difference"].get("ridge")
+            if diff:
+                line += (f"   {diff['mean']:+.3f} [{diff['interval'][0]:+.3f}, {diff['interval'][1]:+.3f}] "
+                         f"{diff['ahead']}/{diff['draws']}")
+            lines.append(line)
+    for k, entry in (record.get("summary") or overall(record)).items():
+        lines.append(f"k={k} over {entry['tables']} tables: " + ", ".join(f"{m} {v:+.3f}" for m, v in entry["mean"].items())
+                     + "".join(f"; engine ahead of {o} on {entry[f'engine_ahead_of_{o}']}" for o in ("size",)
+                               if f"engine_ahead_of_{o}" in entry)
+                     + "".join(f"; engine at or above {o} on {entry[f'engine_at_or_above_{o}']}" for o in ("ridge", "forest")
+                               if f"engine_at_or_above_{o}" in entry))
+    return "\n".join(lines) + "\n"
