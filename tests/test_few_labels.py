@@ -1,0 +1,113 @@
+"""The sample-efficiency protocol (``evaluate --few-labels``) and its baselines (issue 41)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata
+
+from autoprox.apps.few_labels import (
+    FEW_LABEL_METHODS,
+    column_rank_matrix,
+    draw_rows,
+    ridge_on_ranks,
+    run_few_labels,
+    summarise,
+)
+from autoprox.data.proxy_tables import read_proxy_table
+from tests.commands import one_error_line, run_cli
+
+
+def write_table(path, rows=80, seed=0):
+    """A table whose val_acc follows nwot (noisy), with params unrelated and a column of noise."""
+    rng = np.random.default_rng(seed)
+    nwot = rng.normal(size=rows)
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "val_acc", "params", "flops", "nwot", "noise"])
+        for i in range(rows):
+            writer.writerow([f"a{i}", 50 + 10 * nwot[i] + rng.normal(), rng.lognormal(), rng.lognormal(), nwot[i],
+                             rng.normal()])
+    return path
+
+
+def test_ridge_on_ranks_is_the_outside_checks_ridge():
+    rng = np.random.default_rng(0)
+    features, targets = rng.random((25, 3)), rng.random(25)
+    predict = ridge_on_ranks(features, targets, alphas=(1.0,))
+    centred = features - features.mean(axis=0)
+    weights = np.linalg.solve(centred.T @ centred + np.eye(3), centred.T @ (targets - targets.mean()))
+    assert np.allclose(predict(features), centred @ weights)
+
+
+def test_column_ranks_put_an_empty_cell_in_the_middle():
+    matrix = column_rank_matrix({"a": np.array([3.0, np.nan, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0, 4.0])})
+    assert np.allclose(matrix[:, 0], [1.0, 0.5, 1 / 3, 2 / 3])
+
+
+def test_a_draw_is_seeded_by_table_k_and_draw():
+    labelled = np.arange(100)
+    assert np.array_equal(draw_rows(labelled, 20, 0, "t", 1), draw_rows(labelled, 20, 0, "t", 1))
+    assert not np.array_equal(draw_rows(labelled, 20, 0, "t", 1), draw_rows(labelled, 20, 0, "u", 1))
+    assert len(set(draw_rows(labelled, 20, 0, "t", 1))) == 20
+
+
+def test_baselines_find_the_informative_column(tmp_path):
+    table = read_proxy_table(write_table(tmp_path / "t.csv"))
+    truth = table.accuracies["val_acc"]
+    labels = np.full(len(truth), np.nan)
+    labels[:20] = truth[:20]
+    for name in ("best-column", "ridge", "forest"):
+        scores = FEW_LABEL_METHODS[name].fit(table.proxies, labels, 0)
+        assert np.corrcoef(rankdata(scores[20:]), rankdata(truth[20:]))[0, 1] > 0.7, name
+
+
+def test_the_protocol_records_means_differences_and_resumes(tmp_path):
+    table = read_proxy_table(write_table(tmp_path / "t.csv"))
+    out = tmp_path / "p"
+    lines = []
+    record = run_few_labels([(table, "val_acc")], [10, 60], 3, out, methods=["size", "ridge", "best-column"],
+                            say=lines.append)
+    entry = record["results"]["t"]["10"]
+    assert len(entry["draws"]) == 3 and entry["mean"]["ridge"] > entry["mean"]["size"]
+    assert "skipped" in record["results"]["t"]["60"] and any("k=60 skipped" in line for line in lines)
+    with pytest.raises(Exception, match="already holds"):
+        run_few_labels([(table, "val_acc")], [10, 60], 3, out, methods=["size", "ridge", "best-column"])
+    again = run_few_labels([(table, "val_acc")], [10, 60], 3, out, methods=["size", "ridge", "best-column"],
+                           resume=True, say=lines.append)
+    assert again["results"] == record["results"]
+    assert json.loads((out / "few_labels.json").read_text())["summary"]["10"]["tables"] == 1
+
+
+def test_summarise_pairs_the_engine_with_each_method():
+    draws = [{"engine": 0.5, "ridge": 0.4}, {"engine": 0.6, "ridge": 0.6}, {"engine": 0.7, "ridge": 0.5}]
+    summary = summarise(draws)
+    assert summary["difference"]["ridge"]["mean"] == pytest.approx(0.1)
+    assert summary["difference"]["ridge"]["ahead"] == 2
+
+
+@pytest.mark.slow
+def test_cli_few_labels_runs_the_engine(tmp_path, capsys):
+    path = write_table(tmp_path / "t.csv", rows=60)
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "15", "--repeats", "2", "--bench", path,
+                             "--methods", "size,ridge,engine", "--out", tmp_path / "p", "--workers", "1")
+    assert code == 0, err
+    assert "engine-ridge" in out and "k=15 over 1 tables" in out
+    record = json.loads((tmp_path / "p" / "few_labels.json").read_text())
+    assert set(record["results"]["t"]["15"]["mean"]) == {"size", "ridge", "engine"}
+
+
+def test_cli_few_labels_prints_the_table_and_refuses_bad_input(tmp_path, capsys):
+    path = write_table(tmp_path / "t.csv", rows=60)
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "15", "--repeats", "2", "--bench", path,
+                             "--methods", "size,ridge,forest", "--out", tmp_path / "p", "--workers", "1")
+    assert code == 0, err
+    assert "k=15 over 1 tables" in out and "forest" in out
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "3", "--bench", path, "--out", tmp_path / "q")
+    assert code == 2 and "at least 5" in one_error_line(err)
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--bench", path, "--methods", "magic",
+                             "--out", tmp_path / "r")
+    assert code == 2 and "magic" in one_error_line(err)
