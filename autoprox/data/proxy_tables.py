@@ -43,7 +43,7 @@ import numpy as np
 from autoprox.core.errors import BenchmarkError
 from autoprox.core.resources import resource_dir
 
-__all__ = ["MAX_TABLE_BYTES", "MIN_ROWS", "PROXY_TABLE_FOLDER", "STANDARD_PROXIES", "ProxyTable", "TableSpace",
+__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "PROXY_TABLE_FOLDER", "STANDARD_PROXIES", "ProxyTable", "TableSpace",
            "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_names"]
 
 #: The 13 proxies of NAS-Bench-Suite-Zero (Krishnakumar et al., NeurIPS 2022), named as the zoo
@@ -56,6 +56,10 @@ MAX_TABLE_BYTES = 256 * 1024 * 1024
 
 #: Fewest rows a table must have: Kendall's tau of two rows ranks nothing.
 MIN_ROWS = 3
+
+#: Largest magnitude a target cell may hold: an accuracy, a negated loss or any other score to rank by is accepted,
+#: a value past this (``1e300``) is a typo or a unit error and refused.
+MAX_TARGET_MAGNITUDE = 1e12
 
 #: Folder of the packaged proxy tables (``autoprox/resources/proxy-tables``).
 PROXY_TABLE_FOLDER = "proxy-tables"
@@ -113,6 +117,20 @@ class ProxyTable:
             raise BenchmarkError(f"{self.source or self.name}: no accuracy column {unknown[0]!r}; "
                                  f"its accuracy columns are {', '.join(self.targets)}")
         return list(targets)
+
+    def measured_problem(self, target: str) -> str | None:
+        """Why ``target`` cannot rank this table's rows, or None: it needs :data:`MIN_ROWS` measured (non-empty)
+        values that are not all equal. Empty cells (unmeasured rows) are no problem in themselves."""
+        values = self.accuracies[target]
+        measured = values[np.isfinite(values)]
+        name = self.source or self.name
+        if len(measured) < MIN_ROWS:
+            return (f"{name}: target {target!r} has only {len(measured)} measured value(s); at least {MIN_ROWS} "
+                    "are needed to rank architectures")
+        if np.ptp(measured) == 0:
+            return (f"{name}: target {target!r} has one constant value ({measured[0]:g}) for all {len(measured)} "
+                    "measured rows, so it cannot rank them")
+        return None
 
     def subset(self, indices: Sequence[int]) -> "ProxyTable":
         """The table of the rows ``indices`` only."""
@@ -268,12 +286,23 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
     for column in accuracy_columns:
         if np.isnan(columns[column]).all():
             raise BenchmarkError(f"{path}: accuracy column {column!r} has no value")
+        _check_target_range(path, column, columns[column], ids)
     for column in proxy_columns:
         if np.isnan(columns[column]).all():
             raise BenchmarkError(f"{path}: proxy column {column!r} has no value; leave the column out")
     stem = path.name.split(".")[0]
     return ProxyTable(name or stem, tuple(ids), {c: columns[c] for c in accuracy_columns},
                       {c: columns[c] for c in proxy_columns}, str(path), digest)
+
+
+def _check_target_range(path: Path, column: str, values: np.ndarray, ids: Sequence[str]) -> None:
+    """Refuse a target cell past :data:`MAX_TARGET_MAGNITUDE`, naming its row's id."""
+    beyond = np.flatnonzero(np.abs(np.nan_to_num(values)) > MAX_TARGET_MAGNITUDE)
+    if len(beyond):
+        row = int(beyond[0])
+        raise BenchmarkError(f"{path}: id {ids[row][:80]!r}: target column {column!r} is {values[row]:g}, outside "
+                             f"[-{MAX_TARGET_MAGNITUDE:g}, {MAX_TARGET_MAGNITUDE:g}], the range a target accepts (an "
+                             "accuracy, a negated loss or any finite score to rank by)")
 
 
 def is_proxy_table(path: str | os.PathLike) -> bool:
