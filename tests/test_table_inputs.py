@@ -154,3 +154,20 @@ def test_several_proxies_on_a_table_are_one_ranking_table(tmp_path, capsys):
     rows = [line.split() for line in lines[2:]]
     assert [r[0] for r in rows] == ["1", "2"] and {r[1] for r in rows} == {"params", "nwot"}
     assert float(rows[0][4]) >= float(rows[1][4]) and out.count("proxy table of") == 1
+
+
+def test_a_large_table_shows_the_progress_of_its_reading(tmp_path, capsys, monkeypatch):
+    """A 6.6 M-row table ranked after 41 s with no output: a file of PROGRESS_BYTES or more says how far its
+    reading is (here the threshold lowered to this small file's size), a smaller one says nothing."""
+    import autoprox.data.proxy_tables as proxy_tables
+
+    path = _good(tmp_path / "big.csv", 400)
+    calls = []
+    proxy_tables.read_proxy_table(path, progress=lambda done, total: calls.append((done, total)))
+    assert calls == []
+    monkeypatch.setattr(proxy_tables, "PROGRESS_BYTES", path.stat().st_size)
+    table = proxy_tables.read_proxy_table(path, progress=lambda done, total: calls.append((done, total)))
+    assert len(table) == 400 and calls and calls[-1] == (path.stat().st_size,) * 2
+    assert all(a[0] <= b[0] for a, b in zip(calls, calls[1:]))
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path)
+    assert code == 0 and "reading big.csv (MB) [" in err and "400 rows" in out

@@ -12,6 +12,7 @@ from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.core.numbers import format_float
 from autoprox.data.proxy_tables import (
     TableSpace,
+    first_line,
     is_proxy_table,
     load_table_space,
     read_proxy_table,
@@ -45,8 +46,17 @@ def table_space_from(name_or_file: str, targets=None) -> TableSpace:
     path = Path(name_or_file)
     if not is_proxy_table(path):
         raise not_a_table(name_or_file)
-    table = read_proxy_table(path)
+    table = read_proxy_table(path, progress=_reading_progress(path))
     return TableSpace(table.name, (table,), (tuple(table.check_targets(list(targets) if targets else None)),))
+
+
+def _reading_progress(path: Path):
+    """The progress line of reading a large table (``read_proxy_table`` calls it for a file of at least
+    ``PROGRESS_BYTES``), in MB."""
+    from autoprox.core.progress import Progress
+
+    line = Progress(f"reading {path.name[:60]} (MB)", every=10)
+    return lambda done, total: line(done >> 20, max(1, total >> 20))
 
 
 def not_a_table(name_or_file: str) -> Exception:
@@ -66,13 +76,7 @@ def not_a_table(name_or_file: str) -> Exception:
         return problem
     if not path.name.endswith((".csv", ".csv.gz")):
         return BenchmarkError(f"{name_or_file}: not a proxy table (a .csv or .csv.gz file whose first column is 'id')")
-    try:
-        from autoprox.data.proxy_tables import _read_text
-
-        first = _read_text(path, 1 << 30)[0].splitlines()[:1]
-    except BenchmarkError as exc:
-        return exc
-    header = next(csv.reader(first), [])
+    header = next(csv.reader([first_line(path)]), [])
     found = [d for d in (";", "\t", "|") if header and len(header) == 1 and d in header[0]]
     if found:
         return BenchmarkError(f"{name_or_file}: the header is one column holding {found[0]!r}: the file seems to "
