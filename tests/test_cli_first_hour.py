@@ -66,3 +66,22 @@ def test_a_signal_during_a_fold_s_final_report_still_says_how_to_continue(capsys
     assert code == 130  # Terminated raised by hand here; the real signal's 143 is main's (tests/test_cli.py)
     assert err[-2:] == [f"interrupted; what was computed is kept: continue with: autoprox evaluate --resume --out "
                         f"{shlex.quote(str(out))}", "autoprox: terminated"]
+
+
+def test_vit_search_writes_its_scores_with_one_number_of_decimals_and_its_budget_in_millions(capsys):
+    """``vit-search`` printed scores with 2 or 3 decimals in one column (``%.6g``) and a budget given in
+    parameters as ``(1.58409e+06M-1.7281e+06M)``."""
+    from autoprox.cli.vitsearch import top_table
+    from autoprox.core.numbers import format_column, format_millions
+
+    top = [{"rank": 1, "score": 1234.5678, "params": 15513060, "macs": 6348815680, "arch": {"d": 1}},
+           {"rank": 2, "score": 714.6771172, "params": 22085860, "macs": 7211060800, "arch": {"d": 2}}]
+    rows = [line.split() for line in top_table(top).splitlines()[1:]]
+    assert [r[1] for r in rows] == ["1234.57", "714.68"]
+    assert format_column([3e15, 2.5e14]) == ["3.00000e+15", "2.50000e+14"] and format_column([float("nan")]) == ["nan"]
+    assert [format_millions(x) for x in (4e6, 2.5e6, 1584090e6)] == ["4M", "2.5M", "1,584,090M"]
+    # a budget given in parameters instead of millions: refused, the budget readable
+    assert main(["vit-search", "--space", "pit", "--proxy", "params", "--params", "1584090:1728100", "--samples", "2",
+                 "--out", "/nonexistent/never-written"]) == 2
+    err = capsys.readouterr().err
+    assert "no pit architecture has 1,584,090M to 1,728,100M parameters" in err and "e+06" not in err
