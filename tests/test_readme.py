@@ -184,3 +184,20 @@ def test_a_script_beside_a_clone_named_autoprox_is_what_the_readme_says(tmp_path
     if beside.returncode == 0:  # autoprox installed without an import hook (a wheel, or a PYTHONPATH)
         pytest.skip("this interpreter finds the package before the folder; the README's case needs an editable install")
     assert "has no attribute 'build_vit'" in beside.stderr
+
+
+@pytest.mark.slow
+def test_the_readme_s_test_counts_are_the_suite_s():
+    """Issue 43: the README said the quick lane holds 1,158 tests where 1,167 were selected."""
+    import re
+    import subprocess
+    import sys
+
+    def collected(*options) -> int:
+        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                              *options], cwd=REPO, capture_output=True, text=True, timeout=300).stdout
+        return int(re.search(r"(\d+)(?:/\d+)? tests? collected", out).group(1))
+
+    text = " ".join((REPO / "README.md").read_text().split())
+    quick, whole = re.search(r"([\d,]+) tests of the ([\d,]+) \(`--collect-only`\)", text).groups()
+    assert (int(quick.replace(",", "")), int(whole.replace(",", ""))) == (collected("-m", "not slow"), collected())
