@@ -28,6 +28,7 @@ cut of the one protocol runner (:mod:`autoprox.apps.protocol_runner`).
 from __future__ import annotations
 
 import math
+import shlex
 import sys
 import time
 from dataclasses import replace
@@ -384,6 +385,7 @@ class _LeaveSpaceOut(CutProtocol):
         self.out, self.context, self.settings = out, context, context.settings
         self.stop_after, self.quiet, self.search_workers = stop_after, quiet, search_workers
         self.targets: dict[str, RunContext] = {}
+        self.resume_command = f"autoprox evaluate --leave-space-out --resume --out {shlex.quote(str(out))}"
 
     def _searches(self, record: Mapping) -> dict[str, tuple[dict, dict]]:
         return {search["run"]: (direction, search) for direction in record["directions"]

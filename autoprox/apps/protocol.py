@@ -286,6 +286,7 @@ class _OuterFolds(CutProtocol):
         self.fold_workers = executor.workers if executor is not None else fold_workers
         self.stop_at_unfinished = self.fold_workers == 1
         self.started, self.done_now = time.perf_counter(), 0
+        self.resume_command = f"autoprox evaluate --resume --out {shlex.quote(str(out))}"
 
     def cuts(self, record: Mapping) -> list[str]:
         return [fold["run"] for fold in record["folds"]]
@@ -302,14 +303,9 @@ class _OuterFolds(CutProtocol):
             f"into {self.out}", self.quiet)
         if pending:
             # All statistics once, with the search's workers, before folds share the cache.
-            try:
-                build_cache(self.context.cache, self.context.plan.requests(list(bench.archs)),
-                            workers=self.executor if self.executor is not None else settings.workers,
-                            progress=None if self.quiet else Progress("statistics", every=15))
-            except KeyboardInterrupt:
-                print(f"interrupted; what was computed is kept: continue with: autoprox evaluate --resume --out "
-                      f"{shlex.quote(str(self.out))}", file=sys.stderr, flush=True)
-                raise
+            build_cache(self.context.cache, self.context.plan.requests(list(bench.archs)),  # a signal: run_cuts'
+                        workers=self.executor if self.executor is not None else settings.workers,  # hint
+                        progress=None if self.quiet else Progress("statistics", every=15))
         workers = 1 if self.fold_workers > 1 else settings.workers
         by_fold = {i: fold_settings(replace(settings, bench=bench.source), made[i], workers) for i in indices}
         searches = str(self.out / spec["searches"]) if spec.get("searches") else None

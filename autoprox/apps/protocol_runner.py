@@ -18,6 +18,7 @@ baselines it scores once every cut is done, and how it summarises. :func:`run_cu
 from __future__ import annotations
 
 import datetime as _dt
+import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -35,6 +36,10 @@ class CutProtocol(ABC):
     #: Whether the loop stops at the first cut whose search stopped before its end (searches run one
     #: by one); when False, the cuts running beside it still finish and are kept.
     stop_at_unfinished: bool = True
+
+    #: The command that continues the protocol, printed when a signal stops it anywhere in a cut (its search,
+    #: its final report, its scoring); None: none is printed.
+    resume_command: str | None = None
 
     @abstractmethod
     def cuts(self, record: Mapping) -> list[str]:
@@ -90,13 +95,19 @@ def run_cuts(folder: Path, protocol: CutProtocol, record: dict, say: Callable[[s
         say(f"resuming: {', '.join(done)} done")
     write()
     interrupted = False
-    for cut, outcome in protocol.run(record, [cut for cut in cuts if cut not in done]):
-        if not protocol.keep(record, cut, outcome):
-            interrupted = True
-            if protocol.stop_at_unfinished:
-                break
-            continue
-        write()
+    try:
+        for cut, outcome in protocol.run(record, [cut for cut in cuts if cut not in done]):
+            if not protocol.keep(record, cut, outcome):
+                interrupted = True
+                if protocol.stop_at_unfinished:
+                    break
+                continue
+            write()
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside a search's own handling (a final report, a scoring)
+        if protocol.resume_command:
+            print(f"interrupted; what was computed is kept: continue with: {protocol.resume_command}",
+                  file=sys.stderr, flush=True)
+        raise
     if not interrupted:
         protocol.baselines(record, write)
     protocol.close(record, not interrupted and all(protocol.done(record, cut) for cut in cuts))

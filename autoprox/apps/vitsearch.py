@@ -30,7 +30,7 @@ import numpy as np
 
 from autoprox.core.atomic import atomic_write_json, atomic_write_text, json_safe, make_directory
 from autoprox.core.errors import VitSearchError
-from autoprox.core.numbers import format_float
+from autoprox.core.numbers import format_float, format_millions
 from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark
 from autoprox.data.cache import StatisticsCache, StatsPlan
@@ -91,7 +91,7 @@ def check_budget(space: str, budget: tuple[float, float], num_classes: int) -> N
     lo, hi = param_range(space, num_classes)
     if budget[1] < lo or budget[0] > hi:
         raise VitSearchError(
-            f"no {space} architecture has {budget[0] / 1e6:g}M to {budget[1] / 1e6:g}M parameters "
+            f"no {space} architecture has {format_millions(budget[0])} to {format_millions(budget[1])} parameters "
             f"({num_classes}-class head); the space spans {lo / 1e6:.2f}M to {hi / 1e6:.2f}M"
         )
 
@@ -109,7 +109,7 @@ def sample_candidates(space: str, count: int, budget: tuple[float, float], seed:
         if draws >= count * max_draws_per_sample:
             raise VitSearchError(
                 f"only {len(chosen)} distinct {space} architectures found within "
-                f"{budget[0] / 1e6:g}M-{budget[1] / 1e6:g}M after {draws} draws; widen the budget or ask fewer"
+                f"{format_millions(budget[0])} to {format_millions(budget[1])} parameters after {draws} draws; widen the budget or ask fewer"
             )
         draws += 1
         try:

@@ -27,8 +27,12 @@ _EVALUATE = frozenset({"evaluate"})
 
 #: ``rank``'s own options, in ``--help`` order (then the search table's statistics group).
 RANK_OPTIONS: tuple[Option, ...] = (
-    Option("proxy", None, lambda: f"a built-in ({', '.join(BUILTIN_PROXIES)}), a genome string, a proxy JSON such "
-           "as best.json; 'all' or a comma list prints the ranking table", text(), commands=_RANK, required=True),
+    Option("proxy", None, lambda: f"a built-in ({', '.join(BUILTIN_PROXIES)}), a recommended proxy (recommended:SPACE/TARGET, "
+           "such as recommended:pit/flower_kd or "
+           "recommended:any/joint), a genome string, a proxy JSON such as best.json; on a proxy table also a proxy "
+           "column or a rank formula over columns (r, lr, z, lrsum, first: \"lrsum(params, nwot)\", "
+           "\"first(r(params), r(flops))\"); 'all' or a comma list prints the ranking table", text(),
+           commands=_RANK, required=True),
     Option("bench", None, "benchmark file (.pth released format, .jsonl/.json, .csv; or a proxy table: a CSV whose "
            "first column is id, then accuracy columns, then proxy columns)", text(), commands=_RANK),
     Option("space", None, "use the space's released file as --bench (a table space: its packaged proxy tables)",

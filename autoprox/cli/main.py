@@ -62,7 +62,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from autoprox import __version__
+
     parser = Parser(prog="autoprox", description=__doc__.splitlines()[0].replace("``", ""))  # no RST in help
+    parser.add_argument("--version", action="version", version=f"autoprox {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS.values():
         module.add_parser(sub)

@@ -12,13 +12,15 @@ from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.core.numbers import format_float
 from autoprox.data.proxy_tables import (
     TableSpace,
+    first_line,
     is_proxy_table,
     load_table_space,
     read_proxy_table,
     table_space_names,
 )
 
-__all__ = ["format_space_protocol", "rank_on_tables", "table_space_from", "wants_tables"]
+__all__ = ["check_rankable", "format_space_protocol", "format_table_ranking", "not_a_table", "rank_on_tables",
+           "table_space_from", "wants_tables"]
 
 
 def _several(value) -> list[str]:
@@ -43,10 +45,44 @@ def table_space_from(name_or_file: str, targets=None) -> TableSpace:
         return load_table_space(name_or_file)
     path = Path(name_or_file)
     if not is_proxy_table(path):
-        raise BenchmarkError(f"{name_or_file}: neither a packaged table space ({', '.join(table_space_names())}) nor "
-                             "a proxy table (a CSV file whose first column is 'id')")
-    table = read_proxy_table(path)
+        raise not_a_table(name_or_file)
+    table = read_proxy_table(path, progress=_reading_progress(path))
     return TableSpace(table.name, (table,), (tuple(table.check_targets(list(targets) if targets else None)),))
+
+
+def _reading_progress(path: Path):
+    """The progress line of reading a large table (``read_proxy_table`` calls it for a file of at least
+    ``PROGRESS_BYTES``), in MB."""
+    from autoprox.core.progress import Progress
+
+    line = Progress(f"reading {path.name[:60]} (MB)", every=10)
+    return lambda done, total: line(done >> 20, max(1, total >> 20))
+
+
+def not_a_table(name_or_file: str) -> Exception:
+    """Why ``name_or_file`` is neither a packaged table space nor a proxy table: a file that is not there (or
+    not a regular file, or a path too long), a header in another delimiter, a first column other than ``id``."""
+    import csv
+
+    from autoprox.data.benchmark import file_problem
+
+    spaces = ", ".join(table_space_names())
+    path = Path(name_or_file)
+    problem = file_problem(path, "proxy table")
+    if problem is not None:
+        if isinstance(problem, BenchmarkError) and "not found" in str(problem) and "/" not in name_or_file \
+                and not name_or_file.endswith((".csv", ".gz")):
+            return BenchmarkError(f"{name_or_file!r} is neither a packaged table space ({spaces}) nor a file")
+        return problem
+    if not path.name.endswith((".csv", ".csv.gz")):
+        return BenchmarkError(f"{name_or_file}: not a proxy table (a .csv or .csv.gz file whose first column is 'id')")
+    header = next(csv.reader([first_line(path)]), [])
+    found = [d for d in (";", "\t", "|") if header and len(header) == 1 and d in header[0]]
+    if found:
+        return BenchmarkError(f"{name_or_file}: the header is one column holding {found[0]!r}: the file seems to "
+                              f"use {found[0]!r} as its delimiter; a proxy table is comma-separated")
+    return BenchmarkError(f"{name_or_file}: not a proxy table: its first column is {(header[0] if header else '')!r}, "
+                          "where a proxy table's first column is 'id' (the architecture's name)")
 
 
 def table_spaces_given(args: argparse.Namespace) -> list[TableSpace]:
@@ -58,17 +94,34 @@ def table_spaces_given(args: argparse.Namespace) -> list[TableSpace]:
                                     + [("bench", b) for b in _several(getattr(args, "bench", None))])
     known = table_space_names()
     targets = list(getattr(args, "targets", ()) or ())
-    spaces = []
+    spaces, named = [], {}
     for kind, value in given:
         if kind == "space" and value not in known:
             raise BenchmarkError(f"space {value!r} has no proxy table; packaged table spaces: {', '.join(known)}")
-        spaces.append(load_table_space(value) if kind == "space" else table_space_from(value, targets))
+        space = load_table_space(value) if kind == "space" else table_space_from(value, targets)
+        if space.name in named:
+            before = named[space.name]
+            same = before == value or (kind == "bench" and Path(before).resolve() == Path(value).resolve())
+            raise ConfigError(f"{value} is given twice; give each space once" if same else
+                              f"{before} and {value} are both named {space.name!r} (a proxy table is named by its "
+                              "file name without suffixes); rename one")
+        named[space.name] = value
+        spaces.append(space)
     return spaces
+
+
+def check_rankable(space: TableSpace, pairs=None) -> None:
+    """Refuse, in one line naming the table and the target, a (table, target) pair whose target cannot rank the
+    table's rows (fewer than 3 measured values, or one constant value); ``pairs``: the space's own by default."""
+    for table, target in (space.pairs if pairs is None else pairs):
+        problem = table.measured_problem(target)
+        if problem:
+            raise BenchmarkError(f"{problem}; choose other --targets or another table")
 
 
 def rank_on_tables(args: argparse.Namespace) -> int:
     """``rank --proxy P --bench TABLE.csv`` (or ``--space nb201``): the proxy's correlations on each
-    table's targets, from the table's columns alone."""
+    table's targets, from the table's columns alone; several proxies (``all``, ``a,b``) as one ranking table."""
     from autoprox.proxies.proxy import resolve_proxy, split_proxy_list
     from autoprox.proxies.table_scores import reading_note, table_figures, table_scores
 
@@ -76,6 +129,9 @@ def rank_on_tables(args: argparse.Namespace) -> int:
     if len(spaces) != 1:
         raise ConfigError("rank scores one space: give one --space or one --bench")
     space = spaces[0]
+    pairs = [(table, target) for table, default_targets in zip(space.tables, space.targets)
+             for target in table.check_targets(list(args.targets) if args.targets else list(default_targets))]
+    check_rankable(space, pairs)
     names = split_proxy_list(args.proxy)
     if names == ["all"]:
         names = list(space.proxy_names)
@@ -91,8 +147,8 @@ def rank_on_tables(args: argparse.Namespace) -> int:
                   "these figures are not an estimate on a space it never saw; the N-space protocol's figures, on "
                   "the space each choice did not see, are (docs/results.md)", file=sys.stderr)
         per_table = {}
-        for table, default_targets in zip(space.tables, space.targets):
-            targets = table.check_targets(list(args.targets) if args.targets else list(default_targets))
+        for table in space.tables:
+            targets = [target for t, target in pairs if t is table]
             note = reading_note(proxy, table)
             if note:
                 print(f"{label}: {note}", file=sys.stderr)
@@ -103,16 +159,46 @@ def rank_on_tables(args: argparse.Namespace) -> int:
 
         print(json.dumps(json_safe(results if len(results) > 1 else next(iter(results.values()))), indent=2))
         return 0
-    for label, per_table in results.items():
-        rows = sum(len(t) for t in space.tables)
-        print(f"proxy {label} on the proxy table{'s' if len(space.tables) > 1 else ''} of {space.name} "
-              f"({rows:,} rows; scored from its columns, no network built)")
-        print(f"{'table':<24}{'target':<14}{'kendall':>9}{'spearman':>10}{'pearson':>9}{'n':>7}")
+    sys.stdout.write(format_table_ranking(space, results))
+    return 0
+
+
+def format_table_ranking(space: TableSpace, results: dict) -> str:
+    """What ``rank`` prints on a table space: ``results`` (proxy -> table -> target -> figures) as one table, the
+    proxies ranked by their mean Kendall over the (table, target) pairs when there are several; every column as
+    wide as its widest cell (a table of millions of rows included)."""
+    import numpy as np
+
+    several = len(results) > 1
+    rows_total = sum(len(t) for t in space.tables)
+    what = f"the proxy table{'s' if len(space.tables) > 1 else ''} of {space.name}"
+    if several:
+        def mean_kendall(item) -> float:
+            values = [m["kendall"] for figures in item[1].values() for m in figures.values()]
+            values = [v for v in values if v is not None and v == v]
+            return float(np.mean(values)) if values else -np.inf
+
+        ordered = sorted(results.items(), key=mean_kendall, reverse=True)
+        title = (f"{len(results)} proxies on {what} ({rows_total:,} rows; scored from its columns, no network "
+                 "built), ranked by their mean Kendall")
+    else:
+        ordered = list(results.items())
+        title = f"proxy {ordered[0][0]} on {what} ({rows_total:,} rows; scored from its columns, no network built)"
+    header = (["rank", "proxy"] if several else []) + ["table", "target", "kendall", "spearman", "pearson", "n"]
+    body = []
+    for rank, (label, per_table) in enumerate(ordered, 1):
         for table_name, figures in per_table.items():
             for target, m in figures.items():
-                print(f"{table_name:<24}{target:<14}{format_float(m['kendall']):>9}{format_float(m['spearman']):>10}"
-                      f"{format_float(m['pearson']):>9}{m['n']:>7}")
-    return 0
+                body.append(([str(rank), label] if several else []) + [
+                    table_name, target, format_float(m["kendall"]), format_float(m["spearman"]),
+                    format_float(m["pearson"]), f"{m['n']:,}"])
+    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
+    left = {"proxy", "table", "target"}
+
+    def line(cells) -> str:
+        return "  ".join(c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cells, widths, header)).rstrip()
+
+    return "\n".join([title, line(header)] + [line(row) for row in body]) + "\n"
 
 
 def _searched_on(proxy) -> list[str]:
@@ -134,6 +220,8 @@ def run_space_protocol_command(args: argparse.Namespace) -> int:
     from autoprox.search.rundir import PROTOCOL
 
     spaces = table_spaces_given(args)
+    for space in spaces:  # before anything is written: a target that cannot rank would score +0.000 everywhere
+        check_rankable(space)
     seeds = tuple(range(args.seeds if args.seeds is not None else 5))
     settings = RankSearchSettings(objective=args.objective or "worst", missing=args.missing_columns or "neutral",
                                   generations=args.iterations if args.iterations is not None else 25)

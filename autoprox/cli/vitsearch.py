@@ -16,7 +16,7 @@ from autoprox.cli.options import (
     use_space_files,
 )
 from autoprox.core.errors import BenchmarkError
-from autoprox.core.numbers import format_float
+from autoprox.core.numbers import format_column, format_float, format_millions
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache
@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     )
     label = Path(args.proxy).stem if args.proxy.endswith(".json") else (proxy.name if len(proxy.name) < 30 else "genome")
     out = Path(args.out or f"runs/vit-{space}-{label}-seed{args.seed}")
-    print(f"scoring {args.samples} {space} architectures ({budget[0] / 1e6:g}M-{budget[1] / 1e6:g}M) "
+    print(f"scoring {args.samples} {space} architectures ({format_millions(budget[0])} to "
+          f"{format_millions(budget[1])} parameters) "
           f"with {proxy.name} into {out}", file=sys.stderr)
     try:
         with executor_from_args(args) as executor:
@@ -85,11 +86,19 @@ def run(args: argparse.Namespace) -> int:
     print(f"{summary['scored']} scored, {summary['failed']} failed, "
           f"{summary['search_seconds']:.0f} s "
           f"({format_float(summary['seconds_per_architecture'], 2, signed=False)} s per architecture)")
-    print(f"{'rank':>4} {'score':>14} {'params':>12} {'MACs':>15}  arch")
-    for row in summary["top"]:
-        print(f"{row['rank']:>4} {row['score']:>14.6g} {row['params']:>12,} {row['macs']:>15,}  {json.dumps(row['arch'])}")
+    sys.stdout.write(top_table(summary["top"]))
     print(f"written to {out / 'top.json'} and {out / 'top.csv'}")
     return 0
+
+
+def top_table(top: list[dict]) -> str:
+    """The best architectures as ``vit-search`` prints them: scores with the same decimals down the column."""
+    scores = format_column([row["score"] for row in top])
+    width = max([14] + [len(s) for s in scores])
+    lines = [f"{'rank':>4} {'score':>{width}} {'params':>12} {'MACs':>15}  arch"]
+    lines += [f"{row['rank']:>4} {score:>{width}} {row['params']:>12,} {row['macs']:>15,}  {json.dumps(row['arch'])}"
+              for row, score in zip(top, scores)]
+    return "\n".join(lines) + "\n"
 
 
 def _check_failures(summary: dict, out: Path) -> None:

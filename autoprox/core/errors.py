@@ -89,12 +89,18 @@ class PathTooLongError(AutoproxError, OSError):
 
 
 def path_too_long(error: OSError) -> PathTooLongError:
-    """The one-line error for an ``OSError`` of errno ENAMETOOLONG: how long the path's longest part is, and the path."""
+    """The one-line error for an ``OSError`` of errno ENAMETOOLONG: the part over 255 bytes, or the whole path's
+    length where every part is short, and the path."""
     path = str(error.filename) if error.filename is not None else ""
     size = max((len(part.encode(errors="surrogateescape")) for part in path.replace("\\", "/").split("/")), default=0)
-    what = f"a part of {size:,} bytes, where" if size > 255 else "where"
-    return PathTooLongError(f"path too long ({what} the file system allows 255 bytes a part on most; give a shorter "
-                            f"one): {path}".rstrip(": "))
+    whole = len(path.encode(errors="surrogateescape"))
+    if size > 255:
+        what = f"a part of {size:,} bytes, where the file system allows 255 bytes a part on most"
+    elif whole >= 4096:  # every part short enough: the whole path is over the system's limit (PATH_MAX)
+        what = f"{whole:,} bytes in all, where the system allows 4,095 bytes a path"
+    else:
+        what = "where the file system allows 255 bytes a part on most"
+    return PathTooLongError(f"path too long ({what}; give a shorter one): {path}".rstrip(": "))
 
 
 def one_line(error: BaseException) -> str:

@@ -38,4 +38,24 @@ def format_float(value: object, digits: int = 3, signed: bool = True) -> str:
     return f"{float(value):{'+' if signed else ''}.{digits}f}"
 
 
-__all__ = ["UNDEFINED", "format_float"]
+def format_column(values, significant: int = 6) -> list[str]:
+    """A column of scores written alike: the same number of decimals for all, enough for ``significant`` digits
+    of the largest (``714.677``, ``1234.568``); in scientific notation for all when the largest is past 1e12 or
+    under 1e-3. An undefined value is :data:`UNDEFINED`."""
+    finite = [abs(float(v)) for v in values if not isinstance(v, bool) and isinstance(v, Real) and math.isfinite(v)]
+    largest = max(finite, default=0.0)
+    if largest and (largest >= 1e12 or largest < 1e-3):
+        spec = f".{significant - 1}e"
+    else:
+        spec = f".{max(0, significant - 1 - (math.floor(math.log10(largest)) if largest else 0))}f"
+    return [f"{float(v):{spec}}" if not isinstance(v, bool) and isinstance(v, Real) and math.isfinite(v) else UNDEFINED
+            for v in values]
+
+
+def format_millions(count: float) -> str:
+    """A parameter count in millions as a budget reads: ``4M``, ``2.5M``, ``0.16M``, ``1,584,090M``."""
+    text = f"{count / 1e6:,.2f}".rstrip("0").rstrip(".")
+    return f"{text}M"
+
+
+__all__ = ["UNDEFINED", "format_column", "format_float", "format_millions"]

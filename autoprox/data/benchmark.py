@@ -42,7 +42,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.core.errors import BenchmarkError, ConfigError
+from autoprox.core.errors import AutoproxError, BenchmarkError, ConfigError, path_too_long
 from autoprox.core.resources import packaged_benchmark_dir
 from autoprox.data.tables import parse_architectures, read_csv_entries
 from autoprox.spaces.architectures import arch_key, arch_to_config
@@ -156,10 +156,37 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+def file_problem(path: Path, what: str = "benchmark file") -> AutoproxError | None:
+    """Why ``path`` is not a regular file to read, as the error to raise, or None when it is one: not found, a
+    path too long (a part over 255 bytes, or the whole over the system's limit), a directory, a FIFO or
+    another special file (reading a FIFO would wait for a writer)."""
+    import errno
+    import stat
+
+    shown = str(path)[:300]
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return path_too_long(exc)
+        if exc.errno == errno.ENOENT:
+            return BenchmarkError(f"{what} not found: {shown}")
+        return BenchmarkError(f"{shown}: cannot read it ({exc.strerror or exc})")
+    except ValueError:  # a NUL byte
+        return BenchmarkError(f"{what} not found: {shown!r} (the name holds a NUL byte)")
+    if stat.S_ISDIR(mode):
+        return BenchmarkError(f"{shown}: a directory, not a {what}; give the file itself")
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        return BenchmarkError(f"{shown}: {kind}, not a regular file; give a {what} stored on disk")
+    return None
+
+
 def _read_entries(path: Path) -> tuple[Any, list[int] | None]:
     """The raw entries of a benchmark file and, for JSON Lines, the line of each entry."""
-    if not _is_file(path):
-        raise BenchmarkError(f"benchmark file not found: {str(path)[:300]}")
+    problem = file_problem(path)
+    if problem is not None:
+        raise problem
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return read_csv_entries(path, with_lines=True)  # rows are checked, line by line, in the tables module

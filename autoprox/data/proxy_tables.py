@@ -43,8 +43,9 @@ import numpy as np
 from autoprox.core.errors import BenchmarkError
 from autoprox.core.resources import resource_dir
 
-__all__ = ["MAX_TABLE_BYTES", "MIN_ROWS", "PROXY_TABLE_FOLDER", "STANDARD_PROXIES", "ProxyTable", "TableSpace",
-           "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_names"]
+__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "PROGRESS_BYTES", "PROXY_TABLE_FOLDER",
+           "STANDARD_PROXIES", "ProxyTable", "TableSpace",
+           "first_line", "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_names"]
 
 #: The 13 proxies of NAS-Bench-Suite-Zero (Krishnakumar et al., NeurIPS 2022), named as the zoo
 #: and the published tables name them. ``params`` and ``flops`` describe size.
@@ -56,6 +57,10 @@ MAX_TABLE_BYTES = 256 * 1024 * 1024
 
 #: Fewest rows a table must have: Kendall's tau of two rows ranks nothing.
 MIN_ROWS = 3
+
+#: Largest magnitude a target cell may hold: an accuracy, a negated loss or any other score to rank by is accepted,
+#: a value past this (``1e300``) is a typo or a unit error and refused.
+MAX_TARGET_MAGNITUDE = 1e12
 
 #: Folder of the packaged proxy tables (``autoprox/resources/proxy-tables``).
 PROXY_TABLE_FOLDER = "proxy-tables"
@@ -114,6 +119,20 @@ class ProxyTable:
                                  f"its accuracy columns are {', '.join(self.targets)}")
         return list(targets)
 
+    def measured_problem(self, target: str) -> str | None:
+        """Why ``target`` cannot rank this table's rows, or None: it needs :data:`MIN_ROWS` measured (non-empty)
+        values that are not all equal. Empty cells (unmeasured rows) are no problem in themselves."""
+        values = self.accuracies[target]
+        measured = values[np.isfinite(values)]
+        name = self.source or self.name
+        if len(measured) < MIN_ROWS:
+            return (f"{name}: target {target!r} has only {len(measured)} measured value(s); at least {MIN_ROWS} "
+                    "are needed to rank architectures")
+        if np.ptp(measured) == 0:
+            return (f"{name}: target {target!r} has one constant value ({measured[0]:g}) for all {len(measured)} "
+                    "measured rows, so it cannot rank them")
+        return None
+
     def subset(self, indices: Sequence[int]) -> "ProxyTable":
         """The table of the rows ``indices`` only."""
         pick = np.asarray(indices, dtype=np.int64)
@@ -152,28 +171,61 @@ class TableSpace:
 
 
 # ------------------------------------------------------------------------- reading
-def _read_text(path: Path, limit: int) -> tuple[str, str]:
-    """The file's text (gunzipped for ``.gz``) and the sha256 of its stored bytes."""
+#: A table file of at least this many bytes shows its reading's progress (about a million rows of a few columns).
+PROGRESS_BYTES = 32 * 1024 * 1024
+
+
+class _Counted(io.RawIOBase):
+    """A binary stream read through while counting its bytes (and hashing them, with ``digest``); refused past
+    ``limit`` bytes, in one line naming ``path``."""
+
+    def __init__(self, stream, path: Path, limit: float, digest=None, what: str = "") -> None:
+        super().__init__()
+        self.stream, self.path, self.limit, self.digest, self.what, self.count = stream, path, limit, digest, what, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self.stream.read(len(buffer))
+        self.count += len(data)
+        if self.count > self.limit:
+            raise BenchmarkError(f"{self.path}: more than {self.limit:,} bytes{self.what}, the most a proxy table may have")
+        if self.digest is not None:
+            self.digest.update(data)
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _open_text(path: Path, limit: int, stack) -> tuple[io.TextIOWrapper, _Counted, "hashlib._Hash", int]:
+    """The file's text as a stream (gunzipped for ``.gz``), read once: the stream, the counter of its stored
+    bytes, the sha256 of those bytes as they are read, and the file's size. ``stack``: an ExitStack that
+    closes the file."""
     try:
         size = path.stat().st_size
+        handle = stack.enter_context(open(path, "rb"))
     except OSError as exc:
         raise BenchmarkError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if size > limit:
         raise BenchmarkError(f"{path}: {size:,} bytes, more than the {limit:,} a proxy table may have")
-    raw = path.read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = hashlib.sha256()
+    stored = _Counted(handle, path, limit, digest)
+    binary = io.BufferedReader(stored, 1 << 20)
     if path.suffix == ".gz":
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as handle:
-                raw = handle.read(limit + 1)
-        except (OSError, EOFError) as exc:
-            raise BenchmarkError(f"{path}: not a gzip file ({exc})") from None
-        if len(raw) > limit:
-            raise BenchmarkError(f"{path}: more than {limit:,} bytes once decompressed, the most a proxy table may have")
+        binary = io.BufferedReader(_Counted(gzip.GzipFile(fileobj=binary), path, limit, what=" once decompressed"),
+                                   1 << 20)
+    return io.TextIOWrapper(binary, encoding="utf-8-sig", newline=""), stored, digest, size
+
+
+def first_line(path: str | os.PathLike) -> str:
+    """The first line of a table file (gunzipped for ``.gz``), at most 64 KB of it; empty if unreadable."""
+    path = Path(path)
     try:
-        return raw.decode("utf-8-sig"), digest
-    except UnicodeDecodeError as exc:
-        raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start}); expected a CSV proxy table") from None
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:
+            return handle.readline(1 << 16)
+    except (OSError, UnicodeDecodeError, EOFError):
+        return ""
 
 
 def _header_kinds(header: Sequence[str], where: str) -> tuple[list[str], list[str]]:
@@ -206,39 +258,28 @@ def _number(text: str) -> float:
     return value
 
 
-def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: int = MAX_TABLE_BYTES) -> ProxyTable:
-    """Read and check a proxy table (see the module's docstring for the form).
+def _read_rows(path: Path, rows, stored: _Counted, size: int, progress) -> tuple[list, "array.array", list, list]:
+    """The ids, the values (row after row, one float64 array) and the accuracy columns and header of a table's
+    CSV rows, each row checked; ``progress(bytes read, size)`` every 65,536 rows of a file of at least
+    :data:`PROGRESS_BYTES`."""
+    import array
 
-    Parameters
-    ----------
-    path : path-like
-        A ``.csv`` or ``.csv.gz`` file.
-    name : str, optional
-        What to call it (default: the file name without its suffixes).
-    limit : int
-        The most bytes the file may hold (after decompression).
-
-    Raises
-    ------
-    BenchmarkError
-        In one line naming the file and the first problem found.
-    """
-    path = Path(path)
-    text, digest = _read_text(path, limit)
-    rows = csv.reader(io.StringIO(text))
     try:
         header = [cell.strip() for cell in next(rows)]
     except StopIteration:
         raise BenchmarkError(f"{path}: empty; a proxy table starts with a header row (id, accuracies, proxies)") from None
     except csv.Error as exc:
         raise BenchmarkError(f"{path}: line 1: {exc}") from None
-    accuracy_columns, proxy_columns = _header_kinds(header, f"{path}: header")
+    accuracy_columns = _header_kinds(header, f"{path}: header")[0]
     ids: list[str] = []
     seen: dict[str, int] = {}
-    values: list[list[float]] = []
+    values = array.array("d")
+    report = progress if progress is not None and size >= PROGRESS_BYTES else None
     try:
         for row in rows:
             line = rows.line_num
+            if report is not None and len(ids) % 65536 == 0:
+                report(min(stored.count, size), size)
             if not row or all(not cell.strip() for cell in row):
                 continue
             if len(row) != len(header):
@@ -258,16 +299,59 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
                     raise BenchmarkError(f"{path}: line {line}: column {column!r} is {cell.strip()[:40]!r}, "
                                          "not a finite number (leave a cell empty where nothing was measured)") from None
             ids.append(ident)
-            values.append(numbers)
+            values.extend(numbers)
     except csv.Error as exc:
         raise BenchmarkError(f"{path}: line {rows.line_num}: {exc}") from None
+    if report is not None:
+        report(size, size)
+    return ids, values, accuracy_columns, header
+
+
+def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: int = MAX_TABLE_BYTES,
+                     progress=None) -> ProxyTable:
+    """Read and check a proxy table (see the module's docstring for the form).
+
+    Parameters
+    ----------
+    path : path-like
+        A ``.csv`` or ``.csv.gz`` file.
+    name : str, optional
+        What to call it (default: the file name without its suffixes).
+    limit : int
+        The most bytes the file may hold (after decompression).
+    progress : callable, optional
+        ``progress(bytes read, file size)`` as a file of at least :data:`PROGRESS_BYTES` is read.
+
+    Raises
+    ------
+    BenchmarkError
+        In one line naming the file and the first problem found.
+    """
+    from contextlib import ExitStack
+
+    path = Path(path)
+    with ExitStack() as stack:
+        handle, stored, digest, size = _open_text(path, limit, stack)
+        try:
+            ids, values, accuracy_columns, header = _read_rows(path, csv.reader(handle), stored, size, progress)
+        except UnicodeDecodeError as exc:
+            raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start} of a block near byte "
+                                 f"{stored.count:,}); expected a CSV proxy table") from None
+        except (OSError, EOFError) as exc:  # a .gz file that is not gzip, or is cut short; a read that failed
+            what = "not a gzip file" if path.suffix == ".gz" else "cannot read it"
+            raise BenchmarkError(f"{path}: {what} ({getattr(exc, 'strerror', None) or exc})") from None
+        while stored.read(1 << 20):  # the rest of the stored bytes (a gzip trailer), for the digest
+            pass
+    digest = digest.hexdigest()
+    proxy_columns = header[1 + len(accuracy_columns):]
     if len(ids) < MIN_ROWS:
         raise BenchmarkError(f"{path}: only {len(ids)} row(s); a proxy table needs at least {MIN_ROWS} to rank")
-    matrix = np.asarray(values, dtype=np.float64).reshape(len(ids), len(header) - 1)
+    matrix = np.frombuffer(values, dtype=np.float64).reshape(len(ids), len(header) - 1)
     columns = {column: matrix[:, i] for i, column in enumerate(header[1:])}
     for column in accuracy_columns:
         if np.isnan(columns[column]).all():
             raise BenchmarkError(f"{path}: accuracy column {column!r} has no value")
+        _check_target_range(path, column, columns[column], ids)
     for column in proxy_columns:
         if np.isnan(columns[column]).all():
             raise BenchmarkError(f"{path}: proxy column {column!r} has no value; leave the column out")
@@ -276,18 +360,22 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
                       {c: columns[c] for c in proxy_columns}, str(path), digest)
 
 
+def _check_target_range(path: Path, column: str, values: np.ndarray, ids: Sequence[str]) -> None:
+    """Refuse a target cell past :data:`MAX_TARGET_MAGNITUDE`, naming its row's id."""
+    beyond = np.flatnonzero(np.abs(np.nan_to_num(values)) > MAX_TARGET_MAGNITUDE)
+    if len(beyond):
+        row = int(beyond[0])
+        raise BenchmarkError(f"{path}: id {ids[row][:80]!r}: target column {column!r} is {values[row]:g}, outside "
+                             f"[-{MAX_TARGET_MAGNITUDE:g}, {MAX_TARGET_MAGNITUDE:g}], the range a target accepts (an "
+                             "accuracy, a negated loss or any finite score to rank by)")
+
+
 def is_proxy_table(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a CSV file whose first header cell is ``id`` (the proxy-table form)."""
     path = Path(path)
     if not path.name.endswith((".csv", ".csv.gz")) or not path.is_file():
         return False
-    try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:
-            first = handle.readline(4096)
-    except (OSError, UnicodeDecodeError, EOFError):
-        return False
-    cells = next(csv.reader([first]), [])
+    cells = next(csv.reader([first_line(path)]), [])
     return bool(cells) and cells[0].strip() == ID_COLUMN
 
 

@@ -169,13 +169,20 @@ def read_csv_entries(path: str | Path, with_lines: bool = False) -> list[dict[st
         if found:
             problems.append(f"the header is one column holding {found[0]!r}: the file seems to use {found[0]!r} as "
                             "its delimiter; a CSV benchmark is comma-separated")
+    strangers = []
     for index, name in enumerate(header):
         if name in header[:index]:
             problems.append(f"column {name!r} appears twice")
         elif name not in (*ARCH_COLUMNS, "space") and not (name.endswith(ACC_SUFFIX) and len(name) > len(ACC_SUFFIX)):
-            problems.append(f"column {name!r} is not arch, model, space or an accuracy column <target>{ACC_SUFFIX}")
+            strangers.append(name)
+    if strangers:  # named once, the first few: a wide table is not a line per column
+        shown = ", ".join(repr(name[:40]) for name in strangers[:4]) + (f" and {len(strangers) - 4} more"
+                                                                         if len(strangers) > 4 else "")
+        problems.append(f"column{'s' if len(strangers) > 1 else ''} {shown} {'are' if len(strangers) > 1 else 'is'} "
+                        f"not arch, model, space or an accuracy column <target>{ACC_SUFFIX}")
     if not any(c in header for c in ARCH_COLUMNS):
-        problems.append("no arch or model column")
+        problems.append("no arch or model column" + ("; a proxy table (id, accuracies, proxy columns) must have "
+                                                      "'id' as its first column" if strangers else ""))
     if not any(c.endswith(ACC_SUFFIX) for c in header):
         problems.append(f"no accuracy column (<target>{ACC_SUFFIX})")
     if problems:

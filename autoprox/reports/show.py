@@ -97,6 +97,9 @@ def _heading_lines(run: RunDirectory, config: Mapping, hall, best: Mapping | Non
     evolution = settings.get("evolution") if isinstance(settings.get("evolution"), dict) else {}
     iterations = evolution.get("iterations")
     status = "finished" if best and best.get("finished") else "in progress or interrupted"
+    if best is None and run.file(BEST).exists():  # unreadable: the log says whether every iteration was done
+        finished = isinstance(iterations, int) and done >= iterations
+        status = f"{'every iteration done' if finished else 'in progress or interrupted'}; best.json unreadable"
     early = best.get("stopped_early") if best else None
     if status == "finished" and isinstance(early, Mapping):
         status = f"stopped early: no better proxy in {early.get('patience')} iterations (--patience)"

@@ -1,0 +1,173 @@
+"""What ``rank`` and the N-space protocol say of a proxy table they cannot use (issue 43): a target that cannot
+rank, a target value out of range, a file that is not a proxy table (no ``id`` first, another delimiter, a
+directory, a FIFO, a path too long), the same table twice; and how ``rank`` prints a table of millions of
+rows and several proxies at once."""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from autoprox.cli.tables import format_table_ranking
+from autoprox.data.proxy_tables import ProxyTable, TableSpace
+from autoprox.search.rundir import PROTOCOL
+from tests.commands import one_error_line, run_cli
+
+
+def _table(path: Path, target: list, header=("id", "val_acc", "params", "nwot"), delimiter=",") -> Path:
+    rng = random.Random(len(target))
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, delimiter=delimiter)
+        writer.writerow(header)
+        writer.writerows([[f"a{i}", value, rng.random(), rng.random()] for i, value in enumerate(target)])
+    return path
+
+
+def _good(path: Path, rows: int = 20) -> Path:
+    return _table(path, [round(random.Random(rows).random() * 100 + i, 3) for i in range(rows)])
+
+
+CANNOT_RANK = {
+    "constant": ([50.0] * 20, "target 'val_acc' has one constant value (50) for all 20 measured rows"),
+    "two measured": ([61.5, 70.25] + [""] * 18, "target 'val_acc' has only 2 measured value(s); at least 3"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CANNOT_RANK))
+def test_a_target_that_cannot_rank_is_refused_by_rank_and_by_the_protocol_before_anything_is_written(
+        case, tmp_path, capsys):
+    """Bug 2 of issue 43: ``rank`` printed ``nan nan nan`` and exited 0; the protocol scored +0.000 for every
+    method, averaged those zeros over spaces and wrote protocol.json."""
+    values, expected = CANNOT_RANK[case]
+    bad = _table(tmp_path / "bad.csv", values)
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", bad)
+    assert code == 2 and not out and "nan" not in out
+    line = one_error_line(err)
+    assert str(bad) in line and expected in line
+    others = [_good(tmp_path / f"good{k}.csv", 20 + k) for k in range(2)]
+    code, out, err = run_cli(capsys, "evaluate", "--leave-space-out", "--rank-formulas", "--bench", bad,
+                             *[a for path in others for a in ("--bench", path)], "--out", tmp_path / "p",
+                             "--seeds", "1", "--iterations", "1", "--bootstrap", "10", "--quiet")
+    assert code == 2 and expected in one_error_line(err) and not (tmp_path / "p" / PROTOCOL).exists()
+
+
+def test_empty_target_cells_are_unmeasured_rows_not_a_refusal(tmp_path, capsys):
+    """Some empty target cells (rows not measured) rank on the measured ones: only a target that cannot rank
+    at all is refused."""
+    path = _table(tmp_path / "partial.csv", [10.5, "", 30.25, 41.0, "", 52.5, 60.0, 12.0])
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path)
+    assert code == 0, err
+    assert out.splitlines()[2].split()[-1] == "6"  # n: the measured rows
+
+
+def test_a_target_value_past_1e12_is_refused_and_any_finite_score_within_is_accepted(tmp_path, capsys):
+    """A target may be a negated loss (negative, any scale within 1e12); ``1e300`` is a typo or a unit error."""
+    negated = _table(tmp_path / "loss.csv", [-5.0, -1e6, -2.5, -3.75, -0.5])
+    assert run_cli(capsys, "rank", "--proxy", "params", "--bench", negated)[0] == 0
+    huge = _table(tmp_path / "huge.csv", [61.0, 1e300, 70.0, 65.0, 72.0])
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", huge)
+    line = one_error_line(err)
+    assert code == 2 and "id 'a1'" in line and "1e+300" in line and "[-1e+12, 1e+12]" in line
+
+
+def test_a_csv_without_id_first_says_in_one_short_line_that_a_proxy_table_needs_it(tmp_path, capsys):
+    """It used to be one line of 1,100 characters repeating ``column 'params' is not arch, ...`` per column."""
+    wide = ("name", "val_acc", "params", "flops", "snip", "grasp", "synflow", "nwot", "jacov", "zen")
+    path = tmp_path / "noid.csv"
+    path.write_text(",".join(wide) + "\n" + "".join(f"a{i}," + ",".join(["1"] * 9) + "\n" for i in range(5)))
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path)
+    line = one_error_line(err)
+    assert code == 2 and len(line) < 400 and line.count("is not arch") + line.count("are not arch") == 1
+    assert "'id' as its first column" in line and "and 5 more" in line  # val_acc is an accuracy column
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_directory_or_a_fifo_as_bench_is_named_as_such_not_as_missing(tmp_path, capsys):
+    folder = tmp_path / "tables.csv"
+    folder.mkdir()
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", folder)
+    assert code == 2 and one_error_line(err).endswith(f"{folder}: a directory, not a benchmark file; give the file "
+                                                      "itself")
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)  # reading it would wait for a writer: refused by its kind, without opening it
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", fifo)
+    assert code == 2 and "a FIFO, not a regular file" in one_error_line(err)
+
+
+def test_a_name_too_long_for_the_file_system_is_said_to_be_so(tmp_path, capsys):
+    """300 characters in one part: the part is named; a long path of short parts: its whole length is."""
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", tmp_path / ("x" * 300 + ".csv"))
+    assert code == 2 and "path too long (a part of 304 bytes" in one_error_line(err)
+    deep = "/".join(["d" * 100] * 45) + "/t.csv"  # every part 100 bytes, 4,550 in all
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", tmp_path / deep)
+    line = one_error_line(err)
+    assert code == 2 and "bytes in all, where the system allows 4,095" in line and "a part of" not in line
+
+
+def test_the_protocol_names_a_missing_file_another_delimiter_and_a_table_given_twice(tmp_path, capsys):
+    good = [_good(tmp_path / f"g{k}.csv", 20 + k) for k in range(2)]
+    protocol = ["evaluate", "--leave-space-out", "--rank-formulas", "--out", tmp_path / "p", "--quiet"]
+
+    def refused(*benches) -> str:
+        code, out, err = run_cli(capsys, *protocol, *[a for b in benches for a in ("--bench", b)])
+        assert code == 2 and not (tmp_path / "p" / PROTOCOL).exists()
+        return one_error_line(err)
+
+    assert refused(tmp_path / "gone.csv", *good).endswith(f"proxy table not found: {tmp_path / 'gone.csv'}")
+    semi = _table(tmp_path / "semi.csv", [1, 2, 3, 4], delimiter=";")
+    assert "the file seems to use ';' as its delimiter; a proxy table is comma-separated" in refused(semi, *good)
+    assert refused(good[0], good[1], good[0]).endswith(f"{good[0]} is given twice; give each space once")
+    (tmp_path / "o").mkdir()
+    again = _good(tmp_path / "o" / "g0.csv", 30)
+    assert f"{good[0]} and {again} are both named 'g0'" in refused(good[0], good[1], again)
+
+
+def _figures(n: int) -> dict:
+    return {"kendall": 0.0022, "spearman": 0.0031, "pearson": 0.00221, "n": n}
+
+
+def test_rank_columns_stay_apart_for_a_table_of_millions_of_rows():
+    """Bug 3 of issue 43: on a table of a million rows or more the ``n`` column ran into ``pearson``
+    (``+0.0022100000``)."""
+    table = ProxyTable("huge-table-name", ("a", "b", "c"), {"val_acc": None}, {"params": None})
+    space = TableSpace("huge", (table,), (("val_acc",),))
+    for n in (6_600_000, 12_345_678_901):
+        text = format_table_ranking(space, {"params": {"huge-table-name": {"val_acc": _figures(n)}}})
+        header, row = text.splitlines()[1:3]
+        assert header.split() == ["table", "target", "kendall", "spearman", "pearson", "n"]
+        assert row.split() == ["huge-table-name", "val_acc", "+0.002", "+0.003", "+0.002", f"{n:,}"]
+        assert len(header) == len(row)  # every column as wide as its widest cell, right-aligned to its header
+
+
+def test_several_proxies_on_a_table_are_one_ranking_table(tmp_path, capsys):
+    """``--proxy all`` used to print one single-row table per proxy (13 on a standard table)."""
+    path = _good(tmp_path / "mine.csv", 30)
+    code, out, err = run_cli(capsys, "rank", "--proxy", "all", "--bench", path)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("2 proxies on the proxy table of mine (30 rows") and "ranked by" in lines[0]
+    assert lines[1].split() == ["rank", "proxy", "table", "target", "kendall", "spearman", "pearson", "n"]
+    rows = [line.split() for line in lines[2:]]
+    assert [r[0] for r in rows] == ["1", "2"] and {r[1] for r in rows} == {"params", "nwot"}
+    assert float(rows[0][4]) >= float(rows[1][4]) and out.count("proxy table of") == 1
+
+
+def test_a_large_table_shows_the_progress_of_its_reading(tmp_path, capsys, monkeypatch):
+    """A 6.6 M-row table ranked after 41 s with no output: a file of PROGRESS_BYTES or more says how far its
+    reading is (here the threshold lowered to this small file's size), a smaller one says nothing."""
+    import autoprox.data.proxy_tables as proxy_tables
+
+    path = _good(tmp_path / "big.csv", 400)
+    calls = []
+    proxy_tables.read_proxy_table(path, progress=lambda done, total: calls.append((done, total)))
+    assert calls == []
+    monkeypatch.setattr(proxy_tables, "PROGRESS_BYTES", path.stat().st_size)
+    table = proxy_tables.read_proxy_table(path, progress=lambda done, total: calls.append((done, total)))
+    assert len(table) == 400 and calls and calls[-1] == (path.stat().st_size,) * 2
+    assert all(a[0] <= b[0] for a, b in zip(calls, calls[1:]))
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path)
+    assert code == 0 and "reading big.csv (MB) [" in err and "400 rows" in out
