@@ -111,3 +111,13 @@ def test_cli_few_labels_prints_the_table_and_refuses_bad_input(tmp_path, capsys)
     code, out, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--bench", path, "--methods", "magic",
                              "--out", tmp_path / "r")
     assert code == 2 and "magic" in one_error_line(err)
+
+
+def test_the_report_draws_mean_kendall_against_k_one_panel_per_table(tmp_path, capsys):
+    table = read_proxy_table(write_table(tmp_path / "t.csv"))
+    run_few_labels([(table, "val_acc")], [10, 20], 2, tmp_path / "p", methods=["size", "ridge"], say=lambda _: None)
+    code, out, err = run_cli(capsys, "report", tmp_path / "p", "--out", tmp_path / "r.html")
+    assert code == 0, err
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("<svg") == 1 and "figure-few-labels" in page and "labelled rows k" in page
+    assert '<h2 id="table-t">' in page

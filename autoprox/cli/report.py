@@ -29,7 +29,12 @@ def run(args: argparse.Namespace) -> int:
             raise ReportError("--serve serves the report and writes no file: leave out --out")
         serve_report(args.path, args.port, simplify=not args.no_simplify)
         return 0
+    from autoprox.reports.html_few_labels import few_labels_record, write_few_labels_report
     from autoprox.reports.table_run import is_table_run_dir, table_report_html
+
+    if few_labels_record(args.path) is not None:
+        print(f"wrote {write_few_labels_report(args.path, args.out)}")
+        return 0
 
     if is_table_run_dir(args.path):
         print(f"wrote {table_report_html(args.path, args.out)}")

@@ -251,6 +251,41 @@ def forest_svg(rows: Sequence[str], baselines: Sequence[str], differences: Mappi
         return svg_of(figure, prefix)
 
 
+def k_curves_svg(panels: Mapping[str, Mapping[str, Mapping[int, float]]], prefix: str,
+                 ylabel: str = "mean Kendall, held-out labelled rows") -> str:
+    """Mean Kendall against the number of labelled rows k: one panel per table (``panels``: table ->
+    method -> {k: mean}), one line per method in the same colour on every panel, one legend below."""
+    import matplotlib
+
+    names = list(panels)
+    methods = list(dict.fromkeys(m for lines in panels.values() for m in lines))
+    columns = min(3, max(1, len(names)))
+    rows = math.ceil(len(names) / columns) if names else 1
+    with matplotlib.rc_context(_RC):
+        figure, axes = _figure(3.4 * columns, 2.6 * rows + 0.5, rows, columns)
+        for index, axis in enumerate(axes.flat):
+            if index >= len(names):
+                axis.set_visible(False)
+                continue
+            for m_index, method in enumerate(methods):
+                points = sorted((int(k), v) for k, v in panels[names[index]].get(method, {}).items())
+                if points:
+                    axis.plot([k for k, _ in points], _finite([v for _, v in points]), marker="o", ms=4, lw=1.5,
+                              color=f"C{m_index % 10}", label=method)
+            axis.set_title(names[index])
+            axis.set_xlabel("labelled rows k")
+            if index % columns == 0:
+                axis.set_ylabel(ylabel)
+        handles = {}
+        for axis in axes.flat:
+            for handle, label in zip(*axis.get_legend_handles_labels()):
+                handles.setdefault(label, handle)
+        if handles:
+            figure.legend(list(handles.values()), list(handles), fontsize=8, loc="outside lower center",
+                          ncol=len(handles))
+        return svg_of(figure, prefix)
+
+
 def formula_svg(latex: str, prefix: str) -> str | None:
     """A formula drawn with mathtext as SVG, or None when mathtext cannot read it (shown as text then)."""
     import matplotlib
@@ -267,4 +302,5 @@ def formula_svg(latex: str, prefix: str) -> str | None:
             return None
 
 
-__all__ = ["beyond_size_svg", "curves_figure", "curves_svg", "forest_svg", "formula_svg", "pareto_svg", "scatter_svg", "svg_of"]
+__all__ = ["beyond_size_svg", "curves_figure", "curves_svg", "forest_svg", "formula_svg", "k_curves_svg", "pareto_svg",
+           "scatter_svg", "svg_of"]
