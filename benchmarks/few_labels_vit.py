@@ -62,8 +62,10 @@ def bootstrap_interval(values: np.ndarray, seed: int = 0, samples: int = 2000) -
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def one_protocol(path: Path) -> dict:
+def one_protocol(path: Path, repeats: int | None = None) -> dict:
     record = json.loads((path / "protocol.json").read_text())
+    if repeats is not None:
+        record["folds"] = [f for f in record["folds"] if int(f["repeat"]) < repeats]
     space = record["space"]
     table = aligned_table(space)
     columns = table.proxies
@@ -98,9 +100,10 @@ def one_protocol(path: Path) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("protocols", nargs="+")
+    parser.add_argument("--repeats", type=int, default=None, help="only the folds of the first R repeats")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    results = [one_protocol(Path(p)) for p in args.protocols]
+    results = [one_protocol(Path(p), args.repeats) for p in args.protocols]
     for r in results:
         print(f"{r['protocol']} ({r['space']}, {r['folds']} folds of {r['labelled']} labelled ViTs): KD-3 mean test "
               "Kendall " + ", ".join(f"{m} {v:+.3f}" for m, v in r["kd3"].items()))
