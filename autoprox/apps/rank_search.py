@@ -176,7 +176,10 @@ class RankSearchSettings:
     objective : str
         A key of :data:`OBJECTIVES`.
     population, iterations : int
-        The evolution's population and iterations (Algorithm 1 of :mod:`autoprox.search.evolution`).
+        The evolution's population and iterations (Algorithm 1 of :mod:`autoprox.search.evolution`). The
+        default 100 iterations evaluate about as many distinct formulas (594 on average over the default
+        N-space protocol's 25 searches) as the generational search that came before (48 x 25 generations:
+        556).
     max_size : int
         The most nodes a formula may have.
     parsimony : float
@@ -191,7 +194,7 @@ class RankSearchSettings:
 
     objective: str = "worst"
     population: int = 48
-    iterations: int = 150
+    iterations: int = 100
     max_size: int = 9
     parsimony: float = 0.002
     max_rows: int = 1500
