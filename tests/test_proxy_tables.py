@@ -423,7 +423,15 @@ def test_the_report_of_an_n_space_protocol_has_a_forest_plot_per_left_out_space(
     page = (tmp_path / "r.html").read_text()
     for space in ("c10", "in16", "flexibert"):
         assert f'id="figure-forest-{space}"' in page and f"Left out: {space}" in page
-    assert "<svg" in page and "lrsum-all" in page
+    assert "<svg" in page and "lrsum-all" in page and "8 x 8" in page and "iterations x population" in page
+    # a record of the generational search that came before the engine's evolution still opens
+    record = json.loads((tmp_path / "p" / PROTOCOL).read_text())
+    settings = record["spec"]["settings"]
+    settings.update(generations=25, elite=4, tournament=3, population=48)
+    del settings["iterations"]
+    (tmp_path / "p" / PROTOCOL).write_text(json.dumps(record))
+    assert cli(["report", str(tmp_path / "p"), "--out", str(tmp_path / "old.html")]) == 0
+    assert "generations x population" in (tmp_path / "old.html").read_text()
 
 
 @pytest.fixture(scope="module")
