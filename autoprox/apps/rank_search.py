@@ -244,6 +244,7 @@ class SpaceFitness(MemoisedFitness):
         self.memo, self.seconds, self.evaluations = {}, 0.0, 0
 
     def canonical_of(self, tree: Node) -> str:
+        """The memo's key: the formula's text (two trees of one text score alike)."""
         return str(tree)
 
     def _evaluate(self, tree: Node, canonical: str) -> FitnessRecord:

@@ -92,7 +92,7 @@ class RankFormulaSpace:
 
     def vary(self, parent: Node, rng: random.Random, partners: Sequence[Node] = ()) -> Node:
         """One child of ``parent`` (:func:`vary_tree`, crossover with a partner when there is one), drawn again
-        until it is within :attr:`max_size` (the parent's point mutation after 100 draws)."""
+        until it is within :attr:`max_size` (a random terminal after 100 draws)."""
         for _ in range(100):
             other = rng.choice(list(partners)) if partners else parent
             child = vary_tree(parent, other, rng, self.terminals)
@@ -101,6 +101,7 @@ class RankFormulaSpace:
         return rng.choice(list(self.terminals))
 
     def parse(self, text: str) -> Node:
+        """The tree a formula's text stands for (:func:`~autoprox.genome.rank_formula.parse_formula`)."""
         return parse_formula(text).root
 
     def contains(self, tree: Node) -> bool:
