@@ -230,14 +230,16 @@ SPACE_LEVERS_TABLE = "space-protocol-levers"
 
 
 def space_levers_table(protocols: dict[str, dict]) -> list[str]:
-    """One row per N-space protocol (its objective, missing-column policy and generations): on each left-out
+    """One row per N-space protocol (its objective, missing-column policy and iterations): on each left-out
     space the searched formulas' paired difference against ``params`` (interval, seeds ahead) and against
     ``flops``, and the mean searched figure over the left-out spaces; then the size counts themselves."""
     rows, spaces = [], []
     for relative, protocol in protocols.items():
         spaces = spaces or list(protocol["directions"])
         settings = protocol["spec"]["settings"]
-        row = [f"`{relative}`: {settings['objective']}, {settings.get('missing', 'neutral')}, {settings['generations']} generations"]
+        size = (f"{settings['iterations']} iterations" if "iterations" in settings  # else a generational search's
+                else f"{settings['generations']} generations")
+        row = [f"`{relative}`: {settings['objective']}, {settings.get('missing', 'neutral')}, {size}"]
         for space in spaces:
             d = protocol["directions"][space]
             seeds = len(d["searched"])

@@ -46,7 +46,7 @@ PROTOCOLS = {"worst": REPO / "runs" / "space-protocol" / "protocol.json",
              # --objective margin: the worst lead over each training space's better size count
              "margin": REPO / "runs" / "space-protocol-margin" / "protocol.json",
              "margin-skip": REPO / "runs" / "space-protocol-skip-margin" / "protocol.json",
-             # the skipping worst-case searches again with 100 generations instead of 25
+             # the skipping worst-case searches again with 400 iterations instead of 100
              "worst-skip-100": REPO / "runs" / "space-protocol-skip-worst-100" / "protocol.json"}
 MANIFEST = REPO / "autoprox" / "resources" / "recommended" / "recommended.json"
 #: The targets AutoFormer's and PiT's benchmarks share.

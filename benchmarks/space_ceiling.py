@@ -17,7 +17,7 @@ user could expect, and nothing here is a candidate for a recommendation. Interva
 Writes ``runs/space-ceiling/ceiling.json`` (read by ``benchmarks/docs_tables.py``: the
 ``space-ceiling`` table of docs/results-spaces.md). About 5 minutes on 2 cores.
 
-Usage: python benchmarks/space_ceiling.py [--seeds 5] [--generations 100] [--samples 1000] [--out DIR]
+Usage: python benchmarks/space_ceiling.py [--seeds 5] [--iterations 400] [--samples 1000] [--out DIR]
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def rounded(value, digits: int = 6):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="searches per set of spaces (seeds 0..N-1)")
-    parser.add_argument("--generations", type=int, default=100, help="generations of each search")
+    parser.add_argument("--iterations", type=int, default=400,
+                        help="iterations of each search's evolution (default 400, four times a protocol search's)")
     parser.add_argument("--samples", type=int, default=1000, help="bootstrap resamples of each interval")
     parser.add_argument("--out", default=str(REPO / "runs" / "space-ceiling"), help="directory of ceiling.json")
     args = parser.parse_args(argv)
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     spaces = {name: load_table_space(name) for name in SPACES}
     every_row = prepare_spaces([spaces[n] for n in SPACES], None, random.Random(0))
     sizes = {p.name: p.size_figure for p in every_row}
-    settings = RankSearchSettings(objective="margin", generations=args.generations)
+    settings = RankSearchSettings(objective="margin", iterations=args.iterations)
     figures: dict[str, dict[str, float]] = {}
     records = []
     for members in space_sets():
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         "format": CEILING_FORMAT,
         "command": "python benchmarks/space_ceiling.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "seeds": list(range(args.seeds)), "settings": {"objective": settings.objective,
-                                                        "generations": settings.generations,
+                                                        "iterations": settings.iterations,
                                                         "population": settings.population,
                                                         "max_size": settings.max_size,
                                                         "max_rows": settings.max_rows,

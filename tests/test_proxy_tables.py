@@ -26,6 +26,7 @@ from autoprox.cli.main import main as cli
 from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError, RunDirError
 from autoprox.data.proxy_tables import (
     STANDARD_PROXIES,
+    ProxyTable,
     TableSpace,
     load_table_space,
     read_proxy_table,
@@ -256,7 +257,7 @@ def three_spaces(nb201, flexibert):
 
 
 def test_the_search_is_seeded_and_its_selection_reads_the_training_spaces_only(three_spaces):
-    settings = RankSearchSettings(population=12, generations=3, max_rows=300)
+    settings = RankSearchSettings(population=12, iterations=12, max_rows=300)
     a = search_rank_formula(three_spaces[:2], 7, settings)
     b = search_rank_formula(three_spaces[:2], 7, settings)
     assert a.hall_of_fame == b.hall_of_fame and a.evaluations > 12
@@ -264,6 +265,52 @@ def test_the_search_is_seeded_and_its_selection_reads_the_training_spaces_only(t
     assert set(per_space) == {"c10", "in16"} and worst == min(per_space.values())
     assert min(per_space.values()) == max(min(select_formula([h], three_spaces[:2])[1].values())
                                           for h in a.hall_of_fame)
+
+
+def _exact_space(name: str, seed: int, rows: int = 120) -> TableSpace:
+    """A labelled space whose accuracy is its ``nwot`` column: ``lr(nwot)`` has Kendall 1 there."""
+    draw = np.random.default_rng(seed)
+    proxies = {column: draw.normal(size=rows) for column in ("params", "flops", "snip", "nwot")}
+    table = ProxyTable(name, tuple(str(i) for i in range(rows)), {"acc": proxies["nwot"].copy()}, proxies)
+    return TableSpace(name, (table,), (("acc",),))
+
+
+def test_the_rank_formula_search_is_the_engine_s_evolution_and_keeps_its_best_seed(monkeypatch):
+    """search_rank_formula runs Algorithm 1 of autoprox.search.evolution (one evolve_step per iteration) with a
+    MemoisedFitness as its evaluations; the best formula, given as a seed, stays in every population (elitism),
+    and the same seed gives the same hall of fame."""
+    from autoprox.apps import rank_search
+    from autoprox.search.fitness import MemoisedFitness
+
+    spaces = [_exact_space(name, i) for i, name in enumerate(("a", "b", "c"))]
+    evaluators, populations = [], []
+
+    class Watched(rank_search.SpaceFitness):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            evaluators.append(self)
+
+    step = rank_search.evolve_step
+
+    def watched_step(state, *args, **kwargs):
+        log = step(state, *args, **kwargs)
+        populations.append({m.genome for m in state.population})
+        return log
+
+    monkeypatch.setattr(rank_search, "SpaceFitness", Watched)
+    monkeypatch.setattr(rank_search, "evolve_step", watched_step)
+    settings = RankSearchSettings(population=8, iterations=15, max_rows=200)
+    too_big = "add(lr(params), add(lr(flops), add(lr(snip), add(lr(nwot), add(z(params), z(flops))))))"
+    seeds = ["lr(nwot)", too_big]  # 11 nodes: left out
+    outcome = search_rank_formula(spaces, 3, settings, seeds=seeds)
+    evaluator = evaluators[0]
+    assert isinstance(evaluator, MemoisedFitness) and outcome.evaluations == len(evaluator.memo) > 8
+    assert len(populations) == settings.iterations
+    assert all("lr(nwot)" in population and len(population) == 8 for population in populations)
+    assert outcome.best == "lr(nwot)" and outcome.hall_of_fame[0][0] == pytest.approx(1 - settings.parsimony)
+    assert parse_formula(too_big).root.size > settings.max_size and too_big not in evaluator.memo
+    again = search_rank_formula(spaces, 3, settings, seeds=seeds)
+    assert again.hall_of_fame == outcome.hall_of_fame and again.evaluations == outcome.evaluations
 
 
 def test_the_simple_searchers_choose_on_their_spaces(three_spaces):
@@ -283,7 +330,7 @@ def test_with_missing_skip_a_formula_is_judged_on_the_spaces_having_its_columns(
     assert set(neutral) == {"c10", "in16", "flexibert"} and neutral["flexibert"] == 0.0
     assert skipped == {"c10": neutral["c10"], "in16": neutral["in16"]}
     assert figures_on(synflow, prepared[1:], "skip") is None  # one of two spaces kept: not a candidate
-    settings = RankSearchSettings(population=12, generations=3, max_rows=300, missing="skip", objective="worst")
+    settings = RankSearchSettings(population=12, iterations=12, max_rows=300, missing="skip", objective="worst")
     outcome = search_rank_formula(three_spaces, 3, settings)
     for fitness, text, per_space in outcome.hall_of_fame:
         formula = parse_formula(text)
@@ -313,7 +360,7 @@ def test_the_margin_objective_is_the_worst_lead_over_each_space_s_better_size_co
     assert OBJECTIVES["worst"].of(per_space, prepared) == pytest.approx(min(per_space.values()), abs=1e-12)
     size_only = figures_on(parse_formula("r(params)"), prepared)  # never ahead of itself
     assert OBJECTIVES["margin"].of(size_only, prepared) <= 1e-12
-    settings = RankSearchSettings(population=10, generations=2, max_rows=200, objective="margin")
+    settings = RankSearchSettings(population=10, iterations=8, max_rows=200, objective="margin")
     outcome = search_rank_formula(three_spaces, 5, settings)
     assert outcome.hall_of_fame and outcome.hall_of_fame[0][0] > -1  # the search runs on the lead
     chosen, figures, lead = select_formula(outcome.hall_of_fame, three_spaces, objective="margin")
@@ -327,7 +374,7 @@ def test_the_margin_objective_is_the_worst_lead_over_each_space_s_better_size_co
 
 
 def test_the_n_space_protocol_on_small_tables(three_spaces, tmp_path, capsys):
-    settings = RankSearchSettings(population=10, generations=2, max_rows=200)
+    settings = RankSearchSettings(population=10, iterations=8, max_rows=200)
     said = []
     record = run_space_protocol(three_spaces, tmp_path / "p", seeds=(0, 1), settings=settings, samples=30,
                                 say=said.append)
@@ -370,13 +417,21 @@ def test_the_protocol_from_the_command_line(tmp_path, capsys, nb201, flexibert):
 
 
 def test_the_report_of_an_n_space_protocol_has_a_forest_plot_per_left_out_space(three_spaces, tmp_path, capsys):
-    settings = RankSearchSettings(population=8, generations=2, max_rows=150)
+    settings = RankSearchSettings(population=8, iterations=8, max_rows=150)
     run_space_protocol(three_spaces, tmp_path / "p", seeds=(0,), settings=settings, samples=20, say=lambda _: None)
     assert cli(["report", str(tmp_path / "p"), "--out", str(tmp_path / "r.html")]) == 0
     page = (tmp_path / "r.html").read_text()
     for space in ("c10", "in16", "flexibert"):
         assert f'id="figure-forest-{space}"' in page and f"Left out: {space}" in page
-    assert "<svg" in page and "lrsum-all" in page
+    assert "<svg" in page and "lrsum-all" in page and "8 x 8" in page and "iterations x population" in page
+    # a record of the generational search that came before the engine's evolution still opens
+    record = json.loads((tmp_path / "p" / PROTOCOL).read_text())
+    settings = record["spec"]["settings"]
+    settings.update(generations=25, elite=4, tournament=3, population=48)
+    del settings["iterations"]
+    (tmp_path / "p" / PROTOCOL).write_text(json.dumps(record))
+    assert cli(["report", str(tmp_path / "p"), "--out", str(tmp_path / "old.html")]) == 0
+    assert "generations x population" in (tmp_path / "old.html").read_text()
 
 
 @pytest.fixture(scope="module")

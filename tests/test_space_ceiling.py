@@ -30,7 +30,7 @@ def test_the_best_worst_lead_over_the_set_alone_is_chosen():
 
 @pytest.mark.slow
 def test_the_ceiling_record_on_the_packaged_spaces(tmp_path):
-    assert space_ceiling.main(["--seeds", "1", "--generations", "2", "--samples", "20", "--out", str(tmp_path)]) == 0
+    assert space_ceiling.main(["--seeds", "1", "--iterations", "8", "--samples", "20", "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "ceiling.json").read_text())
     assert record["format"] == space_ceiling.CEILING_FORMAT
     assert [r["spaces"] for r in record["sets"]] == [list(s) for s in space_ceiling.space_sets()]

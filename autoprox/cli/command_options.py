@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from autoprox.apps.rank_search import OBJECTIVES as SPACE_OBJECTIVES
+from autoprox.apps.rank_search import OBJECTIVES as SPACE_OBJECTIVES, RankSearchSettings
 from autoprox.core.registry import LiveNames
 from autoprox.data.benchmark import BENCH_FILE_NAMES
 from autoprox.data.proxy_tables import table_space_names
@@ -113,8 +113,8 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            integer(), group=_CROSS, commands=_EVALUATE),
     Option("rank_formulas", False, "with --leave-space-out: search unit-free rank formulas over the spaces' proxy "
            "tables (packaged table spaces: " + ", ".join(table_space_names()) + "; or proxy-table CSVs given with "
-           "--bench), N spaces left out in turn, --seeds searches per left-out space, --iterations generations "
-           "(default 25), each left-out space scored beside params, flops, every proxy column it has and the "
+           "--bench), N spaces left out in turn, --seeds searches per left-out space, --iterations iterations of "
+           "the evolution (default " + str(RankSearchSettings.iterations) + "), each left-out space scored beside params, flops, every proxy column it has and the "
            "log-rank sum of all of them", flag=True, group=_CROSS, commands=_EVALUATE),
     Option("objective", None, _space_objective_help, text(), choices=LiveNames(SPACE_OBJECTIVES.names),
            group=_CROSS, commands=_EVALUATE),

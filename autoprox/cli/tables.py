@@ -224,7 +224,7 @@ def run_space_protocol_command(args: argparse.Namespace) -> int:
         check_rankable(space)
     seeds = tuple(range(args.seeds if args.seeds is not None else 5))
     settings = RankSearchSettings(objective=args.objective or "worst", missing=args.missing_columns or "neutral",
-                                  generations=args.iterations if args.iterations is not None else 25)
+                                  **({"iterations": args.iterations} if args.iterations is not None else {}))
     out = Path(args.out or "runs/space-protocol-" + "+".join(s.name for s in spaces))
     protocol = run_space_protocol(spaces, out, seeds=seeds, settings=settings,
                                   samples=args.bootstrap if args.bootstrap is not None else 1000,

@@ -9,12 +9,12 @@ All randomness comes from the ``random.Random`` passed in.
 from __future__ import annotations
 
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
-from autoprox.genome.rank_formula import OPERATORS, Node
+from autoprox.genome.rank_formula import OPERATORS, Node, parse_formula
 
-__all__ = ["get_subtree", "put_subtree", "random_tree", "subtree_paths", "vary_tree"]
+__all__ = ["RankFormulaSpace", "get_subtree", "put_subtree", "random_tree", "subtree_paths", "vary_tree"]
 
 
 def random_tree(rng: random.Random, terminals: Sequence[Node], depth: int, operators: Sequence[str] | None = None,
@@ -69,3 +69,41 @@ def vary_tree(parent: Node, other: Node, rng: random.Random, terminals: Sequence
     names = list(OPERATORS.names()) if operators is None else list(operators)
     same = [name for name in names if OPERATORS[name].arity == len(target.children)] or [target.op]
     return put_subtree(parent, path, Node(rng.choice(same), target.children))
+
+
+@dataclass(frozen=True)
+class RankFormulaSpace:
+    """The rank formulas a search over several spaces draws (:mod:`autoprox.apps.rank_search`): trees over
+    ``terminals`` of at most ``max_size`` nodes. It offers what the engine's evolution asks of a genome space
+    (:mod:`autoprox.search.evolution`): :meth:`random_genome`, :meth:`vary`, :meth:`parse`, :meth:`contains`."""
+
+    terminals: tuple[Node, ...]
+    max_size: int = 9
+    depth: int = 3
+    kind: str = "rank-formula"
+
+    def random_genome(self, rng: random.Random) -> Node:
+        """A random tree (drawn again until it is within :attr:`max_size`; a terminal after 100 draws)."""
+        for _ in range(100):
+            tree = random_tree(rng, self.terminals, self.depth)
+            if tree.size <= self.max_size:
+                return tree
+        return rng.choice(list(self.terminals))
+
+    def vary(self, parent: Node, rng: random.Random, partners: Sequence[Node] = ()) -> Node:
+        """One child of ``parent`` (:func:`vary_tree`, crossover with a partner when there is one), drawn again
+        until it is within :attr:`max_size` (a random terminal after 100 draws)."""
+        for _ in range(100):
+            other = rng.choice(list(partners)) if partners else parent
+            child = vary_tree(parent, other, rng, self.terminals)
+            if child.size <= self.max_size:
+                return child
+        return rng.choice(list(self.terminals))
+
+    def parse(self, text: str) -> Node:
+        """The tree a formula's text stands for (:func:`~autoprox.genome.rank_formula.parse_formula`)."""
+        return parse_formula(text).root
+
+    def contains(self, tree: Node) -> bool:
+        """Whether ``tree`` is within :attr:`max_size`."""
+        return tree.size <= self.max_size

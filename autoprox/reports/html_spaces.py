@@ -21,6 +21,14 @@ def _interval(pair: Mapping) -> dict:
     return {"mean": pair["difference"], "ci": [pair["low"], pair["high"]], "corrected_ci": [pair["low"], pair["high"]]}
 
 
+def _evolution_size(settings: dict) -> tuple[str, str]:
+    """The searches' size as a fact: iterations of the engine's evolution, or the generations of a record made
+    before the rank-formula search ran on it (the generational search, ``generations``)."""
+    if "iterations" in settings:
+        return "iterations x population", f"{settings['iterations']} x {settings['population']}"
+    return "generations x population", f"{settings['generations']} x {settings['population']}"
+
+
 def space_protocol_body(protocol_file: Path) -> tuple[str, str]:
     """(title, HTML body) of the N-space protocol in ``protocol_file``."""
     try:
@@ -32,8 +40,7 @@ def space_protocol_body(protocol_file: Path) -> tuple[str, str]:
     settings = spec["settings"]
     body = f"<h1>{esc(title)}</h1>" + facts([
         ("spaces", ", ".join(spec["spaces"])), ("seeds per left-out space", str(len(spec["seeds"]))),
-        ("objective", settings["objective"]), ("generations x population", f"{settings['generations']} x "
-                                                                         f"{settings['population']}"),
+        ("objective", settings["objective"]), _evolution_size(settings),
         ("bootstrap resamples", str(spec["samples"])), ("left-out spaces done", f"{len(directions)} of "
                                                                                f"{len(spec['spaces'])}")])
     body += ("<p>Each space is left out in turn. Formulas are searched and chosen on the other spaces alone; on the "
