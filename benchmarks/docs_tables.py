@@ -331,6 +331,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docs_tables_cross import tables as _cross_tables  # noqa: E402 (the leave-one-space-out tables, beside this file)
 
 TABLES.update(_cross_tables())
+from docs_tables_few import tables as _few_label_tables  # noqa: E402 (the few-label protocol's tables, beside this file)
+
+TABLES.update(_few_label_tables())
 
 
 # ---------------------------------------------------------------------------- pages
