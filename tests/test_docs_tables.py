@@ -37,7 +37,10 @@ from docs_tables_cross import (  # noqa: E402 (beside the script)
 CROSS_TABLES = [f"{name}{suffix}" for name in FULL_TABLES for suffix in ("", "-targets")] + [LEVERS_TABLE]
 #: The N-space protocols' tables, and the protocols they read (relative to runs/).
 SPACE_PROTOCOLS = sorted({*SPACE_TABLES.values(), *SPACE_FORMULA_TABLES.values()})
+from docs_tables_few import FEW_LABELS, tables as few_label_tables  # noqa: E402 (beside the script)
+
 RESULTS_TABLES += CROSS_TABLES + [*SPACE_TABLES, *SPACE_FORMULA_TABLES, SPACE_LEVERS_TABLE, SPACE_CEILING_TABLE]
+RESULTS_TABLES += list(few_label_tables())
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
@@ -116,6 +119,8 @@ def synthetic(tmp_path) -> dict:
         (runs / relative / "protocol.json").write_bytes((source / "protocol.json").read_bytes())
     (runs / SPACE_CEILING).parent.mkdir(parents=True, exist_ok=True)  # the in-sample ceiling's record
     (runs / SPACE_CEILING).write_bytes((REPO / "runs" / SPACE_CEILING).read_bytes())
+    (runs / FEW_LABELS).parent.mkdir(parents=True, exist_ok=True)  # the few-label protocol's record
+    (runs / FEW_LABELS).write_bytes((REPO / "runs" / FEW_LABELS).read_bytes())
     results, readme = tmp_path / "results.md", tmp_path / "README.md"
     results.write_text("# Results\n\nprose\n\n"
                        + "".join(f"<!-- table:{name} -->\n<!-- /table:{name} -->\n\n" for name in RESULTS_TABLES))

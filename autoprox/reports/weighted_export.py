@@ -132,6 +132,11 @@ def is_weighted_source(source: str) -> tuple[WeightedFormula, str, str] | None:
             return None
     except (OSError, ValueError):
         return None
+    try:  # a file that does not name the format is another proxy's: its export names any problem
+        if WEIGHTED_FORMULA_FORMAT not in file.read_text(encoding="utf-8", errors="replace"):
+            return None
+    except OSError:
+        return None
     data = read_json_file(file, "a proxy file", ProxyError)
     if not isinstance(data, dict) or data.get("format") != WEIGHTED_FORMULA_FORMAT:
         return None

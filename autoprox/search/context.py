@@ -49,7 +49,7 @@ from autoprox.proxies.proxy import Proxy, score_archs
 from autoprox.search.fitness import FitnessEvaluator, make_folds
 from autoprox.search.objectives import ObjectiveData, search_objective
 from autoprox.search.rundir import CONFIG, RunDirectory
-from autoprox.search.settings import OPERATORS_FIELD, SearchSettings, operators_record, settings_of_config
+from autoprox.search.settings import OPERATORS_FIELD, SearchSettings, settings_of_config
 from autoprox.search.space_evaluator import build_search_statistics, space_evaluator
 from autoprox.spaces.descriptors import descriptor_columns
 
@@ -302,13 +302,13 @@ class RunContext:
 
 def config_header(settings: SearchSettings, space: str, command: Sequence[str] | None = None) -> dict:
     """The fields every ``config.json`` begins with: version, time, command line, settings, the operations the
-    genomes are built from (:func:`~autoprox.search.settings.operators_record`) and space."""
+    genomes are built from (the genome space's unary then binary operations, in drawing order) and space."""
     return {
         "autoprox_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": list(command if command is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
         "settings": settings.to_json(),
-        OPERATORS_FIELD: operators_record(settings),
+        OPERATORS_FIELD: list(settings.genome_space.unary_operators + settings.genome_space.binary_operators),
         "space": space,
     }
 

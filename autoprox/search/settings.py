@@ -315,13 +315,6 @@ _ABSENT = object()
 OPERATORS_FIELD = "operators"
 
 
-def operators_record(settings: SearchSettings) -> list[str]:
-    """What ``config.json`` records as :data:`OPERATORS_FIELD`: the unary then the binary operations of the
-    settings' genome space, in the order a search draws them (the paper's 24 + 4 by default)."""
-    space = settings.genome_space
-    return list(space.unary_operators + space.binary_operators)
-
-
 def settings_of_config(config: Mapping) -> SearchSettings:
     """The settings a run's ``config.json`` records.
 
