@@ -30,7 +30,7 @@ from autoprox.search.fitness import FitnessRecord
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.search.rundir import BEST, CHECKPOINT, RunDirectory
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT
-from autoprox.search.table_search import CapChoice, LabelledTable, TableSearchSettings, search_table
+from autoprox.search.table_search import CapChoice, LabelledTable, TableSearchSettings, choose_term_cap, search_table
 
 __all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "is_table_run", "run_table_search"]
 
@@ -143,8 +143,6 @@ def _search(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, setti
     if choice is None:
         _log(f"choosing the number of terms by {settings.inner_folds}-fold cross-validation on the labelled rows "
              f"(caps {', '.join(map(str, settings.term_caps))})", quiet)
-        from autoprox.search.table_search import choose_term_cap
-
         choice = choose_term_cap(labelled, settings, None if quiet else Progress("inner folds", every=1))
         _log("out-of-fold Kendall by cap: " + ", ".join(f"{c}: {v:+.3f}" for c, v in choice.kendall.items())
              + f"; kept {choice.cap}", quiet)

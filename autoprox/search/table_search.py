@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 from scipy.stats import kendalltau
 
 from autoprox.core.errors import BenchmarkError, ConfigError
-from autoprox.genome.rank_formula import RankFormula
+from autoprox.genome.rank_formula import Node, RankFormula
 from autoprox.genome.weighted import WeightedFormula, WeightedGenome, WeightedSpace, parse_weighted
 from autoprox.proxies.weighted_fit import label_ranks, out_of_bag, ridge_loo, subsamples, usable_columns
 from autoprox.search.evolution import (EvolutionConfig, EvolutionState, evolve_step, initial_population,
@@ -179,8 +179,8 @@ class LabelledTable:
 
     def features(self, genome: WeightedGenome, rows: np.ndarray) -> np.ndarray:
         """The members' values (plain columns, then the genome's terms) on ``rows``."""
-        formula = WeightedFormula(self.plain, genome.terms, (0.0,) * (len(self.plain) + len(genome)))
-        return np.column_stack([self.member(node)[rows] for node in formula.members])
+        members = [Node("r", column=name) for name in self.plain] + list(genome.terms)
+        return np.column_stack([self.member(node)[rows] for node in members])
 
     def space(self, settings: TableSearchSettings) -> WeightedSpace:
         return WeightedSpace(self.plain, settings.max_terms, settings.max_term_size)
@@ -371,8 +371,7 @@ def fit_table_proxy(columns: Mapping[str, np.ndarray], labels: np.ndarray, seed:
     seed : int
         The search's seed (replaces ``settings.seed``).
     """
-    settings = settings or TableSearchSettings()
-    settings = TableSearchSettings(**{**settings.to_json(), "term_caps": settings.term_caps, "seed": seed})
+    settings = replace(settings or TableSearchSettings(), seed=seed)
     table = LabelledTable.make(columns, labels)
     fit = search_table(table, settings)
     return fit.formula.score(table.columns, cache=table.cache)
