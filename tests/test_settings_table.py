@@ -86,3 +86,53 @@ def test_a_resume_with_another_value_of_a_registered_option_is_refused(noise_flo
     (out / "config.json").write_text(json.dumps(config))
     assert main(line + ["--resume", "--iterations", "2", "--noise-floor", "0.5"]) == 0
     assert json.loads((out / "checkpoint.json").read_text())["iteration"] == 2
+
+
+# ======================================== issue 42: one declaration per setting
+def test_every_settings_field_takes_its_default_from_its_row():
+    """``SearchSettings`` and ``EvolutionConfig`` declare no default of their own for a setting of the table: each
+    field's default is its row's (:attr:`Option.field_default`), the option's default unless the row says what a
+    setting resolved from the other options stands for (``iterations``, ``kernels``, ``evaluation``)."""
+    from dataclasses import MISSING, fields
+
+    from autoprox.search.evolution import EvolutionConfig
+    from autoprox.search.options import setting_options
+
+    records = {"": {f.name: f for f in fields(SearchSettings)}, "evolution": {f.name: f for f in fields(EvolutionConfig)}}
+    seen = set()
+    for option in setting_options():
+        head, _, sub = option.setting.partition(".")
+        spec = records["evolution"].get(sub) if sub else records[""].get(head)
+        if spec is None:  # a row held among the settings' options
+            continue
+        seen.add(option.setting)
+        default = spec.default_factory() if spec.default is MISSING and spec.default_factory is not MISSING \
+            else spec.default
+        if option.setting == "bench":  # the one setting every search must give
+            assert default is MISSING
+            continue
+        assert default == option.field_default, option.name
+        assert option.default is None or option.field_default == option.default, option.name  # one default each
+    assert len(seen) == len(setting_options())
+    assert SearchSettings(bench="x").workers == option_values({})["workers"] == 2  # the command line's
+    assert EvolutionConfig().iterations == 200 and option_values({})["iterations"] is None  # None: "not given"
+
+
+def test_the_session_settings_are_declared_once_on_the_table():
+    """The settings a resume may change are the table's session rows with a setting; the digest leaves exactly
+    those out, and a resume neither compares them nor refuses them."""
+    from dataclasses import replace
+
+    from autoprox.search.options import session_options
+    from autoprox.search.resume import resume_conflicts
+    from autoprox.search.settings import compared_settings
+
+    assert [option.setting for option in session_options()] == ["bench", "evolution.iterations", "cache_dir",
+                                                                 "workers"]
+    settings = SearchSettings(bench="x")
+    changed = replace(settings, bench="y", cache_dir="/elsewhere", workers=7,
+                      evolution=replace(settings.evolution, iterations=9))
+    assert compared_settings(changed) == compared_settings(settings)
+    assert compared_settings(replace(settings, split_seed=1)) != compared_settings(settings)
+    assert resume_conflicts({"bench": "y", "cache_dir": "/elsewhere", "workers": 7, "iterations": 9}, settings,
+                            None) == []

@@ -27,28 +27,34 @@ from autoprox.genome.template import mutate_template, random_template
 from autoprox.core.errors import GenomeError
 from autoprox.genome.space import PAPER_SPACE, TEMPLATE, GenomeSpace
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
+from autoprox.search.options import setting_field
 
 
 @dataclass(frozen=True)
 class EvolutionConfig:
-    """Algorithm 1's settings; the defaults are the paper's where it gives them."""
+    """Algorithm 1's settings; the defaults are the paper's where it gives them.
 
-    population_size: int = 20
-    iterations: int = 200
-    sample_ratio: float = 0.5
-    top_k: int = 3
-    margin: float = 0.001
-    retry_cap: int = 20
-    gene_probability: float = 0.5
-    seed: int = 0
+    Each field but ``max_init_attempts`` is the setting ``evolution.NAME`` of a row of the option table, and takes
+    its default from there (:func:`~autoprox.search.options.setting_field`).
+    """
+
+    population_size: int = setting_field("evolution.population_size")
+    iterations: int = setting_field("evolution.iterations")
+    sample_ratio: float = setting_field("evolution.sample_ratio")
+    top_k: int = setting_field("evolution.top_k")
+    margin: float = setting_field("evolution.margin")
+    retry_cap: int = setting_field("evolution.retry_cap")
+    gene_probability: float = setting_field("evolution.gene_probability")
+    seed: int = setting_field("evolution.seed")
+    #: Random genomes drawn at most for the initial population (no option: a safeguard).
     max_init_attempts: int = 5000
     #: Parsimony tie-break: at equal fitness the proxy with fewer nodes ranks higher.
-    parsimony: bool = False
+    parsimony: bool = setting_field("evolution.parsimony")
     #: Stop after this many iterations without a better best fitness (None: run every iteration, the paper's).
-    patience: int | None = None
+    patience: int | None = setting_field("evolution.patience")
     #: After a stall (``patience``), start again from a new random population this many times at
     #: most (0: never, the paper's); the run's best proxy is the best over every population.
-    restarts: int = 0
+    restarts: int = setting_field("evolution.restarts")
 
     def __post_init__(self) -> None:
         if self.population_size < 2:

@@ -17,7 +17,7 @@ with one line naming the option.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import Field, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.errors import BenchmarkError, ConfigError
@@ -26,7 +26,7 @@ from autoprox.data.entries import PRECISIONS
 from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.genome.terminals import TERMINAL_SETS
 from autoprox.genome.tree import DEFAULT_KERNELS
-from autoprox.genome.space import AGGREGATIONS, GenomeSpace
+from autoprox.genome.space import GenomeSpace
 from autoprox.networks.statistics import DEVICES
 from autoprox.primitives import KERNEL_SETS
 from autoprox.proxies.proxy import seed_genome
@@ -46,13 +46,16 @@ from autoprox.search.conversions import (
     text_list,
     weights,
 )
-from autoprox.search.evolution import EvolutionConfig
 from autoprox.search.objectives import fitness_help, parse_fitness
 
 #: The commands that take every search option.
 SEARCH_COMMANDS = frozenset({"search", "transfer", "evaluate"})
 #: The commands that take the statistics options.
 STATS_COMMANDS = SEARCH_COMMANDS | {"rank", "cache build", "vit-search"}
+
+
+#: Marks an :attr:`Option.setting_default` not given: the setting's default is the option's.
+_AS_DEFAULT = object()
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,9 @@ class Option:
     repeat : bool
         May be given several times (``append``).
     session : bool
-        Says where or how a run is computed, not what: may change when a run resumes.
+        Says where or how a run is computed, not what: may change when a run resumes. The rows with a
+        :attr:`setting` among them are the session settings (:func:`session_options`), the one list the
+        settings' digest leaves out, a resume compares and applies, and the engine takes.
     commands : frozenset of str
         The commands that take it.
     metavar : str, optional
@@ -105,6 +110,15 @@ class Option:
     record : callable, optional
         The recorded value of the option's value, given every option's value (``seed_proxies``:
         the genome each stands for); default: the value itself.
+    setting_default : object
+        The setting's value where nothing sets it, when that is not :attr:`default`: the default of the setting's
+        field of :class:`~autoprox.search.settings.SearchSettings` or of its evolution (those fields read it here:
+        :func:`setting_field`), and the value a ``config.json`` without it stands for. Given only where the
+        option's default is None, "resolved from the other options": ``iterations`` (200; on resume, the run's
+        total), ``kernels`` and ``evaluation`` (torch's exact evaluation, what the runs before them used).
+    resume_recorded : bool
+        A session setting whose new value a resume records in ``config.json`` (the new total of iterations);
+        the other session settings apply to the resumed session only.
     """
 
     name: str
@@ -123,6 +137,13 @@ class Option:
     setting: str | None = None
     always_recorded: bool = False
     record: Callable[[Any, Mapping[str, Any]], Any] | None = None
+    setting_default: Any = _AS_DEFAULT
+    resume_recorded: bool = False
+
+    @property
+    def field_default(self) -> Any:
+        """The setting's default (:attr:`setting_default`, else :attr:`default`)."""
+        return self.default if self.setting_default is _AS_DEFAULT else self.setting_default
 
     @property
     def flag_name(self) -> str:
@@ -204,14 +225,15 @@ def _recorded_seeds(names: Sequence[str], values: Mapping[str, Any]) -> tuple[st
 
 
 def _recorded_iterations(iterations: int | None, values: Mapping[str, Any]) -> int:
-    return _EVOLUTION.iterations if iterations is None else iterations
+    return OPTIONS["iterations"].field_default if iterations is None else iterations
 
 
 def _recorded_fitness(name: str, values: Mapping[str, Any]) -> str:
     return parse_fitness(name).name
 
 
-_EVOLUTION = EvolutionConfig()
+#: The paper's total of iterations: the default of ``--iterations``.
+_ITERATIONS = 200
 _STATS = "statistics"
 _GENOME = "genome space and selection (beyond the paper; defaults are the paper's)"
 
@@ -225,7 +247,7 @@ SEARCH_OPTIONS: list[Option] = [
            repeat=True, metavar="FILE"),
     Option("bench", None, "benchmark file (default: the space's released file, found without flags); may be "
            "repeated: a search over several benchmarks, fitness the JCM over every (benchmark, target) pair",
-           one_or_several(), session=True, several=True),
+           one_or_several(), session=True, several=True, setting="bench", always_recorded=True),
     Option("out", None, "run directory (default runs/<space>-seed<seed>)", text(), session=True),
     Option("resume", False, "continue the run in --out where it stopped, with its recorded settings; --iterations "
            "(a new total), --workers, --cache-dir, --scheduler and --bench (the same file elsewhere) are honoured, "
@@ -241,20 +263,20 @@ SEARCH_OPTIONS: list[Option] = [
     Option("search_fraction", 0.6, "share of architectures searched on",
            number(0.0, 1.0, low_open=True), setting="search_fraction", always_recorded=True),
     Option("seed", 0, "seed of the evolution", integer(), setting="evolution.seed", always_recorded=True),
-    Option("population", _EVOLUTION.population_size, "genomes in the population", integer(2),
+    Option("population", 20, "genomes in the population", integer(2),
            setting="evolution.population_size", always_recorded=True),
-    Option("iterations", None, f"iterations (default {_EVOLUTION.iterations}; with --resume, a new total)",
-           integer(0), session=True,
-           setting="evolution.iterations", always_recorded=True, record=_recorded_iterations),
-    Option("sample_ratio", _EVOLUTION.sample_ratio, "share of the population sampled per iteration",
+    Option("iterations", None, f"iterations (default {_ITERATIONS}; with --resume, a new total)",
+           integer(0), session=True, setting="evolution.iterations", always_recorded=True,
+           record=_recorded_iterations, setting_default=_ITERATIONS, resume_recorded=True),
+    Option("sample_ratio", 0.5, "share of the population sampled per iteration",
            number(0.0, 1.0, low_open=True), setting="evolution.sample_ratio", always_recorded=True),
-    Option("top_k", _EVOLUTION.top_k, "parent drawn among the sample's top k", integer(1),
+    Option("top_k", 3, "parent drawn among the sample's top k", integer(1),
            setting="evolution.top_k", always_recorded=True),
-    Option("margin", _EVOLUTION.margin, "a child joins if JCM(child) - JCM(parent) >= margin", number(),
+    Option("margin", 0.001, "a child joins if JCM(child) - JCM(parent) >= margin", number(),
            setting="evolution.margin", always_recorded=True),
-    Option("retry_cap", _EVOLUTION.retry_cap, "mutations tried per iteration", integer(1),
+    Option("retry_cap", 20, "mutations tried per iteration", integer(1),
            setting="evolution.retry_cap", always_recorded=True),
-    Option("gene_probability", _EVOLUTION.gene_probability, "chance each gene is redrawn",
+    Option("gene_probability", 0.5, "chance each gene is redrawn",
            number(0.0, 1.0, low_open=True), setting="evolution.gene_probability", always_recorded=True),
     Option("patience", None, "stop after this many iterations without a better best proxy (default: off, the "
            "paper's)", integer(1), setting="evolution.patience"),
@@ -268,12 +290,13 @@ SEARCH_OPTIONS: list[Option] = [
            "NumPy's tanh, exp, log and mish, faster on torch's CPU builds; scores equal to a few float32 ulps, "
            "relative 1e-6 or less, the same proxy on the default search) or torch (the default with exact "
            "evaluation; bitwise the committed runs; docs/manual.md)", text(), choices=tuple(KERNEL_SETS),
-           setting="kernels"),
+           setting="kernels", setting_default=DEFAULT_KERNELS),
     Option("evaluation", None, "how genomes are evaluated: counted (search's default where it applies: once per "
            "distinct stored float16 value for all blocks at once, the exact path for what it does not cover; scores "
            "equal to float32 rounding, the same proxy as exact on the default search, twice as fast) or exact (entry "
            "by entry, bitwise the committed runs; the default of evaluate and transfer, and with --scheduler or "
-           "--cache-precision float32; docs/manual.md)", text(), choices=tuple(EVALUATIONS), setting="evaluation"),
+           "--cache-precision float32; docs/manual.md)", text(), choices=tuple(EVALUATIONS), setting="evaluation",
+           setting_default=DEFAULT_EVALUATION),
     Option("genome", "template", "the paper's template trees, or free-form typed trees", text(),
            group=_GENOME, choices=("template", "free")),
     Option("aggregation", "mean", "over blocks: mean (the paper), sum, wmean (depth-weighted mean), std, a comma "
@@ -353,6 +376,33 @@ def setting_options() -> list[Option]:
     return [option for option in SEARCH_OPTIONS if option.setting is not None]
 
 
+def setting_option(setting: str) -> Option:
+    """The row whose :attr:`Option.setting` is ``setting``; ConfigError when there is none."""
+    for option in setting_options():
+        if option.setting == setting:
+            return option
+    raise ConfigError(f"unknown setting {setting!r}")
+
+
+def setting_field(setting: str) -> Field:
+    """The dataclass field of the setting ``setting`` (``targets``, ``evolution.seed``), with its row's default
+    (:attr:`Option.field_default`; a mapping copied for each record): how
+    :class:`~autoprox.search.settings.SearchSettings` and :class:`~autoprox.search.evolution.EvolutionConfig` take
+    their defaults from the table, so that each setting has one default."""
+    default = setting_option(setting).field_default
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default))
+    return field(default=default)
+
+
+def session_options() -> list[Option]:
+    """The session settings: the rows a resume may change that a search records (:attr:`Option.session` with an
+    :attr:`Option.setting`), in table order: where the benchmark is, the total of iterations, the statistics cache
+    and the workers. The settings' digest leaves them out, a resume neither compares nor refuses them, and the
+    engine applies them to the resumed session."""
+    return [option for option in SEARCH_OPTIONS if option.session and option.setting is not None]
+
+
 def option_values(given: Mapping[str, Any], command: str = "search") -> dict[str, Any]:
     """Every option of ``command``: the ``given`` ones checked and canonical, the others their defaults.
 
@@ -399,16 +449,6 @@ def genome_space_of(values: Mapping[str, Any]) -> GenomeSpace:
                        spread_terminals=bool(values.get("spread_terminals")))
 
 
-def genome_options(space: GenomeSpace) -> dict[str, Any]:
-    """The option values that give the genome space ``space``: the inverse of :func:`genome_space_of`."""
-    all_aggregations = tuple(AGGREGATIONS)
-    aggregation_value = "gene" if space.aggregations == all_aggregations and len(all_aggregations) > 1 else \
-        ",".join(name.removeprefix("block_") for name in space.aggregations)
-    return {"genome": space.kind, "aggregation": aggregation_value, "operators": space.operators,
-            "terminals": space.terminals, "arch_terminals": space.arch_terminals,
-            "spread_terminals": space.spread_terminals}
-
-
 def seed_genomes(names: Sequence[str], free: bool = False) -> tuple[str, ...]:
     """Each seed proxy as the genome string it stands for (``autoprox_a``, a proxy file, a genome);
     ``free``: a search of free trees, which any tree may seed."""
@@ -444,6 +484,7 @@ def resolve_kernels(values: Mapping[str, Any], evaluation: str) -> str:
 
 
 __all__ = ["COUNTED_KERNELS", "OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS",
-           "STATS_COMMANDS", "bench_of", "check_cpu_only", "genome_options", "genome_space_of", "option_values",
-           "options_for", "register_option", "register_space_files", "released_bench", "resolve_evaluation",
-           "resolve_kernels", "seed_genomes", "setting_options", "unregister_option"]
+           "STATS_COMMANDS", "bench_of", "check_cpu_only", "genome_space_of", "option_values", "options_for",
+           "register_option", "register_space_files", "released_bench", "resolve_evaluation", "resolve_kernels",
+           "seed_genomes", "session_options", "setting_field", "setting_option", "setting_options",
+           "unregister_option"]

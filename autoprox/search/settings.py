@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError
-from autoprox.genome.counted import DEFAULT_EVALUATION
-from autoprox.genome.tree import DEFAULT_KERNELS
-from autoprox.genome.space import GenomeSpace
+from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.primitives import PAPER_OPERATORS
 from autoprox.search.conversions import is_int, is_number, list_of
 from autoprox.search.evolution import EvolutionConfig
@@ -25,10 +23,12 @@ from autoprox.search.options import (
     SEARCH_EVALUATION,
     bench_of,
     check_cpu_only,
-    genome_options,
     genome_space_of,
     resolve_evaluation,
     resolve_kernels,
+    session_options,
+    setting_field,
+    setting_option,
     setting_options,
 )
 from autoprox.search.rundir import RunDirectory
@@ -39,49 +39,49 @@ class SearchSettings:
     """Everything a search depends on, as given by the user (recorded in ``config.json``).
 
     The fields are the settings of the option table's rows (:attr:`autoprox.search.options.Option.setting`)
-    that the engine reads by name, and those no option gives (``bench``, ``genome``, ``split_indices``);
-    the settings of any other row are in :attr:`options`.
+    that the engine reads by name, each with its row's default (:func:`~autoprox.search.options.setting_field`),
+    and those no option gives (``genome``, ``split_indices``); the settings of any other row are in :attr:`options`.
     """
 
     #: The benchmark file; several (a tuple) for a search over several spaces at once, whose
     #: fitness is the JCM over every (benchmark, target) pair (:mod:`autoprox.search.multispace`).
     bench: str | tuple[str, ...]
-    targets: tuple[str, ...] = ()
-    weights: Mapping[str, float] = field(default_factory=dict)
-    split_seed: int = 0
-    search_fraction: float = 0.6
-    input: str = "gaussian"
-    batch_size: int = 8
-    stat_seeds: tuple[int, ...] = (0,)
-    per_target_stats: bool = False
-    cache_dir: str | None = None
-    cache_precision: str = "float16"
-    workers: int = 1
-    seed_proxies: tuple[str, ...] = ()
+    targets: tuple[str, ...] = setting_field("targets")
+    weights: Mapping[str, float] = setting_field("weights")
+    split_seed: int = setting_field("split_seed")
+    search_fraction: float = setting_field("search_fraction")
+    input: str = setting_field("input")
+    batch_size: int = setting_field("batch_size")
+    stat_seeds: tuple[int, ...] = setting_field("stat_seeds")
+    per_target_stats: bool = setting_field("per_target_stats")
+    cache_dir: str | None = setting_field("cache_dir")
+    cache_precision: str = setting_field("cache_precision")
+    workers: int = setting_field("workers")
+    seed_proxies: tuple[str, ...] = setting_field("seed_proxies")
     evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
     #: The genome space (GenomeSpace.to_json()); empty: the paper's template, mean, statistics only.
     genome: Mapping = field(default_factory=dict)
     #: Cross-validated fitness: folds of the search split (0: none, the paper's) and how
     #: fold JCMs combine (mean, or worst fold).
-    cv_folds: int = 0
-    cv_mode: str = "mean"
+    cv_folds: int = setting_field("cv_folds")
+    cv_mode: str = setting_field("cv_mode")
     #: An explicit search part (benchmark indices; the rest is the test part), used instead of
     #: ``split_seed`` and ``search_fraction`` when set (the outer folds of ``autoprox evaluate``).
     #: ``split_seed`` still seeds the inner folds of ``cv_folds``.
     split_indices: tuple[int, ...] | None = None
     #: What the search maximises (:func:`autoprox.search.objectives.parse_fitness`): ``jcm`` (the paper's),
     #: ``partial:BASE`` or ``combined:BASE[:W]``, the base fitted on the search part only.
-    fitness: str = "jcm"
+    fitness: str = setting_field("fitness")
     #: The kernel set genomes are evaluated with (:data:`autoprox.primitives.KERNEL_SETS`): ``torch`` (the
     #: committed runs' numbers bitwise) or ``numpy`` (faster here; scores equal to a few float32 ulps).
-    kernels: str = DEFAULT_KERNELS
+    kernels: str = setting_field("kernels")
     #: How genomes are evaluated (:data:`autoprox.genome.counted.EVALUATIONS`): ``exact`` (entry by
     #: entry, the committed runs' numbers bitwise) or ``counted`` (once per distinct stored value,
     #: the exact path where it does not apply; scores equal to float32 rounding).
-    evaluation: str = DEFAULT_EVALUATION
+    evaluation: str = setting_field("evaluation")
     #: With several benchmarks: the weight of each, by space name (default 1 each); a pair's weight in
     #: the JCM is its benchmark's weight times its target's.
-    bench_weights: Mapping[str, float] = field(default_factory=dict)
+    bench_weights: Mapping[str, float] = setting_field("bench_weights")
     #: The settings of the option table's rows that have no field above, by setting name, where they differ
     #: from the option's default (:meth:`option` reads them).
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -98,7 +98,7 @@ class SearchSettings:
 
     def option(self, setting: str) -> Any:
         """The setting of an option table row without a field of its own: the recorded value, else its default."""
-        return self.options[setting] if setting in self.options else _row(setting).default
+        return self.options[setting] if setting in self.options else setting_option(setting).field_default
 
     def to_json(self) -> dict:
         """The settings as ``config.json`` records them: a setting added after the first runs only where it differs
@@ -111,7 +111,7 @@ class SearchSettings:
             if option.always_recorded or head not in data:
                 continue
             recorded = data["evolution"] if sub else data
-            if (sub or head) in recorded and recorded[sub or head] == _default(head, sub, option):
+            if (sub or head) in recorded and recorded[sub or head] == option.field_default:
                 del recorded[sub or head]
         if self.split_indices is None:  # likewise: set only for the outer folds of a protocol
             del data["split_indices"]
@@ -145,24 +145,6 @@ class SearchSettings:
 
 #: The fields of SearchSettings by name.
 _FIELDS = {f.name: f for f in fields(SearchSettings)}
-_EVOLUTION_FIELDS = {f.name: f for f in fields(EvolutionConfig)}
-
-
-def _default(head: str, sub: str, option) -> Any:
-    """The default of a setting: its field's (of the evolution's fields with ``sub``), else its option's."""
-    known = _EVOLUTION_FIELDS if sub else _FIELDS
-    spec = known.get(sub or head)
-    if spec is None:
-        return option.default
-    return spec.default_factory() if spec.default is MISSING else spec.default
-
-
-def _row(setting: str):
-    """The option table's row of the setting ``setting``; ConfigError when there is none."""
-    for option in setting_options():
-        if option.setting == setting:
-            return option
-    raise ConfigError(f"unknown setting {setting!r}")
 
 
 def _plain(value: Any) -> Any:
@@ -176,7 +158,6 @@ def _plain(value: Any) -> Any:
 
 #: What each recorded setting that is no option's must be (the others: their option's check).
 _OWN_CHECKS = {
-    "bench": OPTIONS["bench"].is_recorded,
     "evolution": lambda v: isinstance(v, Mapping) and all(
         isinstance(k, str) and (isinstance(x, bool) if k == "parsimony" else is_number(x)) for k, x in v.items()),
     "genome": lambda v: v is None or isinstance(v, Mapping),
@@ -192,7 +173,7 @@ def _check(name: str, value: Any) -> bool:
     spec = _FIELDS.get(name)
     if value is None and spec is not None and spec.default is None:
         return True
-    return _row(name).is_recorded(value)
+    return setting_option(name).is_recorded(value)
 
 
 def _check_types(data: Mapping) -> None:
@@ -217,8 +198,8 @@ def settings_from_options(values: Mapping[str, Any], evaluation: str = SEARCH_EV
     if values["bench_weights"] and isinstance(bench, str):
         raise ConfigError("--bench-weights weighs several benchmarks; give --space or --bench more than once")
     evaluation = resolve_evaluation(values, evaluation)
-    values = {**values, "evaluation": evaluation, "kernels": resolve_kernels(values, evaluation)}
-    chosen: dict[str, Any] = {"bench": bench, "genome": genome_space_of(values).to_json()}
+    values = {**values, "bench": bench, "evaluation": evaluation, "kernels": resolve_kernels(values, evaluation)}
+    chosen: dict[str, Any] = {"genome": genome_space_of(values).to_json()}
     evolution: dict[str, Any] = {}
     options: dict[str, Any] = {}
     for option in setting_options():
@@ -235,7 +216,8 @@ def settings_from_options(values: Mapping[str, Any], evaluation: str = SEARCH_EV
 
 def options_from_settings(settings: SearchSettings, space: str | None = None) -> dict[str, Any]:
     """The option values that give ``settings`` (a run's recorded ones): the inverse of
-    :func:`settings_from_options`, with ``space`` the run's recorded space."""
+    :func:`settings_from_options` (the one way back from settings to options), with ``space`` the run's recorded
+    space. The genome space gives back the options it is made of (:func:`~autoprox.search.options.genome_space_of`)."""
     values = {option.name: option.default for option in OPTIONS.values()}
     for option in setting_options():
         head, _, sub = option.setting.partition(".")
@@ -243,24 +225,24 @@ def options_from_settings(settings: SearchSettings, space: str | None = None) ->
             else settings.option(head)
         values[option.name] = tuple(value) if isinstance(value, list) else \
             dict(value) if isinstance(value, Mapping) else value
-    values.update(genome_options(settings.genome_space))
-    values.update(space=None if settings.multi_space else space or None, bench=settings.bench)
+    genome = settings.genome_space
+    every = tuple(AGGREGATIONS)
+    values.update(genome=genome.kind, operators=genome.operators, terminals=genome.terminals,
+                  aggregation="gene" if genome.aggregations == every and len(every) > 1 else
+                  ",".join(name.removeprefix("block_") for name in genome.aggregations),
+                  arch_terminals=genome.arch_terminals, spread_terminals=genome.spread_terminals)
+    values["space"] = None if settings.multi_space else space or None
     return values
 
 
-#: Settings that may change when a run resumes, because they do not change what it computes:
-#: where the benchmark and the cache are, how many processes compute statistics, and the
-#: total of iterations (``--iterations`` on resume extends a run).
-SESSION_SETTINGS = ("bench", "cache_dir", "workers")
-
-
 def compared_settings(settings: SearchSettings) -> dict:
-    """What of ``settings`` determines a search's result, as plain JSON: ``to_json()`` less
-    :data:`SESSION_SETTINGS` and the total of iterations."""
+    """What of ``settings`` determines a search's result, as plain JSON: ``to_json()`` less the session settings
+    (:func:`~autoprox.search.options.session_options`: where the benchmark and the cache are, the workers, the
+    total of iterations), which may change when a run resumes because they do not change what it computes."""
     data = settings.to_json()
-    for name in SESSION_SETTINGS:
-        data.pop(name, None)
-    data["evolution"] = {k: v for k, v in data["evolution"].items() if k != "iterations"}
+    for option in session_options():
+        head, _, sub = option.setting.partition(".")
+        (data["evolution"] if sub else data).pop(sub or head, None)
     return data
 
 
@@ -275,7 +257,7 @@ def settings_digest(settings: SearchSettings, bench_sha256: str | Sequence[str])
     """SHA-256 of everything in ``settings`` that determines a search's result, and of its benchmark's content.
 
     A checkpoint records it; a resume whose settings give another digest would mix two searches.
-    Left out: :data:`SESSION_SETTINGS` and the total of iterations. ``bench_sha256``: one digest, or
+    Left out: the session settings (:func:`compared_settings`). ``bench_sha256``: one digest, or
     one per benchmark of a multi-space search.
     """
     data = digested_settings(settings, bench_sha256)
