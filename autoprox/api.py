@@ -27,8 +27,8 @@ from typing import Mapping
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.genome.tree import parse_genome, score_architecture
 from autoprox.proxies.proxy import Proxy
-from autoprox.search.context import RunContext
-from autoprox.search.multispace import MultiRunContext, open_context
+from autoprox.search.context import SearchRun
+from autoprox.search.multispace import new_context, open_context
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.options import OPTIONS, option_values, options_for
 from autoprox.search.resume import resume_search
@@ -117,8 +117,7 @@ class FoundProxy:
         if not parsed:
             raise ConfigError("no architecture to score")
         if self.run_dir is not None:
-            context = open_context(self.run_dir)
-            context = context.parts[0] if isinstance(context, MultiRunContext) else context  # one plan for all
+            context = open_context(self.run_dir).parts[0]  # a multi-space run's benchmarks share one plan
             plan, cache = context.plan, context.cache
             workers = context.settings.workers if workers is None else workers
             if cache_dir is not None:
@@ -293,8 +292,7 @@ class ProxySearch(metaclass=_Estimator):
         if params["bench"] is None and params["space"] is None:  # neither given: the run's own benchmark
             params["bench"] = recorded.benches[0] if not recorded.multi_space else list(recorded.benches)
         settings = settings_from_options(params)
-        maker = MultiRunContext if settings.multi_space else RunContext
-        resolved = maker.from_settings(settings, measured_on=None).settings
+        resolved = new_context(settings, measured_on=None).settings
         return settings_differences(compared_settings(resolved), compared_settings(recorded), "the run has ")
 
     @classmethod
@@ -337,9 +335,10 @@ class ProxySearch(metaclass=_Estimator):
             raise RunDirError("this search is not fitted yet: call fit() or use ProxySearch.from_run")
         return equation_table(self.context(), self.hall_of_fame_)
 
-    def context(self) -> RunContext | MultiRunContext:
-        """The run's :class:`RunContext` (benchmark, split, statistics), to score other proxies on it
-        (a :class:`~autoprox.search.multispace.MultiRunContext` for a search over several spaces)."""
+    def context(self) -> SearchRun:
+        """The run's context (:class:`~autoprox.search.context.SearchRun`: benchmark, split, statistics), to score
+        other proxies on it (a :class:`~autoprox.search.multispace.MultiRunContext` for a search over several
+        spaces)."""
         return open_context(self.run_dir_)
 
 

@@ -229,3 +229,24 @@ def test_a_torn_last_line_is_what_a_killed_run_leaves_and_is_skipped(run_copy, t
     assert [r["iteration"] for r in RunDirectory(run_copy).log()] == [1, 2, 3]
     code, _, err = run_cli(capsys, "curves", run_copy, "--out", tmp_path / "curves.png")
     assert code == 0 and not warning_lines(err), err
+
+
+def test_a_single_space_context_changes_its_session_and_prefetches_only_with_a_test_split_and_workers(
+        small_settings):
+    """Issue 42: what differs between a run of one benchmark and of several is a method of each
+    (:class:`~autoprox.search.context.SearchRun`); here the single-space one's."""
+    from dataclasses import replace
+
+    from autoprox.search.context import SearchRun
+
+    context = RunContext.from_settings(small_settings)
+    assert isinstance(context, SearchRun) and context.parts == (context,)
+    changed = context.with_session({"workers": 2, "evolution.iterations": 9})
+    assert (changed.settings.workers, changed.settings.evolution.iterations) == (2, 9)
+    assert changed.cache is context.cache  # the same cache where it did not move
+    moved = context.with_session({"cache_dir": "/elsewhere"})
+    assert str(moved.cache.root).startswith("/elsewhere")
+    assert context.test_prefetch().total == 0  # one worker: the final report computes the test split
+    assert changed.test_prefetch().total == len(context.split.test) * len(context.plan.keys())
+    everything = RunContext.from_settings(replace(small_settings, search_fraction=1.0, workers=2))
+    assert everything.test_prefetch().total == 0

@@ -83,7 +83,7 @@ def test_a_run_with_a_primitive_not_registered_is_refused_on_resume_and_export(a
     finally:
         unregister_primitive(record.name)
     with pytest.raises(AutoproxError, match="element_wise_softsign.*not registered"):
-        run_search(None, out, resume=True, quiet=True, extend_iterations=2)
+        run_search(None, out, resume=True, quiet=True, session={"iterations": 2})
     from autoprox.reports.export import export_proxy
 
     with pytest.raises(AutoproxError, match="register"):

@@ -205,7 +205,7 @@ def test_search_with_the_new_genome_space_and_cv(af_small, session_cache, tmp_pa
     write_benchmark_jsonl(af_small, bench_file)
     space = GenomeSpace(aggregations=AGGREGATIONS, arch_terminals=True)
     settings = SearchSettings(
-        bench=str(bench_file), batch_size=2, cache_dir=str(session_cache.root), search_fraction=0.75,
+        bench=str(bench_file), batch_size=2, cache_dir=str(session_cache.root), search_fraction=0.75, workers=1,
         evolution=EvolutionConfig(population_size=5, iterations=4, retry_cap=4, top_k=2, seed=1, parsimony=True),
         genome=space.to_json(), cv_folds=3,
     )
@@ -220,7 +220,7 @@ def test_search_with_the_new_genome_space_and_cv(af_small, session_cache, tmp_pa
                     "bar", "beats_bar"} <= set(row)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["settings"]["genome"]["arch_terminals"] is True and config["settings"]["cv_folds"] == 3
-    resumed = run_search(None, tmp_path / "run", resume=True, quiet=True, extend_iterations=5)
+    resumed = run_search(None, tmp_path / "run", resume=True, quiet=True, session={"iterations": 5})
     assert resumed["iteration"] == 5
 
 
@@ -228,7 +228,7 @@ def test_free_tree_search_runs(af_small, session_cache, tmp_path):
     bench_file = tmp_path / "af16.jsonl"
     write_benchmark_jsonl(af_small, bench_file)
     settings = SearchSettings(
-        bench=str(bench_file), batch_size=2, cache_dir=str(session_cache.root), search_fraction=0.75,
+        bench=str(bench_file), batch_size=2, cache_dir=str(session_cache.root), search_fraction=0.75, workers=1,
         evolution=EvolutionConfig(population_size=5, iterations=4, retry_cap=4, top_k=2, seed=2),
         genome=GenomeSpace("free", AGGREGATIONS, arch_terminals=True).to_json(),
     )

@@ -39,7 +39,7 @@ def pit_small_file(pit_small, tmp_path_factory):
 @pytest.fixture(scope="module")
 def multi_settings(af_small_file, pit_small_file, session_cache) -> SearchSettings:
     return SearchSettings(bench=(str(af_small_file), str(pit_small_file)), batch_size=2,
-                          cache_dir=str(session_cache.root), search_fraction=0.75, evolution=EVOLUTION,
+                          cache_dir=str(session_cache.root), search_fraction=0.75, evolution=EVOLUTION, workers=1,
                           evaluation="counted", bench_weights={"autoformer": 1.0, "pit": 2.0})
 
 
@@ -302,3 +302,27 @@ def test_rank_of_a_multi_space_runs_proxy_asks_for_one_of_its_benchmarks(multi_r
     err = capsys.readouterr().err
     assert code == 2 and err.count("autoprox: error:") == 1 and "Traceback" not in err
     assert "searched several benchmarks (autoformer, pit): give --space or --bench" in err
+
+
+# ======================================== issue 42: one run interface
+def test_both_kinds_of_run_are_a_search_run_made_and_recorded_alike(multi_run, multi_settings):
+    """Both contexts implement :class:`~autoprox.search.context.SearchRun` (no caller asks which it holds),
+    :func:`new_context` chooses the kind, and ``config.json`` comes from one writer: a multi-space run's record is
+    the single-space one's, each field a list with one entry per benchmark naming its space."""
+    from autoprox.search.context import SearchRun
+    from autoprox.search.multispace import new_context
+
+    multi = open_context(multi_run[0])
+    single = multi.parts[0]
+    assert isinstance(multi, SearchRun) and isinstance(single, SearchRun) and single.parts == (single,)
+    assert isinstance(new_context(multi_settings, measured_on=None), MultiRunContext)
+    assert type(new_context(single.settings, measured_on=None)) is RunContext
+    one, several = single.config_json(["autoprox"]), multi.config_json(["autoprox"])
+    assert list(several) == [*list(one)[:-3], "spaces", "benchmark", "split", "stats"]
+    for name in ("benchmark", "split", "stats"):
+        assert [{k: v for k, v in entry.items() if k != "space"} for entry in several[name]] == \
+            [part.config_json()[name] for part in multi.parts]
+        assert [entry["space"] for entry in several[name]] == several["spaces"] == ["autoformer", "pit"]
+    changed = multi.with_session({"workers": 3, "evolution.iterations": 7})
+    assert {(c.settings.workers, c.settings.evolution.iterations) for c in (changed, *changed.parts)} == {(3, 7)}
+    assert changed.settings.bench == multi.settings.bench and not multi.test_prefetch().missing

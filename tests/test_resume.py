@@ -235,3 +235,22 @@ def test_a_packed_run_resumes_once_unpacked_and_continues_its_compressed_log(run
     assert RunDirectory(run_copy).log_path().name == "log.jsonl" and log[:len(logged)] == logged
     assert [r["iteration"] for r in log] == list(range(1, total + 1))
     assert json.loads((run_copy / "best.json").read_text())["iteration"] == total
+
+
+# ======================================== issue 42: the session settings, declared once on the option table
+def test_the_engine_takes_only_the_table_s_session_settings_and_records_only_the_new_total(run_copy):
+    """``run_search`` reads the one declaration (:func:`~autoprox.search.options.session_options`): another name is
+    refused naming the session settings, and of those given only the new total of iterations reaches
+    ``config.json`` (:attr:`~autoprox.search.options.Option.resume_recorded`)."""
+    from autoprox.core.errors import ConfigError
+
+    before = json.loads((run_copy / "config.json").read_text())
+    with pytest.raises(ConfigError, match=r"only the session settings \(bench, iterations, cache_dir, workers\)"):
+        run_search(None, run_copy, resume=True, quiet=True, session={"seed": 1})
+    report = run_search(None, run_copy, resume=True, quiet=True,
+                        session={"iterations": EVOLUTION.iterations + 1, "workers": 2})
+    after = json.loads((run_copy / "config.json").read_text())
+    assert report["iteration"] == EVOLUTION.iterations + 1
+    assert after["settings"]["evolution"].pop("iterations") == EVOLUTION.iterations + 1
+    before["settings"]["evolution"].pop("iterations")
+    assert after == before  # the workers applied to the session only

@@ -60,7 +60,7 @@ from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
 from autoprox.search.objectives import combined_ranking
-from autoprox.search.multispace import MultiRunContext
+from autoprox.search.multispace import MultiRunContext, new_context
 from autoprox.search.rundir import PROTOCOL, RunDirectory
 from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import descriptor_columns
@@ -98,8 +98,7 @@ def _search(settings: SearchSettings, run_dir: Path, stop_after: int | None, qui
     run = RunDirectory(run_dir)
     if run.exists():
         recorded = run.config().get("settings", {})
-        maker = MultiRunContext if settings.multi_space else RunContext
-        wanted = maker.from_settings(settings).settings.to_json()
+        wanted = new_context(settings).settings.to_json()
         def without_iterations(data: Mapping) -> dict:
             return {k: ({**v, "iterations": None} if k == "evolution" else v) for k, v in data.items()
                     if k not in ("workers", "bench")}
@@ -114,7 +113,7 @@ def _search(settings: SearchSettings, run_dir: Path, stop_after: int | None, qui
         if best is not None and best.get("finished") and recorded["evolution"]["iterations"] >= total:
             return best  # finished (a search already past a smaller new total is kept as it ran)
         return run_search(None, run_dir, resume=True, stop_after=stop_after, quiet=quiet,
-                          extend_iterations=total if recorded["evolution"]["iterations"] != total else None)
+                          session={"iterations": total} if recorded["evolution"]["iterations"] != total else None)
     return run_search(settings, run_dir, stop_after=stop_after, quiet=quiet)
 
 

@@ -94,10 +94,10 @@ def run_bench(args: argparse.Namespace, proxy) -> str | None:
     if run_dir is None or not RunDirectory(run_dir).exists():
         return None
     from autoprox.core.errors import ConfigError
-    from autoprox.search.multispace import MultiRunContext, open_context
+    from autoprox.search.multispace import open_context
 
     context = open_context(run_dir)
-    if isinstance(context, MultiRunContext):
+    if context.settings.multi_space:
         spaces = ", ".join(part.bench.space for part in context.parts)
         raise ConfigError(f"{run_dir} searched several benchmarks ({spaces}): give --space or --bench to rank "
                           "its proxy on one of them")

@@ -10,6 +10,12 @@ run is read. A new search asks it for its checks (:meth:`RunContext.check_start`
 fitness of its search part (:meth:`RunContext.fitness_evaluator`), so that the search reads its
 settings here, where the context was made from them, and not again after.
 
+Everything that works on a run, of one space or several (a
+:class:`~autoprox.search.multispace.MultiRunContext`), reads it through :class:`SearchRun`, the interface both
+kinds implement: where they differ, each does it its own way (:meth:`SearchRun.with_session`,
+:meth:`SearchRun.test_prefetch`, :attr:`SearchRun.parts`), so no caller asks which kind it holds. Both write
+``config.json`` through :func:`run_config`.
+
 A run records its benchmark portably: a file found in the usual places
 (:func:`autoprox.data.benchmark.bench_search_dirs`) is recorded by its file name and
 sha256, never by an absolute path, so a committed run reopens on any machine that has
@@ -23,13 +29,13 @@ import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from autoprox import __version__
 from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError, RunDirError
-from autoprox.core.parallel import Executor
+from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import (
     Benchmark,
@@ -41,12 +47,13 @@ from autoprox.data.benchmark import (
 )
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.data.entries import STATS_VERSION
+from autoprox.data.prefetch import Prefetch
 from autoprox.genome.terminals import TerminalSource, computed_sets, terminal_table
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.figures import beyond_size, figures
 from autoprox.proxies.proxy import Proxy, score_archs
-from autoprox.search.fitness import FitnessEvaluator, make_folds
+from autoprox.search.fitness import FitnessEvaluator, MemoisedFitness, make_folds
 from autoprox.search.objectives import ObjectiveData, search_objective
 from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.settings import OPERATORS_FIELD, SearchSettings, settings_of_config
@@ -58,6 +65,88 @@ _PART_NAMES = {"search": "the search split", "test": "the test split", "all": "a
 
 #: Scores of a proxy: one array per statistics class count (see :class:`StatsPlan`).
 Scores = Mapping[int, np.ndarray]
+
+
+@runtime_checkable
+class SearchRun(Protocol):
+    """A run, of one benchmark (:class:`RunContext`) or of several at once
+    (:class:`~autoprox.search.multispace.MultiRunContext`): what the engine, the API, ``show``, ``rank``,
+    ``export`` and the reports ask of one. Make one with :func:`~autoprox.search.multispace.new_context` (a new
+    run) or :func:`~autoprox.search.multispace.open_context` (a run directory), which choose the kind.
+
+    Attributes
+    ----------
+    settings : SearchSettings
+        The run's settings, resolved (targets named, benchmark paths portable).
+    run : RunDirectory or None
+        The run directory, when there is one.
+    bench, split, plan : object
+        The benchmark, the search/test split and the statistics plan (of a multi-space run: their
+        side-by-side forms, whose ``space``, ``search``, ``test`` and ``to_json()`` read alike).
+    targets : tuple of str
+        The targets (of a multi-space run: its (benchmark, target) pairs, ``SPACE/TARGET``).
+    parts : tuple of RunContext
+        One single-benchmark context per benchmark: the run itself when it has one benchmark.
+    """
+
+    @property
+    def settings(self) -> SearchSettings: ...
+
+    @property
+    def run(self) -> RunDirectory | None: ...
+
+    @property
+    def bench(self) -> Any: ...
+
+    @property
+    def split(self) -> Any: ...
+
+    @property
+    def plan(self) -> Any: ...
+
+    @property
+    def targets(self) -> tuple[str, ...]: ...
+
+    @property
+    def parts(self) -> tuple["RunContext", ...]: ...
+
+    def check_start(self) -> None:
+        """Every refusal a new search makes of its settings, before anything is written or computed."""
+
+    def fitness_evaluator(self, executor: Executor | None = None, quiet: bool = True
+                          ) -> tuple[MemoisedFitness, dict | None]:
+        """The fitness of the search part, and the fitted base of an objective beyond one (None otherwise)."""
+
+    def config_json(self, command: Sequence[str] | None = None) -> dict:
+        """What ``config.json`` records for this run (:func:`run_config`)."""
+
+    def with_session(self, changes: Mapping[str, Any]) -> "SearchRun":
+        """This run with session settings changed (by setting name: ``workers``, ``evolution.iterations``)."""
+
+    def test_prefetch(self, executor: Executor | None = None) -> Prefetch:
+        """The test split's statistics to compute during the evolution, or nothing to compute."""
+
+    def indices(self, part: str) -> list:
+        """The architectures of ``part`` (``search``, ``test``, ``all``)."""
+
+    def archs(self, part: str) -> list:
+        """The architecture configs of ``part``."""
+
+    def score(self, proxy: Proxy, part: str, workers: Any = None,
+              progress: Callable[[int, int], None] | None = None) -> Any:
+        """Scores of ``proxy`` on ``part``; InvalidProxy where it fails."""
+
+    def figures(self, scores: Any, part: str, targets: Sequence[str] | None = None,
+                weights: Mapping[str, float] | None = None) -> dict:
+        """Per-target correlations and the JCM of ``scores`` on ``part``."""
+
+    def beyond_size(self, scores: Any, part: str, targets: Sequence[str] | None = None) -> dict:
+        """The beyond-size report of ``scores`` on ``part``."""
+
+    def evaluate(self, proxy: Proxy, part: str, targets: Sequence[str] | None = None,
+                 weights: Mapping[str, float] | None = None, workers: Any = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict:
+        """Figures of ``proxy`` on ``part``, or ``{"invalid": reason}``."""
 
 
 @dataclass(frozen=True)
@@ -166,14 +255,31 @@ class RunContext:
         return choices, scores
 
     def config_json(self, command: Sequence[str] | None = None) -> dict:
-        """What ``config.json`` records for this run (no absolute path of this machine)."""
-        return {
-            **config_header(self.settings, self.bench.space, command),
-            "benchmark": {"path": self.settings.bench, "file": Path(self.bench.source).name,
-                          "sha256": self.bench.sha256, "architectures": len(self.bench)},
-            "split": self.split.to_json(),
-            "stats": self.plan.to_json() | {"version": STATS_VERSION, "precision": self.cache.precision},
-        }
+        """What ``config.json`` records for this run (no absolute path of this machine): :func:`run_config`."""
+        return run_config(self.settings, self.parts, command)
+
+    @property
+    def parts(self) -> tuple["RunContext", ...]:
+        """The single-benchmark contexts of the run: this one."""
+        return (self,)
+
+    def with_session(self, changes: Mapping[str, Any]) -> "RunContext":
+        """This run with the session settings ``changes`` made (by setting name,
+        :meth:`~autoprox.search.settings.SearchSettings.replaced`): a resume's workers, statistics cache or
+        total of iterations; the cache is opened again where it moved."""
+        settings = self.settings.replaced(changes)
+        cache = self.cache if settings.cache_dir == self.settings.cache_dir else \
+            StatisticsCache(settings.cache_dir, settings.cache_precision)
+        return replace(self, settings=settings, cache=cache)
+
+    def test_prefetch(self, executor: Executor | None = None) -> Prefetch:
+        """The test split's statistics to compute during the evolution (:class:`~autoprox.data.prefetch.Prefetch`):
+        where there is a test split, on this machine (not ``--scheduler``), with ``--workers`` 2 or more (one
+        worker asks for one process at a time). Otherwise :meth:`~autoprox.data.prefetch.Prefetch.nothing`: the
+        final report computes them."""
+        if not self.split.test or self.settings.workers < 2 or isinstance(executor, DaskExecutor):
+            return Prefetch.nothing()
+        return Prefetch(self.cache, self.plan.requests(self.archs("test")))
 
     def check_start(self) -> None:
         """Every refusal a new search makes of its settings, made before its run directory is written or any
@@ -300,6 +406,28 @@ class RunContext:
         return self.figures(scores, part, targets, weights)
 
 
+def run_config(settings: SearchSettings, parts: Sequence[RunContext], command: Sequence[str] | None = None) -> dict:
+    """``config.json`` of a run over ``parts``, one single-benchmark context per benchmark: the one writer of both
+    kinds of run. After the header (:func:`config_header`), the benchmark (path, file, sha256, architecture
+    count), the split and the statistics plan: each one object for a run of one benchmark; for a run of several,
+    one list entry per benchmark naming its ``space``, after the list of ``spaces``."""
+    def benchmark(part: RunContext) -> dict:
+        return {"path": part.settings.bench, "file": Path(part.bench.source).name, "sha256": part.bench.sha256,
+                "architectures": len(part.bench)}
+
+    def stats(part: RunContext) -> dict:
+        return part.plan.to_json() | {"version": STATS_VERSION, "precision": part.cache.precision}
+
+    config = config_header(settings, "+".join(part.bench.space for part in parts), command)
+    records = {"benchmark": benchmark, "split": lambda part: part.split.to_json(), "stats": stats}
+    if not settings.multi_space:
+        (part,) = parts
+        return config | {name: record(part) for name, record in records.items()}
+    spaces = [part.bench.space for part in parts]
+    return config | {"spaces": spaces} | {name: [record(part) | {"space": space} for part, space in zip(parts, spaces)]
+                                          for name, record in records.items()}
+
+
 def config_header(settings: SearchSettings, space: str, command: Sequence[str] | None = None) -> dict:
     """The fields every ``config.json`` begins with: version, time, command line, settings, the operations the
     genomes are built from (the genome space's unary then binary operations, in drawing order) and space."""
@@ -351,4 +479,4 @@ def _run_directory(run: str | Path | RunDirectory | None) -> RunDirectory | None
     return RunDirectory(run)
 
 
-__all__ = ["RunContext", "Scores", "config_header", "settings_split", "stats_plan"]
+__all__ = ["RunContext", "Scores", "SearchRun", "config_header", "run_config", "settings_split", "stats_plan"]

@@ -9,20 +9,18 @@ import datetime as _dt
 import random
 import shlex
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from autoprox.core.atomic import json_safe, make_directory
 from autoprox.core.errors import ConfigError, DiskFullError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
-from autoprox.data.cache import StatisticsCache
 from autoprox.data.prefetch import Prefetch
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.networks.statistics import torch_threads
 from autoprox.proxies.proxy import Proxy
-from autoprox.search.context import RunContext
+from autoprox.search.context import SearchRun
 from autoprox.search.evolution import (
     EvolutionState,
     evolve_step,
@@ -36,7 +34,8 @@ from autoprox.search.evolution import (
 )
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
-from autoprox.search.multispace import MultiRunContext, open_context
+from autoprox.search.multispace import new_context, open_context
+from autoprox.search.options import session_options
 from autoprox.search.rundir import (
     ARCHIVE,
     CHECKPOINT,
@@ -62,7 +61,7 @@ NO_TEST_PART = "no test part: the search used every architecture"
 TEST_DEFERRED = "not computed: the search was stopped before its end; resuming it computes them"
 
 
-def best_report(record: FitnessRecord, context: RunContext, iteration: int, executor: Executor | None = None,
+def best_report(record: FitnessRecord, context: SearchRun, iteration: int, executor: Executor | None = None,
                 fitness_choices: dict | None = None, test_figures: bool = True, quiet: bool = True,
                 prefetch: Prefetch | None = None) -> dict:
     """``best.json``: the genome, its figures on both splits, and the parameter count's beside them.
@@ -74,7 +73,7 @@ def best_report(record: FitnessRecord, context: RunContext, iteration: int, exec
     once) they are left for its resume to compute (:data:`TEST_DEFERRED`). Unless ``quiet``, each split
     says on stderr that it is being scored, with a progress line while its statistics are computed or read
     (the test split's are computed here, after the evolution, or waited for from ``prefetch``, which computes
-    them during the evolution: :func:`prefetch_test_split`).
+    them during the evolution: :meth:`~autoprox.search.context.SearchRun.test_prefetch`).
     """
     settings, run = context.settings, context.run
     proxy = Proxy(record.genome, parse_genome(record.genome))
@@ -135,18 +134,18 @@ def _log(message: str, quiet: bool) -> None:
 
 def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = False,
                stop_after: int | None = None, quiet: bool = False,
-               extend_iterations: int | None = None, bench: str | Path | None = None,
-               workers: int | None = None, cache_dir: str | None = None,
+               session: Mapping[str, Any] | None = None,
                resume_command: str | None = None, executor: Executor | None = None,
                on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
     """Run (or resume) a proxy search into ``out``; return the content of ``best.json``.
 
     ``stop_after`` ends the run after that iteration as if interrupted (tests use it to
-    show that a resumed run ends identical to an uninterrupted one). On resume,
-    ``extend_iterations`` sets a new total of iterations (recorded in ``config.json``);
-    ``bench`` says where the run's benchmark file is (it must be the recorded one), and
-    ``workers`` and ``cache_dir`` apply to this session only: none of them changes what
-    the search computes. ``executor`` (``--scheduler``) computes statistics on a Dask
+    show that a resumed run ends identical to an uninterrupted one). On resume, ``session`` gives
+    session settings by option name (:func:`~autoprox.search.options.session_options`), none of
+    which changes what the search computes: ``bench`` says where the run's benchmark file is (it
+    must be the recorded one; one path per benchmark of a multi-space run), ``iterations`` is a
+    new total (recorded in ``config.json``: :attr:`~autoprox.search.options.Option.resume_recorded`),
+    ``workers`` and ``cache_dir`` apply to this session only. ``executor`` (``--scheduler``) computes statistics on a Dask
     cluster and, when it is one, keeps the search split's statistics sharded on its
     workers for fitness; the run is the same.
 
@@ -171,13 +170,13 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     else:
         if settings is None:
             raise ConfigError("settings are needed for a new search")
-        context = (MultiRunContext if settings.multi_space else RunContext).from_settings(settings, run)
+        context = new_context(settings, run)
         context.check_start()
         run.check_creatable()
         make_directory(run.path)
     with run.lock():
         if resume:
-            context = _resume_context(run, bench, extend_iterations, workers, cache_dir)
+            context = _resume_context(run, session or {})
         else:
             run.create(context.config_json())
         try:
@@ -187,14 +186,15 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             # The search split's statistics first: the test split's are computed only for the final report.
             evaluator, fitness_choices = context.fitness_evaluator(executor, quiet)
             try:
+                prefetch = context.test_prefetch(executor)  # started once the evolution's statistics are counted
                 # The digest, and what it digests (so that a resume refused for edited settings can name them).
                 digest = {"settings_digest": settings_digest(context.settings, context.bench.sha256),
                           DIGESTED: digested_settings(context.settings, context.bench.sha256)}
             except BaseException:
                 evaluator.close()
                 raise
-            return _search(context, evaluator, fitness_choices, digest, resume, stop_after, quiet, hint, executor,
-                           on_checkpoint)
+            return _search(context, evaluator, prefetch, fitness_choices, digest, resume, stop_after, quiet, hint,
+                           executor, on_checkpoint)
         except KeyboardInterrupt:
             print(f"interrupted; what was computed is kept: continue with: {hint}", file=sys.stderr, flush=True)
             raise
@@ -203,10 +203,15 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
                                 ) from None
 
 
-def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iterations: int | None,
-                    workers: int | None, cache_dir: str | None) -> RunContext:
-    """The context of a run to resume, checked against its checkpoint; the new total of iterations recorded."""
-    context = open_context(run, bench=bench)
+def _resume_context(run: RunDirectory, session: Mapping[str, Any]) -> SearchRun:
+    """The context of a run to resume, checked against its checkpoint, with the ``session`` settings (by option
+    name) made; those a resume records (the new total of iterations) written into ``config.json``."""
+    rows = {option.name: option for option in session_options()}
+    unknown = sorted(set(session) - set(rows))
+    if unknown:
+        raise ConfigError(f"a resume changes only the session settings ({', '.join(rows)}), not {unknown[0]!r}")
+    # bench says where the recorded benchmark is: the run opens with it, and its settings keep the recorded one
+    context = open_context(run, bench=session.get("bench"))
     checkpoint = run.checkpoint()
     if checkpoint is None and run.file(ARCHIVE).is_file():  # a committed run, packed (runs/README.md)
         raise RunDirError(f"{run.path}: its {CHECKPOINT} is packed in {run.file(ARCHIVE)}; unpack it first: "
@@ -229,24 +234,15 @@ def _resume_context(run: RunDirectory, bench: str | Path | None, extend_iteratio
                 f"{run.file(CONFIG)}: its settings differ from those {run.file(CHECKPOINT).name} "
                 f"(iteration {checkpoint.get('iteration', '?')}) was made with{what}; resuming would mix two "
                 "searches: restore config.json, or start a new run with another --out")
-    session = {k: v for k, v in (("workers", workers), ("cache_dir", cache_dir)) if v is not None}
-    if session:
-        settings = replace(context.settings, **session)
-        if isinstance(context, MultiRunContext):
-            context = replace(context, settings=settings, parts=tuple(
-                replace(p, settings=replace(p.settings, **session),
-                        cache=StatisticsCache(settings.cache_dir, settings.cache_precision)) for p in context.parts))
-        else:
-            context = replace(context, settings=settings,
-                              cache=StatisticsCache(settings.cache_dir, settings.cache_precision))
-    if extend_iterations is not None:
-        evolution = replace(context.settings.evolution, iterations=extend_iterations)
-        context = replace(context, settings=replace(context.settings, evolution=evolution))
-        if isinstance(context, MultiRunContext):
-            context = replace(context, parts=tuple(replace(p, settings=replace(p.settings, evolution=evolution))
-                                                   for p in context.parts))
+    given = [rows[name] for name, value in session.items() if name != "bench" and value is not None]
+    if given:
+        context = context.with_session({option.setting: session[option.name] for option in given})
+    recorded = [option for option in given if option.resume_recorded]
+    if recorded:
         config = run.config()
-        config["settings"]["evolution"]["iterations"] = extend_iterations
+        for option in recorded:
+            head, _, sub = option.setting.partition(".")
+            (config["settings"][head] if sub else config["settings"])[sub or head] = session[option.name]
         run.update_config(config)
     return context
 
@@ -280,19 +276,20 @@ def _evaluation_records(run: RunDirectory) -> list[tuple[dict, FitnessRecord]]:
     return records
 
 
-def _search(context: RunContext | MultiRunContext, evaluator: FitnessEvaluator, fitness_choices: dict | None,
+def _search(context: SearchRun, evaluator: FitnessEvaluator, prefetch: Prefetch, fitness_choices: dict | None,
             digest: dict, resume: bool, stop_after: int | None, quiet: bool, hint: str,
             executor: Executor | None = None, on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
     """The search itself, in a locked run directory whose ``config.json`` is written, on the fitness of its
     search part (``evaluator``, its statistics built, closed here at the end; the base chosen per target:
-    ``fitness_choices``), each checkpoint recording the settings' ``digest``."""
+    ``fitness_choices``), each checkpoint recording the settings' ``digest``; ``prefetch`` computes the test
+    split's statistics beside the evolution (:meth:`~autoprox.search.context.SearchRun.test_prefetch`)."""
     try:
         # Counting first, on both cores: a prefetch started beside it doubled its time (0:07 to 0:13-0:19).
         if evaluator.counted is not None:
             seconds = evaluator.prepare()
             _log(f"counted evaluation: statistics counted in {seconds:.1f} s "
                  f"({sum(b.nbytes for b in evaluator.counted.values()) / 1e6:.0f} MB)", quiet)
-        with prefetch_test_split(context, executor).start() as prefetch:
+        with prefetch.start():
             if prefetch.started:
                 _log(f"test split statistics: {len(prefetch.missing)} to compute, in one background process "
                      "during the evolution", quiet)
@@ -302,18 +299,7 @@ def _search(context: RunContext | MultiRunContext, evaluator: FitnessEvaluator, 
         evaluator.close()
 
 
-def prefetch_test_split(context: RunContext | MultiRunContext, executor: Executor | None) -> Prefetch:
-    """The test split's statistics to compute during the evolution (:class:`~autoprox.data.prefetch.Prefetch`):
-    for a search of one space with a test split, on this machine (not ``--scheduler``), with ``--workers`` 2
-    or more (one worker asks for one process at a time). Otherwise :meth:`~autoprox.data.prefetch.Prefetch.nothing`:
-    the final report computes them, as before."""
-    if (isinstance(context, MultiRunContext) or not context.split.test or context.settings.workers < 2
-            or isinstance(executor, DaskExecutor)):
-        return Prefetch.nothing()
-    return Prefetch(context.cache, context.plan.requests(context.archs("test")))
-
-
-def _evolve(context: RunContext, evaluator: FitnessEvaluator, resume: bool, stop_after: int | None, quiet: bool,
+def _evolve(context: SearchRun, evaluator: FitnessEvaluator, resume: bool, stop_after: int | None, quiet: bool,
             hint: str, executor: Executor | None, fitness_choices, digest: dict,
             on_checkpoint: Callable[[RunDirectory], None] | None = None, prefetch: Prefetch | None = None) -> dict:
     """The evolution of :func:`_search` on its evaluator, then the report."""

@@ -10,8 +10,9 @@ own space, never across spaces, and weighted by its benchmark's weight
 
 A multi-space search checks its start and makes its fitness through its context, as a single-space search
 does (:meth:`MultiRunContext.check_start`, :meth:`MultiRunContext.fitness_evaluator`: each benchmark's
-:meth:`~autoprox.search.context.RunContext.fitness_evaluator` in turn); :func:`open_context` opens either kind
-of run from its ``config.json`` (a list of benchmarks only when there are several).
+:meth:`~autoprox.search.context.RunContext.fitness_evaluator` in turn): both kinds implement
+:class:`~autoprox.search.context.SearchRun`. :func:`new_context` makes either kind of run from its settings and
+:func:`open_context` opens either from its ``config.json`` (a list of benchmarks only when there are several).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,11 +28,11 @@ from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
-from autoprox.data.entries import STATS_VERSION
+from autoprox.data.prefetch import Prefetch
 from autoprox.genome.tree import InvalidProxy, genome_to_string
 from autoprox.core.errors import GenomeError
 from autoprox.proxies.proxy import Proxy
-from autoprox.search.context import RunContext, config_header
+from autoprox.search.context import RunContext, SearchRun, run_config
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness
 from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.settings import SearchSettings, settings_of_config
@@ -229,16 +230,19 @@ class MultiRunContext:
                 * settings.weights.get(t, 1.0) for c in self.parts for t in c.targets}
 
     def config_json(self, command: Sequence[str] | None = None) -> dict:
-        """``config.json`` of a multi-space run: the single-space record's fields, as one list per benchmark."""
-        return {
-            **config_header(self.settings, self.bench.space, command),
-            "spaces": list(self.spaces),
-            "benchmark": [{"path": c.settings.bench, "file": Path(c.bench.source).name, "sha256": c.bench.sha256,
-                           "architectures": len(c.bench), "space": c.bench.space} for c in self.parts],
-            "split": self.split.to_json(),
-            "stats": [c.plan.to_json() | {"version": STATS_VERSION, "precision": c.cache.precision,
-                                          "space": c.bench.space} for c in self.parts],
-        }
+        """``config.json`` of a multi-space run: the single-space record's fields, as one list per benchmark
+        (:func:`~autoprox.search.context.run_config`)."""
+        return run_config(self.settings, self.parts, command)
+
+    def with_session(self, changes: Mapping[str, Any]) -> "MultiRunContext":
+        """This run with the session settings ``changes`` made, in its settings and in each benchmark's
+        (:meth:`~autoprox.search.context.RunContext.with_session`)."""
+        return replace(self, settings=self.settings.replaced(changes),
+                       parts=tuple(part.with_session(changes) for part in self.parts))
+
+    def test_prefetch(self, executor: Executor | None = None) -> Prefetch:
+        """Nothing: a multi-space search computes its test splits' statistics for its final report."""
+        return Prefetch.nothing()
 
     def indices(self, part: str) -> list[tuple[str, int]]:
         return [(c.bench.space, i) for c in self.parts for i in c.indices(part)]
@@ -306,7 +310,15 @@ def check_arch_terminals_agree(settings: SearchSettings, spaces: Sequence[str]) 
                           "--arch-terminals (docs/manual.md#searching-several-spaces)")
 
 
-def open_context(path: str | Path | RunDirectory, bench=None) -> RunContext | MultiRunContext:
+def new_context(settings: SearchSettings, run: str | Path | RunDirectory | None = None,
+                measured_on: str | None = "search") -> SearchRun:
+    """The context of a new run of ``settings``: a :class:`MultiRunContext` when they name several benchmarks,
+    else a :class:`~autoprox.search.context.RunContext` (their ``from_settings``)."""
+    maker = MultiRunContext if settings.multi_space else RunContext
+    return maker.from_settings(settings, run, measured_on=measured_on)
+
+
+def open_context(path: str | Path | RunDirectory, bench=None) -> SearchRun:
     """The context of the run in ``path``, single- or multi-space, from its ``config.json``.
     ``bench``: where the benchmark is (a multi-space run: one path per benchmark)."""
     run = path if isinstance(path, RunDirectory) else RunDirectory(path)
@@ -379,5 +391,5 @@ def check_searchable(settings: SearchSettings) -> None:
                           "the JCM over every (benchmark, target) pair (the leave-one-space-out protocol takes it)")
 
 
-__all__ = ["MultiFitnessEvaluator", "MultiRunContext", "check_searchable", "open_context", "pair_name",
+__all__ = ["MultiFitnessEvaluator", "MultiRunContext", "check_searchable", "new_context", "open_context", "pair_name",
            "shared_default_targets", "check_arch_terminals_agree"]

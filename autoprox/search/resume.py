@@ -14,15 +14,13 @@ from typing import Any, Callable, Iterable, Mapping
 from autoprox.core.errors import ConfigError
 from autoprox.core.parallel import Executor
 from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals
-from autoprox.search.options import OPTIONS, SEARCH_OPTIONS, seed_genomes
+from autoprox.search.options import OPTIONS, SEARCH_OPTIONS, seed_genomes, session_options
 from autoprox.search.conversions import aggregation_names
 from autoprox.search.objectives import parse_fitness
 from autoprox.search.settings import SearchSettings, options_from_settings, recorded_settings
 
 #: The options that choose the terminal sets together.
 _TERMINAL_OPTIONS = ("terminals", "arch_terminals", "spread_terminals")
-#: The session options a resumed search applies (the others only say how this process runs).
-RESUME_SESSION = ("bench", "workers", "cache_dir")
 
 
 def resume_conflicts(given: Mapping[str, Any], settings: SearchSettings, space: str | None,
@@ -71,20 +69,21 @@ def resume_search(out: str | Path, values: Mapping[str, Any], given: Iterable[st
 
     ``values``: every option's value (:func:`~autoprox.search.options.option_values`); ``given``: the names of
     those given (not defaulted), each of which must agree with the run (:func:`check_resume`) unless it is a
-    session option: ``bench`` (the same file elsewhere), ``workers`` and ``cache_dir`` then apply to this
-    session, and ``iterations`` is the run's new total.
+    session option. The session settings given (:func:`~autoprox.search.options.session_options`) are the
+    engine's to apply: ``bench`` (the same file elsewhere), ``workers`` and ``cache_dir`` for this session, and
+    ``iterations``, the run's new total; the other session options (``quiet``, ``scheduler``) say how this
+    process runs.
     """
     from autoprox.search.engine import run_search
 
     settings, space = recorded_settings(out)
     chosen = {name: values[name] for name in given if name in values and values[name] is not None}
     check_resume(chosen, settings, space, out)
-    session = {name: chosen[name] for name in RESUME_SESSION if name in chosen}
+    session = {option.name: chosen[option.name] for option in session_options() if option.name in chosen}
     if isinstance(session.get("bench"), tuple):
         session["bench"] = list(session["bench"])
-    return run_search(None, out, resume=True, quiet=values.get("quiet", False),
-                      extend_iterations=values.get("iterations"), executor=executor, on_checkpoint=on_checkpoint,
-                      **session)
+    return run_search(None, out, resume=True, quiet=values.get("quiet", False), session=session, executor=executor,
+                      on_checkpoint=on_checkpoint)
 
 
 def _terminal_sets(given: Mapping[str, Any]) -> tuple[str, ...]:
@@ -115,4 +114,4 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["RESUME_SESSION", "check_resume", "resume_conflicts", "resume_search"]
+__all__ = ["check_resume", "resume_conflicts", "resume_search"]

@@ -100,6 +100,15 @@ class SearchSettings:
         """The setting of an option table row without a field of its own: the recorded value, else its default."""
         return self.options[setting] if setting in self.options else setting_option(setting).field_default
 
+    def replaced(self, changes: Mapping[str, Any]) -> "SearchSettings":
+        """These settings with ``changes`` made, each by its setting name (``workers``, ``evolution.iterations``:
+        :attr:`~autoprox.search.options.Option.setting`)."""
+        chosen = {name: value for name, value in changes.items() if "." not in name}
+        evolution = {name.partition(".")[2]: value for name, value in changes.items() if "." in name}
+        if evolution:
+            chosen["evolution"] = replace(self.evolution, **evolution)
+        return replace(self, **chosen)
+
     def to_json(self) -> dict:
         """The settings as ``config.json`` records them: a setting added after the first runs only where it differs
         from its default (:attr:`~autoprox.search.options.Option.always_recorded`), so that the configuration of an
