@@ -27,7 +27,7 @@ from typing import Mapping
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.genome.tree import parse_genome, score_architecture
 from autoprox.proxies.proxy import Proxy
-from autoprox.search.context import SearchRun
+from autoprox.search.searchrun import SearchRun
 from autoprox.search.multispace import new_context, open_context
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.options import OPTIONS, option_values, options_for
@@ -286,14 +286,14 @@ class ProxySearch(metaclass=_Estimator):
         """How the search these parameters describe differs from a run's ``recorded`` settings, each as
         ``name VALUE (the run's)``: the settings compared as a new run would record them (the benchmark's
         default targets for targets left at their default), less the session ones and the total of iterations."""
-        from autoprox.search.settings import compared_settings, settings_differences
+        from autoprox.search.settings import settings_differences
 
         params = dict(self._params)
         if params["bench"] is None and params["space"] is None:  # neither given: the run's own benchmark
             params["bench"] = recorded.benches[0] if not recorded.multi_space else list(recorded.benches)
         settings = settings_from_options(params)
         resolved = new_context(settings, measured_on=None).settings
-        return settings_differences(compared_settings(resolved), compared_settings(recorded), "the run has ")
+        return settings_differences(resolved.compared(), recorded.compared(), "the run has ")
 
     @classmethod
     def from_run(cls, path: str | Path) -> "ProxySearch":
@@ -336,7 +336,7 @@ class ProxySearch(metaclass=_Estimator):
         return equation_table(self.context(), self.hall_of_fame_)
 
     def context(self) -> SearchRun:
-        """The run's context (:class:`~autoprox.search.context.SearchRun`: benchmark, split, statistics), to score
+        """The run's context (:class:`~autoprox.search.searchrun.SearchRun`: benchmark, split, statistics), to score
         other proxies on it (a :class:`~autoprox.search.multispace.MultiRunContext` for a search over several
         spaces)."""
         return open_context(self.run_dir_)

@@ -234,10 +234,10 @@ def test_a_torn_last_line_is_what_a_killed_run_leaves_and_is_skipped(run_copy, t
 def test_a_single_space_context_changes_its_session_and_prefetches_only_with_a_test_split_and_workers(
         small_settings):
     """Issue 42: what differs between a run of one benchmark and of several is a method of each
-    (:class:`~autoprox.search.context.SearchRun`); here the single-space one's."""
+    (:class:`~autoprox.search.searchrun.SearchRun`); here the single-space one's."""
     from dataclasses import replace
 
-    from autoprox.search.context import SearchRun
+    from autoprox.search.searchrun import SearchRun
 
     context = RunContext.from_settings(small_settings)
     assert isinstance(context, SearchRun) and context.parts == (context,)

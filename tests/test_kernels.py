@@ -22,7 +22,7 @@ from autoprox.genome.tree import InvalidProxy, kernel_map, parse_genome, primiti
 from autoprox.genome.template import mutate_template, random_template
 from autoprox.core.errors import GenomeError
 from autoprox.search.fitness import FitnessEvaluator
-from autoprox.search.settings import SearchSettings, settings_digest
+from autoprox.search.settings import SearchSettings
 from autoprox.spaces.descriptors import terminal_values
 from autoprox.primitives import KERNEL_SETS, PRIMITIVES, UNARY, fast, unary
 from tests.genome_corpus import best_genomes
@@ -213,7 +213,7 @@ def test_settings_record_the_kernels_only_when_not_torch():
     assert SearchSettings.from_json(numpy_set.to_json()).to_json() == numpy_set.to_json()
     assert SearchSettings.from_json(numpy_set.to_json()).kernels == "numpy"
     assert SearchSettings.from_json(plain.to_json()).kernels == "torch"
-    assert settings_digest(plain, "x") != settings_digest(numpy_set, "x")
+    assert plain.digest("x") != numpy_set.digest("x")
     with pytest.raises(ConfigError, match="setting 'kernels'"):
         SearchSettings.from_json(plain.to_json() | {"kernels": "jax"})
 
@@ -228,7 +228,7 @@ def test_committed_runs_read_as_torch_kernels_with_their_recorded_digest(run):
     settings, _ = recorded_settings(path)
     assert settings.kernels == "torch" and "kernels" not in settings.to_json()
     recorded = json.loads((path / "checkpoint-digest.json").read_text())["settings_digest"]
-    assert settings_digest(settings, load_benchmark(locate_benchmark(settings.bench)).sha256) == recorded
+    assert settings.digest(load_benchmark(locate_benchmark(settings.bench)).sha256) == recorded
 
 
 def test_the_search_commands_take_kernels():

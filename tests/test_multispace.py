@@ -306,10 +306,10 @@ def test_rank_of_a_multi_space_runs_proxy_asks_for_one_of_its_benchmarks(multi_r
 
 # ======================================== issue 42: one run interface
 def test_both_kinds_of_run_are_a_search_run_made_and_recorded_alike(multi_run, multi_settings):
-    """Both contexts implement :class:`~autoprox.search.context.SearchRun` (no caller asks which it holds),
+    """Both contexts implement :class:`~autoprox.search.searchrun.SearchRun` (no caller asks which it holds),
     :func:`new_context` chooses the kind, and ``config.json`` comes from one writer: a multi-space run's record is
     the single-space one's, each field a list with one entry per benchmark naming its space."""
-    from autoprox.search.context import SearchRun
+    from autoprox.search.searchrun import SearchRun
     from autoprox.search.multispace import new_context
 
     multi = open_context(multi_run[0])

@@ -15,7 +15,7 @@ from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.search.conversions import number
 from autoprox.search.options import Option, option_values, register_option, unregister_option
 from autoprox.search.resume import check_resume
-from autoprox.search.settings import SearchSettings, settings_digest, settings_from_options
+from autoprox.search.settings import SearchSettings, settings_from_options
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_a_registered_option_is_recorded_only_when_it_differs_from_its_default(n
     assert recorded["noise_floor"] == 0.5
     again = SearchSettings.from_json(recorded)
     assert again == chosen and again.option("noise_floor") == 0.5
-    assert settings_digest(chosen, "0" * 64) != settings_digest(plain, "0" * 64)
+    assert chosen.digest("0" * 64) != plain.digest("0" * 64)
     with pytest.raises(ConfigError, match="setting 'noise_floor' has a value of the wrong type"):
         SearchSettings.from_json({**recorded, "noise_floor": "high"})
     with pytest.raises(ConfigError, match="unknown setting 'noise_ceiling'"):
@@ -125,14 +125,13 @@ def test_the_session_settings_are_declared_once_on_the_table():
 
     from autoprox.search.options import session_options
     from autoprox.search.resume import resume_conflicts
-    from autoprox.search.settings import compared_settings
 
     assert [option.setting for option in session_options()] == ["bench", "evolution.iterations", "cache_dir",
                                                                  "workers"]
     settings = SearchSettings(bench="x")
     changed = replace(settings, bench="y", cache_dir="/elsewhere", workers=7,
                       evolution=replace(settings.evolution, iterations=9))
-    assert compared_settings(changed) == compared_settings(settings)
-    assert compared_settings(replace(settings, split_seed=1)) != compared_settings(settings)
+    assert changed.compared() == settings.compared()
+    assert replace(settings, split_seed=1).compared() != settings.compared()
     assert resume_conflicts({"bench": "y", "cache_dir": "/elsewhere", "workers": 7, "iterations": 9}, settings,
                             None) == []

@@ -11,10 +11,10 @@ fitness of its search part (:meth:`RunContext.fitness_evaluator`), so that the s
 settings here, where the context was made from them, and not again after.
 
 Everything that works on a run, of one space or several (a
-:class:`~autoprox.search.multispace.MultiRunContext`), reads it through :class:`SearchRun`, the interface both
-kinds implement: where they differ, each does it its own way (:meth:`SearchRun.with_session`,
-:meth:`SearchRun.test_prefetch`, :attr:`SearchRun.parts`), so no caller asks which kind it holds. Both write
-``config.json`` through :func:`run_config`.
+:class:`~autoprox.search.multispace.MultiRunContext`), reads it through
+:class:`~autoprox.search.searchrun.SearchRun`, the interface both kinds implement: where they differ, each
+does it its own way (``with_session``, ``test_prefetch``, ``parts``), so no caller asks which kind it holds.
+Both write ``config.json`` through :func:`run_config`, and a search's ``best.json`` is :func:`best_report`'s.
 
 A run records its benchmark portably: a file found in the usual places
 (:func:`autoprox.data.benchmark.bench_search_dirs`) is recorded by its file name and
@@ -29,11 +29,12 @@ import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from autoprox import __version__
+from autoprox.core.atomic import json_safe
 from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
@@ -53,100 +54,21 @@ from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.figures import beyond_size, figures
 from autoprox.proxies.proxy import Proxy, score_archs
-from autoprox.search.fitness import FitnessEvaluator, MemoisedFitness, make_folds
+from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
 from autoprox.search.objectives import ObjectiveData, search_objective
 from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.settings import OPERATORS_FIELD, SearchSettings, settings_of_config
 from autoprox.search.space_evaluator import build_search_statistics, space_evaluator
 from autoprox.spaces.descriptors import descriptor_columns
 
+if TYPE_CHECKING:
+    from autoprox.search.searchrun import SearchRun
+
 #: How messages name the parts of a benchmark a run names.
 _PART_NAMES = {"search": "the search split", "test": "the test split", "all": "all architectures"}
 
 #: Scores of a proxy: one array per statistics class count (see :class:`StatsPlan`).
 Scores = Mapping[int, np.ndarray]
-
-
-@runtime_checkable
-class SearchRun(Protocol):
-    """A run, of one benchmark (:class:`RunContext`) or of several at once
-    (:class:`~autoprox.search.multispace.MultiRunContext`): what the engine, the API, ``show``, ``rank``,
-    ``export`` and the reports ask of one. Make one with :func:`~autoprox.search.multispace.new_context` (a new
-    run) or :func:`~autoprox.search.multispace.open_context` (a run directory), which choose the kind.
-
-    Attributes
-    ----------
-    settings : SearchSettings
-        The run's settings, resolved (targets named, benchmark paths portable).
-    run : RunDirectory or None
-        The run directory, when there is one.
-    bench, split, plan : object
-        The benchmark, the search/test split and the statistics plan (of a multi-space run: their
-        side-by-side forms, whose ``space``, ``search``, ``test`` and ``to_json()`` read alike).
-    targets : tuple of str
-        The targets (of a multi-space run: its (benchmark, target) pairs, ``SPACE/TARGET``).
-    parts : tuple of RunContext
-        One single-benchmark context per benchmark: the run itself when it has one benchmark.
-    """
-
-    @property
-    def settings(self) -> SearchSettings: ...
-
-    @property
-    def run(self) -> RunDirectory | None: ...
-
-    @property
-    def bench(self) -> Any: ...
-
-    @property
-    def split(self) -> Any: ...
-
-    @property
-    def plan(self) -> Any: ...
-
-    @property
-    def targets(self) -> tuple[str, ...]: ...
-
-    @property
-    def parts(self) -> tuple["RunContext", ...]: ...
-
-    def check_start(self) -> None:
-        """Every refusal a new search makes of its settings, before anything is written or computed."""
-
-    def fitness_evaluator(self, executor: Executor | None = None, quiet: bool = True
-                          ) -> tuple[MemoisedFitness, dict | None]:
-        """The fitness of the search part, and the fitted base of an objective beyond one (None otherwise)."""
-
-    def config_json(self, command: Sequence[str] | None = None) -> dict:
-        """What ``config.json`` records for this run (:func:`run_config`)."""
-
-    def with_session(self, changes: Mapping[str, Any]) -> "SearchRun":
-        """This run with session settings changed (by setting name: ``workers``, ``evolution.iterations``)."""
-
-    def test_prefetch(self, executor: Executor | None = None) -> Prefetch:
-        """The test split's statistics to compute during the evolution, or nothing to compute."""
-
-    def indices(self, part: str) -> list:
-        """The architectures of ``part`` (``search``, ``test``, ``all``)."""
-
-    def archs(self, part: str) -> list:
-        """The architecture configs of ``part``."""
-
-    def score(self, proxy: Proxy, part: str, workers: Any = None,
-              progress: Callable[[int, int], None] | None = None) -> Any:
-        """Scores of ``proxy`` on ``part``; InvalidProxy where it fails."""
-
-    def figures(self, scores: Any, part: str, targets: Sequence[str] | None = None,
-                weights: Mapping[str, float] | None = None) -> dict:
-        """Per-target correlations and the JCM of ``scores`` on ``part``."""
-
-    def beyond_size(self, scores: Any, part: str, targets: Sequence[str] | None = None) -> dict:
-        """The beyond-size report of ``scores`` on ``part``."""
-
-    def evaluate(self, proxy: Proxy, part: str, targets: Sequence[str] | None = None,
-                 weights: Mapping[str, float] | None = None, workers: Any = None,
-                 progress: Callable[[int, int], None] | None = None) -> dict:
-        """Figures of ``proxy`` on ``part``, or ``{"invalid": reason}``."""
 
 
 @dataclass(frozen=True)
@@ -406,6 +328,81 @@ class RunContext:
         return self.figures(scores, part, targets, weights)
 
 
+#: What ``best.json`` says in place of test figures when the run searched on every architecture.
+NO_TEST_PART = "no test part: the search used every architecture"
+#: What it says in their place when a signal stopped the search (they are computed when it resumes).
+TEST_DEFERRED = "not computed: the search was stopped before its end; resuming it computes them"
+
+
+def best_report(record: FitnessRecord, context: "SearchRun", iteration: int, executor: Executor | None = None,
+                fitness_choices: dict | None = None, test_figures: bool = True, quiet: bool = True,
+                prefetch: Prefetch | None = None) -> dict:
+    """``best.json``: the genome, its figures on both splits, and the parameter count's beside them.
+
+    The figures are the plain ones (Kendall, JCM) whatever the fitness; with another fitness,
+    ``fitness`` says which, its value on the search part and the base chosen per target
+    (``fitness_choices``). A run without a test part says so (:data:`NO_TEST_PART`) in place of
+    its test figures; without ``test_figures`` (a search stopped by a signal, which must stop at
+    once) they are left for its resume to compute (:data:`TEST_DEFERRED`). Unless ``quiet``, each split
+    says on stderr that it is being scored, with a progress line while its statistics are computed or read
+    (the test split's are computed here, after the evolution, or waited for from ``prefetch``, which computes
+    them during the evolution: :meth:`~autoprox.search.searchrun.SearchRun.test_prefetch`). One function for both
+    kinds of run (:class:`~autoprox.search.searchrun.SearchRun`).
+    """
+    settings, run = context.settings, context.run
+    proxy = Proxy(record.genome, parse_genome(record.genome))
+    params = Proxy("params")
+    parts = ("search", "test") if context.split.test and test_figures else ("search",)
+    absent = TEST_DEFERRED if context.split.test else NO_TEST_PART
+    # Score the proxy once per split; its figures and its beyond-size report both read them.
+    scores = {"test": InvalidProxy(absent)}
+    for part in parts:
+        if not quiet:
+            print(f"final report: the best proxy on the {part} split ({len(context.indices(part))} architectures)",
+                  file=sys.stderr, flush=True)
+        progress = None if quiet else Progress(f"{part} split statistics", every=15)
+        if part == "test" and prefetch is not None:
+            prefetch.wait(progress)
+        try:
+            scores[part] = context.score(proxy, part, workers=executor, progress=progress)
+        except InvalidProxy as exc:
+            scores[part] = InvalidProxy(str(exc))
+
+    def on_split(part: str, summary: Callable) -> dict:
+        if part not in parts:
+            return {"none": absent}
+        if isinstance(scores[part], InvalidProxy):
+            return {"invalid": str(scores[part])}
+        return summary(scores[part], part)
+
+    report = {
+        "genome": record.genome,
+        "canonical": record.canonical,
+        "run": str(run.path) if run is not None else None,
+        "iteration": iteration,
+        "space": context.bench.space,
+        "targets": list(context.targets),
+        "weights": dict(settings.weights),
+        "stats": context.plan.to_json(),
+        "split": context.split.to_json(),
+        "search": on_split("search", context.figures),
+        "test": on_split("test", context.figures),
+        "params": {part: context.evaluate(params, part, workers=1) if part in parts else {"none": absent}
+                   for part in ("search", "test")},
+        "genome_space": settings.genome_space.to_json(),
+        "cv": {"folds": settings.cv_folds, "mode": settings.cv_mode, "fitness": record.fitness,
+               "fold_jcm": record.fold_fitness} if settings.cv_folds else None,
+        "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    if not settings.fitness_mode.plain:
+        report["fitness"] = {"name": settings.fitness, "search": record.fitness, "plain_jcm": record.jcm,
+                             "targets": record.fitness_targets, "base": fitness_choices}
+    if "jcm" in report["search"] and "jcm" in report["test"]:
+        report["generalisation_gap"] = report["search"]["jcm"] - report["test"]["jcm"]
+    report["beyond_size"] = {part: on_split(part, context.beyond_size) for part in ("search", "test")}
+    return json_safe(report)
+
+
 def run_config(settings: SearchSettings, parts: Sequence[RunContext], command: Sequence[str] | None = None) -> dict:
     """``config.json`` of a run over ``parts``, one single-benchmark context per benchmark: the one writer of both
     kinds of run. After the header (:func:`config_header`), the benchmark (path, file, sha256, architecture
@@ -479,4 +476,4 @@ def _run_directory(run: str | Path | RunDirectory | None) -> RunDirectory | None
     return RunDirectory(run)
 
 
-__all__ = ["RunContext", "Scores", "SearchRun", "config_header", "run_config", "settings_split", "stats_plan"]
+__all__ = ["NO_TEST_PART", "RunContext", "Scores", "TEST_DEFERRED", "best_report", "config_header", "run_config", "settings_split", "stats_plan"]

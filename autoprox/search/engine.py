@@ -5,23 +5,21 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import random
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.atomic import json_safe, make_directory
 from autoprox.core.errors import ConfigError, DiskFullError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
-from autoprox.data.prefetch import Prefetch
-from autoprox.genome.tree import InvalidProxy, parse_genome
+from autoprox.genome.space import GenomeSpace
 from autoprox.networks.statistics import torch_threads
-from autoprox.proxies.proxy import Proxy
-from autoprox.search.context import SearchRun
+from autoprox.search.context import NO_TEST_PART, TEST_DEFERRED, best_report  # noqa: F401 - the constants: re-exported
 from autoprox.search.evolution import (
+    EvolutionConfig,
     EvolutionState,
     evolve_step,
     fitness_record,
@@ -32,10 +30,11 @@ from autoprox.search.evolution import (
     since_restart,
     stalled,
 )
-from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
+from autoprox.search.fitness import FitnessRecord, MemoisedFitness
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.search.multispace import new_context, open_context
 from autoprox.search.options import session_options
+from autoprox.search.searchrun import SearchRun
 from autoprox.search.rundir import (
     ARCHIVE,
     CHECKPOINT,
@@ -45,86 +44,10 @@ from autoprox.search.rundir import (
     RunDirectory,
     read_records,
 )
-from autoprox.search.settings import (
-    SearchSettings,
-    digested_settings,
-    recorded_settings,
-    settings_digest,
-    settings_differences,
-)
+from autoprox.search.settings import SearchSettings, recorded_settings, settings_differences
 
 #: The checkpoint's record of the settings its digest was made from.
 DIGESTED = "digested_settings"
-#: What ``best.json`` says in place of test figures when the run searched on every architecture.
-NO_TEST_PART = "no test part: the search used every architecture"
-#: What it says in their place when a signal stopped the search (they are computed when it resumes).
-TEST_DEFERRED = "not computed: the search was stopped before its end; resuming it computes them"
-
-
-def best_report(record: FitnessRecord, context: SearchRun, iteration: int, executor: Executor | None = None,
-                fitness_choices: dict | None = None, test_figures: bool = True, quiet: bool = True,
-                prefetch: Prefetch | None = None) -> dict:
-    """``best.json``: the genome, its figures on both splits, and the parameter count's beside them.
-
-    The figures are the plain ones (Kendall, JCM) whatever the fitness; with another fitness,
-    ``fitness`` says which, its value on the search part and the base chosen per target
-    (``fitness_choices``). A run without a test part says so (:data:`NO_TEST_PART`) in place of
-    its test figures; without ``test_figures`` (a search stopped by a signal, which must stop at
-    once) they are left for its resume to compute (:data:`TEST_DEFERRED`). Unless ``quiet``, each split
-    says on stderr that it is being scored, with a progress line while its statistics are computed or read
-    (the test split's are computed here, after the evolution, or waited for from ``prefetch``, which computes
-    them during the evolution: :meth:`~autoprox.search.context.SearchRun.test_prefetch`).
-    """
-    settings, run = context.settings, context.run
-    proxy = Proxy(record.genome, parse_genome(record.genome))
-    params = Proxy("params")
-    parts = ("search", "test") if context.split.test and test_figures else ("search",)
-    absent = TEST_DEFERRED if context.split.test else NO_TEST_PART
-    # Score the proxy once per split; its figures and its beyond-size report both read them.
-    scores = {"test": InvalidProxy(absent)}
-    for part in parts:
-        _log(f"final report: the best proxy on the {part} split ({len(context.indices(part))} architectures)", quiet)
-        progress = None if quiet else Progress(f"{part} split statistics", every=15)
-        if part == "test" and prefetch is not None:
-            prefetch.wait(progress)
-        try:
-            scores[part] = context.score(proxy, part, workers=executor, progress=progress)
-        except InvalidProxy as exc:
-            scores[part] = InvalidProxy(str(exc))
-
-    def on_split(part: str, summary: Callable) -> dict:
-        if part not in parts:
-            return {"none": absent}
-        if isinstance(scores[part], InvalidProxy):
-            return {"invalid": str(scores[part])}
-        return summary(scores[part], part)
-
-    report = {
-        "genome": record.genome,
-        "canonical": record.canonical,
-        "run": str(run.path) if run is not None else None,
-        "iteration": iteration,
-        "space": context.bench.space,
-        "targets": list(context.targets),
-        "weights": dict(settings.weights),
-        "stats": context.plan.to_json(),
-        "split": context.split.to_json(),
-        "search": on_split("search", context.figures),
-        "test": on_split("test", context.figures),
-        "params": {part: context.evaluate(params, part, workers=1) if part in parts else {"none": absent}
-                   for part in ("search", "test")},
-        "genome_space": settings.genome_space.to_json(),
-        "cv": {"folds": settings.cv_folds, "mode": settings.cv_mode, "fitness": record.fitness,
-               "fold_jcm": record.fold_fitness} if settings.cv_folds else None,
-        "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    if not settings.fitness_mode.plain:
-        report["fitness"] = {"name": settings.fitness, "search": record.fitness, "plain_jcm": record.jcm,
-                             "targets": record.fitness_targets, "base": fitness_choices}
-    if "jcm" in report["search"] and "jcm" in report["test"]:
-        report["generalisation_gap"] = report["search"]["jcm"] - report["test"]["jcm"]
-    report["beyond_size"] = {part: on_split(part, context.beyond_size) for part in ("search", "test")}
-    return json_safe(report)
 
 
 def _log(message: str, quiet: bool) -> None:
@@ -187,14 +110,25 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             evaluator, fitness_choices = context.fitness_evaluator(executor, quiet)
             try:
                 prefetch = context.test_prefetch(executor)  # started once the evolution's statistics are counted
+                chosen = context.settings
                 # The digest, and what it digests (so that a resume refused for edited settings can name them).
-                digest = {"settings_digest": settings_digest(context.settings, context.bench.sha256),
-                          DIGESTED: digested_settings(context.settings, context.bench.sha256)}
-            except BaseException:
+                digest = {"settings_digest": chosen.digest(context.bench.sha256),
+                          DIGESTED: chosen.digested(context.bench.sha256)}
+                _count(evaluator, quiet)
+                with prefetch.start():
+                    if prefetch.started:
+                        _log(f"test split statistics: {len(prefetch.missing)} to compute, in one background process "
+                             "during the evolution", quiet)
+                    state, interrupted, signalled = _evolve(
+                        run, evaluator, chosen.evolution, chosen.genome_space, chosen.seed_proxies, chosen.fitness,
+                        resume, stop_after, quiet, digest, on_checkpoint)
+                    # a signal must stop the search at once: the test split's figures wait for its resume
+                    report = best_report(state.overall_best(chosen.evolution.parsimony), context, state.iteration,
+                                         executor, fitness_choices, test_figures=not signalled, quiet=quiet,
+                                         prefetch=prefetch)
+            finally:
                 evaluator.close()
-                raise
-            return _search(context, evaluator, prefetch, fitness_choices, digest, resume, stop_after, quiet, hint,
-                           executor, on_checkpoint)
+            return _finish(run, report, state, chosen.evolution, interrupted, signalled, hint, quiet)
         except KeyboardInterrupt:
             print(f"interrupted; what was computed is kept: continue with: {hint}", file=sys.stderr, flush=True)
             raise
@@ -223,10 +157,10 @@ def _resume_context(run: RunDirectory, session: Mapping[str, Any]) -> SearchRun:
                           "with another --out")
     if checkpoint is not None:
         recorded = checkpoint.get("settings_digest")
-        current = settings_digest(context.settings, context.bench.sha256)
+        current = context.settings.digest(context.bench.sha256)
         if recorded is not None and recorded != current:  # runs made before the digest have none: accepted
             then = checkpoint.get(DIGESTED)
-            differ = settings_differences(digested_settings(context.settings, context.bench.sha256), then, "then ") \
+            differ = settings_differences(context.settings.digested(context.bench.sha256), then, "then ") \
                 if isinstance(then, dict) else []
             what = (f": {'; '.join(differ)}" if differ else
                     f" (settings digest {str(recorded)[:12]} then, {current[:12]} now)")
@@ -276,36 +210,24 @@ def _evaluation_records(run: RunDirectory) -> list[tuple[dict, FitnessRecord]]:
     return records
 
 
-def _search(context: SearchRun, evaluator: FitnessEvaluator, prefetch: Prefetch, fitness_choices: dict | None,
-            digest: dict, resume: bool, stop_after: int | None, quiet: bool, hint: str,
-            executor: Executor | None = None, on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
-    """The search itself, in a locked run directory whose ``config.json`` is written, on the fitness of its
-    search part (``evaluator``, its statistics built, closed here at the end; the base chosen per target:
-    ``fitness_choices``), each checkpoint recording the settings' ``digest``; ``prefetch`` computes the test
-    split's statistics beside the evolution (:meth:`~autoprox.search.context.SearchRun.test_prefetch`)."""
-    try:
-        # Counting first, on both cores: a prefetch started beside it doubled its time (0:07 to 0:13-0:19).
-        if evaluator.counted is not None:
-            seconds = evaluator.prepare()
-            _log(f"counted evaluation: statistics counted in {seconds:.1f} s "
-                 f"({sum(b.nbytes for b in evaluator.counted.values()) / 1e6:.0f} MB)", quiet)
-        with prefetch.start():
-            if prefetch.started:
-                _log(f"test split statistics: {len(prefetch.missing)} to compute, in one background process "
-                     "during the evolution", quiet)
-            return _evolve(context, evaluator, resume, stop_after, quiet, hint, executor, fitness_choices, digest,
-                           on_checkpoint, prefetch)
-    finally:
-        evaluator.close()
+def _count(evaluator: MemoisedFitness, quiet: bool) -> None:
+    """Counted evaluation's statistics counted first, on both cores: a prefetch of the test split's started beside
+    it doubled its time (0:07 to 0:13-0:19)."""
+    if evaluator.counted is not None:
+        seconds = evaluator.prepare()
+        _log(f"counted evaluation: statistics counted in {seconds:.1f} s "
+             f"({sum(b.nbytes for b in evaluator.counted.values()) / 1e6:.0f} MB)", quiet)
 
 
-def _evolve(context: SearchRun, evaluator: FitnessEvaluator, resume: bool, stop_after: int | None, quiet: bool,
-            hint: str, executor: Executor | None, fitness_choices, digest: dict,
-            on_checkpoint: Callable[[RunDirectory], None] | None = None, prefetch: Prefetch | None = None) -> dict:
-    """The evolution of :func:`_search` on its evaluator, then the report."""
-    run, settings = context.run, context.settings
-    space = settings.genome_space
-    evo = settings.evolution
+def _evolve(run: RunDirectory, evaluator: MemoisedFitness, evo: EvolutionConfig, space: GenomeSpace,
+            seed_proxies: Sequence[str], fitness: str, resume: bool, stop_after: int | None, quiet: bool, digest: dict,
+            on_checkpoint: Callable[[RunDirectory], None] | None = None) -> tuple[EvolutionState, bool, bool]:
+    """The evolution (Algorithm 1, ``evo``) in the locked run directory ``run``, whose ``config.json`` is written,
+    on the fitness of its search part (``evaluator``, its statistics built), from its checkpoint on ``resume``;
+    each checkpoint records the settings' ``digest``. It reads nothing of the settings but what it is given: the
+    genome ``space``, the ``seed_proxies`` of the initial population and the name of the ``fitness`` its
+    progress line shows. Returns its last state, whether it stopped before its end (``stop_after``, or an
+    interruption) and whether a signal stopped it."""
 
     # The hall of fame sees every fresh evaluation; on resume it is rebuilt from
     # evaluations.jsonl (cut back to the checkpoint), so it ends as in an uninterrupted run.
@@ -324,7 +246,7 @@ def _evolve(context: SearchRun, evaluator: FitnessEvaluator, resume: bool, stop_
                 run.truncate_logs(-1)
             write_hall_of_fame(run, hall)
             population, fresh, invalid = initial_population(
-                evaluator, evo, rng, list(settings.seed_proxies), on_evaluation,
+                evaluator, evo, rng, list(seed_proxies), on_evaluation,
                 progress=None if quiet else Progress("initial population", every=15), space=space,
             )
             write_hall_of_fame(run, hall)
@@ -341,7 +263,7 @@ def _evolve(context: SearchRun, evaluator: FitnessEvaluator, resume: bool, stop_
             _log(f"resuming at iteration {state.iteration} of {evo.iterations}", quiet)
 
         ticker = None if quiet else Progress("evolution", every=30)
-        fitness_label = "JCM" if settings.fitness == "jcm" else settings.fitness  # the progress line's best so far
+        fitness_label = "JCM" if fitness == "jcm" else fitness  # the progress line's best so far
         interrupted = signalled = False
         # Stalls are judged on the current population: the iterations since the last restart.
         best_jcms = [r["best_jcm"] for r in since_restart(run.log())] if evo.patience else []
@@ -373,10 +295,13 @@ def _evolve(context: SearchRun, evaluator: FitnessEvaluator, resume: bool, stop_
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
             state = _checkpoint_state(run, run.checkpoint())
             run.truncate_logs(state.iteration)  # an iteration cut short leaves no line past its checkpoint
-    best = state.overall_best(evo.parsimony)
-    # a signal must stop the search at once: the test split's figures wait for its resume
-    report = best_report(best, context, state.iteration, executor, fitness_choices, test_figures=not signalled,
-                         quiet=quiet, prefetch=prefetch)
+    return state, interrupted, signalled
+
+
+def _finish(run: RunDirectory, report: dict, state: EvolutionState, evo: EvolutionConfig, interrupted: bool,
+            signalled: bool, hint: str, quiet: bool) -> dict:
+    """``best.json``: the final ``report`` (:func:`~autoprox.search.context.best_report`) with how the evolution
+    ended, written; what it says on stderr of how to continue a run stopped before its end."""
     report["finished"] = not interrupted
     if not interrupted and state.iteration < evo.iterations:
         report["stopped_early"] = {"iteration": state.iteration, "patience": evo.patience}

@@ -11,7 +11,7 @@ own space, never across spaces, and weighted by its benchmark's weight
 A multi-space search checks its start and makes its fitness through its context, as a single-space search
 does (:meth:`MultiRunContext.check_start`, :meth:`MultiRunContext.fitness_evaluator`: each benchmark's
 :meth:`~autoprox.search.context.RunContext.fitness_evaluator` in turn): both kinds implement
-:class:`~autoprox.search.context.SearchRun`. :func:`new_context` makes either kind of run from its settings and
+:class:`~autoprox.search.searchrun.SearchRun`. :func:`new_context` makes either kind of run from its settings and
 :func:`open_context` opens either from its ``config.json`` (a list of benchmarks only when there are several).
 """
 
@@ -32,7 +32,8 @@ from autoprox.data.prefetch import Prefetch
 from autoprox.genome.tree import InvalidProxy, genome_to_string
 from autoprox.core.errors import GenomeError
 from autoprox.proxies.proxy import Proxy
-from autoprox.search.context import RunContext, SearchRun, run_config
+from autoprox.search.context import RunContext, run_config
+from autoprox.search.searchrun import SearchRun
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness
 from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.settings import SearchSettings, settings_of_config

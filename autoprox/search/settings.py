@@ -127,6 +127,34 @@ class SearchSettings:
         data["genome"] = GenomeSpace.from_json(self.genome).to_json()
         return _plain(data)
 
+    def compared(self) -> dict:
+        """What of these settings determines a search's result, as plain JSON: :meth:`to_json` less the session
+        settings (:func:`~autoprox.search.options.session_options`: where the benchmark and the cache are, the
+        workers, the total of iterations), which may change when a run resumes because they do not change what it
+        computes."""
+        data = self.to_json()
+        for option in session_options():
+            head, _, sub = option.setting.partition(".")
+            (data["evolution"] if sub else data).pop(sub or head, None)
+        return data
+
+    def digested(self, bench_sha256: str | Sequence[str]) -> dict:
+        """What :meth:`digest` hashes: :meth:`compared` and the benchmark's content digest(s)."""
+        data = self.compared()
+        data["benchmark_sha256"] = bench_sha256 if isinstance(bench_sha256, str) else list(bench_sha256)
+        return data
+
+    def digest(self, bench_sha256: str | Sequence[str]) -> str:
+        """SHA-256 of everything in these settings that determines a search's result, and of its benchmark's
+        content.
+
+        A checkpoint records it; a resume whose settings give another digest would mix two searches.
+        Left out: the session settings (:meth:`compared`). ``bench_sha256``: one digest, or one per benchmark
+        of a multi-space search.
+        """
+        return hashlib.sha256(json.dumps(self.digested(bench_sha256), sort_keys=True, default=str).encode()
+                              ).hexdigest()
+
     @classmethod
     def from_json(cls, data: Mapping) -> "SearchSettings":
         """Settings as ``config.json`` records them; ConfigError naming a field of the wrong type."""
@@ -244,37 +272,8 @@ def options_from_settings(settings: SearchSettings, space: str | None = None) ->
     return values
 
 
-def compared_settings(settings: SearchSettings) -> dict:
-    """What of ``settings`` determines a search's result, as plain JSON: ``to_json()`` less the session settings
-    (:func:`~autoprox.search.options.session_options`: where the benchmark and the cache are, the workers, the
-    total of iterations), which may change when a run resumes because they do not change what it computes."""
-    data = settings.to_json()
-    for option in session_options():
-        head, _, sub = option.setting.partition(".")
-        (data["evolution"] if sub else data).pop(sub or head, None)
-    return data
-
-
-def digested_settings(settings: SearchSettings, bench_sha256: str | Sequence[str]) -> dict:
-    """What :func:`settings_digest` hashes: :func:`compared_settings` and the benchmark's content digest(s)."""
-    data = compared_settings(settings)
-    data["benchmark_sha256"] = bench_sha256 if isinstance(bench_sha256, str) else list(bench_sha256)
-    return data
-
-
-def settings_digest(settings: SearchSettings, bench_sha256: str | Sequence[str]) -> str:
-    """SHA-256 of everything in ``settings`` that determines a search's result, and of its benchmark's content.
-
-    A checkpoint records it; a resume whose settings give another digest would mix two searches.
-    Left out: the session settings (:func:`compared_settings`). ``bench_sha256``: one digest, or
-    one per benchmark of a multi-space search.
-    """
-    data = digested_settings(settings, bench_sha256)
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def settings_differences(mine: Mapping, theirs: Mapping, label: str = "") -> list[str]:
-    """The settings that differ between two :func:`compared_settings` (or :func:`digested_settings`), each as
+    """The settings that differ between two :meth:`SearchSettings.compared` (or ``digested``), each as
     ``name MINE (LABEL THEIRS)`` with nested settings dotted (``evolution.seed``), in name order."""
     def flat(data: Mapping, prefix: str = "") -> dict:
         out = {}
