@@ -21,7 +21,7 @@ from autoprox.apps.rank_search import (
     prepare_spaces,
     search_rank_formula,
 )
-from autoprox.apps.space_protocol import lrsum_all, run_space_protocol, select_formula
+from autoprox.apps.protocols.space import lrsum_all, run_space_protocol, select_formula
 from autoprox.cli.main import main as cli
 from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError, RunDirError
 from autoprox.data.proxy_tables import (

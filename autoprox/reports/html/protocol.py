@@ -4,7 +4,7 @@ paired differences, repeats) and the few-label protocol (``evaluate --few-labels
 Everything shown is what ``protocol.json`` records: each finished fold's chosen proxy and
 its test Kendall per method, the summary over the folds (per method's mean and sd, the
 paired differences proxy minus each baseline with their t and corrected intervals,
-:mod:`autoprox.apps.protocol_summary`), and the per-repeat summaries.
+:mod:`autoprox.apps.protocols.summary`), and the per-repeat summaries.
 
 A few-label protocol's report (its ``few_labels.json``, :func:`write_few_labels_report`) shows the mean
 Kendall against k per method, one panel per table, and per (table, k) the means and the engine's paired
@@ -18,8 +18,8 @@ import shlex
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from autoprox.apps.few_labels import FEW_LABELS_FILE, FORMAT as FEW_LABELS_FORMAT
-from autoprox.apps.protocol_summary import REFERENCE
+from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE, FORMAT as FEW_LABELS_FORMAT
+from autoprox.apps.protocols.summary import REFERENCE
 from autoprox.core.atomic import atomic_write_text
 from autoprox.core.errors import AutoproxError, ReportError
 from autoprox.reports.html import figures as svg

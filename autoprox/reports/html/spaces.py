@@ -1,7 +1,7 @@
 """The HTML reports of the protocols that leave a space out: the leave-one-space-out protocol (``autoprox
 evaluate --leave-space-out``) and the N-space protocol (``evaluate --leave-space-out --rank-formulas``).
 
-Everything shown is what its ``protocol.json`` records (:mod:`autoprox.apps.cross_space`): per
+Everything shown is what its ``protocol.json`` records (:mod:`autoprox.apps.protocols.cross_space`): per
 left-out space, the searches (one per seed, on every architecture of the other spaces) with the
 proxy each chose, each method's Kendall and JCM on every architecture of the left-out space, and
 the paired difference of the seed-averaged searched proxy against each baseline with its bootstrap
@@ -36,9 +36,9 @@ from autoprox.reports.html.page import (
 from autoprox.reports.html.protocol import command_rows
 from autoprox.search.rundir import PROTOCOL
 
-#: The searched proxy's name in the summary (:data:`autoprox.apps.cross_space.SEARCHED`).
+#: The searched proxy's name in the summary (:data:`autoprox.apps.protocols.cross_space.SEARCHED`).
 SEARCHED = "searched"
-#: The reference that uses the left-out space's own labels (:data:`autoprox.apps.cross_space.OWN_BLEND`).
+#: The reference that uses the left-out space's own labels (:data:`autoprox.apps.protocols.cross_space.OWN_BLEND`).
 OWN_BLEND = "blend-own"
 
 
@@ -192,7 +192,7 @@ def _direction_section(index: int, direction: Mapping, summary: Mapping, targets
 # -------------------------------------------------------- the N-space protocol
 
 
-#: The format of an N-space protocol's record (:mod:`autoprox.apps.space_protocol`).
+#: The format of an N-space protocol's record (:mod:`autoprox.apps.protocols.space`).
 SPACE_PROTOCOL_FORMAT = "autoprox-space-protocol/1"
 
 

@@ -2,9 +2,9 @@
 
 Every protocol of autoprox cuts its architectures (or its spaces) into **cuts**, runs searches in
 each, and scores what they chose on what the cut held out, beside baselines chosen the same way:
-the in-space protocol's outer folds (:mod:`autoprox.apps.protocol`), the leave-one-space-out
-protocol's (left-out space, seed) searches (:mod:`autoprox.apps.cross_space`) and the many-space
-rank-formula protocol's left-out spaces (:mod:`autoprox.apps.space_protocol`). Each is a
+the in-space protocol's outer folds (:mod:`autoprox.apps.protocols.outer_folds`), the leave-one-space-out
+protocol's (left-out space, seed) searches (:mod:`autoprox.apps.protocols.cross_space`) and the many-space
+rank-formula protocol's left-out spaces (:mod:`autoprox.apps.protocols.space`). Each is a
 :class:`CutProtocol`: what its cuts are, how their searches run, what a finished one stores, which
 baselines it scores once every cut is done, and how it summarises. :func:`run_cuts` owns the rest:
 

@@ -20,7 +20,7 @@ For every space S of the N given (:class:`~autoprox.data.proxy_tables.TableSpace
 
 The protocol writes ``protocol.json`` (atomically) after each left-out space, and a run
 given the same ``--out`` and settings goes on from the spaces it has: each left-out space is a cut of
-the one protocol runner (:mod:`autoprox.apps.protocol_runner`).
+the one protocol runner (:mod:`autoprox.apps.protocols.runner`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from autoprox.apps.rank_search import (
     prepare_spaces,
     search_rank_formula,
 )
-from autoprox.apps.protocol_runner import CutProtocol, check_recorded, previous_record, run_cuts
+from autoprox.apps.protocols.runner import CutProtocol, check_recorded, previous_record, run_cuts
 from autoprox.core.atomic import make_directory
 from autoprox.core.errors import ConfigError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
