@@ -258,7 +258,7 @@ class ProxySearch(metaclass=_Estimator):
             raise RunDirError(f"resume=True needs out to hold a run; {out} holds none")
         reports = None
         if params["report"]:
-            from autoprox.reports.report import CheckpointReports
+            from autoprox.reports.html.report import CheckpointReports
 
             reports = CheckpointReports()
         with make_executor(params["scheduler"], params["workers"]) as executor:
@@ -277,7 +277,7 @@ class ProxySearch(metaclass=_Estimator):
                 run_search(self.search_settings(), out, quiet=params["quiet"], executor=executor,
                            on_checkpoint=reports)
         if reports is not None:
-            from autoprox.reports.report import write_report
+            from autoprox.reports.html.report import write_report
 
             write_report(out, memo=reports.memo)
         return self._read(out)

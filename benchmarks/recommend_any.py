@@ -73,7 +73,7 @@ def candidates(protocols: dict[str, dict]) -> dict[str, float]:
 def formula_on_every_space(name: str, protocol: dict) -> tuple[str, dict]:
     """The formula the way of choosing ``name`` gives on every labelled space, and how it was made."""
     from autoprox.apps.rank_search import RankSearchSettings, best_single, greedy_lrsum, search_rank_formula
-    from autoprox.apps.space_protocol import lrsum_all, select_formula
+    from autoprox.apps.protocols.space import lrsum_all, select_formula
     from autoprox.data.proxy_tables import load_table_space
 
     spec = protocol["spec"]

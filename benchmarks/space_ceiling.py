@@ -12,7 +12,7 @@ four of them; a four-space set's formula is then also scored on the fifth, whose
 
 This is an **in-sample** figure: it reads the labels it is judged on, so it is a ceiling, never a result a
 user could expect, and nothing here is a candidate for a recommendation. Intervals are the protocol's
-(95% paired bootstrap over each space's rows, :func:`autoprox.apps.space_protocol.paired_interval`).
+(95% paired bootstrap over each space's rows, :func:`autoprox.apps.protocols.space.paired_interval`).
 
 Writes ``runs/space-ceiling/ceiling.json`` (read by ``benchmarks/docs_tables.py``: the
 ``space-ceiling`` table of docs/results-spaces.md). About 5 minutes on 2 cores.
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from autoprox.apps.rank_search import RankSearchSettings, figures_on, prepare_spaces, search_rank_formula
-    from autoprox.apps.space_protocol import paired_interval
+    from autoprox.apps.protocols.space import paired_interval
     from autoprox.core.atomic import atomic_write_text, make_directory
     from autoprox.data.proxy_tables import load_table_space
     from autoprox.genome.rank_formula import parse_formula

@@ -176,7 +176,7 @@ def protocol_settings(af_small_file, session_cache):
 def finished_protocol(protocol_settings, tmp_path_factory):
     """An evaluation protocol without bags (3 outer folds, a search per fold), run once per session: its folder
     and result; tests read the folder (as --reuse-searches does) or copy it before changing anything."""
-    from autoprox.apps.protocol import run_protocol
+    from autoprox.apps.protocols.outer_folds import run_protocol
 
     out = tmp_path_factory.mktemp("protocol") / "out"
     return out, run_protocol(protocol_settings, out, folds=PROTOCOL_FOLDS, bootstrap=200, quiet=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autoprox.apps.bagging import (
+from autoprox.apps.protocols.bagging import (
     BAGGED,
     bag_settings,
     bag_size,
@@ -20,7 +20,7 @@ from autoprox.apps.bagging import (
     bagged_file,
     check_bagging,
 )
-from autoprox.apps.protocol import (
+from autoprox.apps.protocols.outer_folds import (
     fold_settings,
     outer_folds,
     run_protocol,
@@ -181,7 +181,7 @@ def test_a_fold_is_scored_again_from_its_runs_and_never_reads_a_bags_test_figure
     def searched_again(*args, **kwargs):
         raise AssertionError("a finished search was run again")
 
-    monkeypatch.setattr("autoprox.apps.protocol_jobs.run_search", searched_again)
+    monkeypatch.setattr("autoprox.apps.protocols.jobs.run_search", searched_again)
     again = run_protocol(None, copy, resume=True, quiet=True)
     assert figures_of(again) == figures_of(whole)
     # the ensemble file left by the earlier start is this fold's; another one is refused, not overwritten

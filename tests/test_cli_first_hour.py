@@ -57,7 +57,7 @@ def test_a_signal_during_a_fold_s_final_report_still_says_how_to_continue(capsys
     def terminated(*args, **kwargs):
         raise Terminated()
 
-    monkeypatch.setattr("autoprox.apps.outer_folds.fold_result", terminated)
+    monkeypatch.setattr("autoprox.apps.protocols.folds.fold_result", terminated)
     out = tmp_path / "my protocol"
     code = main(["evaluate", "--bench", str(af_small_file), "--folds", "2", "--iterations", "1", "--population", "4",
                  "--batch-size", "2", "--workers", "1", "--quiet", "--cache-dir", str(session_cache.root),

@@ -1,5 +1,5 @@
 """The shape of the package's code, read with ``ast``: no private name crosses a module
-boundary, no function is over 100 lines, no module over 500."""
+boundary, no function is over 100 lines, no module over 600."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE_FILES = sorted(path for root in ("autoprox", "primitives") for path in (REPO / root).rglob("*.py"))
 MAX_FUNCTION_LINES = 100
-MAX_MODULE_LINES = 500
+MAX_MODULE_LINES = 600
 
 ALLOWED_LONG_MODULES: set[str] = set()
 ALLOWED_LONG_FUNCTIONS: set[str] = set()
@@ -68,7 +68,7 @@ def test_no_function_is_over_a_hundred_lines():
     assert not long, "\n".join(long)
 
 
-def test_no_module_is_over_five_hundred_lines():
+def test_no_module_is_over_six_hundred_lines():
     long = [f"{_relative(path)}: {n} lines" for path in PACKAGE_FILES
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
             and _relative(path) not in ALLOWED_LONG_MODULES]

@@ -320,7 +320,7 @@ def test_a_genome_stopped_by_its_structure_is_one_the_walk_stops(af_stats, monke
     0.24 s a genome on the default search) only ever stops a genome the counted walk would stop too, so
     every score stays the exact path's; and it does stop each family of structural obstacles."""
     import autoprox.genome.counted as counted_module
-    from autoprox.genome.counted_rules import structural_obstacle
+    from autoprox.genome.counted import structural_obstacle
     from autoprox.genome.tree import genome_to_string
     from tests.genome_corpus import hall_of_fame_genomes
 

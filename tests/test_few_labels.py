@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-from autoprox.apps.few_labels import (
+from autoprox.apps.protocols.few_labels import (
     FEW_LABEL_METHODS,
     column_rank_matrix,
     draw_rows,

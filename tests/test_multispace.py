@@ -157,7 +157,7 @@ def test_the_command_line_takes_repeated_spaces_and_bench_weights():
 
 @pytest.fixture(scope="module")
 def cross_protocol(multi_settings, tmp_path_factory):
-    from autoprox.apps.cross_space import run_cross_space
+    from autoprox.apps.protocols.cross_space import run_cross_space
 
     out = tmp_path_factory.mktemp("cross") / "protocol"
     settings = replace(multi_settings, bench_weights={})
@@ -200,7 +200,7 @@ def test_leave_space_out_scores_each_left_out_space_as_a_direct_rank_of_the_chos
 
 
 def test_a_resumed_leave_space_out_protocol_keeps_its_searches(cross_protocol):
-    from autoprox.apps.cross_space import format_cross_space, run_cross_space
+    from autoprox.apps.protocols.cross_space import format_cross_space, run_cross_space
 
     out, protocol = cross_protocol
     again = run_cross_space(None, out, resume=True, quiet=True)
@@ -218,7 +218,7 @@ def test_a_combined_fitness_protocol_scores_the_left_out_space_as_the_fitness_ra
     alone is kept beside it."""
     from scipy.stats import rankdata
 
-    from autoprox.apps.cross_space import run_cross_space
+    from autoprox.apps.protocols.cross_space import run_cross_space
 
     settings = replace(multi_settings, bench_weights={}, fitness="combined:params:0.25",
                        evolution=replace(EVOLUTION, iterations=1))

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from autoprox.apps.protocol_summary import format_protocol
-from autoprox.apps.transfer import format_transfer
+from autoprox.apps.protocols.summary import format_protocol
+from autoprox.apps.protocols.transfer import format_transfer
 from autoprox.core.numbers import UNDEFINED, format_float
 from tests.conftest import REPO
 
@@ -55,7 +55,7 @@ def test_the_cli_tables_spell_an_undefined_figure_the_same_way():
 
 
 def _partial_protocol(finished: int) -> dict:
-    from autoprox.apps.protocol_summary import REFERENCE, summarise
+    from autoprox.apps.protocols.summary import REFERENCE, summarise
     from autoprox.data.benchmark import load_benchmark
     from tests.conftest import PIT_FILE
 
@@ -70,7 +70,7 @@ def _partial_protocol(finished: int) -> dict:
 
 
 def test_a_partial_protocol_summary_prints_no_nan_and_no_empty_table():
-    from autoprox.apps.protocol_summary import format_protocol
+    from autoprox.apps.protocols.summary import format_protocol
 
     one = format_protocol(_partial_protocol(1))
     assert "nan" not in one and "+-" not in one.split("\n", 3)[3]

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from autoprox.apps.protocol import (
+from autoprox.apps.protocols.outer_folds import (
     fold_figures,
     fold_settings,
     outer_folds,
     run_protocol,
 )
-from autoprox.apps.protocol_summary import (
+from autoprox.apps.protocols.summary import (
     format_protocol,
     kendall_batch,
     summarise,
@@ -200,7 +200,7 @@ def test_resume_after_an_interrupted_fold_gives_the_same_figures(protocol, setti
     def searched_again(*args, **kwargs):
         raise AssertionError("a finished fold was searched again")
 
-    monkeypatch.setattr("autoprox.apps.protocol_jobs.run_search", searched_again)
+    monkeypatch.setattr("autoprox.apps.protocols.jobs.run_search", searched_again)
     record = json.loads((out / PROTOCOL_FILE).read_text())
     record["folds"][1]["result"] = None
     (out / PROTOCOL_FILE).write_text(json.dumps(record))
@@ -424,7 +424,7 @@ def test_more_repeats_on_resume_extend_a_finished_protocol(protocol, settings, t
         run_protocol(None, grown, repeats=1, resume=True, quiet=True)
 
     # the re-scoring protocol now grows as far as the searches it reads, and searches nothing itself
-    monkeypatch.setattr("autoprox.apps.protocol_jobs.run_search", lambda *a, **k: pytest.fail("searched again"))
+    monkeypatch.setattr("autoprox.apps.protocols.jobs.run_search", lambda *a, **k: pytest.fail("searched again"))
     grown_too = run_protocol(None, rescored, repeats=2, resume=True, quiet=True)
     assert figures_of(grown_too) == figures_of(fresh)
     assert not (rescored / "repeat-1").exists()
@@ -459,7 +459,7 @@ def _protocol_settings(af_small_file, session_cache):
 def test_an_interrupted_evaluate_gives_its_own_quoted_resume_hint(capsys, tmp_path, af_small_file, session_cache):
     import shlex
 
-    from autoprox.apps.protocol import run_protocol
+    from autoprox.apps.protocols.outer_folds import run_protocol
 
     out = tmp_path / "my protocol"
     stopped = run_protocol(_protocol_settings(af_small_file, session_cache), out, folds=2, stop_after=1, quiet=False)

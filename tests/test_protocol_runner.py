@@ -1,4 +1,4 @@
-"""The one protocol runner (:mod:`autoprox.apps.protocol_runner`) on a tiny cut definition: each cut
+"""The one protocol runner (:mod:`autoprox.apps.protocols.runner`) on a tiny cut definition: each cut
 squares its number, the summary sums what is finished."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprox.apps.protocol_runner import CutProtocol, check_recorded, previous_record, run_cuts
+from autoprox.apps.protocols.runner import CutProtocol, check_recorded, previous_record, run_cuts
 from autoprox.core.errors import RunDirError
 from autoprox.search.rundir import PROTOCOL
 

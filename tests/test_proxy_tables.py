@@ -21,7 +21,7 @@ from autoprox.apps.rank_search import (
     prepare_spaces,
     search_rank_formula,
 )
-from autoprox.apps.space_protocol import lrsum_all, run_space_protocol, select_formula
+from autoprox.apps.protocols.space import lrsum_all, run_space_protocol, select_formula
 from autoprox.cli.main import main as cli
 from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError, RunDirError
 from autoprox.data.proxy_tables import (
@@ -344,7 +344,8 @@ def test_the_margin_objective_is_the_worst_lead_over_each_space_s_better_size_co
     """--objective margin: a formula's fitness is the worst over the training spaces of its Kendall less the
     better of r(params) and r(flops) there (FlexiBERT has no flops: its parameter count), and the protocol
     selects by the same lead."""
-    from autoprox.apps.rank_search import OBJECTIVES
+    from autoprox.apps.rank_search import space_value
+    from autoprox.search.objectives import objective_kinds, space_objective
 
     prepared = prepare_spaces(three_spaces, None, random.Random(0))
     sizes = {}
@@ -355,11 +356,11 @@ def test_the_margin_objective_is_the_worst_lead_over_each_space_s_better_size_co
     assert {p.name: p.size_figure for p in prepared} == pytest.approx(sizes, abs=1e-12)
     formula = parse_formula("add(lr(nwot), lr(params))")
     per_space = figures_on(formula, prepared)
-    assert OBJECTIVES["margin"].of(per_space, prepared) == pytest.approx(
+    assert space_value(space_objective("margin"), per_space, prepared) == pytest.approx(
         min(per_space[n] - sizes[n] for n in per_space), abs=1e-12)
-    assert OBJECTIVES["worst"].of(per_space, prepared) == pytest.approx(min(per_space.values()), abs=1e-12)
+    assert space_value(space_objective("worst"), per_space, prepared) == pytest.approx(min(per_space.values()), abs=1e-12)
     size_only = figures_on(parse_formula("r(params)"), prepared)  # never ahead of itself
-    assert OBJECTIVES["margin"].of(size_only, prepared) <= 1e-12
+    assert space_value(space_objective("margin"), size_only, prepared) <= 1e-12
     settings = RankSearchSettings(population=10, iterations=8, max_rows=200, objective="margin")
     outcome = search_rank_formula(three_spaces, 5, settings)
     assert outcome.hall_of_fame and outcome.hall_of_fame[0][0] > -1  # the search runs on the lead
@@ -370,7 +371,7 @@ def test_the_margin_objective_is_the_worst_lead_over_each_space_s_better_size_co
     from autoprox.cli.command_options import EVALUATE_OPTIONS
 
     offered = next(o for o in EVALUATE_OPTIONS if o.name == "objective").choices
-    assert set(offered) == set(OBJECTIVES)  # the command line offers every registered objective
+    assert list(offered) == objective_kinds("spaces")  # the command line offers every registered objective over spaces
 
 
 def test_the_n_space_protocol_on_small_tables(three_spaces, tmp_path, capsys):

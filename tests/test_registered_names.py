@@ -1,10 +1,11 @@
-"""Every list of names a user is shown is read from its registry (issue 42): a zoo proxy, a search objective
-and an N-space objective registered here, in a test, are in the command line's help and choices, in the
-genome terminals and in the SymPy names, and gone again once withdrawn.
+"""Every list of names a user is shown is read from its registry (issue 42): a zoo proxy and an objective
+registered here, in a test, are in the command line's help and choices, in the genome terminals and in the
+SymPy names, and gone again once withdrawn.
 
 Adding a zoo proxy is its function and one registration (``register_zoo``; ``register_zoo_terminal`` lets
-genomes read it); adding an objective is one class (``@register_objective``, its ``form`` and ``summary``);
-an N-space objective is one ``register_objective`` call.
+genomes read it); adding an objective is one class (``@register_objective``, its ``form``, ``summary`` and
+``scopes``) in the one registry of objectives: one over targets is a ``search --fitness``, one over spaces an
+``evaluate --objective``, one over both is both.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 import sympy
 
-from autoprox.apps import rank_search
+from autoprox.apps.rank_search import RankSearchSettings
 from autoprox.cli.main import main
 from autoprox.core.errors import ConfigError
 from autoprox.genome.space import GenomeSpace
@@ -28,7 +29,15 @@ from autoprox.proxies import zoo
 from autoprox.proxies.proxy import BUILTIN_PROXIES
 from autoprox.reports import formula_check, sympy_worker
 from autoprox.reports.simplify import SYMBOLS, readable_formula
-from autoprox.search.objectives import OBJECTIVES, JointCorrelation, parse_fitness, register_objective, usage
+from autoprox.search.objectives import (
+    OBJECTIVES,
+    JointCorrelation,
+    objective_kinds,
+    parse_fitness,
+    register_objective,
+    space_objective,
+    usage,
+)
 from tests.conftest import REPO
 
 ZOO_NAME = "test_qkv_width"
@@ -128,19 +137,37 @@ def test_a_withdrawn_search_objective_is_gone_from_the_help(capsys):
 
 
 @pytest.fixture
-def space_objective():
-    """An N-space objective of this test: one registration."""
-    entry = rank_search.register_objective("test_median", np.median, description="the median Kendall, a test's")
+def median_objective():
+    """An objective of this test over targets and over spaces: one class."""
+
+    @register_objective("test_median")
+    @dataclass(frozen=True)
+    class Median(JointCorrelation):
+        """The JCM as a search's fitness; over spaces, the median of the per-space figures."""
+
+        summary: ClassVar[str] = "the median Kendall, a test's"
+        scopes: ClassVar[frozenset[str]] = frozenset({"targets", "spaces"})
+
+        @property
+        def name(self) -> str:
+            return "test_median"
+
+        def over(self, figures):
+            return float(np.median(list(figures)))
+
     try:
-        yield entry
+        yield Median
     finally:
-        rank_search.OBJECTIVES.unregister("test_median")
+        OBJECTIVES.unregister("test_median")
 
 
-def test_an_n_space_objective_registered_in_a_test_is_in_the_choices_and_the_help(space_objective, capsys):
+def test_one_objective_class_is_in_both_the_fitness_and_the_n_space_objective_help_and_choices(median_objective,
+                                                                                                 capsys):
     from autoprox.cli.command_options import EVALUATE_OPTIONS
     from autoprox.cli.main import build_parser
 
+    assert "or test_median (the median Kendall, a test's); BASE is" in _help(capsys, "search")
+    assert isinstance(parse_fitness("test_median"), median_objective)
     text = _help(capsys, "evaluate")
     assert "--objective {mean,worst,margin,test_median}" in text
     assert "test_median (the median Kendall, a test's)" in text
@@ -149,6 +176,24 @@ def test_an_n_space_objective_registered_in_a_test_is_in_the_choices_and_the_hel
     args = build_parser().parse_args(["evaluate", "--leave-space-out", "--rank-formulas", "--objective",
                                       "test_median"])
     assert args.objective == "test_median"
+    RankSearchSettings(objective="test_median").check()
+    assert space_objective("test_median").over([1.0, 5.0, 2.0]) == 2.0
+
+
+def test_there_is_one_registry_of_objectives_and_each_scope_reads_it():
+    """One ``OBJECTIVES`` in the package (issue 42: the N-space protocol kept a second); ``--fitness`` takes its
+    kinds over targets, ``--objective`` those over spaces, and neither takes the other's."""
+    import re
+
+    defined = [path.relative_to(REPO).as_posix() for path in sorted((REPO / "autoprox").rglob("*.py"))
+               if re.search(r"^OBJECTIVES\b.*=", path.read_text(encoding="utf-8"), re.M)]
+    assert defined == ["autoprox/search/objectives.py"]
+    assert objective_kinds("targets")[:3] == ["jcm", "partial", "combined"]
+    assert objective_kinds("spaces") == ["mean", "worst", "margin"]
+    with pytest.raises(ConfigError, match="unknown fitness 'worst'"):
+        parse_fitness("worst")
+    with pytest.raises(ConfigError, match="unknown objective 'jcm'; use mean, worst or margin"):
+        RankSearchSettings(objective="jcm").check()
 
 
 def test_a_withdrawn_n_space_objective_is_refused_again(capsys):

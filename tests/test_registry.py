@@ -45,7 +45,14 @@ from autoprox.proxies.proxy import (
 )
 from autoprox.proxies.scorers import ARCHITECTURE_PROXIES, register_architecture_proxy
 from autoprox.search.evaluators import EVALUATORS, ExactEvaluator, evaluator_class, register_evaluator
-from autoprox.search.objectives import OBJECTIVES, JointCorrelation, parse_fitness, register_objective
+from autoprox.search.objectives import (
+    OBJECTIVES,
+    JointCorrelation,
+    SpaceAggregate,
+    parse_fitness,
+    register_objective,
+    space_objective,
+)
 from autoprox.spaces.architectures import count_params
 from autoprox.spaces.family import FamilyArch, FamilySpace
 from autoprox.spaces.registry import REGISTRY as SPACES
@@ -243,13 +250,19 @@ def _operator_use(_):
     assert formula.score(columns) == pytest.approx(2 * parse_formula("r(params)").score(columns))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Median(SpaceAggregate):
+    def over(self, figures):
+        return float(np.median(list(figures)))
+
+
 def _space_objective_register():
-    return rank_search.register_objective("test_median", lambda values: float(np.median(values)))
+    return register_objective("test_median")(_Median)
 
 
 def _space_objective_use(_):
     rank_search.RankSearchSettings(objective="test_median").check()
-    assert rank_search.OBJECTIVES.lookup("test_median")([1.0, 5.0, 2.0]) == 2.0
+    assert space_objective("test_median").over([1.0, 5.0, 2.0]) == 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,9 +351,9 @@ KINDS = {
     "rank-formula operator": Kind(OPERATORS, "test_twice", _operator_register, _operator_use,
                                   lambda: OPERATORS.unregister("test_twice"),
                                   lambda: register_operator("add", 2, np.subtract, "again"), "add"),
-    "N-space objective": Kind(rank_search.OBJECTIVES, "test_median", _space_objective_register,
-                              _space_objective_use, lambda: rank_search.OBJECTIVES.unregister("test_median"),
-                              lambda: rank_search.register_objective("worst", np.max), "worst"),
+    "objective over spaces": Kind(OBJECTIVES, "test_median", _space_objective_register, _space_objective_use,
+                                  lambda: OBJECTIVES.unregister("test_median"),
+                                  lambda: register_objective("worst")(_Median), "worst"),
     "model builder": Kind(MODEL_BUILDERS, _TinyArch, _builder_register, _builder_use,
                           lambda: MODEL_BUILDERS.unregister(_TinyArch),
                           lambda: register_builder(FamilyArch)(lambda arch, num_classes: None), FamilyArch),

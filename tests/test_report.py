@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from autoprox.cli.main import main
-from autoprox.reports.report import CheckpointReports, render_report
+from autoprox.reports.html.report import CheckpointReports, render_report
 from autoprox.search.engine import run_search
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.rundir import RunDirectory
@@ -342,7 +342,7 @@ def test_serve_follows_a_running_search_and_binds_to_loopback_only(small_setting
 
 
 def test_a_run_being_written_is_seen_so_a_served_page_computes_nothing_then(small_run):
-    from autoprox.reports.html_serve import being_written
+    from autoprox.reports.html.serve import being_written
 
     assert not being_written(small_run)
     with RunDirectory(small_run).lock():
@@ -399,7 +399,7 @@ def test_the_evolution_panels_of_the_committed_runs_are_drawn_from_what_each_run
     """The reference runs keep evaluations.jsonl only in archive.tar.xz; the ablation runs keep none. Both
     used to show two empty panels with no word: they are drawn from the archive, or from the log's
     per-iteration counts, and a panel that has nothing says why."""
-    from autoprox.reports.html_evolution import evaluated_per_iteration
+    from autoprox.reports.html.evolution import evaluated_per_iteration
 
     reference = RunDirectory(RUNS / "pit-reference")
     log = {r["iteration"]: r for r in reference.log()}
@@ -435,7 +435,7 @@ def test_the_legends_of_the_curves_stand_beside_their_axes_so_no_line_crosses_a_
     """The flower_kd label used to be hidden by the curves drawn under the legend, inside the axes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401 (the figure's canvas)
 
-    from autoprox.reports.figures_svg import curves_figure
+    from autoprox.reports.html.figures import curves_figure
 
     iterations = list(range(1, 21))
     kendall = {t: [0.5 + 0.01 * i for i in iterations] for t in ("c100_kd", "flower_kd", "chaoyang_kd")}

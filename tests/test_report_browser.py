@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from autoprox.reports.report import write_report
+from autoprox.reports.html.report import write_report
 from tests.conftest import REPO
 
 RUNS = REPO / "runs"

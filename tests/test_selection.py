@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoprox.apps.protocol import run_protocol
+from autoprox.apps.protocols.outer_folds import run_protocol
 from autoprox.apps.selection import (
     SELECTIONS,
     inner_fold_jcms,

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from autoprox.apps.transfer import (
+from autoprox.apps.protocols.transfer import (
     fold_directory,
     fold_settings,
     format_transfer,
@@ -108,7 +108,7 @@ def test_resume_keeps_finished_folds_and_finishes_an_interrupted_one(study, sett
     def scored_again(*args, **kwargs):
         raise AssertionError("a finished fold's held-out figures were computed again on resume")
 
-    monkeypatch.setattr("autoprox.apps.transfer.held_out_report", scored_again)
+    monkeypatch.setattr("autoprox.apps.protocols.transfer.held_out_report", scored_again)
     again = run_transfer(None, partial, resume=True, quiet=True)
     assert (fold_directory(partial, first) / "log.jsonl").read_text() == log_before
     assert again["folds"] == resumed["folds"]

@@ -2,9 +2,10 @@
 
 A rank formula (:mod:`autoprox.genome.rank_formula`) is scored on a space by the mean Kendall
 over the space's (table, target) pairs; a search over N spaces maximises an **objective**
-that aggregates the N per-space figures (:data:`OBJECTIVES`: ``mean``; ``worst``, the
-worst case over spaces; ``margin``, the worst lead over the better size count of each space),
-less a small parsimony pressure per node. The evolution is the engine's (Algorithm 1 of
+that aggregates the N per-space figures (an objective over spaces of the one objective registry,
+:data:`autoprox.search.objectives.OBJECTIVES`: ``mean``; ``worst``, the worst case over spaces; ``margin``,
+the worst lead over the better size count of each space; :func:`space_value`), less a small parsimony
+pressure per node. The evolution is the engine's (Algorithm 1 of
 :mod:`autoprox.search.evolution`, elitism-preserving) over a
 :class:`~autoprox.genome.formula_variation.RankFormulaSpace`: children by subtree crossover with a
 member of the sample's top, subtree mutation and point mutation. All randomness comes from one
@@ -37,63 +38,35 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from autoprox.core.errors import ConfigError
-from autoprox.core.registry import Registry
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.formula_variation import RankFormulaSpace
 from autoprox.genome.rank_formula import Node, RankFormula, parse_formula
 from autoprox.search.evolution import EvolutionConfig, EvolutionState, evolve_step, initial_population, rng_state_to_json
 from autoprox.search.fitness import FitnessRecord, MemoisedFitness
+from autoprox.search.objectives import Objective, space_objective
 
-__all__ = ["MISSING_POLICIES", "OBJECTIVES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "SpaceObjective",
-           "best_single", "figures_on",
-           "greedy_lrsum", "kendall_or_zero", "prepare_spaces", "register_objective", "search_rank_formula",
-           "space_figure"]
+__all__ = ["MISSING_POLICIES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "best_single", "figures_on",
+           "greedy_lrsum", "kendall_or_zero", "prepare_spaces", "search_rank_formula", "space_figure", "space_leads",
+           "space_value"]
 
 #: How a search treats a training space lacking a column a formula reads: ``neutral`` scores the column as
 #: no information there; ``skip`` leaves the space out of that formula's objective (at most one space, and
 #: two are kept at least).
 MISSING_POLICIES = ("neutral", "skip")
 
-@dataclass(frozen=True)
-class SpaceObjective:
-    """An aggregate of per-space figures: ``aggregate`` of the figures, or with ``against_size`` of each
-    space's lead over its better size count (``r(params)`` or ``r(flops)``, whichever ranks that space
-    better; a lead, so a formula is judged by what it adds to the parameter count on every space)."""
-
-    name: str
-    aggregate: Callable[[Sequence[float]], float]
-    against_size: bool = False
-    description: str = ""
-
-    def __call__(self, values: Sequence[float]) -> float:
-        return float(self.aggregate(list(values)))
-
-    def of(self, per_space: dict[str, float], prepared: Sequence["PreparedSpace"]) -> float:
-        """The objective of a formula's figures per space (keyed by name, the spaces of ``prepared``)."""
-        if not self.against_size:
-            return self(per_space.values())
-        sizes = {p.name: p.size_figure for p in prepared}
-        return self([value - sizes[name] for name, value in per_space.items()])
+def space_leads(per_space: dict[str, float], prepared: Sequence["PreparedSpace"], against_size: bool) -> list[float]:
+    """A formula's figures per space (keyed by name, the spaces of ``prepared``), or with ``against_size`` each
+    space's lead over its better size count (``r(params)`` or ``r(flops)``, whichever ranks that space better; a
+    lead, so a formula is judged by what it adds to the parameter count on every space)."""
+    if not against_size:
+        return list(per_space.values())
+    sizes = {p.name: p.size_figure for p in prepared}
+    return [value - sizes[name] for name, value in per_space.items()]
 
 
-#: Objectives over the per-space figures, by name.
-OBJECTIVES: Registry[str, SpaceObjective] = Registry("objective", unknown=ConfigError,
-                                                     describe=lambda entry: entry.description)
-
-
-def register_objective(name: str, function: Callable[[Sequence[float]], float], against_size: bool = False,
-                       description: str = "") -> SpaceObjective:
-    """Register an aggregate of per-space Kendalls (a list of floats -> one float), of the figures or (with
-    ``against_size``) of each space's lead over its better size count; a taken name is a RegistryError (a
-    ConfigError)."""
-    return OBJECTIVES.add(name, SpaceObjective(name, function, against_size, description))
-
-
-register_objective("mean", np.mean, description="the mean Kendall over the training spaces")
-register_objective("worst", np.min, description="the worst Kendall over the training spaces")
-register_objective("margin", np.min, against_size=True,
-                   description="the worst lead over the training spaces of the Kendall over the better of the "
-                               "parameter and MAC counts there")
+def space_value(objective: Objective, per_space: dict[str, float], prepared: Sequence["PreparedSpace"]) -> float:
+    """The objective over spaces ``objective`` of a formula's figures per space (:func:`space_leads`)."""
+    return objective.over(space_leads(per_space, prepared, objective.against_size))
 
 
 def kendall_or_zero(scores: np.ndarray, accuracy: np.ndarray) -> float:
@@ -174,7 +147,8 @@ class RankSearchSettings:
     Parameters
     ----------
     objective : str
-        A key of :data:`OBJECTIVES`.
+        An objective over spaces of :data:`autoprox.search.objectives.OBJECTIVES` (``mean``, ``worst``,
+        ``margin``, any registered kind of scope ``spaces``).
     population, iterations : int
         The evolution's population and iterations (Algorithm 1 of :mod:`autoprox.search.evolution`). The
         default 100 iterations evaluate about as many distinct formulas (594 on average over the default
@@ -202,7 +176,7 @@ class RankSearchSettings:
     missing: str = "neutral"
 
     def check(self) -> "RankSearchSettings":
-        OBJECTIVES.lookup(self.objective)
+        space_objective(self.objective)
         if min(self.population, self.iterations, self.max_size, self.max_rows) < 1:
             raise ConfigError("population, iterations, max_size and max_rows must be positive")
         if self.population < 2:
@@ -240,7 +214,7 @@ class SpaceFitness(MemoisedFitness):
 
     def __init__(self, prepared: Sequence[PreparedSpace], settings: "RankSearchSettings") -> None:
         self.prepared, self.settings = list(prepared), settings
-        self.aggregate = OBJECTIVES[settings.objective]
+        self.objective = space_objective(settings.objective)
         self.memo, self.seconds, self.evaluations = {}, 0.0, 0
 
     def canonical_of(self, tree: Node) -> str:
@@ -251,7 +225,7 @@ class SpaceFitness(MemoisedFitness):
         per_space = figures_on(RankFormula(tree), self.prepared, self.settings.missing)
         if per_space is None:
             return FitnessRecord(canonical, canonical, False, reason="skipped on more than one training space")
-        value = round(self.aggregate.of(per_space, self.prepared) - self.settings.parsimony * tree.size, 9)
+        value = round(space_value(self.objective, per_space, self.prepared) - self.settings.parsimony * tree.size, 9)
         return FitnessRecord(canonical, canonical, True, jcm=value, kendall=dict(per_space), fitness=value,
                              objective=self.settings.objective)
 
@@ -299,7 +273,7 @@ def search_rank_formula(spaces: Sequence[TableSpace], seed: int, settings: RankS
 
 # ------------------------------------------------------------------------- simpler searchers
 def _objective_on(formula: RankFormula, prepared: Sequence[PreparedSpace], objective: str) -> float:
-    return OBJECTIVES[objective].of({p.name: p.figure(formula) for p in prepared}, prepared)
+    return space_value(space_objective(objective), {p.name: p.figure(formula) for p in prepared}, prepared)
 
 
 def best_single(spaces: Sequence[TableSpace], objective: str = "worst", candidates: Sequence[str] = STANDARD_PROXIES

@@ -10,14 +10,16 @@ makes its argparse options from these tables (``autoprox.cli.options.add_command
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
-from autoprox.apps.rank_search import OBJECTIVES as SPACE_OBJECTIVES, RankSearchSettings
+from autoprox.apps.rank_search import RankSearchSettings
 from autoprox.core.registry import LiveNames
 from autoprox.data.benchmark import BENCH_FILE_NAMES
 from autoprox.data.proxy_tables import table_space_names
 from autoprox.proxies.proxy import BUILTIN_PROXIES
 from autoprox.search.conversions import integer, integer_list, number, text, text_list
+from autoprox.search.objectives import objective_kinds, space_objectives
 from autoprox.search.options import OPTIONS, Option
 
 __all__ = ["COMMAND_OPTIONS", "DEFAULT_SPACE_OBJECTIVE", "EVALUATE_OPTIONS", "RANK_OPTIONS", "command_options"]
@@ -62,7 +64,7 @@ DEFAULT_SPACE_OBJECTIVE = "worst"
 def _space_objective_help() -> str:
     """``--objective``'s help: the N-space objectives registered now, each with what it aggregates."""
     described = [f"{name} ({text}{', the default' if name == DEFAULT_SPACE_OBJECTIVE else ''})" if text else name
-                 for name, text in SPACE_OBJECTIVES.describe()]
+                 for name, text in space_objectives()]
     return ("with --rank-formulas: how the per-space Kendalls of the training spaces are aggregated: "
             + "; ".join(described))
 
@@ -116,7 +118,7 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "--bench), N spaces left out in turn, --seeds searches per left-out space, --iterations iterations of "
            "the evolution (default " + str(RankSearchSettings.iterations) + "), each left-out space scored beside params, flops, every proxy column it has and the "
            "log-rank sum of all of them", flag=True, group=_CROSS, commands=_EVALUATE),
-    Option("objective", None, _space_objective_help, text(), choices=LiveNames(SPACE_OBJECTIVES.names),
+    Option("objective", None, _space_objective_help, text(), choices=LiveNames(functools.partial(objective_kinds, "spaces")),
            group=_CROSS, commands=_EVALUATE),
     Option("missing_columns", None, "with --rank-formulas: a training space lacking a column a formula reads "
            "scores it as no information (neutral, the default) or is left out of that formula's objective (skip; "

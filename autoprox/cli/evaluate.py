@@ -34,8 +34,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autoprox.apps.protocol import run_protocol
-    from autoprox.apps.protocol_summary import format_protocol
+    from autoprox.apps.protocols.outer_folds import run_protocol
+    from autoprox.apps.protocols.summary import format_protocol
     from autoprox.search.rundir import PROTOCOL
 
     if args.few_labels:
@@ -80,13 +80,13 @@ def _fold_executor(args: argparse.Namespace, executor):
 
 
 def _leave_space_out(args: argparse.Namespace) -> int:
-    """``evaluate --leave-space-out``: the leave-one-space-out protocol (:mod:`autoprox.apps.cross_space`),
-    or with ``--rank-formulas`` the N-space protocol over proxy tables (:mod:`autoprox.apps.space_protocol`)."""
+    """``evaluate --leave-space-out``: the leave-one-space-out protocol (:mod:`autoprox.apps.protocols.cross_space`),
+    or with ``--rank-formulas`` the N-space protocol over proxy tables (:mod:`autoprox.apps.protocols.space`)."""
     if args.rank_formulas:
         from autoprox.cli.tables import run_space_protocol_command
 
         return run_space_protocol_command(args)
-    from autoprox.apps.cross_space import format_cross_space, run_cross_space
+    from autoprox.apps.protocols.cross_space import format_cross_space, run_cross_space
     from autoprox.search.rundir import PROTOCOL
     from autoprox.core.errors import ConfigError
 
@@ -116,8 +116,8 @@ def _leave_space_out(args: argparse.Namespace) -> int:
 
 def _few_labels(args: argparse.Namespace) -> int:
     """``evaluate --few-labels 20,50,100``: the sample-efficiency protocol over proxy tables
-    (:mod:`autoprox.apps.few_labels`)."""
-    from autoprox.apps.few_labels import FEW_LABELS_FILE, format_few_labels, run_few_labels
+    (:mod:`autoprox.apps.protocols.few_labels`)."""
+    from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE, format_few_labels, run_few_labels
     from autoprox.cli.options import benches_given
     from autoprox.core.errors import ConfigError
     from autoprox.data.proxy_tables import load_table_space, read_proxy_table

@@ -20,16 +20,16 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.core.errors import ReportError
-    from autoprox.reports.report import write_report
+    from autoprox.reports.html.report import write_report
 
     if args.serve:
-        from autoprox.reports.html_serve import serve_report
+        from autoprox.reports.html.serve import serve_report
 
         if args.out:
             raise ReportError("--serve serves the report and writes no file: leave out --out")
         serve_report(args.path, args.port, simplify=not args.no_simplify)
         return 0
-    from autoprox.reports.html_few_labels import few_labels_record, write_few_labels_report
+    from autoprox.reports.html.protocol import few_labels_record, write_few_labels_report
     from autoprox.reports.table_run import is_table_run_dir, table_report_html
 
     if few_labels_record(args.path) is not None:

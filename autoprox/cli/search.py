@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autoprox.reports.report import CheckpointReports
+    from autoprox.reports.html.report import CheckpointReports
     from autoprox.search.engine import run_search
     from autoprox.search.resume import resume_search
 
@@ -128,7 +128,7 @@ def _write_report(run: str, reports) -> None:
     import warnings
 
     from autoprox.core.errors import AutoproxError, one_line
-    from autoprox.reports.report import write_report
+    from autoprox.reports.html.report import write_report
 
     try:
         print(f"report written to {write_report(run, memo=reports.memo)}")

@@ -216,7 +216,7 @@ def _searched_on(proxy) -> list[str]:
 def run_space_protocol_command(args: argparse.Namespace) -> int:
     """``evaluate --leave-space-out --rank-formulas``: the N-space protocol over proxy tables."""
     from autoprox.apps.rank_search import RankSearchSettings
-    from autoprox.apps.space_protocol import run_space_protocol
+    from autoprox.apps.protocols.space import run_space_protocol
     from autoprox.search.rundir import PROTOCOL
 
     spaces = table_spaces_given(args)

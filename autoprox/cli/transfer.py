@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autoprox.apps.transfer import (
+    from autoprox.apps.protocols.transfer import (
         TRANSFER_FILE,
         format_transfer,
         recorded_study,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from autoprox.core.atomic import atomic_write_text
 from autoprox.core.numbers import format_float
-from autoprox.reports.figures_svg import curves_svg
+from autoprox.reports.html.figures import curves_svg
 from autoprox.search.rundir import CONFIG, RunDirectory
 
 __all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]

@@ -1,5 +1,11 @@
 """What a search maximises: objectives, registered by name, in the manner of timm's ``@register_model``.
 
+One registry, :data:`OBJECTIVES`, holds every objective, each one class; what it is a figure of is its
+``scopes``: ``targets``, a search's fitness over a set of architectures' per-target figures (``search
+--fitness``), or ``spaces``, one figure of per-space figures (the N-space protocol's rank-formula search,
+``evaluate --leave-space-out --rank-formulas --objective``), or both. ``--fitness`` and ``--objective`` list
+and take the kinds of their scope, read from the registry when they are shown.
+
 An objective turns a genome's scores on a set of architectures (one array per statistics class
 count, as :meth:`autoprox.search.evaluators.Evaluator.architecture_scores` gives them) and that
 set's data (:class:`ObjectiveData`: accuracies, targets, weights, a descriptor base's scores)
@@ -24,6 +30,17 @@ objective over disjoint folds of the architectures. A new kind is one class deco
 :func:`register_objective`, whose ``parse`` makes it from the text after ``KIND:``, and whose ``form`` and
 ``summary`` say how ``--fitness`` writes it and what it is (``--help`` and the messages list every registered
 kind by them: :func:`usage`, :func:`fitness_help`).
+
+Registered kinds over spaces (``--objective``, :func:`space_objective`), each a reduction (:meth:`Objective.over`)
+of the per-space figures:
+
+``mean``
+    the mean Kendall over the training spaces;
+``worst``
+    the worst Kendall over the training spaces;
+``margin``
+    the worst lead over the training spaces of the Kendall over each space's better size count
+    (:attr:`Objective.against_size`).
 """
 
 from __future__ import annotations
@@ -102,8 +119,13 @@ class Objective(ABC):
     kind: ClassVar[str] = ""
     #: How ``--fitness`` writes the kind with its arguments (``partial:BASE``); empty: the kind alone.
     form: ClassVar[str] = ""
-    #: What it maximises, a phrase for ``--fitness``'s help (empty: none).
+    #: What it maximises, a phrase for ``--fitness``'s or ``--objective``'s help (empty: none).
     summary: ClassVar[str] = ""
+    #: What it is a figure of: ``targets`` (a search's fitness, ``--fitness``), ``spaces`` (one figure of per-space
+    #: figures, ``--objective``), or both (:data:`SCOPES`).
+    scopes: ClassVar[frozenset[str]] = frozenset({"targets"})
+    #: Over spaces: whether each space's figure enters :meth:`over` as its lead over the space's better size count.
+    against_size: ClassVar[bool] = False
 
     @property
     @abstractmethod
@@ -132,6 +154,10 @@ class Objective(ABC):
             if target not in data.bases or len(data.bases[target]) != size:
                 raise ConfigError(f"fitness {self.name} needs the base's {size} scores for target {target!r}")
 
+    def over(self, figures: Sequence[float]) -> float:
+        """One figure of several per-space figures (an objective over spaces); ConfigError for one that is not."""
+        raise ConfigError(f"objective {self.name} is not one over spaces; use {_one_of(objective_kinds('spaces'))}")
+
     @classmethod
     def parse(cls, arguments: Sequence[str], text: str) -> "Objective":
         """The objective of ``KIND:ARGUMENTS`` (``arguments`` split at ``:``); ConfigError when they do not fit."""
@@ -140,8 +166,10 @@ class Objective(ABC):
         return cls()
 
 
-#: The registered objective kinds, by name.
+#: Every registered objective kind, by name, whatever its scope.
 OBJECTIVES: Registry[str, type[Objective]] = Registry("objective", unknown=ConfigError)
+#: What an objective can be a figure of.
+SCOPES = ("targets", "spaces")
 
 
 #: Class decorator ``@register_objective(KIND)``: register an :class:`Objective` subclass as ``--fitness KIND[:...]``.
@@ -155,9 +183,28 @@ def _one_of(items: Sequence[str], comma: bool = False) -> str:
     return ", ".join(items[:-1]) + ("," if comma and len(items) > 2 else "") + " or " + items[-1]
 
 
+def objective_kinds(scope: str) -> list[str]:
+    """The registered kinds of ``scope`` (``targets`` or ``spaces``), in registration order, read now."""
+    if scope not in SCOPES:
+        raise ValueError(f"unknown objective scope {scope!r}; one of {', '.join(SCOPES)}")
+    return [kind for kind, cls in OBJECTIVES.items() if scope in cls.scopes]
+
+
+def space_objectives() -> list[tuple[str, str]]:
+    """``(kind, summary)`` of every registered objective over spaces (``--objective``'s help)."""
+    return [(kind, OBJECTIVES[kind].summary) for kind in objective_kinds("spaces")]
+
+
+def space_objective(kind: str) -> "Objective":
+    """The objective over spaces ``kind``; ConfigError naming those there are when it is none."""
+    if kind not in objective_kinds("spaces"):
+        raise ConfigError(f"unknown objective {kind!r}; use {_one_of(objective_kinds('spaces'))}")
+    return OBJECTIVES[kind]()
+
+
 def _forms() -> list[tuple[str, str]]:
-    """``(form, summary)`` of every registered kind, in registration order."""
-    return [(cls.form or kind, cls.summary) for kind, cls in OBJECTIVES.items()]
+    """``(form, summary)`` of every registered kind of a search's fitness, in registration order."""
+    return [(OBJECTIVES[kind].form or kind, OBJECTIVES[kind].summary) for kind in objective_kinds("targets")]
 
 
 def usage() -> str:
@@ -176,7 +223,7 @@ def parse_fitness(text: str) -> Objective:
     """The objective of ``text`` (``jcm``, ``partial:BASE``, ``combined:BASE[:W]``, any registered kind);
     ConfigError otherwise."""
     kind, *arguments = str(text).strip().split(":")
-    if kind not in OBJECTIVES:
+    if kind not in objective_kinds("targets"):
         raise ConfigError(f"unknown fitness {text!r}; {usage()}")
     return OBJECTIVES[kind].parse(arguments, str(text))
 
@@ -318,6 +365,58 @@ class CombinedWithBase(BeyondBase):
         return cls(_base(arguments[0], text), weight)
 
 
+# ------------------------------------------------------------------ the kinds over spaces
+
+@dataclass(frozen=True)
+class SpaceAggregate(Objective):
+    """An objective over spaces alone: :meth:`over` of the per-space figures (the kind's name is its text)."""
+
+    scopes: ClassVar[frozenset[str]] = frozenset({"spaces"})
+
+    @property
+    def name(self) -> str:
+        return self.kind
+
+    def __call__(self, scores: Scores, data: ObjectiveData) -> Outcome:
+        raise ConfigError(f"objective {self.name} is one over spaces, not a search's fitness; {usage()}")
+
+    @abstractmethod
+    def over(self, figures: Sequence[float]) -> float:
+        """One figure of the per-space figures."""
+
+
+@register_objective("mean")
+@dataclass(frozen=True)
+class MeanOverSpaces(SpaceAggregate):
+    """The mean of the per-space figures."""
+
+    summary: ClassVar[str] = "the mean Kendall over the training spaces"
+
+    def over(self, figures: Sequence[float]) -> float:
+        return float(np.mean(list(figures)))
+
+
+@register_objective("worst")
+@dataclass(frozen=True)
+class WorstOverSpaces(SpaceAggregate):
+    """The lowest of the per-space figures."""
+
+    summary: ClassVar[str] = "the worst Kendall over the training spaces"
+
+    def over(self, figures: Sequence[float]) -> float:
+        return float(np.min(list(figures)))
+
+
+@register_objective("margin")
+@dataclass(frozen=True)
+class MarginOverSpaces(WorstOverSpaces):
+    """The lowest of the per-space leads over each space's better size count."""
+
+    summary: ClassVar[str] = ("the worst lead over the training spaces of the Kendall over the better of the "
+                              "parameter and MAC counts there")
+    against_size: ClassVar[bool] = True
+
+
 # ------------------------------------------------------------------ cross-validation
 
 #: How :class:`CrossValidated` combines its folds.
@@ -379,7 +478,8 @@ def search_objective(fitness: str, folds: Sequence[Sequence[int]] | None = None,
     return CrossValidated(objective, tuple(tuple(f) for f in folds), mode) if folds else objective
 
 
-__all__ = ["FOLD_MODES", "OBJECTIVES", "BeyondBase", "CombinedWithBase", "CrossValidated", "JointCorrelation",
-           "Objective", "ObjectiveData", "Outcome", "PartialBeyondBase", "Scores", "combined_figure",
-           "combined_ranking", "fitness_help", "parse_fitness", "partial_figure", "register_objective", "scaled_ranks",
-           "search_objective", "usage"]
+__all__ = ["FOLD_MODES", "OBJECTIVES", "SCOPES", "BeyondBase", "CombinedWithBase", "CrossValidated",
+           "JointCorrelation", "MarginOverSpaces", "MeanOverSpaces", "Objective", "ObjectiveData", "Outcome", "PartialBeyondBase", "Scores",
+           "SpaceAggregate", "WorstOverSpaces", "combined_figure", "combined_ranking", "fitness_help",
+           "objective_kinds", "parse_fitness", "partial_figure", "register_objective", "scaled_ranks",
+           "search_objective", "space_objective", "space_objectives", "usage"]

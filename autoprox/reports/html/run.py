@@ -3,8 +3,12 @@
 Every number in a table is read from the run's own files (``config.json``, ``log.jsonl``,
 ``evaluations.jsonl``, ``hall_of_fame.json``, ``best.json``) except the test-split Kendall of
 the hall of fame's entries and the chosen proxy's per-architecture scores, which are computed
-here from the run's statistics cache (:mod:`autoprox.reports.html_scores`) exactly as the
-search computes them. A run still going has no ``best.json`` yet; its report says so and
+here from the run's statistics cache (:class:`PartScorer`) exactly as the search computes them:
+each architecture's statistics are read from the run's cache once and every genome is evaluated on
+them, with the same code, the same statistics plan and one torch thread as the search and
+``best.json`` use, so the figures agree with theirs to the last digit. Statistics missing from the
+cache are computed first (a progress line on stderr), or, when computing is not allowed (a search in
+progress), the part is reported as not available. A run still going has no ``best.json`` yet; its report says so and
 shows what is there.
 """
 
@@ -12,13 +16,27 @@ from __future__ import annotations
 
 import math
 import shlex
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+import numpy as np
+
 from autoprox.core.errors import AutoproxError, CurvesError, GenomeError, one_line
-from autoprox.genome.tree import canonical_string, parse_genome, uses_spread_terminals
-from autoprox.reports import figures_svg as svg
-from autoprox.reports.html import (
+from autoprox.core.progress import Progress
+from autoprox.data.cache import build_cache, load_statistics
+from autoprox.genome.tree import (
+    InvalidProxy,
+    canonical_string,
+    genome_extras,
+    parse_genome,
+    score_architecture,
+    uses_spread_terminals,
+)
+from autoprox.networks.statistics import torch_threads
+from autoprox.proxies.scorers import mean_over_seeds
+from autoprox.reports.html import figures as svg
+from autoprox.reports.html.page import (
     Cell,
     ReportMemo,
     esc,
@@ -30,9 +48,10 @@ from autoprox.reports.html import (
     table,
     text,
 )
-from autoprox.reports.html_evolution import curves_section, evaluated_per_iteration
-from autoprox.reports.html_protocol import command_rows
+from autoprox.reports.html.evolution import curves_section, evaluated_per_iteration
+from autoprox.reports.html.protocol import command_rows
 from autoprox.search.halloffame import holds_proxy, load_hall_of_fame, search_kendall
+from autoprox.search.context import RunContext
 from autoprox.search.rundir import (
     HALL_OF_FAME,
     RunDirectory,
@@ -85,8 +104,6 @@ def run_body(path: Path, compute: bool, simplify: bool, memo: ReportMemo,
 
 def _context(run: RunDirectory):
     """The run's RunContext, or None and why (a benchmark not found here: the computed parts are left out)."""
-    from autoprox.search.context import RunContext
-
     try:
         return RunContext.open(run), ""
     except AutoproxError as exc:
@@ -96,8 +113,6 @@ def _context(run: RunDirectory):
 def _test_figures(context, genomes: Sequence[str], compute: bool, memo: ReportMemo,
                   progress: Callable[[str], None]) -> dict[str, Mapping] | None:
     """Test-split figures by canonical genome, or None when the test split cannot be scored now."""
-    from autoprox.reports.html_scores import PartScorer
-
     if context is None or not context.split.test:
         return None
     scorer = PartScorer(context, "test", memo.statistics)
@@ -338,9 +353,6 @@ def _chosen_section(run, best, context, context_note, compute, memo, progress, f
 
 def _chosen_scores(context, genome, compute, memo, progress) -> dict | None:
     """The chosen proxy's scores on each part it has ({part: {class count: array}}), or None."""
-    from autoprox.genome.tree import InvalidProxy
-    from autoprox.reports.html_scores import PartScorer
-
     if context is None:
         return None
     found = {}
@@ -395,4 +407,81 @@ def _beyond_section(best, context, scores) -> str:
     return body
 
 
-__all__ = ["HALL_ROWS", "run_body", "run_status"]
+# ----------------------------------------------- scores on a part of the split
+
+
+class PartScorer:
+    """Scores genomes on one part (``search`` or ``test``) of a run's split.
+
+    ``statistics`` is a dict that keeps the loaded statistics between reports (keyed by
+    part and extras), so a served report reads them once.
+    """
+
+    def __init__(self, context: RunContext, part: str, statistics: dict) -> None:
+        self.context = context
+        self.part = part
+        self.archs = context.archs(part)
+        self.statistics = statistics
+
+    def available(self, genomes: Sequence[str], compute: bool, say: Callable[[str], None]) -> bool:
+        """Whether the statistics ``genomes`` read are in the cache (computed first when ``compute``)."""
+        if not self.archs:
+            return False
+        plan = self.context.plan.with_extras(self._extras(genomes))
+        requests = plan.requests(self.archs)
+        missing = sum(not self.context.cache.contains(r) for r in requests)
+        if not missing:
+            return True
+        if not compute:
+            return False
+        say(f"computing {missing} missing statistics entries of the {self.part} split "
+            f"({len(self.archs)} architectures)")
+        build_cache(self.context.cache, requests, workers=self.context.settings.workers,
+                    progress=Progress(f"statistics, {self.part} split", every=15))
+        return True
+
+    @cached_property
+    def _terminals(self) -> list[dict[str, float]]:
+        """Each architecture's scalar terminal values, read once for every genome the report scores."""
+        return self.context.scalar_terminals(self.archs)
+
+    def scores(self, genome: str) -> dict[int, object]:
+        """The genome's scores per class count (mean over the plan's seeds); InvalidProxy when it fails."""
+        tree = parse_genome(genome)
+        extras = genome_extras(tree)
+        stats = self._loaded(extras)
+        terminals = self._terminals
+        per_key = {}
+        with torch_threads(1):
+            for key, sets in stats.items():
+                values = []
+                for index, blocks in enumerate(sets):
+                    try:
+                        values.append(score_architecture(tree, blocks, terminals[index]))
+                    except InvalidProxy as exc:
+                        raise InvalidProxy(f"invalid on the {self.part} split (architecture {index}: {exc})") from None
+                per_key[key] = values
+        return mean_over_seeds({key: np.asarray(v, dtype=np.float64) for key, v in per_key.items()})
+
+    def figures(self, genome: str) -> Mapping:
+        """Per-target correlations and the JCM of the genome on this part, or ``{"invalid": reason}``."""
+        try:
+            return self.context.figures(self.scores(genome), self.part)
+        except InvalidProxy as exc:
+            return {"invalid": str(exc)}
+
+    def _extras(self, genomes: Sequence[str]) -> tuple[str, ...]:
+        found: list[str] = []
+        for genome in genomes:
+            found += [e for e in genome_extras(parse_genome(genome)) if e not in found]
+        return tuple(found)
+
+    def _loaded(self, extras: tuple[str, ...]) -> dict:
+        key = (str(self.context.run.path if self.context.run else ""), self.part, extras)
+        if key not in self.statistics:
+            plan = self.context.plan.with_extras(extras)
+            self.statistics[key] = load_statistics(self.context.cache, plan, self.archs, mapped=True)
+        return self.statistics[key]
+
+
+__all__ = ["HALL_ROWS", "PartScorer", "run_body", "run_status"]

@@ -1,7 +1,7 @@
 """The searches of the evaluation protocol as jobs: one search (an outer fold's, or a bag's) run,
 resumed or taken as finished, and jobs run inline, in joblib processes or on a Dask cluster.
 
-:mod:`autoprox.apps.protocol` and :mod:`autoprox.apps.bagging` share these.
+:mod:`autoprox.apps.protocols.outer_folds` and :mod:`autoprox.apps.protocols.bagging` share these.
 """
 
 from __future__ import annotations

@@ -1,18 +1,22 @@
 """One protocol runner: the record, its check on resume, the loop over cuts, the summary.
 
-Every protocol of autoprox cuts its architectures (or its spaces) into **cuts**, runs searches in
-each, and scores what they chose on what the cut held out, beside baselines chosen the same way:
-the in-space protocol's outer folds (:mod:`autoprox.apps.protocol`), the leave-one-space-out
-protocol's (left-out space, seed) searches (:mod:`autoprox.apps.cross_space`) and the many-space
-rank-formula protocol's left-out spaces (:mod:`autoprox.apps.space_protocol`). Each is a
-:class:`CutProtocol`: what its cuts are, how their searches run, what a finished one stores, which
-baselines it scores once every cut is done, and how it summarises. :func:`run_cuts` owns the rest:
+Every protocol of autoprox cuts its architectures, targets, spaces or tables into **cuts**, runs what
+each needs (searches, fits), and scores what they chose on what the cut held out, beside baselines:
+the in-space protocol's outer folds (:mod:`autoprox.apps.protocols.outer_folds`), the leave-one-space-out
+protocol's (left-out space, seed) searches (:mod:`autoprox.apps.protocols.cross_space`), the many-space
+rank-formula protocol's left-out spaces (:mod:`autoprox.apps.protocols.space`), the transfer study's
+held-out targets (:mod:`autoprox.apps.protocols.transfer`) and the few-label protocol's (table, k) cells
+(:mod:`autoprox.apps.protocols.few_labels`). Each is a :class:`CutProtocol`: what its cuts are, how they
+run, what a finished one stores, which baselines it scores once every cut is done, how it summarises and
+where its record is written. :func:`run_cuts` owns the rest:
 
-* the record, ``OUT/protocol.json`` (through :class:`~autoprox.search.rundir.RunDirectory`),
-  written atomically after every cut with the summary of the cuts finished so far;
+* the record, ``OUT/protocol.json`` (through :class:`~autoprox.search.rundir.RunDirectory`) or the
+  protocol's own file, written atomically before anything runs and after every cut, with the summary of
+  the cuts finished so far;
 * on resume, :func:`previous_record` and :func:`check_recorded`: a record of another protocol is
   refused with one wording, ``"... holds another protocol (...)"``, and a finished cut is kept as
-  it is (``"resuming: ... done"``), so a resume of a finished protocol recomputes nothing.
+  it is (``"resuming: ... done"``), so a resume of a finished protocol recomputes nothing;
+* an interruption (Ctrl-C, SIGTERM) outside a search's own handling prints the protocol's resume line.
 """
 
 from __future__ import annotations
@@ -69,6 +73,11 @@ class CutProtocol(ABC):
         """What ``protocol.json`` holds of ``record``: the record itself unless a protocol says otherwise."""
         return record
 
+    def write(self, folder: Path, record: dict) -> None:
+        """Write the record into ``folder``, atomically: ``protocol.json`` unless a protocol keeps a file of its own
+        (a transfer study's ``transfer.json``, a few-label protocol's ``few_labels.json``)."""
+        RunDirectory(folder).write_protocol(self.written(record))
+
     def close(self, record: dict, finished: bool) -> None:
         """Mark the record at the end of a session: ``finished`` and, when so, when it was ``written``."""
         record["finished"] = finished
@@ -83,11 +92,9 @@ def run_cuts(folder: Path, protocol: CutProtocol, record: dict, say: Callable[[s
     record is written before anything runs, after every cut that finishes, after each baseline and
     at the end, each time with the summary of what is finished.
     """
-    run = RunDirectory(folder)
-
     def write() -> None:
         protocol.summarise(record)
-        run.write_protocol(protocol.written(record))
+        protocol.write(folder, record)
 
     cuts = protocol.cuts(record)
     done = [cut for cut in cuts if protocol.done(record, cut)]

@@ -1,4 +1,4 @@
-"""The cuts of the in-space evaluation protocol (:mod:`autoprox.apps.protocol`): its outer folds, and one
+"""The cuts of the in-space evaluation protocol (:mod:`autoprox.apps.protocols.outer_folds`): its outer folds, and one
 fold's search scored on the fold, the proxy it chose beside each descriptor baseline chosen on the same
 search part."""
 
@@ -12,8 +12,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.apps.protocol_jobs import search_job
-from autoprox.apps.protocol_summary import REFERENCE, fold_jcm
+from autoprox.apps.protocols.jobs import search_job
+from autoprox.apps.protocols.summary import REFERENCE, fold_jcm
 from autoprox.apps.selection import SELECTIONS
 from autoprox.core.atomic import json_safe
 from autoprox.core.correlation import correlate

@@ -32,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from autoprox.apps.protocol_jobs import log, run_jobs, search_job
+from autoprox.apps.protocols.jobs import log, run_jobs, search_job
 from autoprox.apps.selection import genome_average, usable_scores
 from autoprox.core.errors import ConfigError, ProxyError, RunDirError
 from autoprox.core.parallel import Executor
@@ -165,7 +165,7 @@ def bagged_folds(pending: Sequence[int], folds: Sequence[Mapping], by_fold: Mapp
     """Run the searches of the ``pending`` folds of a protocol with bags (``folds``: its records with their
     ``bags``; ``by_fold``: each fold search's settings) and yield ``(fold index, outcome)``.
 
-    Every search, a fold's or a bag's, is one job of :func:`~autoprox.apps.protocol_jobs.run_jobs`
+    Every search, a fold's or a bag's, is one job of :func:`~autoprox.apps.protocols.jobs.run_jobs`
     (``fold_workers`` side by side, or on ``executor``); an unfinished one resumes, a finished one is
     taken as it is, and the fold searches of ``searches`` (a reused protocol) are only read. As soon
     as a fold's search and all its bags have finished, the outcome is ``{"finished": True, "result":

@@ -24,11 +24,12 @@ import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy.stats import kendalltau, rankdata
 
+from autoprox.apps.protocols.runner import CutProtocol, check_recorded, run_cuts
 from autoprox.core.atomic import atomic_write_json, json_safe, read_json_file
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.registry import Registry
@@ -209,8 +210,6 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
     methods : sequence of str, optional
         Keys of :data:`FEW_LABEL_METHODS` (default: all; ``forest`` left out with a warning without scikit-learn).
     """
-    from joblib import Parallel, delayed
-
     if not ks or min(ks) < MIN_K or repeats < 1:
         raise ConfigError(f"--few-labels takes labelled-row counts of at least {MIN_K} and --repeats at least 1")
     methods = list(methods or FEW_LABEL_METHODS.names())
@@ -235,32 +234,69 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         record = read_json_file(path, "a few-label protocol record", RunDirError)
         if not resume:
             raise RunDirError(f"{out} already holds a few-label protocol; go on with --resume or choose another --out")
-        if record.get("spec") != spec:
-            raise RunDirError(f"{path} holds another protocol (other tables, k, repeats, seed or methods); choose "
-                              "another --out")
+        check_recorded(path, {"protocol options": [key for key in spec if record.get("spec", {}).get(key) != spec[key]]},
+                       "choose another --out")
     else:
         out.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, "spec": spec, "results": {}}
-    for table, target in tables:
-        truth = table.accuracies[target]
-        labelled = _labelled(truth)
-        done = record["results"].setdefault(table.name, {})
-        for k in ks:
-            if str(k) in done:
+    return run_cuts(out, _FewLabelCells(tables, methods, workers, say), record, say)
+
+
+class _FewLabelCells(CutProtocol):
+    """The few-label protocol over the one runner: a cut per (table, k), ``TABLE k=K``, its draws run side by side;
+    its record (``few_labels.json``) is written after each and summarised per k (:func:`overall`)."""
+
+    def __init__(self, tables: Sequence[tuple[ProxyTable, str]], methods: Sequence[str], workers: int,
+                 say: Callable[[str], None]) -> None:
+        self.tables = {table.name: (table, target) for table, target in tables}
+        self.methods, self.workers, self.say = list(methods), workers, say
+
+    @staticmethod
+    def _cell(cut: str) -> tuple[str, str]:
+        name, k = cut.rsplit(" k=", 1)
+        return name, k
+
+    def cuts(self, record: Mapping) -> list[str]:
+        return [f"{name} k={k}" for name in self.tables for k in record["spec"]["ks"]]
+
+    def done(self, record: Mapping, cut: str) -> bool:
+        name, k = self._cell(cut)
+        return k in record["results"].get(name, {})
+
+    def run(self, record: dict, pending: list[str]) -> Iterable[tuple[str, Any]]:
+        from joblib import Parallel, delayed
+
+        spec = record["spec"]
+        for cut in pending:
+            name, k = self._cell(cut)
+            table, target = self.tables[name]
+            truth = table.accuracies[target]
+            labelled = _labelled(truth)
+            if int(k) > 0.6 * len(labelled):
+                yield cut, {"skipped": f"k={k} is more than 60 % of the {len(labelled)} labelled rows"}
                 continue
-            if k > 0.6 * len(labelled):
-                done[str(k)] = {"skipped": f"k={k} is more than 60 % of the {len(labelled)} labelled rows"}
-                say(f"{table.name}: k={k} skipped ({done[str(k)]['skipped']})")
-                continue
-            draws = Parallel(n_jobs=workers)(delayed(_one_draw)(table.proxies, truth, k, seed, table.name, draw,
-                                                                methods) for draw in range(repeats))
-            done[str(k)] = {"draws": draws, **summarise(draws)}
-            atomic_write_json(path, json_safe(record))
-            mean = done[str(k)]["mean"]
-            say(f"{table.name} k={k}: " + ", ".join(f"{m} {mean[m]:+.3f}" for m in methods))
-    record["summary"] = overall(record)
-    atomic_write_json(path, json_safe(record))
-    return record
+            draws = Parallel(n_jobs=self.workers)(delayed(_one_draw)(table.proxies, truth, int(k), spec["seed"], name,
+                                                                     draw, self.methods)
+                                                  for draw in range(spec["repeats"]))
+            yield cut, {"draws": draws, **summarise(draws)}
+
+    def keep(self, record: dict, cut: str, outcome: Any) -> bool:
+        name, k = self._cell(cut)
+        record["results"].setdefault(name, {})[k] = outcome
+        if "skipped" in outcome:
+            self.say(f"{name}: k={k} skipped ({outcome['skipped']})")
+        else:
+            self.say(f"{name} k={k}: " + ", ".join(f"{m} {outcome['mean'][m]:+.3f}" for m in self.methods))
+        return True
+
+    def summarise(self, record: dict) -> None:
+        record["summary"] = overall(record)
+
+    def write(self, folder: Path, record: dict) -> None:
+        atomic_write_json(folder / FEW_LABELS_FILE, json_safe(record))
+
+    def close(self, record: dict, finished: bool) -> None:
+        """A few-label record marks no end: every (table, k) holds its figures or why it was skipped."""
 
 
 def overall(record: Mapping) -> dict:

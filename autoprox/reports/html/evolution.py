@@ -17,8 +17,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
-from autoprox.reports import figures_svg as svg
-from autoprox.reports.html import Cell, esc, figure, num, table
+from autoprox.reports.html import figures as svg
+from autoprox.reports.html.page import Cell, esc, figure, num, table
 from autoprox.search.rundir import ARCHIVE, EVALUATIONS, RunDirectory, read_records
 
 

@@ -1,14 +1,15 @@
-"""``autoprox report``: one self-contained HTML file of a run or of a protocol.
+"""The page of ``autoprox report``: one self-contained HTML file of a run or of a protocol.
 
 The page holds everything it shows: figures are inline SVG (Matplotlib), the style is a
 small inline stylesheet, and nothing is loaded from anywhere (no network, no CDN, no
 JavaScript framework), so the file opens from disk and can be mailed or attached to a
-paper's supplement. A served page (``--serve``, :mod:`autoprox.reports.html_serve`) adds a
+paper's supplement. A served page (``--serve``, :mod:`autoprox.reports.html.serve`) adds a
 few lines of inline script that reload it when the run writes a new iteration.
 
 This module holds the page frame and the small HTML helpers; the run's sections are in
-:mod:`autoprox.reports.html_run`, the protocol's in :mod:`autoprox.reports.html_protocol`, and
-:mod:`autoprox.reports.report` makes the report of a folder and writes it.
+:mod:`autoprox.reports.html.run`, the protocols' in :mod:`autoprox.reports.html.protocol` and
+:mod:`autoprox.reports.html.spaces`, the figures in :mod:`autoprox.reports.html.figures`, and
+:mod:`autoprox.reports.html.report` makes the report of a folder and writes it.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Cell]], row_classes: S
 
 def formula_cell(formula, memo: "ReportMemo", prefix: str) -> Cell:
     """A table cell holding a readable formula drawn as SVG (its text as a tooltip); the text when mathtext cannot draw it."""
-    from autoprox.reports.figures_svg import formula_svg
+    from autoprox.reports.html.figures import formula_svg
 
     key = formula.latex
     if key not in memo.formula_svgs:

@@ -10,9 +10,9 @@ outer folds, ``repeats`` times with other shuffles (repeat ``r`` shuffles with s
 ``OUT/repeat-R/fold-K/``; then it scores on the test part the proxy the search chose
 (a selection of :data:`SELECTIONS`, by default the run's ``best.json`` genome) and each
 descriptor baseline of :mod:`autoprox.proxies.baselines`, chosen on the same search
-part. Nothing is chosen on a test part. :mod:`autoprox.apps.protocol_summary` turns the
+part. Nothing is chosen on a test part. :mod:`autoprox.apps.protocols.summary` turns the
 per-fold figures into means, sds and paired differences with intervals. With bags
-(:mod:`autoprox.apps.bagging`) each fold also runs searches on subsamples of its search part,
+(:mod:`autoprox.apps.protocols.bagging`) each fold also runs searches on subsamples of its search part,
 and its proxy is the rank average of all their best proxies.
 
 ``OUT/protocol.json`` records the settings, the folds with their indices and, as each
@@ -21,8 +21,8 @@ Run again with ``resume=True`` after an interruption: finished folds are kept, a
 unfinished fold resumes through ``run_search``'s resume. With ``fold_workers > 1`` folds
 run side by side in joblib processes (each fold's search then computes statistics with
 one worker); every fold is deterministic, so the figures do not depend on it. The folds are the
-cuts of the one protocol runner (:mod:`autoprox.apps.protocol_runner`), which owns the record, its
-check on resume and the loop; :mod:`autoprox.apps.outer_folds` makes and scores them.
+cuts of the one protocol runner (:mod:`autoprox.apps.protocols.runner`), which owns the record, its
+check on resume and the loop; :mod:`autoprox.apps.protocols.folds` makes and scores them.
 """
 
 from __future__ import annotations
@@ -38,18 +38,18 @@ from typing import Callable, Mapping, Sequence
 
 
 from autoprox import __version__
-from autoprox.apps.bagging import (
+from autoprox.apps.protocols.bagging import (
     DEFAULT_BAG_FRACTION,
     bagged_folds,
     check_bagging,
     fold_bags,
 )
-from autoprox.apps.protocol_jobs import (
+from autoprox.apps.protocols.jobs import (
     differing_settings,
     log,
     run_jobs,
 )
-from autoprox.apps.outer_folds import (
+from autoprox.apps.protocols.folds import (
     OuterFold,
     check_fold_count,
     evaluate_fold,
@@ -59,7 +59,7 @@ from autoprox.apps.outer_folds import (
     outer_fold,
     outer_folds,
 )
-from autoprox.apps.protocol_runner import (
+from autoprox.apps.protocols.runner import (
     CutProtocol,
     check_recorded,
     now,
@@ -68,7 +68,7 @@ from autoprox.apps.protocol_runner import (
     run_cuts,
     unarchived,
 )
-from autoprox.apps.protocol_summary import (
+from autoprox.apps.protocols.summary import (
     BOOTSTRAP_SAMPLES,
     REFERENCE,
     summarise,
@@ -171,7 +171,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         Baselines of :data:`autoprox.proxies.baselines.BASELINES` (default all).
     bootstrap : int, optional
         Paired bootstrap resamples of the summary (0: none; default
-        :data:`~autoprox.apps.protocol_summary.BOOTSTRAP_SAMPLES`).
+        :data:`~autoprox.apps.protocols.summary.BOOTSTRAP_SAMPLES`).
     stop_after : int, optional
         Each fold's search stops after that iteration as if interrupted (tests).
     reuse_searches : path, optional
@@ -180,7 +180,7 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         RunDirError. Nothing is written there; ``protocol.json`` records it (``"searches"``,
         relative to ``out``) and only the selection and the scoring are redone.
     bags, bag_fraction : optional
-        Bagging (:mod:`autoprox.apps.bagging`): besides each fold's search, ``bags`` searches on
+        Bagging (:mod:`autoprox.apps.protocols.bagging`): besides each fold's search, ``bags`` searches on
         subsamples of ``bag_fraction`` (default 0.5) of its search part into
         ``repeat-R/fold-K-bag-b``; the fold's proxy is then their and the fold search's best
         genomes rank-averaged (``repeat-R/fold-K-bagged.json``), and ``selection`` must be
@@ -403,7 +403,7 @@ def _reused_searches(source: Path, out: Path, settings: SearchSettings | None, g
 
 
 def _bags_json(fold: OuterFold, spec: Mapping) -> dict:
-    """``{"bags": [...]}`` (:func:`~autoprox.apps.bagging.fold_bags`) of a fold of a protocol with bags,
+    """``{"bags": [...]}`` (:func:`~autoprox.apps.protocols.bagging.fold_bags`) of a fold of a protocol with bags,
     else ``{}`` (a protocol without bags records its folds as before)."""
     return {"bags": fold_bags(fold.name, fold.search, fold.repeat, fold.fold, spec)} if spec.get("bags") else {}
 

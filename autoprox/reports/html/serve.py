@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from autoprox.core.errors import AutoproxError, ReportError, one_line
-from autoprox.reports.html import ReportMemo, esc
-from autoprox.reports.report import render_report, report_kind
+from autoprox.reports.html.page import ReportMemo, esc
+from autoprox.reports.html.report import render_report, report_kind
 from autoprox.search.rundir import BEST, EVALUATIONS, HALL_OF_FAME, LOG, PROTOCOL, lock_holder
 
 #: The only address served: the page is for the person at this machine.

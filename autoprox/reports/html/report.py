@@ -1,7 +1,8 @@
 """Making and writing the report of a folder: a run directory or a protocol directory.
 
 :func:`render_report` tells which the folder is and puts the page together from
-:mod:`autoprox.reports.html_run` or :mod:`autoprox.reports.html_protocol`; :func:`write_report`
+:mod:`autoprox.reports.html.run`, :mod:`autoprox.reports.html.protocol` or
+:mod:`autoprox.reports.html.spaces`; :func:`write_report`
 writes it atomically; :class:`CheckpointReports` is ``search --report``'s hook.
 """
 
@@ -13,11 +14,11 @@ from typing import Callable
 
 from autoprox.core.atomic import atomic_write_text, write_target
 from autoprox.core.errors import ReportError
-from autoprox.reports.html import REPORT_FILE, ReportMemo, page
-from autoprox.reports.html_cross import cross_space_body, is_cross_space
-from autoprox.reports.html_protocol import protocol_body
-from autoprox.reports.html_run import run_body
-from autoprox.reports.html_spaces import SPACE_PROTOCOL_FORMAT, space_protocol_body
+from autoprox.reports.html.page import REPORT_FILE, ReportMemo, page
+from autoprox.reports.html.spaces import cross_space_body, is_cross_space
+from autoprox.reports.html.protocol import protocol_body
+from autoprox.reports.html.run import run_body
+from autoprox.reports.html.spaces import SPACE_PROTOCOL_FORMAT, space_protocol_body
 from autoprox.search.rundir import CONFIG, PROTOCOL, RUN_FILES, RunDirectory
 
 

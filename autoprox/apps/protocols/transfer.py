@@ -16,27 +16,24 @@ writes it, as each fold's run directory is.
 
 from __future__ import annotations
 
-import datetime as _dt
 import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from autoprox import __version__
+from autoprox.apps.protocols.runner import CutProtocol, now, run_cuts
 from autoprox.core.atomic import atomic_write_json, json_safe, make_directory
-from autoprox.core.errors import ConfigError
+from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
 from autoprox.data.benchmark import Benchmark, load_benchmark, locate_benchmark
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
-from autoprox.search.engine import (
-    run_search,
-)
+from autoprox.search.engine import run_search
 from autoprox.search.rundir import RunDirectory, hold_lock, read_json
-from autoprox.core.errors import RunDirError
 from autoprox.search.settings import SearchSettings
 
 TRANSFER_FILE = "transfer.json"
@@ -169,7 +166,7 @@ def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quie
 
     study = {
         "autoprox_version": __version__,
-        "created": previous.get("created") if resume else _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": previous.get("created") if resume else now(),
         "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
         "space": bench.space,
         "benchmark_sha256": bench.sha256,
@@ -178,39 +175,66 @@ def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quie
         "folds": [],
         "finished": False,
     }
-    atomic_write_json(path, json_safe(study))
     # Held-out figures of folds finished before a resume are kept, not scored again.
-    reported = reported if resume else {}
-    for number, held_out in enumerate(targets, 1):
-        run_dir = fold_directory(out, held_out)
-        one = fold_settings(settings, targets, held_out)
-        hint = f"autoprox transfer --resume --out {shlex.quote(str(out))}"
-        _log(f"transfer fold {number}/{len(targets)}: search on {', '.join(one.targets)}, hold out {held_out}", quiet)
-        if RunDirectory(run_dir).exists():  # left by an earlier start, or by a plain search with these settings
-            _check_fold_matches(run_dir, one)
-            best = RunDirectory(run_dir).best()
-            if best is None or not best.get("finished"):
-                best = run_search(None, run_dir, resume=True, quiet=quiet, resume_command=hint, executor=executor)
-        else:
-            best = run_search(one, run_dir, quiet=quiet, resume_command=hint, executor=executor)
-        if not best.get("finished"):
-            _log(f"transfer stopped in fold {number}; continue with: autoprox transfer --resume --out {shlex.quote(str(out))}", quiet)
-            return study
-        earlier = reported.get(held_out)
-        if earlier is None or earlier["genome"] != best["genome"]:
-            try:
-                held = held_out_report(best, bench, held_out, one)
-            except KeyboardInterrupt:
-                print(f"interrupted; finished folds are kept: continue with: {hint}", file=sys.stderr, flush=True)
-                raise
-            earlier = _fold_summary(best, held_out, run_dir, held)
-        study["folds"].append(earlier)
-        atomic_write_json(path, json_safe(study))
-    study["finished"] = True
-    study["written"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    study = json_safe(study)
-    atomic_write_json(path, study)
-    return study
+    held_out = _HeldOutTargets(out, bench, settings, reported if resume else {}, quiet, executor)
+    return json_safe(run_cuts(out, held_out, study, lambda message: _log(message, quiet)))
+
+
+class _HeldOutTargets(CutProtocol):
+    """The transfer study over the one runner: a cut per target, held out of the search on the others.
+
+    Every fold's run directory is opened again on resume (a finished search is kept, an unfinished one resumes),
+    and a fold whose search chose the genome ``transfer.json`` records keeps its held-out figures."""
+
+    def __init__(self, out: Path, bench: Benchmark, settings: SearchSettings, reported: Mapping[str, dict],
+                 quiet: bool, executor: Executor | None) -> None:
+        self.out, self.bench, self.settings, self.reported = out, bench, settings, reported
+        self.quiet, self.executor = quiet, executor
+        self.resume_command = f"autoprox transfer --resume --out {shlex.quote(str(out))}"
+
+    def cuts(self, record: Mapping) -> list[str]:
+        return list(record["targets"])
+
+    def done(self, record: Mapping, cut: str) -> bool:
+        return any(fold["held_out"] == cut for fold in record["folds"])
+
+    def run(self, record: dict, pending: list[str]) -> Iterable[tuple[str, Any]]:
+        targets = record["targets"]
+        for held_out in pending:
+            number = targets.index(held_out) + 1
+            run_dir = fold_directory(self.out, held_out)
+            one = fold_settings(self.settings, targets, held_out)
+            _log(f"transfer fold {number}/{len(targets)}: search on {', '.join(one.targets)}, hold out {held_out}",
+                 self.quiet)
+            if RunDirectory(run_dir).exists():  # left by an earlier start, or by a plain search with these settings
+                _check_fold_matches(run_dir, one)
+                best = RunDirectory(run_dir).best()
+                if best is None or not best.get("finished"):
+                    best = run_search(None, run_dir, resume=True, quiet=self.quiet, resume_command=self.resume_command,
+                                      executor=self.executor)
+            else:
+                best = run_search(one, run_dir, quiet=self.quiet, resume_command=self.resume_command,
+                                  executor=self.executor)
+            if not best.get("finished"):
+                _log(f"transfer stopped in fold {number}; continue with: {self.resume_command}", self.quiet)
+                yield held_out, None
+                return
+            earlier = self.reported.get(held_out)
+            if earlier is None or earlier["genome"] != best["genome"]:
+                earlier = _fold_summary(best, held_out, run_dir, held_out_report(best, self.bench, held_out, one))
+            yield held_out, earlier
+
+    def keep(self, record: dict, cut: str, outcome: Any) -> bool:
+        if outcome is None:
+            return False
+        record["folds"].append(outcome)
+        return True
+
+    def summarise(self, record: dict) -> None:
+        """A study's figures are its folds': no summary beside them."""
+
+    def write(self, folder: Path, record: dict) -> None:
+        atomic_write_json(folder / TRANSFER_FILE, json_safe(record))
 
 
 def format_transfer(study: Mapping, split: str = "test") -> str:

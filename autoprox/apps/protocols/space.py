@@ -20,7 +20,7 @@ For every space S of the N given (:class:`~autoprox.data.proxy_tables.TableSpace
 
 The protocol writes ``protocol.json`` (atomically) after each left-out space, and a run
 given the same ``--out`` and settings goes on from the spaces it has: each left-out space is a cut of
-the one protocol runner (:mod:`autoprox.apps.protocol_runner`).
+the one protocol runner (:mod:`autoprox.apps.protocols.runner`).
 """
 
 from __future__ import annotations
@@ -35,22 +35,22 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from autoprox.apps.protocols.runner import CutProtocol, check_recorded, previous_record, run_cuts
 from autoprox.apps.rank_search import (
-    OBJECTIVES,
     RankSearchSettings,
-    SpaceObjective,
     best_single,
     figures_on,
     greedy_lrsum,
     kendall_or_zero,
     prepare_spaces,
     search_rank_formula,
+    space_leads,
 )
-from autoprox.apps.protocol_runner import CutProtocol, check_recorded, previous_record, run_cuts
 from autoprox.core.atomic import make_directory
 from autoprox.core.errors import ConfigError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.rank_formula import parse_formula
+from autoprox.search.objectives import space_objective
 from autoprox.search.rundir import PROTOCOL
 
 __all__ = ["PROTOCOL_FORMAT", "SPACE_BASELINES", "label_free_candidates", "lrsum_all",
@@ -76,13 +76,13 @@ def select_formula(hall_of_fame: Sequence[tuple[float, str, dict]], spaces: Sequ
     the spaces that have the formula's columns. With an objective against size (``margin``), the worst
     case of the lead over each space's better size count."""
     prepared = prepare_spaces(spaces, None, random.Random(0))  # every row; transformed columns kept across formulas
-    worst_case = SpaceObjective("worst case", np.min, OBJECTIVES[objective].against_size)
+    against_size = space_objective(objective).against_size
     best = None
     for rank, (_, text, _) in enumerate(hall_of_fame):
         per_space = figures_on(parse_formula(text), prepared, missing)
         if per_space is None:
             continue
-        key = (worst_case.of(per_space, prepared), -rank)
+        key = (float(np.min(space_leads(per_space, prepared, against_size))), -rank)
         if best is None or key > best[0]:
             best = (key, text, per_space)
     assert best is not None

@@ -22,7 +22,7 @@ architectures: each resample scores every method on the same architectures, so t
 difference of the seed-averaged proxy against each baseline is paired. ``OUT/protocol.json``
 holds the specification, every search's figures and the summary; it is written after
 each search, and a resumed protocol keeps finished searches: each (left-out space, seed) search is a
-cut of the one protocol runner (:mod:`autoprox.apps.protocol_runner`).
+cut of the one protocol runner (:mod:`autoprox.apps.protocols.runner`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from autoprox import __version__
-from autoprox.apps.protocol_jobs import differing_settings, log, run_jobs
-from autoprox.apps.protocol_runner import (
+from autoprox.apps.protocols.jobs import differing_settings, log, run_jobs
+from autoprox.apps.protocols.runner import (
     CutProtocol,
     check_recorded,
     now,
@@ -47,7 +47,7 @@ from autoprox.apps.protocol_runner import (
     recorded_command,
     run_cuts,
 )
-from autoprox.apps.protocol_summary import BOOTSTRAP_SAMPLES, kendall_batch
+from autoprox.apps.protocols.summary import BOOTSTRAP_SAMPLES, kendall_batch
 from autoprox.core.atomic import json_safe
 from autoprox.core.correlation import correlate
 from autoprox.core.correlation import jcm as joint_metric
