@@ -346,7 +346,7 @@ MARKER = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)<!-- /table:
 def render(texts: dict[Path, str], page: str, runs: Runs) -> dict[Path, tuple[str, list[str]]]:
     """Every file of ``page`` with its tables regenerated, and per file the names of the tables that changed.
 
-    A page is one file or several (the results page and its appendices): each of the page's tables
+    A page is one file or several (the results index and the question pages beside it): each of the page's tables
     must appear exactly once in one of them, and no file may hold a table of another page.
     """
     found = {path: [match.group("name") for match in MARKER.finditer(text)] for path, text in texts.items()}
