@@ -1,4 +1,4 @@
-"""Write the measured tables of docs/results.md, its appendices and README.md's headline from the committed runs.
+"""Write the measured tables of the results pages (docs/results.md and docs/results-*.md) from the committed runs.
 
 Usage:
     python benchmarks/docs_tables.py            # rewrite every table in place
@@ -137,7 +137,8 @@ def vit_search_table(runs: Runs) -> list[str]:
     return lines
 
 
-#: README's headline: per space, the protocol of the searched proxy and of the recommended selection.
+#: The headline (docs/results-in-space.md): per space, the protocol of the searched proxy and of the recommended
+#: selection.
 HEADLINE_PROTOCOLS = {"autoformer": ("autoformer-best-patience30", "autoformer-best-patience30-cv-pick-coarse"),
                       "pit": ("pit-best", "pit-best-cv-pick-coarse")}
 
@@ -169,8 +170,8 @@ def _outer_folds(protocol: dict) -> str:
 
 
 def headline_table(runs: Runs) -> list[str]:
-    """README's headline: outer-fold test JCM (mean +- sd over every outer fold) of the searched proxy,
-    of the recommended selection and of the three baselines, with the recommended one's paired
+    """The headline of docs/results-in-space.md: outer-fold test JCM (mean +- sd over every outer fold) of the
+    searched proxy, of the recommended selection and of the three baselines, with the recommended one's paired
     difference to the blend (t-interval and Nadeau-Bengio corrected interval, folds ahead)."""
     head = ["space", "outer folds x repeats", "searched proxy (`best`)", "recommended (selection)",
             "parameter count", "best coarse descriptor", "fitted blend", "recommended - blend [t-interval]",
@@ -319,9 +320,10 @@ def _per_space(function: Callable[[Runs, str], list[str]], space: str) -> Callab
     return lambda runs: function(runs, space)
 
 
-#: Table name -> (page, generator). Pages: "results" (docs/results.md or one of its appendices,
-#: docs/results-*.md) or "readme" (README.md).
-TABLES: dict[str, tuple[str, Callable[[Runs], list[str]]]] = {"headline": ("readme", headline_table)}
+#: Table name -> (page, generator). Pages: "results" (docs/results.md or one of the question pages beside it,
+#: docs/results-*.md) or "readme" (README.md, which links to the results pages and holds no table: a marker there
+#: is an error).
+TABLES: dict[str, tuple[str, Callable[[Runs], list[str]]]] = {"headline": ("results", headline_table)}
 for _space in SPACE_NAMES:
     TABLES[f"protocol-ablation-{_space}"] = ("results", _per_space(protocol_ablation_table, _space))
     TABLES[f"recommended-{_space}"] = ("results", _per_space(recommended_table, _space))
@@ -344,7 +346,7 @@ MARKER = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)<!-- /table:
 def render(texts: dict[Path, str], page: str, runs: Runs) -> dict[Path, tuple[str, list[str]]]:
     """Every file of ``page`` with its tables regenerated, and per file the names of the tables that changed.
 
-    A page is one file or several (the results page and its appendices): each of the page's tables
+    A page is one file or several (the results index and the question pages beside it): each of the page's tables
     must appear exactly once in one of them, and no file may hold a table of another page.
     """
     found = {path: [match.group("name") for match in MARKER.finditer(text)] for path, text in texts.items()}
@@ -374,15 +376,16 @@ def render(texts: dict[Path, str], page: str, runs: Runs) -> dict[Path, tuple[st
 
 
 def page_files(page: Path) -> list[Path]:
-    """A page and its appendices: ``docs/results.md`` and every ``docs/results-*.md`` beside it."""
+    """A page and the pages beside it: ``docs/results.md`` and every ``docs/results-*.md``."""
     return [page, *sorted(page.parent.glob(f"{page.stem}-*{page.suffix}"))]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table differs from the runs")
-    parser.add_argument("--docs", type=Path, default=REPO / "docs" / "results.md", help="the results page (its appendices, NAME-*.md beside it, are read too)")
-    parser.add_argument("--readme", type=Path, default=REPO / "README.md", help="the front page (headline table)")
+    parser.add_argument("--docs", type=Path, default=REPO / "docs" / "results.md", help="the results index (the question pages, NAME-*.md beside it, are read too)")
+    parser.add_argument("--readme", type=Path, default=REPO / "README.md",
+                        help="the front page (no table may sit there)")
     parser.add_argument("--runs", type=Path, default=REPO / "runs", help="the committed runs")
     parser.add_argument("--tracked", action="store_true",
                         help="read only the run files git tracks, so runs of your own under --runs are left out")

@@ -1,5 +1,5 @@
-"""The leave-one-space-out tables of docs/results.md and its appendices ("Across spaces"), from the committed
-``runs/leave-space-out/*/protocol.json`` files (``autoprox evaluate --leave-space-out``).
+"""The tables of docs/results-new-space.md (leave-one-space-out: two ViT spaces, the N-space protocol), from the
+committed ``runs/leave-space-out/*/protocol.json`` files (``autoprox evaluate --leave-space-out``).
 
 Plain JSON and the standard library only, as :mod:`docs_tables`, which registers these tables.
 """

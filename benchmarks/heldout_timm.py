@@ -14,7 +14,7 @@ two kinds the held-out file names before scoring, read from the held-out scores 
 normalises over the set it is given: over the 49 here): ``global`` (attention over all tokens
 in every block) and ``staged`` (Swin, Swin-S3, SwinV2-CR, DaViT, MViTv2), without intervals.
 
-Run ``autoprox rank`` first (docs/results.md gives the commands); the scores then come from
+Run ``autoprox rank`` first (docs/results-new-space.md gives the commands); the scores then come from
 the caches in seconds. Usage::
 
     python benchmarks/heldout_timm.py [--samples 10000] [--seed 0] [--json OUT]
@@ -34,8 +34,11 @@ HELDOUT = REPO / "examples" / "timm_imagenet_heldout.csv"
 TWELVE = REPO / "examples" / "timm_imagenet.csv"
 #: The proxies the held-out file names, in its order; the first is the recommended label-free proxy.
 #: ``runs/recommended/any-search-sum/best.json`` is the ``recommended:any/searched`` of the day the held-out
-#: file was fixed (the sum over blocks on the statistics); the one now is the zoo configuration's.
-PROXIES = ("recommended:any/joint", "recommended:any/searched", "runs/recommended/any-search-sum/best.json", "params",
+#: file was fixed (the sum over blocks on the statistics), ``runs/recommended/any-search-zoo/best.json`` (the
+#: depth times SNIP) the one scored here after it; both by path, since ``recommended:any/searched`` now names the
+#: N-space protocol's formula (docs/results-new-space.md).
+PROXIES = ("recommended:any/joint", "runs/recommended/any-search-zoo/best.json",
+           "runs/recommended/any-search-sum/best.json", "params",
            "flops", "nwot", "snip", "zico", "synflow", "grad_norm", "tvt_l2")
 REFERENCE = "params"
 #: Model-name prefixes of the second kind (attention over windows, channels or pooled keys and values).

@@ -2,7 +2,7 @@
 the labels of the space it is judged on, against what a choice on the other spaces reaches.
 
 The N-space protocol (``autoprox evaluate --leave-space-out --rank-formulas``) asks whether a formula
-chosen on four labelled spaces beats the parameter and MAC counts on the fifth. It did not (docs/results.md).
+chosen on four labelled spaces beats the parameter and MAC counts on the fifth. It did not (docs/results-new-space.md).
 This script asks the question behind that answer: is there such a formula at all, within the search's
 language, or is the goal out of reach of the formulas themselves? For each set of spaces it runs the same
 rank-formula search with the labels of *every* space in the set, the margin objective (the worst lead over
@@ -15,7 +15,7 @@ user could expect, and nothing here is a candidate for a recommendation. Interva
 (95% paired bootstrap over each space's rows, :func:`autoprox.apps.protocols.space.paired_interval`).
 
 Writes ``runs/space-ceiling/ceiling.json`` (read by ``benchmarks/docs_tables.py``: the
-``space-ceiling`` table of docs/results-spaces.md). About 5 minutes on 2 cores.
+``space-ceiling`` table of docs/results-new-space.md). About 5 minutes on 2 cores.
 
 Usage: python benchmarks/space_ceiling.py [--seeds 5] [--iterations 400] [--samples 1000] [--out DIR]
 """

@@ -52,7 +52,7 @@ from pathlib import Path
 
 ARCHIVE = "archive.tar.xz"
 PROTOCOL = "protocol.json"
-#: What a protocol.json beside its archive keeps of each fold's result (docs/results.md's tables read these).
+#: What a protocol.json beside its archive keeps of each fold's result (the tables of docs/results-*.md read these).
 KEPT_RESULT = ("proxy", "genome", "search_jcm", "kendall", "jcm")
 #: The archived files of a search run.
 RUN_FILES = ("checkpoint.json", "evaluations.jsonl")

@@ -201,3 +201,62 @@ def test_the_readme_s_test_counts_are_the_suite_s():
     text = " ".join((REPO / "README.md").read_text().split())
     quick, whole = re.search(r"([\d,]+) tests of the ([\d,]+) \(`--collect-only`\)", text).groups()
     assert (int(quick.replace(",", "")), int(whole.replace(",", ""))) == (collected("-m", "not slow"), collected())
+
+
+def _github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation dropped, spaces made hyphens."""
+    import re
+
+    text = re.sub(r"<[^>]+>", "", heading).strip().lower()
+    return "".join(c for c in text if c.isalnum() or c in " -_").replace(" ", "-")
+
+
+def _markdown_anchors(text: str) -> set[str]:
+    """Every heading's anchor in a Markdown text (a repeated heading's second anchor ends in -1, ...)."""
+    import re
+
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.sub(r"```.*?```", "", text, flags=re.S), re.M):
+        anchor = _github_anchor(heading)
+        seen[anchor] = seen.get(anchor, 0) + 1
+        yield anchor if seen[anchor] == 1 else f"{anchor}-{seen[anchor] - 1}"
+
+
+def test_every_relative_link_and_anchor_of_the_docs_resolves():
+    """Issue 42 moved the results into one page per question: every relative link of a tracked Markdown file
+    (README.md, docs/, runs/README.md, BENCHMARKS.md, ...) names a file of the checkout, and its #anchor a heading
+    of that file; none leaves the checkout, which is all a user has."""
+    import re
+    import subprocess
+
+    link = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)\)")
+    names = subprocess.run(["git", "-C", str(REPO), "ls-files", "*.md"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert "README.md" in names and "docs/results.md" in names
+    anchors: dict[Path, set[str]] = {}
+    broken, checked = [], 0
+    for name in names:
+        page = REPO / name
+        text = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", page.read_text(), flags=re.S))
+        for target in link.findall(text):
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            checked += 1
+            path, _, anchor = target.partition("#")
+            destination = (page.parent / path).resolve() if path else page
+            if not destination.is_relative_to(REPO) or not destination.exists():
+                broken.append(f"{name}: {target} (no such file in the checkout)")
+            elif anchor and destination.suffix == ".md":
+                if destination not in anchors:
+                    anchors[destination] = set(_markdown_anchors(destination.read_text()))
+                if anchor not in anchors[destination]:
+                    broken.append(f"{name}: {target} (no heading with that anchor)")
+    assert checked > 100 and not broken, "\n".join(broken)
+
+
+def test_the_anchors_are_github_s():
+    assert _github_anchor("A proxy from a few labels: `search --bench TABLE.csv`") == \
+        "a-proxy-from-a-few-labels-search---bench-tablecsv"
+    assert _github_anchor("Picks among the benchmark's test architectures") == \
+        "picks-among-the-benchmarks-test-architectures"
+    assert list(_markdown_anchors("# A\n\n```\n# not a heading\n```\n\n## A\n")) == ["a", "a-1"]

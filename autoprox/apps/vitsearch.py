@@ -61,7 +61,7 @@ TOP_CSV = "top.csv"
 
 
 #: The proxy of a space that has no labelled benchmark: searched on every labelled space, and chosen by
-#: how it ranked spaces its search never saw (docs/results.md, "Across spaces").
+#: how it ranked spaces its search never saw (docs/results-new-space.md).
 UNLABELLED_DEFAULT = "recommended:any/joint"
 
 

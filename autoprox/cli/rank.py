@@ -125,7 +125,7 @@ def in_sample_note(proxy, bench, name: str | None = None) -> str | None:
             return None
         return (f"in-sample: {name} was chosen by the evaluation protocol on this very benchmark's architectures, "
                 "so these figures are not an estimate on architectures it never saw; the protocol's outer-fold "
-                "test figures are (docs/results.md)")
+                "test figures are (docs/results-in-space.md)")
     try:  # recommended:any/...: a searched proxy's file says which spaces its search saw
         searched_on = read_json_file(resolve_recommended(name)[0], "a proxy file", ProxyError).get("searched_on")
     except (ProxyError, AttributeError):
@@ -135,7 +135,7 @@ def in_sample_note(proxy, bench, name: str | None = None) -> str | None:
         return None
     return (f"in-sample: {name} was searched on every architecture of {', '.join(map(str, searched_on))}, this "
             "benchmark's included, so these figures are not an estimate on architectures it never saw; the "
-            "N-space protocol's figures, on the space each search did not see, are (docs/results.md)")
+            "N-space protocol's figures, on the space each search did not see, are (docs/results-new-space.md)")
 
 
 def recorded_test_split(proxies, size: int) -> dict | None:

@@ -145,7 +145,7 @@ def rank_on_tables(args: argparse.Namespace) -> int:
         if space.name in seen:
             print(f"in-sample: {label} was chosen with the labels of {', '.join(seen)}, this space's included, so "
                   "these figures are not an estimate on a space it never saw; the N-space protocol's figures, on "
-                  "the space each choice did not see, are (docs/results.md)", file=sys.stderr)
+                  "the space each choice did not see, are (docs/results-new-space.md)", file=sys.stderr)
         per_table = {}
         for table in space.tables:
             targets = [target for t, target in pairs if t is table]
