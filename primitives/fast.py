@@ -8,7 +8,7 @@ tensor without autograd (any shape, 0-d included) and calls the torch form other
 no caller has to assume where its tensors live. NaN and inf come out as torch's do (log of
 a negative value is NaN, log 0 is -inf, exp overflows to inf), with NumPy's warnings
 silenced. The values agree with the torch forms to a few float32 ulps, not bitwise
-(``tests/test_kernels.py``).
+(``tests/primitives/test_kernels.py``).
 
 Which primitive has a fast form is the table's (:attr:`autoprox.primitives.table.Primitive.fast`);
 exported proxies keep the torch source.

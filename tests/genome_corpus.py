@@ -1,11 +1,11 @@
-"""The frozen genome corpus of ``tests/data/genomes/`` (see its README): inputs of the kernel,
+"""The frozen genome corpus of ``tests/fixtures/genomes/`` (see its README): inputs of the kernel,
 counted-evaluation and speed tests that do not change when runs are added under ``runs/``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parent / "data" / "genomes"
+CORPUS = Path(__file__).resolve().parent / "fixtures" / "genomes"
 
 
 def _lines(name: str) -> list[str]:

@@ -9,7 +9,7 @@ architectures, and a block's sum of the result is the dot product of its code co
 those values. A block's entries hold the very float32 values the exact path computes (the
 same kernels on the same decoded inputs); only the summation differs (float64 products of
 counts and values against torch's float32 cascade sums), so scores agree to float32
-rounding, not bitwise (``tests/test_counted.py`` states and checks the tolerance).
+rounding, not bitwise (``tests/genome/test_counted.py`` states and checks the tolerance).
 
 Evaluated this way: the statistics and architecture terminals; element-wise operations; the
 five reductions (mean, sum over numel, L1, Frobenius norm, standard deviation);
@@ -32,7 +32,7 @@ normalized matrix is 720 blocks' values computed and thrown away: 0.24 s each), 
 :func:`structural_obstacle` finds them first, following the walk's rules on the kinds of values alone (a
 scalar, a matrix of one statistic, normalized or not, or a pending binary operation of a matrix), and only
 where the walk raises whatever the values: it may miss an obstacle (the walk then finds it), but a genome
-it stops is one the walk stops too (``tests/test_counted.py`` checks it on every genome of the corpus), so
+it stops is one the walk stops too (``tests/genome/test_counted.py`` checks it on every genome of the corpus), so
 the scores are the ones the exact path gives in either case.
 """
 
