@@ -1,21 +1,24 @@
 """The statistics engine against fits of the zoo's columns with the same labels, on AutoFormer and PiT.
 
-The committed outer-fold protocols (``runs/protocol/*/protocol.json``, ``autoprox evaluate --folds 5 --repeats
-3``) ran a whole search of the per-block statistics on each fold's search part (80 labelled ViTs) and judged its
-proxy on the fold's 20 others, per KD target. On exactly those folds this script fits, with the same 80 labels:
+An outer-fold protocol (``autoprox evaluate --space S --folds 2 --repeats 5``: each fold's search part holds
+50 of the space's 100 labelled ViTs, its test part the other 50) runs a whole search of the per-block
+statistics on each fold's search part and judges its proxy on the test part, per KD target. On exactly those
+folds this script fits, with the same 50 labels:
 
-* ``ridge``: ridge on the ranks of every column of the packaged proxy table of the space (``params``, ``flops``
-  and the zoo's proxies computed on the same networks), the penalty by leave-one-out;
-* ``table-engine``: the table search (``search --bench TABLE.csv``: a weighted formula over the same columns);
+* each few-label method of ``evaluate --few-labels`` (``FEW_LABEL_METHODS``: ``size``, ``best-column``,
+  ``ridge``, ``forest``, ``engine``, the last the table search ``search --bench TABLE.csv``) on the columns of
+  the packaged proxy table of the space (``params``, ``flops`` and the zoo's proxies computed on the same
+  networks) together with the coarse descriptors of each architecture (depth, width, heads, MLP ratio, MACs),
 
 and reads the protocol's own figures for the statistics engine (``proxy``) and its descriptor blend. It prints the
 mean test Kendall per method and target over the folds, and the paired difference of the statistics engine to
-each fit with a bootstrap interval over folds. It runs no network: a few seconds per fold for the table engine.
+each fit with a bootstrap interval over folds. It runs no network: about a minute per fold here (the forest and
+the table engine, three targets).
 
-Usage::
+Usage (the protocols of ``runs/few-labels/vit-k50/``; their trimmed ``protocol.json`` is enough)::
 
-    python benchmarks/few_labels_vit.py runs/protocol/autoformer-best-patience30-cv-pick \\
-        runs/protocol/pit-best-cv-pick --json /tmp/few-labels-vit.json
+    python benchmarks/few_labels_vit.py runs/few-labels/vit-k50/autoformer-gene-arch-cv-pick-coarse \\
+        runs/few-labels/vit-k50/pit-gene-arch-cv-pick-coarse --json runs/few-labels/vit-k50/fits.json
 """
 
 from __future__ import annotations
@@ -26,34 +29,34 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import kendalltau, rankdata
+from scipy.stats import kendalltau
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from autoprox.apps.protocols.few_labels import FEW_LABEL_METHODS  # noqa: E402
 from autoprox.data.benchmark import default_bench_path, load_benchmark  # noqa: E402
 from autoprox.data.proxy_tables import load_table_space  # noqa: E402
-from autoprox.proxies.weighted_fit import ridge_loo  # noqa: E402
-from autoprox.search.table_search import fit_table_proxy  # noqa: E402
 from autoprox.spaces.architectures import arch_to_config  # noqa: E402
+from autoprox.spaces.descriptors import descriptor_columns  # noqa: E402
 
 KD = ("c100_kd", "flower_kd", "chaoyang_kd")
-
-
-def column_ranks(values: np.ndarray) -> np.ndarray:
-    finite = np.isfinite(values)
-    out = np.full(len(values), 0.5)
-    out[finite] = rankdata(values[finite]) / finite.sum()
-    return out
+#: The few-label methods fitted on each fold's labelled part.
+METHODS = ("size", "best-column", "ridge", "forest", "engine")
 
 
 def aligned_table(space: str):
-    """The packaged table of ``space`` with its rows in the benchmark's order."""
+    """The packaged table of ``space`` with its rows in the benchmark's order, and its columns with the coarse
+    descriptors added (``macs``, ``depth``, ``width``, ``heads``, ``mlp_ratio``; ``params`` is the table's)."""
     table = load_table_space(space).tables[0]
     bench = load_benchmark(default_bench_path(space))
     order = {json.dumps(json.loads(ident), sort_keys=True): i for i, ident in enumerate(table.ids)}
     rows = [order[json.dumps(arch_to_config(arch), sort_keys=True)] for arch in bench.archs]
-    return table.subset(rows)
+    table = table.subset(rows)
+    columns = dict(table.proxies)
+    for name, values in descriptor_columns(bench.archs).items():
+        columns.setdefault(name, values)
+    return table, columns
 
 
 def bootstrap_interval(values: np.ndarray, seed: int = 0, samples: int = 2000) -> tuple[float, float]:
@@ -67,29 +70,30 @@ def one_protocol(path: Path, repeats: int | None = None) -> dict:
     if repeats is not None:
         record["folds"] = [f for f in record["folds"] if int(f["repeat"]) < repeats]
     space = record["space"]
-    table = aligned_table(space)
-    columns = table.proxies
-    features = np.column_stack([column_ranks(v) for v in columns.values()])
-    per = {m: {t: [] for t in KD} for m in ("proxy", "blend", "ridge", "table-engine")}
+    table, columns = aligned_table(space)
+    methods = [m for m in METHODS if m in FEW_LABEL_METHODS]
+    per = {m: {t: [] for t in KD} for m in ("proxy", "blend", *methods)}
     for fold in record["folds"]:
         search, test = np.asarray(fold["search"]), np.asarray(fold["test"])
         kendall = fold["result"]["kendall"]
+        seed = int(fold["repeat"]) * 10 + int(fold["fold"])
         for target in KD:
             truth = table.accuracies[target]
             per["proxy"][target].append(kendall["proxy"][target])
             per["blend"][target].append(kendall["blend"][target])
-            model = ridge_loo(features[search], rankdata(truth[search]) / len(search))
-            per["ridge"][target].append(kendalltau(model.predict(features[test]), truth[test]).statistic)
             labels = np.full(len(truth), np.nan)
             labels[search] = truth[search]
-            scores = fit_table_proxy(columns, labels, seed=int(fold["repeat"]) * 10 + int(fold["fold"]))
-            per["table-engine"][target].append(kendalltau(scores[test], truth[test]).statistic)
+            for method in methods:
+                scores = FEW_LABEL_METHODS[method].fit(columns, labels, seed)
+                per[method][target].append(float(kendalltau(scores[test], truth[test]).statistic))
+        print(f"  {space} repeat {fold['repeat']} fold {fold['fold']}: " + ", ".join(
+            f"{m} {np.mean([per[m][t][-1] for t in KD]):+.3f}" for m in per), flush=True)
     summary = {"protocol": str(path), "space": space, "folds": len(record["folds"]), "labelled": len(search),
                "mean": {m: {t: float(np.mean(v)) for t, v in d.items()} for m, d in per.items()},
                "kd3": {m: float(np.mean([np.mean(v) for v in d.values()])) for m, d in per.items()}}
     proxy = np.mean([per["proxy"][t] for t in KD], axis=0)
     summary["difference"] = {}
-    for method in ("ridge", "table-engine", "blend"):
+    for method in (*methods, "blend"):
         other = np.mean([per[method][t] for t in KD], axis=0)
         diff = proxy - other
         summary["difference"][method] = {"mean": float(diff.mean()), "interval": bootstrap_interval(diff),
