@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 from functools import partial
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 from autoprox.core.correlation import correlate, jcm
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.registry import Registry
+from autoprox.genome.terminals import TERMINAL_SETS
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import (
     blend_features,
@@ -31,6 +33,8 @@ from autoprox.proxies.baselines import (
 )
 from autoprox.proxies.ensemble import JOINT, EnsembleProxy, Member, member, quantile
 from autoprox.proxies.proxy import Proxy, resolve_proxy
+from autoprox.proxies.weighted_fit import label_ranks, ridge_loo
+from autoprox.proxies.zoo_scores import zoo_terminal_set
 from autoprox.search.context import RunContext
 from autoprox.search.fitness import make_folds
 from autoprox.search.halloffame import load_hall_of_fame
@@ -49,14 +53,22 @@ CANDIDATES = 10
 INNER_FOLDS = 5
 
 
-def register_selection(name: str):
-    """Register the decorated function (run directory -> :class:`Proxy`) as selection ``name``."""
+def register_selection(name: str, description: str | None = None):
+    """Register the decorated function (run directory -> :class:`Proxy`) as selection ``name``; ``description``,
+    what ``evaluate --help`` says of it (default: the first line of the function's docstring)."""
 
     def decorate(function: Callable[[Path], Selected]):
+        if description is not None:
+            function.description = description
         SELECTIONS.add(name, function)
         return function
 
     return decorate
+
+
+def selection_help() -> str:
+    """Every registered rule with what it does, as ``evaluate --help`` shows them: read from the registry."""
+    return ", ".join(f"{name} ({text})" if text else name for name, text in SELECTIONS.describe())
 
 
 def selection(name: str) -> Callable[[Path], Selected]:
@@ -64,7 +76,7 @@ def selection(name: str) -> Callable[[Path], Selected]:
     return SELECTIONS.lookup(name)
 
 
-@register_selection("best")
+@register_selection("best", "its best search fitness, the default")
 def select_best(run_dir: Path) -> Proxy:
     """The run's ``best.json`` genome: the best search-part fitness (the paper's choice)."""
     genome = RunDirectory(run_dir).best(missing_ok=False)["genome"]
@@ -109,7 +121,8 @@ def _hall_entries(run: RunDirectory, rule: str) -> list:
     return loaded.hall.entries
 
 
-@register_selection("cv-lcb")
+@register_selection("cv-lcb", f"among the hall of fame's best {CANDIDATES}, the highest mean minus sd of JCM over "
+                                      f"{INNER_FOLDS} parts of the search part")
 def select_cv_lower_bound(run_dir: Path, candidates: int = CANDIDATES, folds: int = INNER_FOLDS) -> Proxy:
     """Among the hall of fame's best ``candidates``, the proxy with the highest mean minus sd of
     its JCM over ``folds`` parts of the search part: a proxy that ranks every part well is preferred
@@ -137,9 +150,46 @@ def select_cv_lower_bound(run_dir: Path, candidates: int = CANDIDATES, folds: in
 HOF_MEMBERS = 5
 #: ``cv-pick``'s candidates: each a ``+``-joined list of ``best`` (the run's best proxy), ``blend``
 #: (the descriptor blend fitted on the part at hand), ``coarse`` (the coarse descriptor that ranks
-#: the part at hand best) or a built-in proxy (``zico``), averaged with equal weights. The default
+#: the part at hand best), ``ridge`` (ridge on the ranks of the architecture and zoo terminals,
+#: :func:`ridge_columns`) or a built-in proxy (``zico``), averaged with equal weights. The default
 #: is what the protocol measured to help (docs/manual.md).
 CV_PICK_CANDIDATES = ("best", "blend", "best+blend")
+#: The spread of a quantile of distinct values (uniform on (0, 1]): what a ``ridge`` part is scaled to, so that
+#: it weighs in an average as much as a member's quantile does.
+QUANTILE_SD = 12 ** -0.5
+
+
+def ridge_columns() -> tuple[str, ...]:
+    """The columns of the ``ridge`` part, read from the terminal sets: each architecture terminal but the
+    logarithms (a rank is the same on a column and its logarithm) and each zoo terminal (the zoo proxies
+    the search can read, computed on the run's input)."""
+    arch = [name for name in TERMINAL_SETS["arch"].names if "_log_" not in name]
+    return (*arch, *zoo_terminal_set().names)
+
+
+@dataclass(frozen=True)
+class RidgeFit:
+    """The ``ridge`` part fitted on some architectures: per column its genome (the terminal, or its negation
+    where the coefficient is negative), its weight (the coefficient's size, scaled so that the fitted scores
+    spread as a quantile does) and its raw reference (its values there, negated with it)."""
+
+    genomes: tuple[str, ...]
+    weights: tuple[float, ...]
+    references: tuple[np.ndarray, ...]
+
+    def scores(self, raw: Sequence[np.ndarray]) -> np.ndarray:
+        """The part's score of architectures whose column values (the terminals', not negated) are ``raw``."""
+        total = np.zeros(len(raw[0]) if raw else 0)
+        for genome, weight, reference, values in zip(self.genomes, self.weights, self.references, raw):
+            sign = -1.0 if genome.startswith(NEGATE) else 1.0
+            total = total + weight * quantile(reference, sign * np.asarray(values, dtype=np.float64))
+        return total
+
+
+#: The primitive a negative ridge coefficient's member is wrapped in (``-x``).
+NEGATE = "element_wise_revert("
+#: How often the ``ridge`` part turns the columns the fit weighs negatively and fits again.
+RIDGE_TURNS = 3
 
 
 def _plan_json(context: RunContext) -> dict:
@@ -176,7 +226,8 @@ def genome_average(name: str, context: RunContext, chosen: Sequence[tuple[str, M
     return EnsembleProxy(name, by_key, _plan_json(context), provenance)
 
 
-@register_selection("hof-average")
+@register_selection("hof-average", f"an ensemble: rank average of the hall of fame's best {HOF_MEMBERS} distinct "
+                                           "proxies")
 def select_hof_average(run_dir: Path, count: int = HOF_MEMBERS) -> Selected:
     """Equal-weight rank average (quantiles against the search part) of the hall of fame's best
     ``count`` distinct proxies that are valid on the whole search part (finite, not constant,
@@ -224,13 +275,59 @@ class SearchPartScores:
         if text not in self._proxies:
             proxy = self.best if part == "best" else resolve_proxy(part)
             if not isinstance(proxy, Proxy) or proxy.provenance.get("file"):
-                raise ConfigError(f"cv-pick candidate part {part!r} must be best, blend, coarse or a built-in proxy")
+                raise ConfigError(f"cv-pick candidate part {part!r} must be best, blend, coarse, ridge or a built-in "
+                                  "proxy")
             self._proxies[text] = self.context.score(proxy, "search", workers=1)
         return self._proxies[text][self.context.plan.target_classes[target]]
 
+    def ridge(self, target: str, train: Sequence[int]) -> tuple[RidgeFit, list[np.ndarray]]:
+        """The ``ridge`` part fitted on ``train`` (positions in the search part): ridge on the columns'
+        quantiles among ``train`` against the accuracies' ranks, the penalty by leave-one-out; a column
+        with a non-finite value on the search part, or constant on ``train``, is left out. Each column
+        enters as itself or negated, as its member will read it (with ties, a negated column's quantile is
+        not one minus the column's): oriented first by the sign of its rank correlation with the
+        accuracies, then turned wherever the fit gives it a negative weight, and fitted again (at most
+        :data:`RIDGE_TURNS` times; a column still negative then is left out). Also gives every member
+        column's values on the whole search part."""
+        train = list(train)
+        kept, raw = [], []
+        for column in ridge_columns():
+            try:
+                values = np.asarray(self.raw(column, target), dtype=np.float64)
+            except InvalidProxy:
+                continue
+            if np.all(np.isfinite(values)) and np.ptp(values[train]) > 0:
+                kept.append(column)
+                raw.append(values)
+        if not kept:
+            raise InvalidProxy("no architecture or zoo terminal is finite and varies on the search part")
+        ranks = label_ranks(self.accuracies[target][train])
+        signs = np.array([1.0 if np.corrcoef(label_ranks(v[train]), ranks)[0, 1] >= 0 else -1.0 for v in raw])
+        for _ in range(RIDGE_TURNS + 1):
+            features = np.column_stack([quantile(sign * v[train], sign * v[train]) for sign, v in zip(signs, raw)])
+            model = ridge_loo(features, ranks)
+            if not np.any(model.weights < 0):
+                break
+            signs = np.where(model.weights < 0, -signs, signs)
+        live = [i for i, w in enumerate(model.weights) if w > 0]
+        if not live:
+            raise InvalidProxy("the ridge part has no column with a weight on the search part")
+        genomes = tuple(kept[i] if signs[i] > 0 else f"{NEGATE}{kept[i]})" for i in live)
+        references = tuple(np.sort(signs[i] * raw[i][train]) for i in live)
+        weights = [float(model.weights[i]) for i in live]
+        spread = float(np.std(RidgeFit(genomes, tuple(weights), references).scores([raw[i][train] for i in live])))
+        if not spread > 0:
+            raise InvalidProxy("the ridge part is constant on the search part")
+        fit = RidgeFit(genomes, tuple(w * QUANTILE_SD / spread for w in weights), references)
+        return fit, [raw[i] for i in live]
+
     def fitted(self, part: str, target: str, train: Sequence[int], test: Sequence[int] | None):
-        """(raw scores on ``train``, raw scores on ``test``, the member's value): ``blend`` fitted and
-        ``coarse`` chosen on ``train`` only."""
+        """(raw scores on ``train``, raw scores on ``test``, the member's value): ``blend`` and ``ridge`` fitted
+        and ``coarse`` chosen on ``train`` only. A ``ridge`` part's scores are already on a quantile's scale."""
+        if part == "ridge":
+            fit, raw = self.ridge(target, train)
+            return (fit.scores([v[list(train)] for v in raw]),
+                    None if test is None else fit.scores([v[list(test)] for v in raw]), fit)
         if part == "coarse":
             descriptor = choose_baselines(self.columns, self.accuracies, train, [target],
                                           ["coarse"])["coarse"][target]["descriptor"]
@@ -266,7 +363,7 @@ def inner_fold_kendalls(scores: SearchPartScores, candidate: str, target: str, f
         total = np.zeros(len(fold))
         for part in parts:
             train_raw, test_raw, _ = scores.fitted(part, target, train, fold)
-            total = total + quantile(train_raw, test_raw) / len(parts)
+            total = total + (test_raw if part == "ridge" else quantile(train_raw, test_raw)) / len(parts)
         kendalls.append(correlate(total, scores.accuracies[target][list(fold)])["kendall"])
     return kendalls
 
@@ -317,28 +414,40 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
     for target in context.targets:
         parts = _parts(chosen[target])
         members = []
+        classes = context.plan.target_classes[target]
         for part in parts:
             raw, _, value = scores.fitted(part, target, range(size), None)
+            if part == "ridge":
+                members += [member("proxy", genome, reference, weight / len(parts), classes)
+                            for genome, weight, reference in zip(value.genomes, value.weights, value.references)]
+                continue
             kind = {"blend": "blend", "coarse": "descriptor"}.get(part, "proxy")
-            members.append(member(kind, value, raw, 1.0 / len(parts), context.plan.target_classes[target]))
+            members.append(member(kind, value, raw, 1.0 / len(parts), classes))
         by_target[target] = tuple(members)
     return EnsembleProxy(name, by_target, _plan_json(context),
                          _provenance(run_dir, name, candidates=list(candidates), chosen=chosen,
                                      inner_kendall=table, **more))
 
 
-def _register_cv_pick(name: str, **options) -> None:
+def _register_cv_pick(name: str, description: str, **options) -> None:
     """Register :func:`select_cv_pick` with ``options`` as selection ``name`` (the name it records)."""
-    register_selection(name)(partial(select_cv_pick, name=name, **options))
+    register_selection(name, description)(partial(select_cv_pick, name=name, **options))
 
 
 #: ``cv-pick-coarse``'s candidates with ZiCo alone and averaged with the proxy and with the blend.
 CV_PICK_WIDE_CANDIDATES = (*CV_PICK_CANDIDATES, "coarse", "zico", "best+zico", "blend+zico")
-register_selection("cv-pick")(select_cv_pick)
-_register_cv_pick("cv-pick-joint", joint=True)
-_register_cv_pick("cv-pick-zico", candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico"))
-_register_cv_pick("cv-pick-coarse", candidates=(*CV_PICK_CANDIDATES, "coarse"))
-_register_cv_pick("cv-pick-wide", candidates=CV_PICK_WIDE_CANDIDATES)
+register_selection("cv-pick", "per target, the best of the proxy, the descriptor blend and their average by "
+                   f"{INNER_FOLDS}-fold cross-validation on the search part")(select_cv_pick)
+_register_cv_pick("cv-pick-joint", "cv-pick's candidates, one of them for every target, by inner-fold JCM", joint=True)
+_register_cv_pick("cv-pick-zico", "cv-pick with zico and proxy+blend+zico as candidates too",
+                  candidates=(*CV_PICK_CANDIDATES, "zico", "best+blend+zico"))
+_register_cv_pick("cv-pick-coarse", "cv-pick with the coarse descriptor chosen on each inner training part as a "
+                  "candidate too", candidates=(*CV_PICK_CANDIDATES, "coarse"))
+_register_cv_pick("cv-pick-wide", "cv-pick with the coarse descriptor, zico, proxy+zico and blend+zico as candidates "
+                  "too", candidates=CV_PICK_WIDE_CANDIDATES)
+_register_cv_pick("cv-pick-ridge", "cv-pick with the coarse descriptor, ridge on the ranks of the architecture and "
+                  "zoo terminals, and proxy+ridge as candidates too",
+                  candidates=(*CV_PICK_CANDIDATES, "coarse", "ridge", "best+ridge"))
 
 
 
@@ -373,7 +482,8 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
                             "stats": best.get("stats"), **({"target": target} if target else {})})
     return out, selected
 
-__all__ = ["CANDIDATES", "CV_PICK_CANDIDATES", "HOF_MEMBERS", "INNER_FOLDS", "SELECTIONS", "SearchPartScores",
-           "Selected", "genome_average", "inner_fold_jcms", "inner_fold_kendalls", "lower_bound", "register_selection", "search_part_folds", "select_best",
+__all__ = ["CANDIDATES", "CV_PICK_CANDIDATES", "HOF_MEMBERS", "INNER_FOLDS", "SELECTIONS", "RidgeFit", "SearchPartScores",
+           "Selected", "genome_average", "inner_fold_jcms", "inner_fold_kendalls", "lower_bound", "register_selection",
+           "ridge_columns", "search_part_folds", "selection_help", "select_best",
            "select_cv_lower_bound", "select_cv_pick", "select_hof_average",
            "selected_for_target", "selection", "usable_scores", "write_selection"]

@@ -14,6 +14,7 @@ import functools
 from typing import Callable
 
 from autoprox.apps.rank_search import RankSearchSettings
+from autoprox.apps.selection import selection_help
 from autoprox.core.registry import LiveNames
 from autoprox.data.benchmark import BENCH_FILE_NAMES
 from autoprox.data.proxy_tables import table_space_names
@@ -77,16 +78,8 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            integer(), group=_PROTOCOL, commands=_EVALUATE),
     Option("fold_workers", 1, "folds run side by side in processes (each fold's statistics then use one worker)",
            integer(), group=_PROTOCOL, commands=_EVALUATE),
-    Option("selection", None, "how each fold's proxy is chosen from its search: best (its best search fitness, the "
-           "default), cv-lcb (among the hall of fame's best 10, the highest mean minus sd of "
-           "JCM over 5 parts of the search part), hof-average (an ensemble: rank average of the "
-           "hall of fame's best 5 distinct proxies), cv-pick (per target, the best of the proxy, "
-           "the descriptor blend and their average by 5-fold cross-validation on the search "
-           "part), cv-pick-joint (cv-pick's candidates, one of them for every target, by inner-fold JCM), "
-           "cv-pick-zico (cv-pick with zico and proxy+blend+zico as candidates too), "
-           "cv-pick-coarse (cv-pick with the coarse descriptor chosen on each inner training part "
-           "as a candidate too) or cv-pick-wide (cv-pick with the coarse descriptor, zico, proxy+zico and "
-           "blend+zico as candidates too)", text(), group=_PROTOCOL, commands=_EVALUATE),
+    Option("selection", None, lambda: f"how each fold's proxy is chosen from its search: {selection_help()}",
+           text(), group=_PROTOCOL, commands=_EVALUATE),
     Option("reuse_searches", None, "score again the finished fold searches of the protocol in DIR instead of running "
            "searches (same settings, folds and benchmark; search options may be left out); "
            "nothing is written in DIR", text(), group=_PROTOCOL, commands=_EVALUATE, metavar="DIR"),

@@ -299,3 +299,46 @@ def test_cv_pick_wide_weighs_zico_alone_and_in_pairs_beside_cv_pick_coarse(run_d
         pick = wide.provenance["chosen"][target]
         assert table[pick] == max(table.values())
         assert len(wide.members[target]) == len(pick.split("+"))
+
+
+def test_cv_pick_ridge_s_ridge_part_is_ridge_on_the_terminals_ranks_kept_as_signed_members(run_dir):
+    """Issue 41: the statistics engine's selection may start where ridge ends. The ``ridge`` part is ridge (penalty
+    by leave-one-out) on the search part's quantiles of the architecture and zoo terminals against the accuracies'
+    ranks; kept as one proxy member per column, a negative coefficient as the negated terminal, it scores the
+    search part as the fit does, and cv-pick-ridge weighs it beside cv-pick-coarse's candidates."""
+    from autoprox.apps.selection import NEGATE, SearchPartScores, ridge_columns, select_cv_pick
+    from autoprox.proxies.ensemble import quantile
+    from autoprox.proxies.weighted_fit import label_ranks, ridge_loo
+
+    columns = ridge_columns()
+    assert "A_params" in columns and "A_log_params" not in columns and "Z_zico" in columns
+    context = RunContext.open(run_dir)
+    scores = SearchPartScores(run_dir, context)
+    size = len(context.indices("search"))
+    archs = context.archs("search")
+    ridge = select_cv_pick(run_dir, candidates=("ridge",), name="ridge-only")
+    for target in TARGETS:
+        fit, raw = scores.ridge(target, range(size))
+        kept = [g[len(NEGATE):-1] if g.startswith(NEGATE) else g for g in fit.genomes]
+        assert set(kept) <= set(columns) and len(kept) == len(set(kept)) and all(w > 0 for w in fit.weights)
+        # By hand: ridge (penalty by leave-one-out) on the members' quantiles as they read them, the negated ones
+        # negated, gives each a positive weight and the fit's scores, up to scale and shift.
+        signs = [-1.0 if g.startswith(NEGATE) else 1.0 for g in fit.genomes]
+        features = np.column_stack([quantile(sign * scores.raw(c, target), sign * scores.raw(c, target))
+                                    for c, sign in zip(kept, signs)])
+        fitted = fit.scores(raw)
+        assert np.std(fitted) == pytest.approx(12 ** -0.5, rel=1e-9)
+        assert np.corrcoef(fitted, features @ np.asarray(fit.weights))[0, 1] == pytest.approx(1.0, abs=1e-9)
+        model = ridge_loo(features, label_ranks(scores.accuracies[target]))
+        if len(kept) == len([c for c in columns if np.all(np.isfinite(v := scores.raw(c, target))) and np.ptp(v) > 0]):
+            assert np.all(model.weights > 0)  # nothing was left out: the same fit again
+            assert np.corrcoef(fitted, features @ model.weights)[0, 1] == pytest.approx(1.0, abs=1e-9)
+        # The ensemble's members score the search part exactly as the fit does.
+        members = ridge.members[target]
+        assert [m.value for m in members] == list(fit.genomes) and [m.kind for m in members] == ["proxy"] * len(kept)
+        assert ridge.scores(archs, context.cache, context.plan, target=target) == pytest.approx(fitted, abs=1e-9)
+    chosen = SELECTIONS["cv-pick-ridge"](run_dir)
+    for target in TARGETS:
+        table = chosen.provenance["inner_kendall"][target]
+        assert list(table) == ["best", "blend", "best+blend", "coarse", "ridge", "best+ridge"]
+        assert table[chosen.provenance["chosen"][target]] == max(table.values())
