@@ -58,9 +58,11 @@ def register_selection(name: str, description: str | None = None):
     what ``evaluate --help`` says of it (default: the first line of the function's docstring)."""
 
     def decorate(function: Callable[[Path], Selected]):
-        if description is not None:
-            function.description = description
-        SELECTIONS.add(name, function)
+        entry = function
+        if description is not None:  # on a wrapper: the function may be registered again under another name
+            entry = partial(function)
+            entry.description = description
+        SELECTIONS.add(name, entry)
         return function
 
     return decorate

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+from autoprox.apps.protocols.few_labels import FEW_LABEL_METHODS
 from autoprox.apps.rank_search import RankSearchSettings
 from autoprox.apps.selection import selection_help
 from autoprox.core.registry import LiveNames
@@ -93,8 +94,8 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "20,50,100), --repeats draws (default 10) of that many labelled rows, each method of --methods fitted on "
            "them and judged by Kendall on the other labelled rows; OUT/few_labels.json holds everything",
            text_list(), group=_PROTOCOL, commands=_EVALUATE, metavar="K,K,..."),
-    Option("methods", None, "with --few-labels: the methods compared (default all: size, best-column, ridge, forest, "
-           "engine)", text_list(), group=_PROTOCOL, commands=_EVALUATE, metavar="LIST"),
+    Option("methods", None, lambda: "with --few-labels: the methods compared (default all: "
+           f"{', '.join(FEW_LABEL_METHODS.names())})", text_list(), group=_PROTOCOL, commands=_EVALUATE, metavar="LIST"),
     Option("leave_space_out", False, "with --space (or --bench) given more than once: leave each space out in turn, "
            "search on every architecture of the others with --seeds seeds, and score the chosen proxy on all the "
            "left-out space's architectures beside the parameter count, MACs, the zoo proxies, the "

@@ -218,3 +218,24 @@ def test_no_module_imports_the_proxies_for_a_side_effect():
         result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,
                                 env={"PYTHONPATH": str(REPO), "PATH": ""})
         assert result.returncode == 0 and "'zoo'" in result.stdout, (module, result.stderr[-2000:])
+
+
+def test_a_selection_rule_and_a_few_label_method_registered_in_a_test_are_in_evaluate_s_help(capsys):
+    """``evaluate --help`` lists the selection rules (``--selection``, each with what it does) and the few-label
+    methods (``--methods``) from their registries: a hand-written list left ``cv-pick-wide`` out once."""
+    from autoprox.apps.protocols.few_labels import FEW_LABEL_METHODS, register_few_label_method
+    from autoprox.apps.selection import SELECTIONS, register_selection, select_best
+
+    register_selection("test-rule", "the run's best proxy, under a test's name")(select_best)
+    register_few_label_method("test-method", lambda columns, labels, seed: columns["params"], "params, for a test")
+    try:
+        text = _help(capsys, "evaluate")
+        assert "test-rule (the run's best proxy, under a test's name)" in text
+        assert "cv-pick-ridge (cv-pick with the coarse descriptor, ridge" in text
+        assert "the methods compared (default all: size, best-column, ridge, forest, engine, test-method)" in text
+    finally:
+        SELECTIONS.unregister("test-rule")
+        FEW_LABEL_METHODS.unregister("test-method")
+    text = _help(capsys, "evaluate")
+    assert "test-rule" not in text and "test-method" not in text
+    assert "best (its best search fitness, the default)" in text  # the function registered again kept its own
