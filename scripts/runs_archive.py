@@ -13,9 +13,10 @@ beside what a user reads (runs/README.md):
 - an evaluation protocol (``protocol.json`` with ``folds``, ``autoprox evaluate``): the whole
   ``protocol.json`` as ``autoprox evaluate`` wrote it and every fold's run directory
   (``repeat-R/fold-K*/``: ``config.json``, ``log.jsonl``, ``best.json``, ``hall_of_fame.json``,
-  bagged ensembles). A finished fold's ``checkpoint.json`` is left out and removed: nothing reads
-  it once the fold has finished (the protocol's resume takes a finished fold as it is), and the
-  fold's ``config.json`` names the command that makes it again. The ``protocol.json`` left beside
+  bagged ensembles). A finished fold's ``checkpoint.json`` and ``evaluations.jsonl`` are left out and
+  removed: they serve only to resume the fold's search, and nothing resumes it once it has finished
+  (the protocol's resume takes a finished fold as it is; ``--reuse-searches`` reads ``best.json`` and
+  the hall of fame), and the fold's ``config.json`` names the command that makes it again. The ``protocol.json`` left beside
   it keeps everything but the folds' per-architecture test scores, fitted ensembles and baseline
   choices;
 - a leave-one-space-out protocol (``protocol.json`` with ``directions``, ``autoprox evaluate
@@ -128,7 +129,7 @@ def _members(folder: Path, protocol: dict | None) -> list[Path]:
                           for p in (folder / d["run"]).glob("**/*") if p.is_file())
         return [Path(PROTOCOL), *searches]
     if protocol is not None:
-        left_out = set(_finished_checkpoints(folder))
+        left_out = set(_finished_resume_files(folder))
         folds = sorted(p.relative_to(folder) for p in folder.glob("repeat-*/**/*") if p.is_file() and p not in left_out)
         return [Path(PROTOCOL), *folds]
     if (folder / "config.json").is_file():  # a checkpoint only with the evaluations a resume rebuilds from
@@ -139,19 +140,19 @@ def _members(folder: Path, protocol: dict | None) -> list[Path]:
     raise ArchiveError(f"{folder}: neither a protocol, a search run nor a ViT search")
 
 
-def _finished_checkpoints(folder: Path) -> list[Path]:
-    """The ``checkpoint.json`` of every finished search in an evaluation protocol's folds: nothing reads it
-    (``autoprox evaluate --resume`` takes a finished fold as it is, growing adds folds, ``--reuse-searches``
-    reads best.json and the hall of fame), so the archive leaves it out; the fold's ``config.json`` has the
-    command that makes it again."""
+def _finished_resume_files(folder: Path) -> list[Path]:
+    """The resume files (:data:`RUN_FILES`: ``checkpoint.json``, ``evaluations.jsonl``) of every finished
+    search in an evaluation protocol's folds: nothing reads them (``autoprox evaluate --resume`` takes a
+    finished fold as it is, growing adds folds, ``--reuse-searches`` reads best.json and the hall of fame),
+    so the archive leaves them out; the fold's ``config.json`` has the command that makes them again."""
     found = []
-    for checkpoint in folder.glob("repeat-*/**/checkpoint.json"):
+    for best in folder.glob("repeat-*/**/best.json"):
         try:
-            finished = json.loads((checkpoint.parent / "best.json").read_text()).get("finished") is True
+            finished = json.loads(best.read_text()).get("finished") is True
         except (OSError, ValueError, AttributeError):
             finished = False
         if finished:
-            found.append(checkpoint)
+            found += [best.parent / name for name in RUN_FILES if (best.parent / name).is_file()]
     return sorted(found)
 
 
@@ -198,7 +199,7 @@ def pack(folder: Path) -> int:
     _check_packable(folder, protocol)
     members = _members(folder, protocol)
     if protocol is not None:
-        left_out = _finished_checkpoints(folder) if "folds" in protocol else []
+        left_out = _finished_resume_files(folder) if "folds" in protocol else []
     else:  # a run without evaluations.jsonl cannot be resumed (autoprox search --resume says so)
         left_out = [] if members or not (folder / "checkpoint.json").is_file() else [folder / "checkpoint.json"]
     log = folder / LOG if protocol is None else None
@@ -214,8 +215,8 @@ def pack(folder: Path) -> int:
     for member in members:
         if member.name != PROTOCOL:
             (folder / member).unlink()
-    for checkpoint in left_out:
-        checkpoint.unlink()
+    for path in left_out:
+        path.unlink()
     for directory in sorted({p for m in members for p in (folder / m).parents if folder in p.parents},
                             key=lambda p: len(p.parts), reverse=True):
         if directory.is_dir() and not any(directory.iterdir()):

@@ -229,27 +229,32 @@ def test_a_leave_space_out_protocol_packs_all_but_what_the_tables_read(leave_spa
 
 
 def test_a_protocol_archive_leaves_out_the_checkpoints_of_finished_folds(protocol_dir):
-    """Nothing reads a finished fold's checkpoint.json (the protocol's resume takes the fold as it is):
-    the archive leaves it out; every other file comes back on unpack."""
+    """Nothing reads a finished fold's checkpoint.json or evaluations.jsonl (the protocol's resume takes the
+    fold as it is; they serve only to resume its search): the archive leaves them out; every other file
+    comes back on unpack."""
     fold = protocol_dir / "repeat-0" / "fold-0"
     (fold / "best.json").write_text('{"finished": true}\n')
     (fold / "checkpoint.json").write_text('{"iteration": 2}\n')
+    (fold / "evaluations.jsonl").write_text('{"iteration": 1, "genome": "x"}\n')
     before = _tree(protocol_dir)
     assert runs_archive.pack(protocol_dir) == 4
     with tarfile.open(protocol_dir / "archive.tar.xz") as tar:
         assert "repeat-0/fold-0/checkpoint.json" not in tar.getnames()
+        assert "repeat-0/fold-0/evaluations.jsonl" not in tar.getnames()
         assert "repeat-0/fold-0/best.json" in tar.getnames()
     assert not fold.exists() and runs_archive.check(protocol_dir) == []
     runs_archive.unpack(protocol_dir)
     after = _tree(protocol_dir)
-    kept = {k: v for k, v in before.items() if not k.endswith("checkpoint.json")}
+    kept = {k: v for k, v in before.items() if not k.endswith(("checkpoint.json", "evaluations.jsonl"))}
     assert after.pop("archive.tar.xz") and after == kept
 
 
 def test_committed_protocol_archives_hold_no_checkpoint_of_a_finished_fold():
-    for archive in tracked_files("runs/protocol/*/archive.tar.xz"):
+    archives = tracked_files("runs/protocol/*/archive.tar.xz") + tracked_files("runs/few-labels/*/*/archive.tar.xz")
+    assert any("few-labels" in str(a) for a in archives)
+    for archive in archives:
         with tarfile.open(archive) as tar:
-            assert not [n for n in tar.getnames() if n.endswith("checkpoint.json")], archive
+            assert not [n for n in tar.getnames() if n.endswith(("checkpoint.json", "evaluations.jsonl"))], archive
 
 
 def test_the_trimmed_protocol_json_keeps_flat_lists_and_figures_on_one_line(protocol_dir):
