@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -169,29 +169,34 @@ def ridge_columns() -> tuple[str, ...]:
     return (*arch, *zoo_terminal_set().names)
 
 
-@dataclass(frozen=True)
-class RidgeFit:
-    """The ``ridge`` part fitted on some architectures: per column its genome (the terminal, or its negation
-    where the coefficient is negative), its weight (the coefficient's size, scaled so that the fitted scores
-    spread as a quantile does) and its raw reference (its values there, negated with it)."""
-
-    genomes: tuple[str, ...]
-    weights: tuple[float, ...]
-    references: tuple[np.ndarray, ...]
-
-    def scores(self, raw: Sequence[np.ndarray]) -> np.ndarray:
-        """The part's score of architectures whose column values (the terminals', not negated) are ``raw``."""
-        total = np.zeros(len(raw[0]) if raw else 0)
-        for genome, weight, reference, values in zip(self.genomes, self.weights, self.references, raw):
-            sign = -1.0 if genome.startswith(NEGATE) else 1.0
-            total = total + weight * quantile(reference, sign * np.asarray(values, dtype=np.float64))
-        return total
-
-
 #: The primitive a negative ridge coefficient's member is wrapped in (``-x``).
 NEGATE = "element_wise_revert("
 #: How often the ``ridge`` part turns the columns the fit weighs negatively and fits again.
 RIDGE_TURNS = 3
+
+
+@dataclass(frozen=True)
+class RidgeFit:
+    """The ``ridge`` part fitted on some architectures: per column its terminal, its sign (-1 where the member
+    reads it negated), its weight (the coefficient's size, scaled so that the fitted scores spread as a
+    quantile does) and its raw reference (its values there, times its sign)."""
+
+    columns: tuple[str, ...]
+    signs: tuple[float, ...]
+    weights: tuple[float, ...]
+    references: tuple[np.ndarray, ...]
+
+    @property
+    def genomes(self) -> tuple[str, ...]:
+        """Each member's genome: the terminal, or its negation (:data:`NEGATE`) where its sign is -1."""
+        return tuple(column if sign > 0 else f"{NEGATE}{column})" for column, sign in zip(self.columns, self.signs))
+
+    def scores(self, raw: Sequence[np.ndarray]) -> np.ndarray:
+        """The part's score of architectures whose column values (the terminals', not negated) are ``raw``."""
+        total = np.zeros(len(raw[0]) if raw else 0)
+        for sign, weight, reference, values in zip(self.signs, self.weights, self.references, raw):
+            total = total + weight * quantile(reference, sign * np.asarray(values, dtype=np.float64))
+        return total
 
 
 def _plan_json(context: RunContext) -> dict:
@@ -314,13 +319,14 @@ class SearchPartScores:
         live = [i for i, w in enumerate(model.weights) if w > 0]
         if not live:
             raise InvalidProxy("the ridge part has no column with a weight on the search part")
-        genomes = tuple(kept[i] if signs[i] > 0 else f"{NEGATE}{kept[i]})" for i in live)
+        columns, kept_signs = tuple(kept[i] for i in live), tuple(float(signs[i]) for i in live)
         references = tuple(np.sort(signs[i] * raw[i][train]) for i in live)
         weights = [float(model.weights[i]) for i in live]
-        spread = float(np.std(RidgeFit(genomes, tuple(weights), references).scores([raw[i][train] for i in live])))
+        spread = float(np.std(RidgeFit(columns, kept_signs, tuple(weights), references).scores(
+            [raw[i][train] for i in live])))
         if not spread > 0:
             raise InvalidProxy("the ridge part is constant on the search part")
-        fit = RidgeFit(genomes, tuple(w * QUANTILE_SD / spread for w in weights), references)
+        fit = RidgeFit(columns, kept_signs, tuple(w * QUANTILE_SD / spread for w in weights), references)
         return fit, [raw[i] for i in live]
 
     def fitted(self, part: str, target: str, train: Sequence[int], test: Sequence[int] | None):
