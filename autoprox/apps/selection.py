@@ -34,7 +34,7 @@ from autoprox.proxies.baselines import (
 from autoprox.proxies.ensemble import JOINT, EnsembleProxy, Member, member, quantile
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.proxies.weighted_fit import label_ranks, ridge_loo
-from autoprox.proxies.zoo_scores import zoo_terminal_set
+from autoprox.proxies.zoo_scores import ZOO_TERMINALS, zoo_terminal_set
 from autoprox.search.context import RunContext
 from autoprox.search.fitness import make_folds
 from autoprox.search.halloffame import load_hall_of_fame
@@ -163,10 +163,12 @@ QUANTILE_SD = 12 ** -0.5
 
 def ridge_columns() -> tuple[str, ...]:
     """The columns of the ``ridge`` part, read from the terminal sets: each architecture terminal but the
-    logarithms (a rank is the same on a column and its logarithm) and each zoo terminal (the zoo proxies
-    the search can read, computed on the run's input)."""
+    logarithms (a rank is the same on a column and its logarithm) and each zoo terminal of every zoo set
+    (``zoo`` and ``zoo_rest``: the zoo's scalar proxies, computed on the run's input), the columns a proxy
+    table's ridge reads."""
+    zoo_terminal_set()
     arch = [name for name in TERMINAL_SETS["arch"].names if "_log_" not in name]
-    return (*arch, *zoo_terminal_set().names)
+    return (*arch, *ZOO_TERMINALS)
 
 
 #: The primitive a negative ridge coefficient's member is wrapped in (``-x``).

@@ -293,20 +293,28 @@ def _epe_nas(inputs: ZooInputs) -> float:
 class ZooTerminal(NamedTuple):
     """A zoo proxy a genome may read as a scalar terminal: its raw value on the architecture's network
     (``transform`` ``raw``), or its natural logarithm (``log``, for a value spanning tens of orders of
-    magnitude: it ranks the same and stays finite in float32)."""
+    magnitude: it ranks the same and stays finite in float32); ``terminal_set`` is the terminal set that
+    holds it (:data:`ZOO_TERMINAL_SETS`)."""
 
     proxy: str
     transform: str
+    terminal_set: str = "zoo"
 
 
 #: The transforms a zoo terminal may apply to its proxy's raw value.
 TERMINAL_TRANSFORMS = ("raw", "log")
+#: The terminal sets zoo terminals are held in: ``zoo``, the proxies a search with ``--terminals zoo`` draws
+#: (one pass or two of the network each), and ``zoo_rest``, the rest of the zoo's scalar proxies (GraSP's
+#: second-order pass costs five times the others), which the ``ridge`` part of ``cv-pick-ridge`` reads with
+#: them and a search draws only where ``--terminals`` names the set.
+ZOO_TERMINAL_SETS = ("zoo", "zoo_rest")
 #: Every name a zoo terminal has begins so (``Z_snip``, ``Z_log_synflow``): the SymPy side knows them by it.
 ZOO_TERMINAL_PREFIX = "Z_"
 
-#: The zoo terminals by name (``Z_snip`` -> ``ZooTerminal("snip", "raw")``), in registration order: the
-#: ``zoo`` terminal set (:mod:`autoprox.proxies.zoo_scores` registers it in the genome layer), whose
-#: terminals a search draws in this order; each is registered once with :func:`register_zoo_terminal`.
+#: The zoo terminals by name (``Z_snip`` -> ``ZooTerminal("snip", "raw", "zoo")``), in registration order: the
+#: terminal sets of :data:`ZOO_TERMINAL_SETS` (:mod:`autoprox.proxies.zoo_scores` registers them in the genome
+#: layer), whose terminals a search draws in this order; each is registered once with
+#: :func:`register_zoo_terminal`.
 ZOO_TERMINALS: Registry[str, ZooTerminal] = Registry("zoo terminal", same=lambda held, new: held == new)
 
 
@@ -315,19 +323,28 @@ def zoo_terminal_name(proxy: str, transform: str = "raw") -> str:
     return ZOO_TERMINAL_PREFIX + ("log_" if transform == "log" else "") + proxy
 
 
-def register_zoo_terminal(proxy: str, transform: str = "raw") -> str:
+def zoo_terminals_of(terminal_set: str) -> tuple[str, ...]:
+    """The names of the zoo terminals the set ``terminal_set`` (one of :data:`ZOO_TERMINAL_SETS`) holds, in
+    registration order."""
+    return tuple(name for name, terminal in ZOO_TERMINALS.items() if terminal.terminal_set == terminal_set)
+
+
+def register_zoo_terminal(proxy: str, transform: str = "raw", terminal_set: str = "zoo") -> str:
     """Let genomes read the registered zoo proxy ``proxy`` (through ``transform``) as a scalar terminal of the
-    ``zoo`` set; returns the terminal's name (:func:`zoo_terminal_name`). The same registration again is a
-    no-op; a name another terminal set holds is refused (ValueError)."""
+    set ``terminal_set`` (one of :data:`ZOO_TERMINAL_SETS`); returns the terminal's name
+    (:func:`zoo_terminal_name`). The same registration again is a no-op; a name another terminal set holds is
+    refused (ValueError)."""
     ZOO.lookup(proxy)
     if transform not in TERMINAL_TRANSFORMS:
         raise ValueError(f"zoo terminal of {proxy}: transform must be one of {', '.join(TERMINAL_TRANSFORMS)}")
+    if terminal_set not in ZOO_TERMINAL_SETS:
+        raise ValueError(f"zoo terminal of {proxy}: terminal_set must be one of {', '.join(ZOO_TERMINAL_SETS)}")
     name = zoo_terminal_name(proxy, transform)
     if not name.isidentifier() or not name.isascii():
         raise ValueError(f"zoo terminal {name!r}: not a plain name a genome string can spell")
     if name not in ZOO_TERMINALS and name in terminal_kinds():
         raise ValueError(f"zoo terminal {name}: another terminal set has a terminal of that name")
-    ZOO_TERMINALS.add(name, ZooTerminal(proxy, transform))
+    ZOO_TERMINALS.add(name, ZooTerminal(proxy, transform, terminal_set))
     return name
 
 
@@ -338,7 +355,15 @@ register_zoo_terminal("nwot")
 register_zoo_terminal("zico")
 register_zoo_terminal("synflow", "log")
 register_zoo_terminal("grad_norm")
+# The rest of the zoo's scalar proxies (a proxy table's columns), apart so that ``--terminals zoo`` draws as before.
+register_zoo_terminal("grasp", terminal_set="zoo_rest")
+register_zoo_terminal("fisher", terminal_set="zoo_rest")
+register_zoo_terminal("plain", terminal_set="zoo_rest")
+register_zoo_terminal("jacov", terminal_set="zoo_rest")
+register_zoo_terminal("l2_norm", terminal_set="zoo_rest")
+register_zoo_terminal("zen", terminal_set="zoo_rest")
 
 
-__all__ = ["TERMINAL_TRANSFORMS", "ZOO", "ZOO_TERMINALS", "ZOO_TERMINAL_PREFIX", "ZOO_VERSION", "ZooInputs",
-           "ZooProxy", "ZooTerminal", "register_zoo", "register_zoo_terminal", "zoo_terminal_name"]
+__all__ = ["TERMINAL_TRANSFORMS", "ZOO", "ZOO_TERMINALS", "ZOO_TERMINAL_PREFIX", "ZOO_TERMINAL_SETS", "ZOO_VERSION",
+           "ZooInputs", "ZooProxy", "ZooTerminal", "register_zoo", "register_zoo_terminal", "zoo_terminal_name",
+           "zoo_terminals_of"]

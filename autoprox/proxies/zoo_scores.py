@@ -2,10 +2,11 @@
 network, the scores of a ranked set, a cache of raw values on disk, several architectures in
 parallel, and the zoo terminals' values (per-architecture scalars a genome can read).
 
-This module registers the ``zoo`` terminal set (:data:`ZOO_TERMINAL_SET`) in
-:data:`autoprox.genome.terminals.TERMINAL_SETS`: the genome layer, below this one, owns the registry and knows
-nothing of the zoo. The set's terminals are those of :data:`autoprox.proxies.zoo.ZOO_TERMINALS`, read live (one
-:func:`~autoprox.proxies.zoo.register_zoo_terminal` adds one), and its values are computed here. The proxies
+This module registers the ``zoo`` and ``zoo_rest`` terminal sets (:data:`ZOO_TERMINAL_SET`,
+:data:`ZOO_REST_TERMINAL_SET`) in :data:`autoprox.genome.terminals.TERMINAL_SETS`: the genome layer, below this
+one, owns the registry and knows nothing of the zoo. Each set's terminals are those of
+:data:`autoprox.proxies.zoo.ZOO_TERMINALS` registered in it, read live (one
+:func:`~autoprox.proxies.zoo.register_zoo_terminal` adds one), and their values are computed here. The proxies
 import this module (:mod:`autoprox.proxies.proxy`, :mod:`autoprox.proxies.scorers`), so whatever reads a proxy
 has the set; a module that parses genomes and uses nothing else of the proxies (a Dask worker's shard) calls
 :func:`zoo_terminal_set`.
@@ -30,7 +31,7 @@ from autoprox.core.parallel import as_executor
 from autoprox.core.registry import LiveNames
 from autoprox.genome.terminals import SCALAR, TERMINAL_SETS, TerminalSet, TerminalSource, register_terminal_set
 from autoprox.networks.statistics import InputSpec, torch_threads
-from autoprox.proxies.zoo import ZOO, ZOO_TERMINALS, ZOO_VERSION, ZooInputs
+from autoprox.proxies.zoo import ZOO, ZOO_TERMINALS, ZOO_VERSION, ZooInputs, zoo_terminals_of
 from autoprox.proxies.zoo_measures import ProxyFailure
 from autoprox.spaces.architectures import arch_key, arch_to_config, parse_arch
 
@@ -244,33 +245,46 @@ def zoo_terminal_table(archs: Sequence, spec: InputSpec, seed: int, num_classes:
     on an architecture gives NaN there (a genome reading it is then invalid on that architecture, as
     on any non-finite value)."""
     wanted = {name: ZOO_TERMINALS[name] for name in ZOO_TERMINALS if names is None or name in names}
-    proxies = list(dict.fromkeys(proxy for proxy, _ in wanted.values()))
+    proxies = list(dict.fromkeys(terminal.proxy for terminal in wanted.values()))
     raws = compute_raw_values(proxies, archs, spec, seed, num_classes, workers=workers,
                               score_cache=ZooScoreCache(cache_root) if cache_root is not None else None,
                               progress=progress)
-    return [{name: _terminal_value(raws[proxy][i].raw, transform) if raws[proxy][i].ok else math.nan
-             for name, (proxy, transform) in wanted.items()} for i in range(len(archs))]
+    return [{name: _terminal_value(raws[t.proxy][i].raw, t.transform) if raws[t.proxy][i].ok else math.nan
+             for name, t in wanted.items()} for i in range(len(archs))]
 
 
-def _zoo_table(archs: Sequence, source: TerminalSource) -> list[dict[str, float]]:
-    return zoo_terminal_table(archs, source.spec, source.seed, source.num_classes, source.cache_root, source.workers,
-                              source.progress, source.names)
+def _zoo_table(terminal_set: str) -> Callable[[Sequence, TerminalSource], list[dict[str, float]]]:
+    def table(archs: Sequence, source: TerminalSource) -> list[dict[str, float]]:
+        held = zoo_terminals_of(terminal_set)
+        names = held if source.names is None else tuple(name for name in held if name in source.names)
+        return zoo_terminal_table(archs, source.spec, source.seed, source.num_classes, source.cache_root,
+                                  source.workers, source.progress, names)
+    return table
 
 
-#: The ``zoo`` terminal set: the terminals of :data:`autoprox.proxies.zoo.ZOO_TERMINALS`, read live.
-ZOO_TERMINAL_SET = register_terminal_set(TerminalSet(
-    "zoo", LiveNames(ZOO_TERMINALS.names), SCALAR,
-    "zoo proxies' values of each architecture ({names}), computed on its network with the statistics' input "
-    "and seed and kept in the zoo score cache", table=_zoo_table))
+def _zoo_set(name: str, description: str) -> TerminalSet:
+    return TerminalSet(name, LiveNames(lambda: zoo_terminals_of(name)), SCALAR,
+                       description + " ({names}), computed on its network with the statistics' input and seed and "
+                       "kept in the zoo score cache", table=_zoo_table(name))
+
+
+#: The ``zoo`` terminal set: the zoo terminals registered in it (:data:`autoprox.proxies.zoo.ZOO_TERMINALS`),
+#: read live.
+ZOO_TERMINAL_SET = register_terminal_set(_zoo_set("zoo", "zoo proxies' values of each architecture"))
+#: The ``zoo_rest`` terminal set: the rest of the zoo's scalar proxies, read live in the same way.
+ZOO_REST_TERMINAL_SET = register_terminal_set(_zoo_set(
+    "zoo_rest", "the rest of the zoo's proxies, not drawn by --terminals zoo"))
 
 
 def zoo_terminal_set() -> TerminalSet:
     """The ``zoo`` terminal set, registered in the genome layer's :data:`~autoprox.genome.terminals.TERMINAL_SETS`
-    (again, where a plug-in or a test withdrew it): what a module that parses genomes reading zoo terminals, and
-    imports nothing else of the proxies, calls."""
-    if TERMINAL_SETS.get(ZOO_TERMINAL_SET.name) is not ZOO_TERMINAL_SET:
-        register_terminal_set(ZOO_TERMINAL_SET)
+    (again, where a plug-in or a test withdrew it, and with it the ``zoo_rest`` set): what a module that parses
+    genomes reading zoo terminals, and imports nothing else of the proxies, calls."""
+    for terminal_set in (ZOO_TERMINAL_SET, ZOO_REST_TERMINAL_SET):
+        if TERMINAL_SETS.get(terminal_set.name) is not terminal_set:
+            register_terminal_set(terminal_set)
     return ZOO_TERMINAL_SET
 
-__all__ = ["NO_TEACHER_NOTE", "RawResult", "ZOO_TERMINALS", "ZOO_TERMINAL_SET", "ZooScoreCache", "compute_raw_values",
+__all__ = ["NO_TEACHER_NOTE", "RawResult", "ZOO_REST_TERMINAL_SET", "ZOO_TERMINALS", "ZOO_TERMINAL_SET", "ZooScoreCache",
+           "compute_raw_values",
            "computed_name", "raw_value", "set_scores", "zoo_terminal_set", "zoo_terminal_table"]

@@ -21,16 +21,16 @@ from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.core.registry import LiveNames
 from autoprox.primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES
-from autoprox.proxies.zoo_scores import ZOO_TERMINAL_SET
+from autoprox.proxies.zoo_scores import ZOO_TERMINALS
 from autoprox.reports import sympy_worker
 
 #: Statistic -> the SymPy symbol's name.
 SYMBOL_NAMES = dict(zip(STAT_NAMES + SPREAD_NAMES, sympy_worker.STAT_SYMBOL_NAMES + sympy_worker.SPREAD_SYMBOL_NAMES))
 #: The SymPy symbol's name -> the statistic it stands for.
 STATISTIC_OF_SYMBOL = {name: stat for stat, name in SYMBOL_NAMES.items()}
-#: The zoo terminals' symbols (``Z_snip``, ...), named as the terminals are: the ``zoo`` terminal set's, read live
-#: from the zoo's registry (:data:`autoprox.proxies.zoo.ZOO_TERMINALS`).
-ZOO_SYMBOL_NAMES = ZOO_TERMINAL_SET.names
+#: The zoo terminals' symbols (``Z_snip``, ...), named as the terminals are: those of every zoo terminal set, read
+#: live from the zoo's registry (:data:`autoprox.proxies.zoo.ZOO_TERMINALS`).
+ZOO_SYMBOL_NAMES = LiveNames(ZOO_TERMINALS.names)
 #: Every scalar terminal's symbol (the descriptors', then the zoo's): one value per architecture.
 SCALAR_SYMBOL_NAMES = LiveNames(lambda: (*sympy_worker.ARCH_SYMBOL_NAMES, *ZOO_SYMBOL_NAMES))
 #: Relative tolerance within which the two forms' scores must agree.

@@ -311,7 +311,7 @@ def test_cv_pick_ridge_s_ridge_part_is_ridge_on_the_terminals_ranks_kept_as_sign
     from autoprox.proxies.weighted_fit import label_ranks, ridge_loo
 
     columns = ridge_columns()
-    assert "A_params" in columns and "A_log_params" not in columns and "Z_zico" in columns
+    assert "A_params" in columns and "A_log_params" not in columns and {"Z_zico", "Z_grasp", "Z_zen"} <= set(columns)
     context = RunContext.open(run_dir)
     scores = SearchPartScores(run_dir, context)
     size = len(context.indices("search"))

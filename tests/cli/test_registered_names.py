@@ -93,9 +93,12 @@ def test_a_withdrawn_zoo_proxy_is_gone_from_every_list(capsys):
 def test_a_zoo_terminal_is_named_for_its_proxy_and_refused_for_an_unknown_one():
     assert zoo.zoo_terminal_name("synflow", "log") == "Z_log_synflow"
     assert zoo.register_zoo_terminal("snip") == "Z_snip"  # the same registration again: a no-op
-    assert list(zoo.ZOO_TERMINALS) == ["Z_snip", "Z_nwot", "Z_zico", "Z_log_synflow", "Z_grad_norm"]
+    assert list(zoo.ZOO_TERMINALS) == ["Z_snip", "Z_nwot", "Z_zico", "Z_log_synflow", "Z_grad_norm", "Z_grasp",
+                                       "Z_fisher", "Z_plain", "Z_jacov", "Z_l2_norm", "Z_zen"]
     with pytest.raises(ConfigError, match="unknown zoo proxy"):
         zoo.register_zoo_terminal("no_such_proxy")
+    with pytest.raises(ValueError, match="terminal_set must be one of zoo, zoo_rest"):
+        zoo.register_zoo_terminal("snip", terminal_set="stats")
     with pytest.raises(ValueError, match="transform"):
         zoo.register_zoo_terminal("snip", "sqrt")
 

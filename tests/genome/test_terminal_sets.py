@@ -32,7 +32,7 @@ from tests.conftest import tracked_files
 
 
 def test_the_registered_sets_are_the_paper_statistics_spread_architecture_scalars_and_the_zoo():
-    assert list(TERMINAL_SETS) == ["stats", "spread", "arch", "zoo"]
+    assert list(TERMINAL_SETS) == ["stats", "spread", "arch", "zoo", "zoo_rest"]
     assert TERMINAL_SETS["zoo"].kind == SCALAR and TERMINAL_SETS["zoo"].computed
     assert not any(TERMINAL_SETS[name].computed for name in ("stats", "spread", "arch"))
     assert TERMINAL_SETS["stats"].names == tuple(STAT_NAMES) and PAPER_TERMINALS == ("stats",)
@@ -82,7 +82,7 @@ def test_the_command_line_terminals_option_and_the_flags_make_the_same_settings(
     assert by_flag.genome == {"kind": "template", "aggregations": ["block_mean"], "arch_terminals": True,
                               "spread_terminals": True}
     assert genome_space_of(option_values({"space": "pit"})) == GenomeSpace()
-    with pytest.raises(ConfigError, match=r"^terminals: unknown terminal set 'zico'; known: stats, spread, arch, zoo$"):
+    with pytest.raises(ConfigError, match=r"^terminals: unknown terminal set 'zico'; known: stats, spread, arch, zoo, zoo_rest$"):
         option_values({"terminals": "stats,zico"})
     with pytest.raises(ConfigError, match="at least one set of per-block statistics"):
         option_values({"terminals": "arch"})

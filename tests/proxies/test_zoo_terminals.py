@@ -56,11 +56,16 @@ def zoo_settings(pit_tiny_file, session_cache) -> SearchSettings:
                           seed_proxies=(WITH_SNIP,))
 
 
-def test_the_zoo_set_names_each_terminal_after_its_proxy_and_is_computed_from_networks():
-    zoo = TERMINAL_SETS["zoo"]
-    assert zoo.names == tuple(ZOO_TERMINALS) and zoo.computed and zoo.values is None
+def test_the_zoo_sets_name_each_terminal_after_its_proxy_and_are_computed_from_networks():
+    zoo, rest = TERMINAL_SETS["zoo"], TERMINAL_SETS["zoo_rest"]
+    assert zoo.names == ("Z_snip", "Z_nwot", "Z_zico", "Z_log_synflow", "Z_grad_norm")  # what --terminals zoo draws
+    assert rest.names == ("Z_grasp", "Z_fisher", "Z_plain", "Z_jacov", "Z_l2_norm", "Z_zen")
+    assert (*zoo.names, *rest.names) == tuple(ZOO_TERMINALS)
+    assert all(ts.computed and ts.values is None for ts in (zoo, rest))
     assert computed_sets(["stats", "arch"]) == () and computed_sets(["Z_nwot", "F1"]) == ("zoo",)
+    assert computed_sets(["Z_grasp", "Z_snip"]) == ("zoo", "zoo_rest") and computed_sets(["zoo_rest"]) == ("zoo_rest",)
     assert genome_computed_sets(parse_genome(WITH_SNIP)) == ("zoo",)
+    assert genome_computed_sets(parse_genome("element_wise_revert(Z_l2_norm)")) == ("zoo_rest",)
     assert genome_computed_sets(parse_genome("block_mean(to_mean_scalar(F1))")) == ()
 
 
@@ -72,13 +77,16 @@ def test_zoo_terminals_are_the_raw_values_of_the_statistics_network_and_are_cach
         assert row["Z_snip"] == raw_value("snip", arch, small_spec, 0, 100)
         assert row["Z_log_synflow"] == math.log(raw_value("synflow", arch, small_spec, 0, 100))
         assert row["A_params"] == terminal_values(arch)["A_params"]  # the architecture's own come along
-        assert set(row) == set(ZOO_TERMINALS) | set(terminal_values(arch))
-    assert len(list((tmp_path / "zoo").rglob("*.json"))) == 3 * len(set(p for p, _ in ZOO_TERMINALS.values()))
+        assert set(row) == set(TERMINAL_SETS["zoo"].names) | set(terminal_values(arch))  # the zoo set's alone
+    assert len(list((tmp_path / "zoo").rglob("*.json"))) == 3 * len(TERMINAL_SETS["zoo"].names)
     assert terminal_table(archs, source, ("zoo",)) == rows  # read back from the score cache
     other_seed = terminal_table(archs, replace(source, seed=1), ("zoo",))
     assert all(a["Z_snip"] != b["Z_snip"] for a, b in zip(rows, other_seed))  # one seed, one network
     with pytest.raises(ValueError, match="needs a TerminalSource"):
         terminal_table(archs, None, ("zoo",))
+    rest = terminal_table(archs, replace(source, names=("Z_l2_norm",)), ("zoo_rest",))
+    for arch, row in zip(archs, rest):  # a set computes only the terminals asked for, and those it holds
+        assert row["Z_l2_norm"] == raw_value("l2_norm", arch, small_spec, 0, 100) and "Z_zen" not in row
 
 
 def test_a_genome_of_snip_alone_ranks_exactly_as_the_zoo_proxy_snip(zoo_settings):
