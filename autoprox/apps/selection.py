@@ -278,15 +278,16 @@ class SearchPartScores:
     def proxy_text(self, part: str) -> str:
         return self.best.name if part == "best" else part
 
-    def raw(self, part: str, target: str) -> np.ndarray:
-        """Raw scores of ``best`` or a built-in proxy on the whole search part for ``target``."""
+    def raw(self, part: str, target: str, workers: int | None = 1) -> np.ndarray:
+        """Raw scores of ``best`` or a built-in proxy on the whole search part for ``target`` (``workers``: how
+        many compute what is not cached, None for the run's)."""
         text = self.proxy_text(part)
         if text not in self._proxies:
             proxy = self.best if part == "best" else resolve_proxy(part)
             if not isinstance(proxy, Proxy) or proxy.provenance.get("file"):
                 raise ConfigError(f"cv-pick candidate part {part!r} must be best, blend, coarse, ridge or a built-in "
                                   "proxy")
-            self._proxies[text] = self.context.score(proxy, "search", workers=1)
+            self._proxies[text] = self.context.score(proxy, "search", workers=workers)
         return self._proxies[text][self.context.plan.target_classes[target]]
 
     def ridge(self, target: str, train: Sequence[int]) -> tuple[RidgeFit, list[np.ndarray]]:
@@ -301,8 +302,8 @@ class SearchPartScores:
         train = list(train)
         kept, raw = [], []
         for column in ridge_columns():
-            try:
-                values = np.asarray(self.raw(column, target), dtype=np.float64)
+            try:  # the run's workers: a zoo column not yet cached is a pass of each network
+                values = np.asarray(self.raw(column, target, workers=None), dtype=np.float64)
             except InvalidProxy:
                 continue
             if np.all(np.isfinite(values)) and np.ptp(values[train]) > 0:
