@@ -273,7 +273,7 @@ def _zoo_set(name: str, description: str) -> TerminalSet:
 ZOO_TERMINAL_SET = register_terminal_set(_zoo_set("zoo", "zoo proxies' values of each architecture"))
 #: The ``zoo_rest`` terminal set: the rest of the zoo's scalar proxies, read live in the same way.
 ZOO_REST_TERMINAL_SET = register_terminal_set(_zoo_set(
-    "zoo_rest", "the rest of the zoo's proxies, not drawn by --terminals zoo"))
+    "zoo_rest", "the other zoo proxies' values of each architecture, which --terminals zoo does not draw"))
 
 
 def zoo_terminal_set() -> TerminalSet:
