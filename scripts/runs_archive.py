@@ -18,7 +18,7 @@ beside what a user reads (runs/README.md):
   (the protocol's resume takes a finished fold as it is; ``--reuse-searches`` reads ``best.json`` and
   the hall of fame), and the fold's ``config.json`` names the command that makes it again. The ``protocol.json`` left beside
   it keeps everything but the folds' per-architecture test scores, fitted ensembles and baseline
-  choices;
+  choices, and each repeat's per-target paired differences (its JCM rows and per-target test figures stay);
 - a leave-one-space-out protocol (``protocol.json`` with ``directions``, ``autoprox evaluate
   --leave-space-out``): the whole ``protocol.json`` and every search's run directory. The
   ``protocol.json`` left beside it keeps everything but the per-architecture scores of the
@@ -92,8 +92,10 @@ def _marker(holds: str) -> dict:
 
 def trimmed_protocol(protocol: dict) -> dict:
     """``protocol.json`` without its bulky parts, naming the archive that holds them: of an evaluation
-    protocol, the folds' per-architecture test scores, fitted ensembles and baseline choices; of a
-    leave-one-space-out protocol, the per-architecture scores of its searches and baselines."""
+    protocol, the folds' per-architecture test scores, fitted ensembles and baseline choices, and each repeat's
+    per-target differences (a repeat's summary keeps its JCM rows and per-target test figures, which the tables
+    and the HTML report read); of a leave-one-space-out protocol, the per-architecture scores of its searches
+    and baselines."""
     if "directions" in protocol:
         directions = [{**d, "baselines": None if d.get("baselines") is None else
                        {k: v for k, v in d["baselines"].items() if k != "scores"},
@@ -104,7 +106,12 @@ def trimmed_protocol(protocol: dict) -> dict:
                 "archive": _marker("the whole protocol.json and every search's run directory")}
     folds = [{**fold, "result": None if fold.get("result") is None else
               {k: fold["result"][k] for k in KEPT_RESULT if k in fold["result"]}} for fold in protocol["folds"]]
-    return {**protocol, "folds": folds, "archive": _marker("the whole protocol.json and every fold's run directory")}
+    trimmed = {**protocol, "folds": folds}
+    if "repeat_summaries" in protocol:
+        trimmed["repeat_summaries"] = [{**summary, "targets": {target: {"test": figures["test"]} for target, figures
+                                                              in summary["targets"].items()}}
+                                       for summary in protocol["repeat_summaries"]]
+    return {**trimmed, "archive": _marker("the whole protocol.json and every fold's run directory")}
 
 
 def _read_protocol(folder: Path) -> dict | None:

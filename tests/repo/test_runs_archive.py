@@ -104,6 +104,24 @@ def test_pack_keeps_the_figures_and_unpack_gives_back_every_byte(protocol_dir):
     assert after.pop("archive.tar.xz") and after == before
 
 
+def test_a_trimmed_protocol_keeps_each_repeat_s_jcm_rows_and_test_figures_not_its_target_differences(protocol_dir):
+    """The per-target paired differences of each repeat stay in the archive; what the docs tables and the HTML report
+    read of a repeat (its fold count, its JCM rows with their differences, its per-target test figures) stays beside."""
+    record = json.loads((protocol_dir / "protocol.json").read_text())
+    test = {"proxy": {"mean": 0.5, "sd": 0.1, "n": 1}}
+    difference = {"blend": {"mean": 0.1, "ci": [0.0, 0.2], "ahead": 1, "n": 1}}
+    record["repeat_summaries"] = [{"folds": 1, "jcm": {"test": test, "difference": difference},
+                                   "targets": {"c100_kd": {"test": test, "difference": difference}}}]
+    (protocol_dir / "protocol.json").write_text(json.dumps(record, indent=2) + "\n")
+    runs_archive.pack(protocol_dir)
+    trimmed = json.loads((protocol_dir / "protocol.json").read_text())
+    assert trimmed["repeat_summaries"] == [{"folds": 1, "jcm": {"test": test, "difference": difference},
+                                            "targets": {"c100_kd": {"test": test}}}]
+    assert runs_archive.check(protocol_dir) == []
+    runs_archive.unpack(protocol_dir)
+    assert json.loads((protocol_dir / "protocol.json").read_text()) == record
+
+
 def test_check_finds_a_protocol_json_that_is_not_the_archived_one(protocol_dir):
     runs_archive.pack(protocol_dir)
     record = json.loads((protocol_dir / "protocol.json").read_text())
