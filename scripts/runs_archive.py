@@ -6,6 +6,7 @@ Usage:
     python scripts/runs_archive.py unpack runs/protocol/pit-best   # restore what resume needs
     python scripts/runs_archive.py unpack runs/protocol/*          # every protocol
     python scripts/runs_archive.py check runs                      # every archive agrees with its folder
+    python scripts/runs_archive.py drop runs/protocol/pit-best-hof-average  # a re-selection's archive left out
 
 A committed directory holds the parts no report or table reads in one ``archive.tar.xz``
 beside what a user reads (runs/README.md):
@@ -38,6 +39,13 @@ puts the whole ``protocol.json`` back and leaves the archive (it refuses members
 folder), so that ``autoprox evaluate --resume``, ``--reuse-searches`` and ``autoprox search
 --resume`` find what they need. ``pack`` on a folder whose archive is unpacked packs it again
 (a resumed or grown run or protocol).
+
+``drop`` leaves out the archive of a packed re-selection (``autoprox evaluate --reuse-searches``): it
+holds only the whole ``protocol.json``, which ``autoprox evaluate --reuse-searches SOURCE --selection S``
+makes again from the committed searches it re-scores, to the same figures, as long as those have as
+many repeats as it. The trimmed ``protocol.json`` then says so under ``"archive"`` (``"dropped"``, and
+``"remake"``: that command), and ``check`` verifies that the searches it names are committed and have
+not grown.
 """
 
 from __future__ import annotations
@@ -112,6 +120,81 @@ def trimmed_protocol(protocol: dict) -> dict:
                                                               in summary["targets"].items()}}
                                        for summary in protocol["repeat_summaries"]]
     return {**trimmed, "archive": _marker("the whole protocol.json and every fold's run directory")}
+
+
+def _dropped_marker(source: str, selection: str) -> dict:
+    return {"dropped": f"not committed, to keep runs/ small: it held only the whole protocol.json, which the "
+                       f"remake command makes again from the searches of {source}, to the same figures fold by fold",
+            "remake": f"python scripts/runs_archive.py unpack {source}, then autoprox evaluate --reuse-searches "
+                      f"{source} --selection {selection} --out NEW_FOLDER",
+            "holds": "the whole protocol.json"}
+
+
+def reused_searches(protocol: dict, folder: Path) -> str | None:
+    """The folder (as a path from where ``folder`` is named) whose searches a re-selection protocol in ``folder``
+    re-scores: its command's ``--reuse-searches``, else its recorded ``protocol.searches`` (relative to
+    ``folder``); None for a protocol that ran its own searches."""
+    searches = protocol.get("protocol", {}).get("searches")
+    if not searches:
+        return None
+    command = protocol.get("command") or []
+    if "--reuse-searches" in command[:-1]:
+        return str(command[command.index("--reuse-searches") + 1])
+    return os.path.normpath(folder / searches)
+
+
+def _remake_problem(protocol: dict, folder: Path, source: str | None) -> str | None:
+    """Why ``autoprox evaluate --reuse-searches SOURCE --selection S`` would not make the protocol in ``folder``
+    again, fold for fold, or None: it is not a re-selection, it has bags (whose searches are its own), or the
+    searches it re-scores are not there or have grown since (another number of repeats)."""
+    if source is None or "folds" not in protocol:
+        return "not a re-selection protocol (autoprox evaluate --reuse-searches)"
+    if protocol["protocol"].get("bags"):
+        return "its bag searches are its own"
+    if not (Path(source) / PROTOCOL).is_file():
+        return f"the searches it re-scores ({source}) are not there"
+    repeats = json.loads((Path(source) / PROTOCOL).read_text())["protocol"].get("repeats")
+    if repeats != protocol["protocol"].get("repeats"):
+        return (f"the searches it re-scores ({source}) have {repeats} repeats, it {protocol['protocol'].get('repeats')}: "
+                "its command would make other folds")
+    return None
+
+
+def drop(folder: Path) -> None:
+    """Leave out the archive of a packed re-selection protocol (module docstring); ArchiveError for any other."""
+    protocol = _read_protocol(folder)
+    source = None if protocol is None else reused_searches(protocol, folder)
+    problem = "not a protocol" if protocol is None else _remake_problem(protocol, folder, source)
+    if problem:
+        raise ArchiveError(f"{folder}: {problem}; only a re-selection that its command makes again can drop its "
+                           "archive")
+    if "file" not in protocol.get("archive", {}):
+        raise ArchiveError(f"{folder / PROTOCOL}: not packed (pack it first, then drop its archive)")
+    with _open(folder) as tar:
+        names = tar.getnames()
+    if names != [PROTOCOL] or check(folder):
+        raise ArchiveError(f"{folder / ARCHIVE}: holds more than the protocol.json its trim was made from")
+    marker = _dropped_marker(source, protocol["protocol"]["selection"])
+    _write_atomic(folder / PROTOCOL, (_dump({**protocol, "archive": marker}) + "\n").encode())
+    (folder / ARCHIVE).unlink()
+
+
+def _marker_of(path: Path) -> dict:
+    """The ``"archive"`` marker of a protocol.json, {} where it has none."""
+    record = json.loads(path.read_text())
+    return record.get("archive") or {} if isinstance(record, dict) else {}
+
+
+def check_dropped(folder: Path) -> list[str]:
+    """Problems of a protocol whose archive was dropped: an archive beside it after all, or (a re-selection) its
+    remake command that would not make it again (:func:`_remake_problem`)."""
+    protocol = json.loads((folder / PROTOCOL).read_text())
+    if (folder / ARCHIVE).exists():
+        return [f"{folder / PROTOCOL}: says its archive was dropped, and {ARCHIVE} is beside it"]
+    if "folds" not in protocol:
+        return []
+    problem = _remake_problem(protocol, folder, reused_searches(protocol, folder))
+    return [f"{folder / PROTOCOL}: its archive was dropped, and {problem}"] if problem else []
 
 
 def _read_protocol(folder: Path) -> dict | None:
@@ -301,18 +384,24 @@ def check(folder: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["pack", "unpack", "check"])
+    parser.add_argument("action", choices=["pack", "unpack", "check", "drop"])
     parser.add_argument("folders", nargs="+", type=Path,
                         help="protocol or run folders (check: folders searched for archives)")
     args = parser.parse_args(argv)
     try:
         if args.action == "check":
             archives = sorted({p.parent for f in args.folders for p in f.rglob(ARCHIVE)})
+            dropped = sorted({p.parent for f in args.folders for p in f.rglob(PROTOCOL) if "dropped" in _marker_of(p)})
             problems = [line for folder in archives for line in check(folder)]
-            print("\n".join(problems) or f"{len(archives)} archives agree with their folders")
+            problems += [line for folder in dropped for line in check_dropped(folder)]
+            print("\n".join(problems) or f"{len(archives)} archives agree with their folders "
+                  f"({len(dropped)} protocols' archives dropped)")
             return 1 if problems else 0
         for folder in args.folders:
-            if args.action == "pack":
+            if args.action == "drop":
+                drop(folder)
+                print(f"{folder}: {ARCHIVE} dropped; {PROTOCOL} says how to make it again")
+            elif args.action == "pack":
                 count = pack(folder)
                 print(f"{folder}: {count} files packed in {ARCHIVE}" if count else f"{folder}: {LOG} compressed")
             else:

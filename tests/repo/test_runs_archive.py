@@ -11,6 +11,7 @@ import tarfile
 
 import pytest
 
+from autoprox.apps.protocols.outer_folds import run_protocol
 from autoprox.core.errors import RunDirError
 from autoprox.search.engine import run_search
 from autoprox.search.rundir import RunDirectory
@@ -85,10 +86,80 @@ def test_committed_archives_agree_with_their_folders():
     for archive in archives:
         assert runs_archive.check(archive.parent) == [], archive
     # a committed protocol.json beside an archive keeps its figures and names the archive
-    for path in tracked_files("runs/protocol/*/protocol.json"):
+    # (or, for a re-selection of committed searches, says its archive was dropped and how to make it again)
+    protocols = [path for path in tracked_files("runs/**/protocol.json") if "folds" in json.loads(path.read_text())]
+    assert len(protocols) >= 30
+    for path in protocols:
         record = json.loads(path.read_text())
-        assert record["archive"]["file"] == "archive.tar.xz" and (path.parent / "archive.tar.xz").is_file()
+        if "dropped" in record["archive"]:
+            source = runs_archive.reused_searches(record, path.parent.relative_to(REPO))
+            assert source and (REPO / source / "archive.tar.xz").is_file(), path
+            grown = json.loads((REPO / source / "protocol.json").read_text())["protocol"]["repeats"]
+            assert grown == record["protocol"]["repeats"] and not (path.parent / "archive.tar.xz").exists()
+            assert f"--reuse-searches {source} --selection {record['protocol']['selection']} " \
+                   in record["archive"]["remake"]
+        else:
+            assert record["archive"]["file"] == "archive.tar.xz" and (path.parent / "archive.tar.xz").is_file()
         assert record["summary"] and all("scores" not in (f["result"] or {}) for f in record["folds"])
+
+
+def _reselection(folder, source) -> dict:
+    """A finished re-selection of ``source``'s searches as ``autoprox evaluate --reuse-searches`` leaves it."""
+    folder.mkdir(parents=True)
+    result = {"proxy": "best", "genome": "g", "search_jcm": 0.4, "kendall": {"proxy": {"c100_kd": 0.5}},
+              "jcm": {"proxy": 0.5}, "scores": {"proxy": {"c100_kd": [0.1, 0.2]}}}
+    record = {"command": ["autoprox", "evaluate", "--reuse-searches", str(source), "--selection", "hof-average",
+                          "--out", str(folder)],
+              "protocol": {"folds": 1, "repeats": 1, "selection": "hof-average", "searches": str(source)},
+              "finished": True,
+              "summary": {"jcm": {"test": {}}},
+              "folds": [{"repeat": 0, "fold": 0, "run": "repeat-0/fold-0", "search": [0], "test": [1],
+                         "result": result}]}
+    (folder / "protocol.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def test_drop_leaves_out_a_reselection_s_archive_and_says_how_to_make_it_again(protocol_dir, tmp_path, capsys):
+    """A re-selection's archive holds only its whole protocol.json, which its command makes again from the searches
+    it re-scores: ``drop`` removes it, the trimmed record names the command and the folder to unpack, and ``check``
+    then asks only that those searches are there; any other protocol keeps its archive."""
+    runs_archive.pack(protocol_dir)
+    folder = tmp_path / "protocol" / "demo-hof-average"
+    _reselection(folder, protocol_dir)
+    runs_archive.pack(folder)
+    with tarfile.open(folder / "archive.tar.xz") as tar:
+        assert tar.getnames() == ["protocol.json"]
+    trimmed = json.loads((folder / "protocol.json").read_text())
+    assert runs_archive.main(["drop", str(folder)]) == 0
+    assert "archive.tar.xz dropped" in capsys.readouterr().out
+    assert sorted(_tree(folder)) == ["protocol.json"]
+    dropped = json.loads((folder / "protocol.json").read_text())
+    assert {k: v for k, v in dropped.items() if k != "archive"} == {k: v for k, v in trimmed.items() if k != "archive"}
+    assert dropped["archive"]["remake"].startswith(f"python scripts/runs_archive.py unpack {protocol_dir}, then")
+    assert runs_archive.check_dropped(folder) == []
+    assert runs_archive.main(["check", str(tmp_path)]) == 0
+    assert "1 archives agree with their folders (1 protocols' archives dropped)" in capsys.readouterr().out
+    with pytest.raises(RunDirError, match=r"whose archive was not committed; to make it again: python "
+                                          r"scripts/runs_archive.py unpack .*, then autoprox evaluate "
+                                          r"--reuse-searches .* --selection hof-average --out NEW_FOLDER"):
+        run_protocol(None, folder, resume=True, quiet=True)
+    # a protocol with searches of its own keeps its archive; so does a re-selection not yet packed
+    assert runs_archive.main(["drop", str(protocol_dir)]) == 2
+    assert "not a re-selection protocol" in capsys.readouterr().err and (protocol_dir / "archive.tar.xz").is_file()
+    unpacked = tmp_path / "protocol" / "unpacked"
+    _reselection(unpacked, protocol_dir)
+    with pytest.raises(runs_archive.ArchiveError, match="not packed"):
+        runs_archive.drop(unpacked)
+    # searches grown since (more repeats) would give other folds: checked, and refused by drop
+    source = runs_archive._read_protocol(protocol_dir)
+    source["protocol"]["repeats"] = 2
+    (protocol_dir / "protocol.json").write_text(json.dumps(source))
+    assert "have 2 repeats, it 1: its command would make other folds" in runs_archive.check_dropped(folder)[0]
+    runs_archive.pack(unpacked)
+    with pytest.raises(runs_archive.ArchiveError, match="have 2 repeats"):
+        runs_archive.drop(unpacked)
+    (protocol_dir / "protocol.json").unlink()
+    assert "the searches it re-scores" in runs_archive.check_dropped(folder)[0]
 
 
 def test_pack_keeps_the_figures_and_unpack_gives_back_every_byte(protocol_dir):

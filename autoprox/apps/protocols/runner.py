@@ -151,8 +151,9 @@ def unarchived(record: dict, folder: Path) -> dict:
     if isinstance(record, dict) and "archive" in record:
         archive = record["archive"]
         if "dropped" in archive:
-            raise RunDirError(f"{folder / PROTOCOL} is the trimmed record of a committed protocol; its searches "
-                              "were not committed; run its command into a new --out")
+            remake = archive.get("remake") or "run its command into a new --out"
+            raise RunDirError(f"{folder / PROTOCOL} is the trimmed record of a committed protocol whose archive "
+                              f"was not committed; to make it again: {remake}")
         packed = folder / str(archive.get("file", ARCHIVE))
         raise RunDirError(f"{folder}: its runs and whole {PROTOCOL} are packed in {packed}; "
                           f"unpack them first: python scripts/runs_archive.py unpack {folder}")
