@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -264,6 +265,23 @@ def test_a_target_that_cannot_rank_is_refused_before_any_statistics(af_small, tm
     assert time.perf_counter() - started < 30
     assert not cache.exists() or not list(cache.rglob("*.npz"))  # no statistics computed
     assert not (tmp_path / "run").exists()
+
+
+def test_a_protocol_whose_fold_cannot_rank_a_target_is_refused_before_anything_is_written(af_small, tmp_path, capsys):
+    """A null accuracy is an unlabelled architecture: each outer fold's search part (what its search learns from)
+    and test part must rank every target, checked up front. The protocol used to pass the check on the default
+    split, write protocol.json, and stop at the first fold whose search was refused."""
+    entries = entries_of(af_small, range(len(af_small)))  # 16 architectures
+    for entry in entries[4:]:
+        entry["flower_kd_acc"] = None
+    bench = written_jsonl(tmp_path / "bench.jsonl", entries)
+    cache = tmp_path / "cache"
+    code, _, err = run_cli(capsys, "evaluate", "--bench", bench, "--targets", "c100_kd,flower_kd", "--folds", "2",
+                           "--out", tmp_path / "protocol", "--cache-dir", cache, "--quiet")
+    assert code == 2 and not (tmp_path / "protocol").exists() and not cache.exists()
+    assert re.fullmatch(r"autoprox: error: bench\.jsonl: target 'flower_kd' has only [0-2] measured value\(s\) on the "
+                        r"(search|test) part of repeat-0/fold-[01]; at least 3 are needed to rank architectures; give "
+                        r"fewer --folds or other --targets", one_error_line(err))
 
 
 @pytest.mark.parametrize("options, message", [

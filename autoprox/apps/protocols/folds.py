@@ -17,8 +17,8 @@ from autoprox.apps.protocols.summary import REFERENCE, fold_jcm
 from autoprox.apps.selection import SELECTIONS
 from autoprox.core.atomic import json_safe
 from autoprox.core.correlation import correlate
-from autoprox.core.errors import ConfigError, RunDirError
-from autoprox.data.benchmark import load_benchmark
+from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
+from autoprox.data.benchmark import Benchmark, load_benchmark
 from autoprox.genome.tree import InvalidProxy
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.ensemble import EnsembleProxy
@@ -85,6 +85,19 @@ def outer_folds(size: int, folds: int, repeats: int = 1, seed: int = 0) -> list[
             chosen = set(test)
             made.append(OuterFold(repeat, fold, tuple(i for i in range(size) if i not in chosen), tuple(test)))
     return made
+
+
+def check_fold_labels(bench: Benchmark, targets: Sequence[str], made: Sequence[OuterFold]) -> None:
+    """BenchmarkError (one line) unless every target can rank the architectures of each fold's search part (what
+    its search learns from) and of its test part (what it is judged on): measured values, enough of them, not all
+    equal (:meth:`~autoprox.data.benchmark.Benchmark.measured_problem`). Checked before anything is written, so
+    that a protocol does not stop at the first fold whose search would be refused."""
+    for fold in made:
+        for target in targets:
+            problem = (bench.measured_problem(target, fold.search, f"the search part of {fold.name}")
+                       or bench.measured_problem(target, fold.test, f"the test part of {fold.name}"))
+            if problem:
+                raise BenchmarkError(f"{problem}; give fewer --folds or other --targets")
 
 
 def fold_settings(settings: SearchSettings, fold: OuterFold, workers: int | None = None) -> SearchSettings:

@@ -52,6 +52,7 @@ from autoprox.apps.protocols.jobs import (
 from autoprox.apps.protocols.folds import (
     OuterFold,
     check_fold_count,
+    check_fold_labels,
     evaluate_fold,
     fold_figures,
     fold_result,
@@ -205,8 +206,9 @@ def run_protocol(settings: SearchSettings | None, out: str | Path, folds: int | 
         given["searches"] = os.path.relpath(Path(reuse_searches), out)
     bench, settings, previous = _open_protocol(out, settings, given, resume)
     spec = _protocol_spec(previous, given, out)
-    context = RunContext.from_settings(settings, bench=bench)
+    context = RunContext.from_settings(settings, bench=bench, measured_on=None)
     made = outer_folds(len(bench), spec["folds"], spec["repeats"], spec["seed"])
+    check_fold_labels(bench, context.targets, made)
     protocol = _protocol_record(out, bench, context, spec, made, previous, quiet)
     if reused is not None and [f.to_json() for f in made] != [
             {k: f.get(k) for k in ("repeat", "fold", "run", "search", "test")} for f in reused["folds"]]:
