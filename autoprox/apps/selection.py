@@ -23,7 +23,7 @@ import numpy as np
 from autoprox.core.correlation import correlate, jcm
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.registry import Registry
-from autoprox.genome.terminals import TERMINAL_SETS
+from autoprox.genome.terminals import terminals_of
 from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import (
     blend_features,
@@ -34,7 +34,8 @@ from autoprox.proxies.baselines import (
 from autoprox.proxies.ensemble import JOINT, EnsembleProxy, Member, member, quantile
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.proxies.weighted_fit import label_ranks, ridge_loo
-from autoprox.proxies.zoo_scores import ZOO_TERMINALS, zoo_terminal_set
+from autoprox.proxies.zoo import ZOO_TERMINAL_SETS
+from autoprox.proxies.zoo_scores import zoo_terminal_set
 from autoprox.search.context import RunContext
 from autoprox.search.fitness import make_folds
 from autoprox.search.halloffame import load_hall_of_fame
@@ -166,9 +167,9 @@ def ridge_columns() -> tuple[str, ...]:
     logarithms (a rank is the same on a column and its logarithm) and each zoo terminal of every zoo set
     (``zoo`` and ``zoo_rest``: the zoo's scalar proxies, computed on the run's input), the columns a proxy
     table's ridge reads."""
-    zoo_terminal_set()
-    arch = [name for name in TERMINAL_SETS["arch"].names if "_log_" not in name]
-    return (*arch, *ZOO_TERMINALS)
+    zoo_terminal_set()  # both zoo sets registered
+    arch = [name for name in terminals_of(["arch"]) if "_log_" not in name]
+    return (*arch, *terminals_of(ZOO_TERMINAL_SETS))
 
 
 #: The primitive a negative ridge coefficient's member is wrapped in (``-x``).
