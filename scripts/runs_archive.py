@@ -45,7 +45,8 @@ holds only the whole ``protocol.json``, which ``autoprox evaluate --reuse-search
 makes again from the committed searches it re-scores, to the same figures, as long as those have as
 many repeats as it. The trimmed ``protocol.json`` then says so under ``"archive"`` (``"dropped"``, and
 ``"remake"``: that command), and ``check`` verifies that the searches it names are committed and have
-not grown.
+not grown. What ``drop`` cannot check is that today's code scores them as the recorded one did (a
+selection renamed since, say): remake the protocol once and compare its figures before dropping.
 """
 
 from __future__ import annotations
@@ -164,10 +165,12 @@ def drop(folder: Path) -> None:
     """Leave out the archive of a packed re-selection protocol (module docstring); ArchiveError for any other."""
     protocol = _read_protocol(folder)
     source = None if protocol is None else reused_searches(protocol, folder)
-    problem = "not a protocol" if protocol is None else _remake_problem(protocol, folder, source)
+    problem = f"no {PROTOCOL} there" if protocol is None else _remake_problem(protocol, folder, source)
     if problem:
         raise ArchiveError(f"{folder}: {problem}; only a re-selection that its command makes again can drop its "
                            "archive")
+    if "dropped" in protocol.get("archive", {}):
+        raise ArchiveError(f"{folder / PROTOCOL}: its archive was dropped already")
     if "file" not in protocol.get("archive", {}):
         raise ArchiveError(f"{folder / PROTOCOL}: not packed (pack it first, then drop its archive)")
     with _open(folder) as tar:

@@ -137,6 +137,8 @@ def test_drop_leaves_out_a_reselection_s_archive_and_says_how_to_make_it_again(p
     assert {k: v for k, v in dropped.items() if k != "archive"} == {k: v for k, v in trimmed.items() if k != "archive"}
     assert dropped["archive"]["remake"].startswith(f"python scripts/runs_archive.py unpack {protocol_dir}, then")
     assert runs_archive.check_dropped(folder) == []
+    with pytest.raises(runs_archive.ArchiveError, match="its archive was dropped already"):
+        runs_archive.drop(folder)
     assert runs_archive.main(["check", str(tmp_path)]) == 0
     assert "1 archives agree with their folders (1 protocols' archives dropped)" in capsys.readouterr().out
     with pytest.raises(RunDirError, match=r"whose archive was not committed; to make it again: python "
