@@ -216,11 +216,14 @@ def test_no_module_imports_the_proxies_for_a_side_effect():
     assert found == ""
     modules = ("autoprox.search.options", "autoprox.search.shards", "autoprox.api", "autoprox.cli.main",
                "autoprox.reports.simplify", "autoprox.reports.export")
-    for module in modules:
-        probe = f"import {module}\nfrom autoprox.genome.terminals import TERMINAL_SETS\nprint(sorted(TERMINAL_SETS))"
-        result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,
-                                env={"PYTHONPATH": str(REPO), "PATH": ""})
-        assert result.returncode == 0 and "'zoo'" in result.stdout, (module, result.stderr[-2000:])
+    probes = {module: subprocess.Popen(  # side by side: each is a fresh interpreter importing torch
+        [sys.executable, "-c", f"import {module}\nfrom autoprox.genome.terminals import TERMINAL_SETS\n"
+                               "print(sorted(TERMINAL_SETS))"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": str(REPO), "PATH": ""})
+        for module in modules}
+    for module, probe in probes.items():
+        stdout, stderr = probe.communicate(timeout=300)
+        assert probe.returncode == 0 and "'zoo'" in stdout, (module, stderr[-2000:])
 
 
 def test_a_selection_rule_and_a_few_label_method_registered_in_a_test_are_in_evaluate_s_help(capsys):
