@@ -183,8 +183,11 @@ def drop(folder: Path) -> None:
 
 
 def _marker_of(path: Path) -> dict:
-    """The ``"archive"`` marker of a protocol.json, {} where it has none."""
-    record = json.loads(path.read_text())
+    """The ``"archive"`` marker of a protocol.json, {} where it has none; ArchiveError where it is not JSON."""
+    try:
+        record = json.loads(path.read_text())
+    except ValueError as error:
+        raise ArchiveError(f"{path} is not valid JSON ({error})") from None
     return record.get("archive") or {} if isinstance(record, dict) else {}
 
 

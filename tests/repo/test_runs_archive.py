@@ -141,6 +141,11 @@ def test_drop_leaves_out_a_reselection_s_archive_and_says_how_to_make_it_again(p
         runs_archive.drop(folder)
     assert runs_archive.main(["check", str(tmp_path)]) == 0
     assert "1 archives agree with their folders (1 protocols' archives dropped)" in capsys.readouterr().out
+    (tmp_path / "protocol" / "torn").mkdir()
+    (tmp_path / "protocol" / "torn" / "protocol.json").write_text('{"folds": [')
+    assert runs_archive.main(["check", str(tmp_path)]) == 2
+    assert "torn/protocol.json is not valid JSON" in capsys.readouterr().err
+    (tmp_path / "protocol" / "torn" / "protocol.json").unlink()
     with pytest.raises(RunDirError, match=r"whose archive was not committed; to make it again: python "
                                           r"scripts/runs_archive.py unpack .*, then autoprox evaluate "
                                           r"--reuse-searches .* --selection hof-average --out NEW_FOLDER"):
