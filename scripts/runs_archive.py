@@ -152,9 +152,10 @@ def _remake_problem(protocol: dict, folder: Path, source: str | None) -> str | N
         return "not a re-selection protocol (autoprox evaluate --reuse-searches)"
     if protocol["protocol"].get("bags"):
         return "its bag searches are its own"
-    if not (Path(source) / PROTOCOL).is_file():
+    searched = _read_protocol(Path(source))
+    if searched is None:
         return f"the searches it re-scores ({source}) are not there"
-    repeats = json.loads((Path(source) / PROTOCOL).read_text())["protocol"].get("repeats")
+    repeats = searched.get("protocol", {}).get("repeats")
     if repeats != protocol["protocol"].get("repeats"):
         return (f"the searches it re-scores ({source}) have {repeats} repeats, it {protocol['protocol'].get('repeats')}: "
                 "its command would make other folds")
@@ -182,19 +183,10 @@ def drop(folder: Path) -> None:
     (folder / ARCHIVE).unlink()
 
 
-def _marker_of(path: Path) -> dict:
-    """The ``"archive"`` marker of a protocol.json, {} where it has none; ArchiveError where it is not JSON."""
-    try:
-        record = json.loads(path.read_text())
-    except ValueError as error:
-        raise ArchiveError(f"{path} is not valid JSON ({error})") from None
-    return record.get("archive") or {} if isinstance(record, dict) else {}
-
-
 def check_dropped(folder: Path) -> list[str]:
     """Problems of a protocol whose archive was dropped: an archive beside it after all, or (a re-selection) its
     remake command that would not make it again (:func:`_remake_problem`)."""
-    protocol = json.loads((folder / PROTOCOL).read_text())
+    protocol = _read_protocol(folder)
     if (folder / ARCHIVE).exists():
         return [f"{folder / PROTOCOL}: says its archive was dropped, and {ARCHIVE} is beside it"]
     if "folds" not in protocol:
@@ -397,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.action == "check":
             archives = sorted({p.parent for f in args.folders for p in f.rglob(ARCHIVE)})
-            dropped = sorted({p.parent for f in args.folders for p in f.rglob(PROTOCOL) if "dropped" in _marker_of(p)})
+            dropped = sorted({p.parent for f in args.folders for p in f.rglob(PROTOCOL)
+                              if "dropped" in (_read_protocol(p.parent) or {}).get("archive", {})})
             problems = [line for folder in archives for line in check(folder)]
             problems += [line for folder in dropped for line in check_dropped(folder)]
             print("\n".join(problems) or f"{len(archives)} archives agree with their folders "
