@@ -139,11 +139,11 @@ def _vit_search_options() -> tuple[Option, ...]:
                "proxy JSON; with --on-bench also 'all' or a comma list (default: recommended:SPACE/joint for a space "
                "with a labelled benchmark, else recommended:any/joint, the proxy searched on every labelled space "
                "and chosen on spaces its search never saw)", text(), commands=_VIT),
-        Option("samples", 400, "distinct architectures to sample (default 400)", integer(), commands=_VIT),
+        Option("samples", 400, "distinct architectures to sample (default 400)", integer(1), commands=_VIT),
         Option("params", None, "parameter budget MIN:MAX in millions (default: the paper's, autoformer 4:9, pit 2:25; "
                "the whole space's range for the others)", text(), commands=_VIT),
-        Option("classes", 100, "classes of the head (default 100)", integer(), commands=_VIT),
-        Option("top", 5, "how many of the best to write (default 5)", integer(), commands=_VIT),
+        Option("classes", 100, "classes of the head (default 100)", integer(1), commands=_VIT),
+        Option("top", 5, "how many of the best to write (default 5)", integer(1), commands=_VIT),
         Option("seed", 0, "sampling seed (default 0)", integer(), commands=_VIT),
         Option("out", None, "output directory (default runs/vit-<space>-<proxy>-seed<seed>)", text(), commands=_VIT),
         Option("no_keep_statistics", False, "do not store sampled architectures' statistics in the cache (400 "

@@ -10,7 +10,7 @@ from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import StatsPlan
 from autoprox.proxies.recommended import is_recommended_name, split_recommended_name
-from autoprox.search.conversions import Convert, number, text_list
+from autoprox.search.conversions import Convert, integer, number, text_list
 from autoprox.search.options import (
     OPTIONS,
     SEARCH_OPTIONS,
@@ -136,6 +136,10 @@ def argparse_type(convert: Convert, name: str):
 
 #: A float option: NaN and infinities are refused (``--margin nan`` would let no child ever join).
 finite_float = argparse_type(number(), "finite_float")
+#: A float option of at least 0 (a time allowed: ``--timeout``).
+non_negative_float = argparse_type(number(0), "non_negative_float")
+#: A count of at least 1 (``--rank``, ``--classes``).
+positive_int = argparse_type(integer(1), "positive_int")
 #: A comma list of strings, as a tuple.
 str_list = argparse_type(text_list(), "str_list")
 
@@ -147,9 +151,16 @@ def _add_group(parser: argparse.ArgumentParser, options: Sequence[Option], overr
         add_table_option(target, option, overrides.get(option.name))
 
 
-def add_command_options(parser: argparse.ArgumentParser, command: str) -> None:
-    """``command``'s own options (:mod:`autoprox.cli.command_options`), in their ``--help`` groups."""
-    _add_group(parser, command_options(command), {})
+def add_command_options(parser: argparse.ArgumentParser, command: str, leave_out: Sequence[str] = (),
+                        overrides: Mapping[str, str] | None = None) -> None:
+    """``command``'s own options (:mod:`autoprox.cli.command_options`), in their ``--help`` groups; those named in
+    ``leave_out`` are not offered (they keep their defaults), ``overrides`` replaces an option's help."""
+    options = command_options(command)
+    unknown = set(leave_out) - {o.name for o in options}
+    if unknown:
+        raise ValueError(f"{command} has no options {sorted(unknown)}")
+    parser.set_defaults(**{o.name: o.default for o in options if o.name in leave_out})
+    _add_group(parser, [o for o in options if o.name not in leave_out], overrides or {})
 
 
 def add_stats_options(parser: argparse.ArgumentParser) -> None:

@@ -22,6 +22,13 @@ from autoprox.core.atomic import atomic_write_text
 from autoprox.core.errors import ConfigError, ProxyError
 
 
+#: ``rank``'s options that mean nothing to ``score``: it scores every row with one proxy and prints no figures.
+SCORE_LEAVES_OUT = ("split", "split_seed", "search_fraction", "json", "seeds", "format")
+PROXY_HELP = ("one proxy: a built-in, a recommended proxy (recommended:SPACE/TARGET), a genome string, a proxy JSON "
+              "such as a run's best.json or a table search's best.json; on a proxy table also a proxy column or a "
+              "rank formula over columns")
+
+
 def add_parser(sub) -> None:
     score = sub.add_parser(
         "score", help="write a proxy's score of every row or architecture as id,score",
@@ -30,7 +37,7 @@ def add_parser(sub) -> None:
                     "table search's best.json) and write OUT as CSV 'id,score' in the table's or benchmark's order "
                     "(higher: predicted better; an empty score: the proxy could not score that row). Rows without a "
                     "label are scored too.")
-    add_command_options(score, "rank")
+    add_command_options(score, "rank", leave_out=SCORE_LEAVES_OUT, overrides={"proxy": PROXY_HELP})
     add_stats_options(score)
     score.add_argument("--out", required=True, help="the CSV file to write (id,score)")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from autoprox.cli.options import finite_float
+from autoprox.cli.options import non_negative_float
 
 
 def add_parser(sub) -> None:
@@ -13,7 +13,7 @@ def add_parser(sub) -> None:
     show.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
     show.add_argument("--latex", action="store_true", help="also print each formula as LaTeX")
     show.add_argument("--no-simplify", action="store_true", help="print the formulas as built, without SymPy simplification")
-    show.add_argument("--timeout", type=finite_float, default=None, help="seconds allowed to simplify one formula (default 10)")
+    show.add_argument("--timeout", type=non_negative_float, default=None, help="seconds allowed to simplify one formula (default 10)")
     show.add_argument("--save", action="store_true",
                       help="write the hall of fame into the run directory (for runs made before hall_of_fame.json)")
     show.add_argument("--beyond-size", action="store_true",

@@ -7,14 +7,14 @@ import json
 
 
 def add_parser(sub) -> None:
-    from autoprox.cli.options import add_space_file_option
+    from autoprox.cli.options import add_space_file_option, positive_int
 
     spaces = sub.add_parser("spaces", help="list the search spaces installed (built-in, plug-ins, space files)",
                             description="List every search space autoprox knows: the built-in ones, plug-ins "
                                         "installed through the 'autoprox.spaces' entry-point group, and the space "
                                         "files given with --space-file; with their choices and ranges.")
     spaces.add_argument("names", nargs="*", help="only these spaces (default: all)")
-    spaces.add_argument("--classes", type=int, default=100, help="classes of the head for the ranges (default 100)")
+    spaces.add_argument("--classes", type=positive_int, default=100, help="classes of the head for the ranges (default 100)")
     spaces.add_argument("--json", action="store_true", help="print JSON")
     add_space_file_option(spaces)
 

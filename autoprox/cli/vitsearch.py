@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     budget = parse_budget(args.params) if args.params else (
         tuple(x * 1e6 for x in PAPER_BUDGETS[space]) if space in PAPER_BUDGETS else param_range(space, args.classes))
     proxy = resolve_proxy(args.proxy)
+    _check_target(args, [proxy])
     stats = {"input": args.input, "batch_size": args.batch_size, "stat_seeds": tuple(args.stat_seeds)}
     if isinstance(proxy, EnsembleProxy):
         stats = _ensemble_statistics(proxy, args, stats)
@@ -122,6 +123,16 @@ def _check_failures(summary: dict, out: Path) -> None:
                   f"{out / 'top.json'} lists them", stacklevel=2)
 
 
+def _check_target(args: argparse.Namespace, proxies) -> None:
+    """ConfigError when ``--target`` is given but no proxy is a per-target ensemble (it would be ignored)."""
+    if args.target is not None and not any(isinstance(p, EnsembleProxy) and not p.joint for p in proxies):
+        from autoprox.core.errors import ConfigError
+
+        raise ConfigError(f"--target {args.target} chooses the members of a per-target ensemble file; "
+                          f"{', '.join(p.name if len(p.name) < 40 else 'the genome' for p in proxies)} scores every "
+                          "target alike: leave --target out")
+
+
 def _ensemble_statistics(proxy: EnsembleProxy, args: argparse.Namespace, stats: dict) -> dict:
     """The statistics an ensemble's references were scored with (its recorded plan), in place of the
     options'; ProxyError when a per-target ensemble is given no --target of its own."""
@@ -161,6 +172,7 @@ def _vit_search_on_bench(args: argparse.Namespace) -> int:
         if not indices:
             raise BenchmarkError(f"no architecture of {Path(bench.source).name} lies within {args.params}M parameters")
     proxies = resolve_proxies(args.proxy)
+    _check_target(args, proxies)
     for proxy in proxies:
         if isinstance(proxy, EnsembleProxy):
             proxy.members_for(None if proxy.joint else args.target)

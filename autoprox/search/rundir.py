@@ -93,6 +93,8 @@ def read_json(path: Path) -> dict:
         raise RunDirError(f"{path} is not valid JSON (not UTF-8 text: byte {exc.start})") from None
     except IsADirectoryError:
         raise RunDirError(f"{path} is a directory, not a JSON file") from None
+    except NotADirectoryError:
+        raise RunDirError(f"{path}: {_file_on_the_way(path)} is a file, not a run directory") from None
     try:
         data = _parse_json(text)
     except ValueError as exc:
@@ -100,6 +102,14 @@ def read_json(path: Path) -> dict:
     if not isinstance(data, dict):
         raise RunDirError(f"{path} holds a JSON {_json_type(data)}, not an object")
     return data
+
+
+def _file_on_the_way(path: Path) -> Path:
+    """The first folder above ``path`` that is a file (what makes ``open`` say "not a directory")."""
+    for parent in reversed(path.parents):
+        if parent.is_file():
+            return parent
+    return path.parent
 
 
 def _json_type(value: Any) -> str:

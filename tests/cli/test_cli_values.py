@@ -1,0 +1,59 @@
+"""Values a command cannot use are refused before any work, in one line with exit 2 (an adversarial pass of
+2026-12-06 found each accepted, or failing with a traceback)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoprox.cli.main import main
+from tests.conftest import REPO
+
+REFERENCE = REPO / "runs" / "pit-reference"
+
+
+def _refused(capsys, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["show", str(REFERENCE), "--timeout", "-1"], "--timeout: expected a number in [0, inf]"),
+    (["export", str(REFERENCE), "--out", "x.py", "--timeout", "-0.5"], "--timeout: expected a number in [0, inf]"),
+    (["export", str(REFERENCE), "--out", "x.py", "--rank", "0"], "--rank: expected at least 1, got 0"),
+    (["spaces", "pit", "--classes", "0"], "--classes: expected at least 1, got 0"),
+    (["vit-search", "--space", "pit", "--samples", "0"], "--samples: expected at least 1, got 0"),
+    (["vit-search", "--space", "pit", "--top", "-2"], "--top: expected at least 1, got -2"),
+    (["vit-search", "--space", "pit", "--classes", "-1"], "--classes: expected at least 1, got -1"),
+])
+def test_a_value_out_of_range_is_a_usage_error(capsys, tmp_path, monkeypatch, argv, says):
+    monkeypatch.chdir(tmp_path)
+    assert says in _refused(capsys, argv)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_given_as_a_run_directory_is_named(capsys, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    assert main(["select", str(notes), "--selection", "best", "--out", str(tmp_path / "s.json")]) == 2
+    assert f"{notes} is a file, not a run directory" in capsys.readouterr().err
+    assert notes.read_text() == "mine\n" and not (tmp_path / "s.json").exists()
+
+
+def test_vit_search_refuses_a_target_no_proxy_uses(capsys, tmp_path):
+    out = tmp_path / "vit"
+    assert main(["vit-search", "--space", "pit", "--proxy", str(REFERENCE / "best.json"), "--samples", "2",
+                 "--target", "nope", "--out", str(out)]) == 2
+    assert "--target nope chooses the members of a per-target ensemble file" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_score_offers_none_of_rank_s_figure_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["score", "--help"])
+    text = capsys.readouterr().out
+    assert "--out" in text and "--proxy" in text
+    for option in ("--json", "--seeds", "--format", "--split", "--search-fraction"):
+        assert option not in text, option
+    assert "prints the ranking table" not in " ".join(text.split())
