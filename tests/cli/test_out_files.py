@@ -1,0 +1,65 @@
+"""``--out`` of the commands that write a file or a folder where the user says: a file or folder autoprox did
+not write is refused in one line, exit 2, and left as it is; running a command again over its own output works.
+
+A tester's reproductions: ``score --bench mine.csv --out mine.csv`` replaced the input table; ``export``,
+``report`` and ``curves`` replaced a run's ``best.json`` or a user's ``notes.txt``; ``vit-search`` and
+``transfer`` wrote into a folder of the user's files; ``score --out DIR`` and ``--out ''`` were tracebacks.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autoprox.core.errors import RunDirError
+from tests.commands import PUBLISHED, one_error_line, run_cli
+from tests.conftest import REPO
+
+REFERENCE = REPO / "runs" / "pit-reference"
+TABLE = REPO / "examples" / "timm_imagenet.csv"
+
+
+@pytest.fixture
+def run(tmp_path) -> Path:
+    """A copy of the committed reference run (its best.json and log are all ``export`` and ``curves`` read)."""
+    return Path(shutil.copytree(REFERENCE, tmp_path / "run"))
+
+
+@pytest.fixture
+def notes(tmp_path) -> Path:
+    path = tmp_path / "notes.txt"
+    path.write_text("my notes\n")
+    return path
+
+
+def refused(capsys, command: str, *argv) -> str:
+    """The one error line of ``autoprox COMMAND ARGV``, which must exit 2 and print nothing on stdout."""
+    code, out, err = run_cli(capsys, command, *argv)
+    assert code == 2 and out == "", (code, out, err)
+    return one_error_line(err)
+
+
+def not_ours(path: Path, command: str, option: str = "--out") -> str:
+    return (f"autoprox: error: {path} exists and was not written by `autoprox {command}`; choose another {option} "
+            "(nothing was overwritten)")
+
+
+def test_score_refuses_its_input_table_and_any_other_file_and_writes_its_own_again(capsys, tmp_path, notes):
+    mine = tmp_path / "mine.csv"
+    shutil.copy(TABLE, mine)
+    for out in (mine, notes):
+        assert refused(capsys, "score", "--proxy", "params", "--bench", mine, "--out", out) == not_ours(out, "score")
+    assert mine.read_bytes() == TABLE.read_bytes() and notes.read_text() == "my notes\n"
+    assert refused(capsys, "score", "--proxy", "params", "--bench", mine, "--out", tmp_path) == \
+        f"autoprox: error: cannot write {tmp_path}: it is a directory; choose another --out"
+    assert refused(capsys, "score", "--proxy", "params", "--bench", mine, "--out", "") == \
+        "autoprox: error: --out is empty: give the file to write"
+    out = tmp_path / "s.csv"
+    for _ in range(2):  # the re-run workflow: a file score wrote is written again
+        code, _, err = run_cli(capsys, "score", "--proxy", "params", "--bench", mine, "--out", out)
+        assert code == 0, err
+    lines = out.read_text().splitlines()
+    assert lines[0] == "id,score" and len(lines) == 13
