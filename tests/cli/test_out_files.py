@@ -63,3 +63,28 @@ def test_score_refuses_its_input_table_and_any_other_file_and_writes_its_own_aga
         assert code == 0, err
     lines = out.read_text().splitlines()
     assert lines[0] == "id,score" and len(lines) == 13
+
+
+def test_export_refuses_a_runs_best_json_and_a_users_file_and_writes_its_own_module_again(capsys, run, notes,
+                                                                                           tmp_path):
+    best = (run / "best.json").read_bytes()
+    for out in (run / "best.json", notes):
+        assert refused(capsys, "export", run, "--out", out, "--no-simplify") == not_ours(out, "export")
+    assert (run / "best.json").read_bytes() == best and notes.read_text() == "my notes\n"
+    assert refused(capsys, "export", PUBLISHED, "--out", tmp_path) == \
+        f"autoprox: error: cannot write {tmp_path}: it is a directory; choose another --out"
+    assert refused(capsys, "export", PUBLISHED, "--out", "") == "autoprox: error: --out is empty: give the file to write"
+    out = tmp_path / "proxy.py"
+    for _ in range(2):
+        code, _, err = run_cli(capsys, "export", run, "--out", out, "--no-simplify")
+        assert code == 0, err
+    source = out.read_text()
+    assert source.startswith("# Written by `autoprox export` (autoprox ") and "GENOME = " in source
+    compile(source, str(out), "exec")
+    older = tmp_path / "older.py"  # a module exported before the mark line: its docstring names autoprox
+    older.write_text(source.split("\n", 1)[1])
+    code, _, err = run_cli(capsys, "export", PUBLISHED, "--out", older, "--no-simplify")
+    assert code == 0, err
+    user = tmp_path / "user.py"  # a module of the user's that mentions autoprox is not one export wrote
+    user.write_text('# my helper\n"""Calls a proxy exported by autoprox."""\n')
+    assert refused(capsys, "export", PUBLISHED, "--out", user, "--no-simplify") == not_ours(user, "export")
