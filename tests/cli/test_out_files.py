@@ -88,3 +88,27 @@ def test_export_refuses_a_runs_best_json_and_a_users_file_and_writes_its_own_mod
     user = tmp_path / "user.py"  # a module of the user's that mentions autoprox is not one export wrote
     user.write_text('# my helper\n"""Calls a proxy exported by autoprox."""\n')
     assert refused(capsys, "export", PUBLISHED, "--out", user, "--no-simplify") == not_ours(user, "export")
+
+
+def test_report_refuses_a_runs_best_json_and_a_users_file_before_rendering(capsys, run, notes, tmp_path):
+    best = (run / "best.json").read_bytes()
+    for out in (run / "best.json", notes):
+        assert refused(capsys, "report", run, "--out", out, "--no-simplify") == not_ours(out, "report")
+    assert (run / "best.json").read_bytes() == best and notes.read_text() == "my notes\n"
+    assert refused(capsys, "report", run, "--out", "") == "autoprox: error: --out is empty: give the file to write"
+    (run / "report.html").write_text("<html><body>my own page</body></html>\n")  # the default --out is checked too
+    assert refused(capsys, "report", run, "--no-simplify") == not_ours(run / "report.html", "report")
+
+
+def test_a_page_report_writes_is_recognised_and_so_is_one_written_before_the_generator_tag():
+    from autoprox.reports.html.page import is_report_page, page
+
+    written = page("t", "<p>body</p>").encode()
+    assert is_report_page(written[:4096], written[-4096:])
+    assert b'<meta name="generator" content="autoprox ' in written[:200]
+    older = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>t</title></head><body><main>'
+             + "x" * 9000 + '<footer>written by autoprox 0.1.0 at 2025-01-01T00:00:00+00:00; a self-contained '
+             'file: its figures are inline SVG and it loads nothing.</footer></main></body></html>\n').encode()
+    assert is_report_page(older[:4096], older[-4096:])
+    users = b"<!DOCTYPE html><html><head><title>autoprox notes</title></head><body>made by hand</body></html>"
+    assert not is_report_page(users, users)
