@@ -112,3 +112,24 @@ def test_a_page_report_writes_is_recognised_and_so_is_one_written_before_the_gen
     assert is_report_page(older[:4096], older[-4096:])
     users = b"<!DOCTYPE html><html><head><title>autoprox notes</title></head><body>made by hand</body></html>"
     assert not is_report_page(users, users)
+
+
+def test_curves_refuses_a_runs_best_json_and_a_users_csv_and_writes_its_own_files_again(capsys, run, notes,
+                                                                                       tmp_path):
+    from autoprox.reports.curves import is_curves_png
+
+    best = (run / "best.json").read_bytes()
+    assert refused(capsys, "curves", run, "--out", run / "best.json") == not_ours(run / "best.json", "curves")
+    assert refused(capsys, "curves", run, "--out", tmp_path / "c.png", "--csv", notes) == \
+        not_ours(notes, "curves", "--csv")
+    users_png = tmp_path / "photo.png"  # a PNG of someone else's is not one curves drew
+    shutil.copy(REPO / "docs" / "report-pit-reference.png", users_png)
+    assert refused(capsys, "curves", run, "--out", users_png) == not_ours(users_png, "curves")
+    assert (run / "best.json").read_bytes() == best and notes.read_text() == "my notes\n"
+    assert not (tmp_path / "c.png").exists()
+    assert refused(capsys, "curves", run, "--out", "") == "autoprox: error: --out is empty: give the file to write"
+    for _ in range(2):
+        code, _, err = run_cli(capsys, "curves", run, "--out", tmp_path / "c.png", "--csv")
+        assert code == 0, err
+    png = (tmp_path / "c.png").read_bytes()
+    assert is_curves_png(png[:4096]) and (tmp_path / "c.csv").read_text().startswith("run,iteration,best_jcm,")
