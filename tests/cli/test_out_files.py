@@ -133,3 +133,39 @@ def test_curves_refuses_a_runs_best_json_and_a_users_csv_and_writes_its_own_file
         assert code == 0, err
     png = (tmp_path / "c.png").read_bytes()
     assert is_curves_png(png[:4096]) and (tmp_path / "c.csv").read_text().startswith("run,iteration,best_jcm,")
+
+
+def test_vit_search_refuses_a_folder_of_the_users_files_and_takes_up_its_own(capsys, tmp_path):
+    from autoprox.apps.vitsearch import CONFIG as VIT_CONFIG, check_vit_search_out
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "top.csv").write_text("my ranking\n")
+    (folder / "scores.jsonl").write_text('{"mine": 1}\n')
+    argv = ("--space", "pit", "--proxy", REFERENCE / "best.json", "--samples", "2", "--out", folder)
+    assert refused(capsys, "vit-search", *argv) == (
+        f"autoprox: error: {folder} is not empty and holds no ViT search ({VIT_CONFIG}); its files are left as "
+        "they are: choose another --out")
+    assert (folder / "top.csv").read_text() == "my ranking\n" and (folder / "scores.jsonl").read_text() == '{"mine": 1}\n'
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "important.txt").write_text("keep")
+    assert "is not empty and holds no ViT search" in refused(capsys, "vit-search", *argv[:-1], only)
+    assert sorted(p.name for p in only.iterdir()) == ["important.txt"]
+    own = tmp_path / "own"  # a search of its own (its record, scores so far): resumed, not refused
+    own.mkdir()
+    (own / VIT_CONFIG).write_text(json.dumps({"identity": {}}))
+    (own / "scores.jsonl").write_text("")
+    check_vit_search_out(own)
+    check_vit_search_out(tmp_path / "new")
+    with pytest.raises(RunDirError, match="is a file, not a directory"):
+        check_vit_search_out(only / "important.txt")
+
+
+def test_vit_search_on_bench_refuses_a_picks_json_of_the_users(capsys, tmp_path, af_small_file):
+    folder = tmp_path / "picks"
+    folder.mkdir()
+    (folder / "picks.json").write_text('{"mine": true}\n')
+    assert refused(capsys, "vit-search", "--on-bench", af_small_file, "--proxy", "params", "--out", folder) == \
+        not_ours(folder / "picks.json", "vit-search")
+    assert (folder / "picks.json").read_text() == '{"mine": true}\n'
