@@ -169,3 +169,15 @@ def test_vit_search_on_bench_refuses_a_picks_json_of_the_users(capsys, tmp_path,
     assert refused(capsys, "vit-search", "--on-bench", af_small_file, "--proxy", "params", "--out", folder) == \
         not_ours(folder / "picks.json", "vit-search")
     assert (folder / "picks.json").read_text() == '{"mine": true}\n'
+
+
+def test_transfer_refuses_a_folder_of_the_users_files_before_any_work(capsys, tmp_path):
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("mine")
+    assert refused(capsys, "transfer", "--out", folder, "--space", "pit", "--iterations", "1") == (
+        f"autoprox: error: {folder} is not empty and holds no transfer study (transfer.json); its files are left "
+        "as they are: choose another --out")
+    assert sorted(p.name for p in folder.iterdir()) == ["mine.txt"]
+    assert "is a file, not a directory" in refused(capsys, "transfer", "--out", folder / "mine.txt", "--space", "pit",
+                                                   "--iterations", "1")
