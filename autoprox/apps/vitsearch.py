@@ -28,7 +28,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.core.atomic import atomic_write_json, atomic_write_text, json_safe, make_directory
+from autoprox.core.atomic import atomic_write_json, atomic_write_text, check_new_folder, json_safe, make_directory
 from autoprox.core.errors import VitSearchError
 from autoprox.core.numbers import format_float, format_millions
 from autoprox.core.parallel import Executor
@@ -57,6 +57,8 @@ CONFIG = "vit_search.json"
 SCORES = "scores.jsonl"
 TOP_JSON = "top.json"
 TOP_CSV = "top.csv"
+#: What ``vit-search --on-bench --out DIR`` writes into DIR.
+PICKS_JSON = "picks.json"
 
 
 
@@ -200,10 +202,22 @@ def final_scores(proxy: Proxy, raws: Sequence, teacher=None) -> np.ndarray:
     return np.asarray([np.mean(r) if isinstance(r, list) else r for r in raws], dtype=np.float64)
 
 
+def check_vit_search_out(out: str | Path) -> None:
+    """RunDirError (one line, before any work) unless a ViT search can be written into ``out``: a folder holding
+    one (its ``vit_search.json``: resumed, or refused if its settings differ), or a new or empty folder.
+    A folder holding anything else is the user's: its files are left as they are, as ``search --out`` leaves them.
+    """
+    if not (Path(out) / CONFIG).is_file():
+        check_new_folder(out, f"ViT search ({CONFIG})")
+
+
 def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, teacher=None,
                    progress: Callable[[int, int], None] | None = None, chunk: int | None = None,
                    stop_after: int | None = None, executor: Executor | None = None) -> dict:
     """Sample, score and rank; resumable. Returns the summary (also written to ``top.json``).
+
+    ``out`` holding a ViT search (its ``vit_search.json``) of the same settings is resumed; a new search
+    starts only in a new or empty folder (RunDirError for one holding other files, which are left as they are).
 
     ``stop_after`` stops once that many architectures are scored (as an interruption would).
     ``executor`` (a Dask cluster, ``--scheduler``) scores architectures instead of
@@ -211,6 +225,7 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
     """
     out = Path(out)
     config_path = out / CONFIG
+    check_vit_search_out(out)
     spec = InputSpec.parse(settings.input, settings.batch_size)
     candidates = sample_candidates(settings.space, settings.samples, settings.budget, settings.seed, settings.classes)
     if config_path.is_file():
@@ -298,6 +313,12 @@ class BenchPick:
     arch: dict | None
     targets: dict = field(default_factory=dict)
     error: str = ""
+
+
+def is_picks_file(head: bytes, tail: bytes = b"") -> bool:
+    """Whether a file beginning with ``head`` is a :data:`PICKS_JSON` ``vit-search --on-bench`` wrote (a JSON
+    list of :class:`BenchPick`, written with an indent of 2)."""
+    return head.startswith(b'[\n  {\n    "proxy": ') or head.strip() == b"[]"
 
 
 def pick_quality(accuracies: np.ndarray, pick: int) -> dict:

@@ -9,7 +9,8 @@ from pathlib import Path
 def add_parser(sub) -> None:
     curves = sub.add_parser("curves", help="plot the evolution of one or more runs (PNG)")
     curves.add_argument("runs", nargs="+", metavar="RUN", help="run directories, overlaid")
-    curves.add_argument("--out", required=True, help="PNG to write")
+    curves.add_argument("--out", required=True,
+                        help="PNG to write (a file curves did not write is refused, never overwritten)")
     curves.add_argument("--csv", nargs="?", const=True, default=None, metavar="CSV",
                         help="also write the plotted numbers (default path: --out with .csv)")
     curves.add_argument("--window", type=int, default=10, help="iterations in the rolling acceptance rate (default 10)")
@@ -18,6 +19,10 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from autoprox.reports.curves import write_curves
 
+    if not args.out.strip():
+        from autoprox.core.errors import CurvesError
+
+        raise CurvesError("--out is empty: give the file to write")
     csv_path = Path(args.out).with_suffix(".csv") if args.csv is True else args.csv
     runs = write_curves(args.runs, args.out, csv_path, window=args.window)
     print(f"wrote {args.out}" + (f" and {csv_path}" if csv_path else "") + f" ({len(runs)} run(s))")

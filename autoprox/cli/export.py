@@ -11,7 +11,8 @@ from autoprox.cli.options import non_negative_float, positive_int
 def add_parser(sub) -> None:
     export = sub.add_parser("export", help="write a proxy as a standalone Python module (torch only)")
     export.add_argument("source", help="a run directory (its best.json), a proxy JSON, an ensemble JSON, a recommended:SPACE/TARGET name, or a genome string")
-    export.add_argument("--out", required=True, help="the module to write, e.g. proxy.py")
+    export.add_argument("--out", required=True,
+                        help="the module to write, e.g. proxy.py (a file export did not write is refused)")
     export.add_argument("--rank", type=positive_int, default=None, help="export the hall of fame's entry of this rank instead")
     export.add_argument("--no-simplify", action="store_true", help="put the formula in the docstring as built")
     export.add_argument("--timeout", type=non_negative_float, default=None, help="seconds allowed to simplify the formula (default 10)")
@@ -36,9 +37,10 @@ def _ensemble_file(source: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from autoprox.reports.export import export_proxy
-
+    from autoprox.reports.export import check_export_out, export_proxy
     from autoprox.reports.weighted_export import is_weighted_source
+
+    check_export_out(args.out)  # a file export did not write is refused before any work
 
     weighted = is_weighted_source(args.source)
     if weighted is not None:

@@ -18,8 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from autoprox.cli.options import add_command_options, add_stats_options
-from autoprox.core.atomic import atomic_write_text
-from autoprox.core.errors import ConfigError, ProxyError
+from autoprox.core.atomic import atomic_write_text, check_output_file
+from autoprox.core.errors import AutoproxError, ConfigError, ProxyError, RunDirError
+
+#: The first line of every file ``score`` writes: how a re-run recognises its own output.
+HEADER = "id,score\n"
 
 
 #: ``rank``'s options that mean nothing to ``score``: it scores every row with one proxy and prints no figures.
@@ -46,14 +49,46 @@ def _format(value: float) -> str:
     return repr(float(value)) if np.isfinite(value) else ""
 
 
+def is_scores_file(head: bytes, tail: bytes = b"") -> bool:
+    """Whether a file beginning with ``head`` is one ``score`` wrote (its first line is exactly :data:`HEADER`)."""
+    return head.startswith(HEADER.encode())
+
+
+def check_scores_out(path: str | Path) -> Path:
+    """RunDirError (one line, nothing written) unless ``path`` can take a scores file: new, or one ``score`` wrote."""
+    return check_output_file(path, "score", is_scores_file, "--out", RunDirError)
+
+
 def write_scores(path: str | Path, ids, scores: np.ndarray) -> None:
-    """``id,score`` for every row, written atomically."""
+    """``id,score`` for every row, written atomically.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file to write: a new one, or one ``score`` wrote before (another file is refused,
+        :func:`check_scores_out`).
+    ids : sequence
+        The rows' identifiers, in order.
+    scores : numpy.ndarray
+        The rows' scores; a non-finite score is written as an empty cell.
+
+    Raises
+    ------
+    RunDirError
+        When ``path`` cannot be written; nothing is written then.
+    """
+    check_scores_out(path)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["id", "score"])
     for ident, value in zip(ids, scores):
         writer.writerow([ident, _format(value)])
-    atomic_write_text(path, buffer.getvalue())
+    try:
+        atomic_write_text(path, buffer.getvalue())
+    except AutoproxError:  # a full disk, said as such
+        raise
+    except OSError as exc:
+        raise RunDirError(f"cannot write {path}: {exc.strerror or exc}; choose another --out") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     names = split_proxy_list(args.proxy)
     if len(names) != 1 or names[0] == "all":
         raise ConfigError("score writes one proxy's scores: give one --proxy")
+    check_scores_out(args.out)  # before the scores' seconds are spent
     if wants_tables(args):
         ids, scores, what = _table_scores(args)
     else:

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.apps.vitsearch import (
         PAPER_BUDGETS,
         VitSearchSettings,
+        check_vit_search_out,
         parse_budget,
         run_vit_search,
     )
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     )
     label = Path(args.proxy).stem if args.proxy.endswith(".json") else (proxy.name if len(proxy.name) < 30 else "genome")
     out = Path(args.out or f"runs/vit-{space}-{label}-seed{args.seed}")
+    check_vit_search_out(out)  # someone else's folder is refused before anything is said or scored
     print(f"scoring {args.samples} {space} architectures ({format_millions(budget[0])} to "
           f"{format_millions(budget[1])} parameters) "
           f"with {proxy.name} into {out}", file=sys.stderr)
@@ -171,6 +173,12 @@ def _vit_search_on_bench(args: argparse.Namespace) -> int:
         indices = [i for i in indices if low <= count_params(bench.archs[i]) <= high]
         if not indices:
             raise BenchmarkError(f"no architecture of {Path(bench.source).name} lies within {args.params}M parameters")
+    if args.out:  # a picks.json vit-search did not write is refused before the scoring
+        from autoprox.apps.vitsearch import PICKS_JSON, is_picks_file
+        from autoprox.core.atomic import check_output_file
+        from autoprox.core.errors import RunDirError
+
+        check_output_file(Path(args.out) / PICKS_JSON, "vit-search", is_picks_file, "--out", RunDirError)
     proxies = resolve_proxies(args.proxy)
     _check_target(args, proxies)
     for proxy in proxies:
@@ -191,5 +199,5 @@ def _vit_search_on_bench(args: argparse.Namespace) -> int:
     if args.out:
         from autoprox.core.atomic import atomic_write_json
 
-        atomic_write_json(Path(args.out) / "picks.json", [p.__dict__ for p in picks])
+        atomic_write_json(Path(args.out) / PICKS_JSON, [p.__dict__ for p in picks])
     return 0

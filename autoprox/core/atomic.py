@@ -9,6 +9,11 @@ the link stays a link (:func:`write_target`); a loop of links is refused in one 
 ``search --out`` refuses one (:func:`make_directory`). Every writer goes through
 :func:`atomic_open`, so ``report``, ``export``, ``curves`` and the run directory's own
 files behave alike.
+
+Nothing autoprox did not write is overwritten: a command that writes one file where the user says
+(``score``, ``export``, ``report``, ``curves``) checks it first with :func:`check_output_file`, which
+lets a file through only when it is what that command writes (a re-run updates its own output), and
+a command that starts a new folder of records refuses one holding other files (:func:`check_new_folder`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -84,6 +89,107 @@ def write_target(path: str | os.PathLike, option: str = "--out",
     if not path.is_symlink():
         return path
     return Path(os.path.realpath(path))
+
+
+#: Bytes read from each end of an existing output file to tell whether autoprox wrote it.
+OWN_FILE_PROBE = 4096
+
+
+def file_ends(path: str | os.PathLike, size: int = OWN_FILE_PROBE) -> tuple[bytes, bytes]:
+    """The first and the last ``size`` bytes of ``path`` (the same bytes twice for a short file); two empty
+    strings when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(size)
+            length = os.fstat(handle.fileno()).st_size
+            if length <= size:
+                return head, head
+            handle.seek(length - size)
+            return head, handle.read(size)
+    except OSError:
+        return b"", b""
+
+
+def check_output_file(path: str | os.PathLike, command: str, ours: Callable[[bytes, bytes], bool],
+                      option: str = "--out", error: type[AutoproxError] = RunDirError) -> Path:
+    """Refuse, before any work, an output file that cannot be written or that autoprox did not write.
+
+    The one check of every command that writes one file at a path the user gives (``score``, ``export``,
+    ``report``, ``curves``): a file there is replaced only when ``ours`` recognises it as what ``command``
+    itself writes, so that running a command again updates its own output and nothing else is overwritten.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The path given, as given: an empty string is refused (it is no file).
+    command : str
+        The command that writes the file, as the refusal names it (``"score"`` reads ``autoprox score``).
+    ours : callable
+        ``ours(head, tail)``: whether a file whose first and last :data:`OWN_FILE_PROBE` bytes are these was
+        written by ``command`` (a header line, a marker the writer puts in).
+    option : str
+        The option that names the path, given as the thing to change.
+    error : type of AutoproxError
+        The error raised, in one line.
+
+    Returns
+    -------
+    Path
+        The file the write replaces (:func:`write_target`: a symbolic link's target).
+
+    Raises
+    ------
+    AutoproxError
+        ``error`` when ``path`` is empty, a folder, a loop of symbolic links, not a regular file, or a file
+        ``ours`` does not recognise; nothing is written.
+    """
+    if not str(path).strip():
+        raise error(f"{option} is empty: give the file to write")
+    target = write_target(path, option, error)
+    if target.is_dir():
+        raise error(f"cannot write {path}: it is a directory; choose another {option}")
+    if os.path.lexists(target):
+        if not target.is_file():
+            raise error(f"cannot write {path}: it is not a regular file; choose another {option}")
+        if not ours(*file_ends(target)):
+            raise error(f"{path} exists and was not written by `autoprox {command}`; choose another {option} "
+                        "(nothing was overwritten)")
+    return target
+
+
+def check_new_folder(path: str | os.PathLike, holds: str, ignore: Iterable[str] = (), option: str = "--out",
+                     error: type[AutoproxError] = RunDirError) -> Path:
+    """Refuse, before any work, a folder that a new record ``holds`` cannot start in: a file, or a folder
+    that holds anything (the names in ``ignore`` aside), as ``search --out`` refuses one; nothing is touched.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The folder given (it may not exist yet).
+    holds : str
+        The file that would make the folder one of the command's own, as the refusal names it.
+    ignore : iterable of str
+        Names that do not count (a lock file).
+    option : str
+        The option that names the folder, given as the thing to change.
+    error : type of AutoproxError
+        The error raised, in one line.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    if not str(path).strip():
+        raise error(f"{option} is empty: give the folder to write")
+    path = Path(path)
+    skip = set(ignore)
+    if path.exists() and not path.is_dir():
+        raise error(f"{path} is a file, not a directory; choose another {option}")
+    if path.is_dir() and any(p.name not in skip for p in path.iterdir()):
+        raise error(f"{path} is not empty and holds no {holds}; its files are left as they are: "
+                    f"choose another {option}")
+    return path
 
 
 @contextmanager

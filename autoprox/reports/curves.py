@@ -25,13 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from autoprox.core.atomic import atomic_open, atomic_write_text, write_target
+from autoprox.core.atomic import atomic_open, atomic_write_text, check_output_file
 from autoprox.core.errors import AutoproxError, CurvesError, one_line
 from autoprox.core.numbers import format_float
 from autoprox.search.rundir import BEST, RunDirectory, read_records
 from autoprox.core.errors import RunDirError
 
 DEFAULT_WINDOW = 10
+#: The PNG text chunk ``curves`` writes ("Software"), and the CSV's first column names: how a re-run
+#: recognises its own files.
+SOFTWARE = "autoprox curves"
+CSV_HEADER = "run,iteration,best_jcm,mean_jcm,"
 LINE_STYLES = ("-", "--", ":", "-.")
 
 
@@ -187,7 +191,7 @@ def curves_csv(runs: Sequence[RunCurves]) -> str:
         targets += [t for t in run.targets if t not in targets]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["run", "iteration", "best_jcm", "mean_jcm", *(f"kendall_{t}" for t in targets),
+    writer.writerow([*CSV_HEADER.rstrip(",").split(","), *(f"kendall_{t}" for t in targets),
                      "accepted", "attempts", "acceptance_rate", "params_jcm"])
 
     def cell(value) -> str:
@@ -202,10 +206,21 @@ def curves_csv(runs: Sequence[RunCurves]) -> str:
     return buffer.getvalue()
 
 
+def is_curves_png(head: bytes, tail: bytes = b"") -> bool:
+    """Whether a file beginning with ``head`` is a PNG ``curves`` wrote (its tEXt chunk "Software" says so)."""
+    return head.startswith(b"\x89PNG") and b"tEXtSoftware\x00" + SOFTWARE.encode() in head
+
+
+def is_curves_csv(head: bytes, tail: bytes = b"") -> bool:
+    """Whether a file beginning with ``head`` holds the numbers ``curves --csv`` wrote (its header line)."""
+    first = head.split(b"\n", 1)[0]
+    return first.startswith(CSV_HEADER.encode()) and first.endswith(b",params_jcm")
+
+
 def _check_output(path: Path, option: str) -> None:
-    write_target(path, option, CurvesError)  # a loop of links refused; a link is written through
-    if path.is_dir():
-        raise CurvesError(f"cannot write {path}: it is a directory")
+    """CurvesError (one line) unless ``path`` can take the PNG (``--out``) or the CSV (``--csv``): new, or
+    one ``curves`` wrote; a loop of links is refused, a link written through."""
+    check_output_file(path, "curves", is_curves_png if option == "--out" else is_curves_csv, option, CurvesError)
 
 
 def write_curves(paths: Sequence[str | Path], out: str | Path, csv_path: str | Path | None = None,
@@ -213,6 +228,9 @@ def write_curves(paths: Sequence[str | Path], out: str | Path, csv_path: str | P
     """Draw the curves of ``paths`` into the PNG ``out`` (and the numbers into ``csv_path``)."""
     if window < 1:
         raise CurvesError(f"the rolling window must be at least 1 iteration, got {window}")
+    _check_output(out, "--out")  # before the runs are read: a file curves did not write is left as it is
+    if csv_path is not None:
+        _check_output(csv_path, "--csv")
     out = Path(out)
     runs = [load_curves(p, window) for p in paths]
     for run in runs:
@@ -221,12 +239,10 @@ def write_curves(paths: Sequence[str | Path], out: str | Path, csv_path: str | P
     figure = draw(runs, window)
     targets = [(out, "png")] + ([(Path(csv_path), "csv")] if csv_path is not None else [])
     for path, kind in targets:
-        _check_output(path, "--out" if kind == "png" else "--csv")
-    for path, kind in targets:
         try:
             if kind == "png":
                 with atomic_open(path, "wb") as handle:
-                    figure.savefig(handle, format="png", dpi=110)
+                    figure.savefig(handle, format="png", dpi=110, metadata={"Software": SOFTWARE})
             else:
                 atomic_write_text(path, curves_csv(runs))
         except OSError as exc:

@@ -50,8 +50,8 @@ from typing import Mapping
 from deap import gp
 
 from autoprox import __version__
-from autoprox.core.atomic import atomic_write_text, write_target
-from autoprox.core.errors import ExportError
+from autoprox.core.atomic import atomic_write_text, check_output_file
+from autoprox.core.errors import AutoproxError, ExportError
 from autoprox.core.numbers import format_float
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import (
@@ -338,14 +338,51 @@ def assemble_module(parts: list[str], what: str) -> str:
     return source
 
 
+#: The first line of every module ``export`` writes: how a re-run recognises its own file.
+EXPORT_MARK = "# Written by `autoprox export`"
+
+
+def is_exported_module(head: bytes, tail: bytes = b"") -> bool:
+    """Whether a file beginning with ``head`` is a module ``export`` wrote: its first line is
+    :data:`EXPORT_MARK`'s, or (a module exported before the mark) a docstring saying "exported by autoprox"."""
+    first = head.split(b"\n", 1)[0]
+    return first.startswith(EXPORT_MARK.encode()) or (first.startswith(b'"""') and b"exported by autoprox" in first)
+
+
+def check_export_out(path: str | Path) -> Path:
+    """ExportError (one line, nothing written) unless ``path`` can take a module: new, or one ``export`` wrote."""
+    return check_output_file(path, "export", is_exported_module, "--out", ExportError)
+
+
 def write_export(path: str | Path, source: str) -> Path:
-    """Write the module atomically; ExportError when the path cannot be written."""
+    """Write the module atomically, under the line that marks it as ``export``'s (:data:`EXPORT_MARK`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The module to write: a new file, or one ``export`` wrote before (any other file is refused).
+    source : str
+        The module's text.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    ExportError
+        When the path cannot be written or holds a file ``export`` did not write; nothing is written then.
+    """
+    check_export_out(path)
     path = Path(path)
-    write_target(path, "--out", ExportError)  # a loop of links refused; a link is written through
-    if path.is_dir():
-        raise ExportError(f"cannot write {path}: it is a directory")
+    if not source.startswith(EXPORT_MARK):
+        source = (f"{EXPORT_MARK} (autoprox {__version__}); running it again replaces this file, "
+                  "so edit a copy\n" + source)
     try:
         atomic_write_text(path, source)
+    except AutoproxError:  # a full disk, said as such
+        raise
     except OSError as exc:
         raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
@@ -435,10 +472,8 @@ def export_proxy(source: str, out: str | Path, rank: int | None = None, simplify
     from autoprox.reports.simplify import DEFAULT_TIMEOUT, readable_formula
     from autoprox.reports.formula_check import statistics_for_check
 
+    check_export_out(out)  # before the formula's seconds are spent
     out = Path(out)
-    write_target(out, "--out", ExportError)  # before the formula's seconds are spent
-    if out.is_dir():
-        raise ExportError(f"cannot write {out}: it is a directory")
     genome, info, config = resolve_export_source(source, rank)
     tree = parse_genome(genome)
     check = statistics_for_check(Path(source) if config is not None else None, info.space,

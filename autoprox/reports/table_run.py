@@ -10,6 +10,7 @@ from pathlib import Path
 from autoprox.core.atomic import atomic_write_text
 from autoprox.core.numbers import format_float
 from autoprox.reports.html.figures import curves_svg
+from autoprox.reports.html.page import check_report_out, generator_tag
 from autoprox.search.rundir import CONFIG, RunDirectory
 
 __all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]
@@ -57,9 +58,12 @@ def show_table_run(path: str | Path, top: int = 10) -> str:
 
 
 def table_report_html(path: str | Path, out: str | Path | None = None) -> Path:
-    """A self-contained HTML page of a table search (its proxy, hall of fame, curve); returns where it is."""
+    """A self-contained HTML page of a table search (its proxy, hall of fame, curve); returns where it is.
+    A file at ``out`` that ``report`` did not write is refused (ReportError), before anything is read."""
+    out = Path(path) / "report.html" if out is None else out
+    check_report_out(out)
+    out = Path(out)
     run, config, best, hall, log = _parts(path)
-    out = Path(out) if out is not None else run.file("report.html")
     curve = curves_svg([r["iteration"] for r in log], [r["best_jcm"] for r in log], [r["mean_jcm"] for r in log],
                        None, {config["target"]: [(r.get("best_kendall") or {}).get(config["target"]) for r in log]},
                        [], [], [], "out-of-bag R2", "table") if log else "<p>no iteration yet</p>"
@@ -69,7 +73,7 @@ def table_report_html(path: str | Path, out: str | Path | None = None) -> Path:
     proxy = (f"<p><code>{html.escape(best['readable'])}</code></p><p>out-of-bag Kendall "
              f"{format_float(best['search']['out_of_bag_kendall'])} on {best['search']['labelled_rows']} labelled rows; "
              f"terms kept: at most {best['inner_cv']['cap']}</p>") if best else "<p>no best.json yet</p>"
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>autoprox table search {html.escape(str(run.path))}"
+    page = (f"<!doctype html><html><head><meta charset='utf-8'>{generator_tag()}<title>autoprox table search {html.escape(str(run.path))}"
             f"</title><style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:2px 8px}}"
             f"</style></head><body><h1>Table search: {html.escape(config['table']['file'])}, "
             f"{html.escape(config['target'])}</h1><h2>The proxy</h2>{proxy}<h2>Evolution</h2>{curve}"

@@ -123,12 +123,15 @@ def test_curves_out_a_link_writes_its_target_and_a_loop_of_links_is_refused(caps
     The committed reference run is enough: its log and best.json hold every plotted number."""
     run = str(REPO / "runs" / "pit-reference")
     target = tmp_path / "real.png"
-    target.write_bytes(b"old")
     link = tmp_path / "curves.png"
     link.symlink_to(target)
+    for _ in range(2):  # a link to nothing yet, then a link to the PNG curves drew the first time
+        code, text, err = run_cli(capsys, "curves", run, "--out", str(link))
+        assert code == 0, err
+        assert link.is_symlink() and target.read_bytes()[:8] == PNG_MAGIC
+    target.write_bytes(b"old")  # a link to a file curves did not write: refused, the file left as it is
     code, text, err = run_cli(capsys, "curves", run, "--out", str(link))
-    assert code == 0, err
-    assert link.is_symlink() and target.read_bytes()[:8] == PNG_MAGIC
+    assert code == 2 and "was not written by `autoprox curves`" in err and target.read_bytes() == b"old"
     (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
     (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
     for argv in (["--out", str(tmp_path / "loopA")], ["--out", str(tmp_path / "c.png"), "--csv", str(tmp_path / "loopA")]):

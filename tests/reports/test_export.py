@@ -437,16 +437,20 @@ def test_reference_runs_export_proxies_that_reproduce_the_engine(capsys, tmp_pat
 
 
 def test_export_out_a_link_writes_its_target_and_a_loop_of_links_is_refused(capsys, tmp_path):
-    """``--out LINK`` used to replace the link by a regular file, and a loop of links was "wrote", exit 0."""
+    """``--out LINK`` used to replace the link by a regular file, and a loop of links was "wrote", exit 0.
+    A link to a file of the user's is refused like the file itself: export replaces only a module it wrote."""
     target = tmp_path / "real" / "proxy.py"
     target.parent.mkdir()
-    target.write_text("previous content\n")
     link = tmp_path / "proxy.py"
     link.symlink_to(target)
+    for _ in range(2):  # a link to nothing yet, then a link to the module written the first time
+        code, text, err = run_cli(capsys, "export", PUBLISHED, "--out", str(link), "--no-simplify")
+        assert code == 0, err
+        assert link.is_symlink() and link.resolve() == target.resolve() and "GENOME" in target.read_text()
+    target.write_text("previous content\n")
     code, text, err = run_cli(capsys, "export", PUBLISHED, "--out", str(link), "--no-simplify")
-    assert code == 0, err
-    assert link.is_symlink() and link.resolve() == target.resolve()
-    assert "GENOME" in target.read_text() and "previous content" not in target.read_text()
+    assert code == 2 and "was not written by `autoprox export`" in err and len(err.strip().splitlines()) == 1
+    assert link.is_symlink() and target.read_text() == "previous content\n"
     (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
     (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
     code, text, err = run_cli(capsys, "export", PUBLISHED, "--out", str(tmp_path / "loopA"), "--no-simplify")

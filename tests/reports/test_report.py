@@ -377,12 +377,17 @@ def test_report_out_a_link_writes_its_target_and_a_loop_of_links_is_refused(smal
     """``--out LINK`` used to replace the link by a regular file, and a loop of links was "wrote", exit 0."""
     target = tmp_path / "pages" / "real.html"
     target.parent.mkdir()
-    target.write_text("old")
     link = tmp_path / "report.html"
     link.symlink_to(target)
+    for _ in range(2):  # a link to nothing yet, then a link to the page written the first time
+        code, text, err = run_cli(capsys, "report", small_run, "--out", link, "--no-simplify")
+        assert code == 0, err
+        assert link.is_symlink() and target.read_text().startswith("<!DOCTYPE html>")
+    target.write_text("old")  # a link to a file report did not write: refused before rendering, left as it is
     code, text, err = run_cli(capsys, "report", small_run, "--out", link, "--no-simplify")
-    assert code == 0, err
-    assert link.is_symlink() and target.read_text().startswith("<!DOCTYPE html>")
+    assert code == 2 and one_error_line(err) == (f"autoprox: error: {link} exists and was not written by `autoprox "
+                                                 "report`; choose another --out (nothing was overwritten)")
+    assert target.read_text() == "old"
     (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
     (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
     code, text, err = run_cli(capsys, "report", small_run, "--out", tmp_path / "loopA", "--no-simplify")

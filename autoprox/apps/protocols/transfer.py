@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from autoprox import __version__
 from autoprox.apps.protocols.runner import CutProtocol, now, run_cuts
-from autoprox.core.atomic import atomic_write_json, json_safe, make_directory
+from autoprox.core.atomic import atomic_write_json, check_new_folder, json_safe, make_directory
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.core.numbers import format_float
 from autoprox.core.parallel import Executor
@@ -33,15 +33,17 @@ from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
-from autoprox.search.rundir import RunDirectory, hold_lock, read_json
+from autoprox.search.rundir import LOCK, RunDirectory, hold_lock, read_json
 from autoprox.search.settings import SearchSettings
 
 TRANSFER_FILE = "transfer.json"
+#: How the name of a fold's run directory begins (:func:`fold_directory`).
+FOLD_PREFIX = "holdout-"
 
 
 def fold_directory(out: Path, held_out: str) -> Path:
     """Run directory of the search that holds ``held_out`` back."""
-    return out / f"holdout-{held_out}"
+    return out / f"{FOLD_PREFIX}{held_out}"
 
 
 def fold_settings(settings: SearchSettings, targets: Sequence[str], held_out: str) -> SearchSettings:
@@ -138,9 +140,22 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
         read_json(out / TRANSFER_FILE)  # RunDirError when there is no study to resume
     elif settings is None:
         raise ConfigError("settings are needed for a new transfer study")
+    elif not (out / TRANSFER_FILE).exists():
+        _check_new_study(out)
     make_directory(out)
-    with hold_lock(out / ".autoprox.lock", f"{out} is being written by another autoprox process"):
+    with hold_lock(out / LOCK, f"{out} is being written by another autoprox process"):
         return _run_transfer(settings, out, resume, quiet, executor)
+
+
+def _check_new_study(out: Path) -> None:
+    """RunDirError, before any work, unless a new study can start in ``out``: a new or empty folder, or one
+    holding only fold run directories (``holdout-<target>`` with a ``config.json``, taken up and checked
+    against the study's settings) and the lock file. Anything else there is the user's, left as it is."""
+    folds = ()
+    if out.is_dir():
+        folds = [p.name for p in out.iterdir()
+                 if p.name.startswith(FOLD_PREFIX) and p.is_dir() and RunDirectory(p).exists()]
+    check_new_folder(out, f"transfer study ({TRANSFER_FILE})", ignore=(LOCK, *folds))
 
 
 def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quiet: bool,

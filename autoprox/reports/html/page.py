@@ -17,13 +17,20 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import math
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Sequence
 
 from autoprox import __version__
 
 #: The file ``search --report`` writes into its run directory, and ``report``'s default output.
 REPORT_FILE = "report.html"
+#: The tag in the head of every page ``report`` writes: how a re-run recognises its own file.
+GENERATOR = '<meta name="generator" content="autoprox'
+#: What ends a page written before :data:`GENERATOR` was put in (its footer), and what began a table search's.
+_OLD_FOOTER = b"<footer>written by autoprox "
+_OLD_TABLE_HEAD = b"<!doctype html><html><head><meta charset='utf-8'><title>autoprox table search "
 
 STYLE = """
 :root { --ink: #1d2330; --muted: #5b6475; --rule: #d9dde5; --band: #f4f6f9; --accent: #1f6fb4; }
@@ -138,12 +145,42 @@ def page(title: str, body: str, script: str = "") -> str:
     """The whole HTML document: inline style, the body, and an optional inline script."""
     written = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     return ("<!DOCTYPE html>\n"
-            f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+            f'<html lang="en"><head><meta charset="utf-8">{generator_tag()}<title>{esc(title)}</title>'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<style>{STYLE}</style></head><body><main>{body}"
             f"<footer>written by autoprox {esc(__version__)} at {esc(written)}; a self-contained file: "
             "its figures are inline SVG and it loads nothing.</footer></main>"
             f"{script}</body></html>\n")
+
+
+def generator_tag() -> str:
+    """The ``<meta name="generator">`` tag of a page ``report`` writes (:data:`GENERATOR`, with the version)."""
+    return f'{GENERATOR} {esc(__version__)}">'
+
+
+def is_report_page(head: bytes, tail: bytes) -> bool:
+    """Whether a file with this ``head`` and ``tail`` is a page ``report`` wrote: :data:`GENERATOR` in its head,
+    or (a page written before that tag) the footer or the table search's title autoprox wrote then."""
+    return GENERATOR.encode() in head or _OLD_FOOTER in tail or head.startswith(_OLD_TABLE_HEAD)
+
+
+def check_report_out(out: str | os.PathLike) -> Path:
+    """ReportError (one line, nothing written) unless ``out`` can take a report: new, or one ``report`` wrote.
+
+    Parameters
+    ----------
+    out : str or os.PathLike
+        The HTML file to write.
+
+    Returns
+    -------
+    Path
+        The file the write replaces (a symbolic link's target).
+    """
+    from autoprox.core.atomic import check_output_file
+    from autoprox.core.errors import ReportError
+
+    return check_output_file(out, "report", is_report_page, "--out", ReportError)
 
 
 @dataclass
@@ -158,5 +195,5 @@ class ReportMemo:
     warned: set = field(default_factory=set)
 
 
-__all__ = ["REPORT_FILE", "STYLE", "Cell", "ReportMemo", "esc", "facts", "figure", "formula_cell",
-           "num", "number", "page", "table", "text"]
+__all__ = ["GENERATOR", "REPORT_FILE", "STYLE", "Cell", "ReportMemo", "check_report_out", "esc", "facts", "figure",
+           "formula_cell", "generator_tag", "is_report_page", "num", "number", "page", "table", "text"]

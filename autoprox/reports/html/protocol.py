@@ -26,6 +26,7 @@ from autoprox.reports.html import figures as svg
 from autoprox.reports.html.page import (
     Cell,
     ReportMemo,
+    check_report_out,
     esc,
     facts,
     figure,
@@ -257,10 +258,11 @@ def write_few_labels_report(path: str | Path, out: str | Path | None = None) -> 
     record = few_labels_record(path)
     if record is None:
         raise ReportError(f"{path} holds no few-label protocol record ({FEW_LABELS_FILE})")
+    target = Path(path) / "report.html" if out is None else out
+    check_report_out(target)  # a file report did not write is refused, a link written through
     title, body = few_labels_body(record)
-    target = Path(out) if out is not None else Path(path) / "report.html"
     atomic_write_text(target, page(title, body))
-    return target
+    return Path(target)
 
 
 __all__ = ["command_rows", "few_labels_body", "few_labels_record", "protocol_body", "write_few_labels_report"]

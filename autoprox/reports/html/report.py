@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from autoprox.core.atomic import atomic_write_text, write_target
+from autoprox.core.atomic import atomic_write_text
 from autoprox.core.errors import ReportError
-from autoprox.reports.html.page import REPORT_FILE, ReportMemo, page
+from autoprox.reports.html.page import REPORT_FILE, ReportMemo, check_report_out, page
 from autoprox.reports.html.spaces import cross_space_body, is_cross_space
 from autoprox.reports.html.protocol import protocol_body
 from autoprox.reports.html.run import run_body
@@ -91,13 +91,16 @@ def render_report(path: str | Path, compute: bool = True, simplify: bool = True,
 
 def write_report(path: str | Path, out: str | Path | None = None, compute: bool = True, simplify: bool = True,
                  memo: ReportMemo | None = None, progress: Callable[[str], None] | None = None) -> Path:
-    """Write the report of ``path`` into ``out`` (default ``PATH/report.html``); return where it went."""
+    """Write the report of ``path`` into ``out`` (default ``PATH/report.html``); return where it went.
+
+    A file at ``out`` that ``report`` did not write (its ``<meta name="generator">``) is refused with
+    ReportError before anything is rendered, and left as it is; a report written before is replaced.
+    """
     report_kind(path)  # a file given in place of a folder is named as what it is, before anything is written
-    out = Path(out) if out is not None else Path(path) / REPORT_FILE
-    write_target(out, "--out", ReportError)  # a loop of links refused; a link is written through
-    if out.is_dir():
-        raise ReportError(f"cannot write {out}: it is a directory")
-    _check_writable(out)  # before the rendering's seconds are spent
+    out = Path(path) / REPORT_FILE if out is None else out
+    target = check_report_out(out)  # a loop of links, a folder, someone else's file: refused; a link is written through
+    out = Path(out)
+    _check_writable(target)  # before the rendering's seconds are spent
     document = render_report(path, compute=compute, simplify=simplify, memo=memo, progress=progress)
     try:
         atomic_write_text(out, document)
