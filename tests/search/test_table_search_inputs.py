@@ -1,0 +1,86 @@
+"""What a table search, ``score``, ``rank`` and the few-label protocol do with input they cannot use, or can use
+only in part: a proxy scored on a table lacking a column, column names that are not bare identifiers, bad seeds
+and options; refused in one line (exit 2) before work, or scored as documented."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from autoprox.search.table_search import TableSearchSettings
+from tests.commands import one_error_line, run_cli
+
+SMALL = TableSearchSettings(population=6, iterations=2, inner_folds=2, bags=2, term_caps=(0, 1))
+
+
+def write_table(path, columns=("params", "flops", "nwot", "jacov"), rows: int = 30, labelled: int = 20,
+                seed: int = 0, labels=None):
+    """``id,val_acc,COLUMNS``: rows a0..a{rows-1}, the first ``labelled`` labelled, each column the label plus
+    noise (so every column carries some of the order)."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=rows)
+    target = 70 + base if labels is None else np.asarray(labels, dtype=float)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "val_acc", *columns])
+        for i in range(rows):
+            writer.writerow([f"a{i}", repr(float(target[i])) if i < labelled else "",
+                             *(repr(float(base[i] + rng.normal())) for _ in columns)])
+    return path
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    """A finished table search on a table with a ``jacov`` column, its best.json and table."""
+    from autoprox.search.table_run import run_table_search
+
+    folder = tmp_path_factory.mktemp("searched")
+    table = write_table(folder / "mine.csv")
+    run_table_search(table, ["val_acc"], folder / "run1", SMALL, quiet=True)
+    return folder / "run1", table
+
+
+# ------------------------------------------------------------------ a table lacking a column the proxy reads
+def test_a_weighted_proxy_on_a_table_lacking_one_of_its_columns_reads_it_as_no_information(searched, tmp_path,
+                                                                                            capsys):
+    from autoprox.data.proxy_tables import read_proxy_table
+    from autoprox.genome.weighted import WeightedFormula
+
+    run, _ = searched
+    good = write_table(tmp_path / "good.csv", columns=("params", "flops", "nwot"), seed=1)
+    code, out, err = run_cli(capsys, "score", "--proxy", run / "best.json", "--bench", good, "--out", tmp_path / "o.csv")
+    assert code == 0, err
+    assert "Traceback" not in err and "good.csv lacks jacov: read as no information" in err
+    formula = WeightedFormula.from_json(json.loads((run / "best.json").read_text())["formula"])
+    columns = dict(read_proxy_table(good).proxies)
+    expected = formula.score(columns | {"jacov": np.full(30, np.nan)})
+    written = np.array([float(r[1]) for r in list(csv.reader(open(tmp_path / "o.csv")))[1:]])
+    assert np.allclose(written, expected, rtol=1e-12)
+    code, out, err = run_cli(capsys, "rank", "--proxy", run / "best.json", "--bench", good)
+    assert code == 0, err
+    assert "lacks jacov: read as no information" in err and "kendall" in out
+
+
+def test_a_weighted_proxy_on_a_table_with_none_of_its_columns_is_refused_naming_them(searched, tmp_path, capsys):
+    run, _ = searched
+    other = write_table(tmp_path / "other.csv", columns=("snip", "zen"))
+    for command in (("score", "--out", tmp_path / "o.csv"), ("rank",)):
+        code, out, err = run_cli(capsys, command[0], "--proxy", run / "best.json", "--bench", other, *command[1:])
+        assert code == 2
+        line = one_error_line(err)
+        assert "has none of the proxy columns" in line and "jacov" in line and "params" in line
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_hand_edited_weighted_proxy_naming_an_unknown_column_is_scored_with_a_note(searched, tmp_path, capsys):
+    run, table = searched
+    best = json.loads((run / "best.json").read_text())
+    best["formula"]["plain"][-1] = "jacovv"
+    edited = tmp_path / "best.json"
+    edited.write_text(json.dumps(best))
+    code, out, err = run_cli(capsys, "score", "--proxy", edited, "--bench", table, "--out", tmp_path / "o.csv")
+    assert code == 0, err
+    assert "lacks jacovv: read as no information" in err
