@@ -301,10 +301,17 @@ def _recommended_proxy(text: str):
 
 
 def split_proxy_list(text: str) -> list[str]:
-    """Split a comma list of proxies at top-level commas only (genome strings hold commas)."""
-    parts, depth, current = [], 0, []
+    """Split a comma list of proxies at top-level commas only (genome strings hold commas; so may a rank formula's
+    quoted column name, ``r("a,b")``)."""
+    parts, depth, current, quoted, escaped = [], 0, [], False, False
     for char in text:
-        if char == "," and depth == 0:
+        if quoted:
+            quoted, escaped = (escaped or char != '"'), (not escaped and char == "\\")
+            current.append(char)
+            continue
+        if char == '"':
+            quoted = True
+        elif char == "," and depth == 0:
             parts.append("".join(current).strip())
             current = []
             continue

@@ -84,3 +84,58 @@ def test_a_hand_edited_weighted_proxy_naming_an_unknown_column_is_scored_with_a_
     code, out, err = run_cli(capsys, "score", "--proxy", edited, "--bench", table, "--out", tmp_path / "o.csv")
     assert code == 0, err
     assert "lacks jacovv: read as no information" in err
+
+
+# ------------------------------------------------------------------ column names that are not bare names
+ODD = ("params", "my proxy", "ñwot✓", "2x", 'we"ird\\na,me(')
+
+
+def test_a_quoted_column_name_parses_and_prints_back():
+    from autoprox.genome.rank_formula import parse_formula
+    from autoprox.genome.weighted import parse_weighted
+    from autoprox.proxies.proxy import split_proxy_list
+
+    formula = parse_formula('min(r("ñwot✓"), lrsum("my proxy", "2x", params, "a\\"b,c)"))')
+    assert formula.columns == ("ñwot✓", "my proxy", "2x", "params", 'a"b,c)')
+    assert str(parse_formula(str(formula))) == str(formula) and str(parse_formula("r(nwot)")) == "r(nwot)"
+    genome = parse_weighted('weighted(mul(r("a,b"), r(x)), r("(y"))')
+    assert len(genome) == 2 and str(parse_weighted(str(genome))) == str(genome)
+    assert split_proxy_list('r("a,b"),nwot') == ['r("a,b")', "nwot"]
+    for bad, said in (("r(ñwot)", "written in double quotes"), ('r("abc', "not closed"), ('r("")', "empty quoted"),
+                      ('"r"(x)', "expected an operator")):
+        with pytest.raises(Exception, match=said) as caught:
+            parse_formula(bad)
+        assert type(caught.value).__name__ == "GenomeError"
+
+
+def test_a_table_whose_column_names_are_not_bare_names_is_searched_scored_ranked_and_exported(tmp_path, capsys):
+    import importlib.util
+
+    from autoprox.data.proxy_tables import read_proxy_table
+    from autoprox.genome.weighted import WeightedFormula
+    from autoprox.search.table_run import run_table_search
+
+    table = write_table(tmp_path / "odd.csv", columns=ODD)
+    whole = run_table_search(table, ["val_acc"], tmp_path / "whole", SMALL, quiet=True)
+    stopped = run_table_search(table, ["val_acc"], tmp_path / "cut", SMALL, quiet=True, stop_after=1)
+    assert stopped["finished"] is False
+    resumed = run_table_search(None, None, tmp_path / "cut", resume=True, quiet=True)
+    assert resumed["formula"] == whole["formula"]
+    code, out, err = run_cli(capsys, "search", "--bench", table, "--targets", "val_acc", "--out", tmp_path / "run",
+                             "--iterations", "2", "--quiet")
+    assert code == 0, err
+    best = tmp_path / "run" / "best.json"
+    code, out, err = run_cli(capsys, "score", "--proxy", best, "--bench", table, "--out", tmp_path / "s.csv")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "rank", "--proxy", 'min(r("ñwot✓"), r("2x")),my proxy', "--bench", table)
+    assert code == 0, err
+    assert 'min(r("ñwot✓"), r("2x"))' in out and "my proxy" in out
+    code, out, err = run_cli(capsys, "export", tmp_path / "run", "--out", tmp_path / "proxy.py")
+    assert code == 0, err
+    spec = importlib.util.spec_from_file_location("exported_odd", tmp_path / "proxy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    columns = read_proxy_table(table).proxies
+    formula = WeightedFormula.from_json(json.loads(best.read_text())["formula"])
+    assert set(formula.plain) == set(ODD)
+    assert np.allclose(module.score({n: list(v) for n, v in columns.items()}), formula.score(columns), rtol=1e-12)
