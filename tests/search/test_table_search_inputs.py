@@ -139,3 +139,22 @@ def test_a_table_whose_column_names_are_not_bare_names_is_searched_scored_ranked
     formula = WeightedFormula.from_json(json.loads(best.read_text())["formula"])
     assert set(formula.plain) == set(ODD)
     assert np.allclose(module.score({n: list(v) for n, v in columns.items()}), formula.score(columns), rtol=1e-12)
+
+
+# ------------------------------------------------------------------ seeds
+def test_a_negative_seed_gives_one_reproducible_table_search_that_resumes(tmp_path, capsys):
+    from autoprox.search.table_run import run_table_search
+
+    table = write_table(tmp_path / "mine.csv")
+    code, out, err = run_cli(capsys, "search", "--bench", table, "--targets", "val_acc", "--out", tmp_path / "a",
+                             "--seed", "-1", "--iterations", "2", "--quiet")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "search", "--bench", table, "--targets", "val_acc", "--out", tmp_path / "b",
+                             "--seed", "-1", "--iterations", "2", "--quiet")
+    assert code == 0, err
+    first = json.loads((tmp_path / "a" / "best.json").read_text())
+    assert first["formula"] == json.loads((tmp_path / "b" / "best.json").read_text())["formula"]
+    settings = TableSearchSettings(**{**SMALL.to_json(), "term_caps": SMALL.term_caps, "seed": -2})
+    whole = run_table_search(table, ["val_acc"], tmp_path / "whole", settings, quiet=True)
+    run_table_search(table, ["val_acc"], tmp_path / "cut", settings, quiet=True, stop_after=1)
+    assert run_table_search(None, None, tmp_path / "cut", resume=True, quiet=True)["formula"] == whole["formula"]
