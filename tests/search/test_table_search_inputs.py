@@ -158,3 +158,38 @@ def test_a_negative_seed_gives_one_reproducible_table_search_that_resumes(tmp_pa
     whole = run_table_search(table, ["val_acc"], tmp_path / "whole", settings, quiet=True)
     run_table_search(table, ["val_acc"], tmp_path / "cut", settings, quiet=True, stop_after=1)
     assert run_table_search(None, None, tmp_path / "cut", resume=True, quiet=True)["formula"] == whole["formula"]
+
+
+# ------------------------------------------------------------------ what is said of a table where ViT runs are meant
+def test_the_python_api_sends_a_table_to_search_table_and_reads_no_table_run_as_a_vit_run(searched, tmp_path):
+    """ProxySearch(bench=T.csv).fit() said the table had no arch column; from_run said config.json had no 'bench'."""
+    from autoprox.api import ProxySearch
+    from autoprox.core.errors import ConfigError, RunDirError
+
+    run, table = searched
+    with pytest.raises(ConfigError, match=r"is a proxy table: ProxySearch searches genomes of ViT statistics; search "
+                                          r"a table with autoprox.search_table"):
+        ProxySearch(bench=str(table), targets="val_acc", iterations=2, out=str(tmp_path / "api")).fit()
+    assert not (tmp_path / "api").exists()
+    with pytest.raises(RunDirError, match="is a proxy-table search .* Its proxy is .*best.json"):
+        ProxySearch.from_run(run)
+
+
+def test_select_cache_build_and_an_unknown_format_version_say_what_a_table_is(searched, tmp_path, capsys):
+    run, table = searched
+    code, out, err = run_cli(capsys, "select", run, "--out", tmp_path / "sel.json")
+    assert code == 2
+    line = one_error_line(err)
+    assert "select works on the runs of a search of ViT statistics" in line and "best.json" in line
+    assert "genome" not in line and "no 'bench'" not in line
+    best = json.loads((run / "best.json").read_text())
+    best["format"] = "autoprox-weighted-formula/99"
+    (tmp_path / "b99.json").write_text(json.dumps(best))
+    code, out, err = run_cli(capsys, "score", "--proxy", tmp_path / "b99.json", "--bench", table, "--out",
+                             tmp_path / "o.csv")
+    assert code == 2
+    assert "unknown format version 'autoprox-weighted-formula/99'" in one_error_line(err)
+    code, out, err = run_cli(capsys, "cache", "build", "--bench", table)
+    assert code == 2
+    line = one_error_line(err)
+    assert "is a proxy table" in line and "no networks to compute statistics for" in line and "'id'" not in line
