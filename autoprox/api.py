@@ -206,6 +206,9 @@ class ProxySearch(metaclass=_Estimator):
     the session parameters (``workers``, ``cache_dir``, ``scheduler``, ``bench``) may differ
     from the run's. ``resume=True`` takes the run's recorded settings for every parameter
     not given.
+
+    A proxy table (``bench="T.csv"``, first column ``id``) is searched with :func:`search_table`, the engine of
+    ``autoprox search --bench T.csv``: ``ProxySearch`` refuses it, and a table search's run, in one line saying so.
     """
 
     def __init__(self, **params) -> None:
