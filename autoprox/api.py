@@ -206,6 +206,9 @@ class ProxySearch(metaclass=_Estimator):
     the session parameters (``workers``, ``cache_dir``, ``scheduler``, ``bench``) may differ
     from the run's. ``resume=True`` takes the run's recorded settings for every parameter
     not given.
+
+    A proxy table (``bench="T.csv"``, first column ``id``) is searched with :func:`search_table`, the engine of
+    ``autoprox search --bench T.csv``: ``ProxySearch`` refuses it, and a table search's run, in one line saying so.
     """
 
     def __init__(self, **params) -> None:
@@ -242,7 +245,20 @@ class ProxySearch(metaclass=_Estimator):
         """The :class:`SearchSettings` these parameters describe (what ``config.json`` will record)."""
         if self._params["bench"] is None and self._params["space"] is None:
             raise ConfigError("give space='autoformer'|'pit' or bench=FILE")
+        self._refuse_table()
         return settings_from_options(self._params)
+
+    def _refuse_table(self) -> None:
+        """ConfigError when ``bench`` is a proxy table: ProxySearch searches genomes of ViT statistics, and a table
+        is searched by :func:`search_table` (the engine of ``autoprox search --bench TABLE.csv``)."""
+        from autoprox.data.proxy_tables import is_proxy_table
+
+        benches = self._params["bench"]
+        for bench in (benches if isinstance(benches, (list, tuple)) else [benches]):
+            if bench is not None and is_proxy_table(bench):
+                raise ConfigError(f"{bench} is a proxy table: ProxySearch searches genomes of ViT statistics; search "
+                                  f"a table with autoprox.search_table({str(bench)!r}, target, out=...), what "
+                                  "autoprox search --bench TABLE.csv runs")
 
     def fit(self) -> "ProxySearch":
         """Run the search into ``out``, or continue the one it holds (see Notes)."""
@@ -251,6 +267,11 @@ class ProxySearch(metaclass=_Estimator):
         from autoprox.search.settings import recorded_settings
 
         params = self._params
+        self._refuse_table()
+        if params["out"]:
+            from autoprox.search.table_run import refuse_table_run
+
+            refuse_table_run(params["out"], "ProxySearch continues searches of ViT statistics")
         out = Path(params["out"]) if params["out"] else Path(tempfile.mkdtemp(prefix="autoprox-run-"))
         run = RunDirectory(out)
         resume = bool(params["resume"]) or run.exists()
@@ -299,7 +320,9 @@ class ProxySearch(metaclass=_Estimator):
     def from_run(cls, path: str | Path) -> "ProxySearch":
         """The fitted search of an existing run directory (made by ``fit`` or ``autoprox search``)."""
         from autoprox.search.settings import recorded_settings
+        from autoprox.search.table_run import refuse_table_run
 
+        refuse_table_run(path, "ProxySearch reads the runs of a search of ViT statistics")
         settings, space = recorded_settings(path)
         values = options_from_settings(settings, space)
         values["space"] = None if values["bench"] else values["space"]

@@ -40,6 +40,7 @@ from autoprox.search.context import RunContext
 from autoprox.search.fitness import make_folds
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.rundir import HALL_OF_FAME, RunDirectory
+from autoprox.search.table_run import refuse_table_run
 from autoprox.spaces.descriptors import descriptor_columns
 
 #: What a selection returns: a proxy, or an ensemble of proxies and descriptor blends.
@@ -480,6 +481,7 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     out, run_dir = Path(out), Path(run_dir)
     if out.exists():
         raise RunDirError(f"{out} already exists; choose another --out (nothing was overwritten)")
+    refuse_table_run(run_dir, "select works on the runs of a search of ViT statistics")
     best = RunDirectory(run_dir).best(missing_ok=False)
     if not best.get("finished"):
         raise RunDirError(f"{run_dir}: its search has not finished (continue it with autoprox search --resume)")

@@ -31,6 +31,12 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from autoprox.core.errors import BenchmarkError
+    from autoprox.data.proxy_tables import is_proxy_table
+
+    if args.bench and is_proxy_table(args.bench):
+        raise BenchmarkError(f"{args.bench} is a proxy table: it holds its proxies' values and has no networks to "
+                             "compute statistics for; rank and score read it as it is")
     bench = load_benchmark(bench_path(args))
     targets = bench.check_targets(list(args.targets) or bench.default_targets())
     plan = plan_from_args(args, targets)

@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.apps.protocols.summary import format_protocol
     from autoprox.search.rundir import PROTOCOL
 
+    _check_counts(args)
     if args.few_labels:
         return _few_labels(args)
     if args.rank_formulas and not args.leave_space_out:
@@ -72,6 +73,20 @@ def run(args: argparse.Namespace) -> int:
     print(format_protocol(protocol), end="")
     print(f"written to {out / PROTOCOL}")
     return 0 if protocol.get("finished") else 130
+
+
+def _check_counts(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read or written, a count that cannot be: ``--repeats`` below 1, ``--bootstrap``
+    below 0 (0, no resamples, only where the protocol takes it: not with ``--rank-formulas``, whose intervals
+    need resamples)."""
+    from autoprox.core.errors import ConfigError
+
+    if args.repeats is not None and args.repeats < 1:
+        raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
+    least = 1 if args.rank_formulas else 0
+    if args.bootstrap is not None and args.bootstrap < least:
+        raise ConfigError(f"--bootstrap must be at least {least} (resamples"
+                          + (" of each left-out space's rows" if least else "; 0: no interval") + f"), got {args.bootstrap}")
 
 
 def _fold_executor(args: argparse.Namespace, executor):
@@ -140,9 +155,9 @@ def _few_labels(args: argparse.Namespace) -> int:
             tables.append((table, targets[0]))
     if not tables:
         raise ConfigError("--few-labels needs proxy tables: --bench TABLE.csv or --space of a packaged table space")
-    record = run_few_labels(tables, ks, args.repeats or 10, args.out, methods=args.methods,
+    record = run_few_labels(tables, ks, 10 if args.repeats is None else args.repeats, args.out, methods=args.methods,
                             seed=args.protocol_seed or 0, workers=args.workers, resume=args.resume,
-                            say=lambda line: print(line, file=sys.stderr, flush=True))
+                            say=lambda line: print(line, file=sys.stderr, flush=True), progress=not args.quiet)
     print(format_few_labels(record), end="")
     print(f"written to {Path(args.out) / FEW_LABELS_FILE}")
     return 0

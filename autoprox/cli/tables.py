@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from autoprox.core.errors import BenchmarkError, ConfigError
+from autoprox.core.errors import BenchmarkError, ConfigError, ProxyError
 from autoprox.core.numbers import format_float
 from autoprox.data.proxy_tables import (
     TableSpace,
@@ -19,7 +19,7 @@ from autoprox.data.proxy_tables import (
     table_space_names,
 )
 
-__all__ = ["check_rankable", "format_space_protocol", "format_table_ranking", "not_a_table", "rank_on_tables",
+__all__ = ["check_rankable", "check_table_rank_options", "format_space_protocol", "format_table_ranking", "not_a_table", "rank_on_tables",
            "table_space_from", "wants_tables"]
 
 
@@ -125,6 +125,7 @@ def rank_on_tables(args: argparse.Namespace) -> int:
     from autoprox.proxies.proxy import resolve_proxy, split_proxy_list
     from autoprox.proxies.table_scores import reading_note, table_figures, table_scores
 
+    check_table_rank_options(args)
     spaces = table_spaces_given(args)
     if len(spaces) != 1:
         raise ConfigError("rank scores one space: give one --space or one --bench")
@@ -133,6 +134,9 @@ def rank_on_tables(args: argparse.Namespace) -> int:
              for target in table.check_targets(list(args.targets) if args.targets else list(default_targets))]
     check_rankable(space, pairs)
     names = split_proxy_list(args.proxy)
+    if not names:
+        raise ProxyError(f"no proxy given; this space's proxy columns: all, {', '.join(space.proxy_names)} (or a rank "
+                         "formula over them, or a proxy file)")
     if names == ["all"]:
         names = list(space.proxy_names)
     results = {}
@@ -154,19 +158,44 @@ def rank_on_tables(args: argparse.Namespace) -> int:
                 print(f"{label}: {note}", file=sys.stderr)
             per_table[table.name] = table_figures(table_scores(proxy, table), table, targets)
         results[label] = per_table
-    if args.json:
+    if args.json or args.format == "json":
         from autoprox.core.atomic import json_safe
 
         print(json.dumps(json_safe(results if len(results) > 1 else next(iter(results.values()))), indent=2))
         return 0
-    sys.stdout.write(format_table_ranking(space, results))
+    sys.stdout.write(format_table_ranking(space, results, args.format or "text"))
     return 0
 
 
-def format_table_ranking(space: TableSpace, results: dict) -> str:
+#: ``rank``'s options that a proxy table has no use for: it has no search/test split, and its proxies are read
+#: from its columns, not computed on networks under seeds.
+_NOT_ON_TABLES = {"split_seed": "--split-seed", "search_fraction": "--search-fraction", "seeds": "--seeds"}
+
+
+def check_table_rank_options(args: argparse.Namespace) -> None:
+    """Refuse, in one line and before a table is read, ``rank``'s options that a proxy table cannot take: a
+    ``--search-fraction`` outside (0, 1) as the benchmark path refuses it, then ``--split`` other than ``all``,
+    ``--split-seed``, ``--search-fraction`` and ``--seeds`` (a table has no split and no network seeds)."""
+    fraction = getattr(args, "search_fraction", None)
+    if fraction is not None and not 0 < fraction < 1:
+        raise ConfigError(f"search fraction must be in (0, 1), got {fraction}")
+    seeds = getattr(args, "seeds", None)
+    if seeds is not None and any(seed < 0 for seed in seeds):
+        raise ConfigError(f"--seeds are 0 or more, got {', '.join(map(str, seeds))}")
+    given = [flag for name, flag in _NOT_ON_TABLES.items() if getattr(args, name, None) is not None]
+    if getattr(args, "split", None) not in (None, "all"):
+        given.insert(0, f"--split {args.split}")
+    if given:
+        raise ConfigError(f"{given[0]} does not apply to a proxy table: it has no search/test split and its proxies "
+                          "are read from its columns, not computed under seeds (rank ranks every row and correlates "
+                          "the labelled ones)")
+
+
+def format_table_ranking(space: TableSpace, results: dict, fmt: str = "text") -> str:
     """What ``rank`` prints on a table space: ``results`` (proxy -> table -> target -> figures) as one table, the
-    proxies ranked by their mean Kendall over the (table, target) pairs when there are several; every column as
-    wide as its widest cell (a table of millions of rows included)."""
+    proxies ranked by their mean Kendall over the (table, target) pairs when there are several; ``fmt`` ``text``
+    (every column as wide as its widest cell, a table of millions of rows included), ``markdown`` or ``csv``
+    (no title; figures as numbers)."""
     import numpy as np
 
     several = len(results) > 1
@@ -185,6 +214,19 @@ def format_table_ranking(space: TableSpace, results: dict) -> str:
         ordered = list(results.items())
         title = f"proxy {ordered[0][0]} on {what} ({rows_total:,} rows; scored from its columns, no network built)"
     header = (["rank", "proxy"] if several else []) + ["table", "target", "kendall", "spearman", "pearson", "n"]
+    if fmt == "csv":
+        import csv
+        import io
+
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["rank", "proxy", *header[-6:]])
+        for rank, (label, per_table) in enumerate(ordered, 1):
+            for table_name, figures in per_table.items():
+                for target, m in figures.items():
+                    writer.writerow([rank, label, table_name, target, *(_csv_number(m[k]) for k in
+                                                                         ("kendall", "spearman", "pearson")), m["n"]])
+        return buffer.getvalue()
     body = []
     for rank, (label, per_table) in enumerate(ordered, 1):
         for table_name, figures in per_table.items():
@@ -192,6 +234,13 @@ def format_table_ranking(space: TableSpace, results: dict) -> str:
                 body.append(([str(rank), label] if several else []) + [
                     table_name, target, format_float(m["kendall"]), format_float(m["spearman"]),
                     format_float(m["pearson"]), f"{m['n']:,}"])
+    if fmt == "markdown":
+        def cells(row) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+
+        aligned = ["---" if h in ("proxy", "table", "target") else "---:" for h in header]
+        return "\n".join([f"{title}\n", cells(header), "|" + "|".join(aligned) + "|"]
+                         + [cells(row) for row in body]) + "\n"
     widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
     left = {"proxy", "table", "target"}
 
@@ -199,6 +248,11 @@ def format_table_ranking(space: TableSpace, results: dict) -> str:
         return "  ".join(c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cells, widths, header)).rstrip()
 
     return "\n".join([title, line(header)] + [line(row) for row in body]) + "\n"
+
+
+def _csv_number(value) -> str:
+    """A figure as a CSV cell: its repr, empty when undefined."""
+    return "" if value is None or value != value else repr(float(value))
 
 
 def _searched_on(proxy) -> list[str]:

@@ -25,11 +25,14 @@ Neither word is an operator a search draws.
 
 The text form is prefix calls, e.g. ``add(lr(nwot), z(params))``,
 ``lrsum(params, flops, nwot, jacov)`` or ``first(r(params), r(flops), lrsum(nwot, jacov))``; :func:`parse_formula` reads it (a small
-recursive-descent parser, no ``eval``), and ``str`` of a :class:`RankFormula` writes it.
+recursive-descent parser, no ``eval``), and ``str`` of a :class:`RankFormula` writes it. A column whose name is not
+a bare name (letters, digits, ``_``, ``.``, ``-``, not starting with a digit) is written in double quotes with
+JSON's escapes: ``r("my proxy")``, ``mul(r("2x"), r(nwot))``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping
@@ -40,8 +43,8 @@ from scipy.stats import rankdata
 from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.core.registry import Registry
 
-__all__ = ["GRAMMAR_WORDS", "MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula",
-           "columns_of", "parse_formula", "readable", "register_operator", "register_transform", "resolve_first",
+__all__ = ["BARE_NAME", "GRAMMAR_WORDS", "MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula",
+           "column_text", "columns_of", "parse_formula", "readable", "register_operator", "register_transform", "resolve_first",
            "transform_column"]
 
 #: Longest formula text read, and deepest nesting: beyond them a formula is refused in one line.
@@ -157,6 +160,16 @@ register_operator("rerank", 1, _rank, "the centred rank of a (back to rank space
 
 
 # ------------------------------------------------------------------------- the tree
+#: A column name written bare in a formula's text; any other name is written quoted (:func:`column_text`).
+BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+
+
+def column_text(name: str) -> str:
+    """How a formula's text writes the column ``name``: bare (``nwot``) when it is a bare name, else in double
+    quotes with JSON's escapes (``"my proxy"``, ``"2x"``, ``"ñwot✓"``), which :func:`parse_formula` reads back."""
+    return name if BARE_NAME.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
+
 @dataclass(frozen=True)
 class Node:
     """One node: an operator with children, a transformed column (``op`` a transform name and
@@ -170,9 +183,9 @@ class Node:
 
     def __str__(self) -> str:
         if self.op == "lrsum":
-            return f"lrsum({', '.join(self.columns)})"
+            return f"lrsum({', '.join(column_text(c) for c in self.columns)})"
         if self.column:
-            return f"{self.op}({self.column})"
+            return f"{self.op}({column_text(self.column)})"
         return f"{self.op}({', '.join(str(c) for c in self.children)})"
 
     @property
@@ -321,16 +334,38 @@ class RankFormula:
 
 
 # ------------------------------------------------------------------------- parsing
-_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.\-]*)|(.))")
+_TOKEN = re.compile(r'\s*(?:([A-Za-z_][A-Za-z0-9_.\-]*)|("(?:[^"\\]|\\.)*")|(.))', re.DOTALL)
+
+
+class _Quoted(str):
+    """A column name read from a quoted token (never an operator, a transform or a symbol)."""
+
+
+def _shown(token: str) -> str:
+    """A token as an error message quotes it: a quoted column name as written, anything else by its repr."""
+    return f"the quoted name {json.dumps(token, ensure_ascii=False)}" if isinstance(token, _Quoted) else repr(token)
 
 
 def _tokens(text: str) -> list[str]:
-    out = []
+    """The names, quoted column names (as :class:`_Quoted`, unquoted) and symbols of a formula's text."""
+    out: list[str] = []
     for match in _TOKEN.finditer(text):
-        name, symbol = match.groups()
-        if name is None and symbol is None:
-            continue
-        out.append(name if name is not None else symbol)
+        name, quoted, symbol = match.groups()
+        if quoted is not None:
+            try:
+                value = json.loads(quoted)
+            except ValueError:
+                raise GenomeError(f"rank formula {text[:80]!r}: {quoted[:40]!r} is not a quoted column name "
+                                  '(double quotes, with \\" and \\\\ inside)') from None
+            if not value:
+                raise GenomeError(f"rank formula {text[:80]!r}: an empty quoted column name")
+            out.append(_Quoted(value))
+        elif name is not None:
+            out.append(name)
+        elif symbol is not None:
+            if symbol == '"':
+                raise GenomeError(f"rank formula {text[:80]!r}: a quoted column name is not closed")
+            out.append(symbol)
     return out
 
 
@@ -356,15 +391,19 @@ def parse_formula(text: str) -> RankFormula:
         if position >= len(tokens):
             raise GenomeError(f"rank formula {text[:80]!r} ends early" + (f" (expected {expected!r})" if expected else ""))
         token = tokens[position]
-        if expected is not None and token != expected:
-            raise GenomeError(f"rank formula {text[:80]!r}: expected {expected!r}, found {token!r}")
+        if expected is not None and (token != expected or isinstance(token, _Quoted)):
+            raise GenomeError(f"rank formula {text[:80]!r}: expected {expected!r}, found {_shown(token)}")
         position += 1
         return token
 
     def name_token(what: str) -> str:
         token = take()
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", token):
-            raise GenomeError(f"rank formula {text[:80]!r}: expected {what}, found {token!r}")
+        if isinstance(token, _Quoted) and what == "a proxy column":
+            return str(token)
+        if isinstance(token, _Quoted) or not BARE_NAME.fullmatch(token):
+            hint = (" (a column whose name is not a bare name is written in double quotes: r(\"my proxy\"))"
+                    if what == "a proxy column" else "")
+            raise GenomeError(f"rank formula {text[:80]!r}: expected {what}, found {_shown(token)}{hint}")
         return token
 
     def arguments(read: Callable[[], object]) -> list:

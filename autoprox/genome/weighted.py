@@ -81,10 +81,15 @@ class WeightedGenome:
 
 
 def _split_top_level(text: str) -> list[str]:
-    """``text`` cut at the commas outside every parenthesis."""
-    parts, depth, start = [], 0, 0
+    """``text`` cut at the commas outside every parenthesis and every quoted column name."""
+    parts, depth, start, quoted, escaped = [], 0, 0, False, False
     for index, char in enumerate(text):
-        if char == "(":
+        if quoted:
+            quoted, escaped = (escaped or char != '"'), (not escaped and char == "\\")
+            continue
+        if char == '"':
+            quoted = True
+        elif char == "(":
             depth += 1
         elif char == ")":
             depth -= 1

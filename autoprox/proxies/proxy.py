@@ -235,6 +235,8 @@ def resolve_proxy(text: str) -> Proxy:
         data = read_json_file(path, "a JSON proxy file", ProxyError)
         if isinstance(data, dict) and isinstance(data.get("format"), str) and data["format"] in PROXY_FILE_FORMATS:
             return PROXY_FILE_FORMATS[data["format"]](path, data)
+        if isinstance(data, dict) and isinstance(data.get("format"), str):
+            _refuse_format(path, data["format"])
         if not isinstance(data, dict) or not isinstance(data.get("genome"), str):
             raise ProxyError(f"{path}: no 'genome' string in this proxy file")
         try:
@@ -256,6 +258,19 @@ def resolve_proxy(text: str) -> Proxy:
             f"not a file, and not a genome ({exc})"
         ) from None
     return Proxy(genome_to_string(tree), tree)
+
+
+def _refuse_format(path: Path, name: str) -> None:
+    """ProxyError for a proxy file whose ``format`` is a version of a known format this autoprox does not read
+    (``autoprox-weighted-formula/99``), or a format of the same ``autoprox-`` family it does not know."""
+    family = name.rsplit("/", 1)[0]
+    known = sorted(PROXY_FILE_FORMATS.names())
+    versions = [k for k in known if k.rsplit("/", 1)[0] == family]
+    if versions:
+        raise ProxyError(f"{path}: unknown format version {name!r}: this autoprox reads {', '.join(versions)} "
+                         "(a file written by a newer autoprox?)")
+    if name.startswith("autoprox-"):
+        raise ProxyError(f"{path}: unknown proxy file format {name!r}; this autoprox reads {', '.join(known)}")
 
 
 #: The ``format`` of a rank-formula proxy file.
@@ -301,10 +316,17 @@ def _recommended_proxy(text: str):
 
 
 def split_proxy_list(text: str) -> list[str]:
-    """Split a comma list of proxies at top-level commas only (genome strings hold commas)."""
-    parts, depth, current = [], 0, []
+    """Split a comma list of proxies at top-level commas only (genome strings hold commas; so may a rank formula's
+    quoted column name, ``r("a,b")``)."""
+    parts, depth, current, quoted, escaped = [], 0, [], False, False
     for char in text:
-        if char == "," and depth == 0:
+        if quoted:
+            quoted, escaped = (escaped or char != '"'), (not escaped and char == "\\")
+            current.append(char)
+            continue
+        if char == '"':
+            quoted = True
+        elif char == "," and depth == 0:
             parts.append("".join(current).strip())
             current = []
             continue

@@ -64,6 +64,11 @@ def table_scores(proxy, table: ProxyTable, missing: str | None = None) -> np.nda
                              f"(it has {', '.join(table.proxies) or 'none'})")
         return table.proxies[proxy].copy()
     formula = proxy if isinstance(proxy, RankFormula) else getattr(proxy, "formula", None)
+    if formula is not None and not isinstance(formula, RankFormula) \
+            and not any(c in table.proxies for c in formula.columns):
+        raise ProxyError(f"{table.source or table.name} has none of the proxy columns the formula reads "
+                         f"({', '.join(formula.columns)}; it has {', '.join(table.proxies) or 'none'}): every "
+                         "row would score the same")
     if formula is not None:
         policy = missing or getattr(proxy, "missing", "refuse")
         try:
@@ -84,16 +89,19 @@ def table_scores(proxy, table: ProxyTable, missing: str | None = None) -> np.nda
 
 
 def reading_note(proxy, table: ProxyTable) -> str | None:
-    """One line saying how a rank formula reads ``table`` when the table lacks some of its columns: what
-    it scores there (a ``first(...)``'s alternative, each log-rank sum over the columns the table has),
-    and the columns read as no information; None when the table has every column the formula reads (or
-    the proxy is not a formula)."""
+    """One line saying how a formula reads ``table`` when the table lacks some of its columns: what a rank
+    formula scores there (a ``first(...)``'s alternative, each log-rank sum over the columns the table has),
+    and the columns read as no information (every column a weighted formula lacks is); None when the table
+    has every column the formula reads (or the proxy is not a formula)."""
     formula = proxy if isinstance(proxy, RankFormula) else getattr(proxy, "formula", None)
     if formula is None:
         return None
     absent = [c for c in formula.columns if c not in table.proxies]
     if not absent:
         return None
+    if not isinstance(formula, RankFormula):  # a weighted formula: each column it lacks enters as 0
+        return (f"{table.source or table.name} lacks {', '.join(absent)}: read as no information (0 after "
+                f"centring); scored from {', '.join(c for c in formula.columns if c in table.proxies)}")
     resolved = formula.resolved(table.proxies)
     shown = RankFormula(_present_only(resolved.root, table.proxies))
     lacking = [c for c in resolved.required if c not in table.proxies]

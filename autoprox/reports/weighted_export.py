@@ -98,6 +98,12 @@ def _code(node: Node) -> str:
     return _EXPRESSIONS[node.op].format(*(_code(child) for child in node.children))
 
 
+def _in_docstring(text: str) -> str:
+    """``text`` as it reads inside the module's docstring: its backslashes and quotes escaped (a quoted column name
+    holds both) and each line break written as ``\\n``, so no text closes the docstring or starts a line."""
+    return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "\\r").replace("\n", "\\n"))
+
+
 def weighted_export_source(formula: WeightedFormula, source: str = "", target: str = "") -> str:
     """The module's source text."""
     lines = []
@@ -105,9 +111,10 @@ def weighted_export_source(formula: WeightedFormula, source: str = "", target: s
         lines.append(f"    total += {weight!r} * np.nan_to_num({_code(member)}, nan=0.0, posinf=0.0, neginf=0.0)"
                      f"  # {member}")
     today = _dt.date.today().isoformat()
+    source, target = _in_docstring(source), _in_docstring(target)
     header = (f'"""A proxy exported by autoprox on {today}: a weighted formula over proxy columns'
               f'{" (" + source + ")" if source else ""}{", fitted to " + target if target else ""}.\n\n'
-              f"    {formula}\n\n"
+              f"    {_in_docstring(str(formula))}\n\n"
               "score(columns) -> numpy array: columns maps each proxy column's name to its values on the rows to\n"
               "rank (NaN or None where not measured; a column left out reads as no information). Each column enters\n"
               "through its rank within these rows, so rank the architectures you compare together. Higher: predicted\n"

@@ -28,11 +28,11 @@ from autoprox.data.proxy_tables import ProxyTable, read_proxy_table
 from autoprox.search.evolution import EvolutionState
 from autoprox.search.fitness import FitnessRecord
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
-from autoprox.search.rundir import BEST, CHECKPOINT, RunDirectory
+from autoprox.search.rundir import BEST, CHECKPOINT, CONFIG, RunDirectory
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT
 from autoprox.search.table_search import CapChoice, LabelledTable, TableSearchSettings, choose_term_cap, search_table
 
-__all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "is_table_run", "run_table_search"]
+__all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "is_table_run", "refuse_table_run", "run_table_search"]
 
 #: The ``kind`` a table search's ``config.json`` records.
 TABLE_SEARCH_KIND = "table-search"
@@ -41,6 +41,22 @@ TABLE_SEARCH_KIND = "table-search"
 def is_table_run(config: dict) -> bool:
     """Whether a run's ``config.json`` is a table search's."""
     return isinstance(config, dict) and config.get("kind") == TABLE_SEARCH_KIND
+
+
+def refuse_table_run(run_dir: str | Path, what: str) -> None:
+    """RunDirError when ``run_dir`` holds a table search (a weighted formula, not genomes of statistics), saying
+    ``what`` the caller does instead and that the run's ``best.json`` is its proxy; nothing otherwise (a folder that
+    is no run is left to the caller's own check)."""
+    run = RunDirectory(run_dir)
+    try:
+        config = run.config() if run.file(CONFIG).is_file() else None
+    except RunDirError:
+        return
+    if is_table_run(config):
+        best = run.file(BEST)
+        raise RunDirError(f"{run.path} is a proxy-table search (search --bench TABLE.csv); {what}. Its proxy is "
+                          f"{best}: score a table with autoprox score --proxy {shlex.quote(str(best))} --bench "
+                          "TABLE.csv --out scores.csv (in Python: autoprox.score_rows)")
 
 
 def _log(message: str, quiet: bool) -> None:

@@ -67,7 +67,7 @@ class TableSearchSettings:
     bag_fraction : float
         The share of the rows each subsample holds.
     seed : int
-        The one source of randomness.
+        The one source of randomness (any integer; NumPy reads a negative one modulo 2**64).
     """
 
     population: int = 20
@@ -85,6 +85,8 @@ class TableSearchSettings:
     cap_margin: float = 0.0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise ConfigError(f"the seed is an integer, got {self.seed!r}")
         if self.population < 2 or self.iterations < 0:
             raise ConfigError(f"population must be at least 2 and iterations not negative, got {self.population} "
                               f"and {self.iterations}")
@@ -219,6 +221,12 @@ class WeightedFitness(MemoisedFitness):
                                float(model.intercept))
 
 
+def _generator(seed: int) -> np.random.Generator:
+    """NumPy's generator for ``seed``: a negative seed (which NumPy refuses, and the evolution's ``random.Random``
+    takes) is read modulo 2**64, so that every integer seed gives one reproducible search."""
+    return np.random.default_rng(seed % 2**64 if seed < 0 else seed)
+
+
 def evolve(table: LabelledTable, rows: np.ndarray, settings: TableSearchSettings, seed: int,
            on_evaluation: Callable[[FitnessRecord, int], None] | None = None,
            on_iteration: Callable[[EvolutionState, dict], None] | None = None,
@@ -229,7 +237,7 @@ def evolve(table: LabelledTable, rows: np.ndarray, settings: TableSearchSettings
     config = settings.evolution(seed)
     space = table.space(settings)
     if evaluator is None:
-        bags = subsamples(len(rows), settings.bags, settings.bag_fraction, np.random.default_rng(seed))
+        bags = subsamples(len(rows), settings.bags, settings.bag_fraction, _generator(seed))
         evaluator = WeightedFitness(table, rows, bags)
     if state is None:
         rng = random.Random(seed)
@@ -297,7 +305,7 @@ def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
     if caps == [0] or settings.iterations == 0:
         return CapChoice(0 if 0 in caps else caps[0], {})
     rows = table.labelled
-    order = np.random.default_rng(settings.seed + 1).permutation(len(rows))
+    order = _generator(settings.seed + 1).permutation(len(rows))
     folds = np.array_split(order, settings.inner_folds)
     predictions = {cap: np.full(len(rows), np.nan) for cap in caps}
     for index, fold in enumerate(folds):
@@ -348,7 +356,7 @@ def search_table(table: LabelledTable, settings: TableSearchSettings = TableSear
     evaluator = None
     if state is not None:
         bags = subsamples(len(table.labelled), settings.bags, settings.bag_fraction,
-                          np.random.default_rng(settings.seed))
+                          _generator(settings.seed))
         evaluator = WeightedFitness(table, table.labelled, bags)
         evaluator.remember(remembered)
     evaluator, state = evolve(table, table.labelled, settings, settings.seed, on_evaluation, on_iteration, state,

@@ -171,3 +171,53 @@ def test_a_large_table_shows_the_progress_of_its_reading(tmp_path, capsys, monke
     assert all(a[0] <= b[0] for a, b in zip(calls, calls[1:]))
     code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path)
     assert code == 0 and "reading big.csv (MB) [" in err and "400 rows" in out
+
+
+@pytest.mark.parametrize("proxy", ["", ",", " , "])
+def test_rank_with_no_proxy_on_a_table_says_so_as_on_a_benchmark(proxy, tmp_path, capsys):
+    """``--proxy ''`` gave an IndexError traceback in format_table_ranking."""
+    path = _good(tmp_path / "mine.csv")
+    code, out, err = run_cli(capsys, "rank", "--proxy", proxy, "--bench", path)
+    assert code == 2 and not out
+    line = one_error_line(err)
+    assert "no proxy given" in line and "params, nwot" in line
+
+
+def test_rank_on_a_table_writes_csv_json_and_markdown_when_asked(tmp_path, capsys):
+    """``--format csv|json`` on a table used to print the plain text table."""
+    import json
+
+    path = _good(tmp_path / "mine.csv", 30)
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params,nwot", "--bench", path, "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.reader(out.splitlines()))
+    assert rows[0] == ["rank", "proxy", "table", "target", "kendall", "spearman", "pearson", "n"]
+    assert [r[0] for r in rows[1:]] == ["1", "2"] and {r[1] for r in rows[1:]} == {"params", "nwot"}
+    assert float(rows[1][4]) >= float(rows[2][4]) and rows[1][7] == "30"
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params,nwot", "--bench", path, "--format", "json")
+    assert code == 0, err
+    figures = json.loads(out)
+    assert figures["nwot"]["mine"]["val_acc"]["n"] == 30
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params,nwot", "--bench", path, "--json")
+    assert json.loads(out) == figures
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path, "--format", "markdown")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "| table | target | kendall | spearman | pearson | n |" in lines and lines[-1].startswith("| mine | val_acc |")
+
+
+@pytest.mark.parametrize("option, said", [
+    (("--search-fraction", "2"), "search fraction must be in (0, 1), got 2.0"),
+    (("--search-fraction", "-0.5"), "search fraction must be in (0, 1), got -0.5"),
+    (("--seeds", "-1"), "--seeds are 0 or more, got -1"),
+    (("--seeds", "0,1"), "--seeds does not apply to a proxy table"),
+    (("--search-fraction", "0.5"), "--search-fraction does not apply to a proxy table"),
+    (("--split", "test"), "--split test does not apply to a proxy table"),
+    (("--split-seed", "3"), "--split-seed does not apply to a proxy table"),
+])
+def test_rank_on_a_table_refuses_the_options_of_a_split_or_of_seeds(option, said, tmp_path, capsys):
+    """``--search-fraction 2``, ``-0.5`` and ``--seeds -1`` were accepted silently on a table (and meant nothing)."""
+    path = _good(tmp_path / "mine.csv")
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path, *option)
+    assert code == 2 and not out and said in one_error_line(err)
+    assert run_cli(capsys, "rank", "--proxy", "params", "--bench", path, "--split", "all")[0] == 0

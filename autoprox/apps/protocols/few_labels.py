@@ -31,10 +31,12 @@ from scipy.stats import kendalltau, rankdata
 
 from autoprox.apps.protocols.runner import CutProtocol, check_recorded, run_cuts
 from autoprox.core.atomic import atomic_write_json, json_safe, read_json_file
-from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.errors import AutoproxError, BenchmarkError, ConfigError, RunDirError, one_line
+from autoprox.core.progress import Progress
 from autoprox.core.registry import Registry
 from autoprox.data.proxy_tables import ProxyTable
 from autoprox.proxies.weighted_fit import usable_columns
+from autoprox.search.table_search import MIN_LABELS
 
 __all__ = ["FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "column_rank_matrix", "register_few_label_method",
            "ridge_on_ranks", "run_few_labels"]
@@ -169,7 +171,10 @@ def _one_draw(columns, truth, k, seed, name, draw, methods) -> dict:
     judged = np.setdiff1d(labelled, rows)
     figures = {}
     for method in methods:
-        scores = FEW_LABEL_METHODS[method].fit(columns, labels, draw)
+        try:
+            scores = FEW_LABEL_METHODS[method].fit(columns, labels, draw)
+        except AutoproxError as exc:  # a draw its method cannot fit (k labels all equal): say which
+            raise type(exc)(f"{name} k={k}, draw {draw}, {method}: {one_line(exc)}") from None
         figures[method] = _kendall(np.asarray(scores, dtype=np.float64)[judged], truth[judged])
     return figures
 
@@ -197,8 +202,10 @@ def summarise(draws: Sequence[Mapping[str, float]], reference: str = "engine") -
 
 def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], repeats: int, out: str | Path,
                    methods: Sequence[str] | None = None, seed: int = 0, workers: int = 1, resume: bool = False,
-                   say: Callable[[str], None] = print) -> dict:
-    """Run (or go on with) the protocol into ``out`` (:data:`FEW_LABELS_FILE`); returns the record.
+                   say: Callable[[str], None] = print, progress: bool = False) -> dict:
+    """Run (or go on with) the protocol into ``out`` (:data:`FEW_LABELS_FILE`); returns the record. Every refusal
+    (options, a target that cannot rank, a folder that is a file or holds other files) comes before anything is
+    written.
 
     Parameters
     ----------
@@ -209,10 +216,26 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         Draws per (table, k).
     methods : sequence of str, optional
         Keys of :data:`FEW_LABEL_METHODS` (default: all; ``forest`` left out with a warning without scikit-learn).
+    progress : bool
+        Show each (table, k)'s draws as a progress line on stderr.
+
+    Raises
+    ------
+    ConfigError, BenchmarkError, RunDirError
+        In one line, before anything is written.
     """
-    if not ks or min(ks) < MIN_K or repeats < 1:
-        raise ConfigError(f"--few-labels takes labelled-row counts of at least {MIN_K} and --repeats at least 1")
+    if not ks or min(ks) < MIN_K:
+        raise ConfigError(f"--few-labels takes labelled-row counts of at least {MIN_K}, got {', '.join(map(str, ks))}")
+    if repeats < 1:
+        raise ConfigError(f"--repeats must be at least 1 (draws per table and k), got {repeats}")
     methods = list(methods or FEW_LABEL_METHODS.names())
+    if "engine" in methods and min(ks) < MIN_LABELS:
+        raise ConfigError(f"--few-labels {min(ks)}: the engine's search needs at least {MIN_LABELS} labelled rows; give "
+                          f"k of {MIN_LABELS} or more, or leave engine out of --methods")
+    for table, target in tables:  # a target that cannot rank would fail in the first draw, after the record is written
+        problem = table.measured_problem(target)
+        if problem:
+            raise BenchmarkError(f"{problem}; choose another target (--targets) or table")
     for name in methods:
         FEW_LABEL_METHODS.lookup(name)
     if "forest" in methods:
@@ -230,6 +253,9 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
     path = out / FEW_LABELS_FILE
     spec = {"ks": list(ks), "repeats": repeats, "seed": seed, "methods": methods,
             "tables": [{"name": t.name, "sha256": t.sha256, "target": target, "rows": len(t)} for t, target in tables]}
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"{out} is a file, not a folder; --out names the folder the protocol writes "
+                          f"{FEW_LABELS_FILE} in: choose a new --out")
     if path.is_file():
         record = read_json_file(path, "a few-label protocol record", RunDirError)
         if not resume:
@@ -237,9 +263,12 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         check_recorded(path, {"protocol options": [key for key in spec if record.get("spec", {}).get(key) != spec[key]]},
                        "choose another --out")
     else:
+        if out.is_dir() and any(out.iterdir()):
+            raise RunDirError(f"{out} is not empty and holds no {FEW_LABELS_FILE}; its files are left as they are: "
+                              "choose a new --out")
         out.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, "spec": spec, "results": {}}
-    return run_cuts(out, _FewLabelCells(tables, methods, workers, say), record, say)
+    return run_cuts(out, _FewLabelCells(tables, methods, workers, say, progress), record, say)
 
 
 class _FewLabelCells(CutProtocol):
@@ -247,9 +276,9 @@ class _FewLabelCells(CutProtocol):
     its record (``few_labels.json``) is written after each and summarised per k (:func:`overall`)."""
 
     def __init__(self, tables: Sequence[tuple[ProxyTable, str]], methods: Sequence[str], workers: int,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], progress: bool = False) -> None:
         self.tables = {table.name: (table, target) for table, target in tables}
-        self.methods, self.workers, self.say = list(methods), workers, say
+        self.methods, self.workers, self.say, self.progress = list(methods), workers, say, progress
 
     @staticmethod
     def _cell(cut: str) -> tuple[str, str]:
@@ -275,9 +304,16 @@ class _FewLabelCells(CutProtocol):
             if int(k) > 0.6 * len(labelled):
                 yield cut, {"skipped": f"k={k} is more than 60 % of the {len(labelled)} labelled rows"}
                 continue
-            draws = Parallel(n_jobs=self.workers)(delayed(_one_draw)(table.proxies, truth, int(k), spec["seed"], name,
-                                                                     draw, self.methods)
-                                                  for draw in range(spec["repeats"]))
+            line = Progress(f"{name} k={k} draws", every=10) if self.progress else None
+            if line:
+                line(0, spec["repeats"])
+            draws = []
+            for draw in Parallel(n_jobs=self.workers, return_as="generator")(
+                    delayed(_one_draw)(table.proxies, truth, int(k), spec["seed"], name, draw, self.methods)
+                    for draw in range(spec["repeats"])):
+                draws.append(draw)
+                if line:
+                    line(len(draws), spec["repeats"])
             yield cut, {"draws": draws, **summarise(draws)}
 
     def keep(self, record: dict, cut: str, outcome: Any) -> bool:

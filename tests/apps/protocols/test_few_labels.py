@@ -121,3 +121,70 @@ def test_the_report_draws_mean_kendall_against_k_one_panel_per_table(tmp_path, c
     page = (tmp_path / "r.html").read_text()
     assert page.count("<svg") == 1 and "figure-few-labels" in page and "labelled rows k" in page
     assert '<h2 id="table-t">' in page
+
+
+@pytest.mark.parametrize("options, said", [
+    (("--few-labels", "10", "--repeats", "0"), "--repeats must be at least 1, got 0"),
+    (("--few-labels", "5", "--repeats", "1"), "the engine's search needs at least 10 labelled rows"),
+])
+def test_few_labels_refuses_zero_repeats_and_a_k_the_engine_cannot_search_before_writing(options, said, tmp_path,
+                                                                                          capsys):
+    """``--repeats 0`` ran 10 repeats; k=5 with the engine failed in the first draw, after the record was written."""
+    path = write_table(tmp_path / "t.csv", rows=40)
+    code, out, err = run_cli(capsys, "evaluate", *options, "--bench", path, "--out", tmp_path / "p")
+    assert code == 2 and said in one_error_line(err)
+    assert not (tmp_path / "p").exists()
+
+
+def test_evaluate_refuses_a_negative_bootstrap_before_reading_anything(capsys):
+    code, out, err = run_cli(capsys, "evaluate", "--leave-space-out", "--bootstrap", "-1", "--space", "pit",
+                             "--space", "autoformer", "--out", "/nonexistent/never")
+    assert code == 2 and "--bootstrap must be at least 0" in one_error_line(err)
+
+
+def test_few_labels_on_a_constant_target_names_file_and_column_and_writes_nothing(tmp_path, capsys):
+    """It said ``table: target 'target' has the same value ...`` and wrote few_labels.json with no results."""
+    path = tmp_path / "const.csv"
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "score", "params", "flops", "nwot"])
+        writer.writerows([[f"a{i}", 5, i, 30 - i, i % 7] for i in range(30)])
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "1", "--bench", path,
+                             "--out", tmp_path / "p")
+    assert code == 2
+    line = one_error_line(err)
+    assert str(path) in line and "target 'score'" in line and "constant value" in line
+    assert not (tmp_path / "p").exists()
+
+
+def test_few_labels_keeps_out_of_a_user_folder_and_of_a_file(tmp_path, capsys):
+    """A folder holding important.txt was written into; an --out that is a file was a FileExistsError traceback."""
+    path = write_table(tmp_path / "t.csv", rows=40)
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "important.txt").write_text("keep")
+    (tmp_path / "user.json").write_text("{}")
+    for out, said in ((folder, "is not empty and holds no few_labels.json"), (tmp_path / "user.json", "is a file")):
+        code, _, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "1", "--bench", path,
+                               "--methods", "size", "--out", out)
+        assert code == 2 and said in one_error_line(err)
+    assert sorted(p.name for p in folder.iterdir()) == ["important.txt"]
+    assert (tmp_path / "user.json").read_text() == "{}"
+    code, _, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "1", "--bench", path,
+                           "--methods", "size", "--out", tmp_path / "p")
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "1", "--bench", path,
+                           "--methods", "size", "--out", tmp_path / "p", "--resume")
+    assert code == 0, err  # its own record goes on
+
+
+def test_few_labels_shows_the_progress_of_its_draws_unless_quiet(tmp_path, capsys):
+    path = write_table(tmp_path / "t.csv", rows=40)
+    code, _, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "3", "--bench", path,
+                           "--methods", "size,ridge", "--out", tmp_path / "p")
+    assert code == 0, err
+    assert "t k=10 draws [" in err and "3/3" in err
+    code, _, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "3", "--bench", path,
+                           "--methods", "size,ridge", "--out", tmp_path / "q", "--quiet")
+    assert code == 0, err
+    assert "draws [" not in err

@@ -1,0 +1,195 @@
+"""What a table search, ``score``, ``rank`` and the few-label protocol do with input they cannot use, or can use
+only in part: a proxy scored on a table lacking a column, column names that are not bare identifiers, bad seeds
+and options; refused in one line (exit 2) before work, or scored as documented."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from autoprox.search.table_search import TableSearchSettings
+from tests.commands import one_error_line, run_cli
+
+SMALL = TableSearchSettings(population=6, iterations=2, inner_folds=2, bags=2, term_caps=(0, 1))
+
+
+def write_table(path, columns=("params", "flops", "nwot", "jacov"), rows: int = 30, labelled: int = 20,
+                seed: int = 0, labels=None):
+    """``id,val_acc,COLUMNS``: rows a0..a{rows-1}, the first ``labelled`` labelled, each column the label plus
+    noise (so every column carries some of the order)."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=rows)
+    target = 70 + base if labels is None else np.asarray(labels, dtype=float)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "val_acc", *columns])
+        for i in range(rows):
+            writer.writerow([f"a{i}", repr(float(target[i])) if i < labelled else "",
+                             *(repr(float(base[i] + rng.normal())) for _ in columns)])
+    return path
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    """A finished table search on a table with a ``jacov`` column, its best.json and table."""
+    from autoprox.search.table_run import run_table_search
+
+    folder = tmp_path_factory.mktemp("searched")
+    table = write_table(folder / "mine.csv")
+    run_table_search(table, ["val_acc"], folder / "run1", SMALL, quiet=True)
+    return folder / "run1", table
+
+
+# ------------------------------------------------------------------ a table lacking a column the proxy reads
+def test_a_weighted_proxy_on_a_table_lacking_one_of_its_columns_reads_it_as_no_information(searched, tmp_path,
+                                                                                            capsys):
+    from autoprox.data.proxy_tables import read_proxy_table
+    from autoprox.genome.weighted import WeightedFormula
+
+    run, _ = searched
+    good = write_table(tmp_path / "good.csv", columns=("params", "flops", "nwot"), seed=1)
+    code, out, err = run_cli(capsys, "score", "--proxy", run / "best.json", "--bench", good, "--out", tmp_path / "o.csv")
+    assert code == 0, err
+    assert "Traceback" not in err and "good.csv lacks jacov: read as no information" in err
+    formula = WeightedFormula.from_json(json.loads((run / "best.json").read_text())["formula"])
+    columns = dict(read_proxy_table(good).proxies)
+    expected = formula.score(columns | {"jacov": np.full(30, np.nan)})
+    written = np.array([float(r[1]) for r in list(csv.reader(open(tmp_path / "o.csv")))[1:]])
+    assert np.allclose(written, expected, rtol=1e-12)
+    code, out, err = run_cli(capsys, "rank", "--proxy", run / "best.json", "--bench", good)
+    assert code == 0, err
+    assert "lacks jacov: read as no information" in err and "kendall" in out
+
+
+def test_a_weighted_proxy_on_a_table_with_none_of_its_columns_is_refused_naming_them(searched, tmp_path, capsys):
+    run, _ = searched
+    other = write_table(tmp_path / "other.csv", columns=("snip", "zen"))
+    for command in (("score", "--out", tmp_path / "o.csv"), ("rank",)):
+        code, out, err = run_cli(capsys, command[0], "--proxy", run / "best.json", "--bench", other, *command[1:])
+        assert code == 2
+        line = one_error_line(err)
+        assert "has none of the proxy columns" in line and "jacov" in line and "params" in line
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_hand_edited_weighted_proxy_naming_an_unknown_column_is_scored_with_a_note(searched, tmp_path, capsys):
+    run, table = searched
+    best = json.loads((run / "best.json").read_text())
+    best["formula"]["plain"][-1] = "jacovv"
+    edited = tmp_path / "best.json"
+    edited.write_text(json.dumps(best))
+    code, out, err = run_cli(capsys, "score", "--proxy", edited, "--bench", table, "--out", tmp_path / "o.csv")
+    assert code == 0, err
+    assert "lacks jacovv: read as no information" in err
+
+
+# ------------------------------------------------------------------ column names that are not bare names
+ODD = ("params", "my proxy", "ñwot✓", "2x", 'we"ird\\na,me(')
+
+
+def test_a_quoted_column_name_parses_and_prints_back():
+    from autoprox.genome.rank_formula import parse_formula
+    from autoprox.genome.weighted import parse_weighted
+    from autoprox.proxies.proxy import split_proxy_list
+
+    formula = parse_formula('min(r("ñwot✓"), lrsum("my proxy", "2x", params, "a\\"b,c)"))')
+    assert formula.columns == ("ñwot✓", "my proxy", "2x", "params", 'a"b,c)')
+    assert str(parse_formula(str(formula))) == str(formula) and str(parse_formula("r(nwot)")) == "r(nwot)"
+    genome = parse_weighted('weighted(mul(r("a,b"), r(x)), r("(y"))')
+    assert len(genome) == 2 and str(parse_weighted(str(genome))) == str(genome)
+    assert split_proxy_list('r("a,b"),nwot') == ['r("a,b")', "nwot"]
+    for bad, said in (("r(ñwot)", "written in double quotes"), ('r("abc', "not closed"), ('r("")', "empty quoted"),
+                      ('"r"(x)', "expected an operator")):
+        with pytest.raises(Exception, match=said) as caught:
+            parse_formula(bad)
+        assert type(caught.value).__name__ == "GenomeError"
+
+
+def test_a_table_whose_column_names_are_not_bare_names_is_searched_scored_ranked_and_exported(tmp_path, capsys):
+    import importlib.util
+
+    from autoprox.data.proxy_tables import read_proxy_table
+    from autoprox.genome.weighted import WeightedFormula
+    from autoprox.search.table_run import run_table_search
+
+    table = write_table(tmp_path / "odd.csv", columns=ODD)
+    whole = run_table_search(table, ["val_acc"], tmp_path / "whole", SMALL, quiet=True)
+    stopped = run_table_search(table, ["val_acc"], tmp_path / "cut", SMALL, quiet=True, stop_after=1)
+    assert stopped["finished"] is False
+    resumed = run_table_search(None, None, tmp_path / "cut", resume=True, quiet=True)
+    assert resumed["formula"] == whole["formula"]
+    code, out, err = run_cli(capsys, "search", "--bench", table, "--targets", "val_acc", "--out", tmp_path / "run",
+                             "--iterations", "2", "--quiet")
+    assert code == 0, err
+    best = tmp_path / "run" / "best.json"
+    code, out, err = run_cli(capsys, "score", "--proxy", best, "--bench", table, "--out", tmp_path / "s.csv")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "rank", "--proxy", 'min(r("ñwot✓"), r("2x")),my proxy', "--bench", table)
+    assert code == 0, err
+    assert 'min(r("ñwot✓"), r("2x"))' in out and "my proxy" in out
+    code, out, err = run_cli(capsys, "export", tmp_path / "run", "--out", tmp_path / "proxy.py")
+    assert code == 0, err
+    spec = importlib.util.spec_from_file_location("exported_odd", tmp_path / "proxy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    columns = read_proxy_table(table).proxies
+    formula = WeightedFormula.from_json(json.loads(best.read_text())["formula"])
+    assert set(formula.plain) == set(ODD)
+    assert np.allclose(module.score({n: list(v) for n, v in columns.items()}), formula.score(columns), rtol=1e-12)
+
+
+# ------------------------------------------------------------------ seeds
+def test_a_negative_seed_gives_one_reproducible_table_search_that_resumes(tmp_path, capsys):
+    from autoprox.search.table_run import run_table_search
+
+    table = write_table(tmp_path / "mine.csv")
+    code, out, err = run_cli(capsys, "search", "--bench", table, "--targets", "val_acc", "--out", tmp_path / "a",
+                             "--seed", "-1", "--iterations", "2", "--quiet")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "search", "--bench", table, "--targets", "val_acc", "--out", tmp_path / "b",
+                             "--seed", "-1", "--iterations", "2", "--quiet")
+    assert code == 0, err
+    first = json.loads((tmp_path / "a" / "best.json").read_text())
+    assert first["formula"] == json.loads((tmp_path / "b" / "best.json").read_text())["formula"]
+    settings = TableSearchSettings(**{**SMALL.to_json(), "term_caps": SMALL.term_caps, "seed": -2})
+    whole = run_table_search(table, ["val_acc"], tmp_path / "whole", settings, quiet=True)
+    run_table_search(table, ["val_acc"], tmp_path / "cut", settings, quiet=True, stop_after=1)
+    assert run_table_search(None, None, tmp_path / "cut", resume=True, quiet=True)["formula"] == whole["formula"]
+
+
+# ------------------------------------------------------------------ what is said of a table where ViT runs are meant
+def test_the_python_api_sends_a_table_to_search_table_and_reads_no_table_run_as_a_vit_run(searched, tmp_path):
+    """ProxySearch(bench=T.csv).fit() said the table had no arch column; from_run said config.json had no 'bench'."""
+    from autoprox.api import ProxySearch
+    from autoprox.core.errors import ConfigError, RunDirError
+
+    run, table = searched
+    with pytest.raises(ConfigError, match=r"is a proxy table: ProxySearch searches genomes of ViT statistics; search "
+                                          r"a table with autoprox.search_table"):
+        ProxySearch(bench=str(table), targets="val_acc", iterations=2, out=str(tmp_path / "api")).fit()
+    assert not (tmp_path / "api").exists()
+    with pytest.raises(RunDirError, match="is a proxy-table search .* Its proxy is .*best.json"):
+        ProxySearch.from_run(run)
+
+
+def test_select_cache_build_and_an_unknown_format_version_say_what_a_table_is(searched, tmp_path, capsys):
+    run, table = searched
+    code, out, err = run_cli(capsys, "select", run, "--out", tmp_path / "sel.json")
+    assert code == 2
+    line = one_error_line(err)
+    assert "select works on the runs of a search of ViT statistics" in line and "best.json" in line
+    assert "genome" not in line and "no 'bench'" not in line
+    best = json.loads((run / "best.json").read_text())
+    best["format"] = "autoprox-weighted-formula/99"
+    (tmp_path / "b99.json").write_text(json.dumps(best))
+    code, out, err = run_cli(capsys, "score", "--proxy", tmp_path / "b99.json", "--bench", table, "--out",
+                             tmp_path / "o.csv")
+    assert code == 2
+    assert "unknown format version 'autoprox-weighted-formula/99'" in one_error_line(err)
+    code, out, err = run_cli(capsys, "cache", "build", "--bench", table)
+    assert code == 2
+    line = one_error_line(err)
+    assert "is a proxy table" in line and "no networks to compute statistics for" in line and "'id'" not in line
