@@ -33,7 +33,7 @@ _EVALUATE = frozenset({"evaluate"})
 RANK_OPTIONS: tuple[Option, ...] = (
     Option("proxy", None, lambda: f"a built-in ({', '.join(BUILTIN_PROXIES)}), a recommended proxy (recommended:SPACE/TARGET, "
            "such as recommended:pit/flower_kd or "
-           "recommended:any/joint), a genome string, a proxy JSON such as best.json; on a proxy table also a proxy "
+           "recommended:any/joint), a genome string, a proxy JSON such as best.json (or the run directory holding it); on a proxy table also a proxy "
            "column or a rank formula over columns (r, lr, z, lrsum, first: \"lrsum(params, nwot)\", "
            "\"first(r(params), r(flops))\"); 'all' or a comma list prints the ranking table", text(),
            commands=_RANK, required=True),

@@ -28,7 +28,7 @@ HEADER = "id,score\n"
 #: ``rank``'s options that mean nothing to ``score``: it scores every row with one proxy and prints no figures.
 SCORE_LEAVES_OUT = ("split", "split_seed", "search_fraction", "json", "seeds", "format")
 PROXY_HELP = ("one proxy: a built-in, a recommended proxy (recommended:SPACE/TARGET), a genome string, a proxy JSON "
-              "such as a run's best.json or a table search's best.json; on a proxy table also a proxy column or a "
+              "such as a run's best.json or a table search's best.json (or the run directory itself); on a proxy table also a proxy column or a "
               "rank formula over columns")
 
 

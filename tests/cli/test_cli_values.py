@@ -57,3 +57,14 @@ def test_score_offers_none_of_rank_s_figure_options(capsys):
     for option in ("--json", "--seeds", "--format", "--split", "--search-fraction"):
         assert option not in text, option
     assert "prints the ranking table" not in " ".join(text.split())
+
+
+def test_a_run_directory_stands_for_its_best_proxy_as_export_reads_it(capsys, tmp_path):
+    from autoprox.proxies.proxy import resolve_proxy
+
+    by_folder, by_file = resolve_proxy(str(REFERENCE)), resolve_proxy(str(REFERENCE / "best.json"))
+    assert by_folder.name == by_file.name and by_folder.provenance == by_file.provenance
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["rank", "--proxy", str(empty), "--space", "pit"]) == 2
+    assert f"{empty} is a folder without best.json" in capsys.readouterr().err
