@@ -39,7 +39,7 @@ from autoprox.cli import (
     transfer,
     vitsearch,
 )
-from autoprox.cli.options import HelpFormatter
+from autoprox.cli.options import HelpFormatter, run_folders_as_best
 from autoprox.core.errors import AutoproxError, cut_long_words, one_line, path_too_long
 
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
@@ -119,6 +119,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 def _run(args: argparse.Namespace) -> int:
     try:
         try:
+            run_folders_as_best(args)
             return COMMANDS[args.command].run(args)
         except OSError as exc:
             # A path given with a part longer than the file system allows (a run directory, --out, --cache-dir,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from autoprox.cli.command_options import command_options
-from autoprox.core.errors import BenchmarkError, ConfigError
+from autoprox.core.errors import BenchmarkError, ConfigError, ProxyError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import StatsPlan
 from autoprox.proxies.recommended import is_recommended_name, split_recommended_name
@@ -180,6 +182,33 @@ def add_space_file_option(parser: argparse.ArgumentParser) -> None:
 def use_space_files(args: argparse.Namespace) -> list:
     """Register the ``--space-file`` families; returns them (the first is the space of a ViT search)."""
     return register_space_files(vars(args))
+
+
+def run_folders_as_best(args: argparse.Namespace) -> None:
+    """``--proxy RUN``: a run directory stands for its ``best.json``, as ``export RUN`` reads it (each part of a
+    comma list alike). A bare name is taken as a folder only when it holds one, so that a built-in or a table's
+    column named like a folder stays what it is; ProxyError for a path to a folder without one."""
+    from autoprox.proxies.proxy import BUILTIN_PROXIES, split_proxy_list
+    from autoprox.search.rundir import BEST
+
+    text = getattr(args, "proxy", None)
+    if not isinstance(text, str) or not text.strip():
+        return
+    parts = split_proxy_list(text)
+    resolved = []
+    for part in parts:
+        try:
+            folder = Path(part).is_dir() and part not in BUILTIN_PROXIES
+        except (OSError, ValueError):  # a genome string too long for a file name
+            folder = False
+        best = Path(part) / BEST
+        if folder and best.is_file():
+            part = str(best)
+        elif folder and (os.sep in part or part in (".", "..")):
+            raise ProxyError(f"--proxy {part}: a folder without {BEST}; give a run directory or a proxy file")
+        resolved.append(part)
+    if resolved != parts:
+        args.proxy = ",".join(resolved)
 
 
 def bench_path(args: argparse.Namespace) -> str:

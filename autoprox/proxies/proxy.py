@@ -215,24 +215,9 @@ def _existing_file(text: str) -> Path | None:
         return None
 
 
-def _best_of_run_folder(text: str) -> str:
-    """``text``, or ``text/best.json`` when ``text`` is a folder: a run directory stands for its best proxy, as
-    ``export RUN`` reads it; ProxyError for a folder without one."""
-    try:
-        folder = Path(text).is_dir()
-    except (OSError, ValueError):
-        return text
-    if not folder:
-        return text
-    best = Path(text) / "best.json"
-    if not best.is_file():
-        raise ProxyError(f"{text} is a folder without best.json: give a run directory or a proxy file")
-    return str(best)
-
-
 def resolve_proxy(text: str) -> Proxy:
     """A built-in name (``params``, ``flops``, a zoo proxy, ``autoprox_a``/``autoprox_p``), a path to a
-    proxy JSON (such as a run's ``best.json``, or the run directory itself, or a file of a :data:`PROXY_FILE_FORMATS` format such as
+    proxy JSON (such as a run's ``best.json``, or a file of a :data:`PROXY_FILE_FORMATS` format such as
     an ensemble, which gives that format's proxy), or a genome string."""
     if text in ARCHITECTURE_PROXIES:
         return Proxy(text)
@@ -243,7 +228,6 @@ def resolve_proxy(text: str) -> Proxy:
         return Proxy(text, parse_genome(genome), {"builtin": text, "genome": genome})
     if is_recommended_name(text):
         return _recommended_proxy(text)
-    text = _best_of_run_folder(text)
     path = _existing_file(text)
     if path is None and text.endswith(".json"):
         raise ProxyError(f"proxy file not found: {text}")

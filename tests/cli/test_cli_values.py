@@ -60,11 +60,13 @@ def test_score_offers_none_of_rank_s_figure_options(capsys):
 
 
 def test_a_run_directory_stands_for_its_best_proxy_as_export_reads_it(capsys, tmp_path):
-    from autoprox.proxies.proxy import resolve_proxy
+    import json
 
-    by_folder, by_file = resolve_proxy(str(REFERENCE)), resolve_proxy(str(REFERENCE / "best.json"))
-    assert by_folder.name == by_file.name and by_folder.provenance == by_file.provenance
+    assert main(["rank", "--proxy", str(REFERENCE), "--space", "pit", "--json"]) == 0
+    by_folder = json.loads(capsys.readouterr().out)
+    assert main(["rank", "--proxy", str(REFERENCE / "best.json"), "--space", "pit", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_folder and by_folder["c100_kd"]["n"] == 40  # the run's test part
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["rank", "--proxy", str(empty), "--space", "pit"]) == 2
-    assert f"{empty} is a folder without best.json" in capsys.readouterr().err
+    assert f"--proxy {empty}: a folder without best.json" in capsys.readouterr().err
