@@ -245,6 +245,8 @@ def write_curves(paths: Sequence[str | Path], out: str | Path, csv_path: str | P
                     figure.savefig(handle, format="png", dpi=110, metadata={"Software": SOFTWARE})
             else:
                 atomic_write_text(path, curves_csv(runs))
+        except AutoproxError:  # a full disk, said as such
+            raise
         except OSError as exc:
             raise CurvesError(f"cannot write {path}: {exc.strerror or exc}") from None
     return runs

@@ -181,3 +181,24 @@ def test_transfer_refuses_a_folder_of_the_users_files_before_any_work(capsys, tm
     assert sorted(p.name for p in folder.iterdir()) == ["mine.txt"]
     assert "is a file, not a directory" in refused(capsys, "transfer", "--out", folder / "mine.txt", "--space", "pit",
                                                    "--iterations", "1")
+
+
+@pytest.mark.parametrize("command, module, writer", [
+    ("curves", "autoprox.reports.curves", "atomic_open"),
+    ("report", "autoprox.reports.html.report", "atomic_write_text"),
+])
+def test_a_full_disk_is_said_once_by_every_writer(capsys, run, tmp_path, monkeypatch, command, module, writer):
+    """A full disk is a DiskFullError of its own; a writer's ``except OSError`` wrapped it again ("cannot write X:
+    cannot write X: no space left on device")."""
+    from autoprox.core.errors import DiskFullError
+
+    out = tmp_path / ("c.png" if command == "curves" else "r.html")
+
+    def full(path, *args, **kwargs):
+        raise DiskFullError(f"cannot write {path}: no space left on device after 0 bytes")
+
+    monkeypatch.setattr(f"{module}.{writer}", full)
+    extra = ("--no-simplify",) if command == "report" else ()
+    line = refused(capsys, command, run, "--out", out, *extra)
+    assert line == f"autoprox: error: cannot write {out}: no space left on device after 0 bytes"
+    assert not out.exists()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from autoprox.core.atomic import atomic_write_text
-from autoprox.core.errors import ReportError
+from autoprox.core.errors import AutoproxError, ReportError
 from autoprox.reports.html.page import REPORT_FILE, ReportMemo, check_report_out, page
 from autoprox.reports.html.spaces import cross_space_body, is_cross_space
 from autoprox.reports.html.protocol import protocol_body
@@ -104,6 +104,8 @@ def write_report(path: str | Path, out: str | Path | None = None, compute: bool 
     document = render_report(path, compute=compute, simplify=simplify, memo=memo, progress=progress)
     try:
         atomic_write_text(out, document)
+    except AutoproxError:  # a full disk, said as such
+        raise
     except OSError as exc:
         raise ReportError(f"cannot write {out}: {exc.strerror or exc}") from None
     return out
