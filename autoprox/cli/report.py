@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     if args.serve:
         from autoprox.reports.html.serve import serve_report
 
-        if args.out:
+        if args.out is not None:
             raise ReportError("--serve serves the report and writes no file: leave out --out")
         serve_report(args.path, args.port, simplify=not args.no_simplify)
         return 0

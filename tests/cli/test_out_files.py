@@ -202,3 +202,9 @@ def test_a_full_disk_is_said_once_by_every_writer(capsys, run, tmp_path, monkeyp
     line = refused(capsys, command, run, "--out", out, *extra)
     assert line == f"autoprox: error: cannot write {out}: no space left on device after 0 bytes"
     assert not out.exists()
+
+
+def test_report_serve_refuses_any_out_even_an_empty_one(capsys, run):
+    for out in ("r.html", ""):
+        assert refused(capsys, "report", run, "--serve", "--out", out) == \
+            "autoprox: error: --serve serves the report and writes no file: leave out --out"
