@@ -7,10 +7,9 @@ import html
 import json
 from pathlib import Path
 
-from autoprox.core.atomic import atomic_write_text
 from autoprox.core.numbers import format_float
 from autoprox.reports.html.figures import curves_svg
-from autoprox.reports.html.page import check_report_out, generator_tag
+from autoprox.reports.html.page import check_report_out, generator_tag, write_page
 from autoprox.search.rundir import CONFIG, RunDirectory
 
 __all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]
@@ -79,5 +78,4 @@ def table_report_html(path: str | Path, out: str | Path | None = None) -> Path:
             f"{html.escape(config['target'])}</h1><h2>The proxy</h2>{proxy}<h2>Evolution</h2>{curve}"
             f"<h2>Hall of fame</h2><table><tr><th>rank</th><th>R2</th><th>Kendall</th><th>nodes</th><th>terms</th></tr>"
             f"{rows}</table></body></html>\n")
-    atomic_write_text(out, page)
-    return out
+    return write_page(out, page)

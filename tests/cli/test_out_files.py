@@ -185,7 +185,7 @@ def test_transfer_refuses_a_folder_of_the_users_files_before_any_work(capsys, tm
 
 @pytest.mark.parametrize("command, module, writer", [
     ("curves", "autoprox.reports.curves", "atomic_open"),
-    ("report", "autoprox.reports.html.report", "atomic_write_text"),
+    ("report", "autoprox.core.atomic", "atomic_write_text"),
 ])
 def test_a_full_disk_is_said_once_by_every_writer(capsys, run, tmp_path, monkeypatch, command, module, writer):
     """A full disk is a DiskFullError of its own; a writer's ``except OSError`` wrapped it again ("cannot write X:
@@ -208,3 +208,26 @@ def test_report_serve_refuses_any_out_even_an_empty_one(capsys, run):
     for out in ("r.html", ""):
         assert refused(capsys, "report", run, "--serve", "--out", out) == \
             "autoprox: error: --serve serves the report and writes no file: leave out --out"
+
+
+def test_a_report_the_file_system_refuses_is_one_line(tmp_path, monkeypatch):
+    """The few-label and table-search pages raised a raw OSError where the run report said one line: all three
+    write through ``write_page``."""
+    import errno
+    import inspect
+
+    from autoprox.core.errors import ReportError
+    from autoprox.reports import table_run
+    from autoprox.reports.html import protocol, report
+    from autoprox.reports.html.page import write_page
+
+    def refused_write(path, text):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr("autoprox.core.atomic.atomic_write_text", refused_write)
+    out = tmp_path / "report.html"
+    with pytest.raises(ReportError, match=f"^cannot write {out}: Permission denied$"):
+        write_page(out, "<html></html>")
+    for writer in (report.write_report, protocol.write_few_labels_report, table_run.table_report_html):
+        source = inspect.getsource(writer)
+        assert "write_page(" in source and "atomic_write_text(" not in source, writer.__name__

@@ -20,7 +20,6 @@ from typing import Mapping, Sequence
 
 from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE, FORMAT as FEW_LABELS_FORMAT
 from autoprox.apps.protocols.summary import REFERENCE
-from autoprox.core.atomic import atomic_write_text
 from autoprox.core.errors import AutoproxError, ReportError
 from autoprox.reports.html import figures as svg
 from autoprox.reports.html.page import (
@@ -36,6 +35,7 @@ from autoprox.reports.html.page import (
     page,
     table,
     text,
+    write_page,
 )
 from autoprox.search.rundir import PROTOCOL, RunDirectory
 
@@ -261,8 +261,7 @@ def write_few_labels_report(path: str | Path, out: str | Path | None = None) -> 
     target = Path(path) / "report.html" if out is None else out
     check_report_out(target)  # a file report did not write is refused, a link written through
     title, body = few_labels_body(record)
-    atomic_write_text(target, page(title, body))
-    return Path(target)
+    return write_page(target, page(title, body))
 
 
 __all__ = ["command_rows", "few_labels_body", "few_labels_record", "protocol_body", "write_few_labels_report"]

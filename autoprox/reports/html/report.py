@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from autoprox.core.atomic import atomic_write_text
-from autoprox.core.errors import AutoproxError, ReportError
-from autoprox.reports.html.page import REPORT_FILE, ReportMemo, check_report_out, page
+from autoprox.core.errors import ReportError
+from autoprox.reports.html.page import REPORT_FILE, ReportMemo, check_report_out, page, write_page
 from autoprox.reports.html.spaces import cross_space_body, is_cross_space
 from autoprox.reports.html.protocol import protocol_body
 from autoprox.reports.html.run import run_body
@@ -102,13 +101,7 @@ def write_report(path: str | Path, out: str | Path | None = None, compute: bool 
     out = Path(out)
     _check_writable(target)  # before the rendering's seconds are spent
     document = render_report(path, compute=compute, simplify=simplify, memo=memo, progress=progress)
-    try:
-        atomic_write_text(out, document)
-    except AutoproxError:  # a full disk, said as such
-        raise
-    except OSError as exc:
-        raise ReportError(f"cannot write {out}: {exc.strerror or exc}") from None
-    return out
+    return write_page(out, document)
 
 
 class CheckpointReports:
