@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from autoprox.cli.options import add_command_options, add_stats_options
-from autoprox.core.atomic import atomic_write_text, check_output_file
-from autoprox.core.errors import AutoproxError, ConfigError, ProxyError, RunDirError
+from autoprox.core.atomic import atomic_write_text, check_output_file, output_write
+from autoprox.core.errors import ConfigError, ProxyError, RunDirError
 
 #: The first line of every file ``score`` writes: how a re-run recognises its own output.
 HEADER = "id,score\n"
@@ -83,12 +83,8 @@ def write_scores(path: str | Path, ids, scores: np.ndarray) -> None:
     writer.writerow(["id", "score"])
     for ident, value in zip(ids, scores):
         writer.writerow([ident, _format(value)])
-    try:
+    with output_write(path, RunDirError, "; choose another --out"):
         atomic_write_text(path, buffer.getvalue())
-    except AutoproxError:  # a full disk, said as such
-        raise
-    except OSError as exc:
-        raise RunDirError(f"cannot write {path}: {exc.strerror or exc}; choose another --out") from None
 
 
 def run(args: argparse.Namespace) -> int:

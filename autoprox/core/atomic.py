@@ -193,6 +193,19 @@ def check_new_folder(path: str | os.PathLike, holds: str, ignore: Iterable[str] 
 
 
 @contextmanager
+def output_write(path: str | os.PathLike, error: type[AutoproxError], hint: str = "") -> Iterator[None]:
+    """Around the write of a command's output file: an ``OSError`` (a folder that refuses it, a name the file
+    system refuses) becomes ``error`` in one line, ``cannot write PATH: REASON`` then ``hint``; a full disk
+    keeps its own error (DiskFullError, which is both)."""
+    try:
+        yield
+    except AutoproxError:
+        raise
+    except OSError as exc:
+        raise error(f"cannot write {path}: {exc.strerror or exc}{hint}") from None
+
+
+@contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path`` (beside its target when it is a symbolic link); on success
     fsync and rename it over that file (:func:`write_target`)."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from autoprox.core.atomic import atomic_open, atomic_write_text, check_output_file
+from autoprox.core.atomic import atomic_open, atomic_write_text, check_output_file, output_write
 from autoprox.core.errors import AutoproxError, CurvesError, one_line
 from autoprox.core.numbers import format_float
 from autoprox.search.rundir import BEST, RunDirectory, read_records
@@ -239,14 +239,10 @@ def write_curves(paths: Sequence[str | Path], out: str | Path, csv_path: str | P
     figure = draw(runs, window)
     targets = [(out, "png")] + ([(Path(csv_path), "csv")] if csv_path is not None else [])
     for path, kind in targets:
-        try:
+        with output_write(path, CurvesError):
             if kind == "png":
                 with atomic_open(path, "wb") as handle:
                     figure.savefig(handle, format="png", dpi=110, metadata={"Software": SOFTWARE})
             else:
                 atomic_write_text(path, curves_csv(runs))
-        except AutoproxError:  # a full disk, said as such
-            raise
-        except OSError as exc:
-            raise CurvesError(f"cannot write {path}: {exc.strerror or exc}") from None
     return runs

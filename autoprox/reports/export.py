@@ -50,8 +50,8 @@ from typing import Mapping
 from deap import gp
 
 from autoprox import __version__
-from autoprox.core.atomic import atomic_write_text, check_output_file
-from autoprox.core.errors import AutoproxError, ExportError
+from autoprox.core.atomic import atomic_write_text, check_output_file, output_write
+from autoprox.core.errors import ExportError
 from autoprox.core.numbers import format_float
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import (
@@ -379,12 +379,8 @@ def write_export(path: str | Path, source: str) -> Path:
     if not source.startswith(EXPORT_MARK):
         source = (f"{EXPORT_MARK} (autoprox {__version__}); running it again replaces this file, "
                   "so edit a copy\n" + source)
-    try:
+    with output_write(path, ExportError):
         atomic_write_text(path, source)
-    except AutoproxError:  # a full disk, said as such
-        raise
-    except OSError as exc:
-        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
 
 

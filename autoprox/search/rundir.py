@@ -49,6 +49,7 @@ from autoprox.core.atomic import (
     FULL_DISK_ERRNOS,
     atomic_write_json,
     atomic_write_text,
+    check_new_folder,
     disk_full_error,
     json_problem,
     make_directory,
@@ -196,11 +197,7 @@ class RunDirectory:
             raise RunDirError(
                 f"{self.path} already holds a run; resume it with --resume or choose another --out"
             )
-        if self.path.exists() and not self.path.is_dir():
-            raise RunDirError(f"{self.path} is a file, not a directory; choose another --out")
-        if self.path.is_dir() and any(p.name != LOCK for p in self.path.iterdir()):
-            raise RunDirError(f"{self.path} is not empty and holds no run (no {CONFIG}); its files are left as they "
-                              "are: choose another --out")
+        check_new_folder(self.path, f"run (no {CONFIG})", ignore=(LOCK,))
 
     def config(self) -> dict:
         if not self.exists():

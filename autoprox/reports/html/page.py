@@ -186,15 +186,11 @@ def check_report_out(out: str | os.PathLike) -> Path:
 def write_page(out: str | os.PathLike, document: str) -> Path:
     """Write the HTML ``document`` to ``out`` atomically; a file system that refuses it is one line (ReportError),
     a full disk its own error (DiskFullError). Check ``out`` first with :func:`check_report_out`."""
-    from autoprox.core.atomic import atomic_write_text
-    from autoprox.core.errors import AutoproxError, ReportError
+    from autoprox.core.atomic import atomic_write_text, output_write
+    from autoprox.core.errors import ReportError
 
-    try:
+    with output_write(out, ReportError):
         atomic_write_text(out, document)
-    except AutoproxError:  # a full disk, said as such
-        raise
-    except OSError as exc:
-        raise ReportError(f"cannot write {out}: {exc.strerror or exc}") from None
     return Path(out)
 
 
