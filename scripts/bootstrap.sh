@@ -38,7 +38,7 @@ else
     fi
 fi
 
-say "installing autoprox in editable mode with its dependencies (numpy, scipy, deap, joblib, sympy, pillow, matplotlib) and its test tools (pytest, hypothesis)"
+say "installing autoprox in editable mode with its dependencies (numpy, scipy, deap, joblib, sympy, pillow, matplotlib) and its test tools (pytest, pytest-xdist, hypothesis)"
 quiet_pip --quiet -e ".[test]"
 
 if [ "${AUTOPROX_TIMM:-1}" = 0 ]; then
