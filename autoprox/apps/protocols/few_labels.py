@@ -30,7 +30,7 @@ import numpy as np
 from scipy.stats import kendalltau, rankdata
 
 from autoprox.apps.protocols.runner import CutProtocol, check_recorded, run_cuts
-from autoprox.core.atomic import atomic_write_json, json_safe, read_json_file
+from autoprox.core.atomic import atomic_write_json, check_new_folder, json_safe, read_json_file
 from autoprox.core.errors import AutoproxError, BenchmarkError, ConfigError, RunDirError, one_line
 from autoprox.core.progress import Progress
 from autoprox.core.registry import Registry
@@ -46,6 +46,8 @@ FEW_LABELS_FILE = "few_labels.json"
 FORMAT = "autoprox-few-labels/1"
 #: Smallest k the protocol takes.
 MIN_K = 5
+#: A k above this share of a table's labelled rows is skipped there (too few rows left to judge).
+SKIP_SHARE = 0.6
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,22 @@ def draw_rows(labelled: np.ndarray, k: int, seed: int, table: str, draw: int) ->
     return np.sort(np.random.default_rng(key).permutation(labelled)[:k])
 
 
+def constant_draw(table: ProxyTable, target: str, ks: Sequence[int], repeats: int, seed: int) -> str | None:
+    """Why a draw of the protocol cannot be fitted, or None: the first (k, draw) whose k labelled rows all hold one
+    value of ``target`` (found from the seeded draws alone, before any method runs)."""
+    truth = table.accuracies[target]
+    labelled = _labelled(truth)
+    for k in ks:
+        if k > SKIP_SHARE * len(labelled):
+            continue
+        for draw in range(repeats):
+            drawn = truth[draw_rows(labelled, k, seed, table.name, draw)]
+            if np.all(drawn == drawn[0]):
+                return (f"{table.name}: the {k} labelled rows of draw {draw} all have {target} = {drawn[0]:g}, which "
+                        "no method can fit; give another --protocol-seed or a larger k")
+    return None
+
+
 def _one_draw(columns, truth, k, seed, name, draw, methods) -> dict:
     labelled = _labelled(truth)
     rows = draw_rows(labelled, k, seed, name, draw)
@@ -236,6 +254,9 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         problem = table.measured_problem(target)
         if problem:
             raise BenchmarkError(f"{problem}; choose another target (--targets) or table")
+        problem = constant_draw(table, target, ks, repeats, seed)
+        if problem:
+            raise BenchmarkError(problem)
     for name in methods:
         FEW_LABEL_METHODS.lookup(name)
     if "forest" in methods:
@@ -254,8 +275,7 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
     spec = {"ks": list(ks), "repeats": repeats, "seed": seed, "methods": methods,
             "tables": [{"name": t.name, "sha256": t.sha256, "target": target, "rows": len(t)} for t, target in tables]}
     if out.exists() and not out.is_dir():
-        raise RunDirError(f"{out} is a file, not a folder; --out names the folder the protocol writes "
-                          f"{FEW_LABELS_FILE} in: choose a new --out")
+        check_new_folder(out, FEW_LABELS_FILE)
     if path.is_file():
         record = read_json_file(path, "a few-label protocol record", RunDirError)
         if not resume:
@@ -263,9 +283,7 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         check_recorded(path, {"protocol options": [key for key in spec if record.get("spec", {}).get(key) != spec[key]]},
                        "choose another --out")
     else:
-        if out.is_dir() and any(out.iterdir()):
-            raise RunDirError(f"{out} is not empty and holds no {FEW_LABELS_FILE}; its files are left as they are: "
-                              "choose a new --out")
+        check_new_folder(out, FEW_LABELS_FILE)
         out.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, "spec": spec, "results": {}}
     return run_cuts(out, _FewLabelCells(tables, methods, workers, say, progress), record, say)
@@ -301,8 +319,8 @@ class _FewLabelCells(CutProtocol):
             table, target = self.tables[name]
             truth = table.accuracies[target]
             labelled = _labelled(truth)
-            if int(k) > 0.6 * len(labelled):
-                yield cut, {"skipped": f"k={k} is more than 60 % of the {len(labelled)} labelled rows"}
+            if int(k) > SKIP_SHARE * len(labelled):
+                yield cut, {"skipped": f"k={k} is more than {SKIP_SHARE * 100:g} % of the {len(labelled)} labelled rows"}
                 continue
             line = Progress(f"{name} k={k} draws", every=10) if self.progress else None
             if line:

@@ -27,6 +27,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from autoprox.core.atomic import check_new_folder
 from autoprox.core.errors import RunDirError
 from autoprox.search.rundir import ARCHIVE, LOCK, PROTOCOL, RunDirectory
 
@@ -138,10 +139,8 @@ def previous_record(folder: Path, resume: bool | None, what: str = "a protocol")
             raise RunDirError(f"{folder}: no {PROTOCOL} to resume")
         return unarchived(run.protocol(), folder)
     if run.has_protocol():
-        raise RunDirError(f"{folder} already holds {what}; continue it with --resume or choose a new --out")
-    if folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
-        raise RunDirError(f"{folder} is not empty and holds no {PROTOCOL}; its files are left as they are: "
-                          "choose a new --out")
+        raise RunDirError(f"{folder} already holds {what}; continue it with --resume or choose another --out")
+    check_new_folder(folder, PROTOCOL, ignore=(LOCK,))
     return None
 
 

@@ -169,7 +169,7 @@ def _run_transfer(settings: SearchSettings | None, out: Path, resume: bool, quie
         if settings is None:
             raise ConfigError("settings are needed for a new transfer study")
         if path.exists():
-            raise RunDirError(f"{out} already holds a transfer study; continue it with --resume or choose a new --out")
+            raise RunDirError(f"{out} already holds a transfer study; continue it with --resume or choose another --out")
     if resume:
         bench = load_benchmark(locate_benchmark(settings.bench, previous.get("benchmark_sha256"), near=out))
     else:

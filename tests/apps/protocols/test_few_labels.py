@@ -157,6 +157,25 @@ def test_few_labels_on_a_constant_target_names_file_and_column_and_writes_nothin
     assert not (tmp_path / "p").exists()
 
 
+def test_a_draw_of_equal_labels_is_refused_before_anything_is_written(tmp_path, capsys):
+    """It failed in that draw, after the cells before it had run and been written."""
+    path = tmp_path / "mostly.csv"
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "score", "params", "flops", "nwot"])
+        writer.writerows([[f"a{i}", 7 if i < 3 else 5, i, 30 - i, i % 7] for i in range(30)])
+    table = read_proxy_table(path)
+    labelled = np.arange(30)
+    first = next((k, draw) for k in (5, 10) for draw in range(20)
+                 if np.all(table.accuracies["score"][draw_rows(labelled, k, 0, table.name, draw)] == 5))
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "5,10", "--repeats", "20", "--bench", path,
+                             "--methods", "size,ridge", "--out", tmp_path / "p")
+    assert code == 2 and out == ""
+    line = one_error_line(err)
+    assert f"the {first[0]} labelled rows of draw {first[1]} all have score = 5" in line and "--protocol-seed" in line
+    assert not (tmp_path / "p").exists()
+
+
 def test_few_labels_keeps_out_of_a_user_folder_and_of_a_file(tmp_path, capsys):
     """A folder holding important.txt was written into; an --out that is a file was a FileExistsError traceback."""
     path = write_table(tmp_path / "t.csv", rows=40)
