@@ -156,6 +156,9 @@ def rank_on_tables(args: argparse.Namespace) -> int:
             note = reading_note(proxy, table)
             if note:
                 print(f"{label}: {note}", file=sys.stderr)
+            note = fitted_here_note(proxy, table)
+            if note:
+                print(f"in-sample: {label}: {note}", file=sys.stderr)
             per_table[table.name] = table_figures(table_scores(proxy, table), table, targets)
         results[label] = per_table
     if args.json or args.format == "json":
@@ -253,6 +256,24 @@ def format_table_ranking(space: TableSpace, results: dict, fmt: str = "text") ->
 def _csv_number(value) -> str:
     """A figure as a CSV cell: its repr, empty when undefined."""
     return "" if value is None or value != value else repr(float(value))
+
+
+def fitted_here_note(proxy, table) -> str | None:
+    """Why ``rank``'s figures of a table search's proxy on ``table`` are in-sample: its weights were fitted on this
+    very table's labelled rows (the sha256 its ``best.json`` records), or None."""
+    provenance = getattr(proxy, "provenance", {}) if not isinstance(proxy, str) else {}
+    recorded = provenance.get("table")
+    if not isinstance(recorded, dict) or recorded.get("sha256") != table.sha256:
+        return None
+    said = (f"its weights were fitted on the labelled rows of this very table ({table.name}), so the figures on them "
+            "are in-sample")
+    try:
+        search = json.loads(Path(provenance["file"]).read_text(encoding="utf-8")).get("search", {})
+        out_of_bag = float(search["out_of_bag_kendall"])
+    except (KeyError, OSError, ValueError, TypeError, AttributeError):
+        return said + "; judge it on rows it never saw"
+    return (f"{said}; the search's out-of-bag Kendall ({out_of_bag:+.3f}) estimates what it does on rows it never "
+            "saw")
 
 
 def _searched_on(proxy) -> list[str]:

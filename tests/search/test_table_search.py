@@ -99,6 +99,14 @@ def test_cli_search_then_score_gives_rank_order(tmp_path, capsys):
     assert code == 0, err
     ranked = json.loads(out)[path.stem]["val_acc"]["kendall"]
     assert ranked == pytest.approx(kendalltau(scores[labelled], target[labelled]).statistic, abs=1e-12)
+    # the table it was fitted on: said to be in-sample, with the estimate for unseen rows; another table is not
+    oob = best["search"]["out_of_bag_kendall"]
+    assert f"in-sample: {tmp_path / 'run' / 'best.json'}: its weights were fitted on the labelled rows of this very " \
+           f"table (t)" in err and f"out-of-bag Kendall ({oob:+.3f})" in err
+    other = tmp_path / "other.csv"
+    other.write_text(path.read_text().replace("arch-0,", "arch-zero,"))
+    code, out, err = run_cli(capsys, "rank", "--proxy", tmp_path / "run" / "best.json", "--bench", other, "--json")
+    assert code == 0 and "in-sample" not in err, err
 
 
 def test_a_stopped_table_search_resumes_to_the_same_proxy(tmp_path):
