@@ -122,6 +122,9 @@ def weighted_export_source(formula: WeightedFormula, source: str = "", target: s
     body = ("\n\ndef score(columns):\n"
             '    """The proxy on every row of ``columns`` (a dict of equal-length sequences)."""\n'
             "    if not columns:\n        raise ValueError('no proxy column given')\n"
+            f"    read = {list(formula.columns)!r}\n"
+            "    if not any(name in columns for name in read):\n"
+            "        raise ValueError('none of the columns this proxy reads is given: ' + ', '.join(read))\n"
             "    length = len(next(iter(columns.values())))\n"
             f"    total = np.full(length, {formula.intercept!r})\n" + "\n".join(lines) + "\n    return total\n")
     return header + _RUNTIME + body

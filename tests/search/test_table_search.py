@@ -188,6 +188,8 @@ def test_an_exported_weighted_formula_gives_the_in_process_scores(tmp_path, caps
     columns["nwot"][3] = None  # an empty cell reads as no information in both
     expected = formula.score({n: np.array([np.nan if v is None else v for v in vs]) for n, vs in columns.items()})
     assert np.allclose(module.score(columns), expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="none of the columns this proxy reads is given: params, flops"):
+        module.score({"foo": [1.0, 2.0, 3.0]})  # it scored every row the intercept's constant
 
 
 def test_python_api_gives_the_command_line_scores(tmp_path, capsys):
