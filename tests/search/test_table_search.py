@@ -209,3 +209,29 @@ def test_show_report_and_curves_of_a_table_run(tmp_path, capsys):
     assert "<svg" in page and "Hall of fame" in page and "weighted(" in page
     code, out, err = run_cli(capsys, "curves", tmp_path / "run", "--out", tmp_path / "c.png")
     assert code == 0, err and (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_a_table_resume_refuses_options_that_differ_and_its_hint_names_the_table(tmp_path, capsys):
+    path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=8)
+    run = tmp_path / "run"
+    code, out, err = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out", run,
+                             "--iterations", "2", "--quiet")
+    assert code == 0, err
+    log = (run / "log.jsonl").read_text()
+    for options, expected in [(("--seed", "3"), "these options differ: --seed 3 (the run has 0)"),
+                              (("--iterations", "5"), "--iterations 5 (the run has 2; a table search is not extended"),
+                              (("--targets", "params", "--seed", "0"), "--targets params (the run has val_acc)")]:
+        code, out, err = run_cli(capsys, "search", "--resume", "--out", run, *options, "--quiet")
+        assert code == 2 and expected in one_error_line(err) and out == ""
+        assert (run / "log.jsonl").read_text() == log
+    code, out, err = run_cli(capsys, "search", "--resume", "--out", run, "--seed", "0", "--iterations", "2",
+                             "--targets", "val_acc", "--quiet")
+    assert code == 0, err
+    assert f"--bench {path.resolve()} --out scores.csv" in out and "TABLE.csv" not in out
+
+
+def test_workers_is_refused_on_a_table_search(tmp_path, capsys):
+    path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30)
+    code, out, err = run_cli(capsys, "search", "--bench", path, "--out", tmp_path / "run", "--workers", "2")
+    assert code == 2 and "--workers does not apply to a proxy-table search" in one_error_line(err)
+    assert not (tmp_path / "run").exists()
