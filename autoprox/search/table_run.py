@@ -130,7 +130,9 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
         try:
             return _search(run, table, labelled, settings, resume, quiet, stop_after, hint)
         except KeyboardInterrupt:
-            print(f"interrupted; what was computed is kept: continue with: {hint}", file=sys.stderr, flush=True)
+            kept = ("what was computed is kept" if run.file(CHECKPOINT).is_file() else
+                    "no iteration was finished, so only config.json is kept and the resume starts the search over")
+            print(f"interrupted; {kept}: continue with: {hint}", file=sys.stderr, flush=True)
             raise
 
 

@@ -235,3 +235,28 @@ def test_workers_is_refused_on_a_table_search(tmp_path, capsys):
     code, out, err = run_cli(capsys, "search", "--bench", path, "--out", tmp_path / "run", "--workers", "2")
     assert code == 2 and "--workers does not apply to a proxy-table search" in one_error_line(err)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_the_inner_cross_validation_says_truthfully_what_is_kept(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=9)
+    env = dict(os.environ, PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    process = subprocess.Popen([sys.executable, "-m", "autoprox.cli", "search", "--bench", str(path), "--out",
+                                str(tmp_path / "run"), "--iterations", "5000"], stderr=subprocess.PIPE, text=True,
+                               env=env)
+    seen = ""
+    while "choosing the number of terms" not in seen:
+        line = process.stderr.readline()
+        assert line, seen
+        seen += line
+    process.send_signal(signal.SIGINT)
+    err = seen + process.stderr.read()
+    assert process.wait(timeout=60) == 130
+    assert "only config.json is kept and the resume starts the search over" in err
+    assert "what was computed is kept" not in err
+    assert sorted(p.name for p in (tmp_path / "run").iterdir() if not p.name.startswith(".")) == ["config.json"]
