@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from autoprox.cli.options import (
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 #: The options a table search reads (``search --bench TABLE.csv``); any other is refused in one line.
-TABLE_SEARCH_OPTIONS = frozenset({"bench", "targets", "seed", "iterations", "out", "quiet", "resume", "workers"})
+TABLE_SEARCH_OPTIONS = frozenset({"bench", "targets", "seed", "iterations", "out", "quiet", "resume"})
 
 
 def _is_table_search(args: argparse.Namespace) -> bool:
@@ -82,12 +83,17 @@ def _table_search(args: argparse.Namespace) -> int:
                           f"{', '.join('--' + o for o in sorted(TABLE_SEARCH_OPTIONS))})")
     given = given_options(args)
     values = table_values(args)
-    settings = TableSearchSettings(seed=args.seed, **({"iterations": args.iterations} if "iterations" in given else {}))
     if not args.out and not args.resume:
         raise RunDirError("a proxy-table search needs --out RUN_DIR")
-    targets = values.get("targets") or None
+    targets = values.get("targets") if "targets" in given else None
+    if args.resume:  # the recorded settings, each option given checked against them
+        settings, bench = None, args.bench or _recorded_table(args.out)
+        resumed = {name: getattr(args, name) for name in ("seed", "iterations") if name in given}
+    else:
+        settings, bench, resumed = TableSearchSettings(seed=args.seed, **(
+            {"iterations": args.iterations} if "iterations" in given else {})), args.bench, None
     report = run_table_search(args.bench, targets, args.out, settings, resume=args.resume, quiet=args.quiet,
-                              command=["autoprox", *sys.argv[1:]])
+                              command=["autoprox", *sys.argv[1:]], given=resumed)
     if report.get("finished"):
         search = report["search"]
         print(f"best proxy: {report['readable']}")
@@ -95,9 +101,16 @@ def _table_search(args: argparse.Namespace) -> int:
               f"{search['labelled_rows']} labelled rows (terms kept by inner cross-validation: "
               f"{report['inner_cv']['cap']} at most)")
         print(f"written to {Path(report['run']) / BEST}; score every row with: autoprox score --proxy "
-              f"{Path(report['run']) / BEST} --bench {args.bench or 'TABLE.csv'} --out scores.csv")
+              f"{shlex.quote(str(Path(report['run']) / BEST))} --bench {shlex.quote(str(bench))} --out scores.csv")
         return 0
     return 130
+
+
+def _recorded_table(out: str) -> str:
+    """The path of the table a table run was searched on, as its ``config.json`` records it."""
+    from autoprox.core.atomic import read_json_file
+
+    return read_json_file(Path(out) / CONFIG, "a run's config.json", RunDirError)["table"]["path"]
 
 
 def _print_best(report: dict) -> None:

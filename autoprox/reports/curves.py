@@ -9,6 +9,10 @@ Three panels against iteration:
    rolling window of iterations (each iteration tries up to ``retry_cap`` mutations
    and accepts at most one).
 
+A table search's run (``search --bench TABLE.csv``) logs the out-of-bag R^2 of its population's ridge fits on
+the labelled rows and the best genome's out-of-bag Kendall: its panels say so, and it has no parameter-count
+line (the size columns are among those its formulas weight). Runs of the two kinds are not overlaid.
+
 Several runs are overlaid (one colour per run in panels 1 and 3; in panel 2 one
 colour per target and one line style per run). Drawn with Matplotlib's Agg backend
 into a PNG; the plotted numbers can be written as CSV.
@@ -29,6 +33,7 @@ from autoprox.core.atomic import atomic_open, atomic_write_text, check_output_fi
 from autoprox.core.errors import AutoproxError, CurvesError, one_line
 from autoprox.core.numbers import format_float
 from autoprox.search.rundir import BEST, RunDirectory, read_records
+from autoprox.search.table_run import TABLE_SEARCH_KIND
 from autoprox.core.errors import RunDirError
 
 DEFAULT_WINDOW = 10
@@ -36,6 +41,8 @@ DEFAULT_WINDOW = 10
 #: recognises its own files.
 SOFTWARE = "autoprox curves"
 CSV_HEADER = "run,iteration,best_jcm,mean_jcm,"
+#: The CSV's first columns for table searches, whose fitness is the out-of-bag R^2 (it has no ``params_jcm``).
+TABLE_CSV_HEADER = "run,iteration,best_oob_r2,mean_oob_r2,"
 LINE_STYLES = ("-", "--", ":", "-.")
 
 
@@ -56,6 +63,8 @@ class RunCurves:
     params_jcm: float | None
     params_note: str = ""
     targets: list[str] = field(default_factory=list)
+    #: A table search's run: the fitness is the out-of-bag R^2 on the labelled rows.
+    table: bool = False
 
 
 def _number(value) -> float:
@@ -115,7 +124,8 @@ def load_curves(path: str | Path, window: int = DEFAULT_WINDOW) -> RunCurves:
         for target in record.get("best_kendall") or {}:
             if target not in targets:
                 targets.append(target)
-    params_jcm, note = params_reference(run, config)
+    table = config.get("kind") == TABLE_SEARCH_KIND
+    params_jcm, note = (None, "") if table else params_reference(run, config)
     accepted = [bool(r.get("accepted")) for r in log]
     attempts = [r["attempts"] if isinstance(r.get("attempts"), int) and not isinstance(r.get("attempts"), bool)
                 else 0 for r in log]
@@ -132,6 +142,7 @@ def load_curves(path: str | Path, window: int = DEFAULT_WINDOW) -> RunCurves:
         params_jcm=params_jcm,
         params_note=note,
         targets=targets,
+        table=table,
     )
 
 
@@ -156,9 +167,11 @@ def draw(runs: Sequence[RunCurves], window: int = DEFAULT_WINDOW):
     for run in runs:
         targets += [t for t in run.targets if t not in targets]
     target_colors = {t: f"C{i % 10}" for i, t in enumerate(targets)}
+    table = runs[0].table if runs else False
+    fitness = "out-of-bag R2" if table else "JCM"
     for run, name, color in zip(runs, names, run_colors):
-        jcm_ax.plot(run.iterations, run.best_jcm, color=color, lw=2, label=f"{name}: best JCM")
-        jcm_ax.plot(run.iterations, run.mean_jcm, color=color, lw=1, ls="--", label=f"{name}: mean JCM")
+        jcm_ax.plot(run.iterations, run.best_jcm, color=color, lw=2, label=f"{name}: best {fitness}")
+        jcm_ax.plot(run.iterations, run.mean_jcm, color=color, lw=1, ls="--", label=f"{name}: mean {fitness}")
         if run.params_jcm is not None:
             jcm_ax.axhline(run.params_jcm, color=color, lw=1, ls=":",
                            label=f"{name}: parameter count ({format_float(run.params_jcm)})")
@@ -169,10 +182,16 @@ def draw(runs: Sequence[RunCurves], window: int = DEFAULT_WINDOW):
             label = target if len(runs) == 1 else f"{name}: {target}"
             tau_ax.plot(run.iterations, run.kendall[target], color=target_colors[target], ls=style, lw=1.5, label=label)
     jcm_ax.margins(y=0.08)
-    jcm_ax.set_ylabel("JCM (search split)")
-    jcm_ax.set_title("population: best and mean JCM; dotted: the parameter count's JCM")
-    tau_ax.set_ylabel("Kendall tau")
-    tau_ax.set_title("the best proxy's Kendall tau per target (search split)")
+    if table:
+        jcm_ax.set_ylabel("out-of-bag R2 (labelled rows)")
+        jcm_ax.set_title("population: best and mean out-of-bag R2 of the bagged ridge fits")
+        tau_ax.set_ylabel("out-of-bag Kendall tau")
+        tau_ax.set_title("the best genome's out-of-bag Kendall tau (labelled rows)")
+    else:
+        jcm_ax.set_ylabel("JCM (search split)")
+        jcm_ax.set_title("population: best and mean JCM; dotted: the parameter count's JCM")
+        tau_ax.set_ylabel("Kendall tau")
+        tau_ax.set_title("the best proxy's Kendall tau per target (search split)")
     tau_ax.axhline(0.0, color="0.6", lw=0.8)
     rate_ax.set_ylabel("accepted / mutations tried")
     rate_ax.set_title(f"acceptance rate of mutations (rolling over {window} iterations)")
@@ -185,14 +204,17 @@ def draw(runs: Sequence[RunCurves], window: int = DEFAULT_WINDOW):
 
 
 def curves_csv(runs: Sequence[RunCurves]) -> str:
-    """The plotted numbers, one row per run and iteration."""
+    """The plotted numbers, one row per run and iteration (table searches': :data:`TABLE_CSV_HEADER`, no
+    ``params_jcm``)."""
+    table = bool(runs) and runs[0].table
     targets: list[str] = []
     for run in runs:
         targets += [t for t in run.targets if t not in targets]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([*CSV_HEADER.rstrip(",").split(","), *(f"kendall_{t}" for t in targets),
-                     "accepted", "attempts", "acceptance_rate", "params_jcm"])
+    header = TABLE_CSV_HEADER if table else CSV_HEADER
+    writer.writerow([*header.rstrip(",").split(","), *(f"kendall_{t}" for t in targets),
+                     "accepted", "attempts", "acceptance_rate", *(() if table else ("params_jcm",))])
 
     def cell(value) -> str:
         return "" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(value)
@@ -202,7 +224,7 @@ def curves_csv(runs: Sequence[RunCurves]) -> str:
             writer.writerow([name, iteration, cell(run.best_jcm[i]), cell(run.mean_jcm[i]),
                              *(cell(run.kendall[t][i]) if t in run.kendall else "" for t in targets),
                              int(run.accepted[i]), run.attempts[i], cell(run.acceptance_rate[i]),
-                             cell(run.params_jcm)])
+                             *(() if table else (cell(run.params_jcm),))])
     return buffer.getvalue()
 
 
@@ -214,7 +236,8 @@ def is_curves_png(head: bytes, tail: bytes = b"") -> bool:
 def is_curves_csv(head: bytes, tail: bytes = b"") -> bool:
     """Whether a file beginning with ``head`` holds the numbers ``curves --csv`` wrote (its header line)."""
     first = head.split(b"\n", 1)[0]
-    return first.startswith(CSV_HEADER.encode()) and first.endswith(b",params_jcm")
+    return (first.startswith(CSV_HEADER.encode()) and first.endswith(b",params_jcm")) or \
+        (first.startswith(TABLE_CSV_HEADER.encode()) and first.endswith(b",acceptance_rate"))
 
 
 def _check_output(path: Path, option: str) -> None:
@@ -233,8 +256,14 @@ def write_curves(paths: Sequence[str | Path], out: str | Path, csv_path: str | P
         _check_output(csv_path, "--csv")
     out = Path(out)
     runs = [load_curves(p, window) for p in paths]
+    kinds = {run.table for run in runs}
+    if len(kinds) > 1:
+        table = next(run for run in runs if run.table)
+        other = next(run for run in runs if not run.table)
+        raise CurvesError(f"{table.path} is a proxy-table search (fitness: out-of-bag R2) and {other.path} a search "
+                          "of the statistics (fitness: JCM): their curves do not share axes; plot them apart")
     for run in runs:
-        if run.params_jcm is None and not quiet:
+        if run.params_jcm is None and run.params_note and not quiet:
             print(f"autoprox curves: {run.name}: {run.params_note}", file=sys.stderr)
     figure = draw(runs, window)
     targets = [(out, "png")] + ([(Path(csv_path), "csv")] if csv_path is not None else [])

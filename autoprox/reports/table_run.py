@@ -7,6 +7,7 @@ import html
 import json
 from pathlib import Path
 
+from autoprox.core.errors import ConfigError
 from autoprox.core.numbers import format_float
 from autoprox.reports.html.figures import curves_svg
 from autoprox.reports.html.page import check_report_out, generator_tag, write_page
@@ -33,7 +34,10 @@ def _parts(path: str | Path) -> tuple[RunDirectory, dict, dict | None, list[dict
 
 
 def show_table_run(path: str | Path, top: int = 10) -> str:
-    """The text ``autoprox show`` prints for a table search."""
+    """The text ``autoprox show`` prints for a table search; ConfigError when ``top`` is below 1 (as for a run of
+    the statistics)."""
+    if top < 1:
+        raise ConfigError(f"--top must be at least 1, got {top}")
     run, config, best, hall, log = _parts(path)
     table, iterations = config["table"], config["settings"]["iterations"]
     state = "finished" if best and best.get("finished") else "in progress or interrupted"

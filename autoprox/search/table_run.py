@@ -17,12 +17,12 @@ import datetime as _dt
 import shlex
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from scipy.stats import kendalltau
 
 from autoprox.core.atomic import json_safe, make_directory
-from autoprox.core.errors import BenchmarkError, RunDirError
+from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
 from autoprox.core.progress import Progress
 from autoprox.data.proxy_tables import ProxyTable, read_proxy_table
 from autoprox.search.evolution import EvolutionState
@@ -71,7 +71,8 @@ def _labelled_table(table: ProxyTable, target: str) -> LabelledTable:
 
 def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, out: str | Path,
                      settings: TableSearchSettings | None = None, resume: bool = False, quiet: bool = False,
-                     command: Sequence[str] | None = None, stop_after: int | None = None) -> dict:
+                     command: Sequence[str] | None = None, stop_after: int | None = None,
+                     given: Mapping[str, Any] | None = None) -> dict:
     """Search a weighted formula on a proxy table's labelled rows into the run directory ``out`` (or resume the
     run there); return ``best.json``'s content.
 
@@ -80,7 +81,14 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
     bench : path
         The proxy table (with ``resume``: optional, and it must be the recorded one, by sha256).
     targets : sequence of str
-        One accuracy column (default: the table's first).
+        One accuracy column (default: the table's first; with ``resume``, the recorded one, which a target given
+        must be).
+    settings : TableSearchSettings, optional
+        The search's settings; with ``resume``, optional, and each of its fields must be the recorded one.
+    given : mapping, optional
+        With ``resume``: the options given (``seed``, ``iterations``) and their values, each of which must be the
+        recorded one (a table search is not extended to more iterations: its inner cross-validation ran the
+        recorded number on each fold).
     stop_after : int, optional
         End after that iteration as if interrupted (tests show that a resumed run ends as an uninterrupted one).
     """
@@ -90,14 +98,16 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
         config = run.config()
         if not is_table_run(config):
             raise RunDirError(f"{run.path} holds a search of the statistics, not of a table; resume it without --bench")
+        target = config["target"]
+        recorded_settings = TableSearchSettings.from_json(config["settings"])
+        check_table_resume(run.path, target, recorded_settings, targets, settings, given)
+        settings = recorded_settings
         recorded = config["table"]
         path = Path(bench) if bench is not None else Path(recorded["path"])
         table = read_proxy_table(path)
         if table.sha256 != recorded["sha256"]:
             raise RunDirError(f"{path} is not the table {run.path} was searched on (sha256 {table.sha256[:12]} now, "
                               f"{recorded['sha256'][:12]} then); give that table with --bench")
-        target = config["target"]
-        settings = TableSearchSettings.from_json(config["settings"])
     else:
         if bench is None:
             raise BenchmarkError("a table search needs --bench TABLE.csv")
@@ -120,8 +130,34 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
         try:
             return _search(run, table, labelled, settings, resume, quiet, stop_after, hint)
         except KeyboardInterrupt:
-            print(f"interrupted; what was computed is kept: continue with: {hint}", file=sys.stderr, flush=True)
+            kept = ("what was computed is kept" if run.file(CHECKPOINT).is_file() else
+                    "no iteration was finished, so only config.json is kept and the resume starts the search over")
+            print(f"interrupted; {kept}: continue with: {hint}", file=sys.stderr, flush=True)
             raise
+
+
+def check_table_resume(run: Path, target: str, recorded: TableSearchSettings, targets: Sequence[str] | None,
+                       settings: TableSearchSettings | None, given: Mapping[str, Any] | None) -> None:
+    """ConfigError naming, in one line, every target, setting or option given to the resume of the table run
+    ``run`` that differs from what it recorded (``target``, ``recorded``); nothing when all agree."""
+    theirs = recorded.to_json()
+    conflicts = []
+    if targets is not None and list(targets) != [target]:
+        conflicts.append(f"--targets {','.join(targets)} (the run has {target})")
+    mine = dict(settings.to_json()) if settings is not None else {}
+    mine.update(given or {})
+    for name in sorted(mine):
+        if name not in theirs or mine[name] == theirs[name]:
+            continue
+        flag = f"--{name}" if name in ("seed", "iterations") else name
+        note = ""
+        if name == "iterations":
+            note = (f"; a table search is not extended: its inner cross-validation ran {theirs[name]} iterations on "
+                    "each fold")
+        conflicts.append(f"{flag} {mine[name]} (the run has {theirs[name]}{note})")
+    if conflicts:
+        raise ConfigError(f"--resume continues {run} with the settings it recorded, and these options differ: "
+                          f"{'; '.join(conflicts)}; leave them out, or start a new run with another --out")
 
 
 def _config(table: ProxyTable, target: str, settings: TableSearchSettings, labelled: LabelledTable,

@@ -139,3 +139,30 @@ def test_curves_out_a_link_writes_its_target_and_a_loop_of_links_is_refused(caps
         assert code == 2 and text == "" and len(err.strip().splitlines()) == 1, err
         assert "it goes through a loop of symbolic links; choose another " + ("--out" if argv[1].endswith("loopA") else "--csv") in err
         assert (tmp_path / "loopA").is_symlink() and not (tmp_path / "c.png").exists()
+
+
+def test_curves_of_a_table_run_label_its_fitness_and_claim_no_reference(tmp_path, capsys, runs):
+    from autoprox.reports.curves import draw, is_curves_png
+    from autoprox.search.table_run import run_table_search
+    from tests.search.test_table_search import SMALL, write_table
+
+    path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=5)
+    run_table_search(path, ["val_acc"], tmp_path / "run", SMALL, quiet=True)
+    out = tmp_path / "c.png"
+    code, text, err = run_cli(capsys, "curves", str(tmp_path / "run"), "--out", str(out), "--csv")
+    assert code == 0 and err == "", err
+    assert is_curves_png(out.read_bytes()[:4096])
+    rows = _csv_rows(tmp_path / "c.csv")
+    assert list(rows[0]) == ["run", "iteration", "best_oob_r2", "mean_oob_r2", "kendall_val_acc", "accepted",
+                             "attempts", "acceptance_rate"]
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [float(r["best_oob_r2"]) for r in rows] == [r["best_jcm"] for r in log]
+    code, _, err = run_cli(capsys, "curves", str(tmp_path / "run"), "--out", str(out), "--csv")
+    assert code == 0, err  # its own files are recognised and rewritten
+    figure = draw([load_curves(tmp_path / "run")])
+    words = " ".join([a.get_ylabel() + " " + a.get_title() for a in figure.axes]
+                     + [t.get_text() for a in figure.axes if a.get_legend() for t in a.get_legend().get_texts()])
+    assert "out-of-bag R2" in words and "out-of-bag Kendall" in words
+    assert "JCM" not in words and "parameter count" not in words and "search split" not in words
+    code, _, err = run_cli(capsys, "curves", str(tmp_path / "run"), str(runs[0]), "--out", str(tmp_path / "m.png"))
+    assert code == 2 and "their curves do not share axes" in err and not (tmp_path / "m.png").exists()

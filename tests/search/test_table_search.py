@@ -219,3 +219,54 @@ def test_show_report_and_curves_of_a_table_run(tmp_path, capsys):
     assert "<svg" in page and "Hall of fame" in page and "weighted(" in page
     code, out, err = run_cli(capsys, "curves", tmp_path / "run", "--out", tmp_path / "c.png")
     assert code == 0, err and (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_a_table_resume_refuses_options_that_differ_and_its_hint_names_the_table(tmp_path, capsys):
+    path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=8)
+    run = tmp_path / "run"
+    code, out, err = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out", run,
+                             "--iterations", "2", "--quiet")
+    assert code == 0, err
+    log = (run / "log.jsonl").read_text()
+    for options, expected in [(("--seed", "3"), "these options differ: --seed 3 (the run has 0)"),
+                              (("--iterations", "5"), "--iterations 5 (the run has 2; a table search is not extended"),
+                              (("--targets", "params", "--seed", "0"), "--targets params (the run has val_acc)")]:
+        code, out, err = run_cli(capsys, "search", "--resume", "--out", run, *options, "--quiet")
+        assert code == 2 and expected in one_error_line(err) and out == ""
+        assert (run / "log.jsonl").read_text() == log
+    code, out, err = run_cli(capsys, "search", "--resume", "--out", run, "--seed", "0", "--iterations", "2",
+                             "--targets", "val_acc", "--quiet")
+    assert code == 0, err
+    assert f"--bench {path.resolve()} --out scores.csv" in out and "TABLE.csv" not in out
+
+
+def test_workers_is_refused_on_a_table_search(tmp_path, capsys):
+    path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30)
+    code, out, err = run_cli(capsys, "search", "--bench", path, "--out", tmp_path / "run", "--workers", "2")
+    assert code == 2 and "--workers does not apply to a proxy-table search" in one_error_line(err)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_the_inner_cross_validation_says_truthfully_what_is_kept(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=9)
+    env = dict(os.environ, PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    process = subprocess.Popen([sys.executable, "-m", "autoprox.cli", "search", "--bench", str(path), "--out",
+                                str(tmp_path / "run"), "--iterations", "5000"], stderr=subprocess.PIPE, text=True,
+                               env=env)
+    seen = ""
+    while "choosing the number of terms" not in seen:
+        line = process.stderr.readline()
+        assert line, seen
+        seen += line
+    process.send_signal(signal.SIGINT)
+    err = seen + process.stderr.read()
+    assert process.wait(timeout=60) == 130
+    assert "only config.json is kept and the resume starts the search over" in err
+    assert "what was computed is kept" not in err
+    assert sorted(p.name for p in (tmp_path / "run").iterdir() if not p.name.startswith(".")) == ["config.json"]

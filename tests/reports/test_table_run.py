@@ -1,0 +1,14 @@
+"""``show`` of a table search's run directory (:mod:`autoprox.reports.table_run`)."""
+
+from __future__ import annotations
+
+from autoprox.search.table_run import run_table_search
+from tests.commands import one_error_line, run_cli
+from tests.search.test_table_search import SMALL, write_table
+
+
+def test_show_top_0_of_a_table_run_is_refused_as_for_a_run_of_the_statistics(tmp_path, capsys):
+    path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=2)
+    run_table_search(path, ["val_acc"], tmp_path / "run", SMALL, quiet=True)
+    code, out, err = run_cli(capsys, "show", tmp_path / "run", "--top", "0")
+    assert code == 2 and one_error_line(err) == "autoprox: error: --top must be at least 1, got 0" and out == ""
