@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from autoprox.cli.options import non_negative_float
+from autoprox.core.errors import ConfigError
 
 
 def add_parser(sub) -> None:
@@ -27,6 +28,13 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.reports.table_run import is_table_run_dir, show_table_run
 
     if is_table_run_dir(args.run):
+        given = [flag for flag, value in (("--latex", args.latex), ("--no-simplify", args.no_simplify),
+                                          ("--timeout", args.timeout is not None), ("--save", args.save),
+                                          ("--beyond-size", args.beyond_size)) if value]
+        if given:
+            raise ConfigError(f"{given[0]} does not apply to a table search's run ({args.run}): its hall of fame holds "
+                              "weighted rank formulas over the table's columns, printed as they are (export writes "
+                              "its best as Python)")
         print(show_table_run(args.run, top=args.top), end="")
         return 0
 

@@ -12,3 +12,15 @@ def test_show_top_0_of_a_table_run_is_refused_as_for_a_run_of_the_statistics(tmp
     run_table_search(path, ["val_acc"], tmp_path / "run", SMALL, quiet=True)
     code, out, err = run_cli(capsys, "show", tmp_path / "run", "--top", "0")
     assert code == 2 and one_error_line(err) == "autoprox: error: --top must be at least 1, got 0" and out == ""
+
+
+def test_show_options_for_formulas_of_the_statistics_are_refused_on_a_table_run(tmp_path, capsys):
+    """--latex, --no-simplify, --timeout, --save and --beyond-size were accepted on a table run and did nothing."""
+    path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=2)
+    run_table_search(path, ["val_acc"], tmp_path / "run", SMALL, quiet=True)
+    for given in (["--latex"], ["--no-simplify"], ["--timeout", "3"], ["--save"], ["--beyond-size"]):
+        code, out, err = run_cli(capsys, "show", tmp_path / "run", *given)
+        assert code == 2 and out == "", given
+        assert one_error_line(err).startswith(f"autoprox: error: {given[0]} does not apply to a table search's run")
+    code, out, err = run_cli(capsys, "show", tmp_path / "run", "--top", "2")
+    assert code == 0 and "top 2 of" in out, err
