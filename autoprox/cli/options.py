@@ -102,6 +102,15 @@ def given_options(args: argparse.Namespace) -> set[str]:
     return set(getattr(args, GIVEN, None) or ())
 
 
+def refuse_unread_options(args: argparse.Namespace, reads: frozenset[str], what: str) -> None:
+    """Refuse in one line an option given on the command line that ``what`` (e.g. "a proxy-table search") does
+    not read: ``reads`` holds the names (``dest``) of the options it reads."""
+    extra = sorted(given_options(args) - reads)
+    if extra:
+        raise ConfigError(f"--{extra[0].replace('_', '-')} does not apply to {what} (it reads "
+                          f"{', '.join('--' + o.replace('_', '-') for o in sorted(reads))})")
+
+
 def add_table_option(parser, option: Option, help: str | None = None) -> None:
     """Add one option of the option table (:mod:`autoprox.search.options`) to ``parser``."""
     kwargs: dict[str, Any] = {"help": help or option.help_text, "default": option.default}
