@@ -221,3 +221,27 @@ def test_rank_on_a_table_refuses_the_options_of_a_split_or_of_seeds(option, said
     code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path, *option)
     assert code == 2 and not out and said in one_error_line(err)
     assert run_cli(capsys, "rank", "--proxy", "params", "--bench", path, "--split", "all")[0] == 0
+
+
+@pytest.mark.parametrize("command, said", [
+    (("search", "--space", "pit", "--bench", "{t}"), "{t} is a proxy table: a table search takes one --bench and no --space"),
+    (("search", "--bench", "{t}", "--bench", "{t}"), "{t} is a proxy table: a table search takes one --bench and no --space"),
+    (("transfer", "--bench", "{t}"), "{t} is a proxy table: transfer takes ViT benchmarks, not proxy tables"),
+    (("evaluate", "--bench", "{t}"), "{t} is a proxy table: evaluate's outer folds take ViT benchmarks"),
+])
+def test_a_proxy_table_where_a_vit_benchmark_is_needed_is_named_as_one(command, said, tmp_path, capsys):
+    """Each said the table lacked 'arch' and that a proxy table must have 'id' first, which it has."""
+    table = str(_good(tmp_path / "t.csv"))
+    code, out, err = run_cli(capsys, *[c.format(t=table) for c in command], "--targets", "val_acc",
+                             "--iterations", "1", "--out", tmp_path / "r")
+    line = one_error_line(err)
+    assert code == 2 and said.format(t=table) in line and "'id' as its first column" not in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_load_benchmark_of_a_proxy_table_names_read_proxy_table(tmp_path):
+    from autoprox.core.errors import BenchmarkError
+    from autoprox.data.benchmark import load_benchmark
+
+    with pytest.raises(BenchmarkError, match=r"t\.csv is a proxy table .* read it with .*read_proxy_table"):
+        load_benchmark(_good(tmp_path / "t.csv"))
