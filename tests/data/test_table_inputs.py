@@ -245,3 +245,32 @@ def test_load_benchmark_of_a_proxy_table_names_read_proxy_table(tmp_path):
 
     with pytest.raises(BenchmarkError, match=r"t\.csv is a proxy table .* read it with .*read_proxy_table"):
         load_benchmark(_good(tmp_path / "t.csv"))
+
+
+def test_score_reads_a_table_of_unlabelled_candidates_and_the_commands_needing_labels_refuse_it(tmp_path, capsys):
+    """score refused a table with no accuracy column, or with one left empty, though it needs no labels."""
+    labelled = _good(tmp_path / "t.csv", rows=30)
+    rows = list(csv.reader(labelled.open(encoding="utf-8")))
+    with open(tmp_path / "none.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([[r[0], *r[2:]] for r in rows])
+    with open(tmp_path / "empty.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([rows[0]] + [[r[0], "", *r[2:]] for r in rows[1:]])
+    code, out, err = run_cli(capsys, "search", "--bench", labelled, "--targets", "val_acc", "--iterations", "2",
+                             "--out", tmp_path / "run", "--quiet")
+    assert code == 0, err
+    for proxy in (tmp_path / "run" / "best.json", "lrsum(params, nwot)", "nwot"):
+        code, out, err = run_cli(capsys, "score", "--proxy", proxy, "--bench", labelled, "--out", tmp_path / "t.out")
+        assert code == 0, err
+        for table in ("none", "empty"):
+            code, out, err = run_cli(capsys, "score", "--proxy", proxy, "--bench", tmp_path / f"{table}.csv",
+                                     "--out", tmp_path / f"{table}.out")
+            assert code == 0, err
+            assert (tmp_path / f"{table}.out").read_bytes() == (tmp_path / "t.out").read_bytes()
+    said = {"none": "no accuracy column between 'id' and the first proxy column (params)",
+            "empty": "accuracy column 'val_acc' has no value"}
+    for table, line in said.items():
+        for command in (("search", "--targets", "val_acc", "--out", tmp_path / "r2"), ("rank", "--proxy", "nwot"),
+                        ("evaluate", "--few-labels", "10", "--out", tmp_path / "r3")):
+            code, out, err = run_cli(capsys, *command, "--bench", tmp_path / f"{table}.csv")
+            assert code == 2 and line in one_error_line(err)
+    assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
