@@ -204,7 +204,18 @@ def _read_entries(path: Path) -> tuple[Any, list[int] | None]:
         return entries, lines
     if suffix == ".json":
         return _json_value(text, f"{path}: not a JSON file"), None
+    if suffix == ".gz" and not _starts_with(path, b"\x1f\x8b"):  # a plain file named .gz is no PyTorch archive
+        raise BenchmarkError(f"{path}: named .gz but not a gzip file; a proxy table is .csv, or .csv.gz compressed "
+                             "with gzip")
     return _read_pth(path), None
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(magic)) == magic
+    except OSError:
+        return False
 
 
 def _json_value(text: str, problem: str) -> Any:

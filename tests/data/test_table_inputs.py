@@ -274,3 +274,27 @@ def test_score_reads_a_table_of_unlabelled_candidates_and_the_commands_needing_l
             code, out, err = run_cli(capsys, *command, "--bench", tmp_path / f"{table}.csv")
             assert code == 2 and line in one_error_line(err)
     assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
+
+
+def test_an_lrsum_of_no_column_the_table_has_is_one_error_line_with_no_note(tmp_path, capsys):
+    """rank printed 'scored as lrsum(nope, nope2)' before the error that it could not be scored."""
+    table = _good(tmp_path / "t.csv")
+    for command in (("rank",), ("score", "--out", tmp_path / "s.csv")):
+        code, out, err = run_cli(capsys, *command, "--proxy", "lrsum(nope, nope2)", "--bench", table)
+        assert code == 2 and out == "" and "scored as" not in err
+        assert "none of these proxy columns" in one_error_line(err)
+    code, out, err = run_cli(capsys, "rank", "--proxy", "lrsum(nope, nwot)", "--bench", table)
+    assert code == 0 and "lacks nope: scored as lrsum(nwot)" in err
+
+
+def test_a_plain_csv_named_gz_and_an_empty_file_say_what_they_are(tmp_path, capsys):
+    """A plain CSV named .csv.gz was 'not a ViT-Bench-101 .pth file ... UnpicklingError'; an empty file was
+    described as a ViT benchmark only."""
+    plain = tmp_path / "t.csv.gz"
+    plain.write_bytes(_good(tmp_path / "t.csv").read_bytes())
+    (tmp_path / "empty.csv").write_text("")
+    for bench, said in ((plain, "named .gz but not a gzip file"),
+                        (tmp_path / "empty.csv", "no header row: a proxy table starts with id")):
+        code, out, err = run_cli(capsys, "score", "--proxy", "nwot", "--bench", bench, "--out", tmp_path / "s.csv")
+        line = one_error_line(err)
+        assert code == 2 and said in line and "UnpicklingError" not in line
