@@ -129,14 +129,20 @@ def _leave_space_out(args: argparse.Namespace) -> int:
 
 
 
+#: The options the few-label protocol reads (``evaluate --few-labels``); any other is refused in one line.
+FEW_LABELS_OPTIONS = frozenset({"few_labels", "repeats", "bench", "space", "targets", "out", "methods",
+                                "protocol_seed", "workers", "resume", "quiet"})
+
+
 def _few_labels(args: argparse.Namespace) -> int:
     """``evaluate --few-labels 20,50,100``: the sample-efficiency protocol over proxy tables
     (:mod:`autoprox.apps.protocols.few_labels`)."""
     from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE, format_few_labels, run_few_labels
-    from autoprox.cli.options import benches_given
+    from autoprox.cli.options import benches_given, refuse_unread_options
     from autoprox.core.errors import ConfigError
     from autoprox.data.proxy_tables import load_table_space, read_proxy_table
 
+    refuse_unread_options(args, FEW_LABELS_OPTIONS, "the few-label protocol")
     try:
         ks = [int(k) for k in args.few_labels]
     except ValueError:
@@ -152,7 +158,7 @@ def _few_labels(args: argparse.Namespace) -> int:
         else:
             table = read_proxy_table(value)
             targets = table.check_targets(list(args.targets) if args.targets else [table.targets[0]])
-            tables.append((table, targets[0]))
+            tables += [(table, target) for target in targets]  # each target its own entry
     if not tables:
         raise ConfigError("--few-labels needs proxy tables: --bench TABLE.csv or --space of a packaged table space")
     record = run_few_labels(tables, ks, 10 if args.repeats is None else args.repeats, args.out, methods=args.methods,

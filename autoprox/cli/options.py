@@ -102,6 +102,15 @@ def given_options(args: argparse.Namespace) -> set[str]:
     return set(getattr(args, GIVEN, None) or ())
 
 
+def refuse_unread_options(args: argparse.Namespace, reads: frozenset[str], what: str) -> None:
+    """Refuse in one line an option given on the command line that ``what`` (e.g. "a proxy-table search") does
+    not read: ``reads`` holds the names (``dest``) of the options it reads."""
+    extra = sorted(given_options(args) - reads)
+    if extra:
+        raise ConfigError(f"--{extra[0].replace('_', '-')} does not apply to {what} (it reads "
+                          f"{', '.join('--' + o.replace('_', '-') for o in sorted(reads))})")
+
+
 def add_table_option(parser, option: Option, help: str | None = None) -> None:
     """Add one option of the option table (:mod:`autoprox.search.options`) to ``parser``."""
     kwargs: dict[str, Any] = {"help": help or option.help_text, "default": option.default}
@@ -341,7 +350,27 @@ def genome_space(args: argparse.Namespace):
 def search_settings(args: argparse.Namespace, evaluation: str = "counted"):
     """SearchSettings of a new search (or transfer study, protocol) from the command line; ``evaluation``: the
     evaluation where none is given and it applies (``evaluate`` and ``transfer`` keep exact)."""
+    refuse_proxy_tables(args)
     return settings_from_options(table_values(args), evaluation)
+
+
+def refuse_proxy_tables(args: argparse.Namespace) -> None:
+    """Refuse in one line a proxy table given where ``args.command`` needs ViT benchmarks (a search over several
+    benchmarks, ``transfer``, ``evaluate``'s outer folds), before the ViT-benchmark parse says it lacks ``arch``."""
+    from autoprox.data.proxy_tables import is_proxy_table
+
+    given = benches_given(args)
+    table = next((value for kind, value in given if kind == "bench" and is_proxy_table(value)), None)
+    if table is None:
+        return
+    command = getattr(args, "command", "search")
+    if command == "search":
+        raise BenchmarkError(f"{table} is a proxy table: a table search takes one --bench and no --space "
+                             f"(autoprox search --bench {table} --targets T --out RUN)")
+    if command == "evaluate":
+        raise BenchmarkError(f"{table} is a proxy table: evaluate's outer folds take ViT benchmarks; proxy tables "
+                             "take --few-labels or --leave-space-out --rank-formulas")
+    raise BenchmarkError(f"{table} is a proxy table: {command} takes ViT benchmarks, not proxy tables")
 
 
 def check_resume_options(args: argparse.Namespace, settings, space: str, run: str,

@@ -111,7 +111,7 @@ def _table_scores(args: argparse.Namespace):
     from autoprox.proxies.proxy import resolve_proxy
     from autoprox.proxies.table_scores import reading_note, table_scores
 
-    spaces = table_spaces_given(args)
+    spaces = table_spaces_given(args, labels=False)  # scoring needs no labels: unlabelled candidates are read
     if len(spaces) != 1 or len(spaces[0].tables) != 1:
         raise ConfigError("score writes the scores of one table: give one --bench TABLE.csv (a packaged space of "
                           "several tables: give one of its files)")

@@ -38,15 +38,15 @@ def wants_tables(args: argparse.Namespace) -> bool:
     return bool(spaces) and any(s in table_space_names() and s not in BENCH_FILE_NAMES for s in spaces)
 
 
-def table_space_from(name_or_file: str, targets=None) -> TableSpace:
+def table_space_from(name_or_file: str, targets=None, labels: bool = True) -> TableSpace:
     """A packaged table space by name, or a proxy-table CSV as a space of one table (judged on
-    ``targets``, default every accuracy column)."""
+    ``targets``, default every accuracy column; ``labels`` False: a table without labels is read too)."""
     if name_or_file in table_space_names():
         return load_table_space(name_or_file)
     path = Path(name_or_file)
     if not is_proxy_table(path):
         raise not_a_table(name_or_file)
-    table = read_proxy_table(path, progress=_reading_progress(path))
+    table = read_proxy_table(path, progress=_reading_progress(path), labels=labels)
     return TableSpace(table.name, (table,), (tuple(table.check_targets(list(targets) if targets else None)),))
 
 
@@ -85,9 +85,10 @@ def not_a_table(name_or_file: str) -> Exception:
                           "where a proxy table's first column is 'id' (the architecture's name)")
 
 
-def table_spaces_given(args: argparse.Namespace) -> list[TableSpace]:
+def table_spaces_given(args: argparse.Namespace, labels: bool = True) -> list[TableSpace]:
     """The spaces a command names: ``--space`` (packaged table spaces, the released ViT spaces among them
-    as their packaged proxy tables) and ``--bench`` proxy tables."""
+    as their packaged proxy tables) and ``--bench`` proxy tables (``labels`` False: for a command that needs no
+    labels, a table without them too)."""
     from autoprox.cli.options import benches_given
 
     given = benches_given(args) or ([("space", s) for s in _several(getattr(args, "space", None))]
@@ -98,7 +99,7 @@ def table_spaces_given(args: argparse.Namespace) -> list[TableSpace]:
     for kind, value in given:
         if kind == "space" and value not in known:
             raise BenchmarkError(f"space {value!r} has no proxy table; packaged table spaces: {', '.join(known)}")
-        space = load_table_space(value) if kind == "space" else table_space_from(value, targets)
+        space = load_table_space(value) if kind == "space" else table_space_from(value, targets, labels)
         if space.name in named:
             before = named[space.name]
             same = before == value or (kind == "bench" and Path(before).resolve() == Path(value).resolve())

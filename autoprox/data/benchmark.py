@@ -204,7 +204,18 @@ def _read_entries(path: Path) -> tuple[Any, list[int] | None]:
         return entries, lines
     if suffix == ".json":
         return _json_value(text, f"{path}: not a JSON file"), None
+    if suffix == ".gz" and not _starts_with(path, b"\x1f\x8b"):  # a plain file named .gz is no PyTorch archive
+        raise BenchmarkError(f"{path}: named .gz but not a gzip file; a proxy table is .csv, or .csv.gz compressed "
+                             "with gzip")
     return _read_pth(path), None
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(magic)) == magic
+    except OSError:
+        return False
 
 
 def _json_value(text: str, problem: str) -> Any:
@@ -350,8 +361,15 @@ def _same_cell(a: float, b: float) -> bool:
 
 
 def load_benchmark(path: str | os.PathLike) -> Benchmark:
-    """Read a ViT-Bench-101 file (released ``.pth``, the project's ``.jsonl``/``.json``, or a ``.csv`` table)."""
+    """Read a ViT-Bench-101 file (released ``.pth``, the project's ``.jsonl``/``.json``, or a ``.csv`` table); a
+    proxy table (``id`` first) is refused in one line, naming :func:`autoprox.data.proxy_tables.read_proxy_table`."""
+    from autoprox.data.proxy_tables import is_proxy_table
+
     path = Path(path)
+    if is_proxy_table(path):
+        raise BenchmarkError(f"{path} is a proxy table (id, accuracy columns, proxy columns), not a ViT benchmark: "
+                             "read it with autoprox.data.proxy_tables.read_proxy_table, or search it with "
+                             "autoprox.search_table (autoprox search --bench on the command line)")
     entries, lines = _read_entries(path)
     return parse_entries(entries, source=str(path), sha256=file_sha256(path), lines=lines)
 

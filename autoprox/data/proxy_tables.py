@@ -17,7 +17,9 @@ A proxy table is a CSV file (optionally gzip-compressed, ``.csv.gz``)::
 Every cell is a number or empty (not measured: NaN). What is refused, each in one line
 naming the file and the line or column: no ``id`` column first, an id given twice, a cell
 that is not a finite number, a proxy column with no value at all, a file larger than
-:data:`MAX_TABLE_BYTES`, fewer than :data:`MIN_ROWS` rows, a column named twice.
+:data:`MAX_TABLE_BYTES`, fewer than :data:`MIN_ROWS` rows, a column named twice. No accuracy column, or
+one with no value, is refused too, except by a reader that needs no labels (``score``:
+``read_proxy_table(..., labels=False)``).
 
 A **table space** (:class:`TableSpace`) is one space measured on one or more datasets:
 NAS-Bench-201 is one space of cells with a table for CIFAR-10 and one for ImageNet16-120,
@@ -228,8 +230,9 @@ def first_line(path: str | os.PathLike) -> str:
         return ""
 
 
-def _header_kinds(header: Sequence[str], where: str) -> tuple[list[str], list[str]]:
-    """The accuracy columns and the proxy columns of a header, checked."""
+def _header_kinds(header: Sequence[str], where: str, labels: bool = True) -> tuple[list[str], list[str]]:
+    """The accuracy columns and the proxy columns of a header, checked (``labels`` False: no accuracy column is
+    no problem)."""
     if not header or header[0] != ID_COLUMN:
         first = header[0] if header else "nothing"
         raise BenchmarkError(f"{where}: the first column must be {ID_COLUMN!r} (the architecture's name), "
@@ -242,7 +245,7 @@ def _header_kinds(header: Sequence[str], where: str) -> tuple[list[str], list[st
     columns = list(header[1:])
     first_proxy = next((i for i, name in enumerate(columns) if name in STANDARD_PROXIES), len(columns))
     accuracies, proxies = columns[:first_proxy], columns[first_proxy:]
-    if not accuracies:
+    if not accuracies and labels:
         raise BenchmarkError(f"{where}: no accuracy column between {ID_COLUMN!r} and the first proxy column "
                              f"({columns[0] if columns else 'none'})")
     return accuracies, proxies
@@ -258,7 +261,8 @@ def _number(text: str) -> float:
     return value
 
 
-def _read_rows(path: Path, rows, stored: _Counted, size: int, progress) -> tuple[list, "array.array", list, list]:
+def _read_rows(path: Path, rows, stored: _Counted, size: int, progress, labels: bool = True
+               ) -> tuple[list, "array.array", list, list]:
     """The ids, the values (row after row, one float64 array) and the accuracy columns and header of a table's
     CSV rows, each row checked; ``progress(bytes read, size)`` every 65,536 rows of a file of at least
     :data:`PROGRESS_BYTES`."""
@@ -270,7 +274,7 @@ def _read_rows(path: Path, rows, stored: _Counted, size: int, progress) -> tuple
         raise BenchmarkError(f"{path}: empty; a proxy table starts with a header row (id, accuracies, proxies)") from None
     except csv.Error as exc:
         raise BenchmarkError(f"{path}: line 1: {exc}") from None
-    accuracy_columns = _header_kinds(header, f"{path}: header")[0]
+    accuracy_columns = _header_kinds(header, f"{path}: header", labels)[0]
     ids: list[str] = []
     seen: dict[str, int] = {}
     values = array.array("d")
@@ -308,7 +312,7 @@ def _read_rows(path: Path, rows, stored: _Counted, size: int, progress) -> tuple
 
 
 def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: int = MAX_TABLE_BYTES,
-                     progress=None) -> ProxyTable:
+                     progress=None, labels: bool = True) -> ProxyTable:
     """Read and check a proxy table (see the module's docstring for the form).
 
     Parameters
@@ -321,6 +325,10 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
         The most bytes the file may hold (after decompression).
     progress : callable, optional
         ``progress(bytes read, file size)`` as a file of at least :data:`PROGRESS_BYTES` is read.
+    labels : bool
+        False for a reader that needs no labels (``score``): a table of unlabelled candidates is read, with no
+        accuracy column (the first column after ``id`` is one of :data:`STANDARD_PROXIES`) or accuracy columns
+        with no value. True (default): each is refused.
 
     Raises
     ------
@@ -333,7 +341,8 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
     with ExitStack() as stack:
         handle, stored, digest, size = _open_text(path, limit, stack)
         try:
-            ids, values, accuracy_columns, header = _read_rows(path, csv.reader(handle), stored, size, progress)
+            ids, values, accuracy_columns, header = _read_rows(path, csv.reader(handle), stored, size, progress,
+                                                              labels)
         except UnicodeDecodeError as exc:
             raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start} of a block near byte "
                                  f"{stored.count:,}); expected a CSV proxy table") from None
@@ -349,7 +358,7 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
     matrix = np.frombuffer(values, dtype=np.float64).reshape(len(ids), len(header) - 1)
     columns = {column: matrix[:, i] for i, column in enumerate(header[1:])}
     for column in accuracy_columns:
-        if np.isnan(columns[column]).all():
+        if np.isnan(columns[column]).all() and labels:
             raise BenchmarkError(f"{path}: accuracy column {column!r} has no value")
         _check_target_range(path, column, columns[column], ids)
     for column in proxy_columns:

@@ -159,7 +159,8 @@ def read_csv_entries(path: str | Path, with_lines: bool = False) -> list[dict[st
     try:
         header = [cell.strip() for cell in next(reader)]
     except StopIteration:
-        raise BenchmarkError(f"{path}: no header row (arch or model, then <target>_acc columns)") from None
+        raise BenchmarkError(f"{path}: no header row: a proxy table starts with id, its accuracy columns, then its "
+                             "proxy columns; a ViT benchmark with arch or model, then <target>_acc columns") from None
     except csv.Error as exc:
         raise BenchmarkError(f"{path}: line {consumed[-1]}: {exc}") from None
     header_line = consumed[0]

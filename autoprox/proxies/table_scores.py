@@ -105,12 +105,19 @@ def reading_note(proxy, table: ProxyTable) -> str | None:
     resolved = formula.resolved(table.proxies)
     shown = RankFormula(_present_only(resolved.root, table.proxies))
     lacking = [c for c in resolved.required if c not in table.proxies]
-    if lacking and getattr(proxy, "missing", "refuse") == "refuse":
-        return None  # refused: the error names the column
+    if (lacking and getattr(proxy, "missing", "refuse") == "refuse") or _has_empty_lrsum(resolved.root, table.proxies):
+        return None  # refused: the error names the column(s)
     note = f"{table.source or table.name} lacks {', '.join(absent)}: scored as {shown}"
     if lacking:
         note += f", {', '.join(lacking)} read as no information"
     return note
+
+
+def _has_empty_lrsum(node: Node, available) -> bool:
+    """Whether an lrsum of ``node`` has none of its columns in ``available`` (scoring it is refused)."""
+    if node.op == "lrsum":
+        return not any(c in available for c in node.columns)
+    return any(_has_empty_lrsum(c, available) for c in node.children or ())
 
 
 def _present_only(node: Node, available) -> Node:

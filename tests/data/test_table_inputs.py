@@ -221,3 +221,80 @@ def test_rank_on_a_table_refuses_the_options_of_a_split_or_of_seeds(option, said
     code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path, *option)
     assert code == 2 and not out and said in one_error_line(err)
     assert run_cli(capsys, "rank", "--proxy", "params", "--bench", path, "--split", "all")[0] == 0
+
+
+@pytest.mark.parametrize("command, said", [
+    (("search", "--space", "pit", "--bench", "{t}"), "{t} is a proxy table: a table search takes one --bench and no --space"),
+    (("search", "--bench", "{t}", "--bench", "{t}"), "{t} is a proxy table: a table search takes one --bench and no --space"),
+    (("transfer", "--bench", "{t}"), "{t} is a proxy table: transfer takes ViT benchmarks, not proxy tables"),
+    (("evaluate", "--bench", "{t}"), "{t} is a proxy table: evaluate's outer folds take ViT benchmarks"),
+])
+def test_a_proxy_table_where_a_vit_benchmark_is_needed_is_named_as_one(command, said, tmp_path, capsys):
+    """Each said the table lacked 'arch' and that a proxy table must have 'id' first, which it has."""
+    table = str(_good(tmp_path / "t.csv"))
+    code, out, err = run_cli(capsys, *[c.format(t=table) for c in command], "--targets", "val_acc",
+                             "--iterations", "1", "--out", tmp_path / "r")
+    line = one_error_line(err)
+    assert code == 2 and said.format(t=table) in line and "'id' as its first column" not in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_load_benchmark_of_a_proxy_table_names_read_proxy_table(tmp_path):
+    from autoprox.core.errors import BenchmarkError
+    from autoprox.data.benchmark import load_benchmark
+
+    with pytest.raises(BenchmarkError, match=r"t\.csv is a proxy table .* read it with .*read_proxy_table"):
+        load_benchmark(_good(tmp_path / "t.csv"))
+
+
+def test_score_reads_a_table_of_unlabelled_candidates_and_the_commands_needing_labels_refuse_it(tmp_path, capsys):
+    """score refused a table with no accuracy column, or with one left empty, though it needs no labels."""
+    labelled = _good(tmp_path / "t.csv", rows=30)
+    rows = list(csv.reader(labelled.open(encoding="utf-8")))
+    with open(tmp_path / "none.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([[r[0], *r[2:]] for r in rows])
+    with open(tmp_path / "empty.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([rows[0]] + [[r[0], "", *r[2:]] for r in rows[1:]])
+    code, out, err = run_cli(capsys, "search", "--bench", labelled, "--targets", "val_acc", "--iterations", "2",
+                             "--out", tmp_path / "run", "--quiet")
+    assert code == 0, err
+    for proxy in (tmp_path / "run" / "best.json", "lrsum(params, nwot)", "nwot"):
+        code, out, err = run_cli(capsys, "score", "--proxy", proxy, "--bench", labelled, "--out", tmp_path / "t.out")
+        assert code == 0, err
+        for table in ("none", "empty"):
+            code, out, err = run_cli(capsys, "score", "--proxy", proxy, "--bench", tmp_path / f"{table}.csv",
+                                     "--out", tmp_path / f"{table}.out")
+            assert code == 0, err
+            assert (tmp_path / f"{table}.out").read_bytes() == (tmp_path / "t.out").read_bytes()
+    said = {"none": "no accuracy column between 'id' and the first proxy column (params)",
+            "empty": "accuracy column 'val_acc' has no value"}
+    for table, line in said.items():
+        for command in (("search", "--targets", "val_acc", "--out", tmp_path / "r2"), ("rank", "--proxy", "nwot"),
+                        ("evaluate", "--few-labels", "10", "--out", tmp_path / "r3")):
+            code, out, err = run_cli(capsys, *command, "--bench", tmp_path / f"{table}.csv")
+            assert code == 2 and line in one_error_line(err)
+    assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
+
+
+def test_an_lrsum_of_no_column_the_table_has_is_one_error_line_with_no_note(tmp_path, capsys):
+    """rank printed 'scored as lrsum(nope, nope2)' before the error that it could not be scored."""
+    table = _good(tmp_path / "t.csv")
+    for command in (("rank",), ("score", "--out", tmp_path / "s.csv")):
+        code, out, err = run_cli(capsys, *command, "--proxy", "lrsum(nope, nope2)", "--bench", table)
+        assert code == 2 and out == "" and "scored as" not in err
+        assert "none of these proxy columns" in one_error_line(err)
+    code, out, err = run_cli(capsys, "rank", "--proxy", "lrsum(nope, nwot)", "--bench", table)
+    assert code == 0 and "lacks nope: scored as lrsum(nwot)" in err
+
+
+def test_a_plain_csv_named_gz_and_an_empty_file_say_what_they_are(tmp_path, capsys):
+    """A plain CSV named .csv.gz was 'not a ViT-Bench-101 .pth file ... UnpicklingError'; an empty file was
+    described as a ViT benchmark only."""
+    plain = tmp_path / "t.csv.gz"
+    plain.write_bytes(_good(tmp_path / "t.csv").read_bytes())
+    (tmp_path / "empty.csv").write_text("")
+    for bench, said in ((plain, "named .gz but not a gzip file"),
+                        (tmp_path / "empty.csv", "no header row: a proxy table starts with id")):
+        code, out, err = run_cli(capsys, "score", "--proxy", "nwot", "--bench", bench, "--out", tmp_path / "s.csv")
+        line = one_error_line(err)
+        assert code == 2 and said in line and "UnpicklingError" not in line

@@ -13,7 +13,8 @@ a registry) are given the table's proxy columns on every row and the labels of t
   defaults; the optional ``bench`` extra);
 * ``engine``: the table search (:func:`autoprox.search.table_search.fit_table_proxy`, its defaults).
 
-For each (table, k) the record holds every draw's figures, the mean per method, and the engine's paired
+A table given with several targets is one entry per target, ``TABLE/TARGET`` (the same draws for each); a table
+with one target is keyed by its name. For each (table, k) the record holds every draw's figures, the mean per method, and the engine's paired
 difference to each other method (mean, a 95 % bootstrap interval over the draws, draws ahead). It is written
 atomically after each table, and the same command goes on from it.
 """
@@ -38,8 +39,8 @@ from autoprox.data.proxy_tables import ProxyTable
 from autoprox.proxies.weighted_fit import usable_columns
 from autoprox.search.table_search import MIN_LABELS
 
-__all__ = ["FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "column_rank_matrix", "register_few_label_method",
-           "ridge_on_ranks", "run_few_labels"]
+__all__ = ["FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "column_rank_matrix", "entry_names",
+           "largest_k", "register_few_label_method", "ridge_on_ranks", "run_few_labels"]
 
 #: The record a few-label protocol writes in its folder.
 FEW_LABELS_FILE = "few_labels.json"
@@ -165,6 +166,11 @@ def draw_rows(labelled: np.ndarray, k: int, seed: int, table: str, draw: int) ->
     return np.sort(np.random.default_rng(key).permutation(labelled)[:k])
 
 
+def largest_k(table: ProxyTable, target: str) -> int:
+    """The largest k the protocol runs on ``table`` (not above :data:`SKIP_SHARE` of its labelled rows)."""
+    return math.floor(SKIP_SHARE * len(_labelled(table.accuracies[target])))
+
+
 def constant_draw(table: ProxyTable, target: str, ks: Sequence[int], repeats: int, seed: int) -> str | None:
     """Why a draw of the protocol cannot be fitted, or None: the first (k, draw) whose k labelled rows all hold one
     value of ``target`` (found from the seeded draws alone, before any method runs)."""
@@ -179,6 +185,13 @@ def constant_draw(table: ProxyTable, target: str, ks: Sequence[int], repeats: in
                 return (f"{table.name}: the {k} labelled rows of draw {draw} all have {target} = {drawn[0]:g}, which "
                         "no method can fit; give another --protocol-seed or a larger k")
     return None
+
+
+def entry_names(tables: Sequence[tuple[ProxyTable, str]]) -> list[str]:
+    """The record's key of each (table, target): the table's name, ``NAME/TARGET`` where the table is given with
+    more than one target."""
+    names = [table.name for table, _ in tables]
+    return [f"{table.name}/{target}" if names.count(table.name) > 1 else table.name for table, target in tables]
 
 
 def _one_draw(columns, truth, k, seed, name, draw, methods) -> dict:
@@ -228,6 +241,7 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
     Parameters
     ----------
     tables : sequence of (ProxyTable, target)
+        A table may come with several targets: each (table, target) is its own entry (:func:`entry_names`).
     ks : sequence of int
         Labelled rows per draw; a k above 60 % of a table's labelled rows is skipped there (and said).
     repeats : int
@@ -257,6 +271,12 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         problem = constant_draw(table, target, ks, repeats, seed)
         if problem:
             raise BenchmarkError(problem)
+    names = entry_names(tables)
+    if tables and all(min(ks) > largest_k(table, target) for table, target in tables):
+        raise ConfigError(f"--few-labels {','.join(map(str, ks))}: no table has enough labelled rows for any k (a k "
+                          f"above {SKIP_SHARE * 100:g} % of a table's labelled rows is skipped); the largest k: "
+                          + ", ".join(f"{name} {largest_k(table, target)}" for name, (table, target)
+                                      in zip(names, tables)))
     for name in methods:
         FEW_LABEL_METHODS.lookup(name)
     if "forest" in methods:
@@ -266,10 +286,9 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
             say("few labels: scikit-learn is not installed, so the forest baseline is left out (pip install -e "
                 "'.[bench]')")
             methods.remove("forest")
-    names = [table.name for table, _ in tables]
     if len(set(names)) != len(names):
         twice = next(n for n in names if names.count(n) > 1)
-        raise ConfigError(f"table {twice!r} is given twice")
+        raise ConfigError(f"table {twice!r} is given twice" + (" with the same target" if "/" in twice else ""))
     out = Path(out)
     path = out / FEW_LABELS_FILE
     spec = {"ks": list(ks), "repeats": repeats, "seed": seed, "methods": methods,
@@ -295,7 +314,7 @@ class _FewLabelCells(CutProtocol):
 
     def __init__(self, tables: Sequence[tuple[ProxyTable, str]], methods: Sequence[str], workers: int,
                  say: Callable[[str], None], progress: bool = False) -> None:
-        self.tables = {table.name: (table, target) for table, target in tables}
+        self.tables = dict(zip(entry_names(tables), tables))
         self.methods, self.workers, self.say, self.progress = list(methods), workers, say, progress
 
     @staticmethod
@@ -327,7 +346,7 @@ class _FewLabelCells(CutProtocol):
                 line(0, spec["repeats"])
             draws = []
             for draw in Parallel(n_jobs=self.workers, return_as="generator")(
-                    delayed(_one_draw)(table.proxies, truth, int(k), spec["seed"], name, draw, self.methods)
+                    delayed(_one_draw)(table.proxies, truth, int(k), spec["seed"], table.name, draw, self.methods)
                     for draw in range(spec["repeats"])):
                 draws.append(draw)
                 if line:

@@ -207,3 +207,51 @@ def test_few_labels_shows_the_progress_of_its_draws_unless_quiet(tmp_path, capsy
                            "--methods", "size,ridge", "--out", tmp_path / "q", "--quiet")
     assert code == 0, err
     assert "draws [" not in err
+
+
+def test_few_labels_refuses_an_option_it_does_not_read_before_writing(tmp_path, capsys):
+    """``--iterations 1`` and ``--iterations 80`` gave the same figures, ``--batch-size`` was accepted: none is read."""
+    path = write_table(tmp_path / "t.csv", rows=40)
+    for option in (("--iterations", "1"), ("--batch-size", "4"), ("--population", "8"), ("--seed", "3")):
+        code, out, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "1", "--bench", path,
+                                 *option, "--methods", "size", "--out", tmp_path / "p")
+        line = one_error_line(err)
+        assert code == 2 and f"{option[0]} does not apply to the few-label protocol" in line and "--methods" in line
+    assert not (tmp_path / "p").exists()
+
+
+def write_two_targets(path, rows=40):
+    rng = np.random.default_rng(1)
+    nwot = rng.normal(size=rows)
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "val_acc", "test_acc", "params", "flops", "nwot"])
+        writer.writerows([[f"a{i}", 50 + nwot[i] + rng.normal(), 50 - nwot[i] + rng.normal(), rng.lognormal(),
+                           rng.lognormal(), nwot[i]] for i in range(rows)])
+    return path
+
+
+def test_few_labels_runs_every_target_of_a_table_as_its_own_entry(tmp_path, capsys):
+    """``--targets a,b`` ran only the first target."""
+    path = write_two_targets(tmp_path / "t.csv")
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "2", "--bench", path,
+                             "--targets", "val_acc,test_acc", "--methods", "size,best-column", "--out", tmp_path / "p")
+    assert code == 0, err
+    record = json.loads((tmp_path / "p" / "few_labels.json").read_text())
+    assert list(record["results"]) == ["t/val_acc", "t/test_acc"]
+    assert [t["target"] for t in record["spec"]["tables"]] == ["val_acc", "test_acc"]
+    assert record["results"]["t/val_acc"]["10"]["mean"] != record["results"]["t/test_acc"]["10"]["mean"]
+    assert "t/test_acc" in out and "k=10 over 2 tables" in out
+    one = run_few_labels([(read_proxy_table(path), "test_acc")], [10], 2, tmp_path / "q",
+                         methods=["size", "best-column"], say=lambda _: None)
+    assert one["results"]["t"]["10"]["draws"] == record["results"]["t/test_acc"]["10"]["draws"]  # the same draws
+
+
+def test_few_labels_with_no_k_a_table_allows_is_refused_naming_the_largest(tmp_path, capsys):
+    """Every k was skipped (above 60 % of the labelled rows) and it exited 0 with an empty record."""
+    path = write_table(tmp_path / "t.csv", rows=60)
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "50", "--repeats", "1", "--bench", path,
+                             "--methods", "size", "--out", tmp_path / "p")
+    line = one_error_line(err)
+    assert code == 2 and "--few-labels 50" in line and "the largest k: t 36" in line
+    assert not (tmp_path / "p").exists()
