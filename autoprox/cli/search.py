@@ -10,6 +10,7 @@ from autoprox.cli.options import (
     add_search_options,
     executor_from_args,
     given_options,
+    refuse_unread_options,
     search_settings,
     table_values,
 )
@@ -73,14 +74,10 @@ def _table_search(args: argparse.Namespace) -> int:
     """``search --bench TABLE.csv --targets T --out RUN``: a weighted formula on the table's labelled rows."""
     import sys
 
-    from autoprox.core.errors import ConfigError
     from autoprox.search.table_run import run_table_search
     from autoprox.search.table_search import TableSearchSettings
 
-    extra = sorted(given_options(args) - TABLE_SEARCH_OPTIONS)
-    if extra:
-        raise ConfigError(f"--{extra[0].replace('_', '-')} does not apply to a proxy-table search (it reads "
-                          f"{', '.join('--' + o for o in sorted(TABLE_SEARCH_OPTIONS))})")
+    refuse_unread_options(args, TABLE_SEARCH_OPTIONS, "a proxy-table search")
     given = given_options(args)
     values = table_values(args)
     if not args.out and not args.resume:
