@@ -287,12 +287,17 @@ class ProxySearch(metaclass=_Estimator):
                 # resume=True: the parameters given must agree with the run, the others are the run's (as with
                 # search --resume); else every parameter, defaults included, must describe the run's search
                 given = self._given
+                recorded = recorded_settings(out)[0]
                 if not params["resume"]:
-                    conflicts = self._other_search(recorded_settings(out)[0])
+                    conflicts = self._other_search(recorded)
                     if conflicts:
                         raise RunDirError(f"{out} holds another search ({'; '.join(conflicts)}); choose another "
                                           "out, or leave those parameters out with resume=True")
                     given = {name for name in given if OPTIONS[name].session}
+                if _as_list(params["bench"]) == list(recorded.benches):
+                    # the run's own record (a bare name for a file of the benchmark folders): the run finds it,
+                    # where a session bench is a path from here
+                    given = given - {"bench"}
                 resume_search(out, params, given, executor=executor, on_checkpoint=reports)
             else:
                 run_search(self.search_settings(), out, quiet=params["quiet"], executor=executor,
@@ -325,7 +330,7 @@ class ProxySearch(metaclass=_Estimator):
         refuse_table_run(path, "ProxySearch reads the runs of a search of ViT statistics")
         settings, space = recorded_settings(path)
         values = options_from_settings(settings, space)
-        values["space"] = None if values["bench"] else values["space"]
+        values["bench"], values["space"] = _reopened_bench(values["bench"], space, settings.multi_space)
         values["out"] = str(path)
         defaults = option_values({}, "search")
         search = cls(**{k: v for k, v in values.items() if v != defaults[k]})
@@ -339,6 +344,7 @@ class ProxySearch(metaclass=_Estimator):
         if not isinstance(report.get("genome"), str):
             raise RunDirError(f"{run.file(BEST)}: not a {BEST} this autoprox wrote")
         search, test = report.get("search") or {}, report.get("test") or {}
+        self.__dict__.pop("equations_", None)  # the cached table of the hall of fame read before
         self.report_ = report
         self.run_dir_ = out
         self.best_ = FoundProxy(report["genome"], search.get("jcm"),
@@ -363,6 +369,21 @@ class ProxySearch(metaclass=_Estimator):
         other proxies on it (a :class:`~autoprox.search.multispace.MultiRunContext` for a search over several
         spaces)."""
         return open_context(self.run_dir_)
+
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _reopened_bench(recorded, space: str, multi_space: bool) -> tuple:
+    """The ``bench`` and ``space`` parameters of a run's recorded benchmark: the space's released file, which a
+    run records by its bare name (not a path from here), is named by its space, as ``ProxySearch(space=...)`` made
+    it; another benchmark is named as recorded."""
+    from autoprox.data.benchmark import BENCH_FILE_NAMES
+
+    if not multi_space and recorded is not None and recorded == BENCH_FILE_NAMES.get(space):
+        return None, space
+    return recorded, None if recorded else (space or None)
 
 
 def search_table(bench: str | Path, target: str | None = None, out: str | Path | None = None, seed: int = 0,

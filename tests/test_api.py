@@ -253,3 +253,40 @@ def test_set_params_continues_a_search_left_at_its_default_targets(af_small_file
         search.set_params(seed=9).fit()
     with pytest.raises(Exception, match=r"holds another search \(targets c100_kd \(the run has c100_kd,"):
         search.set_params(seed=0, targets="c100_kd").fit()
+
+
+def test_from_run_continues_a_search_of_a_space_released_file(af_small, session_cache, tmp_path, monkeypatch):
+    """A run of ``space=...`` records its released file by its bare name: ``from_run(RUN).set_params(...).fit()``
+    raised "benchmark file not found: gt_autoformer.pth" (the bare name taken as a path, the space dropped), where
+    ``search --resume`` continues it. A second ``fit`` also left ``equations_`` at the first fit's hall of fame."""
+    import torch
+
+    from autoprox.data.benchmark import BENCH_DIR_ENV, BENCH_FILE_NAMES
+    from autoprox.spaces.architectures import arch_to_config, parse_arch
+
+    released = tmp_path / "bench"
+    released.mkdir()
+    entries = torch.load(REPO / "autoprox" / "resources" / "vit-bench-101" / BENCH_FILE_NAMES["autoformer"],
+                         weights_only=True)
+    small = [arch_to_config(a) for a in af_small.archs]
+    torch.save([e for e in entries if arch_to_config(parse_arch(e["arch"])) in small],
+               released / BENCH_FILE_NAMES["autoformer"])
+    monkeypatch.setenv(BENCH_DIR_ENV, str(released))
+    run = tmp_path / "run"
+    first = ProxySearch(space="autoformer", iterations=1, population=4, out=str(run), batch_size=2,
+                        cache_dir=str(session_cache.root), workers=1, search_fraction=0.75, retry_cap=3,
+                        quiet=True).fit()
+    assert json.loads((run / "config.json").read_text())["settings"]["bench"] == BENCH_FILE_NAMES["autoformer"]
+    table = first.equations_
+    again = ProxySearch.from_run(run)
+    assert again.space == "autoformer" and again.bench is None
+    again.set_params(iterations=3).fit()
+    assert json.loads((run / "checkpoint.json").read_text())["iteration"] == 3
+    # the first object, fitted again, reads the extended run: its hall of fame and its equations alike
+    first.set_params(iterations=4).fit()
+    equations = first.equations_
+    assert [equations[i]["genome"] for i in range(len(equations))] == [p.genome for p in first.hall_of_fame_]
+    assert first.equations_ is not table
+    # the parameters of a read run give the same search again (the recorded bare name is the run's own)
+    ProxySearch(**{**ProxySearch.from_run(run).get_params(), "iterations": 5}).fit()
+    assert json.loads((run / "checkpoint.json").read_text())["iteration"] == 5
