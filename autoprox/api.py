@@ -214,19 +214,23 @@ class ProxySearch(metaclass=_Estimator):
     def __init__(self, **params) -> None:
         """Every option of ``autoprox search`` as a keyword parameter (``inspect.signature(ProxySearch)``)."""
         self._given: set[str] = set()
+        self._as_given: dict = {}
         self._params = option_values({}, "search")
         self.set_params(**params)
 
     # --------------------------------------------------------- estimator protocol
     def get_params(self, deep: bool = True) -> dict:
-        """Every parameter's value (scikit-learn's protocol; ``deep`` is accepted and changes nothing)."""
-        return dict(self._params)
+        """Every parameter's value (scikit-learn's protocol; ``deep`` is accepted and changes nothing): a parameter
+        given is the object given (so that ``sklearn.base.clone`` rebuilds the search), the others their defaults;
+        the attribute of that name (``search.targets``) is the value as checked and resolved."""
+        return {**self._params, **self._as_given}
 
     def set_params(self, **params) -> "ProxySearch":
         """Set parameters by name; each is checked as on the command line (ConfigError for a bad one)."""
         values = option_values({**{k: self._params[k] for k in self._given}, **params}, "search")
         self._params = values
         self._given |= set(params)
+        self._as_given.update(params)
         return self
 
     def __getattr__(self, name: str):

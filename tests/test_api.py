@@ -290,3 +290,14 @@ def test_from_run_continues_a_search_of_a_space_released_file(af_small, session_
     # the parameters of a read run give the same search again (the recorded bare name is the run's own)
     ProxySearch(**{**ProxySearch.from_run(run).get_params(), "iterations": 5}).fit()
     assert json.loads((run / "checkpoint.json").read_text())["iteration"] == 5
+
+
+def test_scikit_learn_clones_a_search():
+    """sklearn.base.clone raised "the constructor either does not set or modifies parameter weights": get_params
+    gave the checked copies, not the objects given."""
+    base = pytest.importorskip("sklearn.base")
+    search = ProxySearch(space="pit", iterations=3, weights={"c100_kd": 2}, targets=["c100_kd", "flower_kd"])
+    copy = base.clone(search)
+    assert copy is not search and copy.get_params() == search.get_params() and repr(copy) == repr(search)
+    assert copy.weights == {"c100_kd": 2.0} and copy.targets == ("c100_kd", "flower_kd")
+    assert copy.search_settings() == search.search_settings()
