@@ -32,7 +32,7 @@ from autoprox.search.multispace import new_context, open_context
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.options import OPTIONS, option_values, options_for
 from autoprox.search.resume import resume_search
-from autoprox.search.rundir import BEST, RunDirectory
+from autoprox.search.rundir import BEST, RunDirectory, run_folder_proxy
 from autoprox.search.settings import SearchSettings, options_from_settings, settings_from_options
 
 
@@ -406,12 +406,21 @@ def search_table(bench: str | Path, target: str | None = None, out: str | Path |
     return run_table_search(bench, [target] if target else None, out, settings, quiet=quiet)
 
 
+def resolve_proxy(text: str | Path) -> Proxy:
+    """A proxy by name, as ``--proxy`` takes it: a built-in (``params``, ``zico``, ``autoprox_a``), a genome
+    string, a rank formula, a proxy file (a run's ``best.json``), ``recommended:pit/joint``, or a run directory,
+    which stands for its ``best.json``
+    (:func:`autoprox.proxies.proxy.resolve_proxy`, with :func:`~autoprox.search.rundir.run_folder_proxy`)."""
+    from autoprox.proxies.proxy import resolve_proxy as resolve_named
+
+    return resolve_named(run_folder_proxy(str(text)))
+
+
 def score_rows(proxy: str | Path, bench: str | Path) -> list[tuple[str, float]]:
     """``autoprox score`` on a proxy table: ``(id, score)`` for every row in the table's order (NaN where the proxy
     could not score a row), the scores ``rank`` correlates. ``proxy``: anything ``rank`` takes (a column, a rank
-    formula, a table search's ``best.json``)."""
+    formula, a table search's ``best.json`` or its run directory)."""
     from autoprox.data.proxy_tables import read_proxy_table
-    from autoprox.proxies.proxy import resolve_proxy
     from autoprox.proxies.table_scores import table_scores
 
     table = read_proxy_table(bench)
@@ -420,4 +429,4 @@ def score_rows(proxy: str | Path, bench: str | Path) -> list[tuple[str, float]]:
     return [(ident, float(value)) for ident, value in zip(table.ids, scores)]
 
 
-__all__ = ["FoundProxy", "ProxySearch", "score_rows", "search_table"]
+__all__ = ["FoundProxy", "ProxySearch", "resolve_proxy", "score_rows", "search_table"]

@@ -301,3 +301,32 @@ def test_scikit_learn_clones_a_search():
     assert copy is not search and copy.get_params() == search.get_params() and repr(copy) == repr(search)
     assert copy.weights == {"c100_kd": 2.0} and copy.targets == ("c100_kd", "flower_kd")
     assert copy.search_settings() == search.search_settings()
+
+
+@pytest.fixture(scope="module")
+def table_run(tmp_path_factory):
+    """A finished table search (tests.search.test_table_search_inputs' small one): its run directory and table."""
+    from autoprox.search.table_run import run_table_search
+    from tests.search.test_table_search_inputs import SMALL, write_table
+
+    folder = tmp_path_factory.mktemp("table")
+    table = write_table(folder / "mine.csv")
+    run_table_search(table, ["val_acc"], folder / "run", SMALL, quiet=True)
+    return folder / "run", table
+
+
+def test_a_run_directory_is_a_proxy_as_on_the_command_line(table_run, tmp_path):
+    """score_rows(RUN, T) and resolve_proxy(RUN) said "unknown proxy 'RUN'", where score and rank --proxy RUN read
+    RUN/best.json; a folder without one is named in one line."""
+    import autoprox
+    from autoprox.api import score_rows
+    from autoprox.core.errors import ProxyError
+
+    run, table = table_run
+    assert score_rows(run, table) == score_rows(run / "best.json", table)
+    assert score_rows(str(run), str(table)) == score_rows(run / "best.json", table)
+    assert autoprox.resolve_proxy(run).provenance == autoprox.resolve_proxy(run / "best.json").provenance
+    assert autoprox.resolve_proxy("params").name == "params"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ProxyError, match=r"^\S*empty: a folder without best.json; give a run directory"):
+        autoprox.resolve_proxy(tmp_path / "empty")
