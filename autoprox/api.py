@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
-from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
 from autoprox.genome.tree import parse_genome, score_architecture
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.searchrun import SearchRun
@@ -390,20 +390,51 @@ def _reopened_bench(recorded, space: str, multi_space: bool) -> tuple:
     return recorded, None if recorded else (space or None)
 
 
-def search_table(bench: str | Path, target: str | None = None, out: str | Path | None = None, seed: int = 0,
-                 iterations: int | None = None, quiet: bool = True) -> dict:
+def search_table(bench: str | Path | None, target: str | list[str] | None = None, out: str | Path | None = None,
+                 seed: int = 0, iterations: int | None = None, quiet: bool = True, resume: bool = False) -> dict:
     """``autoprox search --bench TABLE.csv``: a weighted formula fitted on the table's labelled rows (an empty
-    ``target`` cell: unlabelled), written to the run directory ``out`` (default: a temporary one); returns its
-    ``best.json`` (``score_rows(OUT/best.json, bench)`` ranks every row with it)."""
+    ``target`` cell: unlabelled), written to the run directory ``out``; returns its ``best.json``
+    (``score_rows(OUT, bench)`` ranks every row with it).
+
+    Parameters
+    ----------
+    bench : path
+        The proxy table (first column ``id``); with ``resume``, optional (the recorded one).
+    target : str, or a list of one str, optional
+        The accuracy column (default: the table's first).
+    out : path, optional
+        The run directory (default: a new temporary one); a folder holding a run is refused unless ``resume``.
+    seed, iterations : int
+        The search's seed and iterations (default: the command line's), checked as ``--seed`` and ``--iterations``.
+    quiet : bool
+        No progress on stderr.
+    resume : bool
+        Continue the table search in ``out`` (stopped, or finished), as ``search --resume --out OUT`` does.
+    """
     import tempfile
 
-    from autoprox.search.table_run import run_table_search
+    from autoprox.search.options import OPTIONS
+    from autoprox.search.table_run import is_table_run, run_table_search
     from autoprox.search.table_search import TableSearchSettings
 
-    settings = TableSearchSettings(seed=seed, **({"iterations": iterations} if iterations is not None else {}))
+    targets = OPTIONS["targets"].value(target) or None
+    iterations = OPTIONS["iterations"].value(iterations)
+    seed = OPTIONS["seed"].value(seed)
+    if bench is None and not resume:
+        raise BenchmarkError("search_table needs bench, the proxy table to search (TABLE.csv)")
     if out is None:
+        if resume:
+            raise RunDirError("resume=True needs out, the run directory of the table search to continue")
         out = Path(tempfile.mkdtemp(prefix="autoprox-table-")) / "run"
-    return run_table_search(bench, [target] if target else None, out, settings, quiet=quiet)
+    run = RunDirectory(out)
+    if run.exists() and not resume:
+        raise RunDirError(f"{run.path} already holds a run; continue it with search_table(..., resume=True), or "
+                          "choose another out")
+    if resume and run.exists() and not is_table_run(run.config()):
+        raise RunDirError(f"{run.path} holds a search of ViT statistics, not of a table; continue it with "
+                          f"ProxySearch.from_run({str(run.path)!r}).fit()")
+    settings = TableSearchSettings(seed=seed, **({"iterations": iterations} if iterations is not None else {}))
+    return run_table_search(bench, targets, out, settings, resume=resume, quiet=quiet)
 
 
 def resolve_proxy(text: str | Path) -> Proxy:
@@ -423,6 +454,8 @@ def score_rows(proxy: str | Path, bench: str | Path) -> list[tuple[str, float]]:
     from autoprox.data.proxy_tables import read_proxy_table
     from autoprox.proxies.table_scores import table_scores
 
+    if proxy is None or bench is None:
+        raise ConfigError(f"score_rows needs {'proxy' if proxy is None else 'bench'}: score_rows(PROXY, TABLE.csv)")
     table = read_proxy_table(bench)
     text = str(proxy)
     scores = table_scores(text if text in table.proxies else resolve_proxy(text), table)

@@ -330,3 +330,42 @@ def test_a_run_directory_is_a_proxy_as_on_the_command_line(table_run, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ProxyError, match=r"^\S*empty: a folder without best.json; give a run directory"):
         autoprox.resolve_proxy(tmp_path / "empty")
+
+
+def test_search_table_checks_its_arguments_in_one_line_and_resumes_a_run(table_run, tmp_path):
+    """search_table(T, ['val_acc']) raised "unhashable type: 'list'", iterations='5' a TypeError, 2.5 was recorded
+    as 2.5, score_rows(P, None) raised a TypeError, and an existing out said "resume it with --resume", which
+    Python could not do: resume=True continues the run as search --resume does."""
+    import dataclasses
+
+    from autoprox.api import score_rows, search_table
+    from autoprox.core.errors import BenchmarkError, RunDirError
+    from autoprox.search.table_run import run_table_search
+    from tests.search.test_table_search_inputs import SMALL
+
+    run, table = table_run
+    listed = search_table(table, ["val_acc"], out=tmp_path / "listed", iterations=SMALL.iterations)
+    texts = search_table(str(table), "val_acc", out=tmp_path / "texts", iterations=str(SMALL.iterations))
+    assert listed["formula"] == texts["formula"] and listed["target"] == "val_acc"
+    for bad, line in (({"iterations": 2.5}, "iterations: expected an integer, got 2.5"),
+                      ({"iterations": -1}, "iterations: expected at least 0, got -1"),
+                      ({"seed": 1.5}, "seed: expected an integer, got 1.5")):
+        with pytest.raises(ConfigError, match=f"^{line}$"):
+            search_table(table, "val_acc", out=tmp_path / "bad", **bad)
+    with pytest.raises(BenchmarkError, match="one target at a time"):
+        search_table(table, ["val_acc", "other"], out=tmp_path / "bad")
+    with pytest.raises(BenchmarkError, match="^search_table needs bench"):
+        search_table(None, "val_acc", out=tmp_path / "bad")
+    with pytest.raises(ConfigError, match=r"^score_rows needs bench"):
+        score_rows("params", None)
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(RunDirError, match=r"already holds a run; continue it with search_table\(\.\.\., "
+                                          r"resume=True\), or choose another out$"):
+        search_table(table, "val_acc", out=run)
+    # a stopped run, continued from Python, ends as the uninterrupted one
+    settings = dataclasses.replace(SMALL, iterations=3)
+    whole = run_table_search(table, ["val_acc"], tmp_path / "whole", settings, quiet=True)
+    run_table_search(table, ["val_acc"], tmp_path / "cut", settings, quiet=True, stop_after=1)
+    assert search_table(None, out=tmp_path / "cut", resume=True)["formula"] == whole["formula"]
+    with pytest.raises(RunDirError, match="resume=True needs out"):
+        search_table(table, resume=True)
