@@ -369,3 +369,21 @@ def test_search_table_checks_its_arguments_in_one_line_and_resumes_a_run(table_r
     assert search_table(None, out=tmp_path / "cut", resume=True)["formula"] == whole["formula"]
     with pytest.raises(RunDirError, match="resume=True needs out"):
         search_table(table, resume=True)
+
+
+def test_score_rows_warns_where_score_notes_columns_read_as_no_information(table_run, tmp_path):
+    """score_rows was silent where autoprox score prints "T lacks jacov: read as no information": the same line
+    is a UserWarning, and a table with every column gives none."""
+    import warnings
+
+    from autoprox.api import score_rows
+    from tests.search.test_table_search_inputs import write_table
+
+    run, table = table_run
+    lacking = write_table(tmp_path / "lacking.csv", columns=("params", "flops", "nwot"), seed=1)
+    with pytest.warns(UserWarning, match=r"lacking.csv lacks jacov: read as no information") as caught:
+        scores = score_rows(run, lacking)
+    assert len(caught) == 1 and len(scores) == 30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        score_rows(run, table)
