@@ -182,8 +182,9 @@ class ProxySearch(metaclass=_Estimator):
     Every option of ``autoprox search`` under its Python name (``--cv-folds`` is ``cv_folds``),
     with the same default and the same check (:data:`autoprox.search.options.SEARCH_OPTIONS`).
     Lists may be given as Python sequences (``targets=["c100_kd"]``) or as the command line's
-    comma strings; ``weights`` as a mapping. An unknown name or a bad value raises
-    :class:`~autoprox.core.errors.ConfigError` at once, with one line naming it.
+    comma strings; ``weights`` as a mapping. An unknown name, a bad value or an unknown ``space`` raises
+    :class:`~autoprox.core.errors.ConfigError` at once, with one line naming it; what depends on the benchmark's
+    file (``targets`` it lacks, a space of a ``space_file``) is refused by :meth:`fit`, before anything is written.
 
     Attributes
     ----------
@@ -228,6 +229,11 @@ class ProxySearch(metaclass=_Estimator):
     def set_params(self, **params) -> "ProxySearch":
         """Set parameters by name; each is checked as on the command line (ConfigError for a bad one)."""
         values = option_values({**{k: self._params[k] for k in self._given}, **params}, "search")
+        if not values["space_file"]:  # a space of a space file is known once fit() registers the file
+            from autoprox.search.options import check_space
+
+            for space in [values["space"]] if isinstance(values["space"], str) else values["space"] or ():
+                check_space(space)
         self._params = values
         self._given |= set(params)
         self._as_given.update(params)

@@ -92,6 +92,11 @@ def test_bad_settings_are_one_line_errors():
         ProxySearch(space="pit", population=1)
     with pytest.raises(ConfigError, match="margin: expected a finite number"):
         ProxySearch(space="pit").set_params(margin=float("nan"))
+    # an unknown space at once, as the docstring says (it was refused only by fit())
+    with pytest.raises(ConfigError, match="^unknown space 'nope'; known: "):
+        ProxySearch(space="nope")
+    with pytest.raises(ConfigError, match="^unknown space 'nope'"):
+        ProxySearch(space="pit").set_params(space=["pit", "nope"])
 
 
 def test_a_found_proxy_with_architecture_terminals_reads_them_from_the_model(af_small):
