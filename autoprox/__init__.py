@@ -6,7 +6,8 @@ The data flow is the architecture, one layer per step (docs/layout.md):
 
 The names most users need are here: :class:`ProxySearch` (a search as an estimator),
 :class:`Proxy` (any proxy, one scoring path), :func:`resolve_proxy` (a proxy from its name:
-``params``, ``zico``, ``autoprox_a``, a genome string, a proxy file, ``recommended:pit/joint``),
+``params``, ``zico``, ``autoprox_a``, a genome string, a proxy file or a run directory,
+``recommended:pit/joint``),
 :func:`load_benchmark` and :func:`build_vit`. They are imported when first used, so
 ``import autoprox`` stays light.
 """
@@ -47,7 +48,7 @@ _LAZY = {
     "ProxySearch": "autoprox.api",
     "FoundProxy": "autoprox.api",
     "Proxy": "autoprox.proxies.proxy",
-    "resolve_proxy": "autoprox.proxies.proxy",
+    "resolve_proxy": "autoprox.api",
     "load_benchmark": "autoprox.data.benchmark",
     "search_table": "autoprox.api",
     "score_rows": "autoprox.api",

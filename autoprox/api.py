@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
-from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
 from autoprox.genome.tree import parse_genome, score_architecture
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.searchrun import SearchRun
@@ -32,7 +32,7 @@ from autoprox.search.multispace import new_context, open_context
 from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.options import OPTIONS, option_values, options_for
 from autoprox.search.resume import resume_search
-from autoprox.search.rundir import BEST, RunDirectory
+from autoprox.search.rundir import BEST, RunDirectory, run_folder_proxy
 from autoprox.search.settings import SearchSettings, options_from_settings, settings_from_options
 
 
@@ -182,8 +182,9 @@ class ProxySearch(metaclass=_Estimator):
     Every option of ``autoprox search`` under its Python name (``--cv-folds`` is ``cv_folds``),
     with the same default and the same check (:data:`autoprox.search.options.SEARCH_OPTIONS`).
     Lists may be given as Python sequences (``targets=["c100_kd"]``) or as the command line's
-    comma strings; ``weights`` as a mapping. An unknown name or a bad value raises
-    :class:`~autoprox.core.errors.ConfigError` at once, with one line naming it.
+    comma strings; ``weights`` as a mapping. An unknown name, a bad value or an unknown ``space`` raises
+    :class:`~autoprox.core.errors.ConfigError` at once, with one line naming it; what depends on the benchmark's
+    file (``targets`` it lacks, a space of a ``space_file``) is refused by :meth:`fit`, before anything is written.
 
     Attributes
     ----------
@@ -214,19 +215,28 @@ class ProxySearch(metaclass=_Estimator):
     def __init__(self, **params) -> None:
         """Every option of ``autoprox search`` as a keyword parameter (``inspect.signature(ProxySearch)``)."""
         self._given: set[str] = set()
+        self._as_given: dict = {}
         self._params = option_values({}, "search")
         self.set_params(**params)
 
     # --------------------------------------------------------- estimator protocol
     def get_params(self, deep: bool = True) -> dict:
-        """Every parameter's value (scikit-learn's protocol; ``deep`` is accepted and changes nothing)."""
-        return dict(self._params)
+        """Every parameter's value (scikit-learn's protocol; ``deep`` is accepted and changes nothing): a parameter
+        given is the object given (so that ``sklearn.base.clone`` rebuilds the search), the others their defaults;
+        the attribute of that name (``search.targets``) is the value as checked and resolved."""
+        return {**self._params, **self._as_given}
 
     def set_params(self, **params) -> "ProxySearch":
         """Set parameters by name; each is checked as on the command line (ConfigError for a bad one)."""
         values = option_values({**{k: self._params[k] for k in self._given}, **params}, "search")
+        if not values["space_file"]:  # a space of a space file is known once fit() registers the file
+            from autoprox.search.options import check_space
+
+            for space in [values["space"]] if isinstance(values["space"], str) else values["space"] or ():
+                check_space(space)
         self._params = values
         self._given |= set(params)
+        self._as_given.update(params)
         return self
 
     def __getattr__(self, name: str):
@@ -287,12 +297,17 @@ class ProxySearch(metaclass=_Estimator):
                 # resume=True: the parameters given must agree with the run, the others are the run's (as with
                 # search --resume); else every parameter, defaults included, must describe the run's search
                 given = self._given
+                recorded = recorded_settings(out)[0]
                 if not params["resume"]:
-                    conflicts = self._other_search(recorded_settings(out)[0])
+                    conflicts = self._other_search(recorded)
                     if conflicts:
                         raise RunDirError(f"{out} holds another search ({'; '.join(conflicts)}); choose another "
                                           "out, or leave those parameters out with resume=True")
                     given = {name for name in given if OPTIONS[name].session}
+                if _as_list(params["bench"]) == list(recorded.benches):
+                    # the run's own record (a bare name for a file of the benchmark folders): the run finds it,
+                    # where a session bench is a path from here
+                    given = given - {"bench"}
                 resume_search(out, params, given, executor=executor, on_checkpoint=reports)
             else:
                 run_search(self.search_settings(), out, quiet=params["quiet"], executor=executor,
@@ -325,7 +340,7 @@ class ProxySearch(metaclass=_Estimator):
         refuse_table_run(path, "ProxySearch reads the runs of a search of ViT statistics")
         settings, space = recorded_settings(path)
         values = options_from_settings(settings, space)
-        values["space"] = None if values["bench"] else values["space"]
+        values["bench"], values["space"] = _reopened_bench(values["bench"], space, settings.multi_space)
         values["out"] = str(path)
         defaults = option_values({}, "search")
         search = cls(**{k: v for k, v in values.items() if v != defaults[k]})
@@ -339,6 +354,7 @@ class ProxySearch(metaclass=_Estimator):
         if not isinstance(report.get("genome"), str):
             raise RunDirError(f"{run.file(BEST)}: not a {BEST} this autoprox wrote")
         search, test = report.get("search") or {}, report.get("test") or {}
+        self.__dict__.pop("equations_", None)  # the cached table of the hall of fame read before
         self.report_ = report
         self.run_dir_ = out
         self.best_ = FoundProxy(report["genome"], search.get("jcm"),
@@ -365,34 +381,98 @@ class ProxySearch(metaclass=_Estimator):
         return open_context(self.run_dir_)
 
 
-def search_table(bench: str | Path, target: str | None = None, out: str | Path | None = None, seed: int = 0,
-                 iterations: int | None = None, quiet: bool = True) -> dict:
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _reopened_bench(recorded, space: str, multi_space: bool) -> tuple:
+    """The ``bench`` and ``space`` parameters of a run's recorded benchmark: the space's released file, which a
+    run records by its bare name (not a path from here), is named by its space, as ``ProxySearch(space=...)`` made
+    it; another benchmark is named as recorded."""
+    from autoprox.data.benchmark import BENCH_FILE_NAMES
+
+    if not multi_space and recorded is not None and recorded == BENCH_FILE_NAMES.get(space):
+        return None, space
+    return recorded, None if recorded else (space or None)
+
+
+def search_table(bench: str | Path | None, target: str | list[str] | None = None, out: str | Path | None = None,
+                 seed: int = 0, iterations: int | None = None, quiet: bool = True, resume: bool = False) -> dict:
     """``autoprox search --bench TABLE.csv``: a weighted formula fitted on the table's labelled rows (an empty
-    ``target`` cell: unlabelled), written to the run directory ``out`` (default: a temporary one); returns its
-    ``best.json`` (``score_rows(OUT/best.json, bench)`` ranks every row with it)."""
+    ``target`` cell: unlabelled), written to the run directory ``out``; returns its ``best.json``
+    (``score_rows(OUT, bench)`` ranks every row with it).
+
+    Parameters
+    ----------
+    bench : path
+        The proxy table (first column ``id``); with ``resume``, optional (the recorded one).
+    target : str, or a list of one str, optional
+        The accuracy column (default: the table's first).
+    out : path, optional
+        The run directory (default: a new temporary one); a folder holding a run is refused unless ``resume``.
+    seed, iterations : int
+        The search's seed and iterations (default: the command line's), checked as ``--seed`` and ``--iterations``.
+    quiet : bool
+        No progress on stderr.
+    resume : bool
+        Continue the table search in ``out`` (stopped, or finished), as ``search --resume --out OUT`` does.
+    """
     import tempfile
 
-    from autoprox.search.table_run import run_table_search
+    from autoprox.search.options import OPTIONS
+    from autoprox.search.table_run import is_table_run, run_table_search
     from autoprox.search.table_search import TableSearchSettings
 
-    settings = TableSearchSettings(seed=seed, **({"iterations": iterations} if iterations is not None else {}))
+    targets = OPTIONS["targets"].value(target) or None
+    iterations = OPTIONS["iterations"].value(iterations)
+    seed = OPTIONS["seed"].value(seed)
+    if bench is None and not resume:
+        raise BenchmarkError("search_table needs bench, the proxy table to search (TABLE.csv)")
     if out is None:
+        if resume:
+            raise RunDirError("resume=True needs out, the run directory of the table search to continue")
         out = Path(tempfile.mkdtemp(prefix="autoprox-table-")) / "run"
-    return run_table_search(bench, [target] if target else None, out, settings, quiet=quiet)
+    run = RunDirectory(out)
+    if run.exists() and not resume:
+        raise RunDirError(f"{run.path} already holds a run; continue it with search_table(..., resume=True), or "
+                          "choose another out")
+    if resume and run.exists() and not is_table_run(run.config()):
+        raise RunDirError(f"{run.path} holds a search of ViT statistics, not of a table; continue it with "
+                          f"ProxySearch.from_run({str(run.path)!r}).fit()")
+    settings = TableSearchSettings(seed=seed, **({"iterations": iterations} if iterations is not None else {}))
+    return run_table_search(bench, targets, out, settings, resume=resume, quiet=quiet)
+
+
+def resolve_proxy(text: str | Path) -> Proxy:
+    """A proxy by name, as ``--proxy`` takes it: a built-in (``params``, ``zico``, ``autoprox_a``), a genome
+    string, a rank formula, a proxy file (a run's ``best.json``), ``recommended:pit/joint``, or a run directory,
+    which stands for its ``best.json``
+    (:func:`autoprox.proxies.proxy.resolve_proxy`, with :func:`~autoprox.search.rundir.run_folder_proxy`)."""
+    from autoprox.proxies.proxy import resolve_proxy as resolve_named
+
+    return resolve_named(run_folder_proxy(str(text)))
 
 
 def score_rows(proxy: str | Path, bench: str | Path) -> list[tuple[str, float]]:
     """``autoprox score`` on a proxy table: ``(id, score)`` for every row in the table's order (NaN where the proxy
     could not score a row), the scores ``rank`` correlates. ``proxy``: anything ``rank`` takes (a column, a rank
-    formula, a table search's ``best.json``)."""
-    from autoprox.data.proxy_tables import read_proxy_table
-    from autoprox.proxies.proxy import resolve_proxy
-    from autoprox.proxies.table_scores import table_scores
+    formula, a table search's ``best.json`` or its run directory). Where the table lacks columns the proxy reads,
+    the line ``autoprox score`` prints of how it reads them is a :class:`UserWarning`."""
+    import warnings
 
+    from autoprox.data.proxy_tables import read_proxy_table
+    from autoprox.proxies.table_scores import reading_note, table_scores
+
+    if proxy is None or bench is None:
+        raise ConfigError(f"score_rows needs {'proxy' if proxy is None else 'bench'}: score_rows(PROXY, TABLE.csv)")
     table = read_proxy_table(bench)
     text = str(proxy)
-    scores = table_scores(text if text in table.proxies else resolve_proxy(text), table)
+    resolved = text if text in table.proxies else resolve_proxy(text)
+    scores = table_scores(resolved, table)
+    note = reading_note(resolved, table)
+    if note:
+        warnings.warn(note, UserWarning, stacklevel=2)
     return [(ident, float(value)) for ident, value in zip(table.ids, scores)]
 
 
-__all__ = ["FoundProxy", "ProxySearch", "score_rows", "search_table"]
+__all__ = ["FoundProxy", "ProxySearch", "resolve_proxy", "score_rows", "search_table"]

@@ -92,6 +92,11 @@ def test_bad_settings_are_one_line_errors():
         ProxySearch(space="pit", population=1)
     with pytest.raises(ConfigError, match="margin: expected a finite number"):
         ProxySearch(space="pit").set_params(margin=float("nan"))
+    # an unknown space at once, as the docstring says (it was refused only by fit())
+    with pytest.raises(ConfigError, match="^unknown space 'nope'; known: "):
+        ProxySearch(space="nope")
+    with pytest.raises(ConfigError, match="^unknown space 'nope'"):
+        ProxySearch(space="pit").set_params(space=["pit", "nope"])
 
 
 def test_a_found_proxy_with_architecture_terminals_reads_them_from_the_model(af_small):
@@ -253,3 +258,137 @@ def test_set_params_continues_a_search_left_at_its_default_targets(af_small_file
         search.set_params(seed=9).fit()
     with pytest.raises(Exception, match=r"holds another search \(targets c100_kd \(the run has c100_kd,"):
         search.set_params(seed=0, targets="c100_kd").fit()
+
+
+def test_from_run_continues_a_search_of_a_space_released_file(af_small, session_cache, tmp_path, monkeypatch):
+    """A run of ``space=...`` records its released file by its bare name: ``from_run(RUN).set_params(...).fit()``
+    raised "benchmark file not found: gt_autoformer.pth" (the bare name taken as a path, the space dropped), where
+    ``search --resume`` continues it. A second ``fit`` also left ``equations_`` at the first fit's hall of fame."""
+    import torch
+
+    from autoprox.data.benchmark import BENCH_DIR_ENV, BENCH_FILE_NAMES
+    from autoprox.spaces.architectures import arch_to_config, parse_arch
+
+    released = tmp_path / "bench"
+    released.mkdir()
+    entries = torch.load(REPO / "autoprox" / "resources" / "vit-bench-101" / BENCH_FILE_NAMES["autoformer"],
+                         weights_only=True)
+    small = [arch_to_config(a) for a in af_small.archs]
+    torch.save([e for e in entries if arch_to_config(parse_arch(e["arch"])) in small],
+               released / BENCH_FILE_NAMES["autoformer"])
+    monkeypatch.setenv(BENCH_DIR_ENV, str(released))
+    run = tmp_path / "run"
+    first = ProxySearch(space="autoformer", iterations=1, population=4, out=str(run), batch_size=2,
+                        cache_dir=str(session_cache.root), workers=1, search_fraction=0.75, retry_cap=3,
+                        quiet=True).fit()
+    assert json.loads((run / "config.json").read_text())["settings"]["bench"] == BENCH_FILE_NAMES["autoformer"]
+    table = first.equations_
+    again = ProxySearch.from_run(run)
+    assert again.space == "autoformer" and again.bench is None
+    again.set_params(iterations=3).fit()
+    assert json.loads((run / "checkpoint.json").read_text())["iteration"] == 3
+    # the first object, fitted again, reads the extended run: its hall of fame and its equations alike
+    first.set_params(iterations=4).fit()
+    equations = first.equations_
+    assert [equations[i]["genome"] for i in range(len(equations))] == [p.genome for p in first.hall_of_fame_]
+    assert first.equations_ is not table
+    # the parameters of a read run give the same search again (the recorded bare name is the run's own)
+    ProxySearch(**{**ProxySearch.from_run(run).get_params(), "iterations": 5}).fit()
+    assert json.loads((run / "checkpoint.json").read_text())["iteration"] == 5
+
+
+def test_scikit_learn_clones_a_search():
+    """sklearn.base.clone raised "the constructor either does not set or modifies parameter weights": get_params
+    gave the checked copies, not the objects given."""
+    base = pytest.importorskip("sklearn.base")
+    search = ProxySearch(space="pit", iterations=3, weights={"c100_kd": 2}, targets=["c100_kd", "flower_kd"])
+    copy = base.clone(search)
+    assert copy is not search and copy.get_params() == search.get_params() and repr(copy) == repr(search)
+    assert copy.weights == {"c100_kd": 2.0} and copy.targets == ("c100_kd", "flower_kd")
+    assert copy.search_settings() == search.search_settings()
+
+
+@pytest.fixture(scope="module")
+def table_run(tmp_path_factory):
+    """A finished table search (tests.search.test_table_search_inputs' small one): its run directory and table."""
+    from autoprox.search.table_run import run_table_search
+    from tests.search.test_table_search_inputs import SMALL, write_table
+
+    folder = tmp_path_factory.mktemp("table")
+    table = write_table(folder / "mine.csv")
+    run_table_search(table, ["val_acc"], folder / "run", SMALL, quiet=True)
+    return folder / "run", table
+
+
+def test_a_run_directory_is_a_proxy_as_on_the_command_line(table_run, tmp_path):
+    """score_rows(RUN, T) and resolve_proxy(RUN) said "unknown proxy 'RUN'", where score and rank --proxy RUN read
+    RUN/best.json; a folder without one is named in one line."""
+    import autoprox
+    from autoprox.api import score_rows
+    from autoprox.core.errors import ProxyError
+
+    run, table = table_run
+    assert score_rows(run, table) == score_rows(run / "best.json", table)
+    assert score_rows(str(run), str(table)) == score_rows(run / "best.json", table)
+    assert autoprox.resolve_proxy(run).provenance == autoprox.resolve_proxy(run / "best.json").provenance
+    assert autoprox.resolve_proxy("params").name == "params"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ProxyError, match=r"^\S*empty: a folder without best.json; give a run directory"):
+        autoprox.resolve_proxy(tmp_path / "empty")
+
+
+def test_search_table_checks_its_arguments_in_one_line_and_resumes_a_run(table_run, tmp_path):
+    """search_table(T, ['val_acc']) raised "unhashable type: 'list'", iterations='5' a TypeError, 2.5 was recorded
+    as 2.5, score_rows(P, None) raised a TypeError, and an existing out said "resume it with --resume", which
+    Python could not do: resume=True continues the run as search --resume does."""
+    import dataclasses
+
+    from autoprox.api import score_rows, search_table
+    from autoprox.core.errors import BenchmarkError, RunDirError
+    from autoprox.search.table_run import run_table_search
+    from tests.search.test_table_search_inputs import SMALL
+
+    run, table = table_run
+    listed = search_table(table, ["val_acc"], out=tmp_path / "listed", iterations=SMALL.iterations)
+    texts = search_table(str(table), "val_acc", out=tmp_path / "texts", iterations=str(SMALL.iterations))
+    assert listed["formula"] == texts["formula"] and listed["target"] == "val_acc"
+    for bad, line in (({"iterations": 2.5}, "iterations: expected an integer, got 2.5"),
+                      ({"iterations": -1}, "iterations: expected at least 0, got -1"),
+                      ({"seed": 1.5}, "seed: expected an integer, got 1.5")):
+        with pytest.raises(ConfigError, match=f"^{line}$"):
+            search_table(table, "val_acc", out=tmp_path / "bad", **bad)
+    with pytest.raises(BenchmarkError, match="one target at a time"):
+        search_table(table, ["val_acc", "other"], out=tmp_path / "bad")
+    with pytest.raises(BenchmarkError, match="^search_table needs bench"):
+        search_table(None, "val_acc", out=tmp_path / "bad")
+    with pytest.raises(ConfigError, match=r"^score_rows needs bench"):
+        score_rows("params", None)
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(RunDirError, match=r"already holds a run; continue it with search_table\(\.\.\., "
+                                          r"resume=True\), or choose another out$"):
+        search_table(table, "val_acc", out=run)
+    # a stopped run, continued from Python, ends as the uninterrupted one
+    settings = dataclasses.replace(SMALL, iterations=3)
+    whole = run_table_search(table, ["val_acc"], tmp_path / "whole", settings, quiet=True)
+    run_table_search(table, ["val_acc"], tmp_path / "cut", settings, quiet=True, stop_after=1)
+    assert search_table(None, out=tmp_path / "cut", resume=True)["formula"] == whole["formula"]
+    with pytest.raises(RunDirError, match="resume=True needs out"):
+        search_table(table, resume=True)
+
+
+def test_score_rows_warns_where_score_notes_columns_read_as_no_information(table_run, tmp_path):
+    """score_rows was silent where autoprox score prints "T lacks jacov: read as no information": the same line
+    is a UserWarning, and a table with every column gives none."""
+    import warnings
+
+    from autoprox.api import score_rows
+    from tests.search.test_table_search_inputs import write_table
+
+    run, table = table_run
+    lacking = write_table(tmp_path / "lacking.csv", columns=("params", "flops", "nwot"), seed=1)
+    with pytest.warns(UserWarning, match=r"lacking.csv lacks jacov: read as no information") as caught:
+        scores = score_rows(run, lacking)
+    assert len(caught) == 1 and len(scores) == 30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        score_rows(run, table)

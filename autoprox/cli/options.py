@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from autoprox.cli.command_options import command_options
-from autoprox.core.errors import BenchmarkError, ConfigError, ProxyError
+from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.cache import StatsPlan
 from autoprox.proxies.recommended import is_recommended_name, split_recommended_name
@@ -194,28 +192,16 @@ def use_space_files(args: argparse.Namespace) -> list:
 
 
 def run_folders_as_best(args: argparse.Namespace) -> None:
-    """``--proxy RUN``: a run directory stands for its ``best.json``, as ``export RUN`` reads it (each part of a
-    comma list alike). A bare name is taken as a folder only when it holds one, so that a built-in or a table's
-    column named like a folder stays what it is; ProxyError for a path to a folder without one."""
-    from autoprox.proxies.proxy import BUILTIN_PROXIES, split_proxy_list
-    from autoprox.search.rundir import BEST
+    """``--proxy RUN``: a run directory stands for its ``best.json``, each part of a comma list alike
+    (:func:`~autoprox.search.rundir.run_folder_proxy`, as the Python API reads a run directory)."""
+    from autoprox.proxies.proxy import split_proxy_list
+    from autoprox.search.rundir import run_folder_proxy
 
     text = getattr(args, "proxy", None)
     if not isinstance(text, str) or not text.strip():
         return
     parts = split_proxy_list(text)
-    resolved = []
-    for part in parts:
-        try:
-            folder = Path(part).is_dir() and part not in BUILTIN_PROXIES
-        except (OSError, ValueError):  # a genome string too long for a file name
-            folder = False
-        best = Path(part) / BEST
-        if folder and best.is_file():
-            part = str(best)
-        elif folder and (os.sep in part or part in (".", "..")):
-            raise ProxyError(f"--proxy {part}: a folder without {BEST}; give a run directory or a proxy file")
-        resolved.append(part)
+    resolved = [run_folder_proxy(part, "--proxy ") for part in parts]
     if resolved != parts:
         args.proxy = ",".join(resolved)
 

@@ -55,7 +55,7 @@ from autoprox.core.atomic import (
     make_directory,
 )
 from autoprox.core.correlation import jcm as joint_metric
-from autoprox.core.errors import RunDirError
+from autoprox.core.errors import ProxyError, RunDirError
 
 CONFIG = "config.json"
 LOG = "log.jsonl"
@@ -328,6 +328,25 @@ class RunDirectory:
             path = self.log_path() if name == LOG else self.file(name)
             kept = [r for number, r in read_records(path) if iteration_of(r, path, number) <= iteration]
             atomic_write_text(self.file(name), "".join(json.dumps(r) + "\n" for r in kept))
+
+
+def run_folder_proxy(part: str, label: str = "") -> str:
+    """A proxy named by its run directory: ``RUN/best.json`` for a folder holding one (as ``export RUN`` reads it),
+    else ``part`` as it is. A bare name is taken as a folder only when it holds one, so that a built-in or a table's
+    column named like a folder stays what it is; ProxyError (``label`` before the folder, ``--proxy ``
+    on the command line) for a path to a folder without one."""
+    from autoprox.proxies.proxy import BUILTIN_PROXIES
+
+    try:
+        folder = Path(part).is_dir() and part not in BUILTIN_PROXIES
+    except (OSError, ValueError):  # a genome string too long for a file name
+        return part
+    best = Path(part) / BEST
+    if folder and best.is_file():
+        return str(best)
+    if folder and (os.sep in part or part in (".", "..")):
+        raise ProxyError(f"{label}{part}: a folder without {BEST}; give a run directory or a proxy file")
+    return part
 
 
 def recorded_weights(config: dict) -> dict[str, float]:
