@@ -397,7 +397,8 @@ def _reopened_bench(recorded, space: str, multi_space: bool) -> tuple:
 
 
 def search_table(bench: str | Path | None, target: str | list[str] | None = None, out: str | Path | None = None,
-                 seed: int = 0, iterations: int | None = None, quiet: bool = True, resume: bool = False) -> dict:
+                 seed: int | None = None, iterations: int | None = None, quiet: bool = True,
+                 resume: bool = False) -> dict:
     """``autoprox search --bench TABLE.csv``: a weighted formula fitted on the table's labelled rows (an empty
     ``target`` cell: unlabelled), written to the run directory ``out``; returns its ``best.json``
     (``score_rows(OUT, bench)`` ranks every row with it).
@@ -410,8 +411,9 @@ def search_table(bench: str | Path | None, target: str | list[str] | None = None
         The accuracy column (default: the table's first).
     out : path, optional
         The run directory (default: a new temporary one); a folder holding a run is refused unless ``resume``.
-    seed, iterations : int
-        The search's seed and iterations (default: the command line's), checked as ``--seed`` and ``--iterations``.
+    seed, iterations : int, optional
+        The search's seed and iterations (default: the command line's), checked as ``--seed`` and ``--iterations``;
+        with ``resume``, each one given must be the recorded one.
     quiet : bool
         No progress on stderr.
     resume : bool
@@ -425,7 +427,7 @@ def search_table(bench: str | Path | None, target: str | list[str] | None = None
 
     targets = OPTIONS["targets"].value(target) or None
     iterations = OPTIONS["iterations"].value(iterations)
-    seed = OPTIONS["seed"].value(seed)
+    seed = OPTIONS["seed"].value(seed) if seed is not None else None
     if bench is None and not resume:
         raise BenchmarkError("search_table needs bench, the proxy table to search (TABLE.csv)")
     if out is None:
@@ -439,8 +441,10 @@ def search_table(bench: str | Path | None, target: str | list[str] | None = None
     if resume and run.exists() and not is_table_run(run.config()):
         raise RunDirError(f"{run.path} holds a search of ViT statistics, not of a table; continue it with "
                           f"ProxySearch.from_run({str(run.path)!r}).fit()")
-    settings = TableSearchSettings(seed=seed, **({"iterations": iterations} if iterations is not None else {}))
-    return run_table_search(bench, targets, out, settings, resume=resume, quiet=quiet)
+    given = {name: value for name, value in (("seed", seed), ("iterations", iterations)) if value is not None}
+    if resume:
+        return run_table_search(bench, targets, out, None, resume=True, quiet=quiet, given=given)
+    return run_table_search(bench, targets, out, TableSearchSettings(**given), quiet=quiet)
 
 
 def resolve_proxy(text: str | Path) -> Proxy:
@@ -465,7 +469,7 @@ def score_rows(proxy: str | Path, bench: str | Path) -> list[tuple[str, float]]:
 
     if proxy is None or bench is None:
         raise ConfigError(f"score_rows needs {'proxy' if proxy is None else 'bench'}: score_rows(PROXY, TABLE.csv)")
-    table = read_proxy_table(bench)
+    table = read_proxy_table(bench, labels=False)  # scoring needs no labels, as for autoprox score
     text = str(proxy)
     resolved = text if text in table.proxies else resolve_proxy(text)
     scores = table_scores(resolved, table)

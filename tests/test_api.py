@@ -372,6 +372,8 @@ def test_search_table_checks_its_arguments_in_one_line_and_resumes_a_run(table_r
     whole = run_table_search(table, ["val_acc"], tmp_path / "whole", settings, quiet=True)
     run_table_search(table, ["val_acc"], tmp_path / "cut", settings, quiet=True, stop_after=1)
     assert search_table(None, out=tmp_path / "cut", resume=True)["formula"] == whole["formula"]
+    with pytest.raises(ConfigError, match="these options differ: --iterations 7 "):  # as search --resume refuses it
+        search_table(None, out=tmp_path / "cut", resume=True, iterations=7)
     with pytest.raises(RunDirError, match="resume=True needs out"):
         search_table(table, resume=True)
 
@@ -391,4 +393,10 @@ def test_score_rows_warns_where_score_notes_columns_read_as_no_information(table
     assert len(caught) == 1 and len(scores) == 30
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        score_rows(run, table)
+        labelled = score_rows(run, table)
+    # unlabelled candidates (the target column left empty) are scored as autoprox score scores them
+    lines = table.read_text().splitlines()
+    unlabelled = tmp_path / "candidates.csv"
+    unlabelled.write_text("\n".join([lines[0], *(",".join([row.split(",")[0], "", *row.split(",")[2:]])
+                                                  for row in lines[1:])]) + "\n")
+    assert score_rows(run, unlabelled) == labelled
