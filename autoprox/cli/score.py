@@ -39,7 +39,8 @@ def add_parser(sub) -> None:
                     "(--space, --bench FILE), with one proxy (a built-in, a rank formula, a run's best.json, a "
                     "table search's best.json) and write OUT as CSV 'id,score' in the table's or benchmark's order "
                     "(higher: predicted better; an empty score: the proxy could not score that row). Rows without a "
-                    "label are scored too.")
+                    "label are scored too. A table search's proxy reads each column through its rank among the rows scored "
+                    "together: score the candidates you compare in one table.")
     add_command_options(score, "rank", leave_out=SCORE_LEAVES_OUT, overrides={"proxy": PROXY_HELP})
     add_stats_options(score)
     score.add_argument("--out", required=True, help="the CSV file to write (id,score)")
