@@ -154,7 +154,9 @@ def _few_labels(args: argparse.Namespace) -> int:
     for kind, value in benches_given(args):
         if kind == "space":
             space = load_table_space(value)
-            tables += [(table, targets[0]) for table, targets in zip(space.tables, space.targets)]
+            for table, targets in zip(space.tables, space.targets):  # --targets, checked, else the space's first
+                given = table.check_targets(list(args.targets)) if args.targets else [targets[0]]
+                tables += [(table, target) for target in given]
         else:
             table = read_proxy_table(value)
             targets = table.check_targets(list(args.targets) if args.targets else [table.targets[0]])

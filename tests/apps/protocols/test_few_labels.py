@@ -247,6 +247,18 @@ def test_few_labels_runs_every_target_of_a_table_as_its_own_entry(tmp_path, caps
     assert one["results"]["t"]["10"]["draws"] == record["results"]["t/test_acc"]["10"]["draws"]  # the same draws
 
 
+def test_few_labels_on_a_packaged_space_takes_the_given_target(tmp_path, capsys):
+    """``--space pit --targets flower_kd`` ran the space's first target, c100_kd."""
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "1", "--space", "pit",
+                             "--targets", "flower_kd", "--methods", "size", "--out", tmp_path / "p", "--quiet")
+    assert code == 0, err
+    record = json.loads((tmp_path / "p" / "few_labels.json").read_text())
+    assert [t["target"] for t in record["spec"]["tables"]] == ["flower_kd"]
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "1", "--space", "pit",
+                             "--targets", "nope", "--methods", "size", "--out", tmp_path / "q")
+    assert code == 2 and "nope" in one_error_line(err) and not (tmp_path / "q").exists()
+
+
 def test_few_labels_with_no_k_a_table_allows_is_refused_naming_the_largest(tmp_path, capsys):
     """Every k was skipped (above 60 % of the labelled rows) and it exited 0 with an empty record."""
     path = write_table(tmp_path / "t.csv", rows=60)
