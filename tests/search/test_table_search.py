@@ -257,9 +257,10 @@ def test_ctrl_c_in_the_inner_cross_validation_says_truthfully_what_is_kept(tmp_p
 
     path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=9)
     env = dict(os.environ, PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    # a shell that runs the tests in the background (as CI may) ignores SIGINT, and children inherit that
     process = subprocess.Popen([sys.executable, "-m", "autoprox.cli", "search", "--bench", str(path), "--out",
                                 str(tmp_path / "run"), "--iterations", "5000"], stderr=subprocess.PIPE, text=True,
-                               env=env)
+                               env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = ""
     while "choosing the number of terms" not in seen:
         line = process.stderr.readline()
