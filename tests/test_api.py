@@ -23,6 +23,7 @@ from autoprox.proxies.proxy import AUTOPROX_A
 from autoprox.reports.simplify import aggregate_text
 from autoprox.search.engine import run_search
 from tests.conftest import REPO
+from tests.search.test_table_search_inputs import searched  # noqa: F401 (a fixture: a finished table search)
 
 pytestmark = pytest.mark.slow
 
@@ -308,26 +309,14 @@ def test_scikit_learn_clones_a_search():
     assert copy.search_settings() == search.search_settings()
 
 
-@pytest.fixture(scope="module")
-def table_run(tmp_path_factory):
-    """A finished table search (tests.search.test_table_search_inputs' small one): its run directory and table."""
-    from autoprox.search.table_run import run_table_search
-    from tests.search.test_table_search_inputs import SMALL, write_table
-
-    folder = tmp_path_factory.mktemp("table")
-    table = write_table(folder / "mine.csv")
-    run_table_search(table, ["val_acc"], folder / "run", SMALL, quiet=True)
-    return folder / "run", table
-
-
-def test_a_run_directory_is_a_proxy_as_on_the_command_line(table_run, tmp_path):
+def test_a_run_directory_is_a_proxy_as_on_the_command_line(searched, tmp_path):
     """score_rows(RUN, T) and resolve_proxy(RUN) said "unknown proxy 'RUN'", where score and rank --proxy RUN read
     RUN/best.json; a folder without one is named in one line."""
     import autoprox
     from autoprox.api import score_rows
     from autoprox.core.errors import ProxyError
 
-    run, table = table_run
+    run, table = searched
     assert score_rows(run, table) == score_rows(run / "best.json", table)
     assert score_rows(str(run), str(table)) == score_rows(run / "best.json", table)
     assert autoprox.resolve_proxy(run).provenance == autoprox.resolve_proxy(run / "best.json").provenance
@@ -337,7 +326,7 @@ def test_a_run_directory_is_a_proxy_as_on_the_command_line(table_run, tmp_path):
         autoprox.resolve_proxy(tmp_path / "empty")
 
 
-def test_search_table_checks_its_arguments_in_one_line_and_resumes_a_run(table_run, tmp_path):
+def test_search_table_checks_its_arguments_in_one_line_and_resumes_a_run(searched, tmp_path):
     """search_table(T, ['val_acc']) raised "unhashable type: 'list'", iterations='5' a TypeError, 2.5 was recorded
     as 2.5, score_rows(P, None) raised a TypeError, and an existing out said "resume it with --resume", which
     Python could not do: resume=True continues the run as search --resume does."""
@@ -348,7 +337,7 @@ def test_search_table_checks_its_arguments_in_one_line_and_resumes_a_run(table_r
     from autoprox.search.table_run import run_table_search
     from tests.search.test_table_search_inputs import SMALL
 
-    run, table = table_run
+    run, table = searched
     listed = search_table(table, ["val_acc"], out=tmp_path / "listed", iterations=SMALL.iterations)
     texts = search_table(str(table), "val_acc", out=tmp_path / "texts", iterations=str(SMALL.iterations))
     assert listed["formula"] == texts["formula"] and listed["target"] == "val_acc"
@@ -378,7 +367,7 @@ def test_search_table_checks_its_arguments_in_one_line_and_resumes_a_run(table_r
         search_table(table, resume=True)
 
 
-def test_score_rows_warns_where_score_notes_columns_read_as_no_information(table_run, tmp_path):
+def test_score_rows_warns_where_score_notes_columns_read_as_no_information(searched, tmp_path):
     """score_rows was silent where autoprox score prints "T lacks jacov: read as no information": the same line
     is a UserWarning, and a table with every column gives none."""
     import warnings
@@ -386,7 +375,7 @@ def test_score_rows_warns_where_score_notes_columns_read_as_no_information(table
     from autoprox.api import score_rows
     from tests.search.test_table_search_inputs import write_table
 
-    run, table = table_run
+    run, table = searched
     lacking = write_table(tmp_path / "lacking.csv", columns=("params", "flops", "nwot"), seed=1)
     with pytest.warns(UserWarning, match=r"lacking.csv lacks jacov: read as no information") as caught:
         scores = score_rows(run, lacking)
