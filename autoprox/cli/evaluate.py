@@ -150,17 +150,16 @@ def _few_labels(args: argparse.Namespace) -> int:
                           f"{','.join(args.few_labels)}") from None
     if not args.out:
         raise RunDirError("--few-labels needs --out DIR")
-    tables = []
+    firsts = []  # each table with the target it takes when --targets is not given
     for kind, value in benches_given(args):
         if kind == "space":
             space = load_table_space(value)
-            for table, targets in zip(space.tables, space.targets):  # --targets, checked, else the space's first
-                given = table.check_targets(list(args.targets)) if args.targets else [targets[0]]
-                tables += [(table, target) for target in given]
+            firsts += [(table, targets[0]) for table, targets in zip(space.tables, space.targets)]
         else:
             table = read_proxy_table(value)
-            targets = table.check_targets(list(args.targets) if args.targets else [table.targets[0]])
-            tables += [(table, target) for target in targets]  # each target its own entry
+            firsts.append((table, table.targets[0]))
+    tables = [(table, target) for table, first in firsts  # each target its own entry
+              for target in table.check_targets(list(args.targets) if args.targets else [first])]
     if not tables:
         raise ConfigError("--few-labels needs proxy tables: --bench TABLE.csv or --space of a packaged table space")
     record = run_few_labels(tables, ks, 10 if args.repeats is None else args.repeats, args.out, methods=args.methods,
