@@ -177,7 +177,7 @@ def constant_draw(table: ProxyTable, target: str, ks: Sequence[int], repeats: in
     truth = table.accuracies[target]
     labelled = _labelled(truth)
     for k in ks:
-        if k > SKIP_SHARE * len(labelled):
+        if k > largest_k(table, target):
             continue
         for draw in range(repeats):
             drawn = truth[draw_rows(labelled, k, seed, table.name, draw)]
@@ -338,7 +338,7 @@ class _FewLabelCells(CutProtocol):
             table, target = self.tables[name]
             truth = table.accuracies[target]
             labelled = _labelled(truth)
-            if int(k) > SKIP_SHARE * len(labelled):
+            if int(k) > largest_k(table, target):
                 yield cut, {"skipped": f"k={k} is more than {SKIP_SHARE * 100:g} % of the {len(labelled)} labelled rows"}
                 continue
             line = Progress(f"{name} k={k} draws", every=10) if self.progress else None
