@@ -32,6 +32,7 @@ JSON's escapes: ``r("my proxy")``, ``mul(r("2x"), r(nwot))``.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from dataclasses import dataclass, replace
@@ -45,7 +46,7 @@ from autoprox.core.registry import Registry
 
 __all__ = ["BARE_NAME", "GRAMMAR_WORDS", "MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula",
            "column_text", "columns_of", "parse_formula", "readable", "register_operator", "register_transform", "resolve_first",
-           "transform_column"]
+           "transform_column", "transforms_source"]
 
 #: Longest formula text read, and deepest nesting: beyond them a formula is refused in one line.
 MAX_FORMULA_CHARS = 10_000
@@ -99,6 +100,13 @@ def _z_log(values: np.ndarray) -> np.ndarray:
     centred = _centre(logged)
     spread = centred[np.isfinite(logged)].std()
     return centred / spread if spread > 0 else np.zeros_like(centred)
+
+
+def transforms_source() -> str:
+    """The source of the built-in transforms (``r``, ``lr``, ``z``) and the centring they share, copied verbatim
+    into an exported weighted formula (:mod:`autoprox.reports.weighted_export`) so that it computes them with this
+    code. The copy needs NumPy as ``np`` and a ``_ranks`` of its own (this module's uses SciPy)."""
+    return "\n\n".join(inspect.getsource(function) for function in (_centre, _rank, _log_rank, _z_log))
 
 
 #: Transforms by name: ``name -> (function of a column, one-line description)``.

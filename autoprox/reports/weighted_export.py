@@ -1,7 +1,8 @@
 """A weighted formula (a table search's proxy, :class:`~autoprox.genome.weighted.WeightedFormula`) as a standalone
 Python module that needs only NumPy: ``score(columns) -> array``, where ``columns`` maps each proxy column's name to
 its values on the rows to rank (NaN or None: not measured). The module computes each column's centred rank within
-those rows, each evolved term, and the weighted sum, exactly as ``autoprox score`` does (to float rounding)."""
+those rows, each evolved term, and the weighted sum, exactly as ``autoprox score`` does (to float rounding): its
+transforms are the engine's own code, copied."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import datetime as _dt
 from pathlib import Path
 
 from autoprox.core.errors import ExportError, ProxyError
-from autoprox.genome.rank_formula import Node
+from autoprox.genome.rank_formula import Node, transforms_source
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
 from autoprox.search.rundir import BEST
 
@@ -22,17 +23,16 @@ _EXPRESSIONS = {
 }
 _TRANSFORMS = {"r": "_rank", "lr": "_log_rank", "z": "_z_log"}
 
-_RUNTIME = '''
-def _centre(values):
-    values = np.asarray(values, dtype=np.float64)
-    out = np.zeros_like(values)
-    finite = np.isfinite(values)
-    if finite.any():
-        out[finite] = values[finite] - values[finite].mean()
-    return out
+#: The exported module's own helpers: a column by name, and the average ranks that the transforms it copies from
+#: :func:`~autoprox.genome.rank_formula.transforms_source` read (the engine's own use SciPy).
+_OWN_RUNTIME = '''
+def _column(columns, name, length):
+    if name not in columns:
+        return np.full(length, np.nan)
+    return np.asarray([np.nan if v is None else v for v in columns[name]], dtype=np.float64)
 
 
-def _average_ranks(values):
+def _ranks(values):
     """Average ranks (1 = smallest) of the finite entries, NaN elsewhere, and how many are finite."""
     values = np.asarray(values, dtype=np.float64)
     out = np.full(values.shape, np.nan)
@@ -52,38 +52,6 @@ def _average_ranks(values):
     return out, finite.size
 
 
-def _rank(values):
-    ranks, count = _average_ranks(values)
-    return _centre(ranks / max(count, 1))
-
-
-def _log_rank(values):
-    ranks, count = _average_ranks(values)
-    return _centre(np.log(ranks / max(count, 1)))
-
-
-def _z_log(values):
-    values = np.asarray(values, dtype=np.float64)
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return np.zeros_like(values)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if (finite > 0).all():
-            logged = np.log(values)
-        elif (finite < 0).all():
-            logged = -np.log(-values)
-        else:
-            scale = np.median(np.abs(finite[finite != 0])) if (finite != 0).any() else 1.0
-            logged = np.arcsinh(values / scale)
-    centred = _centre(logged)
-    spread = centred[np.isfinite(logged)].std()
-    return centred / spread if spread > 0 else np.zeros_like(centred)
-
-
-def _column(columns, name, length):
-    if name not in columns:
-        return np.full(length, np.nan)
-    return np.asarray([np.nan if v is None else v for v in columns[name]], dtype=np.float64)
 '''
 
 
@@ -127,7 +95,7 @@ def weighted_export_source(formula: WeightedFormula, source: str = "", target: s
             "        raise ValueError('none of the columns this proxy reads is given: ' + ', '.join(read))\n"
             "    length = len(next(iter(columns.values())))\n"
             f"    total = np.full(length, {formula.intercept!r})\n" + "\n".join(lines) + "\n    return total\n")
-    return header + _RUNTIME + body
+    return header + _OWN_RUNTIME + transforms_source() + body
 
 
 def is_weighted_source(source: str) -> tuple[WeightedFormula, str, str] | None:

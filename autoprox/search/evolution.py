@@ -234,6 +234,18 @@ def parse_in(space: GenomeSpace, text: str):
     return parse_genome(text) if space.kind in (TEMPLATE, "free") else space.parse(text)
 
 
+def _evaluate_reported(evaluator: FitnessEvaluator, tree, on_evaluation: EvaluationHook | None,
+                       iteration: int) -> tuple[FitnessRecord, bool]:
+    """``tree``'s record and whether it was computed now rather than read from the evaluator's memo; one computed now
+    is reported to ``on_evaluation`` as made in ``iteration``."""
+    before = evaluator.evaluations
+    record = evaluator.evaluate(tree)
+    fresh = evaluator.evaluations > before
+    if fresh and on_evaluation:
+        on_evaluation(record, iteration)
+    return record, fresh
+
+
 def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng: random.Random,
                        seeds: list[str] | None = None, on_evaluation: EvaluationHook | None = None,
                        progress: Callable[[int, int], None] | None = None,
@@ -250,12 +262,8 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
 
     def consider(tree) -> None:
         nonlocal evaluations, invalid
-        before = evaluator.evaluations
-        record = evaluator.evaluate(tree)
-        if evaluator.evaluations > before:
-            evaluations += 1
-            if on_evaluation:
-                on_evaluation(record, iteration)
+        record, fresh = _evaluate_reported(evaluator, tree, on_evaluation, iteration)
+        evaluations += fresh
         if not record.valid:
             invalid += 1
         elif record.canonical not in seen:
@@ -300,12 +308,8 @@ def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: Evol
         attempts += 1
         child_tree = make_child(parent_tree, rng, config, space,
                                 lambda: [parse_in(space, m.genome) for m in top if m is not parent])
-        before = evaluator.evaluations
-        child = evaluator.evaluate(child_tree)
-        if evaluator.evaluations > before:
-            fresh += 1
-            if on_evaluation:
-                on_evaluation(child, iteration)
+        child, computed = _evaluate_reported(evaluator, child_tree, on_evaluation, iteration)
+        fresh += computed
         if not child.valid:
             invalid += 1
             continue

@@ -457,3 +457,28 @@ def test_export_out_a_link_writes_its_target_and_a_loop_of_links_is_refused(caps
     assert code == 2 and text == "" and len(err.strip().splitlines()) == 1
     assert err.startswith(f"autoprox: error: cannot write {tmp_path / 'loopA'}: it goes through a loop of symbolic links")
     assert (tmp_path / "loopA").is_symlink() and os.readlink(tmp_path / "loopA") == str(tmp_path / "loopB")
+
+
+def test_an_exported_weighted_formula_carries_the_engines_transforms_and_matches_it(tmp_path):
+    """The exported weighted formula copies the engine's r, lr and z (it once kept a second copy of them): with ties,
+    gaps, mixed and negative signs, every transform and rerank, its scores equal the engine's to the last digit."""
+    import numpy as np
+
+    from autoprox.genome.rank_formula import transforms_source
+    from autoprox.genome.weighted import WeightedFormula, parse_weighted
+    from autoprox.reports.weighted_export import weighted_export_source
+
+    terms = parse_weighted("weighted(mul(z(a), rerank(lr(c))), max(z(b), neg(r(a))), z(c))").terms
+    formula = WeightedFormula(("a", "b", "c", "absent"), terms, (0.5, -1.0, 0.25, 2.0, 0.7, -0.3, 1.1), 0.2, "lr")
+    rng = np.random.default_rng(0)
+    columns = {"a": list(rng.normal(size=40).round(1)), "b": list(-np.exp(rng.normal(size=40))),
+               "c": list(np.exp(rng.normal(size=40)))}
+    columns["a"][3], columns["c"][7] = None, float("nan")
+    source = weighted_export_source(formula)
+    assert transforms_source() in source
+    (tmp_path / "weighted.py").write_text(source)
+    spec = importlib.util.spec_from_file_location("exported_transforms", tmp_path / "weighted.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    expected = formula.score({n: np.array([np.nan if v is None else v for v in vs]) for n, vs in columns.items()})
+    assert np.array_equal(module.score(columns), expected)
