@@ -8,7 +8,7 @@ iteration of the evolution), ``evaluations.jsonl`` (every genome evaluated), ``h
 file format :data:`WEIGHTED_FORMULA_FORMAT`, which ``autoprox score``, ``rank`` and ``export`` read.
 
 A run stopped (Ctrl-C, SIGTERM) keeps its checkpoint; ``search --resume --out RUN`` continues it and ends as
-the uninterrupted run would.
+the uninterrupted run would. A resume of a finished run computes and rewrites nothing: it says so in one line.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from autoprox.search.rundir import BEST, CHECKPOINT, CONFIG, RunDirectory
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT
 from autoprox.search.table_search import CapChoice, LabelledTable, TableSearchSettings, choose_term_cap, search_table
 
-__all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "is_table_run", "refuse_table_run", "run_table_search"]
+__all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "finished_message", "finished_table_run", "is_table_run",
+           "refuse_table_run", "resume_options", "run_table_search"]
 
 #: The ``kind`` a table search's ``config.json`` records.
 TABLE_SEARCH_KIND = "table-search"
@@ -103,11 +104,18 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
         check_table_resume(run.path, target, recorded_settings, targets, settings, given)
         settings = recorded_settings
         recorded = config["table"]
+        done = finished_table_run(run.path)
+        if done is not None and bench is None:  # nothing to compute: the recorded table need not be read
+            _log(finished_message(run.path, recorded["path"]), quiet)
+            return done
         path = Path(bench) if bench is not None else Path(recorded["path"])
         table = read_proxy_table(path)
         if table.sha256 != recorded["sha256"]:
             raise RunDirError(f"{path} is not the table {run.path} was searched on (sha256 {table.sha256[:12]} now, "
                               f"{recorded['sha256'][:12]} then); give that table with --bench")
+        if done is not None:
+            _log(finished_message(run.path, path), quiet)
+            return done
     else:
         if bench is None:
             raise BenchmarkError("a table search needs --bench TABLE.csv")
@@ -134,6 +142,32 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
                     "no iteration was finished, so only config.json is kept and the resume starts the search over")
             print(f"interrupted; {kept}: continue with: {hint}", file=sys.stderr, flush=True)
             raise
+
+
+def finished_table_run(run_dir: str | Path) -> dict | None:
+    """``best.json`` of the table search in ``run_dir`` when it has finished (a resume has nothing to continue and
+    rewrites nothing), else None."""
+    best = RunDirectory(run_dir).best()
+    return best if isinstance(best, dict) and best.get("finished") is True else None
+
+
+def finished_message(run_dir: str | Path, bench: str | Path) -> str:
+    """The one line a resume of the finished table search in ``run_dir`` (searched on the table ``bench``) says."""
+    run = Path(run_dir)
+    best = run / BEST
+    return (f"{run} is a finished table search: --resume has nothing to continue, and nothing was rewritten; look "
+            f"at it with autoprox show {shlex.quote(str(run))}, score a table with autoprox score --proxy "
+            f"{shlex.quote(str(best))} --bench {shlex.quote(str(bench))} --out scores.csv")
+
+
+def resume_options(seed: int | None, iterations: int | None,
+                   resume: bool) -> tuple[TableSearchSettings | None, dict[str, int] | None]:
+    """What :func:`run_table_search` takes of the options ``seed`` and ``iterations`` (None: not given), as
+    ``search --bench`` and :func:`autoprox.search_table` were given them: a new search's settings, or, to
+    ``resume`` a run, no settings and the options given (``given``), each to be checked against the recorded
+    one."""
+    chosen = {name: value for name, value in (("seed", seed), ("iterations", iterations)) if value is not None}
+    return (None, chosen) if resume else (TableSearchSettings(**chosen), None)
 
 
 def check_table_resume(run: Path, target: str, recorded: TableSearchSettings, targets: Sequence[str] | None,

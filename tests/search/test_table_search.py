@@ -223,6 +223,11 @@ def test_show_report_and_curves_of_a_table_run(tmp_path, capsys):
 
 
 def test_a_table_resume_refuses_options_that_differ_and_its_hint_names_the_table(tmp_path, capsys):
+    """A resume of a finished table search computes and rewrites nothing (it rewrote best.json and printed the
+    search's summary, as if it had run): one line says the run is finished and how to look at it and score with it,
+    with or without --quiet, and autoprox.search_table(resume=True) returns best.json as it is."""
+    import autoprox
+
     path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=8)
     run = tmp_path / "run"
     code, out, err = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out", run,
@@ -235,10 +240,20 @@ def test_a_table_resume_refuses_options_that_differ_and_its_hint_names_the_table
         code, out, err = run_cli(capsys, "search", "--resume", "--out", run, *options, "--quiet")
         assert code == 2 and expected in one_error_line(err) and out == ""
         assert (run / "log.jsonl").read_text() == log
-    code, out, err = run_cli(capsys, "search", "--resume", "--out", run, "--seed", "0", "--iterations", "2",
-                             "--targets", "val_acc", "--quiet")
-    assert code == 0, err
-    assert f"--bench {path.resolve()} --out scores.csv" in out and "TABLE.csv" not in out
+    best = run / "best.json"
+    written, stamp = best.read_bytes(), best.stat().st_mtime_ns
+    for quiet in (("--quiet",), ()):
+        code, out, err = run_cli(capsys, "search", "--resume", "--out", run, "--seed", "0", "--iterations", "2",
+                                 "--targets", "val_acc", *quiet)
+        assert code == 0 and err == "", err
+        assert out.count("\n") == 1 and out.startswith(f"{run} is a finished table search: --resume has nothing to "
+                                                       f"continue, and nothing was rewritten; look at it with "
+                                                       f"autoprox show {run}, score a table with autoprox score")
+        assert f"--bench {path.resolve()} --out scores.csv" in out and "TABLE.csv" not in out
+        assert best.read_bytes() == written and best.stat().st_mtime_ns == stamp
+        assert (run / "log.jsonl").read_text() == log
+    assert autoprox.search_table(None, out=run, resume=True) == json.loads(written)
+    assert best.read_bytes() == written and best.stat().st_mtime_ns == stamp
 
 
 def test_workers_is_refused_on_a_table_search(tmp_path, capsys):
