@@ -75,6 +75,7 @@ def _table_search(args: argparse.Namespace) -> int:
     import sys
 
     from autoprox.search.table_run import finished_message, finished_table_run, resume_options, run_table_search
+    from autoprox.search.table_search import FEW_LABELS
 
     refuse_unread_options(args, TABLE_SEARCH_OPTIONS, "a proxy-table search")
     given = given_options(args)
@@ -98,10 +99,22 @@ def _table_search(args: argparse.Namespace) -> int:
         print(f"{report['target']}: out-of-bag Kendall {format_float(search['out_of_bag_kendall'])} on "
               f"{search['labelled_rows']} labelled rows (terms kept by inner cross-validation: "
               f"{report['inner_cv']['cap']} at most)")
+        if search["labelled_rows"] < FEW_LABELS:
+            print(f"with fewer than {FEW_LABELS} labelled rows the out-of-bag Kendall is optimistic"
+                  + _out_of_fold(report))
         print(f"written to {Path(report['run']) / BEST}; score every row with: autoprox score --proxy "
               f"{shlex.quote(str(Path(report['run']) / BEST))} --bench {shlex.quote(str(bench))} --out scores.csv")
         return 0
     return 130
+
+
+def _out_of_fold(report: dict) -> str:
+    """The clause naming the inner cross-validation's out-of-fold Kendall of the cap kept, when it ran."""
+    cap = str(report["inner_cv"]["cap"])
+    kendall = report["inner_cv"]["out_of_fold_kendall"].get(cap)
+    if kendall is None:
+        return ""
+    return f"; the out-of-fold Kendall of the inner cross-validation, {format_float(kendall)}, is the fairer estimate"
 
 
 def _recorded_table(out: str) -> str:

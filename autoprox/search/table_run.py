@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -30,10 +31,11 @@ from autoprox.search.fitness import FitnessRecord
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.search.rundir import BEST, CHECKPOINT, CONFIG, RunDirectory
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT
-from autoprox.search.table_search import CapChoice, LabelledTable, TableSearchSettings, choose_term_cap, search_table
+from autoprox.search.table_search import (SIGNAL_LEVEL, CapChoice, LabelledTable, TableSearchSettings, choose_term_cap,
+                                          held_out_signal, search_table)
 
 __all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "finished_message", "finished_table_run", "is_table_run",
-           "refuse_table_run", "resume_options", "run_table_search"]
+           "no_signal_warning", "refuse_table_run", "resume_options", "run_table_search"]
 
 #: The ``kind`` a table search's ``config.json`` records.
 TABLE_SEARCH_KIND = "table-search"
@@ -268,7 +270,25 @@ def _search(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, setti
     best = best_record(run, table, labelled, fit)
     run.write_best(best)
     _log(f"written to {run.file(BEST)}", quiet)
+    warning = no_signal_warning(best)
+    if warning:
+        warnings.warn(warning, UserWarning, stacklevel=2)
     return best
+
+
+def no_signal_warning(best: Mapping[str, Any]) -> str | None:
+    """The line a finished table search (its ``best.json``) warns with when its held-out Kendall on the labelled
+    rows is not better than chance (:func:`~autoprox.search.table_search.held_out_signal`, one-sided, p >=
+    :data:`~autoprox.search.table_search.SIGNAL_LEVEL`); None when it is."""
+    search, inner = best["search"], best["inner_cv"]
+    choice = CapChoice(int(inner["cap"]), {int(c): float(v) for c, v in inner["out_of_fold_kendall"].items()})
+    rows = int(search["labelled_rows"])
+    what, tau, p = held_out_signal(choice, float(search["out_of_bag_kendall"]), rows)
+    if p < SIGNAL_LEVEL:
+        return None
+    return (f"{best['target']}: the proxy ranks the labelled rows no better than chance: its {what} is {tau:+.3f} "
+            f"on {rows} rows (one-sided Kendall test: p = {p:.2f}, not below {SIGNAL_LEVEL:g}); the columns may "
+            "carry no signal of this target, so its scores may be noise: check the target, or label more rows")
 
 
 def best_record(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, fit) -> dict:

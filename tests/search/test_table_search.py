@@ -119,6 +119,34 @@ def test_a_stopped_table_search_resumes_to_the_same_proxy(tmp_path):
     assert len((tmp_path / "cut" / "log.jsonl").read_text().splitlines()) == SMALL.iterations
 
 
+def test_a_target_the_columns_cannot_rank_is_warned_of_even_with_quiet_and_few_labels_are_said_optimistic(tmp_path,
+                                                                                                           capsys):
+    """A pure-noise target got no warning, and with 12 labelled rows the out-of-bag Kendall printed was not said to
+    be optimistic. The warning's rule: the inner cross-validation's out-of-fold Kendall is not above chance
+    (one-sided Kendall test, p >= 0.05); a target that is a column's rank plus small noise is not warned of."""
+    from autoprox.data.proxy_tables import read_proxy_table
+
+    rng = np.random.default_rng(101)
+    noise, _, _ = write_table(tmp_path / "noise.csv", rows=40, labelled=12, seed=1, labels=rng.normal(size=40))
+    nwot = read_proxy_table(noise).proxies["nwot"]
+    ranked = np.argsort(np.argsort(nwot)) / 40 + 0.05 * rng.normal(size=40)
+    signal, _, _ = write_table(tmp_path / "signal.csv", rows=40, labelled=12, seed=1, labels=ranked)
+    errors = {}
+    for name, path in (("noise", noise), ("signal", signal)):
+        code, out, errors[name] = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out",
+                                          tmp_path / name, "--iterations", "3", "--quiet")
+        assert code == 0, errors[name]
+        assert "with fewer than 20 labelled rows the out-of-bag Kendall is optimistic; the out-of-fold Kendall of " \
+               "the inner cross-validation, " in out
+    assert errors["signal"] == ""
+    assert errors["noise"].count("\n") == 1 and errors["noise"].startswith(
+        "autoprox: warning: val_acc: the proxy ranks the labelled rows no better than chance: its out-of-fold Kendall "
+        "of the inner cross-validation is ")
+    assert "on 12 rows (one-sided Kendall test: p = " in errors["noise"] and ", not below 0.05)" in errors["noise"]
+    with pytest.warns(UserWarning, match="no better than chance"):  # in Python
+        run_table_search(noise, ["val_acc"], tmp_path / "python", SMALL, quiet=True)
+
+
 @pytest.mark.parametrize("case, expected", [
     ("few", "has 9 labelled row(s); a search needs at least 10"),
     ("constant", "same value on every labelled row"),
