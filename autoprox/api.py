@@ -417,13 +417,13 @@ def search_table(bench: str | Path | None, target: str | list[str] | None = None
     quiet : bool
         No progress on stderr.
     resume : bool
-        Continue the table search in ``out`` (stopped, or finished), as ``search --resume --out OUT`` does.
+        Continue the table search in ``out``, as ``search --resume --out OUT`` does: a stopped one to its end; a
+        finished one's ``best.json`` is returned as it is, nothing computed or rewritten.
     """
     import tempfile
 
     from autoprox.search.options import OPTIONS
-    from autoprox.search.table_run import is_table_run, run_table_search
-    from autoprox.search.table_search import TableSearchSettings
+    from autoprox.search.table_run import is_table_run, resume_options, run_table_search
 
     targets = OPTIONS["targets"].value(target) or None
     iterations = OPTIONS["iterations"].value(iterations)
@@ -441,10 +441,8 @@ def search_table(bench: str | Path | None, target: str | list[str] | None = None
     if resume and run.exists() and not is_table_run(run.config()):
         raise RunDirError(f"{run.path} holds a search of ViT statistics, not of a table; continue it with "
                           f"ProxySearch.from_run({str(run.path)!r}).fit()")
-    given = {name: value for name, value in (("seed", seed), ("iterations", iterations)) if value is not None}
-    if resume:
-        return run_table_search(bench, targets, out, None, resume=True, quiet=quiet, given=given)
-    return run_table_search(bench, targets, out, TableSearchSettings(**given), quiet=quiet)
+    settings, given = resume_options(seed, iterations, resume)
+    return run_table_search(bench, targets, out, settings, resume=resume, quiet=quiet, given=given)
 
 
 def resolve_proxy(text: str | Path) -> Proxy:

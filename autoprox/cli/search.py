@@ -74,8 +74,8 @@ def _table_search(args: argparse.Namespace) -> int:
     """``search --bench TABLE.csv --targets T --out RUN``: a weighted formula on the table's labelled rows."""
     import sys
 
-    from autoprox.search.table_run import run_table_search
-    from autoprox.search.table_search import TableSearchSettings
+    from autoprox.search.table_run import finished_message, finished_table_run, resume_options, run_table_search
+    from autoprox.search.table_search import FEW_LABELS
 
     refuse_unread_options(args, TABLE_SEARCH_OPTIONS, "a proxy-table search")
     given = given_options(args)
@@ -83,24 +83,38 @@ def _table_search(args: argparse.Namespace) -> int:
     if not args.out and not args.resume:
         raise RunDirError("a proxy-table search needs --out RUN_DIR")
     targets = values.get("targets") if "targets" in given else None
-    if args.resume:  # the recorded settings, each option given checked against them
-        settings, bench = None, args.bench or _recorded_table(args.out)
-        resumed = {name: getattr(args, name) for name in ("seed", "iterations") if name in given}
-    else:
-        settings, bench, resumed = TableSearchSettings(seed=args.seed, **(
-            {"iterations": args.iterations} if "iterations" in given else {})), args.bench, None
-    report = run_table_search(args.bench, targets, args.out, settings, resume=args.resume, quiet=args.quiet,
+    # with --resume: the recorded settings, each option given checked against them
+    settings, resumed = resume_options(*(getattr(args, name) if name in given else None
+                                         for name in ("seed", "iterations")), resume=args.resume)
+    bench = (args.bench or _recorded_table(args.out)) if args.resume else args.bench
+    done = args.resume and finished_table_run(args.out) is not None
+    report = run_table_search(args.bench, targets, args.out, settings, resume=args.resume, quiet=args.quiet or done,
                               command=["autoprox", *sys.argv[1:]], given=resumed)
+    if done:  # nothing computed, nothing rewritten
+        print(finished_message(args.out, bench))
+        return 0
     if report.get("finished"):
         search = report["search"]
         print(f"best proxy: {report['readable']}")
         print(f"{report['target']}: out-of-bag Kendall {format_float(search['out_of_bag_kendall'])} on "
               f"{search['labelled_rows']} labelled rows (terms kept by inner cross-validation: "
               f"{report['inner_cv']['cap']} at most)")
+        if search["labelled_rows"] < FEW_LABELS:
+            print(f"with fewer than {FEW_LABELS} labelled rows the out-of-bag Kendall is optimistic"
+                  + _out_of_fold(report))
         print(f"written to {Path(report['run']) / BEST}; score every row with: autoprox score --proxy "
               f"{shlex.quote(str(Path(report['run']) / BEST))} --bench {shlex.quote(str(bench))} --out scores.csv")
         return 0
     return 130
+
+
+def _out_of_fold(report: dict) -> str:
+    """The clause naming the inner cross-validation's out-of-fold Kendall of the cap kept, when it ran."""
+    cap = str(report["inner_cv"]["cap"])
+    kendall = report["inner_cv"]["out_of_fold_kendall"].get(cap)
+    if kendall is None:
+        return ""
+    return f"; the out-of-fold Kendall of the inner cross-validation, {format_float(kendall)}, is the fairer estimate"
 
 
 def _recorded_table(out: str) -> str:

@@ -167,7 +167,7 @@ def draw(runs: Sequence[RunCurves], window: int = DEFAULT_WINDOW):
     for run in runs:
         targets += [t for t in run.targets if t not in targets]
     target_colors = {t: f"C{i % 10}" for i, t in enumerate(targets)}
-    table = runs[0].table if runs else False
+    table = _table_runs(runs)
     fitness = "out-of-bag R2" if table else "JCM"
     for run, name, color in zip(runs, names, run_colors):
         jcm_ax.plot(run.iterations, run.best_jcm, color=color, lw=2, label=f"{name}: best {fitness}")
@@ -203,10 +203,15 @@ def draw(runs: Sequence[RunCurves], window: int = DEFAULT_WINDOW):
     return figure
 
 
+def _table_runs(runs: Sequence[RunCurves]) -> bool:
+    """Whether ``runs`` are table searches' (:func:`write_curves` refuses a mix, so the first says it)."""
+    return bool(runs) and runs[0].table
+
+
 def curves_csv(runs: Sequence[RunCurves]) -> str:
     """The plotted numbers, one row per run and iteration (table searches': :data:`TABLE_CSV_HEADER`, no
     ``params_jcm``)."""
-    table = bool(runs) and runs[0].table
+    table = _table_runs(runs)
     targets: list[str] = []
     for run in runs:
         targets += [t for t in run.targets if t not in targets]

@@ -12,6 +12,7 @@ from autoprox.core.numbers import format_float
 from autoprox.reports.html.figures import curves_svg
 from autoprox.reports.html.page import check_report_out, generator_tag, write_page
 from autoprox.search.rundir import CONFIG, RunDirectory
+from autoprox.search.table_run import no_signal_warning
 
 __all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]
 
@@ -51,6 +52,9 @@ def show_table_run(path: str | Path, top: int = 10) -> str:
                      f"{best['inner_cv']['cap']} (out-of-fold Kendall by cap: "
                      + ", ".join(f"{c}: {format_float(v)}" for c, v in best["inner_cv"]["out_of_fold_kendall"].items())
                      + ")")
+        warning = no_signal_warning(best) if best.get("finished") else None
+        if warning:
+            lines.append(f"warning: {warning}")
     lines.append(f"hall of fame (hall_of_fame.json); top {min(top, len(hall))} of {len(hall)}; fitness: out-of-bag R2 "
                  "of the ridge fit over the columns and the genome's terms")
     lines.append(f"{'rank':>5} {'R2':>8} {'Kendall':>8} {'nodes':>6}  terms")

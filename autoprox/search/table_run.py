@@ -8,7 +8,7 @@ iteration of the evolution), ``evaluations.jsonl`` (every genome evaluated), ``h
 file format :data:`WEIGHTED_FORMULA_FORMAT`, which ``autoprox score``, ``rank`` and ``export`` read.
 
 A run stopped (Ctrl-C, SIGTERM) keeps its checkpoint; ``search --resume --out RUN`` continues it and ends as
-the uninterrupted run would.
+the uninterrupted run would. A resume of a finished run computes and rewrites nothing: it says so in one line.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -30,9 +31,11 @@ from autoprox.search.fitness import FitnessRecord
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.search.rundir import BEST, CHECKPOINT, CONFIG, RunDirectory
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT
-from autoprox.search.table_search import CapChoice, LabelledTable, TableSearchSettings, choose_term_cap, search_table
+from autoprox.search.table_search import (SIGNAL_LEVEL, CapChoice, LabelledTable, TableSearchSettings, choose_term_cap,
+                                          held_out_signal, search_table)
 
-__all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "is_table_run", "refuse_table_run", "run_table_search"]
+__all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "finished_message", "finished_table_run", "is_table_run",
+           "no_signal_warning", "refuse_table_run", "resume_options", "run_table_search"]
 
 #: The ``kind`` a table search's ``config.json`` records.
 TABLE_SEARCH_KIND = "table-search"
@@ -103,11 +106,18 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
         check_table_resume(run.path, target, recorded_settings, targets, settings, given)
         settings = recorded_settings
         recorded = config["table"]
+        done = finished_table_run(run.path)
+        if done is not None and bench is None:  # nothing to compute: the recorded table need not be read
+            _log(finished_message(run.path, recorded["path"]), quiet)
+            return done
         path = Path(bench) if bench is not None else Path(recorded["path"])
         table = read_proxy_table(path)
         if table.sha256 != recorded["sha256"]:
             raise RunDirError(f"{path} is not the table {run.path} was searched on (sha256 {table.sha256[:12]} now, "
                               f"{recorded['sha256'][:12]} then); give that table with --bench")
+        if done is not None:
+            _log(finished_message(run.path, path), quiet)
+            return done
     else:
         if bench is None:
             raise BenchmarkError("a table search needs --bench TABLE.csv")
@@ -134,6 +144,32 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
                     "no iteration was finished, so only config.json is kept and the resume starts the search over")
             print(f"interrupted; {kept}: continue with: {hint}", file=sys.stderr, flush=True)
             raise
+
+
+def finished_table_run(run_dir: str | Path) -> dict | None:
+    """``best.json`` of the table search in ``run_dir`` when it has finished (a resume has nothing to continue and
+    rewrites nothing), else None."""
+    best = RunDirectory(run_dir).best()
+    return best if isinstance(best, dict) and best.get("finished") is True else None
+
+
+def finished_message(run_dir: str | Path, bench: str | Path) -> str:
+    """The one line a resume of the finished table search in ``run_dir`` (searched on the table ``bench``) says."""
+    run = Path(run_dir)
+    best = run / BEST
+    return (f"{run} is a finished table search: --resume has nothing to continue, and nothing was rewritten; look "
+            f"at it with autoprox show {shlex.quote(str(run))}, score a table with autoprox score --proxy "
+            f"{shlex.quote(str(best))} --bench {shlex.quote(str(bench))} --out scores.csv")
+
+
+def resume_options(seed: int | None, iterations: int | None,
+                   resume: bool) -> tuple[TableSearchSettings | None, dict[str, int] | None]:
+    """What :func:`run_table_search` takes of the options ``seed`` and ``iterations`` (None: not given), as
+    ``search --bench`` and :func:`autoprox.search_table` were given them: a new search's settings, or, to
+    ``resume`` a run, no settings and the options given (``given``), each to be checked against the recorded
+    one."""
+    chosen = {name: value for name, value in (("seed", seed), ("iterations", iterations)) if value is not None}
+    return (None, chosen) if resume else (TableSearchSettings(**chosen), None)
 
 
 def check_table_resume(run: Path, target: str, recorded: TableSearchSettings, targets: Sequence[str] | None,
@@ -234,7 +270,25 @@ def _search(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, setti
     best = best_record(run, table, labelled, fit)
     run.write_best(best)
     _log(f"written to {run.file(BEST)}", quiet)
+    warning = no_signal_warning(best)
+    if warning:
+        warnings.warn(warning, UserWarning, stacklevel=2)
     return best
+
+
+def no_signal_warning(best: Mapping[str, Any]) -> str | None:
+    """The line a finished table search (its ``best.json``) warns with when its held-out Kendall on the labelled
+    rows is not better than chance (:func:`~autoprox.search.table_search.held_out_signal`, one-sided, p >=
+    :data:`~autoprox.search.table_search.SIGNAL_LEVEL`); None when it is."""
+    search, inner = best["search"], best["inner_cv"]
+    choice = CapChoice(int(inner["cap"]), {int(c): float(v) for c, v in inner["out_of_fold_kendall"].items()})
+    rows = int(search["labelled_rows"])
+    what, tau, p = held_out_signal(choice, float(search["out_of_bag_kendall"]), rows)
+    if p < SIGNAL_LEVEL:
+        return None
+    return (f"{best['target']}: the proxy ranks the labelled rows no better than chance: its {what} is {tau:+.3f} "
+            f"on {rows} rows (one-sided Kendall test: p = {p:.2f}, not below {SIGNAL_LEVEL:g}); the columns may "
+            "carry no signal of this target, so its scores may be noise: check the target, or label more rows")
 
 
 def best_record(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, fit) -> dict:

@@ -37,11 +37,19 @@ from autoprox.search.evolution import (EvolutionConfig, EvolutionState, evolve_s
                                        rng_from_json, rng_state_to_json)
 from autoprox.search.fitness import FitnessRecord, MemoisedFitness
 
-__all__ = ["MIN_LABELS", "TableFit", "TableSearchSettings", "WeightedFitness", "LabelledTable", "check_labels",
-           "choose_term_cap", "fit_table_proxy", "search_table"]
+__all__ = ["FEW_LABELS", "MIN_LABELS", "SIGNAL_LEVEL", "TableFit", "TableSearchSettings", "WeightedFitness",
+           "LabelledTable", "chance_p_value", "check_labels", "choose_term_cap", "fit_table_proxy", "held_out_signal",
+           "search_table"]
 
 #: Fewest labelled rows a table search learns from.
 MIN_LABELS = 10
+
+#: Below this many labelled rows the out-of-bag Kendall of the best genome (chosen among many by that very
+#: figure) is said to be optimistic.
+FEW_LABELS = 20
+
+#: A table search warns when its held-out Kendall is not above chance at this one-sided level (p >= it).
+SIGNAL_LEVEL = 0.05
 
 #: The fitness a table search's records name (what ``objective`` says in ``evaluations.jsonl``).
 OBJECTIVE = "oob-r2"
@@ -325,6 +333,30 @@ def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
                 and kendall[cap] > kendall[best]:
             best = cap
     return CapChoice(best, kendall)
+
+
+def chance_p_value(tau: float, rows: int) -> float:
+    """The one-sided p-value of a Kendall tau at least ``tau`` between ``rows`` pairs of independent values: the
+    normal approximation of its null distribution, ``z = 3 tau sqrt(n (n - 1) / (2 (2n + 5)))`` (no ties)."""
+    if rows < 2 or not math.isfinite(tau):
+        return 1.0
+    return 0.5 * math.erfc(3.0 * tau * math.sqrt(rows * (rows - 1) / (2.0 * (2 * rows + 5))) / math.sqrt(2.0))
+
+
+def held_out_signal(choice: CapChoice, out_of_bag_kendall: float, rows: int) -> tuple[str, float, float]:
+    """The proxy's held-out Kendall on the ``rows`` labelled rows, what it is, and its :func:`chance_p_value`.
+
+    The figure is the inner cross-validation's pooled out-of-fold Kendall of the cap kept: each row is predicted by
+    proxies evolved and fitted without it. The best genome's out-of-bag Kendall is not: that genome was chosen
+    among all those evaluated by its out-of-bag fit, so on a target of pure noise it is often well above 0. Where
+    no inner cross-validation ran (a single cap of 0, or no iterations), the proxy's ``out_of_bag_kendall`` is the
+    figure (with a cap of 0 it is the ridge fit of the columns, which nothing chose).
+    """
+    if choice.cap in choice.kendall:
+        tau, what = choice.kendall[choice.cap], "out-of-fold Kendall of the inner cross-validation"
+    else:
+        tau, what = out_of_bag_kendall, "out-of-bag Kendall"
+    return what, float(tau), chance_p_value(float(tau), rows)
 
 
 def _terms(record: FitnessRecord):

@@ -24,3 +24,21 @@ def test_show_options_for_formulas_of_the_statistics_are_refused_on_a_table_run(
         assert one_error_line(err).startswith(f"autoprox: error: {given[0]} does not apply to a table search's run")
     code, out, err = run_cli(capsys, "show", tmp_path / "run", "--top", "2")
     assert code == 0 and "top 2 of" in out, err
+
+
+def test_show_repeats_the_no_signal_warning_of_a_table_run(tmp_path, capsys):
+    """The warning a table search ends with when its labels show no signal was said once, on stderr, and lost:
+    ``show`` reads it again from best.json (nothing recorded besides the figures it holds)."""
+    import numpy as np
+    import pytest
+
+    noise, _, _ = write_table(tmp_path / "noise.csv", rows=40, labelled=12, seed=1,
+                              labels=np.random.default_rng(101).normal(size=40))
+    signal, _, _ = write_table(tmp_path / "signal.csv", rows=40, labelled=30, seed=2)
+    with pytest.warns(UserWarning, match="no better than chance"):
+        run_table_search(noise, ["val_acc"], tmp_path / "noise", SMALL, quiet=True)
+    run_table_search(signal, ["val_acc"], tmp_path / "signal", SMALL, quiet=True)
+    code, out, err = run_cli(capsys, "show", tmp_path / "noise")
+    assert code == 0 and "\nwarning: val_acc: the proxy ranks the labelled rows no better than chance: " in out, err
+    code, out, err = run_cli(capsys, "show", tmp_path / "signal")
+    assert code == 0 and "warning" not in out, err

@@ -119,6 +119,34 @@ def test_a_stopped_table_search_resumes_to_the_same_proxy(tmp_path):
     assert len((tmp_path / "cut" / "log.jsonl").read_text().splitlines()) == SMALL.iterations
 
 
+def test_a_target_the_columns_cannot_rank_is_warned_of_even_with_quiet_and_few_labels_are_said_optimistic(tmp_path,
+                                                                                                           capsys):
+    """A pure-noise target got no warning, and with 12 labelled rows the out-of-bag Kendall printed was not said to
+    be optimistic. The warning's rule: the inner cross-validation's out-of-fold Kendall is not above chance
+    (one-sided Kendall test, p >= 0.05); a target that is a column's rank plus small noise is not warned of."""
+    from autoprox.data.proxy_tables import read_proxy_table
+
+    rng = np.random.default_rng(101)
+    noise, _, _ = write_table(tmp_path / "noise.csv", rows=40, labelled=12, seed=1, labels=rng.normal(size=40))
+    nwot = read_proxy_table(noise).proxies["nwot"]
+    ranked = np.argsort(np.argsort(nwot)) / 40 + 0.05 * rng.normal(size=40)
+    signal, _, _ = write_table(tmp_path / "signal.csv", rows=40, labelled=12, seed=1, labels=ranked)
+    errors = {}
+    for name, path in (("noise", noise), ("signal", signal)):
+        code, out, errors[name] = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out",
+                                          tmp_path / name, "--iterations", "3", "--quiet")
+        assert code == 0, errors[name]
+        assert "with fewer than 20 labelled rows the out-of-bag Kendall is optimistic; the out-of-fold Kendall of " \
+               "the inner cross-validation, " in out
+    assert errors["signal"] == ""
+    assert errors["noise"].count("\n") == 1 and errors["noise"].startswith(
+        "autoprox: warning: val_acc: the proxy ranks the labelled rows no better than chance: its out-of-fold Kendall "
+        "of the inner cross-validation is ")
+    assert "on 12 rows (one-sided Kendall test: p = " in errors["noise"] and ", not below 0.05)" in errors["noise"]
+    with pytest.warns(UserWarning, match="no better than chance"):  # in Python
+        run_table_search(noise, ["val_acc"], tmp_path / "python", SMALL, quiet=True)
+
+
 @pytest.mark.parametrize("case, expected", [
     ("few", "has 9 labelled row(s); a search needs at least 10"),
     ("constant", "same value on every labelled row"),
@@ -223,6 +251,11 @@ def test_show_report_and_curves_of_a_table_run(tmp_path, capsys):
 
 
 def test_a_table_resume_refuses_options_that_differ_and_its_hint_names_the_table(tmp_path, capsys):
+    """A resume of a finished table search computes and rewrites nothing (it rewrote best.json and printed the
+    search's summary, as if it had run): one line says the run is finished and how to look at it and score with it,
+    with or without --quiet, and autoprox.search_table(resume=True) returns best.json as it is."""
+    import autoprox
+
     path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=8)
     run = tmp_path / "run"
     code, out, err = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out", run,
@@ -235,10 +268,20 @@ def test_a_table_resume_refuses_options_that_differ_and_its_hint_names_the_table
         code, out, err = run_cli(capsys, "search", "--resume", "--out", run, *options, "--quiet")
         assert code == 2 and expected in one_error_line(err) and out == ""
         assert (run / "log.jsonl").read_text() == log
-    code, out, err = run_cli(capsys, "search", "--resume", "--out", run, "--seed", "0", "--iterations", "2",
-                             "--targets", "val_acc", "--quiet")
-    assert code == 0, err
-    assert f"--bench {path.resolve()} --out scores.csv" in out and "TABLE.csv" not in out
+    best = run / "best.json"
+    written, stamp = best.read_bytes(), best.stat().st_mtime_ns
+    for quiet in (("--quiet",), ()):
+        code, out, err = run_cli(capsys, "search", "--resume", "--out", run, "--seed", "0", "--iterations", "2",
+                                 "--targets", "val_acc", *quiet)
+        assert code == 0 and err == "", err
+        assert out.count("\n") == 1 and out.startswith(f"{run} is a finished table search: --resume has nothing to "
+                                                       f"continue, and nothing was rewritten; look at it with "
+                                                       f"autoprox show {run}, score a table with autoprox score")
+        assert f"--bench {path.resolve()} --out scores.csv" in out and "TABLE.csv" not in out
+        assert best.read_bytes() == written and best.stat().st_mtime_ns == stamp
+        assert (run / "log.jsonl").read_text() == log
+    assert autoprox.search_table(None, out=run, resume=True) == json.loads(written)
+    assert best.read_bytes() == written and best.stat().st_mtime_ns == stamp
 
 
 def test_workers_is_refused_on_a_table_search(tmp_path, capsys):
