@@ -25,8 +25,6 @@ from autoprox.search.engine import run_search
 from tests.conftest import REPO
 from tests.search.test_table_search_inputs import searched  # noqa: F401 (a fixture: a finished table search)
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def fitted(af_small_file, session_cache, tmp_path_factory):
@@ -37,6 +35,7 @@ def fitted(af_small_file, session_cache, tmp_path_factory):
     return search.fit()
 
 
+@pytest.mark.slow
 def test_fit_gives_the_best_proxy_and_the_hall_of_fame(fitted):
     assert fitted.run_dir_.joinpath("best.json").is_file()
     assert fitted.best_.genome == fitted.report_["genome"]
@@ -51,6 +50,7 @@ def test_fit_gives_the_best_proxy_and_the_hall_of_fame(fitted):
     assert top.sympy.free_symbols  # the per-block expression reads statistics
 
 
+@pytest.mark.slow
 def test_from_run_reads_the_same_search(fitted):
     again = ProxySearch.from_run(fitted.run_dir_)
     assert again.best_ == fitted.best_
@@ -59,6 +59,7 @@ def test_from_run_reads_the_same_search(fitted):
     assert again.search_settings().to_json() == json.loads(recorded)["settings"]
 
 
+@pytest.mark.slow
 def test_fit_is_the_same_search_as_the_engine(fitted, tmp_path):
     """The API adds nothing of its own: run_search with its settings makes the same proxy."""
     report = run_search(fitted.search_settings(), tmp_path / "engine", quiet=True)
@@ -193,6 +194,7 @@ def test_params_round_trip_and_repr_names_what_differs():
     assert search.set_params(seed=4) is search and search.seed == 4 and search.iterations == 5
 
 
+@pytest.mark.slow
 def test_fit_extends_a_finished_run_and_takes_other_session_settings(fitted, tmp_path):
     """fit() on a finished run with more iterations and other workers continues it, as --resume does."""
     import shutil
@@ -208,6 +210,7 @@ def test_fit_extends_a_finished_run_and_takes_other_session_settings(fitted, tmp
         ProxySearch(**{**params, "seed": 9}).fit()
 
 
+@pytest.mark.slow
 def test_a_found_proxy_scores_architecture_configs_and_a_benchmark(fitted, af_small):
     """score_architectures gives the run's own scores for configs and for a benchmark file."""
     from autoprox.spaces.architectures import arch_to_config
@@ -220,6 +223,7 @@ def test_a_found_proxy_scores_architecture_configs_and_a_benchmark(fitted, af_sm
         == len(context.bench)
 
 
+@pytest.mark.slow
 def test_equations_table_holds_search_and_test_figures(fitted, tmp_path):
     table = fitted.equations_
     assert len(table) == len(fitted.hall_of_fame_)
@@ -243,6 +247,7 @@ def test_the_main_names_are_importable_from_the_package():
     assert isinstance(resolve_proxy("params"), Proxy)
 
 
+@pytest.mark.slow
 def test_set_params_continues_a_search_left_at_its_default_targets(af_small_file, session_cache, tmp_path):
     """Issue 32, bug 2: the README's ``search.set_params(iterations=80).fit()`` raised "holds another search
     (--targets none (the run has c100_kd,...))" when the targets were left at their default (the benchmark's)."""
@@ -261,6 +266,7 @@ def test_set_params_continues_a_search_left_at_its_default_targets(af_small_file
         search.set_params(seed=0, targets="c100_kd").fit()
 
 
+@pytest.mark.slow
 def test_from_run_continues_a_search_of_a_space_released_file(af_small, session_cache, tmp_path, monkeypatch):
     """A run of ``space=...`` records its released file by its bare name: ``from_run(RUN).set_params(...).fit()``
     raised "benchmark file not found: gt_autoformer.pth" (the bare name taken as a path, the space dropped), where
