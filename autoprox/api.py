@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -196,7 +197,7 @@ class ProxySearch(metaclass=_Estimator):
         The hall of fame as a table: complexity, formula, search and test figures
         (``to_csv``, ``to_markdown``).
     run_dir_ : pathlib.Path
-        The run directory.
+        The run directory: ``out``, or the new temporary folder a fit without ``out`` searched in.
     report_ : dict
         The content of ``best.json``.
 
@@ -207,6 +208,12 @@ class ProxySearch(metaclass=_Estimator):
     the session parameters (``workers``, ``cache_dir``, ``scheduler``, ``bench``) may differ
     from the run's. ``resume=True`` takes the run's recorded settings for every parameter
     not given.
+
+    Without ``out``, each :meth:`fit` is a new search in a new temporary folder (``autoprox-run-...``), as a
+    scikit-learn ``fit`` starts over: it does not continue the previous fit. ``run_dir_`` names that folder; to
+    continue the search, give it as ``out`` (``search.set_params(out=search.run_dir_, iterations=80).fit()``) or
+    open it with :meth:`from_run`. The run records this call (``autoprox.ProxySearch(...).fit()``, the
+    parameters that differ from their defaults) as the command that made it, which ``show`` and ``report`` give.
 
     A proxy table (``bench="T.csv"``, first column ``id``) is searched with :func:`search_table`, the engine of
     ``autoprox search --bench T.csv``: ``ProxySearch`` refuses it, and a table search's run, in one line saying so.
@@ -227,8 +234,10 @@ class ProxySearch(metaclass=_Estimator):
         return {**self._params, **self._as_given}
 
     def set_params(self, **params) -> "ProxySearch":
-        """Set parameters by name; each is checked as on the command line (ConfigError for a bad one)."""
-        values = option_values({**{k: self._params[k] for k in self._given}, **params}, "search")
+        """Set parameters by name; each is checked as on the command line (ConfigError for a bad one). A path may
+        be a :class:`pathlib.Path` (``out=search.run_dir_``)."""
+        texts = {name: _path_text(value) for name, value in params.items()}
+        values = option_values({**{k: self._params[k] for k in self._given}, **texts}, "search")
         if not values["space_file"]:  # a space of a space file is known once fit() registers the file
             from autoprox.search.options import check_space
 
@@ -311,7 +320,7 @@ class ProxySearch(metaclass=_Estimator):
                 resume_search(out, params, given, executor=executor, on_checkpoint=reports)
             else:
                 run_search(self.search_settings(), out, quiet=params["quiet"], executor=executor,
-                           on_checkpoint=reports)
+                           on_checkpoint=reports, command=[f"autoprox.{self!r}.fit()"])
         if reports is not None:
             from autoprox.reports.html.report import write_report
 
@@ -381,6 +390,13 @@ class ProxySearch(metaclass=_Estimator):
         return open_context(self.run_dir_)
 
 
+def _path_text(value):
+    """A parameter's value with each path (``os.PathLike``, alone or in a list) as its text, as options take it."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_path_text(v) for v in value)
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
 def _as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
@@ -425,6 +441,7 @@ def search_table(bench: str | Path | None, target: str | list[str] | None = None
     from autoprox.search.options import OPTIONS
     from autoprox.search.table_run import is_table_run, resume_options, run_table_search
 
+    call = _python_call("search_table", bench, target=target, out=out, seed=seed, iterations=iterations)
     targets = OPTIONS["targets"].value(target) or None
     iterations = OPTIONS["iterations"].value(iterations)
     seed = OPTIONS["seed"].value(seed) if seed is not None else None
@@ -442,7 +459,18 @@ def search_table(bench: str | Path | None, target: str | list[str] | None = None
         raise RunDirError(f"{run.path} holds a search of ViT statistics, not of a table; continue it with "
                           f"ProxySearch.from_run({str(run.path)!r}).fit()")
     settings, given = resume_options(seed, iterations, resume)
-    return run_table_search(bench, targets, out, settings, resume=resume, quiet=quiet, given=given)
+    return run_table_search(bench, targets, out, settings, resume=resume, quiet=quiet, given=given, command=[call])
+
+
+def _python_call(function: str, *args, **kwargs) -> str:
+    """What a run made by ``function`` of this module records as the command that made it (``config.json``'s
+    ``command``, one word: :func:`~autoprox.search.rundir.python_call`): ``autoprox.FUNCTION(...)`` with the
+    arguments given, a path as its text, those left at None out."""
+    def shown(value) -> str:
+        return repr(str(value) if isinstance(value, Path) else value)
+
+    words = [shown(a) for a in args] + [f"{name}={shown(value)}" for name, value in kwargs.items() if value is not None]
+    return f"autoprox.{function}({', '.join(words)})"
 
 
 def resolve_proxy(text: str | Path) -> Proxy:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +26,6 @@ from autoprox.search.engine import run_search
 from tests.conftest import REPO
 from tests.search.test_table_search_inputs import searched  # noqa: F401 (a fixture: a finished table search)
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def fitted(af_small_file, session_cache, tmp_path_factory):
@@ -37,6 +36,7 @@ def fitted(af_small_file, session_cache, tmp_path_factory):
     return search.fit()
 
 
+@pytest.mark.slow
 def test_fit_gives_the_best_proxy_and_the_hall_of_fame(fitted):
     assert fitted.run_dir_.joinpath("best.json").is_file()
     assert fitted.best_.genome == fitted.report_["genome"]
@@ -51,6 +51,7 @@ def test_fit_gives_the_best_proxy_and_the_hall_of_fame(fitted):
     assert top.sympy.free_symbols  # the per-block expression reads statistics
 
 
+@pytest.mark.slow
 def test_from_run_reads_the_same_search(fitted):
     again = ProxySearch.from_run(fitted.run_dir_)
     assert again.best_ == fitted.best_
@@ -59,6 +60,7 @@ def test_from_run_reads_the_same_search(fitted):
     assert again.search_settings().to_json() == json.loads(recorded)["settings"]
 
 
+@pytest.mark.slow
 def test_fit_is_the_same_search_as_the_engine(fitted, tmp_path):
     """The API adds nothing of its own: run_search with its settings makes the same proxy."""
     report = run_search(fitted.search_settings(), tmp_path / "engine", quiet=True)
@@ -191,8 +193,12 @@ def test_params_round_trip_and_repr_names_what_differs():
     assert again.get_params() == search.get_params()
     assert repr(search) == "ProxySearch(space='pit', iterations=5, cv_folds=3)"
     assert search.set_params(seed=4) is search and search.seed == 4 and search.iterations == 5
+    # a path may be a Path, as run_dir_ is (out=run_dir_ continues a search): it was "out: expected a string"
+    assert search.set_params(out=Path("runs") / "a", cache_dir=Path("c")).out == str(Path("runs") / "a")
+    assert ProxySearch(bench=[Path("a.jsonl"), "b.jsonl"]).bench == ("a.jsonl", "b.jsonl")
 
 
+@pytest.mark.slow
 def test_fit_extends_a_finished_run_and_takes_other_session_settings(fitted, tmp_path):
     """fit() on a finished run with more iterations and other workers continues it, as --resume does."""
     import shutil
@@ -208,6 +214,7 @@ def test_fit_extends_a_finished_run_and_takes_other_session_settings(fitted, tmp
         ProxySearch(**{**params, "seed": 9}).fit()
 
 
+@pytest.mark.slow
 def test_a_found_proxy_scores_architecture_configs_and_a_benchmark(fitted, af_small):
     """score_architectures gives the run's own scores for configs and for a benchmark file."""
     from autoprox.spaces.architectures import arch_to_config
@@ -220,6 +227,7 @@ def test_a_found_proxy_scores_architecture_configs_and_a_benchmark(fitted, af_sm
         == len(context.bench)
 
 
+@pytest.mark.slow
 def test_equations_table_holds_search_and_test_figures(fitted, tmp_path):
     table = fitted.equations_
     assert len(table) == len(fitted.hall_of_fame_)
@@ -243,6 +251,7 @@ def test_the_main_names_are_importable_from_the_package():
     assert isinstance(resolve_proxy("params"), Proxy)
 
 
+@pytest.mark.slow
 def test_set_params_continues_a_search_left_at_its_default_targets(af_small_file, session_cache, tmp_path):
     """Issue 32, bug 2: the README's ``search.set_params(iterations=80).fit()`` raised "holds another search
     (--targets none (the run has c100_kd,...))" when the targets were left at their default (the benchmark's)."""
@@ -261,6 +270,7 @@ def test_set_params_continues_a_search_left_at_its_default_targets(af_small_file
         search.set_params(seed=0, targets="c100_kd").fit()
 
 
+@pytest.mark.slow
 def test_from_run_continues_a_search_of_a_space_released_file(af_small, session_cache, tmp_path, monkeypatch):
     """A run of ``space=...`` records its released file by its bare name: ``from_run(RUN).set_params(...).fit()``
     raised "benchmark file not found: gt_autoformer.pth" (the bare name taken as a path, the space dropped), where
@@ -389,3 +399,68 @@ def test_score_rows_warns_where_score_notes_columns_read_as_no_information(searc
     unlabelled.write_text("\n".join([lines[0], *(",".join([row.split(",")[0], "", *row.split(",")[2:]])
                                                   for row in lines[1:])]) + "\n")
     assert score_rows(run, unlabelled) == labelled
+
+
+@pytest.mark.slow
+def test_a_fitted_run_records_and_shows_its_python_call_not_the_host_command_line(fitted, tmp_path):
+    """A run made from Python recorded the host program's command line (``pytest -q``, ``ipykernel_launcher.py
+    -f ...``) as its "made by"; it records the call (the estimator's parameters that differ from their defaults),
+    and show and report say it is one."""
+    from autoprox.reports.html.report import render_report
+    from autoprox.reports.show import show_run
+    from tests.report_html import parse_report
+
+    call = f"autoprox.{fitted!r}.fit()"
+    assert call.startswith("autoprox.ProxySearch(bench=") and "iterations=3" in call
+    assert json.loads((fitted.run_dir_ / "config.json").read_text())["command"] == [call]
+    assert f"\nmade by: {call} (from Python)\n" in show_run(fitted.run_dir_, simplify=False)
+    document = render_report(fitted.run_dir_, simplify=False)
+    assert parse_report(document).texts["made-by"] == call and "(from Python)" in document
+    # a run that cannot be resumed says to run its call again with another out (not --out, a command line's)
+    import shutil
+
+    from autoprox.core.errors import RunDirError
+
+    copy = Path(shutil.copytree(fitted.run_dir_, tmp_path / "copy"))
+    (copy / "evaluations.jsonl").unlink()
+    with pytest.raises(RunDirError, match=r"run its command \(config.json\) again with another out$"):
+        ProxySearch.from_run(copy).fit()
+
+
+def test_search_table_records_and_shows_its_python_call(searched, tmp_path):
+    """search_table recorded no command at all ("command": null); it records its call, as given."""
+    from autoprox.api import search_table
+    from autoprox.reports.table_run import show_table_run, table_report_html
+    from tests.search.test_table_search_inputs import SMALL
+
+    _, table = searched
+    out = tmp_path / "run"
+    search_table(table, "val_acc", out=out, iterations=SMALL.iterations)
+    call = f"autoprox.search_table({str(table)!r}, target='val_acc', out={str(out)!r}, iterations={SMALL.iterations})"
+    assert json.loads((out / "config.json").read_text())["command"] == [call]
+    assert show_table_run(out).splitlines()[1] == f"made by: {call} (from Python)"
+    assert f'id="made-by">made by: {call.replace(chr(39), "&#x27;")} (from Python)</p>' in \
+        table_report_html(out, tmp_path / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_fit_without_out_is_a_new_search_in_a_new_temporary_folder_continued_by_giving_it(
+        af_small_file, session_cache):
+    """A fit without out starts over in a new temporary folder (scikit-learn's fit); run_dir_ names it, and giving
+    it as out continues that search, as the class docstring and the manual say."""
+    import shutil
+
+    from autoprox.search.rundir import RunDirectory
+
+    search = ProxySearch(bench=str(af_small_file), targets="c100_kd", iterations=1, population=2, batch_size=2,
+                         cache_dir=str(session_cache.root), workers=1, search_fraction=0.75, quiet=True)
+    first = search.fit().run_dir_
+    try:
+        second = search.fit().run_dir_
+        assert first != second and first.name.startswith("autoprox-run-") and second.name.startswith("autoprox-run-")
+        assert len(RunDirectory(second).log()) == 1
+        continued = search.set_params(out=second, iterations=2).fit()
+        assert continued.run_dir_ == second and [r["iteration"] for r in RunDirectory(second).log()] == [1, 2]
+    finally:
+        for folder in {first, search.run_dir_}:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -18,7 +18,7 @@ from autoprox.search.halloffame import (
     search_kendall,
     write_hall_of_fame,
 )
-from autoprox.search.rundir import BEST, HALL_OF_FAME, RunDirectory
+from autoprox.search.rundir import BEST, HALL_OF_FAME, RunDirectory, python_call, shown_command
 from autoprox.core.errors import RunDirError
 
 
@@ -271,7 +271,8 @@ BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Ken
 
 
 def _setting_lines(settings: Mapping, config: Mapping, best: Mapping | None) -> list[str]:
-    """What a run's fitness, split and restarts make of the figures below (nothing for the paper's setting)."""
+    """What a run's fitness, split and restarts make of the figures below (nothing for the paper's setting), and
+    the command that made it."""
     lines = []
     if not _plain_fitness(settings):
         fitness = settings.get("fitness", "jcm")
@@ -287,7 +288,18 @@ def _setting_lines(settings: Mapping, config: Mapping, best: Mapping | None) -> 
     if isinstance(restarts, Mapping):
         lines.append(f"restarts: {restarts.get('made')} of {restarts.get('allowed')} made; the best proxy is the best "
                      "of every population")
-    return lines
+    made_by = made_by_line(config)
+    return lines + ([made_by] if made_by else [])
+
+
+def made_by_line(config: Mapping) -> str | None:
+    """``made by: ...``, the command a run's ``config.json`` records as the one that made it (a run made from Python:
+    its call, said to be one); None when it records none."""
+    command = config.get("command")
+    if not isinstance(command, list) or not command:
+        return None
+    words = [str(word) for word in command]
+    return f"made by: {shown_command(words)}" + (" (from Python)" if python_call(words) else "")
 
 
 def _plain_fitness(settings: Mapping) -> bool:

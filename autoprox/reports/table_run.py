@@ -11,6 +11,7 @@ from autoprox.core.errors import ConfigError
 from autoprox.core.numbers import format_float
 from autoprox.reports.html.figures import curves_svg
 from autoprox.reports.html.page import check_report_out, generator_tag, write_page
+from autoprox.reports.show import made_by_line
 from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.table_run import no_signal_warning
 
@@ -44,6 +45,9 @@ def show_table_run(path: str | Path, top: int = 10) -> str:
     state = "finished" if best and best.get("finished") else "in progress or interrupted"
     lines = [f"run {run.path}: table search of {table['file']} ({table['rows']:,} rows), target {config['target']}, "
              f"{config.get('labelled_rows', '?')} labelled rows; iteration {len(log)} of {iterations} ({state})"]
+    made_by = made_by_line(config)
+    if made_by:
+        lines.append(made_by)
     if best:
         search = best["search"]
         lines.append(f"best.json: {best['readable']}")
@@ -80,10 +84,12 @@ def table_report_html(path: str | Path, out: str | Path | None = None) -> Path:
     proxy = (f"<p><code>{html.escape(best['readable'])}</code></p><p>out-of-bag Kendall "
              f"{format_float(best['search']['out_of_bag_kendall'])} on {best['search']['labelled_rows']} labelled rows; "
              f"terms kept: at most {best['inner_cv']['cap']}</p>") if best else "<p>no best.json yet</p>"
+    made_by = made_by_line(config)
+    made_by = f'<p class="muted" id="made-by">{html.escape(made_by)}</p>' if made_by else ""
     page = (f"<!doctype html><html><head><meta charset='utf-8'>{generator_tag()}<title>autoprox table search {html.escape(str(run.path))}"
             f"</title><style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:2px 8px}}"
             f"</style></head><body><h1>Table search: {html.escape(config['table']['file'])}, "
-            f"{html.escape(config['target'])}</h1><h2>The proxy</h2>{proxy}<h2>Evolution</h2>{curve}"
+            f"{html.escape(config['target'])}</h1>{made_by}<h2>The proxy</h2>{proxy}<h2>Evolution</h2>{curve}"
             f"<h2>Hall of fame</h2><table><tr><th>rank</th><th>R2</th><th>Kendall</th><th>nodes</th><th>terms</th></tr>"
             f"{rows}</table></body></html>\n")
     return write_page(out, page)

@@ -426,8 +426,10 @@ def run_config(settings: SearchSettings, parts: Sequence[RunContext], command: S
 
 
 def config_header(settings: SearchSettings, space: str, command: Sequence[str] | None = None) -> dict:
-    """The fields every ``config.json`` begins with: version, time, command line, settings, the operations the
-    genomes are built from (the genome space's unary then binary operations, in drawing order) and space."""
+    """The fields every ``config.json`` begins with: version, time, command (``command``, else this process's
+    command line; a run made from Python records its call, :func:`~autoprox.search.rundir.python_call`), settings,
+    the operations the genomes are built from (the genome space's unary then binary operations, in drawing order)
+    and space."""
     return {
         "autoprox_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

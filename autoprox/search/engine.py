@@ -42,6 +42,7 @@ from autoprox.search.rundir import (
     EVALUATIONS,
     HALL_OF_FAME,
     RunDirectory,
+    python_call,
     read_records,
 )
 from autoprox.search.settings import SearchSettings, recorded_settings, settings_differences
@@ -59,7 +60,8 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
                stop_after: int | None = None, quiet: bool = False,
                session: Mapping[str, Any] | None = None,
                resume_command: str | None = None, executor: Executor | None = None,
-               on_checkpoint: Callable[[RunDirectory], None] | None = None) -> dict:
+               on_checkpoint: Callable[[RunDirectory], None] | None = None,
+               command: Sequence[str] | None = None) -> dict:
     """Run (or resume) a proxy search into ``out``; return the content of ``best.json``.
 
     ``stop_after`` ends the run after that iteration as if interrupted (tests use it to
@@ -77,7 +79,9 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     refused. An interruption (Ctrl-C, or SIGTERM turned into one by the command line)
     and a full disk keep what was computed and say how to continue
     (``resume_command``, by default ``autoprox search --resume --out OUT``). ``on_checkpoint`` is
-    called with the run directory after each iteration's checkpoint is written (``search --report``).
+    called with the run directory after each iteration's checkpoint is written (``search --report``). ``command``
+    is what a new run's ``config.json`` records as the command that made it (default: this process's command line;
+    the Python API gives its call, :func:`~autoprox.search.rundir.python_call`).
     """
     run = RunDirectory(out)
     hint = resume_command or f"autoprox search --resume --out {shlex.quote(str(run.path))}"
@@ -101,7 +105,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         if resume:
             context = _resume_context(run, session or {})
         else:
-            run.create(context.config_json())
+            run.create(context.config_json(command))
         try:
             _log(f"autoprox search: {context.bench.space}, {len(context.split.search)} search / "
                  f"{len(context.split.test)} test architectures, targets {', '.join(context.targets)}, fitness "
@@ -154,7 +158,7 @@ def _resume_context(run: RunDirectory, session: Mapping[str, Any]) -> SearchRun:
     if kept and not run.file(EVALUATIONS).is_file():  # a run whose evaluations were not kept (runs/README.md)
         raise RunDirError(f"{run.path} has no {EVALUATIONS}, from which a resume rebuilds the hall of fame: resuming "
                           f"would drop the {kept} proxies {HALL_OF_FAME} holds; run its command ({CONFIG}) again "
-                          "with another --out")
+                          f"with another {'out' if python_call(run.config().get('command')) else '--out'}")
     if checkpoint is not None:
         recorded = checkpoint.get("settings_digest")
         current = context.settings.digest(context.bench.sha256)

@@ -40,6 +40,8 @@ import fcntl
 import json
 import lzma
 import os
+import re
+import shlex
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -376,6 +378,27 @@ def _entry_of_version_2(entry: Any, weights: dict[str, float]) -> Any:
 
 def _words(value: Any) -> list[str] | None:
     return [str(v) for v in value] if isinstance(value, list) and value else None
+
+
+#: The ``command`` a run made from the Python API records: its call, one word (``autoprox.ProxySearch(...).fit()``).
+_PYTHON_CALL = re.compile(r"autoprox\.[A-Za-z_]\w*\(.*\)(\.[A-Za-z_]\w*\(\))?", re.S)
+
+
+def python_call(command: Any) -> str | None:
+    """The Python call a recorded ``command`` is when the run was made from the API (``autoprox.api``): its one
+    word, ``autoprox.NAME(...)`` or ``autoprox.NAME(...).fit()``; None for a command line's words."""
+    words = _words(command)
+    return words[0] if words is not None and len(words) == 1 and _PYTHON_CALL.fullmatch(words[0]) else None
+
+
+def shown_command(command: list[str]) -> str:
+    """A recorded command as it was given: a Python call as it is; a command line as typed in a shell, each word
+    quoted as a shell needs and ``autoprox`` for the program however it was called (``python -m autoprox``)."""
+    call = python_call(command)
+    if call is not None:
+        return call
+    words = ["autoprox", *command[1:]] if command[0].endswith(("__main__.py", "autoprox", "autoprox.cli")) else command
+    return shlex.join(words)
 
 
 def _original_command(folder: Path) -> list[str] | None:

@@ -533,7 +533,7 @@ def test_the_times_say_what_they_count(small_run):
     """"wall time" used to be the evolution's time only (the log's elapsed), without saying so."""
     import datetime as dt
 
-    from autoprox.reports.html.protocol import _as_typed
+    from autoprox.search.rundir import shown_command
 
     report = parse_report(render_report(small_run, simplify=False))
     config, best = (json.loads((small_run / name).read_text()) for name in ("config.json", "best.json"))
@@ -541,7 +541,7 @@ def test_the_times_say_what_they_count(small_run):
     assert report.texts["wall-time"] == f"{round(whole)} s"
     assert report.texts["evolution-time"] == f"{round(RunDirectory(small_run).log()[-1]['elapsed'])} s"
     # the run is made in this process, so it records pytest's command line as autoprox would read it
-    assert report.texts["made-by"] == shlex.join(_as_typed(config["command"]))
+    assert report.texts["made-by"] == shown_command(config["command"])
 
 
 @pytest.mark.parametrize("given, says", [

@@ -151,3 +151,19 @@ def test_the_run_file_names_are_spelled_only_in_rundir():
                for line, value in _string_constants(path)
                if value in names or any(value.endswith("/" + name) for name in names)]
     assert not spelled, "\n".join(spelled)
+
+
+def test_a_python_call_is_told_from_a_command_line_and_shown_as_it_was_given():
+    """A run made from Python records its call as its command (one word); shown as a command line, it was quoted
+    as one shell word, and python -m pytest was shown as "autoprox"."""
+    from autoprox.search.rundir import python_call, shown_command
+
+    call = "autoprox.ProxySearch(space='pit', iterations=5, out='my runs/a').fit()"
+    assert python_call([call]) == call and shown_command([call]) == call
+    table = "autoprox.search_table('T.csv', target='acc')"
+    assert python_call([table]) == table
+    for words in (["autoprox", "search", "--space", "pit"], ["pytest", "-q"], ["autoprox.ProxySearch()", "x"],
+                  ["ipykernel_launcher.py", "-f", "kernel.json"], "autoprox.ProxySearch().fit()", None, []):
+        assert python_call(words) is None
+    assert shown_command(["__main__.py", "search", "--out", "my run"]) == "autoprox search --out 'my run'"
+    assert shown_command(["pytest", "-q"]) == "pytest -q"

@@ -37,7 +37,7 @@ from autoprox.reports.html.page import (
     text,
     write_page,
 )
-from autoprox.search.rundir import PROTOCOL, RunDirectory
+from autoprox.search.rundir import PROTOCOL, RunDirectory, python_call, shown_command
 
 
 def protocol_body(path: Path, simplify: bool, memo: ReportMemo, protocol: Mapping | None = None) -> tuple[str, str]:
@@ -79,9 +79,11 @@ def _words(value) -> list[str] | None:
     return [str(v) for v in value] if isinstance(value, list) and value else None
 
 
-def _as_typed(command: list[str]) -> list[str]:
-    """A recorded command line as the user typed it: ``autoprox ...`` whatever the program was called."""
-    return ["autoprox", *command[1:]] if command[0].endswith(("__main__.py", "autoprox", "autoprox.cli")) else command
+def _made_by(command: list[str], element: str) -> str:
+    """A recorded command in the header (:func:`~autoprox.search.rundir.shown_command`); a run made from Python
+    records its call, which is said to be one (not a command line to type)."""
+    code = f'<code id="{element}">{esc(shown_command(command))}</code>'
+    return code + (' <span class="muted">(from Python)</span>' if python_call(command) is not None else "")
 
 
 def command_rows(protocol: Mapping, folder: Path) -> list[tuple[str, str]]:
@@ -93,12 +95,12 @@ def command_rows(protocol: Mapping, folder: Path) -> list[tuple[str, str]]:
     command, resumed = RunDirectory(folder).protocol_commands(protocol)
     rows = []
     if command:
-        rows.append(("made by", f'<code id="made-by">{esc(shlex.join(_as_typed(command)))}</code>'))
+        rows.append(("made by", _made_by(command, "made-by")))
     elif resumed:
         rows.append(("made by", '<span id="made-by">not recorded: this protocol.json keeps only the command of its '
                                 "last session, and none of its runs records the first</span>"))
     if resumed:
-        rows.append(("last resumed with", f'<code id="resumed-with">{esc(shlex.join(_as_typed(resumed)))}</code>'))
+        rows.append(("last resumed with", _made_by(resumed, "resumed-with")))
     return rows
 
 
