@@ -202,7 +202,7 @@ def _distributed():
         import distributed
     except ImportError:
         raise ConfigError("--scheduler needs Dask: install the extra with "
-                          "pip install -e '.[dask]' (or pip install dask distributed)") from None
+                          "pip install 'autoprox[dask]' (in a clone: pip install -e '.[dask]')") from None
     return distributed
 
 

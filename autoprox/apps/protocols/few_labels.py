@@ -138,7 +138,8 @@ def _forest(columns, labels, seed):
     try:
         from sklearn.ensemble import RandomForestRegressor
     except ImportError:
-        raise ConfigError("the forest baseline needs scikit-learn: pip install -e '.[bench]'") from None
+        raise ConfigError("the forest baseline needs scikit-learn: pip install 'autoprox[bench]' (in a clone: "
+                          "pip install -e '.[bench]')") from None
     rows = _labelled(labels)
     features = column_rank_matrix(columns)
     forest = RandomForestRegressor(n_estimators=300, random_state=seed, n_jobs=1)
@@ -283,8 +284,8 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         try:
             import sklearn  # noqa: F401
         except ImportError:
-            say("few labels: scikit-learn is not installed, so the forest baseline is left out (pip install -e "
-                "'.[bench]')")
+            say("few labels: scikit-learn is not installed, so the forest baseline is left out (pip install "
+                "'autoprox[bench]'; in a clone: pip install -e '.[bench]')")
             methods.remove("forest")
     if len(set(names)) != len(names):
         twice = next(n for n in names if names.count(n) > 1)
