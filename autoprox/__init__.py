@@ -69,29 +69,51 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-def build_vit(arch, num_classes: int = 100, seed: int | None = None):
+def build_vit(arch, num_classes: int = 100, seed: int | None = None, space_file=None):
     """Build the PyTorch model of an architecture, ready to train.
 
     ``arch`` is an architecture config (``{"hidden_dim": 192, ...}``), an entry of a
     ViT search's ``top.json`` (with an ``arch`` key), or the path of a JSON file holding
-    either (``top.json`` gives its first-ranked architecture).
+    either (``top.json`` gives its first-ranked architecture, in the space it records).
+    ``space_file`` is the file of a space defined by one (``--space-file``), registered first;
+    a ``top.json`` whose space is not registered is refused in one line saying so.
     """
     import json
     from pathlib import Path
 
-    from autoprox.core.errors import VitSearchError
+    from autoprox.core.errors import ArchitectureError, VitSearchError
     from autoprox.networks.models import build_model
     from autoprox.spaces.architectures import parse_arch
+    from autoprox.spaces.registry import REGISTRY
 
+    space = str(REGISTRY.register_file(space_file).name) if space_file is not None else None
     if isinstance(arch, (str, Path)):
-        arch = json.loads(Path(arch).read_text(encoding="utf-8"))
+        path = Path(arch)
+        try:
+            arch = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise VitSearchError(f"{path}: no such file (a ViT search's top.json or an architecture's JSON)") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise VitSearchError(f"{path}: cannot be read as JSON ({exc})") from None
         if isinstance(arch, dict) and isinstance(arch.get("top"), list):
+            recorded = arch.get("space")
+            if isinstance(recorded, str):
+                if space is not None and space != recorded:
+                    raise VitSearchError(f"{path} is a search of space {recorded!r}, but space_file {space_file} "
+                                         f"defines {space!r}")
+                try:
+                    REGISTRY.get(recorded)
+                except ArchitectureError:
+                    raise VitSearchError(
+                        f"{path} is a search of space {recorded!r}, which is not registered in this process: give "
+                        f"its file, build_vit(..., space_file='SPACE.json')") from None
+                space = recorded
             if not arch["top"]:
                 raise VitSearchError("this ViT search result holds no scored architecture")
             arch = arch["top"][0]
     if isinstance(arch, dict) and isinstance(arch.get("arch"), dict):
         arch = arch["arch"]
-    return build_model(parse_arch(arch), num_classes=num_classes, seed=seed)
+    return build_model(parse_arch(arch, space), num_classes=num_classes, seed=seed)
 
 
 __all__ = ["FoundProxy", "Proxy", "ProxySearch", "__version__", "build_vit", "load_benchmark", "resolve_proxy",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import functools
 import io
 import json
 import math
@@ -50,6 +51,8 @@ from autoprox.spaces.architectures import (
     sample_arch,
 )
 from autoprox.core.errors import ArchitectureError
+from autoprox.spaces.base import SearchSpace
+from autoprox.spaces.registry import get_space
 
 #: The papers' parameter budgets, in millions (AutoFormer-Ti 4-9M; PiT 2-25M).
 PAPER_BUDGETS = {"autoformer": (4.0, 9.0), "pit": (2.0, 25.0)}
@@ -98,27 +101,72 @@ def check_budget(space: str, budget: tuple[float, float], num_classes: int) -> N
         )
 
 
-def sample_candidates(space: str, count: int, budget: tuple[float, float], seed: int,
-                      num_classes: int = 100, max_draws_per_sample: int = 200) -> list:
-    """``count`` distinct architectures within ``budget``, reproducible from ``seed``."""
+#: A space with at most this many combinations of choices has its architectures within a budget counted
+#: exactly before a search draws them (PiT: 4,320 in all); a larger one is drawn until :data:`STALL` draws
+#: in a row find no new architecture.
+COUNT_LIMIT = 200_000
+#: Draws in a row that find no new architecture after which a larger space's budget is taken as exhausted.
+STALL = 20_000
+#: The most architectures one ViT search samples.
+MAX_SAMPLES = 1_000_000
+
+
+@functools.lru_cache(maxsize=16)
+def _budget_archs(space: SearchSpace, budget: tuple[float, float], num_classes: int) -> int | None:
+    archs = space.configurations(COUNT_LIMIT)
+    if archs is None:
+        return None
+    return sum(budget[0] <= space.count_params(arch, num_classes) <= budget[1] for arch in archs)
+
+
+def budget_archs(space: str, budget: tuple[float, float], num_classes: int = 100) -> int | None:
+    """How many distinct architectures of ``space`` lie within ``budget`` (parameters, inclusive), counted
+    exactly for a space of at most :data:`COUNT_LIMIT` combinations of choices; else None."""
+    return _budget_archs(get_space(space), (float(budget[0]), float(budget[1])), num_classes)
+
+
+def check_samples(space: str, count: int, budget: tuple[float, float], num_classes: int = 100) -> None:
+    """VitSearchError (one line) unless ``count`` distinct architectures of ``space`` can be drawn within
+    ``budget``: at least 1, at most :data:`MAX_SAMPLES`, and at most the budget holds where they are counted."""
     if count < 1:
         raise VitSearchError("the number of samples must be at least 1")
+    if count > MAX_SAMPLES:
+        raise VitSearchError(f"--samples {count} is more than a ViT search samples (at most {MAX_SAMPLES:,})")
     check_budget(space, budget, num_classes)
+    held = budget_archs(space, budget, num_classes)
+    if held is not None and count > held:
+        raise VitSearchError(f"the budget holds only {held:,} distinct {space} architectures ({format_millions(budget[0])} "
+                             f"to {format_millions(budget[1])} parameters): --samples at most {held}")
+
+
+def sample_candidates(space: str, count: int, budget: tuple[float, float], seed: int,
+                      num_classes: int = 100, max_draws_per_sample: int = 200) -> list:
+    """``count`` distinct architectures within ``budget``, reproducible from ``seed``.
+
+    VitSearchError before any draw when the budget holds fewer (:func:`check_samples`), or when the draws stop
+    finding new ones (:data:`STALL` in a row) in a space too large to count."""
+    check_samples(space, count, budget, num_classes)
     rng = random.Random(seed)
     chosen: dict[str, object] = {}
-    draws = 0
+    draws = since_new = 0
     while len(chosen) < count:
-        if draws >= count * max_draws_per_sample:
+        if draws >= count * max_draws_per_sample or since_new >= STALL:
             raise VitSearchError(
                 f"only {len(chosen)} distinct {space} architectures found within "
-                f"{format_millions(budget[0])} to {format_millions(budget[1])} parameters after {draws} draws; widen the budget or ask fewer"
+                f"{format_millions(budget[0])} to {format_millions(budget[1])} parameters after {draws} draws "
+                f"(the last {since_new} found no new one); widen the budget or ask fewer"
             )
         draws += 1
         try:
             arch = sample_arch(space, rng, budget, num_classes)
         except ArchitectureError as exc:
             raise VitSearchError(str(exc)) from None
-        chosen.setdefault(arch_key(arch), arch)
+        key = arch_key(arch)
+        if key in chosen:
+            since_new += 1
+        else:
+            chosen[key] = arch
+            since_new = 0
     return list(chosen.values())
 
 

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.apps.vitsearch import (
         PAPER_BUDGETS,
         VitSearchSettings,
+        check_samples,
         check_vit_search_out,
         parse_budget,
         run_vit_search,
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     label = Path(args.proxy).stem if args.proxy.endswith(".json") else (proxy.name if len(proxy.name) < 30 else "genome")
     out = Path(args.out or f"runs/vit-{space}-{label}-seed{args.seed}")
     check_vit_search_out(out)  # someone else's folder is refused before anything is said or scored
+    check_samples(space, args.samples, budget, args.classes)
     print(f"scoring {args.samples} {space} architectures ({format_millions(budget[0])} to "
           f"{format_millions(budget[1])} parameters) "
           f"with {proxy.name} into {out}", file=sys.stderr)
@@ -82,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
             summary = run_vit_search(settings, proxy, out, progress=Progress("vit-search", every=15),
                                      executor=executor)
     except KeyboardInterrupt:
-        print(f"autoprox: interrupted; run the same command again to resume (scores so far are in {out})",
-              file=sys.stderr)
+        kept = f" (scores so far are in {out})" if (out / "scores.jsonl").is_file() else ""
+        print(f"autoprox: interrupted; run the same command again to resume{kept}", file=sys.stderr)
         return 130
     _check_failures(summary, out)
     print(f"{summary['scored']} scored, {summary['failed']} failed, "

@@ -122,9 +122,21 @@ def cut_long_words(text: str, limit: int = LONGEST_WORD) -> str:
                   text)
 
 
+def mark_resume_said(exc: BaseException, command: str) -> None:
+    """Note on an interruption that ``command``, how to continue, has been printed, so that an outer
+    layer (a protocol around a search) does not print the same line again."""
+    exc.autoprox_resume_said = command  # type: ignore[attr-defined]
+
+
+def resume_said(exc: BaseException) -> str | None:
+    """The command :func:`mark_resume_said` noted on ``exc``, if any."""
+    said = getattr(exc, "autoprox_resume_said", None)
+    return said if isinstance(said, str) else None
+
+
 __all__ = [
     "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
     "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "PathTooLongError", "ProxyError",
-    "RegistryError", "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "one_line",
-    "path_too_long",
+    "RegistryError", "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "mark_resume_said", "one_line",
+    "path_too_long", "resume_said",
 ]

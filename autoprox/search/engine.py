@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.atomic import json_safe, make_directory
-from autoprox.core.errors import ConfigError, DiskFullError, RunDirError
+from autoprox.core.errors import ConfigError, DiskFullError, RunDirError, mark_resume_said
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
 from autoprox.genome.space import GenomeSpace
@@ -133,8 +133,9 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             finally:
                 evaluator.close()
             return _finish(run, report, state, chosen.evolution, interrupted, signalled, hint, quiet)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             print(f"interrupted; what was computed is kept: continue with: {hint}", file=sys.stderr, flush=True)
+            mark_resume_said(exc, hint)
             raise
         except DiskFullError as exc:
             raise DiskFullError(f"{exc}; what was computed is kept: free some space, then continue with: {hint}"

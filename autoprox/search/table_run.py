@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 from scipy.stats import kendalltau
 
 from autoprox.core.atomic import json_safe, make_directory
-from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
+from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError, mark_resume_said
 from autoprox.core.progress import Progress
 from autoprox.data.proxy_tables import ProxyTable, read_proxy_table
 from autoprox.search.evolution import EvolutionState
@@ -139,10 +139,11 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
              f"{len(table)} rows, {len(labelled.plain)} proxy columns, run directory {run.path}", quiet)
         try:
             return _search(run, table, labelled, settings, resume, quiet, stop_after, hint)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             kept = ("what was computed is kept" if run.file(CHECKPOINT).is_file() else
                     "no iteration was finished, so only config.json is kept and the resume starts the search over")
             print(f"interrupted; {kept}: continue with: {hint}", file=sys.stderr, flush=True)
+            mark_resume_said(exc, hint)
             raise
 
 

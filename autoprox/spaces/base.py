@@ -106,6 +106,11 @@ class SearchSpace(ABC):
         (its counts then have no range and budgets cannot be checked up front)."""
         return None
 
+    def configurations(self, limit: int) -> list[Any] | None:
+        """Every architecture of the space, once each, when it has at most about ``limit``; else None
+        (the default: a space that cannot list its architectures)."""
+        return None
+
     def param_range(self, num_classes: int = 100) -> tuple[int, int] | None:
         """Smallest and largest parameter count of the space (None: see :meth:`extremes`)."""
         ends = self.extremes()

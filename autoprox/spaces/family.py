@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
 from collections.abc import Mapping, Sequence
@@ -353,6 +354,49 @@ class FamilySpace(SearchSpace):
                     return drawn
         assert stage_of is not None
         return [rng.choice(choice.values[s]) for s in stage_of]
+
+    def configurations(self, limit: int) -> list[FamilyArch] | None:
+        """Every architecture of the family, once each (the combinations of choices that :meth:`draw` can
+        give), or None when there are more than ``limit`` combinations to try."""
+        depth_options = self._options("depth", None)
+        plans = []
+        total = 0
+        for depths in depth_options:
+            stage_depths = depths if isinstance(depths, list) else [depths] * self.stages
+            stage_of = [s for s, n in enumerate(stage_depths) for _ in range(n)]
+            sizes = [self._option_count(key, stage_of) for key in (self.width_key, "num_heads", "mlp_ratio")]
+            total += sizes[0] * sizes[1] * sizes[2]
+            if total > limit:
+                return None
+            plans.append((depths, stage_of))
+        found: dict[str, FamilyArch] = {}
+        for depths, stage_of in plans:
+            keys = (self.width_key, "num_heads", "mlp_ratio")
+            for values in itertools.product(*(self._options(key, stage_of) for key in keys)):
+                try:
+                    arch = self.parse({"depth": depths, **dict(zip(keys, values))})
+                except ArchitectureError:
+                    continue
+                found.setdefault(self.arch_key(arch), arch)
+        return list(found.values())
+
+    def _options(self, key: str, stage_of: list[int] | None) -> list[Any]:
+        """Every value :meth:`_draw_choice` can give for ``key``."""
+        choice = self.choice[key]
+        if choice.per == "network" or (choice.per == "stage" and self.stages == 1):
+            return list(choice.values[0])
+        if choice.per == "stage":
+            return [list(drawn) for drawn in itertools.product(*choice.values)
+                    if not choice.non_decreasing or all(a <= b for a, b in itertools.pairwise(drawn))]
+        assert stage_of is not None
+        return [list(drawn) for drawn in itertools.product(*(choice.values[s] for s in stage_of))]
+
+    def _option_count(self, key: str, stage_of: list[int]) -> int:
+        """How many values :meth:`_options` gives for ``key`` (without listing a per-block choice's)."""
+        choice = self.choice[key]
+        if choice.per == "block":
+            return math.prod(len(choice.values[s]) for s in stage_of)
+        return len(self._options(key, stage_of))
 
     def extremes(self) -> tuple[FamilyArch, FamilyArch] | None:
         ends = []

@@ -59,12 +59,22 @@ def autoprox_arch(arch):
     return arch_to_config(arch)
 
 
-@pytest.mark.slow
 def test_too_many_samples_for_a_narrow_budget_says_so():
-    # PiT has 46 distinct architectures within 0.1M-0.2M parameters: 60 cannot be found, and 8 draws per sample
-    # (480 in all, each a rejection sampling of its own) are enough to give up
-    with pytest.raises(VitSearchError, match="distinct"):
+    # PiT has 46 distinct architectures within 0.1M-0.2M parameters: counted, 60 are refused before any draw
+    with pytest.raises(VitSearchError, match="holds only 46 distinct pit architectures.*at most 46"):
         sample_candidates("pit", 60, (0.1e6, 0.2e6), seed=0, max_draws_per_sample=8)
+    assert len(sample_candidates("pit", 46, (0.1e6, 0.2e6), seed=0)) == 46
+
+
+def test_more_samples_than_the_budget_holds_are_refused_before_anything_is_written(tmp_path, capsys):
+    """Adversarial pass 3, F3: --samples 5000 of PiT (4,320 architectures in all) drew for ever."""
+    for samples, said in (("5000", "the budget holds only 2,586 distinct pit architectures"),
+                          ("99999999999999999999", "at most 1,000,000")):
+        code = main(["vit-search", "--space", "pit", "--proxy", "params", "--samples", samples, "--workers", "1",
+                     "--out", str(tmp_path / "run")])
+        err = capsys.readouterr().err
+        assert code == 2 and said in err and "scoring" not in err
+        assert not (tmp_path / "run").exists()
 
 
 def _settings(tmp_path, **changes) -> VitSearchSettings:
@@ -191,3 +201,26 @@ def test_architectures_that_cannot_be_built_here_give_the_reason_and_nothing_sco
     assert "more than this machine's" in line and "GB of memory; not built" in line
     assert line.endswith(f"{out / 'top.json'} lists them")
     assert len(json.loads((out / "top.json").read_text())["failures"]) == 2
+
+
+def test_build_vit_of_a_search_on_a_space_file_uses_its_space(tmp_path, capsys):
+    """Adversarial pass 3, F4: build_vit guessed a built-in space from the config keys (autoformer-s) and raised
+    a traceback; a missing path gave a raw FileNotFoundError."""
+    from autoprox.spaces.registry import REGISTRY
+    from tests.conftest import REPO
+
+    space_file = REPO / "examples" / "spaces" / "autoformer-ti.json"
+    assert main(["vit-search", "--space-file", str(space_file), "--space", "autoformer-ti-file", "--proxy", "params",
+                 "--samples", "2", "--workers", "1", "--out", str(tmp_path / "run"),
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    REGISTRY.unregister("autoformer-ti-file")  # as in a new Python process
+    top = tmp_path / "run" / "top.json"
+    with pytest.raises(VitSearchError, match="space 'autoformer-ti-file', which is not registered.*space_file="):
+        autoprox.build_vit(top)
+    try:
+        model = autoprox.build_vit(top, space_file=space_file)
+    finally:
+        REGISTRY.unregister("autoformer-ti-file")
+    assert sum(p.numel() for p in model.parameters()) == json.loads(top.read_text())["top"][0]["params"]
+    with pytest.raises(VitSearchError, match="no such file"):
+        autoprox.build_vit(tmp_path / "missing" / "top.json")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from autoprox.core.atomic import check_new_folder
-from autoprox.core.errors import RunDirError
+from autoprox.core.errors import RunDirError, resume_said
 from autoprox.search.rundir import ARCHIVE, LOCK, PROTOCOL, RunDirectory
 
 #: What a protocol refused for its record tells the user to do, unless it says otherwise.
@@ -111,8 +111,8 @@ def run_cuts(folder: Path, protocol: CutProtocol, record: dict, say: Callable[[s
                     break
                 continue
             write()
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside a search's own handling (a final report, a scoring)
-        if protocol.resume_command:
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM; a search inside has said how to continue itself
+        if protocol.resume_command and resume_said(exc) != protocol.resume_command:
             print(f"interrupted; what was computed is kept: continue with: {protocol.resume_command}",
                   file=sys.stderr, flush=True)
         raise

@@ -106,3 +106,30 @@ def test_a_new_protocol_wants_an_empty_folder_and_a_resume_a_record(tmp_path):
     (tmp_path / "p" / PROTOCOL).write_text(json.dumps({"archive": {"file": "archive.tar.xz"}}))
     with pytest.raises(RunDirError, match="unpack them first: python scripts/runs_archive.py unpack"):
         previous_record(tmp_path / "p", resume=True)
+
+
+class Interrupted(Squares):
+    """Cut "2" is interrupted inside a search that prints how to continue (as the search engine does)."""
+
+    resume_command = "autoprox evaluate --resume --out X"
+
+    def run(self, record, pending):
+        import sys
+
+        from autoprox.core.errors import mark_resume_said
+
+        for cut in pending:
+            if cut == "2":
+                interruption = KeyboardInterrupt()
+                print(f"interrupted; what was computed is kept: continue with: {self.resume_command}",
+                      file=sys.stderr)
+                mark_resume_said(interruption, self.resume_command)
+                raise interruption
+            yield cut, int(cut) ** 2
+
+
+def test_an_interruption_says_how_to_continue_once(tmp_path, capsys):
+    """Adversarial pass 3, F6: evaluate's interrupt line was printed by the fold's search and again by the runner."""
+    with pytest.raises(KeyboardInterrupt):
+        run_squares(tmp_path, 3, Interrupted(), [])
+    assert capsys.readouterr().err.count("continue with: autoprox evaluate --resume --out X") == 1
