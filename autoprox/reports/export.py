@@ -42,6 +42,7 @@ import datetime as _dt
 import inspect
 import json
 import math
+import os
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +52,7 @@ from deap import gp
 
 from autoprox import __version__
 from autoprox.core.atomic import atomic_write_text, check_output_file, output_write
-from autoprox.core.errors import ExportError
+from autoprox.core.errors import ExportError, no_such_path
 from autoprox.core.numbers import format_float
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import (
@@ -392,6 +393,16 @@ def _probe(path: Path, test) -> bool:
         return False
 
 
+#: What ``export`` takes, for the line about a source that names nothing.
+EXPORT_SOURCES = ("export takes a run directory, a proxy JSON such as a run's best.json, an ensemble JSON, "
+                  "a recommended:SPACE/TARGET name or a genome string")
+
+
+def _looks_like_path(text: str) -> bool:
+    """Whether ``text`` was meant as a path: it names a folder (``/``, or ``\\`` on Windows) or a ``.json`` file."""
+    return "/" in text or os.sep in text or text.endswith(".json")
+
+
 def _float(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -437,8 +448,14 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
                           config.get("space"), rank)
         return entry.genome, info, config
     if rank is not None:
-        raise ExportError("--rank needs a run directory")
-    proxy = resolve_proxy(source)
+        raise ExportError(no_such_path(source, "--rank needs a run directory") or "--rank needs a run directory")
+    try:
+        proxy = resolve_proxy(source)
+    except ProxyError:  # neither a proxy name nor a genome: a mistyped path is said to be one
+        missing = no_such_path(source, EXPORT_SOURCES) if _looks_like_path(source) else None
+        if missing:
+            raise ExportError(missing) from None
+        raise
     if getattr(proxy, "kind", "") == "ensemble":
         raise ExportError(f"{source} is an ensemble: export it with 'autoprox export {source} --out FILE' "
                           "(autoprox.reports.ensemble_export)")
