@@ -44,6 +44,7 @@ import json
 import math
 import os
 import textwrap
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -412,7 +413,7 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
 
     A run directory gives the proxy its ``best.json`` holds, or with ``rank`` the
     hall of fame's entry of that rank (also the fallback, rank 1, while a run has
-    no ``best.json`` yet).
+    no ``best.json`` yet, said in a warning).
     """
     from autoprox.proxies.proxy import resolve_proxy
     from autoprox.core.errors import ProxyError
@@ -439,10 +440,14 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
                               None, best.get("written") if isinstance(best.get("written"), str) else None)
             return best["genome"], info, config
         hall = load_hall_of_fame(run).hall
-        rank = rank or 1
+        instead_of_best, rank = rank is None, rank or 1
         if not 1 <= rank <= len(hall.entries):
             raise ExportError(f"{path}: the hall of fame has {len(hall.entries)} entries, no rank {rank}")
         entry = hall.entries[rank - 1]
+        if instead_of_best:
+            warnings.warn(f"{path} has no {BEST}: exporting the hall of fame's first entry (iteration "
+                          f"{entry.iteration}) instead; a search writes {BEST} when it ends or stops, and "
+                          "--rank N exports another entry", stacklevel=2)
         stats = config.get("stats") if isinstance(config.get("stats"), dict) else {}
         info = ExportInfo(str(path), entry.iteration, entry.jcm, None, dict(entry.kendall), stats,
                           config.get("space"), rank)
