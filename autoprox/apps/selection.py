@@ -21,7 +21,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.correlation import correlate, jcm
-from autoprox.core.errors import ConfigError, RunDirError
+from autoprox.core.errors import ConfigError, RunDirError, no_such_path
 from autoprox.core.registry import Registry
 from autoprox.genome.terminals import terminals_of
 from autoprox.genome.tree import InvalidProxy, parse_genome
@@ -481,6 +481,9 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     out, run_dir = Path(out), Path(run_dir)
     if out.exists():
         raise RunDirError(f"{out} already exists; choose another --out (nothing was overwritten)")
+    missing = no_such_path(run_dir, "give a finished run directory")
+    if missing:
+        raise RunDirError(missing)
     refuse_table_run(run_dir, "select works on the runs of a search of ViT statistics")
     best = RunDirectory(run_dir).best(missing_ok=False)
     if not best.get("finished"):

@@ -109,6 +109,22 @@ def one_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def no_such_path(path: object, expects: str) -> str | None:
+    """``PATH: no such file or folder (EXPECTS)`` when ``path`` names nothing at all (no file, folder or link), so
+    that a mistyped path is not reported as a folder of the wrong kind; None where it exists or cannot be a path
+    (a genome longer than a file name). ``expects``: what the command takes instead, e.g. ``give a run
+    directory``."""
+    import os
+
+    try:
+        os.lstat(path)  # type: ignore[arg-type]
+    except FileNotFoundError:
+        return f"{path}: no such file or folder ({expects})"
+    except (OSError, ValueError, TypeError):  # a part too long, a file on the way: the callers' own lines say so
+        return None
+    return None
+
+
 #: Longest run of non-blank characters a message shows whole (a genome, a value pasted in).
 LONGEST_WORD = 200
 
@@ -137,6 +153,6 @@ def resume_said(exc: BaseException) -> str | None:
 __all__ = [
     "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
     "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "PathTooLongError", "ProxyError",
-    "RegistryError", "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words", "mark_resume_said", "one_line",
-    "path_too_long", "resume_said",
+    "RegistryError", "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words",
+    "mark_resume_said", "no_such_path", "one_line", "path_too_long", "resume_said",
 ]

@@ -235,10 +235,12 @@ def resolve_proxy(text: str) -> Proxy:
         data = read_json_file(path, "a JSON proxy file", ProxyError)
         if isinstance(data, dict) and isinstance(data.get("format"), str) and data["format"] in PROXY_FILE_FORMATS:
             return PROXY_FILE_FORMATS[data["format"]](path, data)
-        if isinstance(data, dict) and isinstance(data.get("format"), str):
+        if isinstance(data, dict) and "format" in data:
             _refuse_format(path, data["format"])
         if not isinstance(data, dict) or not isinstance(data.get("genome"), str):
             raise ProxyError(f"{path}: no 'genome' string in this proxy file")
+        if data.get("split") is not None:
+            _check_recorded_split(path, data["split"])
         try:
             tree = parse_genome(data["genome"])
         except GenomeError as exc:
@@ -260,17 +262,53 @@ def resolve_proxy(text: str) -> Proxy:
     return Proxy(genome_to_string(tree), tree)
 
 
-def _refuse_format(path: Path, name: str) -> None:
-    """ProxyError for a proxy file whose ``format`` is a version of a known format this autoprox does not read
-    (``autoprox-weighted-formula/99``), or a format of the same ``autoprox-`` family it does not know."""
-    family = name.rsplit("/", 1)[0]
+def _refuse_format(path: Path, name: object) -> None:
+    """ProxyError for a proxy file whose ``format`` is none this autoprox reads: a version of a known format it
+    does not read (``autoprox-weighted-formula/99``), or any other name (a file with a ``genome`` has no
+    ``format``)."""
     known = sorted(PROXY_FILE_FORMATS.names())
+    if not isinstance(name, str):
+        raise ProxyError(f"{path}: 'format' must be a string naming a proxy file format ({', '.join(known)}), "
+                         f"got {name!r}")
+    family = name.rsplit("/", 1)[0]
     versions = [k for k in known if k.rsplit("/", 1)[0] == family]
     if versions:
         raise ProxyError(f"{path}: unknown format version {name!r}: this autoprox reads {', '.join(versions)} "
                          "(a file written by a newer autoprox?)")
-    if name.startswith("autoprox-"):
-        raise ProxyError(f"{path}: unknown proxy file format {name!r}; this autoprox reads {', '.join(known)}")
+    raise ProxyError(f"{path}: unknown proxy file format {name!r}; this autoprox reads {', '.join(known)}, "
+                     "or a genome file (a 'genome' string and no 'format', such as a run's best.json)")
+
+
+def _check_recorded_split(path: Path, split: object) -> None:
+    """ProxyError unless a genome file's ``split`` is one a run records: a search/test split of a benchmark
+    (``seed``, ``search_fraction``, ``search`` and ``test`` parts that together hold each index of
+    ``range(n)`` once), or for a run of several benchmarks a list of them, each naming its ``space``. Fields
+    left out are let be (``rank`` then splits by seed 0 and fraction 0.6)."""
+    entries = split if isinstance(split, list) else [split]
+    for n, entry in enumerate(entries):
+        where = f"'split'[{n}]" if isinstance(split, list) else "'split'"
+        if not isinstance(entry, dict):
+            raise ProxyError(f"{path}: {where} must be an object with the run's search and test parts, "
+                             f"got {entry!r:.60}")
+        if isinstance(split, list) and not isinstance(entry.get("space"), str):
+            raise ProxyError(f"{path}: {where} must name its benchmark's 'space' (a run of several benchmarks)")
+        seed, fraction = entry.get("seed", 0), entry.get("search_fraction", 0.5)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ProxyError(f"{path}: {where}: 'seed' must be an integer, got {seed!r:.60}")
+        if not isinstance(fraction, (int, float)) or isinstance(fraction, bool) or not 0 < fraction <= 1:
+            raise ProxyError(f"{path}: {where}: 'search_fraction' must be a number in (0, 1], got {fraction!r:.60}")
+        if "search" not in entry and "test" not in entry:
+            continue
+        parts = {part: entry.get(part) for part in ("search", "test")}
+        for part, indices in parts.items():
+            if not isinstance(indices, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                        for i in indices):
+                raise ProxyError(f"{path}: {where}: {part!r} must be a list of architecture indices, "
+                                 f"got {indices!r:.60}")
+        size = len(parts["search"]) + len(parts["test"])
+        if not parts["search"] or sorted(parts["search"] + parts["test"]) != list(range(size)):
+            raise ProxyError(f"{path}: {where}: 'search' and 'test' are no split of a benchmark (together they "
+                             f"must hold each index 0 to {size - 1} once, and 'search' at least one)")
 
 
 #: The ``format`` of a rank-formula proxy file.

@@ -42,7 +42,9 @@ import datetime as _dt
 import inspect
 import json
 import math
+import os
 import textwrap
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -51,7 +53,7 @@ from deap import gp
 
 from autoprox import __version__
 from autoprox.core.atomic import atomic_write_text, check_output_file, output_write
-from autoprox.core.errors import ExportError
+from autoprox.core.errors import ExportError, no_such_path
 from autoprox.core.numbers import format_float
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import (
@@ -392,6 +394,16 @@ def _probe(path: Path, test) -> bool:
         return False
 
 
+#: What ``export`` takes, for the line about a source that names nothing.
+EXPORT_SOURCES = ("export takes a run directory, a proxy JSON such as a run's best.json, an ensemble JSON, "
+                  "a recommended:SPACE/TARGET name or a genome string")
+
+
+def _looks_like_path(text: str) -> bool:
+    """Whether ``text`` was meant as a path: it names a folder (``/``, or ``\\`` on Windows) or a ``.json`` file."""
+    return "/" in text or os.sep in text or text.endswith(".json")
+
+
 def _float(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -401,7 +413,7 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
 
     A run directory gives the proxy its ``best.json`` holds, or with ``rank`` the
     hall of fame's entry of that rank (also the fallback, rank 1, while a run has
-    no ``best.json`` yet).
+    no ``best.json`` yet, said in a warning).
     """
     from autoprox.proxies.proxy import resolve_proxy
     from autoprox.core.errors import ProxyError
@@ -428,17 +440,27 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
                               None, best.get("written") if isinstance(best.get("written"), str) else None)
             return best["genome"], info, config
         hall = load_hall_of_fame(run).hall
-        rank = rank or 1
+        instead_of_best, rank = rank is None, rank or 1
         if not 1 <= rank <= len(hall.entries):
             raise ExportError(f"{path}: the hall of fame has {len(hall.entries)} entries, no rank {rank}")
         entry = hall.entries[rank - 1]
+        if instead_of_best:
+            warnings.warn(f"{path} has no {BEST}: exporting the hall of fame's first entry (iteration "
+                          f"{entry.iteration}) instead; a search writes {BEST} when it ends or stops, and "
+                          "--rank N exports another entry", stacklevel=2)
         stats = config.get("stats") if isinstance(config.get("stats"), dict) else {}
         info = ExportInfo(str(path), entry.iteration, entry.jcm, None, dict(entry.kendall), stats,
                           config.get("space"), rank)
         return entry.genome, info, config
     if rank is not None:
-        raise ExportError("--rank needs a run directory")
-    proxy = resolve_proxy(source)
+        raise ExportError(no_such_path(source, "--rank needs a run directory") or "--rank needs a run directory")
+    try:
+        proxy = resolve_proxy(source)
+    except ProxyError:  # neither a proxy name nor a genome: a mistyped path is said to be one
+        missing = no_such_path(source, EXPORT_SOURCES) if _looks_like_path(source) else None
+        if missing:
+            raise ExportError(missing) from None
+        raise
     if getattr(proxy, "kind", "") == "ensemble":
         raise ExportError(f"{source} is an ensemble: export it with 'autoprox export {source} --out FILE' "
                           "(autoprox.reports.ensemble_export)")

@@ -57,7 +57,7 @@ from autoprox.core.atomic import (
     make_directory,
 )
 from autoprox.core.correlation import jcm as joint_metric
-from autoprox.core.errors import ProxyError, RunDirError
+from autoprox.core.errors import ProxyError, RunDirError, no_such_path
 
 CONFIG = "config.json"
 LOG = "log.jsonl"
@@ -203,7 +203,8 @@ class RunDirectory:
 
     def config(self) -> dict:
         if not self.exists():
-            raise RunDirError(f"{self.path} is not a run directory (no {CONFIG})")
+            raise RunDirError(no_such_path(self.path, "give a run directory")
+                              or f"{self.path} is not a run directory (no {CONFIG})")
         return read_json(self.file(CONFIG))
 
     def update_config(self, config: dict) -> None:

@@ -110,6 +110,25 @@ def test_user_errors_are_one_line_with_status_2(capsys, tmp_path, argv_factory, 
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("argv, expects", [
+    (["show", "{p}"], "(give a run directory)"),
+    (["curves", "{p}", "--out", "{tmp}/c.png"], "(give a run directory)"),
+    (["report", "{p}", "--out", "{tmp}/r.html"], "(give a run directory or a protocol directory)"),
+    (["report", "{p}", "--serve", "--port", "0"], "(give a run directory or a protocol directory)"),
+    (["export", "{p}", "--out", "{tmp}/x.py"], "(export takes a run directory, a proxy JSON"),
+    (["export", "{p}", "--rank", "2", "--out", "{tmp}/x.py"], "(--rank needs a run directory)"),
+    (["select", "{p}", "--selection", "cv-pick", "--out", "{tmp}/s.json"], "(give a finished run directory)"),
+])
+def test_a_path_that_does_not_exist_is_said_not_to_exist(capsys, tmp_path, argv, expects):
+    """A mistyped run directory is said to name nothing, not to be a folder without config.json, a malformed
+    genome or no directory; nothing is written."""
+    missing = tmp_path / "runs" / "pit-reference"
+    code, out, err = run_cli(capsys, *[a.format(p=missing, tmp=tmp_path) for a in argv])
+    assert code == 2 and out == ""
+    assert err.strip().startswith(f"autoprox: error: {missing}: no such file or folder {expects}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_malformed_arch_in_a_benchmark_names_entry_and_key(capsys, tmp_path):
     path = tmp_path / "bad.jsonl"
     good = {"arch": {"base_dim": 16, "mlp_ratio": 6, "depth": [2, 8, 4], "num_heads": [2, 4, 4]}, "c100_kd_acc": 70.0}

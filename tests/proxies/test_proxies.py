@@ -86,6 +86,80 @@ def test_bad_json_files_are_clear_errors(tmp_path, content, message):
     assert str(path) in str(info.value)
 
 
+#: A run's recorded split of a 10-architecture benchmark, as best.json holds it.
+SPLIT = {"seed": 0, "search_fraction": 0.6, "search": [0, 2, 3, 5, 7, 8], "test": [1, 4, 6, 9]}
+
+
+@pytest.mark.parametrize(
+    "split, message",
+    [
+        (SPLIT | {"test": [1, 4, 6, 500]}, r"'split': 'search' and 'test' are no split of a benchmark"),
+        (SPLIT | {"test": [-1, -2, 4]}, r"'split': 'search' and 'test' are no split"),
+        (SPLIT | {"test": []}, r"'split': 'search' and 'test' are no split"),
+        (SPLIT | {"test": [1, 4, 6, 9, 9]}, r"'split': 'search' and 'test' are no split"),
+        (SPLIT | {"search": []}, r"'split': 'search' and 'test' are no split"),
+        ({"search": [1, 2], "test": "x"}, r"'split': 'test' must be a list of architecture indices, got 'x'"),
+        ({"search": [0, 1]}, r"'split': 'test' must be a list"),
+        (SPLIT | {"test": [1, 4.0, 6, 9]}, r"'test' must be a list of architecture indices"),
+        (SPLIT | {"seed": "x"}, r"'split': 'seed' must be an integer"),
+        (SPLIT | {"search_fraction": 7}, r"'split': 'search_fraction' must be a number in \(0, 1\]"),
+        ("all", r"'split' must be an object"),
+        ([SPLIT], r"'split'\[0\] must name its benchmark's 'space'"),
+        ([SPLIT | {"space": "pit"}, SPLIT | {"space": "af", "test": [1]}], r"'split'\[1\]: 'search' and 'test'"),
+    ],
+)
+def test_a_proxy_file_whose_split_no_run_records_is_refused(tmp_path, split, message):
+    """A hand-edited split no longer says which architectures the search saw: ``rank`` would fall back to ranking
+    every architecture, in-sample, without a word; the file is refused instead, naming the field."""
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({"genome": PUBLISHED, "split": split}))
+    with pytest.raises(ProxyError, match=message) as info:
+        resolve_proxy(str(path))
+    assert str(info.value).startswith(f"{path}: ") and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("split", [SPLIT, {"seed": 3}, None, SPLIT | {"search": list(range(10)), "test": [],
+                                                                        "search_fraction": 1.0},
+                                   [SPLIT | {"space": "pit"}, SPLIT | {"space": "autoformer"}]])
+def test_a_proxy_file_whose_split_a_run_records_is_read(tmp_path, split):
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({"genome": PUBLISHED, "split": split}))
+    assert resolve_proxy(str(path)).name == PUBLISHED
+
+
+@pytest.mark.parametrize("name, message", [
+    ("something-else/1", r"unknown proxy file format 'something-else/1'; this autoprox reads autoprox-ensemble/1"),
+    ("autoprox-hall-of-fame", r"unknown proxy file format 'autoprox-hall-of-fame'"),
+    (3, r"'format' must be a string naming a proxy file format"),
+    (None, r"'format' must be a string"),
+])
+def test_a_genome_file_with_a_format_no_autoprox_writes_is_refused(tmp_path, name, message):
+    """A ``format`` autoprox does not write is refused, not read past to the genome as if it were none."""
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({"genome": PUBLISHED, "format": name}))
+    with pytest.raises(ProxyError, match=message):
+        resolve_proxy(str(path))
+
+
+def test_every_committed_proxy_file_is_read(monkeypatch):
+    """The stricter checks of a proxy file's ``format`` and ``split`` refuse none of the proxy files committed
+    (runs' best.json and the files they export, the packaged proxies, the test fixtures)."""
+    from tests.conftest import REPO, tracked_files
+
+    monkeypatch.chdir(REPO)
+    read = 0
+    for path in tracked_files("**/*.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and ("genome" in data or str(data.get("format")).startswith(
+                ("autoprox-ensemble/", "autoprox-rank-formula/", "autoprox-weighted-formula/"))):
+            resolve_proxy(str(path))
+            read += 1
+    assert read >= 30
+
+
 def test_missing_json_file(tmp_path):
     path = tmp_path / "nowhere" / "best.json"
     with pytest.raises(ProxyError, match="proxy file not found"):

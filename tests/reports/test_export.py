@@ -404,6 +404,24 @@ def test_export_cli_from_a_run_directory(capsys, tmp_path):
     assert module.PROVENANCE["iteration"] == 12 and module.PROVENANCE["source"] == str(run)
 
 
+def test_export_of_a_run_without_best_json_says_it_exports_the_hall_of_fames_first(capsys, run_copy, tmp_path):
+    """A run whose best.json is missing (in progress, or removed) still exports, as show and report still show
+    it, but a line on stderr says that the hall of fame's first entry is exported instead; --rank says so itself."""
+    from autoprox.search.halloffame import load_hall_of_fame
+
+    (run_copy / "best.json").unlink()
+    first = load_hall_of_fame(run_copy).hall.entries[0]
+    out = tmp_path / "proxy.py"
+    code, _, err = run_cli(capsys, "export", str(run_copy), "--out", str(out), "--no-simplify")
+    assert code == 0, err
+    assert err.splitlines() == [f"autoprox: warning: {run_copy} has no best.json: exporting the hall of fame's "
+                                f"first entry (iteration {first.iteration}) instead; a search writes best.json when "
+                                "it ends or stops, and --rank N exports another entry"]
+    assert _load(out).GENOME == first.genome
+    code, _, err = run_cli(capsys, "export", str(run_copy), "--rank", "1", "--out", str(out), "--no-simplify")
+    assert code == 0 and err == ""
+
+
 RUNS = REPO / "runs"
 REFERENCE_RUNS = sorted(p.parent for p in RUNS.glob("*-reference/best.json"))
 #: The committed runs of issue 6: other aggregations, architecture terminals, free trees.

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from autoprox.core.errors import ReportError
+from autoprox.core.errors import ReportError, no_such_path
 from autoprox.reports.html.page import REPORT_FILE, ReportMemo, check_report_out, page, write_page
 from autoprox.reports.html.spaces import cross_space_body, is_cross_space
 from autoprox.reports.html.protocol import protocol_body
@@ -51,6 +51,9 @@ def report_kind(path: str | Path) -> str:
     """``run`` or ``protocol``; ReportError naming what the folder lacks when it is neither, or what the
     path is when it is no folder (a benchmark file given by mistake, a run's best.json)."""
     path = Path(path)
+    missing = no_such_path(path, "give a run directory or a protocol directory")
+    if missing:
+        raise ReportError(missing)
     if path.is_file():
         what, instead = _what_file(path)
         raise ReportError(f"{path} is {what}: {EXPECTED}{instead}")
