@@ -292,7 +292,7 @@ def _check_recorded_split(path: Path, split: object) -> None:
                              f"got {entry!r:.60}")
         if isinstance(split, list) and not isinstance(entry.get("space"), str):
             raise ProxyError(f"{path}: {where} must name its benchmark's 'space' (a run of several benchmarks)")
-        seed, fraction = entry.get("seed", 0), entry.get("search_fraction", 0.5)
+        seed, fraction = entry.get("seed", 0), entry.get("search_fraction", 0.6)
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ProxyError(f"{path}: {where}: 'seed' must be an integer, got {seed!r:.60}")
         if not isinstance(fraction, (int, float)) or isinstance(fraction, bool) or not 0 < fraction <= 1:
