@@ -16,7 +16,8 @@ A proxy table is a CSV file (optionally gzip-compressed, ``.csv.gz``)::
 
 Every cell is a number or empty (not measured: NaN). What is refused, each in one line
 naming the file and the line or column: no ``id`` column first, an id given twice, a cell
-that is not a finite number, a proxy column with no value at all, a file larger than
+that is not a finite number, no column named as a standard proxy (so no proxy column), a proxy column with no value
+at all, a file larger than
 :data:`MAX_TABLE_BYTES`, fewer than :data:`MIN_ROWS` rows, a column named twice. No accuracy column, or
 one with no value, is refused too, except by a reader that needs no labels (``score``:
 ``read_proxy_table(..., labels=False)``).
@@ -353,6 +354,8 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
             pass
     digest = digest.hexdigest()
     proxy_columns = header[1 + len(accuracy_columns):]
+    if not proxy_columns:
+        raise BenchmarkError(_no_proxy_column(path, accuracy_columns))
     if len(ids) < MIN_ROWS:
         raise BenchmarkError(f"{path}: only {len(ids)} row(s); a proxy table needs at least {MIN_ROWS} to rank")
     matrix = np.frombuffer(values, dtype=np.float64).reshape(len(ids), len(header) - 1)
@@ -367,6 +370,15 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
     stem = path.name.split(".")[0]
     return ProxyTable(name or stem, tuple(ids), {c: columns[c] for c in accuracy_columns},
                       {c: columns[c] for c in proxy_columns}, str(path), digest)
+
+
+def _no_proxy_column(path: Path, columns: Sequence[str]) -> str:
+    """The line refusing a table none of whose columns is named as a standard proxy (``columns``: those after
+    ``id``, all read as accuracy columns)."""
+    shown = ", ".join(repr(c) for c in columns[:4]) + (f", ... ({len(columns)} in all)" if len(columns) > 4 else "")
+    return (f"{path}: no proxy column: proxy columns start at the first column named as a standard proxy "
+            f"({', '.join(STANDARD_PROXIES)}), and none is, so every column after 'id' ({shown}) was read as an "
+            "accuracy column; put your proxy columns after a standard one (params, the parameter count, say)")
 
 
 def _check_target_range(path: Path, column: str, values: np.ndarray, ids: Sequence[str]) -> None:

@@ -85,6 +85,22 @@ def test_a_csv_without_id_first_says_in_one_short_line_that_a_proxy_table_needs_
     assert "'id' as its first column" in line and "and 5 more" in line  # val_acc is an accuracy column
 
 
+def test_a_table_whose_proxies_have_no_standard_name_says_why_it_has_no_proxy_column(tmp_path, capsys):
+    """A table of a user's own proxies (``id,acc,p0,p1,...``) was read as all accuracy columns, and the search said
+    no proxy column had values on half the rows: the line now says what the boundary rule found, and the fix."""
+    path = _table(tmp_path / "own.csv", [round(i * 1.5, 2) for i in range(20)], header=("id", "acc", "my_a", "my_b"))
+    for command in (["search", "--bench", path, "--targets", "acc", "--out", tmp_path / "run"],
+                    ["rank", "--proxy", "my_a", "--bench", path],
+                    ["score", "--proxy", "params", "--bench", path, "--out", tmp_path / "s.csv"]):
+        code, out, err = run_cli(capsys, *command)
+        line = one_error_line(err)
+        assert code == 2 and "no proxy column" in line and "'my_a'" in line and "after a standard one" in line, line
+    assert not (tmp_path / "run").exists() and not (tmp_path / "s.csv").exists()
+    good = _table(tmp_path / "good.csv", [round(i * 1.5, 2) for i in range(20)], header=("id", "acc", "params", "my_a"))
+    code, out, err = run_cli(capsys, "rank", "--proxy", "my_a", "--bench", good, "--targets", "acc")
+    assert code == 0, err
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
 def test_a_directory_or_a_fifo_as_bench_is_named_as_such_not_as_missing(tmp_path, capsys):
     folder = tmp_path / "tables.csv"
