@@ -23,11 +23,15 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.stats import kendalltau, rankdata
 
-__all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "OutOfBag", "RidgeModel", "bagged_ridge", "label_ranks", "out_of_bag",
+__all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "WIDE_MEMBERS", "OutOfBag", "RidgeModel", "bagged_ridge", "label_ranks", "out_of_bag",
            "ridge_loo", "subsamples", "usable_columns"]
 
 #: The ridge penalties tried (on standardised members), as the outside few-label check tries them.
 RIDGE_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-2, 3, 12))
+
+#: Above this many members, a ridge's weights come from its SVD rather than from solving the members-by-members
+#: normal equations (the same weights to float rounding; the solve's cost grows with the cube of the members).
+WIDE_MEMBERS = 256
 
 #: A column is read when it has values on more than this share of the rows (and is not constant).
 MIN_COVERAGE = 0.5
@@ -87,7 +91,7 @@ def ridge_loo(features: np.ndarray, targets: np.ndarray, alphas: Sequence[float]
         return RidgeModel(weights, target_mean, math.nan)
     standard = (features[:, live] - mean[live]) / scale[live]
     centred = targets - target_mean
-    left, singular, _ = np.linalg.svd(standard, full_matrices=False)
+    left, singular, right = np.linalg.svd(standard, full_matrices=False)
     projected = left.T @ centred
     best_error, best_alpha = math.inf, float(alphas[0])
     for alpha in alphas:
@@ -98,8 +102,11 @@ def ridge_loo(features: np.ndarray, targets: np.ndarray, alphas: Sequence[float]
         error = float(residual @ residual)
         if error < best_error - 1e-12:
             best_error, best_alpha = error, float(alpha)
-    gram = standard.T @ standard + best_alpha * np.eye(standard.shape[1])
-    solved = np.linalg.solve(gram, standard.T @ centred)
+    if standard.shape[1] > WIDE_MEMBERS:  # the same solution from the SVD: no members-by-members system
+        solved = right.T @ (singular / (singular ** 2 + best_alpha) * projected)
+    else:
+        gram = standard.T @ standard + best_alpha * np.eye(standard.shape[1])
+        solved = np.linalg.solve(gram, standard.T @ centred)
     weights[live] = solved / scale[live]
     return RidgeModel(weights, target_mean - float(mean @ weights), best_alpha)
 

@@ -51,6 +51,21 @@ def test_ridge_loo_matches_a_direct_solution():
     assert np.allclose(model.predict(features).mean(), targets.mean(), atol=1e-10)
 
 
+def test_ridge_loo_of_more_members_than_rows_matches_a_direct_solution():
+    """A table of 2,000 columns spent minutes in each ridge solving its members-by-members system; above
+    WIDE_MEMBERS the weights come from the SVD the penalty was chosen with: the same weights."""
+    from autoprox.proxies.weighted_fit import WIDE_MEMBERS
+
+    rng = np.random.default_rng(2)
+    width = WIDE_MEMBERS * 4
+    features, targets = rng.normal(size=(25, width)), rng.normal(size=25)
+    model = ridge_loo(features, targets, alphas=(0.5,))
+    scale = features.std(axis=0)
+    standard = (features - features.mean(axis=0)) / scale
+    direct = np.linalg.solve(standard.T @ standard + 0.5 * np.eye(width), standard.T @ (targets - targets.mean()))
+    assert np.allclose(model.weights, direct / scale, rtol=1e-8, atol=1e-12)
+
+
 def test_weighted_genome_text_round_trips_and_is_canonical():
     genome = parse_weighted("weighted(mul(r(nwot), r(jacov)), min(r(snip), r(params)))")
     assert str(parse_weighted(str(genome))) == str(genome)
