@@ -75,6 +75,7 @@ def _table_search(args: argparse.Namespace) -> int:
     import sys
 
     from autoprox.search.table_run import finished_message, finished_table_run, resume_options, run_table_search
+    from autoprox.genome.weighted import WeightedFormula
     from autoprox.search.table_search import FEW_LABELS
 
     refuse_unread_options(args, TABLE_SEARCH_OPTIONS, "a proxy-table search")
@@ -95,7 +96,9 @@ def _table_search(args: argparse.Namespace) -> int:
         return 0
     if report.get("finished"):
         search = report["search"]
-        print(f"best proxy: {report['readable']}")
+        shown, left_out = WeightedFormula.from_json(report["formula"]).shortened()
+        print(f"best proxy: {shown}" + (f" ({left_out:,} smaller weights left out; the whole formula: autoprox show "
+                                        f"{shlex.quote(str(report['run']))})" if left_out else ""))
         print(f"{report['target']}: out-of-bag Kendall {format_float(search['out_of_bag_kendall'])} on "
               f"{search['labelled_rows']} labelled rows (terms kept by inner cross-validation: "
               f"{report['inner_cv']['cap']} at most)")

@@ -245,6 +245,18 @@ class WeightedFormula:
         parts = [f"{weight:+.4g}*{member}" for weight, member in zip(self.weights, self.members) if weight != 0]
         return " ".join(parts) if parts else "0"
 
+    def shortened(self, most: int = 30) -> tuple[str, int]:
+        """The formula as :meth:`__str__` writes it when it has at most ``most`` members of nonzero weight; else
+        those of the ``most`` largest weights (in the formula's order) and ``...``. Also how many members were
+        left out (0: the whole formula)."""
+        kept = [i for i, weight in enumerate(self.weights) if weight != 0]
+        if len(kept) <= most:
+            return str(self), 0
+        largest = set(sorted(kept, key=lambda i: -abs(self.weights[i]))[:most])
+        members = self.members
+        parts = [f"{self.weights[i]:+.4g}*{members[i]}" for i in kept if i in largest]
+        return " ".join(parts) + " ...", len(kept) - most
+
     @property
     def genome(self) -> WeightedGenome:
         """The terms as a genome (the weights left out)."""

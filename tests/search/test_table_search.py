@@ -66,6 +66,16 @@ def test_ridge_loo_of_more_members_than_rows_matches_a_direct_solution():
     assert np.allclose(model.weights, direct / scale, rtol=1e-8, atol=1e-12)
 
 
+def test_a_formula_of_many_members_is_shortened_to_its_largest_weights_and_a_short_one_is_whole():
+    """The closing line of a search of 2,001 columns printed all 2,001 weighted members."""
+    wide = WeightedFormula(tuple(f"p{i}" for i in range(40)), (), tuple((i - 20) / 10 for i in range(40)))
+    shown, left_out = wide.shortened(most=5)
+    assert shown.endswith(" ...") and shown.count("*r(") == 5 and left_out == 39 - 5  # p20's weight is 0
+    assert shown == "-2*r(p0) -1.9*r(p1) -1.8*r(p2) +1.8*r(p38) +1.9*r(p39) ..."
+    short = WeightedFormula(("params", "nwot"), (), (0.5, -0.25))
+    assert short.shortened() == (str(short), 0)
+
+
 def test_weighted_genome_text_round_trips_and_is_canonical():
     genome = parse_weighted("weighted(mul(r(nwot), r(jacov)), min(r(snip), r(params)))")
     assert str(parse_weighted(str(genome))) == str(genome)
