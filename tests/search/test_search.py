@@ -443,6 +443,18 @@ def test_the_last_line_says_beats_ties_or_does_not_beat(mine, theirs, verdict):
     assert params_verdict(report) == f"test JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
 
 
+def test_a_run_directory_deleted_during_the_search_is_one_line_not_a_traceback(small_settings, tmp_path, capsys):
+    """Adversarial pass 4 F12: ``rm -rf RUN`` while its search ran ended in a FileNotFoundError traceback."""
+    import shutil
+
+    out = tmp_path / "run"
+    settings = replace(small_settings, evolution=replace(small_settings.evolution, iterations=3))
+    with pytest.raises(RunDirError, match=f"the run directory {re.escape(str(out))} disappeared while the search "
+                                          "was writing it"):
+        run_search(settings, out, quiet=True, on_checkpoint=lambda run: shutil.rmtree(run.path))
+    assert not out.exists()
+
+
 def test_a_test_split_of_fewer_than_20_architectures_is_noted_with_kendall_s_spread():
     """Adversarial pass 4 F15: a run judged on 5 test architectures said "test JCM 1.000" without a word."""
     def report(test, jcm=0.5, **split):
