@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -474,7 +474,8 @@ def selected_for_target(selected: Selected, target: str) -> Selected:
 def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str | None = None) -> tuple[Path, Selected]:
     """Choose a finished run's proxy with selection ``rule`` and write it to ``out`` as a proxy file
     that ``rank``, ``export`` and ``vit-search`` read: an ensemble file, or for a single genome a
-    proxy JSON (``{"genome": ...}``). ``target``: keep only what the rule chose for that target.
+    proxy JSON (``{"genome": ...}``), either recording the run's split as its ``best.json`` does (so
+    ``rank`` defaults to the test split). ``target``: keep only what the rule chose for that target.
     An existing ``out`` is refused (RunDirError), never overwritten."""
     from autoprox.core.atomic import atomic_write_json
 
@@ -493,10 +494,15 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     selected = selection(rule)(run_dir)
     if target is not None:
         selected = selected_for_target(selected, target)
+    # every rule fits on the run's search part alone, so the file records the run's split as best.json
+    # does: rank's default is then the test split, as for the run itself, not figures that include the
+    # architectures the proxy was chosen on
+    split = {"split": best["split"]} if best.get("split") is not None else {}
     if isinstance(selected, EnsembleProxy):
+        selected = replace(selected, provenance={**selected.provenance, **split})
         return selected.save(out), selected
     atomic_write_json(out, {"genome": selected.name, "run": best.get("run"), "selection": rule,
-                            "stats": best.get("stats"), **({"target": target} if target else {})})
+                            "stats": best.get("stats"), **split, **({"target": target} if target else {})})
     return out, selected
 
 __all__ = ["CANDIDATES", "CV_PICK_CANDIDATES", "HOF_MEMBERS", "INNER_FOLDS", "SELECTIONS", "RidgeFit", "SearchPartScores",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import warnings
 from pathlib import Path
 
 from autoprox.cli.options import (
@@ -128,7 +129,7 @@ def _recorded_table(out: str) -> str:
 
 
 def _print_best(report: dict) -> None:
-    from autoprox.reports.show import params_verdict
+    from autoprox.reports.show import params_verdict, small_test_note
     from autoprox.search.engine import TEST_DEFERRED
     from autoprox.search.rundir import BEST
 
@@ -145,6 +146,9 @@ def _print_best(report: dict) -> None:
         print(f"test figures {deferred}")
     print(f"written to {Path(report['run']) / BEST}")
     verdict = params_verdict(report)
+    small = small_test_note(report)
+    if small:
+        warnings.warn(small, stacklevel=2)
     if verdict:  # the last line: how the proxy compares with the parameter count
         print(verdict)
 
@@ -152,8 +156,6 @@ def _print_best(report: dict) -> None:
 def _write_report(run: str, reports) -> None:
     """The run's report.html at the end of the search; a report that cannot be written is a warning, as the
     search itself is done and kept."""
-    import warnings
-
     from autoprox.core.errors import AutoproxError, one_line
     from autoprox.reports.html.report import write_report
 

@@ -3,6 +3,7 @@ beyond-size figures of each entry."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -108,6 +109,9 @@ def _heading_lines(run: RunDirectory, config: Mapping, hall, best: Mapping | Non
     verdict = params_verdict(best) if best else None
     if verdict:
         lines.append(f"best.json: {verdict}")
+        small = small_test_note(best)
+        if small:
+            lines.append(f"best.json: {small}")
     deferred = best.get("test") if best else None
     if isinstance(deferred, Mapping) and str(deferred.get("none", "")).startswith("not computed"):
         lines.append(f"test figures {deferred['none']}")
@@ -262,6 +266,38 @@ def params_verdict(report: Mapping) -> str | None:
                        else "the proxy does not beat it")
             return f"{part} JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
     return None
+
+
+#: A test split of fewer architectures than this gets :func:`small_test_note`.
+SMALL_TEST_SPLIT = 20
+
+
+def kendall_sd(n: int) -> float:
+    """The standard deviation of Kendall's tau over ``n`` architectures under no correlation,
+    sqrt(2(2n+5) / (9n(n-1)))."""
+    return math.sqrt(2 * (2 * n + 5) / (9 * n * (n - 1))) if n > 1 else float("nan")
+
+
+def small_test_note(report: Mapping) -> str | None:
+    """One line when a run's test split (for a run of several benchmarks, the smallest one's) holds fewer than
+    :data:`SMALL_TEST_SPLIT` architectures, so that its test figures mean little; None otherwise or without a
+    test figures."""
+    test = report.get("test")
+    if not isinstance(test, Mapping) or not isinstance(test.get("jcm"), (int, float)):
+        return None
+    split = report.get("split")
+    entries = split if isinstance(split, list) else [split]
+    sizes = [(len(e["test"]), e.get("space")) for e in entries
+             if isinstance(e, Mapping) and isinstance(e.get("test"), list) and e["test"]]
+    if not sizes:
+        return None
+    n, space = min(sizes, key=lambda s: s[0])
+    if n >= SMALL_TEST_SPLIT:
+        return None
+    where = f"{space}'s test split" if isinstance(split, list) and space else "the test split"
+    return (f"{where} holds {n} architectures (fewer than {SMALL_TEST_SPLIT}): a Kendall over {n} has a standard "
+            f"deviation of about {kendall_sd(n):.2f} (sqrt(2(2n+5)/(9n(n-1)))), so the test figures mean little; "
+            "a benchmark of more architectures judges the proxy")
 
 
 BEYOND_SIZE_LEGEND = ("  Kendall tau-b; w/ params, w/ depth: the proxy's own Kendall with the parameter count, the depth; "

@@ -140,6 +140,11 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         except DiskFullError as exc:
             raise DiskFullError(f"{exc}; what was computed is kept: free some space, then continue with: {hint}"
                                 ) from None
+        except FileNotFoundError:
+            if run.exists():  # the run is still there: a file of its own missing is a bug
+                raise
+            raise RunDirError(f"the run directory {run.path} disappeared while the search was writing it "
+                              f"(no {CONFIG} left): nothing of the run is left to resume") from None
 
 
 def _resume_context(run: RunDirectory, session: Mapping[str, Any]) -> SearchRun:

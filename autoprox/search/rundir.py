@@ -204,7 +204,7 @@ class RunDirectory:
     def config(self) -> dict:
         if not self.exists():
             raise RunDirError(no_such_path(self.path, "give a run directory")
-                              or f"{self.path} is not a run directory (no {CONFIG})")
+                              or f"{self.path} is not a run directory (no {CONFIG}){runs_inside_note(self.path)}")
         return read_json(self.file(CONFIG))
 
     def update_config(self, config: dict) -> None:
@@ -331,6 +331,25 @@ class RunDirectory:
             path = self.log_path() if name == LOG else self.file(name)
             kept = [r for number, r in read_records(path) if iteration_of(r, path, number) <= iteration]
             atomic_write_text(self.file(name), "".join(json.dumps(r) + "\n" for r in kept))
+
+
+def runs_inside(folder: str | os.PathLike) -> list[Path]:
+    """The run directories (folders with a ``config.json``) directly inside ``folder``, sorted; empty when
+    there are none or ``folder`` cannot be listed."""
+    try:
+        return sorted(p for p in Path(folder).iterdir() if p.is_dir() and (p / CONFIG).is_file())
+    except OSError:
+        return []
+
+
+def runs_inside_note(folder: str | os.PathLike, shown: int = 4) -> str:
+    """``; it holds the runs A, B: give one of them`` for a folder of runs (a transfer study's
+    ``holdout-*`` folds), else empty: what a command that reads one run can be given instead."""
+    runs = runs_inside(folder)
+    if not runs:
+        return ""
+    names = ", ".join(str(p) for p in runs[:shown]) + (f" and {len(runs) - shown} more" if len(runs) > shown else "")
+    return f"; it holds the run{'s' if len(runs) > 1 else ''} {names}: give {'one of them' if len(runs) > 1 else 'it'}"
 
 
 def run_folder_proxy(part: str, label: str = "") -> str:

@@ -243,6 +243,33 @@ def test_select_writes_the_rule_s_choice_as_a_proxy_file_the_commands_read(run_d
         write_selection(run_dir, "cv-pick", tmp_path / "x.json", target="imagenet_super")
 
 
+@pytest.mark.parametrize("rule", ["best", "cv-pick"])
+def test_rank_of_a_select_file_defaults_to_the_run_s_test_split_as_the_run_does(run_dir, rule, tmp_path, capsys):
+    """A file ``select`` writes records the run's split (every rule fits on the search split alone), so
+    ``rank --proxy FILE`` ranks the architectures ``rank --proxy RUN`` does: the test split, not all."""
+    import json
+
+    from autoprox.apps.selection import write_selection
+    from autoprox.cli.main import main
+
+    context = RunContext.open(run_dir)
+    path, _ = write_selection(run_dir, rule, tmp_path / f"{rule}.json")
+    common = ["--bench", str(context.bench.source), "--cache-dir", str(context.cache.root), "--batch-size", "2",
+              "--json"]
+    figures = {}
+    for proxy in (str(run_dir), str(path)):
+        capsys.readouterr()
+        assert main(["rank", "--proxy", proxy, *common]) == 0
+        out, err = capsys.readouterr()
+        assert "split: test" in err
+        figures[proxy] = json.loads(out)
+    test_size = len(context.indices("test"))
+    assert test_size < len(context.bench.archs)
+    assert {m["n"] for m in figures[str(path)].values()} == {test_size}
+    if rule == "best":  # the same genome: the same figures
+        assert figures[str(path)] == figures[str(run_dir)]
+
+
 def test_recommended_names_resolve_in_rank_and_export(run_dir, tmp_path, monkeypatch, capsys):
     """A manifest naming a per-target ensemble: ``recommended:space/target`` scores as that target's cut,
     ``recommended:space`` as the whole ensemble, and export writes the same module as for the cut file."""
@@ -274,7 +301,7 @@ def test_recommended_names_resolve_in_rank_and_export(run_dir, tmp_path, monkeyp
     assert "def score" in out.read_text()
     capsys.readouterr()
     assert main(["rank", "--bench", str(context.bench.source), "--cache-dir", str(context.cache.root),
-                 "--batch-size", "2", "--proxy", "recommended:small/flower_kd", "--json"]) == 0
+                 "--batch-size", "2", "--proxy", "recommended:small/flower_kd", "--split", "all", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     from autoprox.core.correlation import correlate
 

@@ -333,7 +333,8 @@ def test_a_read_only_cache_computes_what_it_lacks_in_memory_with_one_warning(pit
         assert corrupt.stat().st_size == (300 if damage == "corrupt" else corrupt.stat().st_size)  # left as it was
         code, _, err = run_cli(capsys, "search", "--bench", bench, "--out", tmp_path / "run", "--batch-size", "2",
                                "--cache-dir", root, "--population", "3", "--iterations", "1", "--quiet")
-        assert code == 0 and len(warning_lines(err)) == 1, err
+        # one warning about the cache (the other one says its test split of 2 architectures means little)
+        assert code == 0 and len([w for w in warning_lines(err) if "test split holds" not in w]) == 1, err
         code, _, err = run_cli(capsys, "cache", "build", "--bench", bench, "--batch-size", "2", "--cache-dir", root)
         assert code == 2 and "cannot be written (Read-only file system)" in one_error_line(err)
 

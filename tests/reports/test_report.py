@@ -230,6 +230,22 @@ def test_a_folder_that_is_neither_a_run_nor_a_protocol_is_one_line(capsys, tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+def test_a_folder_of_runs_is_refused_naming_the_runs_inside_it(capsys, tmp_path):
+    """Adversarial pass 4 F14: ``report``, ``curves`` and ``show`` on a transfer study's folder said only that it
+    is no run; they name its ``holdout-*`` runs, which they read."""
+    recorded = Path(__file__).resolve().parents[1] / "fixtures" / "recorded-runs" / "pit-search" / "config.json"
+    study = tmp_path / "study"
+    for target in ("c100_kd", "flower_kd"):
+        (study / f"holdout-{target}").mkdir(parents=True)
+        shutil.copy(recorded, study / f"holdout-{target}" / "config.json")
+    (study / "transfer.json").write_text("{}")
+    runs = f"it holds the runs {study}/holdout-c100_kd, {study}/holdout-flower_kd: give one of them"
+    for command in (["report", study], ["curves", study, "--out", tmp_path / "c.png"], ["show", study]):
+        code, _, err = run_cli(capsys, *command)
+        assert code == 2 and one_error_line(err).endswith(runs), err
+    assert not (tmp_path / "c.png").exists() and not (study / "report.html").exists()
+
+
 def test_a_run_with_a_broken_log_line_is_one_line(small_run, capsys, tmp_path):
     copy = tmp_path / "run"
     shutil.copytree(small_run, copy)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autoprox.data.benchmark import load_benchmark
-from autoprox.reports.show import params_verdict
+from autoprox.reports.show import params_verdict, small_test_note
 from autoprox.search.engine import run_search
 from autoprox.core.errors import RunDirError
 from autoprox.search.rundir import LOCK, RunDirectory
@@ -419,9 +419,13 @@ def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_t
     assert after[0] == "final report: the best proxy on the search split (12 architectures)"
     assert after[1].startswith("search split statistics [") and " 12/12 " in after[1]
     assert "final report: the best proxy on the test split (4 architectures)" in after
-    assert after[-1].startswith("test split statistics [") and " 4/4 " in after[-1]
+    assert after[-2].startswith("test split statistics [") and " 4/4 " in after[-2]
+    # adversarial pass 4 F15: a Kendall over 4 test architectures is noise, and the search says so
+    assert after[-1] == f"autoprox: warning: {small_test_note(best)}"
+    assert "the test split holds 4 architectures (fewer than 20)" in after[-1] and "about 0.49" in after[-1]
     code, shown, _ = run_cli(capsys, "show", str(out), "--top", "1", "--no-simplify")
     assert code == 0 and shown.splitlines()[1] == f"best.json: {line}"
+    assert shown.splitlines()[2] == f"best.json: {small_test_note(best)}"
     # the committed paper-setting AutoFormer run: it does not beat the parameter count, and show says so
     code, shown, _ = run_cli(capsys, "show", str(REPO / "runs" / "autoformer-reference"), "--top", "1",
                              "--no-simplify")
@@ -437,6 +441,35 @@ def test_every_search_ends_comparing_its_proxy_with_the_parameter_count_on_the_t
 def test_the_last_line_says_beats_ties_or_does_not_beat(mine, theirs, verdict):
     report = {"test": {"jcm": mine}, "params": {"test": {"jcm": theirs}}}
     assert params_verdict(report) == f"test JCM {mine:.3f} against the parameter count's {theirs:.3f}: {verdict}"
+
+
+def test_a_run_directory_deleted_during_the_search_is_one_line_not_a_traceback(small_settings, tmp_path, capsys):
+    """Adversarial pass 4 F12: ``rm -rf RUN`` while its search ran ended in a FileNotFoundError traceback."""
+    import shutil
+
+    out = tmp_path / "run"
+    settings = replace(small_settings, evolution=replace(small_settings.evolution, iterations=3))
+    with pytest.raises(RunDirError, match=f"the run directory {re.escape(str(out))} disappeared while the search "
+                                          "was writing it"):
+        run_search(settings, out, quiet=True, on_checkpoint=lambda run: shutil.rmtree(run.path))
+    assert not out.exists()
+
+
+def test_a_test_split_of_fewer_than_20_architectures_is_noted_with_kendall_s_spread():
+    """Adversarial pass 4 F15: a run judged on 5 test architectures said "test JCM 1.000" without a word."""
+    def report(test, jcm=0.5, **split):
+        return {"test": {"jcm": jcm}, "split": {"search": list(range(len(test), 30)), "test": test, **split}}
+
+    note = small_test_note(report(list(range(5))))
+    assert note.startswith("the test split holds 5 architectures (fewer than 20): a Kendall over 5 has a standard "
+                           "deviation of about 0.41")
+    assert small_test_note(report(list(range(19)))) is not None
+    assert small_test_note(report(list(range(20)))) is None
+    assert small_test_note(report([])) is None  # no test split: nothing judged on it
+    assert small_test_note(report(list(range(5)), jcm=None)) is None  # test figures deferred
+    several = {"test": {"jcm": 0.5}, "split": [{"space": "pit", "search": [0], "test": list(range(1, 40))},
+                                               {"space": "tiny", "search": [0], "test": [1, 2, 3]}]}
+    assert small_test_note(several).startswith("tiny's test split holds 3 architectures")
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from autoprox.reports.html.spaces import cross_space_body, is_cross_space
 from autoprox.reports.html.protocol import protocol_body
 from autoprox.reports.html.run import run_body
 from autoprox.reports.html.spaces import SPACE_PROTOCOL_FORMAT, space_protocol_body
-from autoprox.search.rundir import CONFIG, PROTOCOL, RUN_FILES, RunDirectory
+from autoprox.search.rundir import CONFIG, PROTOCOL, RUN_FILES, RunDirectory, runs_inside_note
 
 
 #: What ``report`` takes, as its errors say it.
@@ -64,7 +64,7 @@ def report_kind(path: str | Path) -> str:
     if RunDirectory(path).exists():
         return "run"
     raise ReportError(f"{path} is neither a run directory (no {CONFIG}) nor a protocol directory "
-                      f"(no {PROTOCOL})")
+                      f"(no {PROTOCOL}){runs_inside_note(path)}")
 
 
 def render_report(path: str | Path, compute: bool = True, simplify: bool = True, memo: ReportMemo | None = None,
