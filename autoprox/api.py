@@ -265,7 +265,16 @@ class ProxySearch(metaclass=_Estimator):
         if self._params["bench"] is None and self._params["space"] is None:
             raise ConfigError("give space='autoformer'|'pit' or bench=FILE")
         self._refuse_table()
+        self._refuse_device()
         return settings_from_options(self._params)
+
+    def _refuse_device(self) -> None:
+        """ConfigError naming ``device=`` (not the command line's ``--device``) when this machine has no such
+        device."""
+        from autoprox.networks.statistics import resolve_device
+
+        if self._params["device"] != "cpu":
+            resolve_device(self._params["device"], option="device")
 
     def _refuse_table(self) -> None:
         """ConfigError when ``bench`` is a proxy table: ProxySearch searches genomes of ViT statistics, and a table
@@ -287,6 +296,7 @@ class ProxySearch(metaclass=_Estimator):
 
         params = self._params
         self._refuse_table()
+        self._refuse_device()
         if params["out"]:
             from autoprox.search.table_run import refuse_table_run
 

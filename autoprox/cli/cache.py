@@ -33,7 +33,9 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from autoprox.core.errors import BenchmarkError
     from autoprox.data.proxy_tables import is_proxy_table
+    from autoprox.networks.statistics import resolve_device
 
+    resolve_device(args.device)  # a device this machine lacks is refused before any progress line is drawn
     if args.bench and is_proxy_table(args.bench):
         raise BenchmarkError(f"{args.bench} is a proxy table: it holds its proxies' values and has no networks to "
                              "compute statistics for; rank and score read it as it is")

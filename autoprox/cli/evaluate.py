@@ -134,6 +134,25 @@ FEW_LABELS_OPTIONS = frozenset({"few_labels", "repeats", "bench", "space", "targ
                                 "protocol_seed", "workers", "resume", "quiet"})
 
 
+def _few_labels_resume(args: argparse.Namespace) -> str:
+    """The command that goes on with this few-label protocol: its tables, targets, ks, draws, methods and seed
+    (what its record is checked against; the tables are not recorded by path) and ``--resume``."""
+    import shlex
+
+    from autoprox.cli.options import benches_given
+
+    parts = ["autoprox", "evaluate", "--few-labels", ",".join(args.few_labels)]
+    for kind, value in benches_given(args):
+        parts += [f"--{kind}", str(value)]
+    for flag, value in (("--targets", args.targets), ("--methods", args.methods)):
+        if value:
+            parts += [flag, ",".join(value)]
+    for flag, value in (("--repeats", args.repeats), ("--protocol-seed", args.protocol_seed)):
+        if value is not None:
+            parts += [flag, str(value)]
+    return shlex.join(parts + ["--resume", "--out", str(args.out)])
+
+
 def _few_labels(args: argparse.Namespace) -> int:
     """``evaluate --few-labels 20,50,100``: the sample-efficiency protocol over proxy tables
     (:mod:`autoprox.apps.protocols.few_labels`)."""
@@ -164,7 +183,8 @@ def _few_labels(args: argparse.Namespace) -> int:
         raise ConfigError("--few-labels needs proxy tables: --bench TABLE.csv or --space of a packaged table space")
     record = run_few_labels(tables, ks, 10 if args.repeats is None else args.repeats, args.out, methods=args.methods,
                             seed=args.protocol_seed or 0, workers=args.workers, resume=args.resume,
-                            say=lambda line: print(line, file=sys.stderr, flush=True), progress=not args.quiet)
+                            say=lambda line: print(line, file=sys.stderr, flush=True), progress=not args.quiet,
+                            resume_command=_few_labels_resume(args))
     print(format_few_labels(record), end="")
     print(f"written to {Path(args.out) / FEW_LABELS_FILE}")
     return 0

@@ -79,15 +79,18 @@ BlockStats = dict[str, torch.Tensor]
 DEVICES = ("cpu", "cuda", "mps")
 
 
-def resolve_device(name: str) -> torch.device:
-    """The torch device ``name``; ConfigError (one line) when this machine has none."""
+def resolve_device(name: str, option: str = "--device") -> torch.device:
+    """The torch device ``name``; ConfigError (one line) when this machine has none. ``option`` names the choice as
+    the caller takes it: the command line's ``--device`` (``--device cuda``, the default), or a Python parameter's
+    name (``device``: ``device='cuda'``), as the option table names an option on each side."""
+    given, cpu = (f"{option} {name}", f"{option} cpu") if option.startswith("--") else \
+        (f"{option}={name!r}", f"{option}='cpu'")
     if name not in DEVICES:
         raise ConfigError(f"unknown device {name!r}; use {', '.join(DEVICES)}")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda: CUDA is not available on this machine (torch "
-                          f"{torch.__version__}); use --device cpu")
+        raise ConfigError(f"{given}: CUDA is not available on this machine (torch {torch.__version__}); use {cpu}")
     if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise ConfigError("--device mps: Apple's MPS backend is not available on this machine; use --device cpu")
+        raise ConfigError(f"{given}: Apple's MPS backend is not available on this machine; use {cpu}")
     return torch.device(name)
 
 

@@ -247,8 +247,14 @@ def is_curves_csv(head: bytes, tail: bytes = b"") -> bool:
 
 def _check_output(path: Path, option: str) -> None:
     """CurvesError (one line) unless ``path`` can take the PNG (``--out``) or the CSV (``--csv``): new, or
-    one ``curves`` wrote; a loop of links is refused, a link written through."""
+    one ``curves`` wrote, named with the suffix of what is written (``.png``, ``.csv``: a PNG in ``c.txt`` is
+    refused); a loop of links is refused, a link written through."""
     check_output_file(path, "curves", is_curves_png if option == "--out" else is_curves_csv, option, CurvesError)
+    suffix = ".png" if option == "--out" else ".csv"
+    if Path(path).suffix.lower() != suffix:
+        what = "a PNG image" if option == "--out" else "the plotted numbers as CSV"
+        raise CurvesError(f"{option} {path}: curves writes {what} there, so its name ends in {suffix}; "
+                          f"choose a {suffix} name")
 
 
 def write_curves(paths: Sequence[str | Path], out: str | Path, csv_path: str | Path | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.genome.terminals import check_terminals
@@ -101,16 +101,36 @@ def text() -> Convert:
     return convert
 
 
+def distinct(items: Sequence[Any], shown: Callable[[Any], str] = str) -> tuple:
+    """``items`` as a tuple: the one rule of every list option (a comma list on the command line, a sequence in
+    Python). ConfigError for an empty list (leaving the option out gives its default; an empty one is not
+    read as it) or an item given twice (named as ``shown`` gives it)."""
+    items = tuple(items)
+    if not items:
+        raise ConfigError("an empty list; give at least one value, or leave the option out for its default")
+    seen: set = set()
+    for item in items:
+        if item in seen:
+            raise ConfigError(f"{shown(item)} is given twice; give each once")
+        seen.add(item)
+    return items
+
+
+def comma_parts(value: str) -> list[str]:
+    """The parts of a comma list, stripped, empty parts left out (``"a, b,"`` is a and b)."""
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
 def text_list() -> Convert:
-    """A comma list (``"a,b"``) or a sequence of strings, as a tuple."""
+    """A comma list (``"a,b"``) or a sequence of strings, as a tuple: at least one, none twice (:func:`distinct`)."""
     @recorded_as(list_of(is_str))
     def convert(value: Any) -> tuple[str, ...]:
         if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
+            return distinct(comma_parts(value))
         items = tuple(sequence(value))
         if not all(isinstance(item, str) for item in items):
             raise ConfigError(f"expected strings, got {value!r}"[:200])
-        return items
+        return distinct(items)
     return convert
 
 
@@ -130,22 +150,24 @@ def one_or_several() -> Convert:
 def integer_list() -> Convert:
     @recorded_as(list_of(is_int))
     def convert(value: Any) -> tuple[int, ...]:
-        parts = [p for p in value.split(",") if p.strip()] if isinstance(value, str) else list(sequence(value))
-        return tuple(integer()(part) for part in parts)
+        parts = comma_parts(value) if isinstance(value, str) else list(sequence(value))
+        return distinct(integer()(part) for part in parts)
     return convert
 
 
 def weights() -> Convert:
-    """``c100_kd=2,flower_kd=1`` or a mapping of target to a finite weight of at least 0."""
+    """``c100_kd=2,flower_kd=1`` (at least one, no target twice: :func:`distinct`) or a mapping of target to a
+    finite weight of at least 0."""
     @recorded_as(number_mapping)
     def convert(value: Any) -> dict[str, float]:
         if isinstance(value, str):
             pairs = []
-            for part in (p.strip() for p in value.split(",") if p.strip()):
+            for part in comma_parts(value):
                 key, sep, weight = part.partition("=")
                 if not sep or not key:
                     raise ConfigError(f"weights look like c100_kd=1,flower_kd=0.5; got {part!r}"[:200])
                 pairs.append((key.strip(), weight))
+            distinct([key for key, _ in pairs])
         elif isinstance(value, Mapping):
             pairs = list(value.items())
         else:
@@ -164,19 +186,21 @@ def proxies() -> Convert:
         from autoprox.proxies.proxy import split_proxy_list
 
         if isinstance(value, str):
-            return tuple(split_proxy_list(value))
+            return distinct(part.strip() for part in split_proxy_list(value) if part.strip())
         return text_list()(value)
     return convert
 
 
 def aggregation(value: Any) -> str:
-    """Over blocks: one name, a comma list, ``gene``, or a sequence of names, as one comma string."""
-    if not isinstance(value, str):
-        value = ",".join(text_list()(value))
-    names = aggregation_names(value)
-    if not names:
-        raise ConfigError("aggregation needs at least one name")
-    return value
+    """Over blocks: one name, a comma list, ``gene``, or a sequence of names, as one comma string: at least one,
+    none twice (``mean`` and ``block_mean`` are one), ``gene`` alone."""
+    parts = text_list()(value)
+    short = [part.removeprefix("block_") for part in parts]
+    if "gene" in short and len(short) > 1:
+        raise ConfigError(f"gene stands alone (all four, chosen by evolution): give gene or a comma list of "
+                          f"{', '.join(name.removeprefix('block_') for name in AGGREGATIONS)}")
+    distinct(short)
+    return value if isinstance(value, str) else ",".join(parts)
 
 
 def aggregation_names(value: str) -> tuple[str, ...]:
@@ -194,9 +218,10 @@ def operator_list(value: Any) -> tuple[str, ...]:
     names = text_list()(value)
     expanded: list[str] = []
     for name in names:
-        expanded += list(PAPER_OPERATORS) if name == "paper" else [name]
-    if not expanded:
-        raise ConfigError("expected at least one operation")
+        for operator in PAPER_OPERATORS if name == "paper" else [name]:
+            if operator in expanded:
+                raise ConfigError(f"{operator} is given twice (paper holds it); give each once")
+            expanded.append(operator)
     return tuple(expanded)
 
 
@@ -209,6 +234,6 @@ def terminal_list(value: Any) -> tuple[str, ...]:
         raise ConfigError(str(exc)) from None
 
 
-__all__ = ["Convert", "aggregation", "aggregation_names", "integer", "integer_list", "is_int", "is_number", "is_str",
+__all__ = ["Convert", "aggregation", "aggregation_names", "comma_parts", "distinct", "integer", "integer_list", "is_int", "is_number", "is_str",
            "list_of", "number", "number_mapping", "one_or_several", "operator_list", "proxies", "recorded_as",
            "sequence", "terminal_list", "text", "text_list", "weights"]

@@ -155,8 +155,9 @@ class Option:
         return self.help() if callable(self.help) else self.help
 
     def value(self, given: Any) -> Any:
-        """``given`` checked and in canonical form (the default when it is None)."""
-        if given is None:
+        """``given`` checked and in canonical form (the default when it is None, or the default itself: the empty
+        list or mapping of an option whose default it is, as ``get_params`` gives it back)."""
+        if given is None or (not given and isinstance(given, (tuple, dict)) and given == self.default):
             return self.default
         try:
             if self.flag:

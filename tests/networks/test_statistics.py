@@ -311,3 +311,22 @@ def test_describe_statistics(pit_arch, pit_stats):
     d, _, h = transformer_widths(pit_arch)[0]
     assert shapes["F1"][0] == [3 * d, d] and shapes["F4"][0] == [1 + 27 * 27, h]
     assert shapes["F4"][-1][0] == 1 + 7 * 7
+
+
+@pytest.mark.skipif(torch.backends.mps.is_available(), reason="this machine has MPS")
+def test_a_device_this_machine_lacks_is_refused_before_any_progress_and_named_as_each_side_takes_it(capsys, tmp_path,
+                                                                                                   af_small_file):
+    """``cache build --device mps`` drew a progress line before its error; ``ProxySearch(device=...)`` named the
+    command line's ``--device`` in a Python error."""
+    from autoprox.api import ProxySearch
+    from autoprox.core.errors import ConfigError
+    from tests.commands import one_error_line, run_cli
+
+    code, _, err = run_cli(capsys, "cache", "build", "--bench", af_small_file, "--device", "mps", "--cache-dir",
+                           tmp_path / "c")
+    assert code == 2 and "--device mps: Apple's MPS" in one_error_line(err)
+    assert "statistics" not in err and not (tmp_path / "c").exists()
+    with pytest.raises(ConfigError, match=r"^device='mps': Apple's MPS backend is not available on this machine; "
+                                          r"use device='cpu'$"):
+        ProxySearch(bench=str(af_small_file), device="mps", out=str(tmp_path / "r")).fit()
+    assert not (tmp_path / "r").exists()

@@ -166,3 +166,14 @@ def test_curves_of_a_table_run_label_its_fitness_and_claim_no_reference(tmp_path
     assert "JCM" not in words and "parameter count" not in words and "search split" not in words
     code, _, err = run_cli(capsys, "curves", str(tmp_path / "run"), str(runs[0]), "--out", str(tmp_path / "m.png"))
     assert code == 2 and "their curves do not share axes" in err and not (tmp_path / "m.png").exists()
+
+
+def test_curves_refuses_an_out_not_named_for_what_it_writes(capsys, tmp_path):
+    """``--out c5.txt`` wrote a PNG named .txt, ``--csv n.png`` numbers named .png."""
+    from tests.commands import one_error_line, run_cli
+
+    run = str(REPO / "runs" / "pit-reference")
+    code, _, err = run_cli(capsys, "curves", run, "--out", tmp_path / "c5.txt")
+    assert code == 2 and "its name ends in .png" in one_error_line(err) and not (tmp_path / "c5.txt").exists()
+    code, _, err = run_cli(capsys, "curves", run, "--out", tmp_path / "c.png", "--csv", tmp_path / "n.png")
+    assert code == 2 and "its name ends in .csv" in one_error_line(err) and not (tmp_path / "c.png").exists()

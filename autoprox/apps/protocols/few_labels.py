@@ -15,7 +15,8 @@ a registry) are given the table's proxy columns on every row and the labels of t
 
 A table given with several targets is one entry per target, ``TABLE/TARGET`` (the same draws for each); a table
 with one target is keyed by its name. For each (table, k) the record holds every draw's figures, the mean per method, and the engine's paired
-difference to each other method (mean, a 95 % bootstrap interval over the draws, draws ahead). It is written
+difference to each other method (mean, a 95 % bootstrap interval over the draws, draws ahead; no interval, None,
+from fewer than :data:`MIN_INTERVAL_DRAWS` draws). It is written
 atomically after each table, and the same command goes on from it.
 """
 
@@ -37,10 +38,11 @@ from autoprox.core.progress import Progress
 from autoprox.core.registry import Registry
 from autoprox.data.proxy_tables import ProxyTable
 from autoprox.proxies.weighted_fit import usable_columns
+from autoprox.search.conversions import distinct, sequence
 from autoprox.search.table_search import MIN_LABELS
 
-__all__ = ["FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "column_rank_matrix", "entry_names",
-           "largest_k", "register_few_label_method", "ridge_on_ranks", "run_few_labels"]
+__all__ = ["FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "MIN_INTERVAL_DRAWS", "column_rank_matrix",
+           "draws_interval", "entries_text", "entry_names", "largest_k", "register_few_label_method", "ridge_on_ranks", "run_few_labels"]
 
 #: The record a few-label protocol writes in its folder.
 FEW_LABELS_FILE = "few_labels.json"
@@ -49,6 +51,9 @@ FORMAT = "autoprox-few-labels/1"
 MIN_K = 5
 #: A k above this share of a table's labelled rows is skipped there (too few rows left to judge).
 SKIP_SHARE = 0.6
+#: Fewer draws than this give no bootstrap interval: the percentile bootstrap of 2 draws is their [min, max], often
+#: of zero width, nothing like a 95 % interval.
+MIN_INTERVAL_DRAWS = 5
 
 
 @dataclass(frozen=True)
@@ -227,14 +232,16 @@ def summarise(draws: Sequence[Mapping[str, float]], reference: str = "engine") -
             if other == reference:
                 continue
             diff = np.array([d[reference] - d[other] for d in draws])
-            difference[other] = {"mean": float(diff.mean()), "interval": _bootstrap(diff),
+            interval = _bootstrap(diff) if len(diff) >= MIN_INTERVAL_DRAWS else None
+            difference[other] = {"mean": float(diff.mean()), "interval": interval,
                                  "ahead": int((diff > 0).sum()), "draws": len(diff)}
     return {"mean": mean, "difference": difference}
 
 
 def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], repeats: int, out: str | Path,
                    methods: Sequence[str] | None = None, seed: int = 0, workers: int = 1, resume: bool = False,
-                   say: Callable[[str], None] = print, progress: bool = False) -> dict:
+                   say: Callable[[str], None] = print, progress: bool = False,
+                   resume_command: str | None = None) -> dict:
     """Run (or go on with) the protocol into ``out`` (:data:`FEW_LABELS_FILE`); returns the record. Every refusal
     (options, a target that cannot rank, a folder that is a file or holds other files) comes before anything is
     written.
@@ -248,9 +255,11 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
     repeats : int
         Draws per (table, k).
     methods : sequence of str, optional
-        Keys of :data:`FEW_LABEL_METHODS` (default: all; ``forest`` left out with a warning without scikit-learn).
+        Keys of :data:`FEW_LABEL_METHODS`, at least one, none twice (default: all; ``forest`` left out with a warning without scikit-learn).
     progress : bool
         Show each (table, k)'s draws as a progress line on stderr.
+    resume_command : str, optional
+        The command that goes on with the protocol, printed (``continue with: ...``) when it is interrupted.
 
     Raises
     ------
@@ -261,7 +270,10 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         raise ConfigError(f"--few-labels takes labelled-row counts of at least {MIN_K}, got {', '.join(map(str, ks))}")
     if repeats < 1:
         raise ConfigError(f"--repeats must be at least 1 (draws per table and k), got {repeats}")
-    methods = list(methods or FEW_LABEL_METHODS.names())
+    try:  # the rule of every list option: none given twice, an empty list is no default
+        methods = list(FEW_LABEL_METHODS.names() if methods is None else distinct(sequence(methods)))
+    except ConfigError as exc:
+        raise ConfigError(f"--methods: {exc}") from None
     if "engine" in methods and min(ks) < MIN_LABELS:
         raise ConfigError(f"--few-labels {min(ks)}: the engine's search needs at least {MIN_LABELS} labelled rows; give "
                           f"k of {MIN_LABELS} or more, or leave engine out of --methods")
@@ -306,7 +318,9 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         check_new_folder(out, FEW_LABELS_FILE)
         out.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, "spec": spec, "results": {}}
-    return run_cuts(out, _FewLabelCells(tables, methods, workers, say, progress), record, say)
+    cells = _FewLabelCells(tables, methods, workers, say, progress)
+    cells.resume_command = resume_command
+    return run_cuts(out, cells, record, say)
 
 
 class _FewLabelCells(CutProtocol):
@@ -392,6 +406,29 @@ def overall(record: Mapping) -> dict:
     return summary
 
 
+def draws_interval(difference: Mapping) -> str:
+    """A paired difference's bootstrap interval as the reports show it: ``[low, high]``, or n/a saying why from
+    fewer than :data:`MIN_INTERVAL_DRAWS` draws (a record written before they were left out holds [min, max])."""
+    if difference.get("interval") is None or difference["draws"] < MIN_INTERVAL_DRAWS:
+        return f"n/a ({difference['draws']} draws; needs --repeats {MIN_INTERVAL_DRAWS}+)"
+    low, high = difference["interval"]
+    return f"[{low:+.3f}, {high:+.3f}]"
+
+
+def entries_text(spec: Mapping, count: int | None = None) -> str:
+    """``count`` entries of the protocol (default: all of ``spec``'s) in words: tables, or (table, target) pairs
+    where a table is given with several targets (one table with two targets is not two tables)."""
+    entries = spec["tables"]
+    count = len(entries) if count is None else count
+    tables = len({entry["name"] for entry in entries})
+    if tables == len(entries):
+        return f"{count} table{'' if count == 1 else 's'}"
+    if count == len(entries):
+        return (f"{tables} table{'' if tables == 1 else 's'}, {count} (table, target) pair"
+                f"{'' if count == 1 else 's'}")
+    return f"{count} (table, target) pair{'' if count == 1 else 's'}"
+
+
 def format_few_labels(record: Mapping) -> str:
     """The protocol's record as a table: per table and k, the mean Kendall of each method and the engine's paired
     difference to ridge and to the size count; then the summary per k."""
@@ -406,11 +443,10 @@ def format_few_labels(record: Mapping) -> str:
             line = f"{name:<30}{k:>5}" + "".join(f"{entry['mean'][m]:>+13.3f}" for m in methods)
             diff = entry["difference"].get("ridge")
             if diff:
-                line += (f"   {diff['mean']:+.3f} [{diff['interval'][0]:+.3f}, {diff['interval'][1]:+.3f}] "
-                         f"{diff['ahead']}/{diff['draws']}")
+                line += f"   {diff['mean']:+.3f} {draws_interval(diff)} {diff['ahead']}/{diff['draws']}"
             lines.append(line)
     for k, entry in (record.get("summary") or overall(record)).items():
-        lines.append(f"k={k} over {entry['tables']} tables: " + ", ".join(f"{m} {v:+.3f}" for m, v in entry["mean"].items())
+        lines.append(f"k={k} over {entries_text(record['spec'], entry['tables'])}: " + ", ".join(f"{m} {v:+.3f}" for m, v in entry["mean"].items())
                      + "".join(f"; engine ahead of {o} on {entry[f'engine_ahead_of_{o}']}" for o in ("size",)
                                if f"engine_ahead_of_{o}" in entry)
                      + "".join(f"; engine at or above {o} on {entry[f'engine_at_or_above_{o}']}" for o in ("ridge", "forest")

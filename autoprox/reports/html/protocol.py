@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE, FORMAT as FEW_LABELS_FORMAT
+from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE, FORMAT as FEW_LABELS_FORMAT, draws_interval, entries_text
 from autoprox.apps.protocols.summary import REFERENCE
 from autoprox.core.errors import AutoproxError, ReportError
 from autoprox.reports.html import figures as svg
@@ -213,11 +213,6 @@ def few_labels_record(path: str | Path) -> dict | None:
     return data if isinstance(data, dict) and data.get("format") == FEW_LABELS_FORMAT else None
 
 
-def _draws_interval(difference: Mapping) -> str:
-    low, high = difference["interval"]
-    return f"[{low:+.3f}, {high:+.3f}]"
-
-
 def few_labels_body(record: Mapping) -> tuple[str, str]:
     """(title, HTML body) of a few-label record."""
     try:
@@ -225,9 +220,9 @@ def few_labels_body(record: Mapping) -> tuple[str, str]:
         methods = spec["methods"]
     except (KeyError, TypeError) as exc:
         raise ReportError(f"a few-label protocol record without {exc}") from None
-    title = f"Few-label protocol: {len(spec['tables'])} tables"
+    title = f"Few-label protocol: {entries_text(spec)}"
     body = f"<h1>{esc(title)}</h1>" + facts([
-        ("tables done", f"{len(results)} of {len(spec['tables'])}"), ("labelled rows k", ", ".join(map(str, spec["ks"]))),
+        ("(table, target) pairs done" if "pair" in title else "tables done", f"{len(results)} of {len(spec['tables'])}"), ("labelled rows k", ", ".join(map(str, spec["ks"]))),
         ("draws per (table, k)", str(spec["repeats"])), ("seed", str(spec["seed"])), ("methods", esc(", ".join(methods)))])
     body += ("<p>For each table and k: draws of k rows among those whose target is known; each method is fitted on the "
              "drawn rows' labels alone and judged by Kendall tau-b on the other labelled rows.</p>")
@@ -238,7 +233,7 @@ def few_labels_body(record: Mapping) -> tuple[str, str]:
                        "Mean Kendall on the held-out labelled rows against the number of labelled rows k; one panel "
                        "per table.", "figure-few-labels")
     for k, entry in (record.get("summary") or {}).items():
-        body += f"<p>k={esc(k)}, {entry['tables']} tables: " + esc(", ".join(
+        body += f"<p>k={esc(k)}, {esc(entries_text(spec, entry['tables']))}: " + esc(", ".join(
             f"{m} {v:+.3f}" for m, v in entry["mean"].items())) + "</p>"
     for name, cells in results.items():
         body += f'<h2 id="table-{esc(name)}">{esc(name)}</h2>'
@@ -246,7 +241,7 @@ def few_labels_body(record: Mapping) -> tuple[str, str]:
         skipped = [f"k={k}: {c['skipped']}" for k, c in cells.items() if "skipped" in c]
         if done:
             body += table(["k", *methods], [[text(k)] + [num(c["mean"][m]) for m in methods] for k, c in done.items()])
-            rows = [[text(k), text(m), num(d["mean"]), text(_draws_interval(d)), text(f"{d['ahead']}/{d['draws']}")]
+            rows = [[text(k), text(m), num(d["mean"]), text(draws_interval(d)), text(f"{d['ahead']}/{d['draws']}")]
                     for k, c in done.items() for m, d in c["difference"].items()]
             if rows:
                 body += table(["k", "engine minus", "mean difference", "95% bootstrap over draws", "draws ahead"], rows)

@@ -95,7 +95,7 @@ def test_cli_few_labels_runs_the_engine(tmp_path, capsys):
     code, out, err = run_cli(capsys, "evaluate", "--few-labels", "15", "--repeats", "2", "--bench", path,
                              "--methods", "size,ridge,engine", "--out", tmp_path / "p", "--workers", "1")
     assert code == 0, err
-    assert "engine-ridge" in out and "k=15 over 1 tables" in out
+    assert "engine-ridge" in out and "k=15 over 1 table:" in out
     record = json.loads((tmp_path / "p" / "few_labels.json").read_text())
     assert set(record["results"]["t"]["15"]["mean"]) == {"size", "ridge", "engine"}
 
@@ -105,7 +105,7 @@ def test_cli_few_labels_prints_the_table_and_refuses_bad_input(tmp_path, capsys)
     code, out, err = run_cli(capsys, "evaluate", "--few-labels", "15", "--repeats", "2", "--bench", path,
                              "--methods", "size,ridge,forest", "--out", tmp_path / "p", "--workers", "1")
     assert code == 0, err
-    assert "k=15 over 1 tables" in out and "forest" in out
+    assert "k=15 over 1 table:" in out and "forest" in out
     code, out, err = run_cli(capsys, "evaluate", "--few-labels", "3", "--bench", path, "--out", tmp_path / "q")
     assert code == 2 and "at least 5" in one_error_line(err)
     code, out, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--bench", path, "--methods", "magic",
@@ -241,7 +241,7 @@ def test_few_labels_runs_every_target_of_a_table_as_its_own_entry(tmp_path, caps
     assert list(record["results"]) == ["t/val_acc", "t/test_acc"]
     assert [t["target"] for t in record["spec"]["tables"]] == ["val_acc", "test_acc"]
     assert record["results"]["t/val_acc"]["10"]["mean"] != record["results"]["t/test_acc"]["10"]["mean"]
-    assert "t/test_acc" in out and "k=10 over 2 tables" in out
+    assert "t/test_acc" in out and "k=10 over 1 table, 2 (table, target) pairs:" in out
     one = run_few_labels([(read_proxy_table(path), "test_acc")], [10], 2, tmp_path / "q",
                          methods=["size", "best-column"], say=lambda _: None)
     assert one["results"]["t"]["10"]["draws"] == record["results"]["t/test_acc"]["10"]["draws"]  # the same draws
@@ -267,3 +267,49 @@ def test_few_labels_with_no_k_a_table_allows_is_refused_naming_the_largest(tmp_p
     line = one_error_line(err)
     assert code == 2 and "--few-labels 50" in line and "the largest k: t 36" in line
     assert not (tmp_path / "p").exists()
+
+
+def test_fewer_than_five_draws_give_no_interval_and_the_count_says_tables_and_targets(tmp_path, capsys):
+    """From 2 draws the "95 % bootstrap interval" was [min, max], often of zero width; one table with two targets
+    was "2 tables"."""
+    path = write_two_targets(tmp_path / "t.csv")
+    code, out, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "2", "--bench", path,
+                             "--targets", "val_acc,test_acc", "--methods", "size,ridge,engine", "--out", tmp_path / "p",
+                             "--workers", "1", "--quiet")
+    assert code == 0, err
+    record = json.loads((tmp_path / "p" / "few_labels.json").read_text())
+    assert record["results"]["t/val_acc"]["10"]["difference"]["ridge"]["interval"] is None
+    assert "n/a (2 draws; needs --repeats 5+)" in out and "over 1 table, 2 (table, target) pairs" in out
+    code, _, err = run_cli(capsys, "report", tmp_path / "p", "--out", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert code == 0 and "Few-label protocol: 1 table, 2 (table, target) pairs" in page and "2 tables" not in page
+    assert "n/a (2 draws" in page
+    assert summarise([{"engine": 0.1 * i, "ridge": 0.0} for i in range(5)])["difference"]["ridge"]["interval"]
+
+
+def test_methods_given_twice_or_empty_are_refused(tmp_path, capsys):
+    """``--methods ridge,ridge`` gave two ridge columns; ``--methods ''`` meant every method."""
+    table = read_proxy_table(write_table(tmp_path / "t.csv", rows=40))
+    for methods, said in ((["ridge", "ridge"], "ridge is given twice"), ([], "an empty list")):
+        with pytest.raises(Exception, match=f"--methods: {said}"):
+            run_few_labels([(table, "val_acc")], [10], 2, tmp_path / "p", methods=methods)
+    assert not (tmp_path / "p").exists()
+
+
+def test_an_interrupted_protocol_says_the_command_that_goes_on(tmp_path, capsys):
+    """Ctrl-C printed only "interrupted", without the command that resumes."""
+    from autoprox.apps.protocols.few_labels import register_few_label_method
+
+    def interrupt(columns, labels, seed):
+        raise KeyboardInterrupt
+
+    register_few_label_method("interrupting", interrupt, "raises KeyboardInterrupt")
+    try:
+        path = write_table(tmp_path / "t.csv", rows=40)
+        code, _, err = run_cli(capsys, "evaluate", "--few-labels", "10", "--repeats", "2", "--bench", path,
+                               "--methods", "size,interrupting", "--out", tmp_path / "p", "--workers", "1", "--quiet")
+    finally:
+        FEW_LABEL_METHODS.unregister("interrupting")
+    assert code == 130
+    assert (f"continue with: autoprox evaluate --few-labels 10 --bench {path} --methods size,interrupting "
+            f"--repeats 2 --resume --out {tmp_path / 'p'}") in err
