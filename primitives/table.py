@@ -20,11 +20,13 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Callable, Mapping
 
 import sympy
 
+from autoprox.core.errors import RegistryError
 from autoprox.core.registry import Registry
 
 KINDS = ("elementwise", "rowwise", "matrixwise", "reduction", "binary")
@@ -109,11 +111,18 @@ class Primitive:
 
     @property
     def function(self) -> Callable[..., object]:
-        """The torch function (``autoprox.primitives.unary.NAME`` or ``autoprox.primitives.binary.NAME``, or a registered one's own)."""
+        """The torch function (``autoprox.primitives.unary.NAME`` or ``autoprox.primitives.binary.NAME``, or a registered
+        one's own, checked on every call: :func:`autoprox.primitives.check.checked`)."""
         if self.torch_function is not None:
-            return self.torch_function
+            return self._checked_function
         module = importlib.import_module(f"{__package__}.{'unary' if self.arity == 1 else 'binary'}")
         return getattr(module, self.name)
+
+    @cached_property
+    def _checked_function(self) -> Callable[..., object]:
+        from .check import checked
+
+        return checked(self)
 
     def kernel(self, kernels: str = "torch") -> Callable[..., object]:
         """The function that computes this op in the kernel set ``kernels`` (:data:`KERNEL_SETS`):
@@ -232,7 +241,7 @@ _BINARY = (
 # Each Primitive carries its op_id.
 PRIMITIVES: Registry[str, Primitive] = Registry(
     "primitive", describe=lambda p: f"{p.op_id}, {p.kind}, arity {p.arity}",
-    same=lambda held, new: held == new and held.function is new.function)
+    same=lambda held, new: same_definition(held, new))
 for _primitive in (*_UNARY, *_BINARY):
     PRIMITIVES.add(_primitive.name, _primitive)
 #: Live views of :data:`PRIMITIVES`: the unary and the binary operations.
@@ -279,6 +288,9 @@ _NAME = __import__("re").compile(r"[a-z][a-z0-9_]*")
 #: Names a registered primitive may not take: the statistics, aggregations and typed-form suffixes
 #: live in the same token namespace as the operators.
 _RESERVED_PREFIXES = ("block_",)
+#: Words an operator list (``--operators``, ``operators=``) reads as something else than an operator:
+#: ``paper`` stands for the paper's 28 (:func:`autoprox.search.conversions.operator_list`).
+RESERVED_NAMES = frozenset({"paper"})
 
 
 def make_primitive(name: str, function: Callable[..., object], sympy_form: Callable[..., sympy.Expr],
@@ -316,6 +328,9 @@ def make_primitive(name: str, function: Callable[..., object], sympy_form: Calla
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name.startswith(_RESERVED_PREFIXES):
         raise ValueError(f"a primitive's name is lower case letters, digits and '_', not starting with "
                          f"'block_'; got {name!r}")
+    if name in RESERVED_NAMES:
+        raise RegistryError(f"{name!r} cannot name a primitive: an operator list reads it as the paper's 24 + 4 "
+                         "operators; give it another name")
     if name in PAPER_OPERATORS:
         PRIMITIVES.check_free(name)
     if not callable(function) or not callable(sympy_form):
@@ -331,20 +346,61 @@ def make_primitive(name: str, function: Callable[..., object], sympy_form: Calla
         except (OSError, TypeError):
             raise ValueError(f"{name}: the function's source cannot be read; give source=, the text an exported "
                              "proxy will hold") from None
-    return Primitive(f"USER:{name}", name, arity, kind, output_kind, sympy_form,
-                     symbolic_forms=dict(scalar_forms or {}), not_generated=dict(not_generated or {}),
-                     torch_function=function, export_source=source)
+    record = Primitive(f"USER:{name}", name, arity, kind, output_kind, sympy_form,
+                       symbolic_forms=dict(scalar_forms or {}), not_generated=dict(not_generated or {}),
+                       torch_function=function, export_source=source)
+    _check(record)
+    return record
+
+
+def _check(primitive: Primitive) -> None:
+    from .check import check_primitive
+
+    check_primitive(primitive)
+
+
+def same_definition(held: Primitive, new: Primitive) -> bool:
+    """Whether ``new`` defines the primitive ``held`` is: the same record, or a registered one of the
+    same typing, the same function source and the same SymPy form in every form (a notebook cell run again)."""
+    if held is new or (held == new and held.function is new.function):
+        return True
+    if held.torch_function is None or new.torch_function is None:
+        return False
+    typing = ("op_id", "name", "arity", "kind", "output_kind", "named", "fast", "export_source")
+    if any(getattr(held, a) != getattr(new, a) for a in typing) or dict(held.not_generated) != dict(new.not_generated):
+        return False
+    symbols = sympy.symbols("x" if held.arity == 1 else "a b", real=True, seq=True)
+    for form in held.forms:
+        before, after = held.sympy(*symbols, form=form), new.sympy(*symbols, form=form)
+        if before != after and sympy.simplify(before - after) != 0:
+            return False
+    return True
 
 
 def register_primitive(primitive: Primitive) -> Primitive:
     """Make ``primitive`` (from :func:`make_primitive`) known to genomes, searches and exports.
 
     A search uses it only where its genome space names it (``operators``); the default
-    operator set stays :data:`PAPER_OPERATORS`. Registering the same record again does
-    nothing; another record under a taken name is refused (RegistryError, a ValueError).
+    operator set stays :data:`PAPER_OPERATORS`. Registering the same definition again (the same
+    record, or one of the same function source, typing and SymPy forms: a notebook cell run again)
+    does nothing; another definition under a taken name is refused (RegistryError, a ValueError):
+    :func:`unregister_primitive` first replaces it. The record is checked on sample values first
+    (:func:`autoprox.primitives.check.check_primitive`; ConfigError in one line).
     """
+    if primitive.name in RESERVED_NAMES:
+        raise RegistryError(f"{primitive.name!r} cannot name a primitive: an operator list reads it as the paper's "
+                         "24 + 4 operators; give it another name")
     if primitive.named is not None and primitive.name not in PRIMITIVES:
         raise ValueError(f"{primitive.name}: a registered primitive gives its SymPy form, not a named function")
+    held = PRIMITIVES.get(primitive.name)
+    if held is not None and same_definition(held, primitive):
+        return held
+    if held is not None and primitive.name not in PAPER_OPERATORS and held.torch_function is not None:
+        raise RegistryError(f"cannot register primitive {primitive.name!r}: another definition of that name is "
+                            f"already registered; unregister_primitive({primitive.name!r}) first to replace it, or "
+                            "give this one another name")
+    if primitive.torch_function is not None:
+        _check(primitive)
     return PRIMITIVES.add(primitive.name, primitive)
 
 

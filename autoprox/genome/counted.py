@@ -56,7 +56,7 @@ from autoprox.genome.tree import (
     statistic_terminals,
     uses_scalar_terminals,
 )
-from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES
+from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES, InvalidResult
 
 #: Largest finite float32: below it, no partial sum of either form overflows.
 FLOAT32_MAX = 3.4028234663852886e38
@@ -453,7 +453,10 @@ def counted_block_values(tree: gp.PrimitiveTree, counted: CountedBlocks,
     if obstacle is not None:  # known from the tree alone: spare the walk what it would compute before it
         raise NotCounted(obstacle)
     walk = _Walk(tree, counted, terminals, kernels if kernels is not None else kernel_map())
-    value, _ = walk.evaluate(1)
+    try:
+        value, _ = walk.evaluate(1)
+    except InvalidResult as exc:  # a registered primitive that raised or gave the wrong shape: the exact path's reason
+        raise NotCounted(str(exc)) from None
     if not isinstance(value, torch.Tensor) or value.dim() != 1 or len(value) != counted.blocks:
         raise NotCounted("a block's value is not a scalar")
     values = value.to(torch.float32).numpy().astype(np.float64)

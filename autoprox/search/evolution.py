@@ -246,6 +246,28 @@ def _evaluate_reported(evaluator: FitnessEvaluator, tree, on_evaluation: Evaluat
     return record, fresh
 
 
+_TOKEN = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def _own_operators(space: GenomeSpace) -> set[str]:
+    """The operators of a user's own (registered, not the paper's) that ``space`` draws from."""
+    from autoprox.primitives import PAPER_OPERATORS
+
+    operators = getattr(space, "operators", None) or ()
+    return {op for op in operators if op not in PAPER_OPERATORS}
+
+
+def _invalid_cause(invalid: int, own_invalid: Mapping[str, int], own_reasons: Mapping[str, int]) -> str:
+    """What the message of a first population that could not be filled blames: the operators of the user's
+    own that the invalid draws used (how many each, the commonest reason), else the statistics and targets."""
+    if not own_invalid:
+        return "check the statistics and targets"
+    counts = ", ".join(f"{op!r} in {n}" for op, n in sorted(own_invalid.items(), key=lambda item: -item[1]))
+    reason = max(own_reasons, key=own_reasons.get)
+    return (f"{invalid} draws were invalid, with operators of your own: {counts} (most often {reason!r}); "
+            "check those operators (autoprox.primitives.make_primitive), then the statistics and targets")
+
+
 def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng: random.Random,
                        seeds: list[str] | None = None, on_evaluation: EvaluationHook | None = None,
                        progress: Callable[[int, int], None] | None = None,
@@ -259,6 +281,9 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
     population: list[FitnessRecord] = []
     seen: set[str] = set()
     evaluations = invalid = 0
+    own = _own_operators(space)
+    own_invalid: dict[str, int] = {}
+    own_reasons: dict[str, int] = {}
 
     def consider(tree) -> None:
         nonlocal evaluations, invalid
@@ -266,6 +291,11 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
         evaluations += fresh
         if not record.valid:
             invalid += 1
+            used = own & set(_TOKEN.findall(record.genome))
+            for op in used:
+                own_invalid[op] = own_invalid.get(op, 0) + 1
+            if used:
+                own_reasons[record.reason] = own_reasons.get(record.reason, 0) + 1
         elif record.canonical not in seen:
             seen.add(record.canonical)
             population.append(record)
@@ -282,7 +312,7 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
         if attempts >= config.max_init_attempts:
             raise SearchError(
                 f"only {len(population)} valid distinct genomes after {attempts} random draws; "
-                "check the statistics and targets"
+                + _invalid_cause(invalid, own_invalid, own_reasons)
             )
         attempts += 1
         consider(random_genome(rng, space))

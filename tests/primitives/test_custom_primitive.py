@@ -159,3 +159,88 @@ def test_config_json_records_the_operators_and_a_run_without_them_used_the_paper
         assert "operators" not in config and "operators" not in config["settings"].get("genome", {})
         space = recorded_settings(REPO / "runs" / run)[0].genome_space
         assert space.unary_operators + space.binary_operators == PAPER_OPERATORS
+
+
+def test_paper_is_a_reserved_name_and_a_cell_run_again_registers_nothing_new():
+    from autoprox.core.errors import RegistryError
+
+    def paper(x):
+        return x * 0
+
+    with pytest.raises(RegistryError, match="'paper' cannot name a primitive: an operator list reads it"):
+        make_primitive("paper", paper, lambda x: x * 0)
+    first = register_primitive(make_primitive("element_wise_softsign", element_wise_softsign,
+                                              lambda x: x / (1 + sympy.Abs(x))))
+    try:
+        again = make_primitive("element_wise_softsign", element_wise_softsign, lambda x: x / (1 + sympy.Abs(x)))
+        assert register_primitive(again) is first  # the same definition: a notebook cell run again
+
+        def element_wise_softsign2(x):
+            return x / (2 + torch.abs(x))
+
+        other = make_primitive("element_wise_softsign", element_wise_softsign2, lambda x: x / (2 + sympy.Abs(x)),
+                               source="def element_wise_softsign(x):\n    return x / (2 + torch.abs(x))\n")
+        with pytest.raises(RegistryError, match=r"another definition .* unregister_primitive\('element_wise_softsign'\)"):
+            register_primitive(other)
+        unregister_primitive("element_wise_softsign")
+        register_primitive(other)
+        tree = parse_genome("to_mean_scalar(element_wise_softsign(F1))")
+        block = {"F1": torch.full((2, 2), 2.0)}
+        assert score_architecture(tree, [block]) == pytest.approx(0.5)  # the new definition, not a cached one
+    finally:
+        unregister_primitive("element_wise_softsign")
+
+
+def large_to_vector(x):  # fine on make_primitive's sample matrices, not on a block's statistics
+    return x.sum(dim=0) if x.numel() > 10000 else x * 1.0
+
+
+def large_raises(x):
+    if x.numel() > 10000:
+        raise KeyError("a large matrix")
+    return x * 1.0
+
+
+def always_nan(x):
+    return x * float("nan")
+
+
+@pytest.fixture(scope="module")
+def pit12_file(pit_small, tmp_path_factory):
+    from tests.conftest import benchmark_jsonl
+
+    return benchmark_jsonl(pit_small, tmp_path_factory, "pit12.jsonl")
+
+
+@pytest.mark.parametrize("function", [large_to_vector, large_raises])
+def test_an_op_that_raises_or_gives_the_wrong_shape_in_a_search_makes_its_genome_invalid_on_both_paths(
+        function, pit12_file, session_cache, tmp_path):
+    record = register_primitive(make_primitive(function.__name__, function, lambda x: x))
+    try:
+        runs = {}
+        for evaluation in ("counted", "exact"):
+            settings = _settings(pit12_file, session_cache, iterations=1, targets=("c100_kd",), evaluation=evaluation,
+                                 operators=(record.name, "element_wise_sum", "element_wise_difference"))
+            run_search(settings, tmp_path / evaluation, quiet=True)
+            runs[evaluation] = [json.loads(line) for line in (tmp_path / evaluation / "evaluations.jsonl").open()]
+    finally:
+        unregister_primitive(record.name)
+    validity = {e: [(r["genome"], r["valid"]) for r in records] for e, records in runs.items()}
+    assert validity["counted"] == validity["exact"]
+    reasons = [r.get("reason", "") for r in runs["exact"] if not r["valid"]]
+    assert any(record.name in reason for reason in reasons)
+
+
+def test_a_first_population_that_cannot_be_filled_names_the_operators_of_your_own(pit12_file, session_cache,
+                                                                                  tmp_path):
+    from autoprox.core.errors import SearchError
+
+    record = register_primitive(make_primitive("always_nan", always_nan, lambda x: x * sympy.nan))
+    try:
+        settings = _settings(pit12_file, session_cache, iterations=1, targets=("c100_kd",),
+                             operators=("always_nan", "element_wise_sum"))
+        with pytest.raises(SearchError, match=r"5000 draws were invalid, with operators of your own: 'always_nan' in 5000 "
+                                              r"\(most often 'invalid: NaN or inf'\); check those operators"):
+            run_search(settings, tmp_path / "run", quiet=True)
+    finally:
+        unregister_primitive(record.name)
