@@ -11,6 +11,7 @@ import collections.abc
 import io
 import json
 import math
+import os
 import struct
 import zipfile
 import zlib
@@ -213,6 +214,60 @@ DAMAGED_ENTRY_ERRORS = (zipfile.BadZipFile, ValueError, KeyError, EOFError, NotI
                         OverflowError, zlib.error, struct.error)
 
 
+#: The bytes per stored value of each precision (float16 values, or float32 ones).
+_ITEM_SIZES = {"float16": 2, "float32": 4}
+
+
+def check_entry(path: Path, key: str, extra: str | None = None) -> None:
+    """Check an entry cheaply, without reading its arrays; raise :class:`CacheCorrupt` naming what is wrong.
+
+    Reads the zip directory and the metadata record only: the metadata must match ``key``
+    (as :func:`decode_entry` checks it) and every array it lists must be a stored member,
+    lying within the file, of the size its shape and the entry's precision give. A
+    truncated file, one of another format or one missing arrays fails; the arrays' CRCs
+    are checked when the entry is read. An OSError reading the file propagates as such.
+    """
+    with open(path, "rb") as handle:
+        if handle.read(4) not in ZIP_MAGIC:
+            raise CacheCorrupt("not a NumPy .npz archive: it does not start as a zip file does")
+        handle.seek(0)
+        size = os.fstat(handle.fileno()).st_size
+        try:
+            with zipfile.ZipFile(handle) as archive:
+                members = {info.filename: info for info in archive.infolist()}
+                for info in members.values():
+                    if info.compress_type != zipfile.ZIP_STORED:
+                        raise CacheCorrupt(f"member {info.filename} is not stored")
+                    if info.header_offset + 30 + len(info.filename) + info.compress_size > size:
+                        raise CacheCorrupt(f"member {info.filename} runs past the end of the file")
+                with archive.open("meta.npy") as member:
+                    meta = json.loads(bytes(np.lib.format.read_array(member, allow_pickle=False)).decode())
+        except CacheCorrupt:
+            raise
+        except DAMAGED_ENTRY_ERRORS as exc:
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            raise CacheCorrupt(f"{type(exc).__name__}: {text}"[:200]) from None
+    blocks, shapes, exponents = _checked_meta(meta, key, extra)
+    item_size = _ITEM_SIZES.get(meta.get("precision"))
+    if item_size is None:
+        raise CacheCorrupt("metadata lacks its precision")
+    for index in range(blocks):
+        for name in _entry_names(extra):
+            label = f"b{index}_{name}"
+            info, shape = members.get(f"{label}.npy"), shapes.get(label)
+            if info is None:
+                raise CacheCorrupt(f"{label} is missing")
+            if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+                raise CacheCorrupt(f"{label} has no shape in the metadata")
+            if not isinstance(exponents.get(label), int):
+                raise CacheCorrupt(f"{label} has no scale exponent")
+            header = info.file_size - math.prod(shape) * item_size  # .npy headers are padded to 16 bytes
+            if header < 16 or header % 16 or header > 65536:
+                raise CacheCorrupt(f"{label} does not hold the {shape} array the metadata gives")
+    if not blocks:
+        raise CacheCorrupt("entry holds no blocks")
+
+
 def _entry_names(extra: str | None) -> tuple[str, ...]:
     return STAT_NAMES if extra is None else EXTRA_SETS[extra].stat_names
 
@@ -257,15 +312,20 @@ def decode_entry(source: Path | bytes, key: str, encoded: bool = False, mapped: 
     return [{name: decode_array(*pair) for name, pair in arrays.items()} for arrays in stored]
 
 
-def _read_archive(archive, key: str, extra: str | None = None) -> list[dict[str, tuple[np.ndarray, int]]]:
-    """Each block's stored arrays and scale exponents, checked against the metadata record."""
-    meta = json.loads(bytes(archive["meta"]).decode())
+def _checked_meta(meta, key: str, extra: str | None) -> tuple[int, dict, dict]:
+    """(block count, shapes, exponents) of an entry's metadata record, checked against ``key`` and ``extra``."""
     if not isinstance(meta, dict) or meta.get("key") != key or meta.get("version") != STATS_VERSION \
             or meta.get("extra") != extra:
         raise CacheCorrupt("metadata does not match its key")
     blocks, shapes, exponents = meta.get("blocks"), meta.get("shapes"), meta.get("exponents")
     if not isinstance(blocks, int) or not isinstance(shapes, dict) or not isinstance(exponents, dict):
         raise CacheCorrupt("metadata lacks its block count, shapes or exponents")
+    return blocks, shapes, exponents
+
+
+def _read_archive(archive, key: str, extra: str | None = None) -> list[dict[str, tuple[np.ndarray, int]]]:
+    """Each block's stored arrays and scale exponents, checked against the metadata record."""
+    blocks, shapes, exponents = _checked_meta(json.loads(bytes(archive["meta"]).decode()), key, extra)
     stored = []
     for index in range(blocks):
         arrays = {}
@@ -282,5 +342,5 @@ def _read_archive(archive, key: str, extra: str | None = None) -> list[dict[str,
 
 
 __all__ = ["DAMAGED_ENTRY_ERRORS", "PRECISIONS", "STATS_VERSION", "ZIP_MAGIC", "CacheCorrupt", "EncodedBlock",
-           "MappedArchive", "decode_array", "decode_array_numpy", "decode_entry", "encode_array", "encode_entry",
+           "MappedArchive", "check_entry", "decode_array", "decode_array_numpy", "decode_entry", "encode_array", "encode_entry",
            "merge_blocks"]
