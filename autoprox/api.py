@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Mapping
 
 from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
-from autoprox.genome.tree import parse_genome, score_architecture
+from autoprox.genome.tree import parse_genome, score_architecture, uses_spread_terminals
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.searchrun import SearchRun
 from autoprox.search.multispace import new_context, open_context
@@ -145,6 +145,11 @@ class FoundProxy:
         reads the descriptors from the model (parameters counted with a ``head_classes``
         head, as the engine counts them; MACs through hooks) unless ``descriptors`` gives
         them by name. The same pass and numbers as the exported module's ``score``.
+
+        The weights the proxy's statistics come from get their gradients whatever their
+        ``requires_grad`` (a frozen one is unfrozen for the pass and frozen again after); a
+        statistic the proxy reads that the pass cannot give (a weight the model's forward
+        does not use) raises ``MissingStatistic`` naming the block and the weight.
         """
         from autoprox.networks.runtime import collect
         from autoprox.spaces.descriptors import TERMINAL_PREFIX
@@ -152,7 +157,8 @@ class FoundProxy:
         names = sorted({node.name[len(TERMINAL_PREFIX):].removeprefix("log_") for node in self.tree
                         if node.name.startswith(TERMINAL_PREFIX)})
         stats, values = collect(model, images, labels, descriptors=descriptors, head_classes=head_classes,
-                                names=tuple(names))
+                                names=tuple(names), spread=uses_spread_terminals(self.tree),
+                                needs={node.name for node in self.tree if node.arity == 0})
         terminals = {}
         for name, value in values.items():
             terminals[f"{TERMINAL_PREFIX}{name}"] = float(value)

@@ -79,6 +79,24 @@ def test_a_found_proxy_scores_a_model_as_the_engine_scores_its_architecture(af_s
     assert FoundProxy(AUTOPROX_A).score(model, images, labels) == pytest.approx(expected, rel=1e-6)
 
 
+def test_a_found_proxy_scores_a_frozen_model_and_reads_spread_terminals(af_small):
+    """A fine-tuning setup's frozen weights (was: AttributeError on a None .grad) and a genome of spread
+    terminals (was: KeyError 'S1g', the pass collected no spread) both give the engine's score."""
+    from autoprox.networks.models import transformer_blocks
+
+    arch = af_small.archs[0]
+    spec, seed = InputSpec("gaussian", batch_size=2), 0
+    images, labels = make_batch(spec, 100, seed)
+    torch.set_num_threads(1)
+    stats = compute_statistics(arch, spec, seed, 100, spread=True)
+    for genome in (AUTOPROX_A, "block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(S1g), l1_norm(S4g))))"):
+        proxy = FoundProxy(genome)
+        model = build_model(arch, num_classes=100, seed=derived_seed(seed, "model"))
+        transformer_blocks(model)[0].attn.qkv.weight.requires_grad_(False)
+        assert proxy.score(model, images, labels) == pytest.approx(score_architecture(proxy.tree, stats), rel=1e-5)
+        assert not transformer_blocks(model)[0].attn.qkv.weight.requires_grad
+
+
 def test_torch_source_is_a_standalone_module():
     source = FoundProxy(AUTOPROX_A).torch_source()
     assert "def score(" in source and "import autoprox" not in source

@@ -52,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
                              progress=Progress("statistics", every=15))
     seconds = result["seconds"]
     mean = sum(seconds) / len(seconds) if seconds else 0.0
+    replaced = result["replaced"]
     print(f"{result['requests']} entries in {cache.root}: {result['computed']} computed"
-          + (f" ({mean:.2f} s each per worker)" if seconds else "") + f", {result['requests'] - result['computed']} already cached")
+          + (f" ({mean:.2f} s each per worker)" if seconds else "")
+          + (f", {replaced} of them replacing {'a corrupt entry' if replaced == 1 else 'corrupt entries'}"
+             if replaced else "")
+          + f", {result['requests'] - result['computed']} already cached")
     return 0

@@ -42,6 +42,7 @@ from autoprox.data.entries import (
     PRECISIONS,
     STATS_VERSION,
     CacheCorrupt,
+    check_entry,
     decode_entry,
     encode_entry,
     merge_blocks,
@@ -143,6 +144,34 @@ class StatisticsCache:
     def contains(self, request: StatsRequest) -> bool:
         """Whether every entry ``request`` reads is on disk (the eight's and each extra set's)."""
         return all(self.path(request, extra).is_file() for extra in (None, *request.extras))
+
+    def damaged(self, request: StatsRequest) -> list[str]:
+        """Why each of ``request``'s entries on disk is damaged (none: an empty list), found cheaply by
+        :func:`~autoprox.data.entries.check_entry` (the zip directory, the metadata and the arrays' headers;
+        the arrays' CRCs are checked when an entry is read)."""
+        problems = []
+        for extra in (None, *request.extras):
+            path = self.path(request, extra)
+            if not path.is_file():
+                continue
+            try:
+                check_entry(path, self.key(request, extra), extra)
+            except CacheCorrupt as exc:
+                problems.append(f"corrupt cache entry {path.name} ({exc})")
+            except OSError as exc:
+                problems.append(f"unreadable cache entry {path.name} ({exc.strerror or exc})")
+        return problems
+
+    def discard_damaged(self, request: StatsRequest) -> list[str]:
+        """Remove ``request``'s damaged entries (:meth:`damaged`), so that they are computed again; returns why
+        each was damaged (an entry a read-only cache cannot remove stays, and is recomputed where it is read)."""
+        problems = self.damaged(request)
+        if problems:
+            for extra in (None, *request.extras):
+                path = self.path(request, extra)
+                if any(path.name in problem for problem in problems):
+                    self._discard(path)
+        return problems
 
     def _read(self, request: StatsRequest, encoded: bool = False, mapped: bool = False,
               extra: str | None = None) -> tuple[list[BlockStats] | None, str]:
@@ -345,16 +374,25 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
 
     Each task writes its entry to disk itself, so only a float comes back, and a task lost
     with its worker loses nothing already written. A cache that cannot be written is left
-    alone (one warning): what it lacks is computed in memory where it is used. Returns
-    counts and timings.
+    alone (one warning): what it lacks is computed in memory where it is used. An entry on disk
+    is checked cheaply (:meth:`StatisticsCache.damaged`); a damaged one is removed, said in a
+    warning, and computed again. Returns counts (``replaced``: the damaged entries' requests)
+    and timings.
     """
+    replaced = 0
+    for request in requests:
+        problems = cache.discard_damaged(request)
+        for problem in problems:
+            warnings.warn(f"{problem}; recomputing", CacheWarning, stacklevel=2)
+        replaced += bool(problems)
     missing = [r for r in requests if not cache.contains(r)]
     done = len(requests) - len(missing)
     if progress:
         progress(done, len(requests))
     seconds: list[float] = []
     if missing and not cache.writable(missing[0].arch.space):
-        return {"requests": len(requests), "computed": 0, "seconds": seconds, "unwritable": cache.unwritable}
+        return {"requests": len(requests), "computed": 0, "seconds": seconds, "unwritable": cache.unwritable,
+                "replaced": replaced}
     if missing:
         jobs = [request_job(cache, r) for r in missing]
         try:
@@ -371,7 +409,7 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
                 raise DiskFullError(f"{exc} ({len(seconds)} entries written by this command before it filled)") \
                     from None
             raise
-    return {"requests": len(requests), "computed": len(missing), "seconds": seconds}
+    return {"requests": len(requests), "computed": len(missing), "seconds": seconds, "replaced": replaced}
 
 
 def remove_partial_writes(cache: StatisticsCache, requests: Sequence[StatsRequest]) -> None:

@@ -11,7 +11,10 @@ import collections.abc
 import io
 import json
 import math
+import mmap
+import os
 import struct
+import sys
 import zipfile
 import zlib
 from pathlib import Path
@@ -155,6 +158,11 @@ def encode_entry(stats: Sequence[BlockStats], key: str, precision: str, extra: s
     return buffer.getvalue()
 
 
+#: Whether a mapped entry's pages, once checked, can be given back (Linux: a private file mapping's unwritten
+#: pages are refilled from the file; elsewhere the advice may mean something else, so it is not given).
+_DROP_READ_PAGES = sys.platform.startswith("linux") and hasattr(mmap, "MADV_DONTNEED")
+
+
 class MappedArchive:
     """The arrays of an uncompressed ``.npz`` entry as read-only views of one memory map.
 
@@ -164,8 +172,6 @@ class MappedArchive:
     """
 
     def __init__(self, path: Path) -> None:
-        import mmap
-
         self._arrays: dict[str, np.ndarray] = {}
         with open(path, "rb") as handle:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
@@ -193,6 +199,11 @@ class MappedArchive:
                 count = int(np.prod(shape))
                 array = np.frombuffer(self._map, dtype=dtype, count=count, offset=start + stream.tell())
                 self._arrays[info.filename[:-4]] = array.reshape(shape)
+        if _DROP_READ_PAGES:
+            # The CRC check read every page: let them go from this process (they stay in the page cache,
+            # refilled from the unchanged file when a statistic is decoded), so that holding many entries
+            # mapped costs resident memory only for what is read.
+            self._map.madvise(mmap.MADV_DONTNEED)
 
     def __getitem__(self, label: str) -> np.ndarray:
         return self._arrays[label]
@@ -211,6 +222,60 @@ class MappedArchive:
 #: (and so deleted); anything else, a TypeError of a bug for one, propagates.
 DAMAGED_ENTRY_ERRORS = (zipfile.BadZipFile, ValueError, KeyError, EOFError, NotImplementedError, RuntimeError,
                         OverflowError, zlib.error, struct.error)
+
+
+#: The bytes per stored value of each precision (float16 values, or float32 ones).
+_ITEM_SIZES = {"float16": 2, "float32": 4}
+
+
+def check_entry(path: Path, key: str, extra: str | None = None) -> None:
+    """Check an entry cheaply, without reading its arrays; raise :class:`CacheCorrupt` naming what is wrong.
+
+    Reads the zip directory and the metadata record only: the metadata must match ``key``
+    (as :func:`decode_entry` checks it) and every array it lists must be a stored member,
+    lying within the file, of the size its shape and the entry's precision give. A
+    truncated file, one of another format or one missing arrays fails; the arrays' CRCs
+    are checked when the entry is read. An OSError reading the file propagates as such.
+    """
+    with open(path, "rb") as handle:
+        if handle.read(4) not in ZIP_MAGIC:
+            raise CacheCorrupt("not a NumPy .npz archive: it does not start as a zip file does")
+        handle.seek(0)
+        size = os.fstat(handle.fileno()).st_size
+        try:
+            with zipfile.ZipFile(handle) as archive:
+                members = {info.filename: info for info in archive.infolist()}
+                for info in members.values():
+                    if info.compress_type != zipfile.ZIP_STORED:
+                        raise CacheCorrupt(f"member {info.filename} is not stored")
+                    if info.header_offset + 30 + len(info.filename) + info.compress_size > size:
+                        raise CacheCorrupt(f"member {info.filename} runs past the end of the file")
+                with archive.open("meta.npy") as member:
+                    meta = json.loads(bytes(np.lib.format.read_array(member, allow_pickle=False)).decode())
+        except CacheCorrupt:
+            raise
+        except DAMAGED_ENTRY_ERRORS as exc:
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            raise CacheCorrupt(f"{type(exc).__name__}: {text}"[:200]) from None
+    blocks, shapes, exponents = _checked_meta(meta, key, extra)
+    item_size = _ITEM_SIZES.get(meta.get("precision"))
+    if item_size is None:
+        raise CacheCorrupt("metadata lacks its precision")
+    for index in range(blocks):
+        for name in _entry_names(extra):
+            label = f"b{index}_{name}"
+            info, shape = members.get(f"{label}.npy"), shapes.get(label)
+            if info is None:
+                raise CacheCorrupt(f"{label} is missing")
+            if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+                raise CacheCorrupt(f"{label} has no shape in the metadata")
+            if not isinstance(exponents.get(label), int):
+                raise CacheCorrupt(f"{label} has no scale exponent")
+            header = info.file_size - math.prod(shape) * item_size  # .npy headers are padded to 16 bytes
+            if header < 16 or header % 16 or header > 65536:
+                raise CacheCorrupt(f"{label} does not hold the {shape} array the metadata gives")
+    if not blocks:
+        raise CacheCorrupt("entry holds no blocks")
 
 
 def _entry_names(extra: str | None) -> tuple[str, ...]:
@@ -257,15 +322,20 @@ def decode_entry(source: Path | bytes, key: str, encoded: bool = False, mapped: 
     return [{name: decode_array(*pair) for name, pair in arrays.items()} for arrays in stored]
 
 
-def _read_archive(archive, key: str, extra: str | None = None) -> list[dict[str, tuple[np.ndarray, int]]]:
-    """Each block's stored arrays and scale exponents, checked against the metadata record."""
-    meta = json.loads(bytes(archive["meta"]).decode())
+def _checked_meta(meta, key: str, extra: str | None) -> tuple[int, dict, dict]:
+    """(block count, shapes, exponents) of an entry's metadata record, checked against ``key`` and ``extra``."""
     if not isinstance(meta, dict) or meta.get("key") != key or meta.get("version") != STATS_VERSION \
             or meta.get("extra") != extra:
         raise CacheCorrupt("metadata does not match its key")
     blocks, shapes, exponents = meta.get("blocks"), meta.get("shapes"), meta.get("exponents")
     if not isinstance(blocks, int) or not isinstance(shapes, dict) or not isinstance(exponents, dict):
         raise CacheCorrupt("metadata lacks its block count, shapes or exponents")
+    return blocks, shapes, exponents
+
+
+def _read_archive(archive, key: str, extra: str | None = None) -> list[dict[str, tuple[np.ndarray, int]]]:
+    """Each block's stored arrays and scale exponents, checked against the metadata record."""
+    blocks, shapes, exponents = _checked_meta(json.loads(bytes(archive["meta"]).decode()), key, extra)
     stored = []
     for index in range(blocks):
         arrays = {}
@@ -282,5 +352,5 @@ def _read_archive(archive, key: str, extra: str | None = None) -> list[dict[str,
 
 
 __all__ = ["DAMAGED_ENTRY_ERRORS", "PRECISIONS", "STATS_VERSION", "ZIP_MAGIC", "CacheCorrupt", "EncodedBlock",
-           "MappedArchive", "decode_array", "decode_array_numpy", "decode_entry", "encode_array", "encode_entry",
+           "MappedArchive", "check_entry", "decode_array", "decode_array_numpy", "decode_entry", "encode_array", "encode_entry",
            "merge_blocks"]

@@ -65,10 +65,16 @@ class UnknownDescriptors(ValueError):
     """An architecture descriptor this proxy needs that cannot be read from the model."""
 
 
+class MissingStatistic(ValueError):
+    """A statistic this proxy reads that the model's pass does not give (a weight its forward does not use)."""
+
+
 #: The spread statistics (``collect(..., spread=True)``): the layer paths whose per-sample
 #: weight gradients they spread, and the hidden activation's and its gradient's.
 SPREAD_NAMES = ("S1g", "S2g", "S3g", "S4", "S4g")
 _SPREAD_LAYERS = {"S1g": ("attn", "qkv"), "S2g": ("attn", "proj"), "S3g": ("mlp", "fc1")}
+#: The weights the statistics read (F1 and F1g from attn.qkv's, ...).
+_WEIGHT_LAYERS = {"F1": ("attn", "qkv"), "F2": ("attn", "proj"), "F3": ("mlp", "fc1")}
 
 
 def batch_spread(values):
@@ -302,8 +308,25 @@ def _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head
     return values
 
 
+def _enable_weight_gradients(blocks):
+    """Make the weights the statistics read require gradients; the ones that did not, to be restored after."""
+    enabled = []
+    for _, block in blocks:
+        for path in _WEIGHT_LAYERS.values():
+            weight = _linear_weight(block, path)
+            if weight.is_leaf and not weight.requires_grad and all(weight is not w for w in enabled):
+                weight.requires_grad_(True)
+                enabled.append(weight)
+    return enabled
+
+
+def _missing(needs, name):
+    """Whether statistic ``name`` may be left out of a block's statistics (``needs``: see :func:`collect`)."""
+    return needs is not None and name not in needs
+
+
 def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, head_classes=100, names=(),
-            spread=False):
+            spread=False, needs=None):
     """One forward/backward pass: (per-block statistics, the descriptors ``names``).
 
     ``loss_fn(outputs, targets)`` defaults to cross-entropy. ``train`` True or False puts
@@ -313,8 +336,26 @@ def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, 
     counted with (None: the model's own). The pass leaves the gradients in ``.grad``.
     ``spread``: each block's statistics also hold :data:`SPREAD_NAMES` (see the module
     docstring), from the same pass.
+
+    The weights the statistics read get gradients whatever their ``requires_grad`` (a
+    frozen weight is made to require one for the pass, then frozen again, its ``.grad``
+    None as before). A statistic the pass cannot give (a weight the forward does not use)
+    raises :class:`MissingStatistic` naming the block and the weight when it is in
+    ``needs`` (the statistics a proxy reads; None: all of them), and is left out of the
+    block's statistics otherwise.
     """
     blocks = find_blocks(model)
+    enabled = _enable_weight_gradients(blocks)
+    try:
+        return _collect(model, blocks, inputs, targets, loss_fn, train, descriptors, head_classes, names, spread,
+                        needs)
+    finally:
+        for weight in enabled:
+            weight.requires_grad_(False)
+            weight.grad = None
+
+
+def _collect(model, blocks, inputs, targets, loss_fn, train, descriptors, head_classes, names, spread, needs):
     given = _given_descriptors(descriptors)
     missing = [name for name in names if name not in given]
     sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
@@ -323,10 +364,10 @@ def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, 
     hidden = [None] * len(blocks)
 
     def keep(index, value):
-        if not isinstance(value, torch.Tensor) or not value.requires_grad:
-            raise NoTransformerBlocks(f"block {blocks[index][0]}: the MLP hidden activation has no gradient")
-        value.retain_grad()
-        hidden[index] = value
+        if isinstance(value, torch.Tensor):
+            if value.requires_grad:
+                value.retain_grad()
+            hidden[index] = value
 
     handles = []
     for index, (_, block) in enumerate(blocks):
@@ -361,40 +402,65 @@ def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, 
             sampled.remove()
         for module, mode in modes.items():
             module.training = mode
-    stats = []
-    for (name, block), act in zip(blocks, hidden):
-        if act is None or act.grad is None:
-            raise NoTransformerBlocks(f"block {name}: no MLP hidden activation or gradient was seen in the pass")
-        stats.append({
-            "F1": block.attn.qkv.weight.detach().clone(),
-            "F1g": block.attn.qkv.weight.grad.detach().clone(),
-            "F2": block.attn.proj.weight.detach().clone(),
-            "F2g": block.attn.proj.weight.grad.detach().clone(),
-            "F3": block.mlp.fc1.weight.detach().clone(),
-            "F3g": block.mlp.fc1.weight.grad.detach().clone(),
-            "F4": act.detach().mean(dim=0),
-            "F4g": act.grad.detach().mean(dim=0),
-        })
+    stats = [_block_stats(name, block, act, needs) for (name, block), act in zip(blocks, hidden)]
     if spread:
-        _add_spreads(stats, blocks, hidden, sampled)
+        _add_spreads(stats, blocks, hidden, sampled, needs)
     values = _descriptor_values(model, blocks, names, given, meter, inputs, outputs, head_classes)
     return stats, values
 
 
-def _add_spreads(stats, blocks, hidden, sampled):
-    """Put :data:`SPREAD_NAMES` into each block's statistics (``sampled``: the blocks' layers in order)."""
+def _block_stats(name, block, act, needs):
+    """The eight statistics of one block after the pass, less those it cannot give and ``needs`` lacks."""
+    stats = {}
+    for stat, path in _WEIGHT_LAYERS.items():
+        weight = _linear_weight(block, path)
+        stats[stat] = weight.detach().clone()
+        if weight.grad is not None:
+            stats[f"{stat}g"] = weight.grad.detach().clone()
+        elif not _missing(needs, f"{stat}g"):
+            raise MissingStatistic(
+                f"{_weight_name(name, path)} has no gradient after the pass (the model's forward does not use it), "
+                f"so this proxy's {stat}g cannot be read")
+    for stat, value in (("F4", act), ("F4g", None if act is None else act.grad)):
+        if value is not None:
+            stats[stat] = value.detach().mean(dim=0)
+        elif not _missing(needs, stat):
+            raise MissingStatistic(_hidden_problem(name, block, act, stat))
+    return stats
+
+
+def _weight_name(block_name, path):
+    return ".".join((block_name, *path, "weight") if block_name else (*path, "weight"))
+
+
+def _hidden_problem(name, block, act, stat):
+    where = "mlp.act's output" if isinstance(getattr(block.mlp, "act", None), torch.nn.Module) else "mlp.fc2's input"
+    what = ("was not seen in the pass" if act is None
+            else "has no gradient after the pass (the loss does not depend on it)")
+    return (f"block {name or 'the model itself'}: the MLP hidden activation ({where}) {what}, "
+            f"so this proxy's {stat} cannot be read")
+
+
+def _add_spreads(stats, blocks, hidden, sampled, needs=None):
+    """Put :data:`SPREAD_NAMES` into each block's statistics (``sampled``: the blocks' layers in order),
+    less those the pass cannot give and ``needs`` lacks (see :func:`collect`)."""
     if sampled.problem:
         raise NoTransformerBlocks(f"the per-sample spread cannot be read: {sampled.problem}")
     layers_per_block = len(_SPREAD_LAYERS)
-    for index, ((name, _), act, block_stats) in enumerate(zip(blocks, hidden, stats)):
+    for index, ((name, block), act, block_stats) in enumerate(zip(blocks, hidden, stats)):
         for offset, stat in enumerate(_SPREAD_LAYERS):
             value = sampled.spreads[index * layers_per_block + offset]
-            if value is None:
-                raise NoTransformerBlocks(f"block {name}: no gradient reached {'.'.join(_SPREAD_LAYERS[stat])} "
-                                          "in the pass, so its per-sample spread is unknown")
-            block_stats[stat] = value
-        block_stats["S4"] = batch_spread(act.detach())
-        block_stats["S4g"] = batch_spread(act.grad.detach())
+            if value is not None:
+                block_stats[stat] = value
+            elif not _missing(needs, stat):
+                raise MissingStatistic(
+                    f"{_weight_name(name, _SPREAD_LAYERS[stat])} has no gradient after the pass (the model's "
+                    f"forward does not use it), so this proxy's {stat} cannot be read")
+        for stat, value in (("S4", act), ("S4g", None if act is None else act.grad)):
+            if value is not None:
+                block_stats[stat] = batch_spread(value.detach())
+            elif not _missing(needs, stat):
+                raise MissingStatistic(_hidden_problem(name, block, act, stat))
 
 
 def block_statistics(model, inputs, targets, loss_fn=None, train=True, spread=False):

@@ -24,7 +24,8 @@ import datetime as _dt
 from autoprox.core.errors import ExportError
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import genome_to_string, op_name
-from autoprox.networks.runtime import DESCRIPTOR_NAMES
+from autoprox.networks.runtime import DESCRIPTOR_NAMES, SPREAD_NAMES
+from autoprox.networks.statistics import STAT_NAMES
 from autoprox.proxies.ensemble import JOINT, EnsembleProxy
 from autoprox.proxies.proxy import resolve_proxy
 from autoprox.proxies.scorers import ARCHITECTURE_PROXIES
@@ -35,6 +36,7 @@ from autoprox.reports.export import (
     runtime_source,
     used_descriptors,
     used_primitives,
+    used_statistics,
 )
 
 #: Architecture proxies as the runtime's descriptors.
@@ -81,7 +83,8 @@ def scores(model, inputs, targets, loss_fn=None, train=True, descriptors=None, h
     reference, weighted and summed. ``loss_fn``, ``train``, ``descriptors`` and ``head_classes``
     as in a genome's exported ``score``; the statistics' class count is the model's own head
     (the references were scored with CLASSES classes)."""
-    stats, values = collect(model, inputs, targets, loss_fn, train, descriptors, head_classes, DESCRIPTORS)
+    stats, values = collect(model, inputs, targets, loss_fn, train, descriptors, head_classes, DESCRIPTORS,
+                            spread=any(name in SPREAD_NAMES for name in STATISTICS), needs=STATISTICS)
     raw = {}
     out = {}
     for target, members in MEMBERS.items():
@@ -126,7 +129,7 @@ def ensemble_export_source(ensemble: EnsembleProxy, date: str | None = None) -> 
     from autoprox.primitives import PRIMITIVES, export_preamble
 
     trees, functions, needed, aggregations, primitive_names, classes = {}, [], set(), [], set(), set()
-    members = {}
+    members, statistics = {}, set()
     for key, items in ensemble.members.items():
         rows = []
         for item in items:
@@ -159,6 +162,7 @@ def ensemble_export_source(ensemble: EnsembleProxy, date: str | None = None) -> 
                     needed.update(descriptors)
                     aggregations.append(aggregation)
                     primitive_names.update(used_primitives(proxy.genome))
+                    statistics.update(used_statistics(proxy.genome))
                 row |= {"kind": "genome", "genome": trees[text]}
                 classes.add(item.classes)
             rows.append(row)
@@ -181,6 +185,8 @@ def ensemble_export_source(ensemble: EnsembleProxy, date: str | None = None) -> 
         *(PRIMITIVES[name].source for name in PRIMITIVES if name in primitive_names),
         *(AGGREGATION_REGISTRY[name].source.strip("\n") for name in dict.fromkeys(aggregations)),
         f"#: The descriptors read from the model.\nDESCRIPTORS = {tuple(d for d in DESCRIPTOR_NAMES if d in needed)!r}",
+        f"#: The per-block statistics the genome members read.\n"
+        f"STATISTICS = {tuple(n for n in (*STAT_NAMES, *SPREAD_NAMES) if n in statistics)!r}",
         f"#: The statistics' class count the genome members' references were scored with.\n"
         f"CLASSES = {sorted(classes)!r}",
         f"#: Members per target ('*': every target): kind, weight, sorted reference and what they read.\n"

@@ -253,11 +253,16 @@ def score(model, inputs, targets, loss_fn=None, train=True, descriptors=None, he
 
     __DESCRIPTOR_DOC__
 
+    The weights the statistics (STATISTICS) come from get gradients whatever their
+    ``requires_grad`` (a frozen one is unfrozen for the pass, then frozen again).
+
     Raises InvalidResult when the proxy is NaN or inf on this model,
-    NoTransformerBlocks when the model has no block to read, UnknownDescriptors when
-    a descriptor the proxy needs can neither be read nor was given.
+    NoTransformerBlocks when the model has no block to read, MissingStatistic when a
+    statistic the proxy reads cannot be had (a weight the model's forward does not use),
+    UnknownDescriptors when a descriptor the proxy needs can neither be read nor was given.
     """
-    stats, values = collect(model, inputs, targets, loss_fn, train, descriptors, head_classes, DESCRIPTORS__SPREAD__)
+    stats, values = collect(model, inputs, targets, loss_fn, train, descriptors, head_classes, DESCRIPTORS__SPREAD__,
+                            needs=STATISTICS)
     return score_statistics(stats, terminal_values(values) if ARCH_TERMINALS else None)
 '''
 
@@ -285,6 +290,12 @@ def used_descriptors(tree: gp.PrimitiveTree) -> tuple[tuple[str, ...], tuple[str
     descriptors = tuple(d for d in DESCRIPTORS if f"{TERMINAL_PREFIX}{d}" in terminals
                         or f"{TERMINAL_PREFIX}log_{d}" in terminals)
     return terminals, descriptors
+
+
+def used_statistics(tree: gp.PrimitiveTree) -> tuple[str, ...]:
+    """The per-block statistics (F1 ... F4g and the spread ones) a genome reads, in table order."""
+    names = {node.name for node in tree if isinstance(node, gp.Terminal)}
+    return tuple(name for name in (*STAT_NAMES, *SPREAD_NAMES) if name in names)
 
 
 def export_source(genome, formula: Formula, info: ExportInfo | None = None, date: str | None = None) -> str:
@@ -323,6 +334,7 @@ def export_source(genome, formula: Formula, info: ExportInfo | None = None, date
         f"#: How the per-block values become the score (see aggregate).\nAGGREGATION = {aggregation!r}",
         f"#: The architecture-level terminals this proxy reads, and the descriptors behind them.\n"
         f"ARCH_TERMINALS = {terminals!r}\nDESCRIPTORS = {descriptors!r}",
+        f"#: The per-block statistics this proxy reads.\nSTATISTICS = {used_statistics(tree)!r}",
         runtime_source(),
         functions,
     ]

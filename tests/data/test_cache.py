@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import warnings
 
 import numpy as np
@@ -222,6 +223,61 @@ def test_entry_under_another_key_is_rejected(pit_entry, pit_request, pit_small, 
     with pytest.warns(UserWarning, match="metadata does not match its key"):
         assert cache.load(other) is None
     assert not target.exists()
+
+
+def test_check_entry_passes_a_good_entry_and_finds_any_truncation_or_foreign_bytes(pit_entry, pit_request):
+    """What ``cache build`` checks of an entry it counts as cached, without reading the arrays."""
+    cache, path, _ = pit_entry
+    data = path.read_bytes()
+    assert cache.damaged(pit_request) == []
+    for cut in sorted({1, 100, len(data) // 3, len(data) // 2, len(data) - 30, len(data) - 1}):
+        path.write_bytes(data[:cut])
+        assert len(problems := cache.damaged(pit_request)) == 1 and path.name in problems[0], cut
+    for foreign in (b"garbage\n", b"", np.random.default_rng(0).bytes(5000)):
+        path.write_bytes(foreign)
+        assert "corrupt cache entry" in cache.damaged(pit_request)[0]
+    path.write_bytes(data)
+    assert cache.damaged(pit_request) == []
+
+
+def test_cache_build_replaces_damaged_entries_and_says_how_many(pit_small, tmp_path, capsys):
+    """It counted a truncated or garbage entry as 'already cached' and left it for the next search."""
+    bench = written_jsonl(tmp_path / "pit3.jsonl", entries_of(pit_small, [0, 1, 2]))
+    command = ["cache", "build", "--bench", bench, "--batch-size", "2", "--cache-dir", tmp_path / "cache",
+               "--workers", "1", "--targets", "c100_kd"]
+    code, out, _ = run_cli(capsys, *command)
+    assert code == 0 and "3 computed" in out
+    paths = sorted((tmp_path / "cache").rglob("*.npz"))
+    good = {path: path.read_bytes() for path in paths}
+    paths[0].write_bytes(good[paths[0]][:100])
+    paths[1].write_bytes(b"garbage\n")
+    code, out, err = run_cli(capsys, *command)
+    assert code == 0
+    assert out.strip().endswith(": 2 computed (" + out.split("computed (")[1].split(")")[0] + "), 2 of them replacing "
+                                "corrupt entries, 1 already cached")
+    warnings = warning_lines(err)
+    assert len(warnings) == 2 and all("corrupt cache entry" in w and "; recomputing" in w for w in warnings)
+    assert {paths[0].name, paths[1].name} == {w.split("corrupt cache entry ")[1].split(" ")[0] for w in warnings}
+    assert {path: path.read_bytes() for path in paths} == good  # recomputed as they were
+    code, out, err = run_cli(capsys, *command)
+    assert code == 0 and out.strip().endswith(": 0 computed, 3 already cached") and not warning_lines(err)
+
+
+def _resident_file_kib() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("RssFile:"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_mapped_entries_hold_no_resident_pages_until_read(pit_entry, pit_request):
+    """``report`` maps every entry of a run's split: the CRC check read all their pages, which stayed resident
+    (2.3 GB for a 100-architecture PiT run's page); now only what a statistic reads is."""
+    cache, path, stats = pit_entry
+    size_kib = path.stat().st_size // 1024
+    before = _resident_file_kib()
+    held = [cache.load(pit_request, encoded=True, mapped=True) for _ in range(8)]
+    assert _resident_file_kib() - before < 2 * size_kib, "eight mapped entries keep their pages resident"
+    assert _same([{n: block[n] for n in STAT_NAMES} for block in held[-1]], stats)  # and read the same
 
 
 # --- atomic writes ------------------------------------------------------------------------

@@ -144,3 +144,56 @@ def test_skipped_blocks_are_warned_about_naming_how_many():
 def test_a_model_whose_blocks_all_match_gives_no_warning(af_small, recwarn):
     runtime.find_blocks(build_model(af_small.archs[0]))
     assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+
+
+def _frozen_pass(model, images, labels, freeze):
+    freeze(model)
+    flags = [p.requires_grad for p in model.parameters()]
+    with torch_threads(1):
+        stats = runtime.block_statistics(model, images, labels, spread=True)
+    assert [p.requires_grad for p in model.parameters()] == flags, "requires_grad is restored"
+    assert all(p.grad is None for p in model.parameters() if not p.requires_grad), "a frozen weight keeps no .grad"
+    return stats
+
+
+def test_frozen_weights_give_the_statistics_of_trainable_ones(pit_small):
+    """A partly or wholly frozen ViT (a fine-tuning setup) gets the gradients of the weights the statistics read
+    for the pass, the same numbers as unfrozen, and is left frozen (was: AttributeError on a None .grad)."""
+    arch = pit_small.archs[0]
+    images, labels = make_batch(InputSpec("gaussian", 2), 100, 1)
+    passes = [_frozen_pass(build_model(arch, num_classes=100, seed=0), images, labels, freeze) for freeze in (
+        lambda model: None,
+        lambda model: transformer_blocks(model)[0].attn.qkv.weight.requires_grad_(False),
+        lambda model: model.requires_grad_(False))]
+    for stats in passes[1:]:  # the same numbers, to rounding (a frozen bias changes how a Linear's backward sums)
+        assert len(stats) == len(passes[0])
+        for ours, theirs in zip(passes[0], stats):
+            assert ours.keys() == theirs.keys()
+            for name in ours:
+                torch.testing.assert_close(theirs[name], ours[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+class _NoAttention(_ConViTLike):
+    """Blocks with timm's names whose forward skips attention: attn.qkv and attn.proj get no gradient."""
+
+    def __init__(self, dim=8):
+        super().__init__(dim)
+        for block in self.blocks:
+            block.attn = _Attention(dim)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + block.mlp(x)
+        return self.head(x.mean(dim=1))
+
+
+def test_a_statistic_the_pass_cannot_give_is_an_error_only_where_it_is_needed():
+    model, inputs, targets = _NoAttention(), torch.randn(2, 5, 8), torch.tensor([0, 2])
+    with pytest.raises(runtime.MissingStatistic, match=r"^blocks\.0\.attn\.qkv\.weight has no gradient after the "
+                                                       r"pass \(the model's forward does not use it\), so this "
+                                                       r"proxy's F1g cannot be read$"):
+        runtime.block_statistics(model, inputs, targets)
+    with pytest.raises(runtime.MissingStatistic, match=r"^blocks\.0\.attn\.proj\.weight .* S2g cannot be read$"):
+        runtime.collect(model, inputs, targets, spread=True, needs={"F3g", "S2g"})
+    stats, _ = runtime.collect(model, inputs, targets, spread=True, needs={"F1", "F3g", "F4g", "S3g"})
+    assert {"F1", "F2", "F3", "F3g", "F4", "F4g", "S3g", "S4", "S4g"} == set(stats[0]) == set(stats[2])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -239,6 +240,40 @@ def test_blocks_are_found_by_timm_names_with_or_without_mlp_act(exported):
     assert not with_act.training, "the model's mode is restored"
     stats = module.block_statistics(with_act, inputs, targets)
     assert stats[0]["F4"].shape == (5, 16) and stats[0]["F1"].shape == (24, 8)
+
+
+class _NoAttentionViT(_TinyViT):
+    """Blocks with timm's names whose forward skips attention: attn.qkv's weight gets no gradient."""
+
+    def forward(self, x):
+        x = self.embed(x)
+        for block in self.blocks:
+            x = x + block.mlp(x)
+        return self.head(x.mean(dim=1))
+
+
+def test_a_frozen_model_is_scored_as_a_trainable_one_and_left_frozen(exported):
+    """A fine-tuning setup freezes weights; the proxy still reads their gradients (was: AttributeError)."""
+    module = _load(exported["autoprox_a_like"])  # reads F1g and F3g
+    assert module.STATISTICS == ("F1g", "F3g")
+    torch.manual_seed(0)
+    model = _TinyViT(with_act=True)
+    inputs, targets = torch.randn(2, 5, 4), torch.tensor([0, 2])
+    expected = module.score(model, inputs, targets)
+    model.blocks[0].attn.qkv.weight.requires_grad_(False)
+    assert module.score(model, inputs, targets) == pytest.approx(expected, rel=1e-5)
+    model.requires_grad_(False)
+    assert module.score(model, inputs, targets) == pytest.approx(expected, rel=1e-5)
+    assert not any(p.requires_grad or p.grad is not None for p in model.parameters())
+
+
+def test_a_weight_the_forward_does_not_use_fails_only_a_proxy_that_reads_its_gradient(exported):
+    torch.manual_seed(0)
+    model, inputs, targets = _NoAttentionViT(with_act=True), torch.randn(2, 5, 4), torch.tensor([0, 2])
+    assert math.isfinite(_load(exported["published"]).score(model, inputs, targets))  # F2 and F4g
+    module = _load(exported["autoprox_a_like"])
+    with pytest.raises(module.MissingStatistic, match=r"^blocks\.0\.attn\.qkv\.weight has no gradient .* F1g "):
+        module.score(model, inputs, targets)
 
 
 def test_a_model_without_transformer_blocks_is_refused_clearly(exported):
