@@ -91,6 +91,12 @@ def paired_bootstrap(scores_a: Sequence[float], scores_b: Sequence[float], accur
 
 
 
+def kendall_null_sd(n: int) -> float:
+    """The standard deviation of Kendall's tau over ``n`` pairs of independent values (no ties),
+    sqrt(2(2n+5) / (9n(n-1))); NaN for fewer than two."""
+    return math.sqrt(2 * (2 * n + 5) / (9 * n * (n - 1))) if n > 1 else float("nan")
+
+
 def kendall(x: Sequence[float], y: Sequence[float]) -> float:
     """Kendall tau-b; NaN when either side is constant or has fewer than 2 values."""
     x = np.asarray(x, dtype=np.float64)

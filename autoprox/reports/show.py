@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from autoprox.core.errors import ConfigError
+from autoprox.core.correlation import kendall_null_sd
 from autoprox.core.numbers import format_float
 from autoprox.genome.tree import InvalidProxy, canonical_string, parse_genome, uses_spread_terminals
 from autoprox.core.errors import GenomeError
@@ -109,9 +110,9 @@ def _heading_lines(run: RunDirectory, config: Mapping, hall, best: Mapping | Non
     verdict = params_verdict(best) if best else None
     if verdict:
         lines.append(f"best.json: {verdict}")
-        small = small_test_note(best)
-        if small:
-            lines.append(f"best.json: {small}")
+    small = small_test_note(best) if best else None
+    if small:
+        lines.append(f"best.json: {small}")
     deferred = best.get("test") if best else None
     if isinstance(deferred, Mapping) and str(deferred.get("none", "")).startswith("not computed"):
         lines.append(f"test figures {deferred['none']}")
@@ -272,12 +273,6 @@ def params_verdict(report: Mapping) -> str | None:
 SMALL_TEST_SPLIT = 20
 
 
-def kendall_sd(n: int) -> float:
-    """The standard deviation of Kendall's tau over ``n`` architectures under no correlation,
-    sqrt(2(2n+5) / (9n(n-1)))."""
-    return math.sqrt(2 * (2 * n + 5) / (9 * n * (n - 1))) if n > 1 else float("nan")
-
-
 def small_test_note(report: Mapping) -> str | None:
     """One line when a run's test split (for a run of several benchmarks, the smallest one's) holds fewer than
     :data:`SMALL_TEST_SPLIT` architectures, so that its test figures mean little; None otherwise or without a
@@ -296,7 +291,7 @@ def small_test_note(report: Mapping) -> str | None:
         return None
     where = f"{space}'s test split" if isinstance(split, list) and space else "the test split"
     return (f"{where} holds {n} architectures (fewer than {SMALL_TEST_SPLIT}): a Kendall over {n} has a standard "
-            f"deviation of about {kendall_sd(n):.2f} (sqrt(2(2n+5)/(9n(n-1)))), so the test figures mean little; "
+            f"deviation of about {kendall_null_sd(n):.2f} (sqrt(2(2n+5)/(9n(n-1)))), so the test figures mean little; "
             "a benchmark of more architectures judges the proxy")
 
 

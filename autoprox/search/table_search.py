@@ -29,6 +29,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 from scipy.stats import kendalltau
 
+from autoprox.core.correlation import kendall_null_sd
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.genome.rank_formula import Node, RankFormula
 from autoprox.genome.weighted import WeightedFormula, WeightedGenome, WeightedSpace, parse_weighted
@@ -337,10 +338,10 @@ def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
 
 def chance_p_value(tau: float, rows: int) -> float:
     """The one-sided p-value of a Kendall tau at least ``tau`` between ``rows`` pairs of independent values: the
-    normal approximation of its null distribution, ``z = 3 tau sqrt(n (n - 1) / (2 (2n + 5)))`` (no ties)."""
+    normal approximation of its null distribution, ``z = tau / kendall_null_sd(n)`` (no ties)."""
     if rows < 2 or not math.isfinite(tau):
         return 1.0
-    return 0.5 * math.erfc(3.0 * tau * math.sqrt(rows * (rows - 1) / (2.0 * (2 * rows + 5))) / math.sqrt(2.0))
+    return 0.5 * math.erfc(tau / kendall_null_sd(rows) / math.sqrt(2.0))
 
 
 def held_out_signal(choice: CapChoice, out_of_bag_kendall: float, rows: int) -> tuple[str, float, float]:
