@@ -120,6 +120,13 @@ def _check_folder(root: Path) -> None:
                              "give --cache-dir a folder")
 
 
+def _problem(path: Path, error: Exception) -> str:
+    """Why the entry at ``path`` cannot be used: corrupt (:class:`CacheCorrupt`) or unreadable (an OSError)."""
+    if isinstance(error, CacheCorrupt):
+        return f"corrupt cache entry {path.name} ({error})"
+    return f"unreadable cache entry {path.name} ({getattr(error, 'strerror', None) or error})"
+
+
 class StatisticsCache:
     """Statistics on disk under ``root/<space>/<key[:2]>/<key>.npz``."""
 
@@ -145,33 +152,29 @@ class StatisticsCache:
         """Whether every entry ``request`` reads is on disk (the eight's and each extra set's)."""
         return all(self.path(request, extra).is_file() for extra in (None, *request.extras))
 
-    def damaged(self, request: StatsRequest) -> list[str]:
-        """Why each of ``request``'s entries on disk is damaged (none: an empty list), found cheaply by
+    def damaged(self, request: StatsRequest) -> list[tuple[Path, str]]:
+        """Each of ``request``'s entries on disk that is damaged, and why (none: an empty list), found cheaply by
         :func:`~autoprox.data.entries.check_entry` (the zip directory, the metadata and the arrays' headers;
         the arrays' CRCs are checked when an entry is read)."""
-        problems = []
+        found = []
         for extra in (None, *request.extras):
             path = self.path(request, extra)
-            if not path.is_file():
-                continue
-            try:
-                check_entry(path, self.key(request, extra), extra)
-            except CacheCorrupt as exc:
-                problems.append(f"corrupt cache entry {path.name} ({exc})")
-            except OSError as exc:
-                problems.append(f"unreadable cache entry {path.name} ({exc.strerror or exc})")
-        return problems
+            if path.is_file():
+                try:
+                    check_entry(path, self.key(request, extra), extra)
+                except (CacheCorrupt, OSError) as exc:
+                    found.append((path, _problem(path, exc)))
+        return found
 
-    def discard_damaged(self, request: StatsRequest) -> list[str]:
+    def discard_damaged(self, request: StatsRequest) -> tuple[list[str], list[str]]:
         """Remove ``request``'s damaged entries (:meth:`damaged`), so that they are computed again; returns why
-        each was damaged (an entry a read-only cache cannot remove stays, and is recomputed where it is read)."""
-        problems = self.damaged(request)
-        if problems:
-            for extra in (None, *request.extras):
-                path = self.path(request, extra)
-                if any(path.name in problem for problem in problems):
-                    self._discard(path)
-        return problems
+        each removed one was damaged, and why each one that could not be removed (a read-only cache) is; those
+        stay, and are recomputed in memory where they are read."""
+        removed, kept = [], []
+        for path, problem in self.damaged(request):
+            self._discard(path)
+            (kept if path.exists() else removed).append(problem)
+        return removed, kept
 
     def _read(self, request: StatsRequest, encoded: bool = False, mapped: bool = False,
               extra: str | None = None) -> tuple[list[BlockStats] | None, str]:
@@ -182,10 +185,8 @@ class StatisticsCache:
             return None, ""
         try:
             return decode_entry(path, self.key(request, extra), encoded, mapped, extra), ""
-        except CacheCorrupt as exc:
-            return None, f"corrupt cache entry {path.name} ({exc})"
-        except OSError as exc:  # unreadable (permissions, I/O error): treat as missing
-            return None, f"unreadable cache entry {path.name} ({exc.strerror or exc})"
+        except (CacheCorrupt, OSError) as exc:  # unreadable (permissions, I/O error): treat as missing
+            return None, _problem(path, exc)
 
     def _load_entry(self, request, extra, encoded, mapped, stacklevel: int) -> list[BlockStats] | None:
         stats, problem = self._read(request, encoded, mapped, extra)
@@ -381,10 +382,10 @@ def build_cache(cache: StatisticsCache, requests: Sequence[StatsRequest], worker
     """
     replaced = 0
     for request in requests:
-        problems = cache.discard_damaged(request)
-        for problem in problems:
+        removed, _ = cache.discard_damaged(request)  # one a read-only cache keeps is named where it is read
+        for problem in removed:
             warnings.warn(f"{problem}; recomputing", CacheWarning, stacklevel=2)
-        replaced += bool(problems)
+        replaced += bool(removed)
     missing = [r for r in requests if not cache.contains(r)]
     done = len(requests) - len(missing)
     if progress:

@@ -232,10 +232,11 @@ def test_check_entry_passes_a_good_entry_and_finds_any_truncation_or_foreign_byt
     assert cache.damaged(pit_request) == []
     for cut in sorted({1, 100, len(data) // 3, len(data) // 2, len(data) - 30, len(data) - 1}):
         path.write_bytes(data[:cut])
-        assert len(problems := cache.damaged(pit_request)) == 1 and path.name in problems[0], cut
+        assert len(problems := cache.damaged(pit_request)) == 1 and problems[0][0] == path, cut
+        assert path.name in problems[0][1], cut
     for foreign in (b"garbage\n", b"", np.random.default_rng(0).bytes(5000)):
         path.write_bytes(foreign)
-        assert "corrupt cache entry" in cache.damaged(pit_request)[0]
+        assert "corrupt cache entry" in cache.damaged(pit_request)[0][1]
     path.write_bytes(data)
     assert cache.damaged(pit_request) == []
 
@@ -263,6 +264,24 @@ def test_cache_build_replaces_damaged_entries_and_says_how_many(pit_small, tmp_p
     assert code == 0 and out.strip().endswith(": 0 computed, 3 already cached") and not warning_lines(err)
 
 
+def test_cache_build_on_a_cache_it_cannot_write_counts_a_damaged_entry_it_keeps_as_not_replaced(
+        pit_entry, pit_request, monkeypatch):
+    """It warned 'recomputing' and counted the entry as replaced, then as already cached, computing nothing; such an
+    entry is named once, where it is read (a read-only cache's one warning)."""
+    import warnings as _warnings
+
+    from autoprox.data.cache import build_cache
+
+    cache, path, _ = pit_entry
+    path.write_bytes(b"garbage\n")
+    monkeypatch.setattr(type(cache), "_discard", staticmethod(lambda path: None))  # as a read-only folder refuses
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        counts = build_cache(cache, [pit_request], workers=1)
+    lines = [str(w.message) for w in caught]
+    assert counts["replaced"] == 0 and not any("recomputing" in line for line in lines), lines
+
+
 def _resident_file_kib() -> int:
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("RssFile:"))
@@ -274,8 +293,9 @@ def test_mapped_entries_hold_no_resident_pages_until_read(pit_entry, pit_request
     (2.3 GB for a 100-architecture PiT run's page); now only what a statistic reads is."""
     cache, path, stats = pit_entry
     size_kib = path.stat().st_size // 1024
+    held = [cache.load(pit_request, encoded=True, mapped=True)]  # what a first load maps besides (a library) first
     before = _resident_file_kib()
-    held = [cache.load(pit_request, encoded=True, mapped=True) for _ in range(8)]
+    held += [cache.load(pit_request, encoded=True, mapped=True) for _ in range(8)]
     assert _resident_file_kib() - before < 2 * size_kib, "eight mapped entries keep their pages resident"
     assert _same([{n: block[n] for n in STAT_NAMES} for block in held[-1]], stats)  # and read the same
 
