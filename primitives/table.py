@@ -366,6 +366,8 @@ def same_definition(held: Primitive, new: Primitive) -> bool:
         return True
     if held.torch_function is None or new.torch_function is None:
         return False
+    if not _same_captures(held.torch_function, new.torch_function):
+        return False
     typing = ("op_id", "name", "arity", "kind", "output_kind", "named", "fast", "export_source")
     if any(getattr(held, a) != getattr(new, a) for a in typing) or dict(held.not_generated) != dict(new.not_generated):
         return False
@@ -375,6 +377,21 @@ def same_definition(held: Primitive, new: Primitive) -> bool:
         if before != after and sympy.simplify(before - after) != 0:
             return False
     return True
+
+
+def _same_captures(held: Callable[..., object], new: Callable[..., object]) -> bool:
+    """Whether two functions of the same source compute alike: the same code, defaults and closure values (a
+    cell run again after a captured constant changed is another definition). A value that cannot be compared
+    counts as different."""
+    def captured(function) -> tuple:
+        cells = tuple(cell.cell_contents for cell in (getattr(function, "__closure__", None) or ()))
+        return (getattr(function, "__code__", None), getattr(function, "__defaults__", None),
+                getattr(function, "__kwdefaults__", None), cells)
+
+    try:
+        return bool(captured(held) == captured(new))
+    except Exception:  # an array-like default or closure value: == gives no truth value
+        return False
 
 
 def register_primitive(primitive: Primitive) -> Primitive:

@@ -10,6 +10,8 @@ built-in class keeps working.
 
 from __future__ import annotations
 
+import os
+
 
 class AutoproxError(Exception):
     """Bad input: a file, an option, a name or a run that cannot be used as asked."""
@@ -114,8 +116,6 @@ def no_such_path(path: object, expects: str) -> str | None:
     that a mistyped path is not reported as a folder of the wrong kind; None where it exists or cannot be a path
     (a genome longer than a file name). ``expects``: what the command takes instead, e.g. ``give a run
     directory``."""
-    import os
-
     try:
         os.lstat(path)  # type: ignore[arg-type]
     except FileNotFoundError:

@@ -419,7 +419,8 @@ def _block_stats(name, block, act, needs):
             stats[f"{stat}g"] = weight.grad.detach().clone()
         elif not _missing(needs, f"{stat}g"):
             raise MissingStatistic(
-                f"{_weight_name(name, path)} has no gradient after the pass (the model's forward does not use it), "
+                f"{_weight_name(name, path)} has no gradient after the pass (the model's forward does not use it, or it is "
+                f"not a leaf tensor, as a parametrized weight is), "
                 f"so this proxy's {stat}g cannot be read")
     for stat, value in (("F4", act), ("F4g", None if act is None else act.grad)):
         if value is not None:
@@ -455,7 +456,8 @@ def _add_spreads(stats, blocks, hidden, sampled, needs=None):
             elif not _missing(needs, stat):
                 raise MissingStatistic(
                     f"{_weight_name(name, _SPREAD_LAYERS[stat])} has no gradient after the pass (the model's "
-                    f"forward does not use it), so this proxy's {stat} cannot be read")
+                    f"forward does not use it, or it is not a leaf tensor, as a parametrized weight is), so this "
+                    f"proxy's {stat} cannot be read")
         for stat, value in (("S4", act), ("S4g", None if act is None else act.grad)):
             if value is not None:
                 block_stats[stat] = batch_spread(value.detach())

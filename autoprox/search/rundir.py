@@ -417,7 +417,8 @@ def shown_command(command: list[str]) -> str:
     call = python_call(command)
     if call is not None:
         return call
-    words = ["autoprox", *command[1:]] if command[0].endswith(("__main__.py", "autoprox", "autoprox.cli")) else command
+    words = (["autoprox", *command[1:]] if command[0].endswith(("__main__.py", "autoprox", "autoprox.cli", "cli.py"))
+             else command)
     return shlex.join(words)
 
 

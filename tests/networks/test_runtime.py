@@ -190,7 +190,8 @@ class _NoAttention(_ConViTLike):
 def test_a_statistic_the_pass_cannot_give_is_an_error_only_where_it_is_needed():
     model, inputs, targets = _NoAttention(), torch.randn(2, 5, 8), torch.tensor([0, 2])
     with pytest.raises(runtime.MissingStatistic, match=r"^blocks\.0\.attn\.qkv\.weight has no gradient after the "
-                                                       r"pass \(the model's forward does not use it\), so this "
+                                                       r"pass \(the model's forward does not use it, or it is not "
+                                                       r"a leaf tensor, as a parametrized weight is\), so this "
                                                        r"proxy's F1g cannot be read$"):
         runtime.block_statistics(model, inputs, targets)
     with pytest.raises(runtime.MissingStatistic, match=r"^blocks\.0\.attn\.proj\.weight .* S2g cannot be read$"):

@@ -93,8 +93,10 @@ def training_settings(settings: SearchSettings, context: MultiRunContext, left_o
                    split_indices=None, evolution=evolution)
 
 
-def _search(settings: SearchSettings, run_dir: Path, stop_after: int | None, quiet: bool) -> dict:
-    """Run, resume, or take as finished the search of ``settings`` in ``run_dir``; its ``best.json``."""
+def _search(settings: SearchSettings, run_dir: Path, stop_after: int | None, quiet: bool,
+            hint: str | None = None) -> dict:
+    """Run, resume, or take as finished the search of ``settings`` in ``run_dir``; its ``best.json``. ``hint``: how
+    to go on after an interruption (the protocol's resume command), said once."""
     run = RunDirectory(run_dir)
     if run.exists():
         recorded = run.config().get("settings", {})
@@ -112,17 +114,18 @@ def _search(settings: SearchSettings, run_dir: Path, stop_after: int | None, qui
         best = run.best()
         if best is not None and best.get("finished") and recorded["evolution"]["iterations"] >= total:
             return best  # finished (a search already past a smaller new total is kept as it ran)
-        return run_search(None, run_dir, resume=True, stop_after=stop_after, quiet=quiet,
+        return run_search(None, run_dir, resume=True, stop_after=stop_after, quiet=quiet, resume_command=hint,
                           session={"iterations": total} if recorded["evolution"]["iterations"] != total else None)
-    return run_search(settings, run_dir, stop_after=stop_after, quiet=quiet)
+    return run_search(settings, run_dir, stop_after=stop_after, quiet=quiet, resume_command=hint)
 
 
-def search_job(settings_json: Mapping, run_dir: str, stop_after: int | None, quiet: bool) -> dict:
+def search_job(settings_json: Mapping, run_dir: str, stop_after: int | None, quiet: bool,
+               hint: str | None = None) -> dict:
     """One search of the protocol, run, resumed or taken as finished (plain arguments: it runs in a joblib
     process as well as inline): whether it finished, its best genome and search JCM, the iterations it ran,
     its seconds."""
     started = time.perf_counter()
-    best = _search(SearchSettings.from_json(settings_json), Path(run_dir), stop_after, quiet)
+    best = _search(SearchSettings.from_json(settings_json), Path(run_dir), stop_after, quiet, hint)
     return {"finished": bool(best.get("finished")), "genome": best["genome"],
             "search_jcm": best["search"].get("jcm"), "iteration": best.get("iteration"),
             "seconds": round(time.perf_counter() - started, 1)}
@@ -407,7 +410,7 @@ class _LeaveSpaceOut(CutProtocol):
             direction, search = searches[cut]
             run_settings = training_settings(self.settings, self.context, direction["left_out"], search["seed"])
             jobs.append((cut, search_job, (run_settings.to_json(), str(self.out / cut), self.stop_after,
-                                           self.quiet or self.search_workers > 1),
+                                           self.quiet or self.search_workers > 1, self.resume_command),
                          f"leave out {direction['left_out']}, seed {search['seed']}: search on "
                          f"{', '.join(direction['trained_on'])} into {self.out / cut}"))
         yield from run_jobs(jobs, self.search_workers, self.quiet, what="searches")
