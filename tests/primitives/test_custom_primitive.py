@@ -191,6 +191,27 @@ def test_paper_is_a_reserved_name_and_a_cell_run_again_registers_nothing_new():
         unregister_primitive("element_wise_softsign")
 
 
+def test_a_cell_run_again_with_another_captured_constant_is_another_definition():
+    """Two functions of one source text that capture different values (a cell re-run after a constant its SymPy
+    form leaves out changed, such as an epsilon) were judged the same definition, and the old one kept running."""
+    from autoprox.core.errors import RegistryError
+
+    def shifted_by(epsilon):
+        def element_wise_shifted(x):
+            return x + epsilon
+        return element_wise_shifted
+
+    source = "def element_wise_shifted(x):\n    return x + epsilon\n"
+    register_primitive(make_primitive("element_wise_shifted", shifted_by(1e-9), lambda x: x, source=source))
+    try:
+        register_primitive(make_primitive("element_wise_shifted", shifted_by(1e-9), lambda x: x, source=source))
+        other = make_primitive("element_wise_shifted", shifted_by(2e-9), lambda x: x, source=source)
+        with pytest.raises(RegistryError, match="another definition"):
+            register_primitive(other)
+    finally:
+        unregister_primitive("element_wise_shifted")
+
+
 def large_to_vector(x):  # fine on make_primitive's sample matrices, not on a block's statistics
     return x.sum(dim=0) if x.numel() > 10000 else x * 1.0
 
