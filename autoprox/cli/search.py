@@ -15,7 +15,7 @@ from autoprox.cli.options import (
     search_settings,
     table_values,
 )
-from autoprox.core.errors import RunDirError
+from autoprox.core.errors import RunDirError, SchedulerLostError
 from autoprox.core.numbers import format_float
 from autoprox.data.benchmark import load_benchmark
 from autoprox.search.rundir import BEST, CONFIG
@@ -38,15 +38,21 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         if not args.out:
             raise RunDirError("--resume needs --out RUN_DIR")
-        with executor_from_args(args) as executor:
-            report = resume_search(args.out, table_values(args), given_options(args), executor=executor,
-                                   on_checkpoint=reports)
+        out = args.out
     else:
         settings = search_settings(args)
         spaces = "+".join(load_benchmark(b).space for b in settings.benches)
         out = args.out or f"runs/{spaces}-seed{args.seed}"
+    try:
         with executor_from_args(args) as executor:
-            report = run_search(settings, out, quiet=args.quiet, executor=executor, on_checkpoint=reports)
+            if args.resume:
+                report = resume_search(out, table_values(args), given_options(args), executor=executor,
+                                       on_checkpoint=reports)
+            else:
+                report = run_search(settings, out, quiet=args.quiet, executor=executor, on_checkpoint=reports)
+    except SchedulerLostError as exc:
+        raise exc.with_hint("the run keeps what it computed: continue it with "
+                            f"autoprox search --resume --out {shlex.quote(str(out))}") from None
     _print_best(report)
     if reports is not None:
         _write_report(report["run"], reports)

@@ -72,6 +72,24 @@ class ConfigError(AutoproxError, ValueError):
     """Settings that contradict each other or a run's recorded settings."""
 
 
+class SchedulerLostError(ConfigError):
+    """The Dask scheduler a command was given stopped answering while the command ran.
+
+    ``address`` is the scheduler's address, ``reason`` what Dask said; the message ends with
+    :attr:`hint`, how to go on (a command that knows more, such as ``search``, gives its own:
+    :meth:`with_hint`).
+    """
+
+    def __init__(self, address: str, reason: str,
+                 hint: str = "what was computed is kept: run the command again") -> None:
+        self.address, self.reason, self.hint = address, reason, hint
+        super().__init__(f"the Dask scheduler at {address} went away ({reason}); {hint}")
+
+    def with_hint(self, hint: str) -> "SchedulerLostError":
+        """The same error ending with ``hint`` instead."""
+        return SchedulerLostError(self.address, self.reason, hint)
+
+
 class RegistryError(ConfigError):
     """A name that cannot be registered (taken in its registry's name space) or that is not
     registered (:class:`autoprox.core.registry.Registry`)."""

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from autoprox.core.errors import ConfigError
+from autoprox.core.errors import ConfigError, SchedulerLostError
 
 #: How often Dask runs a task again after it raised (a worker killed mid-task is
 #: rescheduled by Dask itself, up to its ``allowed-failures``).
@@ -163,29 +163,54 @@ class LocalExecutor(Executor):
 class DaskExecutor(Executor):
     """Tasks on a Dask cluster through a ``distributed.Client``."""
 
-    def __init__(self, client, cluster=None, description: str = "a Dask cluster") -> None:
+    def __init__(self, client, cluster=None, description: str = "a Dask cluster", address: str | None = None) -> None:
         self.client = client
         self.cluster = cluster
         self.workers = max(1, sum(client.nthreads().values()))
         self.description = description
+        self.address = address or str(client.scheduler.address)
 
     def _submit(self, fn: Callable, jobs: Sequence[tuple]) -> list:
         return [self.client.submit(fn, *args, pure=False, retries=TASK_RETRIES) for args in jobs]
 
+    def _lost(self, exc: BaseException) -> SchedulerLostError:
+        """The one-line error for a scheduler that stopped answering (``exc``: what Dask raised)."""
+        reason = getattr(exc, "reason", None)
+        return SchedulerLostError(self.address, reason if reason and reason != "unknown" else type(exc).__name__)
+
     def run_unordered(self, fn: Callable, jobs: Sequence[tuple]) -> Iterator[Any]:
         from distributed import as_completed
 
-        futures = self._submit(fn, jobs)
-        for future in as_completed(futures):
-            yield future.result()
+        try:
+            futures = self._submit(fn, jobs)
+            for future in as_completed(futures):
+                yield future.result()
+        except _scheduler_gone_errors() as exc:
+            raise self._lost(exc) from exc
 
     def run(self, fn: Callable, jobs: Sequence[tuple]) -> list:
-        return self.client.gather(self._submit(fn, jobs))
+        try:
+            return self.client.gather(self._submit(fn, jobs))
+        except _scheduler_gone_errors() as exc:
+            raise self._lost(exc) from exc
 
     def close(self) -> None:
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+
+def _scheduler_gone_errors() -> tuple[type[BaseException], ...]:
+    """What ``distributed`` raises for a task when its scheduler went away: the task cancelled
+    (``scheduler-connection-lost``) or the connection closed under a call."""
+    from distributed.comm.core import CommClosedError
+
+    try:
+        from distributed.client import FutureCancelledError
+    except ImportError:  # distributed before 2024.5 cancels with the standard class
+        from concurrent.futures import CancelledError as FutureCancelledError
+
+    return FutureCancelledError, CommClosedError
 
 
 def as_executor(workers: "int | Executor") -> Executor:
@@ -231,12 +256,13 @@ def make_executor(scheduler: str | None = None, workers: int = 1) -> Executor:
     if kind == "local-cluster":
         cluster = distributed.LocalCluster(n_workers=int(value), threads_per_worker=1, processes=True,
                                            host="127.0.0.1", dashboard_address=None)
-        return DaskExecutor(distributed.Client(cluster), cluster, f"a local Dask cluster of {value} workers")
+        return DaskExecutor(distributed.Client(cluster), cluster, f"a local Dask cluster of {value} workers",
+                            cluster.scheduler_address)
     try:
         client = distributed.Client(str(value), timeout="20s")
     except OSError as exc:
         raise ConfigError(f"no Dask scheduler answered at {value} ({exc})") from None
-    return DaskExecutor(client, None, f"the Dask cluster at {value}")
+    return DaskExecutor(client, None, f"the Dask cluster at {value}", str(value))
 
 
 class ThreadedMap:

@@ -263,3 +263,53 @@ def test_parallel_steps_keep_their_workers_and_report_progress_as_results_arrive
     assert all(r.ok for r in results["snip"])
     serial = compute_raw_values(["snip"], archs, small_spec, 0, 100, workers=1)
     assert [r.raw for r in results["snip"]] == [r.raw for r in serial["snip"]]  # each result at its own index
+
+
+def _own_cluster():
+    """A cluster of one worker process of the test's own (closed by the test, unlike conftest's)."""
+    return distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                    dashboard_address=":0")
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_a_scheduler_that_stops_mid_map_is_one_error_naming_it(ordered):
+    from autoprox.core.errors import SchedulerLostError
+    from autoprox.core.parallel import DaskExecutor
+
+    cluster = _own_cluster()
+    executor = DaskExecutor(distributed.Client(cluster, timeout="2s"), None, "a test cluster",
+                            cluster.scheduler_address)
+    threading.Timer(1.0, cluster.close).start()
+    jobs = [(i,) for i in range(30)]
+    with pytest.raises(SchedulerLostError, match=f"the Dask scheduler at {cluster.scheduler_address} went away"):
+        if ordered:
+            executor.run(_slow_pid, jobs)
+        else:
+            list(executor.run_unordered(_slow_pid, jobs))
+    executor.close()
+
+
+def test_a_search_whose_scheduler_stops_says_how_to_resume(af_small_file, tmp_path, capsys):
+    """The scheduler closed while the search builds its cache: one line naming it and --resume, exit 2;
+    the statistics computed before are kept."""
+    from autoprox.cli.main import main
+
+    cluster, cache = _own_cluster(), tmp_path / "cache"
+
+    def stop_after_first_entry():
+        deadline = time.time() + 120
+        while time.time() < deadline and not any(p.is_file() for p in cache.rglob("*") if cache.exists()):
+            time.sleep(0.05)
+        cluster.close()
+
+    threading.Thread(target=stop_after_first_entry, daemon=True).start()
+    out = tmp_path / "run"
+    status = main(["search", "--bench", str(af_small_file), "--cache-dir", str(cache), "--batch-size", "1",
+                   "--scheduler", cluster.scheduler_address, "--iterations", "2", "--population", "4",
+                   "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"autoprox: error: the Dask scheduler at {cluster.scheduler_address} went away"), err
+    assert line.endswith(f"continue it with autoprox search --resume --out {out}"), err
+    assert "Traceback" not in err and any(p.is_file() for p in cache.rglob("*"))
