@@ -19,7 +19,8 @@ two matmuls, ``2 N^2`` times the q/k/v width for ``N`` tokens, which is the conv
 :func:`autoprox.spaces.architectures.count_macs` (it gives the same counts on the built-in
 spaces' networks).
 
-timm is an optional extra (``bash scripts/install_timm.sh``, see ``docs/spaces.md``);
+timm is an optional extra (``pip install 'autoprox[timm]'``; in a clone ``bash scripts/install_timm.sh``,
+see ``docs/spaces.md``);
 without it the ``timm`` space is listed but parsing a model says how to install it. The
 space registers when :mod:`autoprox.networks` is imported (reading a benchmark does), or
 through the ``autoprox.spaces`` entry point of an installed autoprox.
@@ -46,7 +47,8 @@ __all__ = ["TIMM_PREFIX", "ModelInfo", "TimmArch", "TimmSpace", "count_by_hooks"
 
 TIMM_PREFIX = "timm:"
 IMAGE_SHAPE = (3, 224, 224)
-INSTALL_HINT = "install it with: bash scripts/install_timm.sh (docs/spaces.md)"
+INSTALL_HINT = ("install it with: pip install 'autoprox[timm]' (beside a usual torch), or in a clone of autoprox: "
+                "bash scripts/install_timm.sh (docs/spaces.md#installing-timm)")
 
 
 @dataclass(frozen=True)

@@ -144,3 +144,16 @@ def test_commands_on_a_small_timm_benchmark(tmp_path, capsys):
     model = timm.create_model("deit_tiny_patch16_224", pretrained=False, num_classes=100)
     images, labels = torch.randn(2, 3, 224, 224), torch.randint(0, 100, (2,))
     assert isinstance(module.score(model, images, labels), float)
+
+
+def test_without_timm_the_hint_says_how_to_install_it_in_a_package_install_and_in_a_clone(monkeypatch, capsys):
+    import sys
+
+    from autoprox.networks.timm_models import TimmSpace
+
+    monkeypatch.setitem(sys.modules, "timm", None)  # import timm fails as where it is not installed
+    assert cli(["spaces"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "timm not installed" in line)
+    assert "pip install 'autoprox[timm]'" in line and "in a clone of autoprox: bash scripts/install_timm.sh" in line
+    with pytest.raises(ArchitectureError, match=r"pip install 'autoprox\[timm\]'.*in a clone"):
+        TimmSpace().parse({"model": "timm:a_model_asked_for_once"})
