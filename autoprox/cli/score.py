@@ -107,6 +107,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ensemble_target(proxy, targets, given) -> str:
+    """The target whose scores an ensemble writes: the first of ``--targets``, else the one it was
+    chosen for (a ``recommended:SPACE/TARGET`` proxy), else the benchmark's first."""
+    chosen = proxy.provenance.get("target")
+    if not given and chosen in targets:
+        return chosen
+    return targets[0]
+
+
 def _table_scores(args: argparse.Namespace):
     from autoprox.cli.tables import table_spaces_given
     from autoprox.proxies.proxy import resolve_proxy
@@ -138,19 +147,25 @@ def _benchmark_scores(args: argparse.Namespace, proxy):
     context = evaluation_context(args, None, all_targets=True, part="all", bench=bench)
     progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) \
         if proxy.kind != "architecture" else None
+    plan = context.plan
     try:
         with executor_from_args(args) as executor:
             if isinstance(proxy, EnsembleProxy):
+                plan = proxy.recorded_plan(context.plan.target_classes) or context.plan
                 keyed, context = ensemble_scores(proxy, context, "all", args.targets, executor, progress)
-                scores = keyed[context.plan.target_classes[context.targets[0]]]
+                target = _ensemble_target(proxy, context.targets, args.targets)
+                scores = keyed[target]
+                differ = not proxy.joint and len(context.targets) > 1
             else:
                 per_classes = context.score(proxy, "all", workers=executor, progress=progress)
-                scores = per_classes[context.plan.target_classes[context.targets[0]]]
+                target = context.targets[0]
+                scores = per_classes[context.plan.target_classes[target]]
+                differ = False
     except InvalidProxy as exc:
         raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {exc}") from None
-    distinct = {context.plan.target_classes[t] for t in context.targets}
-    if len(distinct) > 1:
-        print(f"scores of {context.targets[0]}'s statistics ({context.plan.target_classes[context.targets[0]]} "
-              "classes); --targets picks another", file=sys.stderr)
+    classes = {plan.target_classes.get(t) for t in context.targets} - {None}
+    if differ or len(classes) > 1:
+        print(f"scores for {target} (its {plan.target_classes.get(target, 100)}-class statistics); "
+              "--targets picks another target", file=sys.stderr)
     ids = [json.dumps(arch_to_config(arch), sort_keys=True) for arch in context.archs("all")]
     return ids, np.asarray(scores, dtype=np.float64), f"{Path(bench.source).name} ({len(ids)} architectures)"

@@ -161,3 +161,27 @@ def test_the_searched_proxy_for_any_space_is_called_in_sample_on_the_spaces_it_s
             "pit, timm, this benchmark's included, so these figures are not an estimate on architectures it never saw") in err
     code, _, err = run_cli(capsys, "rank", "--proxy", "recommended:any/joint", "--space", space)  # the parameter count
     assert code == 2 and "in-sample" not in err
+
+
+def test_score_names_the_target_whose_scores_it_writes_not_the_benchmarks_first(tmp_path, capsys, pit_small):
+    """adv5 F-weak-2: ``score --proxy recommended:pit/c100_kd`` noted "scores of c100_base's statistics (c100_base
+    classes)", read as scored for the wrong target (the note read the ensemble's plan keyed by target name)."""
+    import csv
+
+    from autoprox.data.benchmark import write_benchmark_jsonl
+
+    bench = tmp_path / "pit3.jsonl"
+    write_benchmark_jsonl(pit_small.subset(range(3)), bench)
+    common = ["--bench", bench, "--cache-dir", tmp_path / "cache"]
+    code, _, err = run_cli(capsys, "score", "--proxy", "recommended:pit/c100_kd", *common, "--out", tmp_path / "a.csv")
+    assert code == 0 and "c100_base" not in err and "picks another" not in err  # one joint proxy: any target's scores
+    code, _, err = run_cli(capsys, "score", "--proxy", "recommended:pit", *common, "--out", tmp_path / "b.csv")
+    assert code == 0 and "scores for c100_kd (its 100-class statistics); --targets picks another target" in err
+    code, _, err = run_cli(capsys, "score", "--proxy", "recommended:pit", *common, "--targets", "flower_kd",
+                           "--out", tmp_path / "c.csv")
+    assert code == 0 and "c100_base" not in err
+
+    def scores(name):
+        return [row["score"] for row in csv.DictReader((tmp_path / name).open())]
+
+    assert scores("a.csv") == scores("b.csv")  # recommended:pit's c100_kd member is recommended:pit/c100_kd
