@@ -102,12 +102,13 @@ def sigterm_as_interrupt() -> Iterator[dict]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return its exit status (2 for bad input, 130 after Ctrl-C, 143 after SIGTERM)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    with warnings.catch_warnings(), sigterm_as_interrupt() as received:
+    with warnings.catch_warnings():
+        # installed before the parser is built: building it lists the spaces, which loads the plug-ins
         warnings.filterwarnings("default")
         warnings.showwarning = _show_warning
-        status = _run(args)
+        args = build_parser().parse_args(argv)
+        with sigterm_as_interrupt() as received:
+            status = _run(args)
     return TERMINATED if received["signal"] == signal.SIGTERM and status == INTERRUPTED else status
 
 

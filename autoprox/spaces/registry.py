@@ -110,8 +110,16 @@ class SpaceRegistry:
             self.load_entry_points()
             space = self._spaces.get(str(name))
         if space is None:
-            raise ArchitectureError(f"unknown search space {str(name)!r}, expected one of {self.names()}")
+            raise ArchitectureError(f"unknown search space {str(name)!r}, expected one of {self.names()}"
+                                    + self._failed_plugins(str(name)))
         return space
+
+    def _failed_plugins(self, name: str) -> str:
+        """For an unknown space's error: the plug-ins that failed to load (the one named ``name`` alone if
+        one is), or nothing."""
+        failed = [(label, reason) for label, reason in self.load_errors if label.split(" = ")[0] == name] \
+            or self.load_errors
+        return "".join(f"; space plug-in {label!r} not loaded ({reason})" for label, reason in failed)
 
     def names(self) -> list[str]:
         """Names of the registered spaces (entry-point plug-ins included), in registration order."""

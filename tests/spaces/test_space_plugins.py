@@ -39,7 +39,7 @@ from autoprox.spaces.base import SearchSpace, SpaceDefinitionError
 from autoprox.spaces.family import FamilySpace, SpaceName, load_family
 from autoprox.spaces.registry import REGISTRY, SpaceRegistry, get_space, space_names
 from tests.conftest import REPO, AF_FILE, PIT_FILE
-from tests.commands import run_cli
+from tests.commands import one_error_line, run_cli
 
 EXAMPLES = REPO / "examples"
 AF_FILE_SPACE = EXAMPLES / "spaces" / "autoformer-ti.json"
@@ -542,3 +542,28 @@ def test_vit_search_takes_the_space_a_space_file_registers(capsys, tmp_path, ses
     assert json.loads((out / "top.json").read_text())["space"] == "autoformer-ti-file"
     code, _, err = run_cli(capsys, "vit-search", "--space", "nope", "--proxy", "params", "--out", str(tmp_path / "x"))
     assert code == 2 and err.strip().startswith("autoprox: error: unknown search space 'nope', expected one of")
+
+
+def test_a_broken_plugin_is_one_warning_line_and_named_where_its_space_is_asked_for(tmp_path, monkeypatch, capsys):
+    """adv5 F-plugin-1: a plug-in that fails to import printed Python's two-line UserWarning (it was raised while the
+    parser was built, before the CLI's one-line warnings), and vit-search --space NAME said only "unknown search
+    space" without the plug-in that failed."""
+    dist = tmp_path / "autoprox_broken_plugin-0.1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: autoprox-broken-plugin\nVersion: 0.1.0\n")
+    (dist / "entry_points.txt").write_text("[autoprox.spaces]\ndeit-broken = autoprox_no_such_module:Space\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(REGISTRY, "_entry_points_loaded", False)
+    monkeypatch.setattr(REGISTRY, "load_errors", [])
+    code, _, err = run_cli(capsys, "rank", "--proxy", "params", "--space", "pit")
+    assert code == 0
+    warned = [line for line in err.splitlines() if "deit-broken" in line]
+    assert warned == ["autoprox: warning: space plug-in 'deit-broken = autoprox_no_such_module:Space' not loaded "
+                      "(ModuleNotFoundError: No module named 'autoprox_no_such_module')"], err
+    assert "UserWarning" not in err
+    code, _, err = run_cli(capsys, "vit-search", "--space", "deit-broken", "--out", tmp_path / "vit")
+    assert code == 2
+    line = one_error_line(err)
+    assert line.startswith("autoprox: error: unknown search space 'deit-broken'")
+    assert line.endswith("; space plug-in 'deit-broken = autoprox_no_such_module:Space' not loaded "
+                         "(ModuleNotFoundError: No module named 'autoprox_no_such_module')")
