@@ -140,16 +140,20 @@ def _print_best(report: dict) -> None:
     from autoprox.search.rundir import BEST
 
     print(f"best proxy: {report['genome']}")
-    print(f"{'target':<16}{'search tau':>12}{'test tau':>10}{'params search':>15}{'params test':>13}")
+    absent = report.get("test", {}).get("none")  # no test part, or its figures deferred to a resume
+    columns = [("search tau", report["search"], 12), ("test tau", report["test"], 10),
+               ("params search", report["params"]["search"], 15), ("params test", report["params"]["test"], 13)]
+    if absent:
+        columns = [column for column in columns if "test" not in column[0]]
+    print(f"{'target':<16}" + "".join(f"{title:>{width}}" for title, _, width in columns))
     for target in report["targets"]:
-        row = [report["search"], report["test"], report["params"]["search"], report["params"]["test"]]
-        cells = [format_float(r.get("targets", {}).get(target, {}).get("kendall")) for r in row]
-        print(f"{target:<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
-    cells = [format_float(r.get("jcm")) for r in (report["search"], report["test"], report["params"]["search"], report["params"]["test"])]
-    print(f"{'JCM':<16}{cells[0]:>12}{cells[1]:>10}{cells[2]:>15}{cells[3]:>13}")
-    deferred = report.get("test", {}).get("none")
-    if deferred == TEST_DEFERRED:
-        print(f"test figures {deferred}")
+        taus = (block.get("targets", {}).get(target, {}).get("kendall") for _, block, _ in columns)
+        print(f"{target:<16}" + "".join(f"{format_float(tau):>{width}}" for tau, (_, _, width) in zip(taus, columns)))
+    print(f"{'JCM':<16}" + "".join(f"{format_float(block.get('jcm')):>{width}}" for _, block, width in columns))
+    if absent == TEST_DEFERRED:
+        print(f"test figures {absent}")
+    elif absent:
+        print(absent)
     print(f"written to {Path(report['run']) / BEST}")
     verdict = params_verdict(report)
     small = small_test_note(report)

@@ -359,3 +359,16 @@ def test_select_by_the_hall_of_fame_refuses_a_corrupt_one(capsys, tmp_path, rule
         "is not valid JSON (Expecting property name enclosed in double quotes at line 1)), and no evaluations to "
         f"rebuild it from; --selection {rule} chooses among the hall of fame: restore the file, or use "
         "--selection best"]
+
+
+def test_a_search_without_a_test_part_prints_its_search_figures_alone(capsys, small_jsonl, session_cache, tmp_path):
+    """adv5 F-weak-5: ``--search-fraction 1`` printed a summary of ``nan`` test columns."""
+    from autoprox.search.engine import NO_TEST_PART
+
+    code, out, err = run_cli(capsys, "search", "--bench", str(small_jsonl), "--batch-size", "2", "--cache-dir",
+                             str(session_cache.root), "--workers", "1", "--population", "2", "--iterations", "0",
+                             "--search-fraction", "1", "--quiet", "--out", str(tmp_path / "run"))
+    assert code == 0, err
+    table = out[out.index("best proxy:"):out.index("written to")]
+    assert "nan" not in table and "test" not in table.splitlines()[1], table
+    assert "search tau" in table and "params search" in table and NO_TEST_PART in table
