@@ -482,3 +482,26 @@ def test_a_fit_without_out_is_a_new_search_in_a_new_temporary_folder_continued_b
     finally:
         for folder in {first, search.run_dir_}:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_none_in_proxysearchs_signature_is_an_option_whose_help_says_its_default():
+    """adv5 F-doc-1: the manual said the signature shows the command line's defaults; where a default depends on
+    other settings it shows None. The manual names those parameters, and each one's help says its default."""
+    import inspect
+    import re
+
+    from autoprox.search.options import OPTIONS
+    from tests.conftest import REPO
+
+    shown_none = {name for name, p in inspect.signature(ProxySearch).parameters.items() if p.default is None}
+    manual = " ".join((REPO / "docs" / "manual.md").read_text().split())
+    sentence = manual[manual.index("In the signature, an option whose default depends"):]
+    sentence = sentence[:sentence.index("give it or `bench`).") + 20]
+    assert "shows `None`, which means \"the option's default\"" in sentence and "autoprox search --help" in sentence
+    named = set(re.findall(r"`(\w+)`", sentence[:sentence.index("shows `None`")]))
+    assert named - {"resume"} == shown_none
+    assert "(`space` has none: give it or `bench`)" in manual
+    for name in shown_none - {"space"}:
+        text = OPTIONS[name].help
+        text = text() if callable(text) else text
+        assert "default" in text, name
