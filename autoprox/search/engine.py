@@ -299,7 +299,7 @@ def _evolve(run: RunDirectory, evaluator: MemoisedFitness, evo: EvolutionConfig,
                 if ticker:
                     best_so_far = hall.entries[0].fitness if hall.entries else None
                     ticker(state.iteration, evo.iterations,
-                           note=None if best_so_far is None else f"best {fitness_label} {best_so_far:+.3f}")
+                           note=None if best_so_far is None else f"best evaluated {fitness_label} {best_so_far:+.3f}")
         except KeyboardInterrupt:
             interrupted = signalled = True
             _log(f"\ninterrupted: saving the state of iteration {state.iteration}", quiet)
