@@ -4,6 +4,8 @@ of them through one path (:meth:`Proxy.score`, over :mod:`autoprox.proxies.score
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -255,11 +257,19 @@ def resolve_proxy(text: str) -> Proxy:
     try:
         tree = parse_genome(text)
     except GenomeError as exc:
+        if _BARE_WORD.fullmatch(text):  # a mistyped name: the genome's list of every token would bury the line
+            close = difflib.get_close_matches(text, [*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED], n=1)
+            raise ProxyError(f"unknown proxy {text!r}: not a built-in ({_known_names()}), a file, a rank formula or "
+                             f"a genome token" + (f"; did you mean {close[0]!r}?" if close else "")) from None
         raise ProxyError(
             f"unknown proxy {text!r}: not a built-in ({_known_names()}), "
             f"not a file, and not a genome ({exc})"
         ) from None
     return Proxy(genome_to_string(tree), tree)
+
+
+#: A proxy text that can only be meant as a name (no call, no operator).
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
 
 def _refuse_format(path: Path, name: object) -> None:
