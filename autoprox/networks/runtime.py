@@ -418,10 +418,7 @@ def _block_stats(name, block, act, needs):
         if weight.grad is not None:
             stats[f"{stat}g"] = weight.grad.detach().clone()
         elif not _missing(needs, f"{stat}g"):
-            raise MissingStatistic(
-                f"{_weight_name(name, path)} has no gradient after the pass (the model's forward does not use it, or it is "
-                f"not a leaf tensor, as a parametrized weight is), "
-                f"so this proxy's {stat}g cannot be read")
+            raise MissingStatistic(_weight_problem(name, path, f"{stat}g"))
     for stat, value in (("F4", act), ("F4g", None if act is None else act.grad)):
         if value is not None:
             stats[stat] = value.detach().mean(dim=0)
@@ -432,6 +429,11 @@ def _block_stats(name, block, act, needs):
 
 def _weight_name(block_name, path):
     return ".".join((block_name, *path, "weight") if block_name else (*path, "weight"))
+
+
+def _weight_problem(name, path, stat):
+    return (f"{_weight_name(name, path)} has no gradient after the pass (the model's forward does not use it, or it "
+            f"is not a leaf tensor, as a parametrized weight is), so this proxy's {stat} cannot be read")
 
 
 def _hidden_problem(name, block, act, stat):
@@ -454,10 +456,7 @@ def _add_spreads(stats, blocks, hidden, sampled, needs=None):
             if value is not None:
                 block_stats[stat] = value
             elif not _missing(needs, stat):
-                raise MissingStatistic(
-                    f"{_weight_name(name, _SPREAD_LAYERS[stat])} has no gradient after the pass (the model's "
-                    f"forward does not use it, or it is not a leaf tensor, as a parametrized weight is), so this "
-                    f"proxy's {stat} cannot be read")
+                raise MissingStatistic(_weight_problem(name, _SPREAD_LAYERS[stat], stat))
         for stat, value in (("S4", act), ("S4g", None if act is None else act.grad)):
             if value is not None:
                 block_stats[stat] = batch_spread(value.detach())
