@@ -224,8 +224,12 @@ DAMAGED_ENTRY_ERRORS = (zipfile.BadZipFile, ValueError, KeyError, EOFError, NotI
                         OverflowError, zlib.error, struct.error)
 
 
-#: The bytes per stored value of each precision (float16 values, or float32 ones).
-_ITEM_SIZES = {"float16": 2, "float32": 4}
+def _corrupt(error: Exception) -> CacheCorrupt:
+    """What parsing a damaged entry raised (one of :data:`DAMAGED_ENTRY_ERRORS`), as a :class:`CacheCorrupt`."""
+    text = str(error).splitlines()[0] if str(error) else ""
+    if "allow_pickle" in text:  # NumPy's advice to unpickle; the cache never holds pickles
+        text = "it holds pickled objects, which the cache never writes"
+    return CacheCorrupt(f"{type(error).__name__}: {text}"[:200])
 
 
 def check_entry(path: Path, key: str, extra: str | None = None) -> None:
@@ -255,12 +259,11 @@ def check_entry(path: Path, key: str, extra: str | None = None) -> None:
         except CacheCorrupt:
             raise
         except DAMAGED_ENTRY_ERRORS as exc:
-            text = str(exc).splitlines()[0] if str(exc) else ""
-            raise CacheCorrupt(f"{type(exc).__name__}: {text}"[:200]) from None
+            raise _corrupt(exc) from None
     blocks, shapes, exponents = _checked_meta(meta, key, extra)
-    item_size = _ITEM_SIZES.get(meta.get("precision"))
-    if item_size is None:
+    if meta.get("precision") not in PRECISIONS:
         raise CacheCorrupt("metadata lacks its precision")
+    item_size = np.dtype(meta["precision"]).itemsize
     for index in range(blocks):
         for name in _entry_names(extra):
             label = f"b{index}_{name}"
@@ -311,10 +314,7 @@ def decode_entry(source: Path | bytes, key: str, encoded: bool = False, mapped: 
     except CacheCorrupt:
         raise
     except DAMAGED_ENTRY_ERRORS as exc:
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        if "allow_pickle" in text:  # NumPy's advice to unpickle; the cache never holds pickles
-            text = "it holds pickled objects, which the cache never writes"
-        raise CacheCorrupt(f"{type(exc).__name__}: {text}"[:200]) from None
+        raise _corrupt(exc) from None
     if not stored:
         raise CacheCorrupt("entry holds no blocks")
     if encoded:
