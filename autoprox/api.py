@@ -482,10 +482,8 @@ def _python_call(function: str, *args, **kwargs) -> str:
     """What a run made by ``function`` of this module records as the command that made it (``config.json``'s
     ``command``, one word: :func:`~autoprox.search.rundir.python_call`): ``autoprox.FUNCTION(...)`` with the
     arguments given, a path as its text, those left at None out."""
-    def shown(value) -> str:
-        return repr(str(value) if isinstance(value, Path) else value)
-
-    words = [shown(a) for a in args] + [f"{name}={shown(value)}" for name, value in kwargs.items() if value is not None]
+    words = [repr(_path_text(a)) for a in args] + [f"{name}={_path_text(value)!r}" for name, value in kwargs.items()
+                                                   if value is not None]
     return f"autoprox.{function}({', '.join(words)})"
 
 

@@ -171,6 +171,6 @@ def resume_said(exc: BaseException) -> str | None:
 __all__ = [
     "AutoproxError", "ArchitectureError", "BenchmarkError", "CacheError", "ConfigError", "CurvesError",
     "DiskFullError", "ExportError", "FormulaError", "GenomeError", "InputSpecError", "PathTooLongError", "ProxyError",
-    "RegistryError", "ReportError", "RunDirError", "SearchError", "VitSearchError", "cut_long_words",
-    "mark_resume_said", "no_such_path", "one_line", "path_too_long", "resume_said",
+    "RegistryError", "ReportError", "RunDirError", "SchedulerLostError", "SearchError", "VitSearchError",
+    "cut_long_words", "mark_resume_said", "no_such_path", "one_line", "path_too_long", "resume_said",
 ]

@@ -72,9 +72,9 @@ class MissingStatistic(ValueError):
 #: The spread statistics (``collect(..., spread=True)``): the layer paths whose per-sample
 #: weight gradients they spread, and the hidden activation's and its gradient's.
 SPREAD_NAMES = ("S1g", "S2g", "S3g", "S4", "S4g")
-_SPREAD_LAYERS = {"S1g": ("attn", "qkv"), "S2g": ("attn", "proj"), "S3g": ("mlp", "fc1")}
 #: The weights the statistics read (F1 and F1g from attn.qkv's, ...).
 _WEIGHT_LAYERS = {"F1": ("attn", "qkv"), "F2": ("attn", "proj"), "F3": ("mlp", "fc1")}
+_SPREAD_LAYERS = {f"S{stat[1:]}g": path for stat, path in _WEIGHT_LAYERS.items()}
 
 
 def batch_spread(values):

@@ -318,9 +318,7 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         check_new_folder(out, FEW_LABELS_FILE)
         out.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, "spec": spec, "results": {}}
-    cells = _FewLabelCells(tables, methods, workers, say, progress)
-    cells.resume_command = resume_command
-    return run_cuts(out, cells, record, say)
+    return run_cuts(out, _FewLabelCells(tables, methods, workers, say, progress, resume_command), record, say)
 
 
 class _FewLabelCells(CutProtocol):
@@ -328,9 +326,10 @@ class _FewLabelCells(CutProtocol):
     its record (``few_labels.json``) is written after each and summarised per k (:func:`overall`)."""
 
     def __init__(self, tables: Sequence[tuple[ProxyTable, str]], methods: Sequence[str], workers: int,
-                 say: Callable[[str], None], progress: bool = False) -> None:
+                 say: Callable[[str], None], progress: bool = False, resume_command: str | None = None) -> None:
         self.tables = dict(zip(entry_names(tables), tables))
         self.methods, self.workers, self.say, self.progress = list(methods), workers, say, progress
+        self.resume_command = resume_command
 
     @staticmethod
     def _cell(cut: str) -> tuple[str, str]:
