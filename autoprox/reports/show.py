@@ -3,7 +3,6 @@ beyond-size figures of each entry."""
 
 from __future__ import annotations
 
-import math
 import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
