@@ -73,6 +73,9 @@ class Registry(Mapping, Generic[K, V]):
         self._same = same
         self._name_space: list[Registry] = shares_names_with._name_space if shares_names_with is not None else []
         self._name_space.append(self)
+        #: How many times an entry was registered or forgotten: what was built from the entries (a cache keyed
+        #: by it) is out of date once it moves, even where a name came back with another entry.
+        self.version = 0
 
     # ------------------------------------------------------------------ registering
     def holder(self, name: K) -> "Registry | None":
@@ -101,6 +104,7 @@ class Registry(Mapping, Generic[K, V]):
                 return held
         self.check_free(name)
         self._entries[name] = entry
+        self.version += 1
         return entry
 
     def register(self, name: K) -> Callable[[V], V]:
@@ -115,6 +119,8 @@ class Registry(Mapping, Generic[K, V]):
     def unregister(self, name: K) -> V | None:
         """Forget ``name``; returns the entry it held (None if none). Meant for tests and plug-ins
         that withdraw what they registered: code that read the entry keeps its copy."""
+        if name in self._entries:
+            self.version += 1
         return self._entries.pop(name, None)
 
     @contextmanager
@@ -126,6 +132,7 @@ class Registry(Mapping, Generic[K, V]):
         finally:
             if self._entries.get(name) is held:
                 del self._entries[name]
+                self.version += 1
 
     # ---------------------------------------------------------------------- reading
     def lookup(self, name: K) -> V:

@@ -86,35 +86,17 @@ def _identity(x):
     return x
 
 
-class _Registered:
-    """A registered primitive as part of a cache key: by identity, so that a name unregistered and
-    registered anew with another definition gets its new function, not the one cached."""
-
-    __slots__ = ("primitive",)
-
-    def __init__(self, primitive) -> None:
-        self.primitive = primitive
-
-    def __hash__(self) -> int:
-        return id(self.primitive)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Registered) and other.primitive is self.primitive
-
-
-def _registered() -> tuple[tuple[str, _Registered], ...]:
-    return tuple((name, _Registered(primitive)) for name, primitive in PRIMITIVES.items())
-
-
 def primitive_set() -> gp.PrimitiveSetTyped:
     """The typed primitive set of every registered primitive, terminal and aggregation, built once
     per set of them, never mutated."""
-    return _primitive_set(_registered(), tuple(terminal_kinds().items()), tuple(AGGREGATIONS))
+    return _primitive_set(PRIMITIVES.version, tuple(terminal_kinds().items()), tuple(AGGREGATIONS))
 
 
 @lru_cache(maxsize=8)
-def _primitive_set(registered: tuple[tuple[str, _Registered], ...], terminals: tuple[tuple[str, str], ...],
+def _primitive_set(version: int, terminals: tuple[tuple[str, str], ...],
                    aggregations: tuple[str, ...]) -> gp.PrimitiveSetTyped:
+    """``version``: the primitives registry's (:attr:`~autoprox.core.registry.Registry.version`), so that a name
+    unregistered and registered anew with another definition gets its new function, not the one cached."""
     pset = gp.PrimitiveSetTyped("proxy", [], Score)
     for name, kind in terminals:
         pset.addTerminal(name, _KIND_TYPES[kind], name=name)
@@ -140,12 +122,11 @@ def kernel_map(kernels: str = DEFAULT_KERNELS) -> Mapping[str, Callable]:
     """
     if kernels not in KERNEL_SETS:
         raise ConfigError(f"unknown kernel set {kernels!r}; use {' or '.join(KERNEL_SETS)}")
-    return _kernel_map(kernels, _registered(), tuple(AGGREGATIONS))
+    return _kernel_map(kernels, PRIMITIVES.version, tuple(AGGREGATIONS))
 
 
 @lru_cache(maxsize=64)
-def _kernel_map(kernels: str, registered: tuple[tuple[str, _Registered], ...],
-                aggregations: tuple[str, ...]) -> Mapping[str, Callable]:
+def _kernel_map(kernels: str, version: int, aggregations: tuple[str, ...]) -> Mapping[str, Callable]:
     context = primitive_set().context
     if kernels == DEFAULT_KERNELS:
         return context

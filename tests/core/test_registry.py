@@ -462,3 +462,21 @@ def test_no_registry_is_frozen_into_a_tuple_at_import():
         assert AGGREGATIONS[-1] == "block_test_max"
     assert "block_test_max" not in AGGREGATIONS
     assert re.fullmatch(r"\(.*'autoprox_p'\)", repr(BUILTIN_PROXIES))
+
+
+def test_the_version_moves_with_every_change_of_the_entries_and_not_with_a_no_op():
+    """What is built from a registry (the primitive set, the kernel maps) is cached by its version: a name
+    registered anew with another entry must move it, a no-op must not."""
+    registry = Registry("thing")
+    first, second = object(), object()
+    start = registry.version
+    registry.add("a", first)
+    assert registry.version == start + 1
+    registry.add("a", first)  # the same entry again: nothing changed
+    assert registry.version == start + 1
+    registry.unregister("a")
+    registry.unregister("a")  # nothing to forget
+    assert registry.version == start + 2
+    with registry.registered("a", second):
+        assert registry.version == start + 3
+    assert registry.version == start + 4 and "a" not in registry
