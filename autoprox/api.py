@@ -189,7 +189,10 @@ class ProxySearch(metaclass=_Estimator):
     Every option of ``autoprox search`` under its Python name (``--cv-folds`` is ``cv_folds``),
     with the same default and the same check (:data:`autoprox.search.options.SEARCH_OPTIONS`).
     Lists may be given as Python sequences (``targets=["c100_kd"]``) or as the command line's
-    comma strings; ``weights`` as a mapping. An unknown name, a bad value or an unknown ``space`` raises
+    comma strings; ``weights`` as a mapping. An empty comma string is refused, and so is an empty sequence (a
+    list or a tuple alike) except for a parameter whose default is empty, where it is that default, as
+    ``get_params`` gives it back: ``targets=[]`` and ``targets=()`` both mean the benchmark's default targets. An
+    unknown name, a bad value or an unknown ``space`` raises
     :class:`~autoprox.core.errors.ConfigError` at once, with one line naming it; what depends on the benchmark's
     file (``targets`` it lacks, a space of a ``space_file``) is refused by :meth:`fit`, before anything is written.
 

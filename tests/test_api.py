@@ -205,6 +205,21 @@ def test_api_values_are_checked_and_resolved_as_the_cli_does():
     assert from_api.seed_proxies[0].startswith("block_mean(") and from_api.genome_space.spread_terminals
 
 
+def test_an_empty_targets_list_is_the_default_targets_as_the_empty_tuple_get_params_gives():
+    """``targets=[]`` was refused as an empty list while ``targets=()``, the default get_params gives back, meant the
+    benchmark's default targets; a list and a tuple are one to every list parameter, and an empty comma string is
+    still refused."""
+    default = ProxySearch(space="pit")
+    for empty in ([], ()):
+        search = ProxySearch(space="pit", targets=empty)
+        assert search.targets == () and repr(search) == "ProxySearch(space='pit')"
+        assert search.search_settings() == default.search_settings()
+    with pytest.raises(ConfigError, match="^targets: an empty list"):
+        ProxySearch(space="pit", targets="")
+    with pytest.raises(ConfigError, match="^aggregation: an empty list"):  # a default that is not empty
+        ProxySearch(space="pit", aggregation=[])
+
+
 def test_params_round_trip_and_repr_names_what_differs():
     search = ProxySearch(space="pit", iterations=5, cv_folds=3)
     again = ProxySearch(**search.get_params())

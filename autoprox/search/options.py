@@ -156,8 +156,9 @@ class Option:
 
     def value(self, given: Any) -> Any:
         """``given`` checked and in canonical form (the default when it is None, or the default itself: the empty
-        list or mapping of an option whose default it is, as ``get_params`` gives it back)."""
-        if given is None or (not given and isinstance(given, (tuple, dict)) and given == self.default):
+        sequence, a tuple or a list alike, or mapping of an option whose default it is, as ``get_params`` gives it
+        back)."""
+        if given is None or self._is_empty_default(given):
             return self.default
         try:
             if self.flag:
@@ -173,6 +174,13 @@ class Option:
             return value
         except ConfigError as exc:
             raise ConfigError(f"{self.name}: {exc}") from None
+
+    def _is_empty_default(self, given: Any) -> bool:
+        """Whether ``given`` is empty and the default is empty of its kind (a sequence, a mapping): ``targets=[]``
+        is ``targets=()``, as any list option takes a list or a tuple alike."""
+        if given or (self.default != () and self.default != {}):
+            return False
+        return isinstance(given, (tuple, list)) if isinstance(self.default, tuple) else isinstance(given, dict)
 
     def recorded_value(self, values: Mapping[str, Any]) -> Any:
         """The setting ``config.json`` records for this option, from every option's value (:func:`option_values`)."""

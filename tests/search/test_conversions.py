@@ -43,16 +43,22 @@ def test_a_name_given_twice_is_refused_by_every_list_option(name, twice, said, c
 @pytest.mark.parametrize("name", ["targets", "aggregation", "terminals", "operators", "stat_seeds", "weights",
                                   "seed_proxies"])
 def test_an_empty_list_is_refused_not_read_as_the_default(name, capsys):
-    """``--targets ''`` searched the three default targets, while ``--operators ''`` was refused."""
+    """``--targets ''`` searched the three default targets, while ``--operators ''`` was refused. An empty comma
+    string is refused by every list option, and so is an empty sequence where the default is not empty."""
     assert "an empty list" in refused(capsys, f"--{name.replace('_', '-')}", "")
     with pytest.raises(ConfigError, match="an empty list"):
-        OPTIONS[name].value([] if name != "weights" else "")
+        OPTIONS[name].value("")
+    if OPTIONS[name].default not in ((), {}):
+        with pytest.raises(ConfigError, match="an empty list"):
+            OPTIONS[name].value([])
 
 
 def test_a_default_given_back_is_the_default_and_one_target_is_one_target():
     """``get_params`` gives ``targets=()`` back (scikit-learn's clone passes it again); ``--targets Y`` of the
     outside check is one target."""
     assert option_values({"targets": (), "weights": {}})["targets"] == ()
+    # a list is a tuple to every list option: the empty one too, where the default is empty
+    assert option_values({"targets": [], "seed_proxies": [], "space_file": []}) == option_values({})
     assert OPTIONS["targets"].value("acc") == ("acc",)
     assert OPTIONS["seed_proxies"].value("block_mean(to_mean_scalar(F1))") == ("block_mean(to_mean_scalar(F1))",)
 
