@@ -25,6 +25,7 @@ the fitness of a genome on architectures whose statistics are held once.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
@@ -160,8 +161,20 @@ class LocalExecutor(Executor):
         return list(self._parallel(ordered=True)(delayed(fn)(*args) for args in jobs))
 
 
+class _QuietReconnectFailure(logging.Filter):
+    """Drops ``distributed.client``'s "Failed to reconnect to scheduler ..., closing client": the client logs it as
+    it is closed after its scheduler went away, above autoprox's own line for that (:class:`SchedulerLostError`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to reconnect to scheduler")
+
+
 class DaskExecutor(Executor):
-    """Tasks on a Dask cluster through a ``distributed.Client``."""
+    """Tasks on a Dask cluster through a ``distributed.Client``.
+
+    While it holds the client (until :meth:`close`), ``distributed.client``'s log line on failing to reconnect
+    to a lost scheduler is left out: the error autoprox raises says it in one line.
+    """
 
     def __init__(self, client, cluster=None, description: str = "a Dask cluster", address: str | None = None) -> None:
         self.client = client
@@ -169,6 +182,8 @@ class DaskExecutor(Executor):
         self.workers = max(1, sum(client.nthreads().values()))
         self.description = description
         self.address = address or str(client.scheduler.address)
+        self._quiet = _QuietReconnectFailure()
+        logging.getLogger("distributed.client").addFilter(self._quiet)
 
     def _submit(self, fn: Callable, jobs: Sequence[tuple]) -> list:
         return [self.client.submit(fn, *args, pure=False, retries=TASK_RETRIES) for args in jobs]
@@ -195,9 +210,12 @@ class DaskExecutor(Executor):
             raise self._lost(exc) from exc
 
     def close(self) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        try:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        finally:
+            logging.getLogger("distributed.client").removeFilter(self._quiet)
 
 
 def _scheduler_gone_errors() -> tuple[type[BaseException], ...]:
