@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 from autoprox.cli.options import (
@@ -28,31 +29,36 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.reports.html.report import CheckpointReports
-    from autoprox.search.engine import run_search
+    from autoprox.search.engine import finished_search_message, nothing_to_resume, run_search
     from autoprox.search.resume import resume_search
 
     if _is_table_search(args):
         return _table_search(args)
     reports = CheckpointReports() if args.report else None
 
+    done = None
     if args.resume:
         if not args.out:
             raise RunDirError("--resume needs --out RUN_DIR")
         out = args.out
+        done = nothing_to_resume(out, table_values(args)["iterations"] if "iterations" in given_options(args) else None)
     else:
         settings = search_settings(args)
         spaces = "+".join(load_benchmark(b).space for b in settings.benches)
         out = args.out or f"runs/{spaces}-seed{args.seed}"
     try:
-        with executor_from_args(args) as executor:
-            if args.resume:
-                report = resume_search(out, table_values(args), given_options(args), executor=executor,
-                                       on_checkpoint=reports)
+        with executor_from_args(args) if done is None else nullcontext() as executor:
+            if args.resume:  # a finished run's options are still checked; its line is said here, on stdout
+                report = resume_search(out, table_values(args) | ({"quiet": True} if done else {}),
+                                       given_options(args), executor=executor, on_checkpoint=reports)
             else:
                 report = run_search(settings, out, quiet=args.quiet, executor=executor, on_checkpoint=reports)
     except SchedulerLostError as exc:
         raise exc.with_hint("the run keeps what it computed: continue it with "
                             f"autoprox search --resume --out {shlex.quote(str(out))}") from None
+    if done is not None:  # nothing computed, nothing rewritten
+        print(finished_search_message(out, done))
+        return 0
     _print_best(report)
     if reports is not None:
         _write_report(report["run"], reports)

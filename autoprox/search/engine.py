@@ -43,6 +43,9 @@ from autoprox.search.rundir import (
     HALL_OF_FAME,
     RunDirectory,
     python_call,
+    finished_best,
+    finished_run_message,
+    iteration_of,
     read_records,
 )
 from autoprox.search.settings import SearchSettings, recorded_settings, settings_differences
@@ -74,6 +77,9 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
     cluster and, when it is one, keeps the search split's statistics sharded on its
     workers for fitness; the run is the same.
 
+    A resume of a finished run with nothing to continue (:func:`nothing_to_resume`) computes and rewrites
+    nothing: it says so in one line (:func:`finished_search_message`) and returns ``best.json`` as it is.
+
     The run directory is locked while this runs (a second process is refused). A resume
     whose ``config.json`` settings differ from those its checkpoint was made with is
     refused. An interruption (Ctrl-C, or SIGTERM turned into one by the command line)
@@ -103,7 +109,12 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         make_directory(run.path)
     with run.lock():
         if resume:
-            context = _resume_context(run, session or {})
+            done = nothing_to_resume(run.path, (session or {}).get("iterations"))
+            context = _resume_context(run, session or {}, record=done is None)
+            if done is not None:  # checked as a resume that goes on reads the run, and nothing written
+                _check_logs(run)
+                _log(finished_search_message(run.path, done), quiet)
+                return done
         else:
             run.create(context.config_json(command))
         try:
@@ -147,9 +158,43 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
                               f"(no {CONFIG} left): nothing of the run is left to resume") from None
 
 
-def _resume_context(run: RunDirectory, session: Mapping[str, Any]) -> SearchRun:
+def nothing_to_resume(run_dir: str | Path, iterations: int | None = None) -> dict | None:
+    """``best.json`` of the finished search in ``run_dir`` when a resume to a total of ``iterations`` (None: the
+    recorded total) has nothing to continue, and so computes and rewrites nothing: the search stopped early (its
+    patience and restarts spent) or reached that total; else None."""
+    try:
+        best = finished_best(run_dir)
+    except RunDirError:  # an unreadable best.json: the resume goes on, and writes it again
+        return None
+    if best is None:
+        return None
+    if best.get("stopped_early"):
+        return best
+    total = iterations if iterations is not None else recorded_settings(run_dir)[0].evolution.iterations
+    done = best.get("iteration")
+    return best if isinstance(done, int) and done >= total else None
+
+
+def finished_search_message(run_dir: str | Path, best: dict) -> str:
+    """The one line a resume of the finished search in ``run_dir`` (its ``best.json``: ``best``) says."""
+    stopped = best.get("stopped_early")
+    then = (f"it stopped early, at iteration {best.get('iteration')}: no better proxy in {stopped.get('patience')} "
+            "iterations (--patience)" if isinstance(stopped, dict) else
+            f"or search on past its {best.get('iteration')} iterations with --resume --iterations N")
+    return finished_run_message(run_dir, "search", then)
+
+
+def _check_logs(run: RunDirectory) -> None:
+    """RunDirError naming a bad line of the run's logs, as a resume that goes on reads them; nothing is written."""
+    for path in (run.log_path(), run.file(EVALUATIONS)):
+        for number, record in read_records(path):
+            iteration_of(record, path, number)
+
+
+def _resume_context(run: RunDirectory, session: Mapping[str, Any], record: bool = True) -> SearchRun:
     """The context of a run to resume, checked against its checkpoint, with the ``session`` settings (by option
-    name) made; those a resume records (the new total of iterations) written into ``config.json``."""
+    name) made; those a resume records (the new total of iterations) written into ``config.json`` (``record``
+    false: nothing written, for a resume with nothing to continue)."""
     rows = {option.name: option for option in session_options()}
     unknown = sorted(set(session) - set(rows))
     if unknown:
@@ -182,7 +227,7 @@ def _resume_context(run: RunDirectory, session: Mapping[str, Any]) -> SearchRun:
     if given:
         context = context.with_session({option.setting: session[option.name] for option in given})
     recorded = [option for option in given if option.resume_recorded]
-    if recorded:
+    if recorded and record:
         config = run.config()
         for option in recorded:
             head, _, sub = option.setting.partition(".")

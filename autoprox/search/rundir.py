@@ -371,6 +371,20 @@ def run_folder_proxy(part: str, label: str = "") -> str:
     return part
 
 
+def finished_best(run_dir: str | os.PathLike) -> dict | None:
+    """``best.json`` of the run in ``run_dir`` when it says the search finished, else None."""
+    best = RunDirectory(run_dir).best()
+    return best if isinstance(best, dict) and best.get("finished") is True else None
+
+
+def finished_run_message(run_dir: str | os.PathLike, kind: str, then: str) -> str:
+    """The one line a resume of the finished ``kind`` of search in ``run_dir`` says, which computes and rewrites
+    nothing; ``then``: what else to do with the run."""
+    run = Path(run_dir)
+    return (f"{run} is a finished {kind}: --resume has nothing to continue, and nothing was rewritten; look at it "
+            f"with autoprox show {shlex.quote(str(run))}, {then}")
+
+
 def recorded_weights(config: dict) -> dict[str, float]:
     """The JCM weight of each target a run's ``config.json`` records (absent: 1); for a multi-space run,
     of each ``SPACE/TARGET`` pair: its benchmark's weight times its target's."""

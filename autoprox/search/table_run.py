@@ -29,7 +29,7 @@ from autoprox.data.proxy_tables import ProxyTable, read_proxy_table
 from autoprox.search.evolution import EvolutionState
 from autoprox.search.fitness import FitnessRecord
 from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
-from autoprox.search.rundir import BEST, CHECKPOINT, CONFIG, RunDirectory
+from autoprox.search.rundir import BEST, CHECKPOINT, CONFIG, RunDirectory, finished_best, finished_run_message
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT
 from autoprox.search.table_search import (SIGNAL_LEVEL, CapChoice, LabelledTable, TableSearchSettings, choose_term_cap,
                                           held_out_signal, search_table)
@@ -150,17 +150,14 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
 def finished_table_run(run_dir: str | Path) -> dict | None:
     """``best.json`` of the table search in ``run_dir`` when it has finished (a resume has nothing to continue and
     rewrites nothing), else None."""
-    best = RunDirectory(run_dir).best()
-    return best if isinstance(best, dict) and best.get("finished") is True else None
+    return finished_best(run_dir)
 
 
 def finished_message(run_dir: str | Path, bench: str | Path) -> str:
     """The one line a resume of the finished table search in ``run_dir`` (searched on the table ``bench``) says."""
-    run = Path(run_dir)
-    best = run / BEST
-    return (f"{run} is a finished table search: --resume has nothing to continue, and nothing was rewritten; look "
-            f"at it with autoprox show {shlex.quote(str(run))}, score a table with autoprox score --proxy "
-            f"{shlex.quote(str(best))} --bench {shlex.quote(str(bench))} --out scores.csv")
+    best = Path(run_dir) / BEST
+    return finished_run_message(run_dir, "table search", f"score a table with autoprox score --proxy "
+                                f"{shlex.quote(str(best))} --bench {shlex.quote(str(bench))} --out scores.csv")
 
 
 def resume_options(seed: int | None, iterations: int | None,

@@ -125,6 +125,31 @@ def test_resume_may_extend_iterations_and_change_workers_or_cache_dir(small_sett
                                                                     RunDirectory(finished_run).log()]
 
 
+def test_a_resume_of_a_finished_search_says_so_in_one_line_and_rewrites_nothing(run_copy, capsys):
+    """A resume of a finished search redid its final report (only best.json's "written" stamp changed), where a
+    finished table search's says in one line that it has nothing to continue: now both do, with or without
+    --quiet and given its own total; options that differ are still refused, and a larger total still extends it."""
+    def state():
+        return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_copy.iterdir()}
+
+    before = state()
+    said = (f"{run_copy} is a finished search: --resume has nothing to continue, and nothing was rewritten; look at "
+            f"it with autoprox show {run_copy}, or search on past its {EVOLUTION.iterations} iterations with "
+            "--resume --iterations N\n")
+    for options in ((), ("--quiet",), ("--iterations", str(EVOLUTION.iterations), "--workers", "2")):
+        code, out, err = run_cli(capsys, "search", "--resume", "--out", run_copy, *options)
+        assert (code, out, err) == (0, said, ""), err
+        assert state() == before
+    code, _, err = run_cli(capsys, "search", "--resume", "--out", run_copy, "--seed", "0")
+    assert code == 2 and "--seed 0 (the run has 5)" in one_error_line(err)
+    assert run_search(None, run_copy, resume=True, quiet=True) == json.loads(before["best.json"][0])
+    assert state() == before
+    code, _, err = run_cli(capsys, "search", "--resume", "--out", run_copy, "--iterations",
+                           str(EVOLUTION.iterations + 1), "--quiet")
+    assert code == 0, err
+    assert json.loads((run_copy / "best.json").read_text())["iteration"] == EVOLUTION.iterations + 1
+
+
 # ======================================== weak: options that conflict with the run on --resume
 @pytest.mark.parametrize("options, named", [
     (["--space", "pit"], "--space pit (the run has autoformer)"),
