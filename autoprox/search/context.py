@@ -35,7 +35,7 @@ import numpy as np
 
 from autoprox import __version__
 from autoprox.core.atomic import json_safe
-from autoprox.core.errors import BenchmarkError, ConfigError, GenomeError, RunDirError
+from autoprox.core.errors import ArchitectureError, BenchmarkError, ConfigError, GenomeError, RunDirError
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import (
@@ -60,6 +60,7 @@ from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.settings import OPERATORS_FIELD, SearchSettings, settings_of_config
 from autoprox.search.space_evaluator import build_search_statistics, space_evaluator
 from autoprox.spaces.descriptors import descriptor_columns
+from autoprox.spaces.registry import get_space
 
 if TYPE_CHECKING:
     from autoprox.search.searchrun import SearchRun
@@ -145,7 +146,7 @@ class RunContext:
                               f"({type(exc).__name__}: {exc})") from None
         sha256 = recorded.get("sha256")
         bench_path = Path(bench) if bench is not None else locate_benchmark(settings.bench, sha256, near=run.path)
-        loaded = load_benchmark(bench_path)
+        loaded = load_run_benchmark(run, bench_path, config.get("space"))
         if sha256 and loaded.sha256 != sha256:
             raise BenchmarkError(f"{bench_path} is not the benchmark {run.path} was made with "
                                  f"(sha256 {loaded.sha256[:12]}..., the run recorded {sha256[:12]}...)")
@@ -472,10 +473,29 @@ def stats_plan(settings: SearchSettings, targets: Sequence[str]) -> StatsPlan:
                                   settings.per_target_stats, extras=settings.genome_space.extras)
 
 
+def load_run_benchmark(run: RunDirectory, path: str | Path, space: Any) -> Benchmark:
+    """The benchmark in ``path`` of the run in ``run``, which recorded it in the search space ``space``. When it
+    cannot be read and that space is not registered here (a plug-in's, where its package is not installed), a
+    RunDirError names the space, not what the architectures lack in the spaces that are."""
+    try:
+        return load_benchmark(path)
+    except (BenchmarkError, ArchitectureError):
+        if not isinstance(space, str) or not space:
+            raise
+        try:
+            get_space(space)
+        except ArchitectureError:
+            raise RunDirError(f"{run.path} was made in the search space {space!r}, which is not registered here: "
+                              "install the plug-in package that registers it (autoprox spaces lists the spaces "
+                              "registered here)") from None
+        raise
+
+
 def _run_directory(run: str | Path | RunDirectory | None) -> RunDirectory | None:
     if run is None or isinstance(run, RunDirectory):
         return run
     return RunDirectory(run)
 
 
-__all__ = ["NO_TEST_PART", "RunContext", "Scores", "TEST_DEFERRED", "best_report", "config_header", "run_config", "settings_split", "stats_plan"]
+__all__ = ["NO_TEST_PART", "RunContext", "Scores", "TEST_DEFERRED", "best_report", "config_header", "load_run_benchmark",
+           "run_config", "settings_split", "stats_plan"]

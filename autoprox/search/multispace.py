@@ -32,7 +32,7 @@ from autoprox.data.prefetch import Prefetch
 from autoprox.genome.tree import InvalidProxy, genome_to_string
 from autoprox.core.errors import GenomeError
 from autoprox.proxies.proxy import Proxy
-from autoprox.search.context import RunContext, run_config
+from autoprox.search.context import RunContext, load_run_benchmark, run_config
 from autoprox.search.searchrun import SearchRun
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, MemoisedFitness
 from autoprox.search.rundir import CONFIG, RunDirectory
@@ -166,7 +166,8 @@ class MultiRunContext:
         for i, (name, entry) in enumerate(zip(settings.benches, recorded)):
             sha256 = entry.get("sha256") if isinstance(entry, dict) else None
             file = Path(benches[i]) if benches is not None else locate_benchmark(name, sha256, near=run.path)
-            bench = load_benchmark(file)
+            spaces = config.get("spaces")
+            bench = load_run_benchmark(run, file, spaces[i] if isinstance(spaces, list) and i < len(spaces) else None)
             if sha256 and bench.sha256 != sha256:
                 raise RunDirError(f"{file} is not the benchmark {run.path} was made with "
                                   f"(sha256 {bench.sha256[:12]}..., the run recorded {sha256[:12]}...)")

@@ -250,3 +250,43 @@ def test_a_single_space_context_changes_its_session_and_prefetches_only_with_a_t
     assert changed.test_prefetch().total == len(context.split.test) * len(context.plan.keys())
     everything = RunContext.from_settings(replace(small_settings, search_fraction=1.0, workers=2))
     assert everything.test_prefetch().total == 0
+
+
+def test_a_run_in_a_plugin_space_read_where_the_plugin_is_not_installed_names_its_space(tmp_path, session_cache,
+                                                                                         monkeypatch, capsys):
+    """A run made in a plug-in's space, read where the plug-in is not registered, said only "arch config has
+    neither 'hidden_dim' ... nor 'width' ...": now one line names the space the run was made in and the plug-in."""
+    import random
+
+    from autoprox.search.engine import run_search
+    from autoprox.search.evolution import EvolutionConfig
+    from autoprox.search.multispace import open_context
+    from autoprox.spaces.architectures import arch_to_config, sample_arch
+    from autoprox.spaces.registry import REGISTRY
+
+    monkeypatch.syspath_prepend(str(REPO / "examples" / "plugin"))
+    from autoprox_deit_space import DeiTSpace
+
+    space = REGISTRY.register(DeiTSpace)
+    try:
+        rng, archs = random.Random(3), []
+        while len(archs) < 8:  # the smallest DeiTs: width 192, 6 blocks
+            arch = sample_arch("deit-example", rng, params_range=(2.5e6, 3.2e6))
+            if arch not in archs:
+                archs.append(arch)
+        bench = tmp_path / "deit.jsonl"
+        bench.write_text("".join(json.dumps({"arch": arch_to_config(a), "synthetic_acc": 60 + i * 0.7 + (i % 3)})
+                                 + "\n" for i, a in enumerate(archs)))
+        out = tmp_path / "run"
+        run_search(SearchSettings(bench=str(bench), batch_size=2, cache_dir=str(session_cache.root), workers=1,
+                                  evolution=EvolutionConfig(population_size=4, iterations=1, retry_cap=3, top_k=2,
+                                                            seed=5)), out, quiet=True)
+        assert open_context(out).bench.space == "deit-example"
+    finally:
+        REGISTRY.unregister(space.name)
+    said = (f"{out} was made in the search space 'deit-example', which is not registered here: install the plug-in "
+            "package that registers it")
+    with pytest.raises(RunDirError, match=f"^{said}"):
+        open_context(out)
+    code, _, err = run_cli(capsys, "search", "--resume", "--out", out)
+    assert code == 2 and one_error_line(err).startswith(f"autoprox: error: {said}"), err
