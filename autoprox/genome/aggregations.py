@@ -34,6 +34,7 @@ class Aggregation:
     function: Callable[[Sequence[float]], float]
     text_template: str  # "{f}" stands for the per-block expression
     latex_template: str
+    note: str = ""  # what ``--aggregation``'s help says in parentheses after the name, if anything
 
     def __call__(self, values: Sequence[float]) -> float:
         return self.function(values)
@@ -64,11 +65,12 @@ class Aggregation:
 AGGREGATION_REGISTRY: Registry[str, Aggregation] = Registry("aggregation", unknown=GenomeError)
 
 
-def register_aggregation(text: str | None = None, latex: str | None = None):
+def register_aggregation(text: str | None = None, latex: str | None = None, note: str = ""):
     """Register the decorated function as the aggregation of its name.
 
     ``text`` and ``latex`` are templates in which ``{f}`` stands for the per-block
-    expression; by default the aggregation is written as a function of it.
+    expression; by default the aggregation is written as a function of it. ``note``: a few
+    words ``--aggregation``'s help shows beside the name (``the paper``).
     """
 
     def decorate(function: Callable[[Sequence[float]], float]) -> Callable[[Sequence[float]], float]:
@@ -79,13 +81,15 @@ def register_aggregation(text: str | None = None, latex: str | None = None):
             name, function,
             text if text is not None else name + "( {f} )",
             latex if latex is not None else r"\operatorname{" + name + r"}\left( {f} \right)",
+            note,
         ))
         return function
 
     return decorate
 
 
-@register_aggregation(text="1/L * sum_l ( {f} )", latex=r"\frac{1}{L} \sum_{l=1}^{L} \left( {f} \right)")
+@register_aggregation(text="1/L * sum_l ( {f} )", latex=r"\frac{1}{L} \sum_{l=1}^{L} \left( {f} \right)",
+                      note="the paper")
 def block_mean(values):
     """The mean of the blocks' values."""
     return sum(values) / len(values)
@@ -97,7 +101,7 @@ def block_sum(values):
     return float(sum(values))
 
 
-@register_aggregation()
+@register_aggregation(note="depth-weighted mean")
 def block_wmean(values):
     """The depth-weighted mean: block l of L (registration order) weighs l."""
     count = len(values)

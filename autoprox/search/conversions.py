@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.genome.terminals import check_terminals
-from autoprox.genome.space import AGGREGATIONS
+from autoprox.genome.aggregations import AGGREGATION_REGISTRY
+from autoprox.genome.space import AGGREGATIONS, DEFAULT_AGGREGATION
 
 Convert = Callable[[Any], Any]
 
@@ -191,13 +192,32 @@ def proxies() -> Convert:
     return convert
 
 
+_COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+#: ``--aggregation``'s default: the genome space's, as the option writes it (``mean``).
+DEFAULT_AGGREGATION_OPTION = DEFAULT_AGGREGATION.removeprefix("block_")
+
+
+def gene_aggregations() -> str:
+    """What ``gene`` stands for, in words: ``all four, chosen by evolution`` (the aggregations registered now)."""
+    count = len(AGGREGATIONS)
+    return f"all {_COUNT_WORDS[count] if count < len(_COUNT_WORDS) else count}, chosen by evolution"
+
+
+def aggregation_help() -> str:
+    """``--aggregation``'s help: the aggregations registered now, each by its short name and note."""
+    names = [f"{name.removeprefix('block_')} ({entry.note})" if entry.note else name.removeprefix("block_")
+             for name, entry in AGGREGATION_REGISTRY.items()]
+    return f"over blocks: {', '.join(names)}, a comma list, or gene ({gene_aggregations()})"
+
+
 def aggregation(value: Any) -> str:
     """Over blocks: one name, a comma list, ``gene``, or a sequence of names, as one comma string: at least one,
     none twice (``mean`` and ``block_mean`` are one), ``gene`` alone."""
     parts = text_list()(value)
     short = [part.removeprefix("block_") for part in parts]
     if "gene" in short and len(short) > 1:
-        raise ConfigError(f"gene stands alone (all four, chosen by evolution): give gene or a comma list of "
+        raise ConfigError(f"gene stands alone ({gene_aggregations()}): give gene or a comma list of "
                           f"{', '.join(name.removeprefix('block_') for name in AGGREGATIONS)}")
     distinct(short)
     return value if isinstance(value, str) else ",".join(parts)
@@ -234,6 +254,7 @@ def terminal_list(value: Any) -> tuple[str, ...]:
         raise ConfigError(str(exc)) from None
 
 
-__all__ = ["Convert", "aggregation", "aggregation_names", "comma_parts", "distinct", "integer", "integer_list", "is_int", "is_number", "is_str",
+__all__ = ["DEFAULT_AGGREGATION_OPTION", "Convert", "aggregation", "aggregation_help", "aggregation_names", "comma_parts", "distinct", "gene_aggregations", "integer",
+           "integer_list", "is_int", "is_number", "is_str",
            "list_of", "number", "number_mapping", "one_or_several", "operator_list", "proxies", "recorded_as",
            "sequence", "terminal_list", "text", "text_list", "weights"]

@@ -36,6 +36,7 @@ from autoprox.networks.statistics import BlockStats
 from autoprox.proxies.figures import nan_to_none, figures
 from autoprox.search.evaluators import Evaluator, evaluator_class
 from autoprox.search.objectives import (
+    DEFAULT_FOLD_MODE,
     CrossValidated,
     JointCorrelation,
     Objective,
@@ -201,7 +202,7 @@ class FitnessEvaluator(MemoisedFitness):
                         accuracies: Mapping[str, np.ndarray], targets: Sequence[str],
                         target_classes: Mapping[str, int], weights: Mapping[str, float] | None = None, *,
                         fitness: str | Objective = "jcm", bases: Mapping[str, np.ndarray] | None = None,
-                        folds: Sequence[Sequence[int]] | None = None, fold_mode: str = "mean",
+                        folds: Sequence[Sequence[int]] | None = None, fold_mode: str = DEFAULT_FOLD_MODE,
                         evaluation: str = DEFAULT_EVALUATION, **strategy) -> "FitnessEvaluator":
         """The fitness on statistics held in memory: the ``evaluation`` strategy (``exact`` or ``counted``;
         ``strategy``: its keyword arguments, :class:`~autoprox.search.evaluators.ExactEvaluator`'s), the

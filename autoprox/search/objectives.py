@@ -419,8 +419,9 @@ class MarginOverSpaces(WorstOverSpaces):
 
 # ------------------------------------------------------------------ cross-validation
 
-#: How :class:`CrossValidated` combines its folds.
-FOLD_MODES = ("mean", "worst")
+#: How :class:`CrossValidated` combines its folds (by default, and ``--cv-mode``'s: their mean).
+DEFAULT_FOLD_MODE = "mean"
+FOLD_MODES = (DEFAULT_FOLD_MODE, "worst")
 
 
 @dataclass(frozen=True)
@@ -434,7 +435,7 @@ class CrossValidated(Objective):
 
     inner: Objective
     folds: tuple[tuple[int, ...], ...]
-    mode: str = "mean"
+    mode: str = DEFAULT_FOLD_MODE
 
     def __post_init__(self) -> None:
         if self.mode not in FOLD_MODES:
@@ -472,13 +473,14 @@ class CrossValidated(Objective):
         return Outcome(value, whole.targets, reason, tuple(values), whole.value)
 
 
-def search_objective(fitness: str, folds: Sequence[Sequence[int]] | None = None, mode: str = "mean") -> Objective:
+def search_objective(fitness: str, folds: Sequence[Sequence[int]] | None = None,
+                     mode: str = DEFAULT_FOLD_MODE) -> Objective:
     """The objective of a search's settings: ``fitness`` text, cross-validated over ``folds`` when given."""
     objective = parse_fitness(fitness)
     return CrossValidated(objective, tuple(tuple(f) for f in folds), mode) if folds else objective
 
 
-__all__ = ["FOLD_MODES", "OBJECTIVES", "SCOPES", "BeyondBase", "CombinedWithBase", "CrossValidated",
+__all__ = ["DEFAULT_FOLD_MODE", "FOLD_MODES", "OBJECTIVES", "SCOPES", "BeyondBase", "CombinedWithBase", "CrossValidated",
            "JointCorrelation", "MarginOverSpaces", "MeanOverSpaces", "Objective", "ObjectiveData", "Outcome", "PartialBeyondBase", "Scores",
            "SpaceAggregate", "WorstOverSpaces", "combined_figure", "combined_ranking", "fitness_help",
            "objective_kinds", "parse_fitness", "partial_figure", "register_objective", "scaled_ranks",

@@ -31,8 +31,10 @@ from autoprox.networks.statistics import DEVICES
 from autoprox.primitives import KERNEL_SETS
 from autoprox.proxies.proxy import seed_genome
 from autoprox.search.conversions import (
+    DEFAULT_AGGREGATION_OPTION,
     Convert,
     aggregation,
+    aggregation_help,
     aggregation_names,
     integer,
     integer_list,
@@ -46,7 +48,7 @@ from autoprox.search.conversions import (
     text_list,
     weights,
 )
-from autoprox.search.objectives import fitness_help, parse_fitness
+from autoprox.search.objectives import DEFAULT_FOLD_MODE, FOLD_MODES, fitness_help, parse_fitness
 
 #: The commands that take every search option.
 SEARCH_COMMANDS = frozenset({"search", "transfer", "evaluate"})
@@ -308,8 +310,7 @@ SEARCH_OPTIONS: list[Option] = [
            setting_default=DEFAULT_EVALUATION),
     Option("genome", "template", "the paper's template trees, or free-form typed trees", text(),
            group=_GENOME, choices=("template", "free")),
-    Option("aggregation", "mean", "over blocks: mean (the paper), sum, wmean (depth-weighted mean), std, a comma "
-           "list, or gene (all four, chosen by evolution)", aggregation, group=_GENOME),
+    Option("aggregation", DEFAULT_AGGREGATION_OPTION, aggregation_help, aggregation, group=_GENOME),
     Option("operators", None, "comma list of the unary and binary operations genomes are built from (default: the "
            "paper's 24 + 4); a primitive of your own (autoprox.primitives.register_primitive) takes part only when named here",
            operator_list, group=_GENOME),
@@ -323,8 +324,8 @@ SEARCH_OPTIONS: list[Option] = [
            "cache entries (docs/method.md): adds spread to --terminals", flag=True, group=_GENOME),
     Option("cv_folds", 0, "cross-validated fitness over K folds of the search split (default 0: none)",
            integer(0), group=_GENOME, setting="cv_folds", always_recorded=True),
-    Option("cv_mode", "mean", "combine fold JCMs by their mean or take the worst fold", text(),
-           group=_GENOME, choices=("mean", "worst"), setting="cv_mode", always_recorded=True),
+    Option("cv_mode", DEFAULT_FOLD_MODE, "combine fold JCMs by their mean or take the worst fold", text(),
+           group=_GENOME, choices=FOLD_MODES, setting="cv_mode", always_recorded=True),
     Option("parsimony", False, "at equal JCM the smaller proxy ranks higher", flag=True, group=_GENOME,
            setting="evolution.parsimony", always_recorded=True),
     Option("fitness", "jcm", fitness_help, text(), group=_GENOME, setting="fitness", record=_recorded_fitness),
