@@ -39,6 +39,7 @@ from autoprox.genome.tree import InvalidProxy
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
+from autoprox.search.options import OPTIONS
 from autoprox.search.rundir import ARCHIVE, read_json, read_jsonl
 from autoprox.core.errors import RunDirError
 from autoprox.spaces.architectures import (
@@ -172,7 +173,8 @@ def sample_candidates(space: str, count: int, budget: tuple[float, float], seed:
 
 @dataclass(frozen=True)
 class VitSearchSettings:
-    """A sampled training-free search, as recorded in ``vit_search.json``."""
+    """A sampled training-free search, as recorded in ``vit_search.json`` (the statistics settings' defaults are
+    the option table's)."""
 
     space: str
     proxy: str
@@ -181,13 +183,13 @@ class VitSearchSettings:
     classes: int = 100
     top: int = 5
     seed: int = 0
-    input: str = "gaussian"
-    batch_size: int = 8
-    stat_seeds: tuple[int, ...] = (0,)
+    input: str = OPTIONS["input"].default
+    batch_size: int = OPTIONS["batch_size"].default
+    stat_seeds: tuple[int, ...] = OPTIONS["stat_seeds"].default
     cache_dir: str | None = None
-    cache_precision: str = "float16"
+    cache_precision: str = OPTIONS["cache_precision"].default
     keep_statistics: bool = True
-    workers: int = 2
+    workers: int = OPTIONS["workers"].default
     #: The target whose members score an ensemble proxy (None: a joint ensemble, or any other proxy).
     target: str | None = None
 

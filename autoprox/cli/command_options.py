@@ -14,11 +14,16 @@ import functools
 from typing import Callable
 
 from autoprox.apps.protocols.few_labels import FEW_LABEL_METHODS
-from autoprox.apps.rank_search import RankSearchSettings
+from autoprox.apps.protocols.cross_space import DEFAULT_SEEDS
+from autoprox.apps.protocols.summary import BOOTSTRAP_SAMPLES
+from autoprox.apps.rank_search import MISSING_POLICIES, RankSearchSettings
+from autoprox.apps.ranking import FORMATS
+from autoprox.apps.vitsearch import VitSearchSettings
 from autoprox.apps.selection import selection_help
 from autoprox.core.registry import LiveNames
 from autoprox.data.benchmark import BENCH_FILE_NAMES
 from autoprox.data.proxy_tables import table_space_names
+from autoprox.genome.rank_formula import GRAMMAR_WORDS, TRANSFORMS
 from autoprox.proxies.proxy import BUILTIN_PROXIES
 from autoprox.search.conversions import integer, integer_list, number, text, text_list
 from autoprox.search.objectives import objective_kinds, space_objectives
@@ -34,7 +39,7 @@ RANK_OPTIONS: tuple[Option, ...] = (
     Option("proxy", None, lambda: f"a built-in ({', '.join(BUILTIN_PROXIES)}), a recommended proxy (recommended:SPACE/TARGET, "
            "such as recommended:pit/flower_kd or "
            "recommended:any/joint), a genome string, a proxy JSON such as best.json (or the run directory holding it); on a proxy table also a proxy "
-           "column or a rank formula over columns (r, lr, z, lrsum, first: \"lrsum(params, nwot)\", "
+           f"column or a rank formula over columns ({', '.join([*TRANSFORMS, *GRAMMAR_WORDS])}: \"lrsum(params, nwot)\", "
            "\"first(r(params), r(flops))\"); 'all' or a comma list prints the ranking table", text(),
            commands=_RANK, required=True),
     Option("bench", None, "benchmark file (.pth released format, .jsonl/.json, .csv; or a proxy table: a CSV whose "
@@ -54,13 +59,13 @@ RANK_OPTIONS: tuple[Option, ...] = (
            "mean and std over them (default: --stat-seeds)", integer_list(), commands=_RANK),
     Option("format", None, "ranking table format (default markdown); giving it, --seeds, 'all' or a comma list selects "
            "the table, whose targets default to the KD columns plus imagenet_super", text(),
-           choices=("markdown", "csv", "json"), commands=_RANK),
+           choices=FORMATS, commands=_RANK),
 )
 
 _PROTOCOL = "protocol"
 _CROSS = "leave one space out (several labelled spaces)"
 #: ``evaluate --rank-formulas``' objective when none is given.
-DEFAULT_SPACE_OBJECTIVE = "worst"
+DEFAULT_SPACE_OBJECTIVE = RankSearchSettings.objective
 
 
 def _space_objective_help() -> str:
@@ -101,11 +106,11 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "left-out space's architectures beside the parameter count, MACs, the zoo proxies, the "
            "published Auto-Prox proxies and the descriptor and blend chosen on the other spaces; "
            "OUT/protocol.json holds everything", flag=True, group=_CROSS, commands=_EVALUATE),
-    Option("seeds", None, "search seeds per left-out space (default 5)", integer(), group=_CROSS,
+    Option("seeds", None, f"search seeds per left-out space (default {DEFAULT_SEEDS})", integer(), group=_CROSS,
            commands=_EVALUATE),
     Option("zoo_baselines", None, "the zoo proxies scored as baselines (default all; 'none' for none)",
            text_list(), group=_CROSS, commands=_EVALUATE, metavar="LIST"),
-    Option("bootstrap", None, "bootstrap resamples of the left-out architectures (default 1000; 0: none)",
+    Option("bootstrap", None, f"bootstrap resamples of the left-out architectures (default {BOOTSTRAP_SAMPLES}; 0: none)",
            integer(), group=_CROSS, commands=_EVALUATE),
     Option("rank_formulas", False, "with --leave-space-out: search unit-free rank formulas over the spaces' proxy "
            "tables (packaged table spaces: " + ", ".join(table_space_names()) + "; or proxy-table CSVs given with "
@@ -115,8 +120,8 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
     Option("objective", None, _space_objective_help, text(), choices=LiveNames(functools.partial(objective_kinds, "spaces")),
            group=_CROSS, commands=_EVALUATE),
     Option("missing_columns", None, "with --rank-formulas: a training space lacking a column a formula reads "
-           "scores it as no information (neutral, the default) or is left out of that formula's objective (skip; "
-           "at most one training space per formula, two kept at least)", text(), choices=("neutral", "skip"),
+           f"scores it as no information ({RankSearchSettings.missing}, the default) or is left out of that formula's "
+           "objective (skip; at most one training space per formula, two kept at least)", text(), choices=MISSING_POLICIES,
            group=_CROSS, commands=_EVALUATE),
     # last on the command line, in the protocol group (its --help order since it was added)
     Option("bag_fraction", None, "the fraction of a fold's search part each bag searches on (default 0.5)",
@@ -139,12 +144,16 @@ def _vit_search_options() -> tuple[Option, ...]:
                "proxy JSON; with --on-bench also 'all' or a comma list (default: recommended:SPACE/joint for a space "
                "with a labelled benchmark, else recommended:any/joint, the proxy searched on every labelled space "
                "and chosen on spaces its search never saw)", text(), commands=_VIT),
-        Option("samples", 400, "distinct architectures to sample (default 400)", integer(1), commands=_VIT),
+        Option("samples", VitSearchSettings.samples,
+               f"distinct architectures to sample (default {VitSearchSettings.samples})", integer(1), commands=_VIT),
         Option("params", None, "parameter budget MIN:MAX in millions (default: the paper's, autoformer 4:9, pit 2:25; "
                "the whole space's range for the others)", text(), commands=_VIT),
-        Option("classes", 100, "classes of the head (default 100)", integer(1), commands=_VIT),
-        Option("top", 5, "how many of the best to write (default 5)", integer(1), commands=_VIT),
-        Option("seed", 0, "sampling seed (default 0)", integer(), commands=_VIT),
+        Option("classes", VitSearchSettings.classes, f"classes of the head (default {VitSearchSettings.classes})",
+               integer(1), commands=_VIT),
+        Option("top", VitSearchSettings.top, f"how many of the best to write (default {VitSearchSettings.top})",
+               integer(1), commands=_VIT),
+        Option("seed", VitSearchSettings.seed, f"sampling seed (default {VitSearchSettings.seed})", integer(),
+               commands=_VIT),
         Option("out", None, "output directory (default runs/vit-<space>-<proxy>-seed<seed>)", text(), commands=_VIT),
         Option("no_keep_statistics", False, "do not store sampled architectures' statistics in the cache (400 "
                "AutoFormer ones take ~11 GB)", flag=True, commands=_VIT),

@@ -291,19 +291,21 @@ def _searched_on(proxy) -> list[str]:
 
 def run_space_protocol_command(args: argparse.Namespace) -> int:
     """``evaluate --leave-space-out --rank-formulas``: the N-space protocol over proxy tables."""
-    from autoprox.apps.rank_search import RankSearchSettings
+    from autoprox.apps.protocols.cross_space import DEFAULT_SEEDS
     from autoprox.apps.protocols.space import run_space_protocol
+    from autoprox.apps.protocols.summary import BOOTSTRAP_SAMPLES
+    from autoprox.apps.rank_search import RankSearchSettings
     from autoprox.search.rundir import PROTOCOL
 
     spaces = table_spaces_given(args)
     for space in spaces:  # before anything is written: a target that cannot rank would score +0.000 everywhere
         check_rankable(space)
-    seeds = tuple(range(args.seeds if args.seeds is not None else 5))
-    settings = RankSearchSettings(objective=args.objective or "worst", missing=args.missing_columns or "neutral",
-                                  **({"iterations": args.iterations} if args.iterations is not None else {}))
+    seeds = tuple(range(args.seeds if args.seeds is not None else DEFAULT_SEEDS))
+    given = {"objective": args.objective, "missing": args.missing_columns, "iterations": args.iterations}
+    settings = RankSearchSettings(**{name: value for name, value in given.items() if value is not None})
     out = Path(args.out or "runs/space-protocol-" + "+".join(s.name for s in spaces))
     protocol = run_space_protocol(spaces, out, seeds=seeds, settings=settings,
-                                  samples=args.bootstrap if args.bootstrap is not None else 1000,
+                                  samples=args.bootstrap if args.bootstrap is not None else BOOTSTRAP_SAMPLES,
                                   say=(lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr)))
     print(format_space_protocol(protocol), end="")
     print(f"written to {out / PROTOCOL}")

@@ -45,10 +45,11 @@ import numpy as np
 from autoprox.core.errors import AutoproxError, BenchmarkError, ConfigError, path_too_long
 from autoprox.core.resources import packaged_benchmark_dir
 from autoprox.data.tables import parse_architectures, read_csv_entries
-from autoprox.spaces.architectures import arch_key, arch_to_config
+from autoprox.spaces.architectures import SPACES, arch_key, arch_to_config
 
 ACC_SUFFIX = "_acc"
-BENCH_FILE_NAMES = {"autoformer": "gt_autoformer.pth", "pit": "gt_pit.pth"}
+#: The released file of each ViT-Bench-101 space.
+BENCH_FILE_NAMES = {space: f"gt_{space}.pth" for space in SPACES}
 BENCH_DIR_ENV = "AUTOPROX_BENCH_DIR"
 
 #: Classes of each target's dataset, for per-target statistics.

@@ -197,7 +197,7 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3, ext
     from autoprox.data.cache import StatsRequest
     from autoprox.networks.statistics import InputSpec, compute_statistics
     from autoprox.search.multispace import open_context
-    from autoprox.spaces.architectures import sample_arch
+    from autoprox.spaces.architectures import SPACES, sample_arch
 
     found = []
     if run is not None:
@@ -216,7 +216,7 @@ def statistics_for_check(run=None, space: str | None = None, count: int = 3, ext
             space = space or context.bench.space
     if found:
         return found
-    space = space if space in ("autoformer", "pit") else "autoformer"
+    space = space if space in SPACES else SPACES[0]
     spec = InputSpec("gaussian", batch_size=2)
     archs = [sample_arch(space, random.Random(seed)) for seed in range(count)]
     return [CheckStatistics(compute_statistics(arch, spec, seed, 100, **{extra: True for extra in extras}),

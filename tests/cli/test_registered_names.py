@@ -245,3 +245,40 @@ def test_a_selection_rule_and_a_few_label_method_registered_in_a_test_are_in_eva
     text = _help(capsys, "evaluate")
     assert "test-rule" not in text and "test-method" not in text
     assert "best (its best search fitness, the default)" in text  # the function registered again kept its own
+
+
+def test_an_aggregation_registered_in_a_test_is_in_search_s_help_and_in_what_gene_stands_for(capsys):
+    """``--aggregation``'s help and the ``gene`` refusal list the aggregations registered now, each with its note,
+    and count them: a hand-written "mean, sum, wmean, std ... all four" would leave a fifth out."""
+    from autoprox.genome.aggregations import AGGREGATION_REGISTRY, register_aggregation
+    from autoprox.search.conversions import aggregation
+
+    def block_test_max(values):
+        """The largest of the blocks' values."""
+        return max(values)
+
+    before = "over blocks: mean (the paper), sum, wmean (depth-weighted mean), std, a comma list, or gene (all four"
+    assert before in _help(capsys, "search")
+    register_aggregation(note="a test")(block_test_max)
+    try:
+        assert ("std, test_max (a test), a comma list, or gene (all five, chosen by evolution)"
+                in _help(capsys, "search"))
+        with pytest.raises(ConfigError, match=r"gene stands alone \(all five, .*: give gene or a comma list of "
+                                              r"mean, sum, wmean, std, test_max"):
+            aggregation("gene,test_max")
+    finally:
+        AGGREGATION_REGISTRY.unregister("block_test_max")
+    assert before in _help(capsys, "search") and "test_max" not in _help(capsys, "search")
+
+
+def test_a_rank_formula_transform_registered_in_a_test_is_in_rank_s_proxy_help(capsys):
+    """``rank --proxy``'s help names the rank-formula transforms registered now, then the grammar's words."""
+    from autoprox.genome.rank_formula import TRANSFORMS, register_transform
+
+    assert "a rank formula over columns (r, lr, z, lrsum, first:" in _help(capsys, "rank")
+    register_transform("testrank", lambda values: values - values.mean(), "centred, for a test")
+    try:
+        assert "a rank formula over columns (r, lr, z, testrank, lrsum, first:" in _help(capsys, "rank")
+    finally:
+        TRANSFORMS.unregister("testrank")
+    assert "testrank" not in _help(capsys, "rank")
