@@ -39,6 +39,9 @@ CANDIDATES = {
     "top-5-margin": {"average_top": 5, "cap_margin": 0.01},
     "top-10": {"average_top": 10},
     "top-20": {"average_top": 20},
+    "ffx": {"basis": "ffx"},
+    "ffx-best-1": {"basis": "ffx", "average_top": 1},
+    "ffx-ridge": {"basis": "ffx", "term_caps": (0,)},
 }
 
 

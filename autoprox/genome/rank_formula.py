@@ -10,7 +10,11 @@ the space** it scores, so its ranking is the same whatever each column's units:
   architecture gets 0, the worst ``log(1/n)``);
 * ``z(X)``: the z-score of X's logarithm (``log x`` when every value is positive,
   ``-log(-x)`` when every value is negative, else ``asinh(x / median|x|)``, the signed
-  logarithm at the column's own scale).
+  logarithm at the column's own scale);
+* ``over33(X)``, ``over67(X)``, ``under33(X)``, ``under67(X)``: hinges of X's scaled rank ``q``
+  (in (0, 1]) at a third and two thirds, ``max(q - 1/3, 0)``, ``max(q - 2/3, 0)``,
+  ``max(1/3 - q, 0)``, ``max(2/3 - q, 0)``, centred: with ``r`` they make a piecewise-linear
+  function of the rank (the hinge basis of FFX), which a table search's weights fit.
 
 Each transform is centred, so a value the space does not have (an empty cell, or with
 ``missing="neutral"`` a whole column it lacks) enters as 0: no information either way.
@@ -45,7 +49,7 @@ from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.core.registry import Registry
 
 __all__ = ["BARE_NAME", "GRAMMAR_WORDS", "MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula",
-           "column_text", "columns_of", "parse_formula", "readable", "register_operator", "register_transform", "resolve_first",
+           "built_in_transform_function", "column_text", "columns_of", "parse_formula", "readable", "register_operator", "register_transform", "resolve_first",
            "transform_column", "transforms_source"]
 
 #: Longest formula text read, and deepest nesting: beyond them a formula is refused in one line.
@@ -102,11 +106,47 @@ def _z_log(values: np.ndarray) -> np.ndarray:
     return centred / spread if spread > 0 else np.zeros_like(centred)
 
 
+def _hinge(values: np.ndarray, knot: float, above: bool) -> np.ndarray:
+    """The centred hinge of the scaled rank ``q`` at ``knot``: ``max(q - knot, 0)`` (``above``) or
+    ``max(knot - q, 0)``; NaN entries become 0."""
+    ranks, count = _ranks(values)
+    scaled = ranks / max(count, 1)
+    return _centre(np.maximum(scaled - knot, 0.0) if above else np.maximum(knot - scaled, 0.0))
+
+
+def _over33(values: np.ndarray) -> np.ndarray:
+    return _hinge(values, 1 / 3, True)
+
+
+def _over67(values: np.ndarray) -> np.ndarray:
+    return _hinge(values, 2 / 3, True)
+
+
+def _under33(values: np.ndarray) -> np.ndarray:
+    return _hinge(values, 1 / 3, False)
+
+
+def _under67(values: np.ndarray) -> np.ndarray:
+    return _hinge(values, 2 / 3, False)
+
+
+#: The built-in transforms' functions and the helpers they call (not :func:`_ranks`): what an exported weighted
+#: formula copies.
+_BUILT_IN = (_centre, _rank, _log_rank, _z_log, _hinge, _over33, _over67, _under33, _under67)
+
+
 def transforms_source() -> str:
-    """The source of the built-in transforms (``r``, ``lr``, ``z``) and the centring they share, copied verbatim
-    into an exported weighted formula (:mod:`autoprox.reports.weighted_export`) so that it computes them with this
-    code. The copy needs NumPy as ``np`` and a ``_ranks`` of its own (this module's uses SciPy)."""
-    return "\n\n".join(inspect.getsource(function) for function in (_centre, _rank, _log_rank, _z_log))
+    """The source of the built-in transforms (``r``, ``lr``, ``z`` and the hinges) and the helpers they share,
+    copied verbatim into an exported weighted formula (:mod:`autoprox.reports.weighted_export`) so that it computes
+    them with this code. The copy needs NumPy as ``np`` and a ``_ranks`` of its own (this module's uses SciPy)."""
+    return "\n\n".join(inspect.getsource(function) for function in _BUILT_IN)
+
+
+def built_in_transform_function(name: str) -> str | None:
+    """The name of the function :func:`transforms_source` copies for the transform ``name``; None for a transform
+    registered by a user (its code is not copied)."""
+    function = TRANSFORMS[name][0] if name in TRANSFORMS else None
+    return function.__name__ if function in _BUILT_IN else None
 
 
 #: Transforms by name: ``name -> (function of a column, one-line description)``.
@@ -158,6 +198,10 @@ def register_operator(name: str, arity: int, function: Callable[..., np.ndarray]
 register_transform("r", _rank, "the rank within the space, scaled to (0, 1] and centred")
 register_transform("lr", _log_rank, "the log-rank within the space, log(rank / n), centred (AZ-NAS)")
 register_transform("z", _z_log, "the z-score of the logarithm (signed logarithm at the column's scale for mixed signs)")
+register_transform("over33", _over33, "the scaled rank's excess over 1/3, max(q - 1/3, 0), centred (a hinge)")
+register_transform("over67", _over67, "the scaled rank's excess over 2/3, max(q - 2/3, 0), centred (a hinge)")
+register_transform("under33", _under33, "the scaled rank's shortfall below 1/3, max(1/3 - q, 0), centred (a hinge)")
+register_transform("under67", _under67, "the scaled rank's shortfall below 2/3, max(2/3 - q, 0), centred (a hinge)")
 register_operator("add", 2, np.add, "a + b")
 register_operator("sub", 2, np.subtract, "a - b")
 register_operator("mul", 2, np.multiply, "a * b")

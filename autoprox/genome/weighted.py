@@ -27,7 +27,7 @@ from autoprox.core.errors import GenomeError
 from autoprox.genome.formula_variation import random_tree, vary_tree
 from autoprox.genome.rank_formula import OPERATORS, TRANSFORMS, Node, RankFormula, columns_of, parse_formula
 
-__all__ = ["TERM_OPERATORS", "WEIGHTED_FORMULA_FORMAT", "WEIGHTED_KIND", "WeightedFormula", "WeightedGenome", "WeightedSpace", "parse_weighted"]
+__all__ = ["BASES", "HINGE_TRANSFORMS", "MAX_HINGED_COLUMNS", "MAX_PAIRED_COLUMNS", "TERM_OPERATORS", "basis_members", "WEIGHTED_FORMULA_FORMAT", "WEIGHTED_KIND", "WeightedFormula", "WeightedGenome", "WeightedSpace", "parse_weighted"]
 
 #: The genome kind ``config.json`` records for weighted formulas.
 WEIGHTED_KIND = "weighted"
@@ -42,6 +42,45 @@ TERM_OPERATORS: tuple[str, ...] = ("mul", "min", "max", "sub", "neg")
 #: The operators a term's root is drawn from: a term whose root is linear in its children adds nothing
 #: the linear member and the other terms do not have.
 ROOT_OPERATORS: tuple[str, ...] = ("mul", "min", "max")
+
+
+#: The fixed members a table search may put beside the plain columns (its setting ``basis``), by name: what each
+#: adds. ``linear``: none (the formula is linear in the columns' ranks but for its evolved terms). ``ffx``: the
+#: hinges of each column's rank (:data:`HINGE_TRANSFORMS`) and the minimum of the ranks of each pair of columns, a
+#: basis of the kind FFX fits (McConaghy, 2011): a piecewise-linear function of each rank, and the pairs'
+#: interactions, with one weight each.
+BASES: dict[str, str] = {
+    "linear": "the plain columns' ranks alone",
+    "ffx": "the plain columns' ranks, their hinges at 1/3 and 2/3 (over and under) and the minima of pairs of ranks",
+}
+
+#: The hinge transforms of the ``ffx`` basis (:mod:`autoprox.genome.rank_formula`).
+HINGE_TRANSFORMS: tuple[str, ...] = ("over33", "over67", "under33", "under67")
+
+#: The ``ffx`` basis holds the hinges of a table of at most this many plain columns, and the minima of pairs of one of
+#: at most :data:`MAX_PAIRED_COLUMNS` (a wider table's basis would outgrow what a few labels can weigh).
+MAX_HINGED_COLUMNS = 256
+MAX_PAIRED_COLUMNS = 30
+
+
+def basis_members(columns: Sequence[str], basis: str) -> tuple[Node, ...]:
+    """The fixed members of the basis ``basis`` (:data:`BASES`) over the plain ``columns``, in a fixed order: each
+    column's hinges, then the minima of pairs in the columns' order.
+
+    Raises
+    ------
+    GenomeError
+        An unknown basis, naming the known ones.
+    """
+    if basis not in BASES:
+        raise GenomeError(f"unknown basis {basis!r}; known: {', '.join(BASES)}")
+    if basis == "linear" or len(columns) > MAX_HINGED_COLUMNS:
+        return ()
+    hinges = [Node(transform, column=name) for name in columns for transform in HINGE_TRANSFORMS]
+    pairs = [] if len(columns) > MAX_PAIRED_COLUMNS else [
+        Node("min", (Node("r", column=first), Node("r", column=second)))
+        for index, first in enumerate(columns) for second in columns[index + 1:]]
+    return tuple(hinges + pairs)
 
 
 @dataclass(frozen=True)
@@ -204,7 +243,8 @@ class WeightedSpace:
 
 @dataclass(frozen=True)
 class WeightedFormula:
-    """A fitted weighted formula: ``intercept + sum_j w_j transform(X_j) + sum_i v_i T_i`` over a space's columns.
+    """A fitted weighted formula: ``intercept + sum_j w_j transform(X_j) + sum_b u_b B_b + sum_i v_i T_i`` over a
+    space's columns (``B_b`` the fixed members of a basis, ``T_i`` the evolved terms).
 
     It scores as a :class:`~autoprox.genome.rank_formula.RankFormula` does (:meth:`score`, :attr:`columns`,
     :meth:`resolved`), so every path that scores a rank formula (a proxy table, networks) scores it. Each
@@ -218,11 +258,13 @@ class WeightedFormula:
     terms : tuple of Node
         The evolved terms.
     weights : tuple of float
-        One per plain column, then one per term.
+        One per plain column, then one per member of the basis, then one per term.
     intercept : float
         Added to every score (it orders nothing; it puts the scores on the scale of the labels' ranks).
     transform : str
         The transform the plain columns are read through.
+    basis : tuple of Node
+        The fixed members beside the plain columns (:func:`basis_members`; none for a linear basis).
     """
 
     plain: tuple[str, ...]
@@ -230,16 +272,19 @@ class WeightedFormula:
     weights: tuple[float, ...]
     intercept: float = 0.0
     transform: str = "r"
+    basis: tuple[Node, ...] = ()
 
     def __post_init__(self) -> None:
-        if len(self.weights) != len(self.plain) + len(self.terms):
-            raise GenomeError(f"a weighted formula of {len(self.plain)} columns and {len(self.terms)} terms needs "
-                              f"{len(self.plain) + len(self.terms)} weights, got {len(self.weights)}")
+        needed = len(self.plain) + len(self.basis) + len(self.terms)
+        if len(self.weights) != needed:
+            basis = f", {len(self.basis)} basis members" if self.basis else ""
+            raise GenomeError(f"a weighted formula of {len(self.plain)} columns{basis} and {len(self.terms)} terms "
+                              f"needs {needed} weights, got {len(self.weights)}")
 
     @property
     def members(self) -> list[Node]:
-        """The plain columns (as transformed-column nodes), then the terms: what the weights multiply."""
-        return [Node(self.transform, column=name) for name in self.plain] + list(self.terms)
+        """The plain columns (as transformed-column nodes), the basis, then the terms: what the weights multiply."""
+        return [Node(self.transform, column=name) for name in self.plain] + list(self.basis) + list(self.terms)
 
     def __str__(self) -> str:
         parts = [f"{weight:+.4g}*{member}" for weight, member in zip(self.weights, self.members) if weight != 0]
@@ -296,10 +341,14 @@ class WeightedFormula:
         return total
 
     def to_json(self) -> dict:
-        """``{"plain": [...], "terms": [...], "weights": [...], "intercept": x, "transform": "r"}``."""
-        return {"plain": list(self.plain), "terms": [str(t) for t in self.terms],
+        """``{"plain": [...], "terms": [...], "weights": [...], "intercept": x, "transform": "r"}``, and
+        ``"basis": [...]`` (the members' texts) when it has a basis."""
+        data = {"plain": list(self.plain), "terms": [str(t) for t in self.terms],
                 "weights": [float(w) for w in self.weights], "intercept": float(self.intercept),
                 "transform": self.transform}
+        if self.basis:
+            data["basis"] = [str(member) for member in self.basis]
+        return data
 
     @classmethod
     def from_json(cls, data) -> "WeightedFormula":
@@ -314,8 +363,11 @@ class WeightedFormula:
         numbers = [*(weights if isinstance(weights, list) else [None]), data.get("intercept", 0.0)]
         if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) for w in numbers):
             raise GenomeError("a weighted formula's 'weights' and 'intercept' are finite numbers")
+        basis = data.get("basis", [])
+        if not (isinstance(basis, list) and all(isinstance(b, str) for b in basis)):
+            raise GenomeError("a weighted formula's 'basis' is a list of rank formulas")
         transform = data.get("transform", "r")
         if transform not in TRANSFORMS:
             raise GenomeError(f"unknown transform {transform!r}; known: {', '.join(TRANSFORMS.names())}")
         return cls(tuple(plain), tuple(parse_formula(t).root for t in terms), tuple(float(w) for w in weights),
-                   float(data.get("intercept", 0.0)), transform)
+                   float(data.get("intercept", 0.0)), transform, tuple(parse_formula(b).root for b in basis))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
+import scipy.linalg
 from scipy.stats import kendalltau, rankdata
 
 __all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "WIDE_MEMBERS", "OutOfBag", "RidgeModel", "bagged_ridge", "label_ranks", "out_of_bag",
@@ -30,7 +31,8 @@ __all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "WIDE_MEMBERS", "OutOfBag", "RidgeMod
 RIDGE_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-2, 3, 12))
 
 #: Above this many members, a ridge's weights come from its SVD rather than from solving the members-by-members
-#: normal equations (the same weights to float rounding; the solve's cost grows with the cube of the members).
+#: normal equations (the same weights to float rounding; the solve's cost grows with the cube of the members). With
+#: more members than rows, from the eigenvectors of the rows' Gram matrix, whatever the members.
 WIDE_MEMBERS = 256
 
 #: A column is read when it has values on more than this share of the rows (and is not constant).
@@ -91,19 +93,27 @@ def ridge_loo(features: np.ndarray, targets: np.ndarray, alphas: Sequence[float]
         return RidgeModel(weights, target_mean, math.nan)
     standard = (features[:, live] - mean[live]) / scale[live]
     centred = targets - target_mean
-    left, singular, right = np.linalg.svd(standard, full_matrices=False)
+    wide = standard.shape[1] > count
+    if wide:  # the rows' Gram matrix has the SVD's left vectors and squared singular values, at a rows-square cost
+        squared, left = scipy.linalg.eigh(standard @ standard.T, check_finite=False)  # NumPy's: slow threaded
+        squared = np.maximum(squared, 0.0)
+    else:
+        left, singular, right = np.linalg.svd(standard, full_matrices=False)
+        squared = singular ** 2
     projected = left.T @ centred
     best_error, best_alpha = math.inf, float(alphas[0])
     for alpha in alphas:
-        shrink = singular ** 2 / (singular ** 2 + alpha)
+        shrink = squared / (squared + alpha)
         fitted = left @ (shrink * projected)
         leverage = (left ** 2) @ shrink + 1.0 / count
         residual = (centred - fitted) / np.maximum(1.0 - leverage, 1e-12)
         error = float(residual @ residual)
         if error < best_error - 1e-12:
             best_error, best_alpha = error, float(alpha)
-    if standard.shape[1] > WIDE_MEMBERS:  # the same solution from the SVD: no members-by-members system
-        solved = right.T @ (singular / (singular ** 2 + best_alpha) * projected)
+    if wide:  # the same solution without a members-by-members system
+        solved = standard.T @ (left @ (projected / (squared + best_alpha)))
+    elif standard.shape[1] > WIDE_MEMBERS:
+        solved = right.T @ (singular / (squared + best_alpha) * projected)
     else:
         gram = standard.T @ standard + best_alpha * np.eye(standard.shape[1])
         solved = np.linalg.solve(gram, standard.T @ centred)

@@ -10,7 +10,7 @@ import datetime as _dt
 from pathlib import Path
 
 from autoprox.core.errors import ExportError, ProxyError
-from autoprox.genome.rank_formula import Node, transforms_source
+from autoprox.genome.rank_formula import Node, built_in_transform_function, transforms_source
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
 from autoprox.search.rundir import BEST
 
@@ -21,7 +21,6 @@ _EXPRESSIONS = {
     "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "max": "np.maximum({0}, {1})",
     "min": "np.minimum({0}, {1})", "neg": "(-{0})", "rerank": "_rank({0})",
 }
-_TRANSFORMS = {"r": "_rank", "lr": "_log_rank", "z": "_z_log"}
 
 #: The exported module's own helpers: a column by name, and the average ranks that the transforms it copies from
 #: :func:`~autoprox.genome.rank_formula.transforms_source` read (the engine's own use SciPy).
@@ -58,9 +57,10 @@ def _ranks(values):
 def _code(node: Node) -> str:
     """A term's tree as a Python expression over ``C`` (the transformed columns by name)."""
     if node.column:
-        if node.op not in _TRANSFORMS:
-            raise ExportError(f"transform {node.op!r} has no exported form")
-        return f"{_TRANSFORMS[node.op]}(_column(columns, {node.column!r}, length))"
+        function = built_in_transform_function(node.op)
+        if function is None:
+            raise ExportError(f"transform {node.op!r} has no exported form (only the built-in transforms have)")
+        return f"{function}(_column(columns, {node.column!r}, length))"
     if node.op not in _EXPRESSIONS:
         raise ExportError(f"operator {node.op!r} of a term has no exported form (lrsum and first are not terms)")
     return _EXPRESSIONS[node.op].format(*(_code(child) for child in node.children))

@@ -32,7 +32,8 @@ from scipy.stats import kendalltau
 from autoprox.core.correlation import kendall_null_sd
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.genome.rank_formula import Node, RankFormula
-from autoprox.genome.weighted import WeightedFormula, WeightedGenome, WeightedSpace, parse_weighted
+from autoprox.genome.weighted import (BASES, WeightedFormula, WeightedGenome, WeightedSpace, basis_members,
+                                      parse_weighted)
 from autoprox.proxies.weighted_fit import label_ranks, out_of_bag, ridge_loo, subsamples, usable_columns
 from autoprox.search.evolution import (EvolutionConfig, EvolutionState, evolve_step, initial_population,
                                        rng_from_json, rng_state_to_json)
@@ -77,6 +78,14 @@ class TableSearchSettings:
         The share of the rows each subsample holds.
     seed : int
         The one source of randomness (any integer; NumPy reads a negative one modulo 2**64).
+    average_top : int
+        The proxy averages the fitted formulas of this many best genomes within the cap (1: the best alone).
+    cap_margin : float
+        A larger cap is kept only when its out-of-fold Kendall exceeds every smaller cap's by this much.
+    basis : str
+        The fixed members beside the plain columns (:data:`~autoprox.genome.weighted.BASES`): ``ffx``, the hinges
+        of each column's rank and the minima of pairs, or ``linear``, none. A recorded configuration without it
+        (a run of an earlier version) reads as ``linear``, what that version searched.
     """
 
     population: int = 20
@@ -88,10 +97,9 @@ class TableSearchSettings:
     bags: int = 8
     bag_fraction: float = 2 / 3
     seed: int = 0
-    #: The proxy averages the fitted formulas of this many best genomes within the cap (1: the best alone).
     average_top: int = 5
-    #: A larger cap is kept only when its out-of-fold Kendall exceeds every smaller cap's by this much.
     cap_margin: float = 0.0
+    basis: str = "ffx"
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
@@ -104,6 +112,8 @@ class TableSearchSettings:
         if self.average_top < 1 or not 0 <= self.cap_margin < 1:
             raise ConfigError(f"average_top must be at least 1 and cap_margin in [0, 1), got {self.average_top} and "
                               f"{self.cap_margin}")
+        if self.basis not in BASES:
+            raise ConfigError(f"unknown basis {self.basis!r}; known: {', '.join(BASES)}")
         if self.inner_folds < 2 or self.bags < 1 or not 0 < self.bag_fraction < 1:
             raise ConfigError(f"inner folds must be at least 2, bags at least 1 and the bag fraction in (0, 1); got "
                               f"{self.inner_folds}, {self.bags} and {self.bag_fraction}")
@@ -116,6 +126,7 @@ class TableSearchSettings:
     @classmethod
     def from_json(cls, data: Mapping) -> "TableSearchSettings":
         known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        known.setdefault("basis", "linear")
         if "term_caps" in known:
             known["term_caps"] = tuple(int(c) for c in known["term_caps"])
         return cls(**known)
@@ -188,9 +199,9 @@ class LabelledTable:
             self.members[text] = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
         return self.members[text]
 
-    def features(self, genome: WeightedGenome, rows: np.ndarray) -> np.ndarray:
-        """The members' values (plain columns, then the genome's terms) on ``rows``."""
-        members = [Node("r", column=name) for name in self.plain] + list(genome.terms)
+    def features(self, genome: WeightedGenome, rows: np.ndarray, basis: Sequence[Node] = ()) -> np.ndarray:
+        """The members' values (plain columns, the ``basis``, then the genome's terms) on ``rows``."""
+        members = [Node("r", column=name) for name in self.plain] + list(basis) + list(genome.terms)
         return np.column_stack([self.member(node)[rows] for node in members])
 
     def space(self, settings: TableSearchSettings) -> WeightedSpace:
@@ -202,9 +213,11 @@ class WeightedFitness(MemoisedFitness):
     (:func:`~autoprox.proxies.weighted_fit.out_of_bag`); the record's ``jcm`` and ``kendall`` hold the out-of-bag
     Kendall."""
 
-    def __init__(self, table: LabelledTable, rows: np.ndarray, bags: Sequence[np.ndarray]) -> None:
-        self.table, self.rows, self.bags = table, np.asarray(rows), list(bags)
+    def __init__(self, table: LabelledTable, rows: np.ndarray, bags: Sequence[np.ndarray],
+                 basis: Sequence[Node] = ()) -> None:
+        self.table, self.rows, self.bags, self.basis = table, np.asarray(rows), list(bags), tuple(basis)
         self.targets = label_ranks(table.labels[self.rows])
+        self.fixed = table.features(WeightedGenome(), self.rows, self.basis)
         self.memo, self.seconds, self.evaluations = {}, 0.0, 0
         self.counted = None
 
@@ -212,7 +225,7 @@ class WeightedFitness(MemoisedFitness):
         return genome.canonical
 
     def _evaluate(self, genome: WeightedGenome, canonical: str) -> FitnessRecord:
-        judged = out_of_bag(self.table.features(genome, self.rows), self.targets, self.bags)
+        judged = out_of_bag(self.features(genome), self.targets, self.bags)
         valid = math.isfinite(judged.r2)
         return FitnessRecord(str(genome), canonical, valid, jcm=judged.kendall,
                              kendall={self.table.target: judged.kendall},
@@ -223,11 +236,19 @@ class WeightedFitness(MemoisedFitness):
     def close(self) -> None:
         """Nothing to release (the interface of the engine's evaluators)."""
 
+    def features(self, genome: WeightedGenome) -> np.ndarray:
+        """The members' values on the evaluator's rows: the plain columns and the basis (computed once), then the
+        genome's terms."""
+        if not genome.terms:
+            return self.fixed
+        terms = np.column_stack([self.table.member(term)[self.rows] for term in genome.terms])
+        return np.hstack([self.fixed, terms])
+
     def fitted(self, genome: WeightedGenome) -> WeightedFormula:
         """The genome's proxy: its ridge fit on every row of the evaluator (the penalty by leave-one-out)."""
-        model = ridge_loo(self.table.features(genome, self.rows), self.targets)
+        model = ridge_loo(self.features(genome), self.targets)
         return WeightedFormula(self.table.plain, genome.terms, tuple(float(w) for w in model.weights),
-                               float(model.intercept))
+                               float(model.intercept), basis=self.basis)
 
 
 def _generator(seed: int) -> np.random.Generator:
@@ -247,7 +268,7 @@ def evolve(table: LabelledTable, rows: np.ndarray, settings: TableSearchSettings
     space = table.space(settings)
     if evaluator is None:
         bags = subsamples(len(rows), settings.bags, settings.bag_fraction, _generator(seed))
-        evaluator = WeightedFitness(table, rows, bags)
+        evaluator = WeightedFitness(table, rows, bags, basis_members(table.plain, settings.basis))
     if state is None:
         rng = random.Random(seed)
         population, fresh, invalid = initial_population(evaluator, config, rng, [str(WeightedGenome())],
@@ -271,21 +292,23 @@ def best_within(records: Sequence[FitnessRecord], cap: int, count: int = 1) -> l
 
 
 def averaged(formulas: Sequence[WeightedFormula]) -> WeightedFormula:
-    """The mean of weighted formulas over the same plain columns: one formula over the union of their terms (a
-    term's weight is its mean over the formulas, 0 where one lacks it)."""
+    """The mean of weighted formulas over the same plain columns and basis: one formula over the union of their
+    terms (a term's weight is its mean over the formulas, 0 where one lacks it)."""
     if len(formulas) == 1:
         return formulas[0]
-    plain = formulas[0].plain
+    plain, basis = formulas[0].plain, formulas[0].basis
+    fixed = len(plain) + len(basis)
     terms = {str(term): term for formula in formulas for term in formula.terms}
     order = sorted(terms)
-    weights = np.zeros(len(plain) + len(order))
+    weights = np.zeros(fixed + len(order))
     for formula in formulas:
-        weights[:len(plain)] += formula.weights[:len(plain)]
-        for term, weight in zip(formula.terms, formula.weights[len(plain):]):
-            weights[len(plain) + order.index(str(term))] += weight
+        weights[:fixed] += formula.weights[:fixed]
+        for term, weight in zip(formula.terms, formula.weights[fixed:]):
+            weights[fixed + order.index(str(term))] += weight
     weights /= len(formulas)
     intercept = float(np.mean([f.intercept for f in formulas]))
-    return WeightedFormula(plain, tuple(terms[t] for t in order), tuple(float(w) for w in weights), intercept)
+    return WeightedFormula(plain, tuple(terms[t] for t in order), tuple(float(w) for w in weights), intercept,
+                           basis=basis)
 
 
 def fitted_top(evaluator: "WeightedFitness", cap: int, count: int) -> tuple[WeightedFormula, FitnessRecord]:
@@ -390,7 +413,7 @@ def search_table(table: LabelledTable, settings: TableSearchSettings = TableSear
     if state is not None:
         bags = subsamples(len(table.labelled), settings.bags, settings.bag_fraction,
                           _generator(settings.seed))
-        evaluator = WeightedFitness(table, table.labelled, bags)
+        evaluator = WeightedFitness(table, table.labelled, bags, basis_members(table.plain, settings.basis))
         evaluator.remember(remembered)
     evaluator, state = evolve(table, table.labelled, settings, settings.seed, on_evaluation, on_iteration, state,
                               evaluator)
