@@ -1,7 +1,7 @@
 """A weighted formula (a table search's proxy, :class:`~autoprox.genome.weighted.WeightedFormula`) as a standalone
 Python module that needs only NumPy: ``score(columns) -> array``, where ``columns`` maps each proxy column's name to
 its values on the rows to rank (NaN or None: not measured). The module computes each column's centred rank within
-those rows, each evolved term, and the weighted sum, exactly as ``autoprox score`` does (to float rounding): its
+those rows, each member of its basis, each evolved term, and the weighted sum, exactly as ``autoprox score`` does (to float rounding): its
 transforms are the engine's own code, copied."""
 
 from __future__ import annotations

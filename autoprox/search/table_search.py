@@ -2,14 +2,14 @@
 
 A user with a proxy table (``id``, accuracies, proxy columns; :mod:`autoprox.data.proxy_tables`) and the trained
 accuracy of some of its architectures wants a proxy that ranks the rest. The proxy searched here is a weighted
-formula (:mod:`autoprox.genome.weighted`): the centred ranks of the table's columns (the linear member, what a
-ridge fit on ranks gives) plus evolved nonlinear terms, the weights fitted by bagged ridge on the labelled rows
-(:mod:`autoprox.proxies.weighted_fit`).
+formula (:mod:`autoprox.genome.weighted`): the centred ranks of the table's columns, a fixed basis beside them
+(``ffx`` by default: hinges of each column's rank and minima of pairs of ranks) and evolved nonlinear terms, the
+weights fitted by bagged ridge on the labelled rows (:mod:`autoprox.proxies.weighted_fit`).
 
 The terms are evolved by the engine's evolution (:mod:`autoprox.search.evolution`, Algorithm 1,
 elitism-preserving) over a :class:`~autoprox.genome.weighted.WeightedSpace`; a genome's fitness is the
-out-of-bag R^2 of its bagged ridge (:class:`WeightedFitness`). The linear member ``weighted()`` is always in the
-first population, so the search starts where ridge ends.
+out-of-bag R^2 of its bagged ridge (:class:`WeightedFitness`). The genome of no term, ``weighted()`` (the ridge
+fit of the columns and the basis), is always in the first population, so the search starts where that fit ends.
 
 How many terms the proxy may keep is chosen by inner cross-validation on the labelled rows
 (:func:`choose_term_cap`): on each of ``inner_folds`` folds the evolution runs on the other folds' rows, the best

@@ -275,10 +275,11 @@ def test_a_rank_formula_transform_registered_in_a_test_is_in_rank_s_proxy_help(c
     """``rank --proxy``'s help names the rank-formula transforms registered now, then the grammar's words."""
     from autoprox.genome.rank_formula import TRANSFORMS, register_transform
 
-    assert "a rank formula over columns (r, lr, z, lrsum, first:" in _help(capsys, "rank")
+    listed = "r, lr, z, over33, over67, under33, under67"
+    assert f"a rank formula over columns ({listed}, lrsum, first:" in _help(capsys, "rank")
     register_transform("testrank", lambda values: values - values.mean(), "centred, for a test")
     try:
-        assert "a rank formula over columns (r, lr, z, testrank, lrsum, first:" in _help(capsys, "rank")
+        assert f"a rank formula over columns ({listed}, testrank, lrsum, first:" in _help(capsys, "rank")
     finally:
         TRANSFORMS.unregister("testrank")
     assert "testrank" not in _help(capsys, "rank")
