@@ -59,8 +59,10 @@ def show_table_run(path: str | Path, top: int = 10) -> str:
         warning = no_signal_warning(best) if best.get("finished") else None
         if warning:
             lines.append(f"warning: {warning}")
+    basis = config["settings"].get("basis", "linear")
+    members = "the columns and" if basis == "linear" else f"the columns, the {basis} basis and"
     lines.append(f"hall of fame (hall_of_fame.json); top {min(top, len(hall))} of {len(hall)}; fitness: out-of-bag R2 "
-                 "of the ridge fit over the columns and the genome's terms")
+                 f"of the ridge fit over {members} the genome's terms")
     lines.append(f"{'rank':>5} {'R2':>8} {'Kendall':>8} {'nodes':>6}  terms")
     for index, entry in enumerate(hall[:top], 1):
         lines.append(f"{index:>5} {format_float(entry['fitness']):>8} {format_float(entry['jcm']):>8} "

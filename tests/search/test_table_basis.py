@@ -121,3 +121,7 @@ def test_a_table_runs_best_json_records_the_basis_and_its_export_gives_the_score
     columns = read_proxy_table(path).proxies
     assert np.allclose(module.score({n: list(v) for n, v in columns.items()}), formula.score(columns), atol=1e-12)
     assert report["formula"] == best["formula"]
+    from autoprox.reports.table_run import show_table_run
+
+    assert "fitness: out-of-bag R2 of the ridge fit over the columns, the ffx basis and the genome's terms" in \
+        show_table_run(tmp_path / "run")
