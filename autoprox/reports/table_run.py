@@ -14,6 +14,7 @@ from autoprox.reports.html.page import check_report_out, generator_tag, write_pa
 from autoprox.reports.show import made_by_line
 from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.table_run import no_signal_warning
+from autoprox.search.table_search import TableSearchSettings
 
 __all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]
 
@@ -59,7 +60,7 @@ def show_table_run(path: str | Path, top: int = 10) -> str:
         warning = no_signal_warning(best) if best.get("finished") else None
         if warning:
             lines.append(f"warning: {warning}")
-    basis = config["settings"].get("basis", "linear")
+    basis = TableSearchSettings.from_json(config["settings"]).basis
     members = "the columns and" if basis == "linear" else f"the columns, the {basis} basis and"
     lines.append(f"hall of fame (hall_of_fame.json); top {min(top, len(hall))} of {len(hall)}; fitness: out-of-bag R2 "
                  f"of the ridge fit over {members} the genome's terms")
