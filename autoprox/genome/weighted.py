@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -153,6 +154,12 @@ def parse_weighted(text: str) -> WeightedGenome:
     """
     if not isinstance(text, str):
         raise GenomeError(f"a weighted formula is text, got {type(text).__name__}")
+    return _parse_weighted_text(text)
+
+
+@lru_cache(maxsize=8192)
+def _parse_weighted_text(text: str) -> WeightedGenome:
+    # a search re-reads each genome's text many times (its hall, its children, its fits); the genome is immutable
     body = text.strip()
     if not (body.startswith("weighted(") and body.endswith(")")):
         raise GenomeError(f"{body[:80]!r} is not a weighted formula: weighted(TERM, TERM, ...)")

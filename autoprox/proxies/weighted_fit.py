@@ -101,15 +101,16 @@ def ridge_loo(features: np.ndarray, targets: np.ndarray, alphas: Sequence[float]
         left, singular, right = np.linalg.svd(standard, full_matrices=False)
         squared = singular ** 2
     projected = left.T @ centred
+    penalties = np.asarray(alphas, dtype=np.float64)
+    shrink = squared / (squared + penalties[:, None])  # one row per penalty
+    fitted = (shrink * projected) @ left.T
+    leverage = shrink @ (left ** 2).T + 1.0 / count
+    residual = (centred - fitted) / np.maximum(1.0 - leverage, 1e-12)
+    errors = np.einsum("ij,ij->i", residual, residual)
     best_error, best_alpha = math.inf, float(alphas[0])
-    for alpha in alphas:
-        shrink = squared / (squared + alpha)
-        fitted = left @ (shrink * projected)
-        leverage = (left ** 2) @ shrink + 1.0 / count
-        residual = (centred - fitted) / np.maximum(1.0 - leverage, 1e-12)
-        error = float(residual @ residual)
+    for alpha, error in zip(penalties, errors):
         if error < best_error - 1e-12:
-            best_error, best_alpha = error, float(alpha)
+            best_error, best_alpha = float(error), float(alpha)
     if wide:  # the same solution without a members-by-members system
         solved = standard.T @ (left @ (projected / (squared + best_alpha)))
     elif standard.shape[1] > WIDE_MEMBERS:

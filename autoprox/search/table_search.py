@@ -286,7 +286,7 @@ def evolve(table: LabelledTable, rows: np.ndarray, settings: TableSearchSettings
 def best_within(records: Sequence[FitnessRecord], cap: int, count: int = 1) -> list[FitnessRecord]:
     """The ``count`` records of highest fitness among the valid genomes of at most ``cap`` terms, best first (ties:
     fewer nodes, then the text)."""
-    kept = [(r, parse_weighted(r.genome)) for r in records if r.valid and len(parse_weighted(r.genome)) <= cap]
+    kept = [(r, genome) for r in records if r.valid for genome in (parse_weighted(r.genome),) if len(genome) <= cap]
     kept.sort(key=lambda item: (-item[0].fitness, item[1].size, item[0].canonical))
     return [record for record, _ in kept[:count]]
 
