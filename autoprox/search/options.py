@@ -23,7 +23,6 @@ from typing import Any, Callable, Mapping, Sequence
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.entries import PRECISIONS
-from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.genome.terminals import TERMINAL_SETS
 from autoprox.genome.tree import DEFAULT_KERNELS
 from autoprox.genome.space import GenomeSpace
@@ -48,6 +47,7 @@ from autoprox.search.conversions import (
     text_list,
     weights,
 )
+from autoprox.search.evaluators import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.search.objectives import DEFAULT_FOLD_MODE, FOLD_MODES, fitness_help, parse_fitness
 
 #: The commands that take every search option.
@@ -306,7 +306,7 @@ SEARCH_OPTIONS: list[Option] = [
            "distinct stored float16 value for all blocks at once, the exact path for what it does not cover; scores "
            "equal to float32 rounding, the same proxy as exact on the default search, twice as fast) or exact (entry "
            "by entry, bitwise the committed runs; the default of evaluate and transfer, and with --scheduler or "
-           "--cache-precision float32; docs/manual.md)", text(), choices=tuple(EVALUATIONS), setting="evaluation",
+           "--cache-precision float32; docs/manual.md)", text(), choices=EVALUATIONS, setting="evaluation",
            setting_default=DEFAULT_EVALUATION),
     Option("genome", "template", "the paper's template trees, or free-form typed trees", text(),
            group=_GENOME, choices=("template", "free")),

@@ -44,7 +44,7 @@ from autoprox.proxies.proxy import (
     resolve_proxy,
 )
 from autoprox.proxies.scorers import ARCHITECTURE_PROXIES, register_architecture_proxy
-from autoprox.search.evaluators import EVALUATORS, ExactEvaluator, evaluator_class, register_evaluator
+from autoprox.search.evaluators import EVALUATIONS, EVALUATORS, ExactEvaluator, evaluator_class, register_evaluator
 from autoprox.search.objectives import (
     OBJECTIVES,
     JointCorrelation,
@@ -53,6 +53,7 @@ from autoprox.search.objectives import (
     register_objective,
     space_objective,
 )
+from autoprox.search.options import OPTIONS
 from autoprox.spaces.architectures import count_params
 from autoprox.spaces.family import FamilyArch, FamilySpace
 from autoprox.spaces.registry import REGISTRY as SPACES
@@ -165,6 +166,8 @@ def _evaluator_register():
 
 def _evaluator_use(_):
     assert evaluator_class("test_registry") is _Evaluator and _Evaluator.kind == "test_registry"
+    # a strategy on held statistics is one --evaluation may name, with no second list to add it to
+    assert EVALUATIONS[-1] == "test_registry" and OPTIONS["evaluation"].value("test_registry") == "test_registry"
 
 
 def _zoo_register():
