@@ -25,7 +25,7 @@ from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.entries import PRECISIONS
 from autoprox.genome.terminals import TERMINAL_SETS
 from autoprox.genome.tree import DEFAULT_KERNELS
-from autoprox.genome.space import GenomeSpace
+from autoprox.genome.space import FREE, TEMPLATE, TREE_KINDS, GenomeSpace
 from autoprox.networks.statistics import DEVICES
 from autoprox.primitives import KERNEL_SETS
 from autoprox.proxies.proxy import seed_genome
@@ -232,7 +232,7 @@ def check_cpu_only(device: str, command: str) -> None:
 
 
 def _recorded_seeds(names: Sequence[str], values: Mapping[str, Any]) -> tuple[str, ...]:
-    return seed_genomes(names, free=values.get("genome") == "free")
+    return seed_genomes(names, free=values.get("genome") == FREE)
 
 
 def _recorded_iterations(iterations: int | None, values: Mapping[str, Any]) -> int:
@@ -308,8 +308,8 @@ SEARCH_OPTIONS: list[Option] = [
            "by entry, bitwise the committed runs; the default of evaluate and transfer, and with --scheduler or "
            "--cache-precision float32; docs/manual.md)", text(), choices=EVALUATIONS, setting="evaluation",
            setting_default=DEFAULT_EVALUATION),
-    Option("genome", "template", "the paper's template trees, or free-form typed trees", text(),
-           group=_GENOME, choices=("template", "free")),
+    Option("genome", TEMPLATE, "the paper's template trees, or free-form typed trees", text(),
+           group=_GENOME, choices=TREE_KINDS),
     Option("aggregation", DEFAULT_AGGREGATION_OPTION, aggregation_help, aggregation, group=_GENOME),
     Option("operators", None, "comma list of the unary and binary operations genomes are built from (default: the "
            "paper's 24 + 4); a primitive of your own (autoprox.primitives.register_primitive) takes part only when named here",

@@ -13,10 +13,10 @@ from autoprox.apps.rank_search import MISSING_POLICIES, RankSearchSettings
 from autoprox.apps.ranking import FORMATS, format_table
 from autoprox.apps.vitsearch import VitSearchSettings
 from autoprox.cli import tables
-from autoprox.core.errors import ConfigError
+from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.cli.command_options import DEFAULT_SPACE_OBJECTIVE, EVALUATE_OPTIONS, RANK_OPTIONS, command_options
 from autoprox.data.benchmark import BENCH_FILE_NAMES
-from autoprox.genome.space import DEFAULT_AGGREGATION
+from autoprox.genome.space import DEFAULT_AGGREGATION, TREE_KINDS, GenomeSpace
 from autoprox.search.objectives import DEFAULT_FOLD_MODE, FOLD_MODES, CrossValidated
 from autoprox.search.options import OPTIONS
 from autoprox.spaces.architectures import SPACES
@@ -44,6 +44,12 @@ def test_cv_mode_s_choices_and_default_are_cross_validation_s():
 
 def test_the_aggregation_option_s_default_is_the_genome_space_s():
     assert "block_" + OPTIONS["aggregation"].default == DEFAULT_AGGREGATION
+
+
+def test_the_genome_option_s_choices_are_the_genome_space_s_kinds():
+    assert OPTIONS["genome"].choices is TREE_KINDS and OPTIONS["genome"].default == GenomeSpace().kind
+    with pytest.raises(GenomeError, match="unknown genome kind 'typed'; use template or free"):
+        GenomeSpace("typed")
 
 
 def test_the_n_space_protocol_s_options_read_their_defaults_and_choices_where_they_are_used():
