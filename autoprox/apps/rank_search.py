@@ -51,7 +51,8 @@ __all__ = ["MISSING_POLICIES", "PreparedSpace", "RankSearchSettings", "SearchOut
 
 #: How a search treats a training space lacking a column a formula reads: ``neutral`` scores the column as
 #: no information there; ``skip`` leaves the space out of that formula's objective (at most one space, and
-#: two are kept at least).
+#: two are kept at least). Scoring one formula on one table has its own rule
+#: (:data:`autoprox.genome.rank_formula.MISSING_COLUMN_SCORING`).
 MISSING_POLICIES = ("neutral", "skip")
 
 def space_leads(per_space: dict[str, float], prepared: Sequence["PreparedSpace"], against_size: bool) -> list[float]:
