@@ -158,10 +158,14 @@ TRANSFORMS: Registry[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = Regi
 
 
 def _check_name(name: str) -> None:
-    """ConfigError unless ``name`` is a plain lower-case name other than ``lrsum`` and ``first`` (words of the
-    grammar)."""
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in GRAMMAR_WORDS:
-        raise ConfigError(f"rank-formula name {name!r} is not a plain lower-case name (or is lrsum or first)")
+    """ConfigError unless ``name`` is a plain lower-case name and not one of :data:`GRAMMAR_WORDS` (a name another
+    transform or operator holds is refused when it is registered)."""
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ConfigError(f"rank-formula name {name!r} is not a plain lower-case name (a letter, then lower-case "
+                          "letters, digits or underscores)")
+    if name in GRAMMAR_WORDS:
+        raise ConfigError(f"rank-formula name {name!r} is a word of the grammar ({', '.join(GRAMMAR_WORDS)}); "
+                          "give it another name")
 
 
 def register_transform(name: str, function: Callable[[np.ndarray], np.ndarray], description: str) -> None:
