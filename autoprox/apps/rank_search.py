@@ -277,8 +277,8 @@ def _objective_on(formula: RankFormula, prepared: Sequence[PreparedSpace], objec
     return space_value(space_objective(objective), {p.name: p.figure(formula) for p in prepared}, prepared)
 
 
-def best_single(spaces: Sequence[TableSpace], objective: str = "worst", candidates: Sequence[str] = STANDARD_PROXIES
-                ) -> tuple[str, float]:
+def best_single(spaces: Sequence[TableSpace], objective: str = RankSearchSettings.objective,
+                candidates: Sequence[str] = STANDARD_PROXIES) -> tuple[str, float]:
     """The standard proxy whose ``r(X)`` has the best objective on ``spaces`` (every row), and that value.
     Proxies every space has are the candidates (a single proxy a space lacks cannot rank it), or, when no
     candidate is in every space, those any space has."""
@@ -293,8 +293,8 @@ def best_single(spaces: Sequence[TableSpace], objective: str = "worst", candidat
     return name, values[name]
 
 
-def greedy_lrsum(spaces: Sequence[TableSpace], objective: str = "worst", candidates: Sequence[str] = STANDARD_PROXIES
-                 ) -> tuple[str, float]:
+def greedy_lrsum(spaces: Sequence[TableSpace], objective: str = RankSearchSettings.objective,
+                 candidates: Sequence[str] = STANDARD_PROXIES) -> tuple[str, float]:
     """Forward selection of the columns of an AZ-NAS log-rank sum on ``spaces`` (every row): start from
     the best single column, add the column that raises the objective most, stop when none does.
     Returns the formula text and its objective."""
