@@ -34,7 +34,7 @@ from common import machine, peak_rss_mb, private_mb  # noqa: E402
 
 from autoprox.data.benchmark import default_bench_path, load_benchmark, split_benchmark  # noqa: E402
 from autoprox.data.cache import StatisticsCache, StatsPlan, load_statistics  # noqa: E402
-from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS  # noqa: E402
+from autoprox.search.evaluators import DEFAULT_EVALUATION, EVALUATIONS  # noqa: E402
 from autoprox.genome.tree import parse_genome  # noqa: E402
 from autoprox.genome.template import random_template
 from autoprox.networks.statistics import InputSpec, compute_statistics, torch_threads  # noqa: E402

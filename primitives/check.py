@@ -16,7 +16,7 @@ on both evaluation paths, as one giving NaN is.
 from __future__ import annotations
 
 from itertools import product
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import sympy
 import torch
@@ -30,10 +30,43 @@ from .unary import EPS
 #: ``autoprox.primitives.EPS_SYMBOL`` (a SymPy symbol is its name and assumptions): the table imports this
 #: module, so this module does not import the table.
 EPS_SYMBOL = sympy.Symbol("eps", positive=True)
-# ``Primitive`` in annotations is autoprox.primitives.table.Primitive, not imported for the same reason.
 
 #: Agreement of the torch function and its SymPy form: float32 rounding (and EPS) apart.
 RELATIVE_TOLERANCE = 1e-4
+
+
+@runtime_checkable
+class PrimitiveRecord(Protocol):
+    """What the checks read of a primitive record: :class:`autoprox.primitives.table.Primitive`, which this
+    module does not import (the table imports this module)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def arity(self) -> int: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def output_kind(self) -> str: ...
+
+    @property
+    def not_generated(self) -> Mapping[str, str]: ...
+
+    @property
+    def torch_function(self) -> Callable[..., object] | None: ...
+
+    @property
+    def function(self) -> Callable[..., object]: ...
+
+    @property
+    def forms(self) -> tuple[str, ...]: ...
+
+    def signature(self, form: str) -> tuple[tuple[str, ...], str]: ...
+
+    def sympy(self, *args: sympy.Expr, form: str = "matrix") -> sympy.Expr: ...
 
 
 def _samples() -> dict[str, list[torch.Tensor]]:
@@ -48,7 +81,7 @@ def _samples() -> dict[str, list[torch.Tensor]]:
             "scalar": [torch.tensor(0.7), torch.tensor(-1.3), torch.tensor(2.0)]}
 
 
-def _inputs(primitive: Primitive, form: str) -> list[tuple[torch.Tensor, ...]]:
+def _inputs(primitive: PrimitiveRecord, form: str) -> list[tuple[torch.Tensor, ...]]:
     """The sample arguments of ``form``: each sample (unary) or pairs of them (binary)."""
     samples = _samples()
     kinds = primitive.signature(form)[0]
@@ -62,7 +95,7 @@ def _describe(args: Sequence[torch.Tensor]) -> str:
     return " and ".join(f"the scalar {float(a):g}" if a.dim() == 0 else f"a {'x'.join(map(str, a.shape))} matrix" for a in args)
 
 
-def expected_shape(primitive: Primitive, args: Sequence[torch.Tensor]) -> tuple[int, ...]:
+def expected_shape(primitive: PrimitiveRecord, args: Sequence[torch.Tensor]) -> tuple[int, ...]:
     """The shape ``primitive`` promises for ``args``: a 0-d tensor where its matrix form returns a scalar
     and every operand is a matrix, else the operands' (broadcast) shape."""
     if primitive.output_kind == "scalar" and all(a.dim() > 0 for a in args):
@@ -70,7 +103,7 @@ def expected_shape(primitive: Primitive, args: Sequence[torch.Tensor]) -> tuple[
     return tuple(torch.broadcast_shapes(*(a.shape for a in args)))
 
 
-def _result_problem(primitive: Primitive, args: Sequence[torch.Tensor], value: object) -> str | None:
+def _result_problem(primitive: PrimitiveRecord, args: Sequence[torch.Tensor], value: object) -> str | None:
     if not isinstance(value, torch.Tensor):
         return f"returned a {type(value).__name__}, not a torch tensor"
     shape = expected_shape(primitive, args)
@@ -80,7 +113,7 @@ def _result_problem(primitive: Primitive, args: Sequence[torch.Tensor], value: o
     return None
 
 
-def checked(primitive: Primitive) -> Callable[..., torch.Tensor]:
+def checked(primitive: PrimitiveRecord) -> Callable[..., torch.Tensor]:
     """``primitive``'s own torch function, turning an exception or a result that is not a tensor of the
     promised shape (:func:`expected_shape`) into :class:`InvalidResult`."""
     function, name = primitive.torch_function, primitive.name
@@ -115,7 +148,7 @@ def _sympy_value(expression: sympy.Expr, symbols: Sequence[sympy.Symbol], values
         return complex("nan")
 
 
-def _disagreement(primitive: Primitive, form: str, args: Sequence[torch.Tensor], value: torch.Tensor) -> str | None:
+def _disagreement(primitive: PrimitiveRecord, form: str, args: Sequence[torch.Tensor], value: torch.Tensor) -> str | None:
     """Where the SymPy form of ``form`` differs from the torch result, entry by entry (element-wise forms) or
     on scalars; None where they agree or the SymPy form has no numeric value."""
     symbols = sympy.symbols("x" if primitive.arity == 1 else "a b", real=True, seq=True)
@@ -141,7 +174,7 @@ def _disagreement(primitive: Primitive, form: str, args: Sequence[torch.Tensor],
     return None
 
 
-def _not_elementwise(primitive: Primitive, args: Sequence[torch.Tensor], value: torch.Tensor) -> str | None:
+def _not_elementwise(primitive: PrimitiveRecord, args: Sequence[torch.Tensor], value: torch.Tensor) -> str | None:
     """Where an element-wise primitive's entry of a matrix is not its value on that entry alone."""
     (matrix,) = args
     for i in range(matrix.shape[0]):
@@ -159,7 +192,7 @@ def _not_elementwise(primitive: Primitive, args: Sequence[torch.Tensor], value: 
     return None
 
 
-def check_primitive(primitive: Primitive) -> None:
+def check_primitive(primitive: PrimitiveRecord) -> None:
     """ConfigError, in one line naming ``primitive`` and a sample value, unless its torch function, on the
     sample values of each typed form, returns a tensor of the promised shape without changing its input,
     is element-wise where declared so, and agrees with its SymPy form (see the module's docstring).
@@ -187,4 +220,4 @@ def check_primitive(primitive: Primitive) -> None:
                 raise ConfigError(f"primitive {primitive.name!r} {problem}, on {where}")
 
 
-__all__ = ["RELATIVE_TOLERANCE", "check_primitive", "checked", "expected_shape"]
+__all__ = ["RELATIVE_TOLERANCE", "PrimitiveRecord", "check_primitive", "checked", "expected_shape"]

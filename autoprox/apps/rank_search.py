@@ -51,7 +51,8 @@ __all__ = ["MISSING_POLICIES", "PreparedSpace", "RankSearchSettings", "SearchOut
 
 #: How a search treats a training space lacking a column a formula reads: ``neutral`` scores the column as
 #: no information there; ``skip`` leaves the space out of that formula's objective (at most one space, and
-#: two are kept at least).
+#: two are kept at least). Scoring one formula on one table has its own rule
+#: (:data:`autoprox.genome.rank_formula.MISSING_COLUMN_SCORING`).
 MISSING_POLICIES = ("neutral", "skip")
 
 def space_leads(per_space: dict[str, float], prepared: Sequence["PreparedSpace"], against_size: bool) -> list[float]:
@@ -276,8 +277,8 @@ def _objective_on(formula: RankFormula, prepared: Sequence[PreparedSpace], objec
     return space_value(space_objective(objective), {p.name: p.figure(formula) for p in prepared}, prepared)
 
 
-def best_single(spaces: Sequence[TableSpace], objective: str = "worst", candidates: Sequence[str] = STANDARD_PROXIES
-                ) -> tuple[str, float]:
+def best_single(spaces: Sequence[TableSpace], objective: str = RankSearchSettings.objective,
+                candidates: Sequence[str] = STANDARD_PROXIES) -> tuple[str, float]:
     """The standard proxy whose ``r(X)`` has the best objective on ``spaces`` (every row), and that value.
     Proxies every space has are the candidates (a single proxy a space lacks cannot rank it), or, when no
     candidate is in every space, those any space has."""
@@ -292,8 +293,8 @@ def best_single(spaces: Sequence[TableSpace], objective: str = "worst", candidat
     return name, values[name]
 
 
-def greedy_lrsum(spaces: Sequence[TableSpace], objective: str = "worst", candidates: Sequence[str] = STANDARD_PROXIES
-                 ) -> tuple[str, float]:
+def greedy_lrsum(spaces: Sequence[TableSpace], objective: str = RankSearchSettings.objective,
+                 candidates: Sequence[str] = STANDARD_PROXIES) -> tuple[str, float]:
     """Forward selection of the columns of an AZ-NAS log-rank sum on ``spaces`` (every row): start from
     the best single column, add the column that raises the objective most, stop when none does.
     Returns the formula text and its objective."""

@@ -92,6 +92,20 @@ def parse_budget(text: str) -> tuple[float, float]:
     return low, high
 
 
+def paper_budgets_text() -> str:
+    """The papers' budgets as ``--params`` takes them: ``autoformer 4:9, pit 2:25``."""
+    return ", ".join(f"{space} {low:g}:{high:g}" for space, (low, high) in PAPER_BUDGETS.items())
+
+
+def default_budget(space: str, num_classes: int = 100) -> tuple[float, float]:
+    """The parameter budget of a search of ``space`` given none: the paper's (:data:`PAPER_BUDGETS`), else
+    the whole space's range."""
+    if space in PAPER_BUDGETS:
+        low, high = PAPER_BUDGETS[space]
+        return low * 1e6, high * 1e6
+    return param_range(space, num_classes)
+
+
 def check_budget(space: str, budget: tuple[float, float], num_classes: int) -> None:
     """Refuse a budget no architecture of ``space`` can meet, naming the feasible range."""
     lo, hi = param_range(space, num_classes)
@@ -179,7 +193,8 @@ class VitSearchSettings:
     space: str
     proxy: str
     samples: int = 400
-    budget: tuple[float, float] = (4e6, 9e6)
+    #: In parameters; None is the space's default (:func:`default_budget`).
+    budget: tuple[float, float] | None = None
     classes: int = 100
     top: int = 5
     seed: int = 0
@@ -192,6 +207,10 @@ class VitSearchSettings:
     workers: int = OPTIONS["workers"].default
     #: The target whose members score an ensemble proxy (None: a joint ensemble, or any other proxy).
     target: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.budget is None:
+            object.__setattr__(self, "budget", default_budget(self.space, self.classes))
 
     def to_json(self) -> dict:
         data = asdict(self)

@@ -18,7 +18,7 @@ from autoprox.apps.protocols.cross_space import DEFAULT_SEEDS
 from autoprox.apps.protocols.summary import BOOTSTRAP_SAMPLES
 from autoprox.apps.rank_search import MISSING_POLICIES, RankSearchSettings
 from autoprox.apps.ranking import FORMATS
-from autoprox.apps.vitsearch import VitSearchSettings
+from autoprox.apps.vitsearch import VitSearchSettings, paper_budgets_text
 from autoprox.apps.selection import selection_help
 from autoprox.core.registry import LiveNames
 from autoprox.data.benchmark import BENCH_FILE_NAMES
@@ -146,8 +146,8 @@ def _vit_search_options() -> tuple[Option, ...]:
                "and chosen on spaces its search never saw)", text(), commands=_VIT),
         Option("samples", VitSearchSettings.samples,
                f"distinct architectures to sample (default {VitSearchSettings.samples})", integer(1), commands=_VIT),
-        Option("params", None, "parameter budget MIN:MAX in millions (default: the paper's, autoformer 4:9, pit 2:25; "
-               "the whole space's range for the others)", text(), commands=_VIT),
+        Option("params", None, "parameter budget MIN:MAX in millions (default: the paper's, "
+               f"{paper_budgets_text()}; the whole space's range for the others)", text(), commands=_VIT),
         Option("classes", VitSearchSettings.classes, f"classes of the head (default {VitSearchSettings.classes})",
                integer(1), commands=_VIT),
         Option("top", VitSearchSettings.top, f"how many of the best to write (default {VitSearchSettings.top})",

@@ -87,27 +87,27 @@ def _table_search(args: argparse.Namespace) -> int:
     """``search --bench TABLE.csv --targets T --out RUN``: a weighted formula on the table's labelled rows."""
     import sys
 
-    from autoprox.search.table_run import finished_message, finished_table_run, resume_options, run_table_search
+    from autoprox.search.table_run import resume_options, run_table_search
     from autoprox.genome.weighted import WeightedFormula
     from autoprox.search.table_search import FEW_LABELS
 
     refuse_unread_options(args, TABLE_SEARCH_OPTIONS, "a proxy-table search")
     given = given_options(args)
     values = table_values(args)
-    if not args.out and not args.resume:
-        raise RunDirError("a proxy-table search needs --out RUN_DIR")
+    if not args.out:  # as the statistics search says it
+        raise RunDirError("--resume needs --out RUN_DIR" if args.resume else "a proxy-table search needs --out RUN_DIR")
     targets = values.get("targets") if "targets" in given else None
     # with --resume: the recorded settings, each option given checked against them
     settings, resumed = resume_options(*(getattr(args, name) if name in given else None
                                          for name in ("seed", "iterations")), resume=args.resume)
-    bench = (args.bench or _recorded_table(args.out)) if args.resume else args.bench
-    done = args.resume and finished_table_run(args.out) is not None
-    report = run_table_search(args.bench, targets, args.out, settings, resume=args.resume, quiet=args.quiet or done,
-                              command=["autoprox", *sys.argv[1:]], given=resumed)
-    if done:  # nothing computed, nothing rewritten
-        print(finished_message(args.out, bench))
+    finished: list[str] = []  # the line a resume of a finished run says (it reads best.json once)
+    report = run_table_search(args.bench, targets, args.out, settings, resume=args.resume, quiet=args.quiet,
+                              command=["autoprox", *sys.argv[1:]], given=resumed, say_finished=finished.append)
+    if finished:  # nothing computed, nothing rewritten
+        print(*finished)
         return 0
     if report.get("finished"):
+        bench = (args.bench or _recorded_table(args.out)) if args.resume else args.bench
         search = report["search"]
         shown, left_out = WeightedFormula.from_json(report["formula"]).shortened()
         print(f"best proxy: {shown}" + (f" ({left_out:,} smaller weights left out; the whole formula: autoprox show "

@@ -25,13 +25,13 @@ from autoprox.proxies.proxy import resolve_proxy
 
 
 def add_parser(sub) -> None:
-    from autoprox.apps.vitsearch import PAPER_BUDGETS
+    from autoprox.apps.vitsearch import paper_budgets_text
 
     vit = sub.add_parser(
         "vit-search", help="training-free ViT search: sample architectures under a budget, keep the proxy's best",
         description="Sample --samples distinct architectures of --space within --params and rank them by --proxy; "
                     "or, with --on-bench FILE, choose among a benchmark's architectures and report how good the pick "
-                    "really is. Paper budgets: " + ", ".join(f"{s} {lo:g}:{hi:g}" for s, (lo, hi) in PAPER_BUDGETS.items()),
+                    "really is. Paper budgets: " + paper_budgets_text(),
     )
     add_command_options(vit, "vit-search")
     add_stats_options(vit)
@@ -39,14 +39,13 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.apps.vitsearch import (
-        PAPER_BUDGETS,
         VitSearchSettings,
         check_samples,
         check_vit_search_out,
+        default_budget,
         parse_budget,
         run_vit_search,
     )
-    from autoprox.spaces.architectures import param_range
 
     files = use_space_files(args)
     if args.on_bench:
@@ -59,8 +58,7 @@ def run(args: argparse.Namespace) -> int:
     space = REGISTRY.get(space).name  # ArchitectureError naming the known spaces
     cpu_only(args, "vit-search (sampling fresh architectures)")
     _default_proxy(args, space)
-    budget = parse_budget(args.params) if args.params else (
-        tuple(x * 1e6 for x in PAPER_BUDGETS[space]) if space in PAPER_BUDGETS else param_range(space, args.classes))
+    budget = parse_budget(args.params) if args.params else default_budget(space, args.classes)
     proxy = resolve_proxy(args.proxy)
     _check_target(args, [proxy])
     stats = {"input": args.input, "batch_size": args.batch_size, "stat_seeds": tuple(args.stat_seeds)}

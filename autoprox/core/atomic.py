@@ -202,7 +202,9 @@ def output_write(path: str | os.PathLike, error: type[AutoproxError], hint: str 
     except AutoproxError:
         raise
     except OSError as exc:
-        raise error(f"cannot write {path}: {exc.strerror or exc}{hint}") from None
+        # EEXIST or ENOTDIR: making the folders above the file met a file (os.strerror says only "File exists")
+        reason = "a folder above it is a file" if exc.errno in (errno.EEXIST, errno.ENOTDIR) else exc.strerror or exc
+        raise error(f"cannot write {path}: {reason}{hint}") from None
 
 
 @contextmanager

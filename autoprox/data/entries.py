@@ -18,7 +18,7 @@ import sys
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import IO, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -32,12 +32,22 @@ STATS_VERSION = "stats-v1"
 PRECISIONS = ("float16", "float32")
 FLOAT16_TOP_EXPONENT = 14  # largest magnitude maps into [2^14, 2^15), below float16's 65504
 
+#: The signature of a zip member's local header.
+ZIP_LOCAL_HEADER = b"PK\x03\x04"
 #: How a ``.npz`` entry starts: a zip file's local header (or an empty zip's end record).
-ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+ZIP_MAGIC = (ZIP_LOCAL_HEADER, b"PK\x05\x06")
 
 
 class CacheCorrupt(CacheError, ValueError):
     """A cache entry that cannot be trusted."""
+
+
+def check_zip_start(handle: IO[bytes]) -> None:
+    """CacheCorrupt unless the file ``handle`` reads (from its start) starts as a zip file does; leaves it at
+    its start again."""
+    if handle.read(4) not in ZIP_MAGIC:
+        raise CacheCorrupt("not a NumPy .npz archive: it does not start as a zip file does")
+    handle.seek(0)
 
 
 def encode_array(tensor: torch.Tensor, precision: str) -> tuple[np.ndarray, int]:
@@ -182,7 +192,7 @@ class MappedArchive:
                 if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
                     raise CacheCorrupt(f"member {info.filename} is not a stored .npy array")
                 header = bytes(view[info.header_offset:info.header_offset + 30])
-                if header[:4] != b"PK\x03\x04":
+                if header[:4] != ZIP_LOCAL_HEADER:
                     raise CacheCorrupt(f"member {info.filename} has no local header")
                 name_length, extra_length = struct.unpack("<HH", header[26:30])
                 start = info.header_offset + 30 + name_length + extra_length
@@ -242,9 +252,7 @@ def check_entry(path: Path, key: str, extra: str | None = None) -> None:
     are checked when the entry is read. An OSError reading the file propagates as such.
     """
     with open(path, "rb") as handle:
-        if handle.read(4) not in ZIP_MAGIC:
-            raise CacheCorrupt("not a NumPy .npz archive: it does not start as a zip file does")
-        handle.seek(0)
+        check_zip_start(handle)
         size = os.fstat(handle.fileno()).st_size
         try:
             with zipfile.ZipFile(handle) as archive:
@@ -306,9 +314,7 @@ def decode_entry(source: Path | bytes, key: str, encoded: bool = False, mapped: 
         else:
             # Read whole first: the file's own errors (OSError) stay apart from the format's.
             with io.BytesIO(source if isinstance(source, bytes) else Path(source).read_bytes()) as handle:
-                if handle.read(4) not in ZIP_MAGIC:
-                    raise CacheCorrupt("not a NumPy .npz archive: it does not start as a zip file does")
-                handle.seek(0)
+                check_zip_start(handle)
                 with np.load(handle, allow_pickle=False) as archive:
                     stored = _read_archive(archive, key, extra)
     except CacheCorrupt:
@@ -351,6 +357,6 @@ def _read_archive(archive, key: str, extra: str | None = None) -> list[dict[str,
     return stored
 
 
-__all__ = ["DAMAGED_ENTRY_ERRORS", "PRECISIONS", "STATS_VERSION", "ZIP_MAGIC", "CacheCorrupt", "EncodedBlock",
-           "MappedArchive", "check_entry", "decode_array", "decode_array_numpy", "decode_entry", "encode_array", "encode_entry",
+__all__ = ["DAMAGED_ENTRY_ERRORS", "PRECISIONS", "STATS_VERSION", "ZIP_LOCAL_HEADER", "ZIP_MAGIC", "CacheCorrupt",
+           "EncodedBlock", "MappedArchive", "check_entry", "check_zip_start", "decode_array", "decode_array_numpy", "decode_entry", "encode_array", "encode_entry",
            "merge_blocks"]

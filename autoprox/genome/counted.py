@@ -64,11 +64,6 @@ FLOAT32_MAX = 3.4028234663852886e38
 #: its entries may fall under float32's normal range, where they lose precision.
 TINY_PRODUCT = 2.0 ** -100
 
-#: How genomes are evaluated: entry by entry (``exact``, the default: the committed runs' numbers
-#: bitwise) or once per distinct stored value (``counted``, this module; float32 rounding apart).
-EVALUATIONS = ("exact", "counted")
-DEFAULT_EVALUATION = "exact"
-
 
 class NotCounted(Exception):
     """A genome (or one of its values) the counted path does not evaluate; the exact path does."""
@@ -581,6 +576,6 @@ def structural_obstacle(tree: gp.PrimitiveTree) -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_EVALUATION", "EVALUATIONS", "KEEP_CENTRED", "LINEAR_UNDER_MEAN", "NEAR_CONSTANT", "SUM_REDUCTIONS",
+__all__ = ["KEEP_CENTRED", "LINEAR_UNDER_MEAN", "NEAR_CONSTANT", "SUM_REDUCTIONS",
            "CountedBlocks", "NotCounted", "counted_block_values", "counted_scores", "is_counted_form",
            "structural_obstacle"]

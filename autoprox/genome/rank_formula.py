@@ -48,15 +48,18 @@ from scipy.stats import rankdata
 from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.core.registry import Registry
 
-__all__ = ["BARE_NAME", "GRAMMAR_WORDS", "MAX_DEPTH", "MAX_FORMULA_CHARS", "OPERATORS", "TRANSFORMS", "Node", "RankFormula",
-           "built_in_transform_function", "column_text", "columns_of", "parse_formula", "readable", "register_operator", "register_transform", "resolve_first",
-           "transform_column", "transforms_source"]
+__all__ = ["BARE_NAME", "GRAMMAR_WORDS", "MAX_DEPTH", "MAX_FORMULA_CHARS", "MISSING_COLUMN_SCORING", "OPERATORS",
+           "TRANSFORMS", "Node", "RankFormula", "built_in_transform_function", "column_text", "columns_of", "parse_formula",
+           "readable", "register_operator", "register_transform", "resolve_first", "transform_column", "transforms_source"]
 
 #: Longest formula text read, and deepest nesting: beyond them a formula is refused in one line.
 MAX_FORMULA_CHARS = 10_000
 MAX_DEPTH = 40
 
-MISSING_POLICIES = ("refuse", "neutral")
+#: What scoring a formula does with a column it reads that the table lacks (:meth:`RankFormula.score`'s
+#: ``missing``): refuse it, or enter it as 0, no information (a search's policy over spaces is another thing:
+#: :data:`autoprox.apps.rank_search.MISSING_POLICIES`).
+MISSING_COLUMN_SCORING = ("refuse", "neutral")
 #: Words of the grammar that are neither transforms nor operators.
 GRAMMAR_WORDS = ("lrsum", "first")
 
@@ -155,10 +158,14 @@ TRANSFORMS: Registry[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = Regi
 
 
 def _check_name(name: str) -> None:
-    """ConfigError unless ``name`` is a plain lower-case name other than ``lrsum`` and ``first`` (words of the
-    grammar)."""
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in GRAMMAR_WORDS:
-        raise ConfigError(f"rank-formula name {name!r} is not a plain lower-case name (or is lrsum or first)")
+    """ConfigError unless ``name`` is a plain lower-case name and not one of :data:`GRAMMAR_WORDS` (a name another
+    transform or operator holds is refused when it is registered)."""
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ConfigError(f"rank-formula name {name!r} is not a plain lower-case name (a letter, then lower-case "
+                          "letters, digits or underscores)")
+    if name in GRAMMAR_WORDS:
+        raise ConfigError(f"rank-formula name {name!r} is a word of the grammar ({', '.join(GRAMMAR_WORDS)}); "
+                          "give it another name")
 
 
 def register_transform(name: str, function: Callable[[np.ndarray], np.ndarray], description: str) -> None:
@@ -348,8 +355,8 @@ class RankFormula:
             With ``missing="refuse"``, the first column it lacks, by name, or an lrsum none of whose
             columns it has (with ``"neutral"`` such an lrsum is 0).
         """
-        if missing not in MISSING_POLICIES:
-            raise ConfigError(f"missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}")
+        if missing not in MISSING_COLUMN_SCORING:
+            raise ConfigError(f"missing must be one of {', '.join(MISSING_COLUMN_SCORING)}, got {missing!r}")
         if not columns:
             raise GenomeError("no proxy column to score a rank formula on")
         length = len(next(iter(columns.values())))

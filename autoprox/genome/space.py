@@ -19,10 +19,15 @@ from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals, terminal
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.primitives import BINARY, PAPER_BINARY, PAPER_UNARY, PRIMITIVES, UNARY, check_operators
 
-__all__ = ["AGGREGATIONS", "DEFAULT_AGGREGATION", "GENE_CHOICES", "LEGACY_TERMINAL_FLAGS", "PAPER_SPACE", "TEMPLATE",
-           "GenomeSpace"]
+__all__ = ["AGGREGATIONS", "DEFAULT_AGGREGATION", "FREE", "GENE_CHOICES", "LEGACY_TERMINAL_FLAGS", "PAPER_SPACE", "TEMPLATE",
+           "TREE_KINDS", "GenomeSpace"]
 
 TEMPLATE = "template"
+FREE = "free"
+#: The kinds of :class:`GenomeSpace`, whose genomes are trees of the statistics: the paper's template trees
+#: and free-form typed trees (a space of another kind, such as :class:`~autoprox.genome.weighted.WeightedSpace`,
+#: is its own class and draws, varies and parses its genomes itself).
+TREE_KINDS = (TEMPLATE, FREE)
 #: Aggregations over blocks (:mod:`autoprox.genome.aggregations`), the paper's mean first: the names
 #: registered now (read live, so one registered after import is a genome token like the others).
 AGGREGATIONS = LiveNames(AGGREGATION_REGISTRY.names)
@@ -83,8 +88,8 @@ class GenomeSpace:
     def __init__(self, kind: str = TEMPLATE, aggregations: Sequence[str] = (DEFAULT_AGGREGATION,),
                  terminals: Sequence[str] | None = None, operators: Sequence[str] | None = None, *,
                  arch_terminals: bool = False, spread_terminals: bool = False) -> None:
-        if kind not in (TEMPLATE, "free"):
-            raise GenomeError(f"unknown genome kind {kind!r}; use template or free")
+        if kind not in TREE_KINDS:
+            raise GenomeError(f"unknown genome kind {kind!r}; use {' or '.join(TREE_KINDS)}")
         aggregations = tuple(aggregations)
         if not aggregations:
             raise GenomeError("at least one aggregation is needed")

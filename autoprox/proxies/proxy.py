@@ -17,7 +17,7 @@ from autoprox.core.atomic import read_json_file
 from autoprox.core.errors import ProxyError
 from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan
-from autoprox.genome.rank_formula import MISSING_POLICIES, RankFormula, parse_formula
+from autoprox.genome.rank_formula import MISSING_COLUMN_SCORING, RankFormula, parse_formula
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
 from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
 from autoprox.genome.template import template_genes
@@ -329,9 +329,9 @@ RANK_FORMULA_FORMAT = "autoprox-rank-formula/1"
 def _read_rank_formula_file(path: Path, data: Mapping) -> Proxy:
     """A rank-formula proxy file: ``{"format": ..., "formula": TEXT, "missing": "neutral"|"refuse", ...}``."""
     text, missing = data.get("formula"), data.get("missing", "refuse")
-    if not isinstance(text, str) or missing not in MISSING_POLICIES:
+    if not isinstance(text, str) or missing not in MISSING_COLUMN_SCORING:
         raise ProxyError(f"{path}: a rank-formula file needs a 'formula' string and 'missing' "
-                         f"{' or '.join(MISSING_POLICIES)}")
+                         f"{' or '.join(MISSING_COLUMN_SCORING)}")
     try:
         formula = parse_formula(text)
     except GenomeError as exc:

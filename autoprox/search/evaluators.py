@@ -8,7 +8,7 @@ business (:mod:`autoprox.search.objectives`), the memo around both is
 :class:`autoprox.search.fitness.FitnessEvaluator`.
 
 Registered strategies (:data:`EVALUATORS`; :func:`evaluator_class` finds one, whose own constructor
-the caller then calls):
+the caller then calls; :data:`EVALUATIONS`, those on statistics held here, which ``--evaluation`` names):
 
 ``exact``
     entry by entry on statistics held in this process (or memory-mapped), the committed runs'
@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from autoprox.core.errors import ConfigError
-from autoprox.core.registry import Registry, kind_registrar
+from autoprox.core.registry import LiveNames, Registry, kind_registrar
 from autoprox.core.parallel import ThreadedMap
 from autoprox.data.cache import StatsKey
 from autoprox.genome.counted import CountedBlocks, NotCounted, counted_scores, is_counted_form
@@ -54,6 +54,9 @@ class Evaluator(ABC):
 
     #: The strategy's registered name (set by :func:`register_evaluator`).
     kind: ClassVar[str] = ""
+    #: Whether it scores statistics held in this process, built as ``cls(stats, **strategy)``
+    #: (:meth:`autoprox.search.fitness.FitnessEvaluator.from_statistics`): then ``--evaluation`` may name it.
+    held: ClassVar[bool] = True
     keys: tuple[StatsKey, ...]
     size: int
 
@@ -81,6 +84,13 @@ class Evaluator(ABC):
 
 #: The registered strategies, by name.
 EVALUATORS: Registry[str, type[Evaluator]] = Registry("evaluation", unknown=ConfigError)
+
+
+#: The strategies on statistics held in this process (:attr:`Evaluator.held`), by name, read live: what
+#: ``--evaluation`` may name.
+EVALUATIONS: Sequence[str] = LiveNames(lambda: tuple(EVALUATORS.where(lambda cls: cls.held)))
+#: The evaluation where none is asked for: entry by entry, the committed runs' numbers bitwise.
+DEFAULT_EVALUATION = "exact"
 
 
 #: Class decorator ``@register_evaluator(KIND)``: register an :class:`Evaluator` subclass under ``kind``.
@@ -203,6 +213,8 @@ class ShardedEvaluator(Evaluator):
     """Scores on statistics sharded across a Dask cluster's workers (:class:`~autoprox.search.shards.ShardedScorer`),
     the same numbers as :class:`ExactEvaluator`. ``keys`` names the statistics sets, ``size`` the architectures."""
 
+    held = False
+
     def __init__(self, scorer: ShardedScorer, keys: Sequence[StatsKey], size: int) -> None:
         self.scorer = scorer
         self.keys = tuple(keys)
@@ -212,5 +224,5 @@ class ShardedEvaluator(Evaluator):
         return self.scorer.architecture_scores(tree)
 
 
-__all__ = ["EVALUATORS", "CountedEvaluator", "Evaluator", "ExactEvaluator", "HeldStatistics", "ShardedEvaluator",
+__all__ = ["DEFAULT_EVALUATION", "EVALUATIONS", "EVALUATORS", "CountedEvaluator", "Evaluator", "ExactEvaluator", "HeldStatistics", "ShardedEvaluator",
            "evaluator_class", "register_evaluator"]

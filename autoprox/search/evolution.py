@@ -25,7 +25,7 @@ from autoprox.genome.kinds import genome_forms
 from autoprox.genome.tree import parse_genome
 from autoprox.genome.template import mutate_template, random_template
 from autoprox.core.errors import GenomeError
-from autoprox.genome.space import PAPER_SPACE, TEMPLATE, GenomeSpace
+from autoprox.genome.space import FREE, PAPER_SPACE, TEMPLATE, TREE_KINDS, GenomeSpace
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
 from autoprox.search.options import setting_field
 
@@ -206,7 +206,7 @@ EvaluationHook = Callable[[FitnessRecord, int], None]
 def random_genome(rng: random.Random, space: GenomeSpace):
     """A random genome of ``space`` (template genes, a free-form tree, or the space's own kind: a space of another
     kind, such as :class:`~autoprox.genome.weighted.WeightedSpace`, draws it with ``space.random_genome``)."""
-    if space.kind == "free":
+    if space.kind == FREE:
         from autoprox.genome.free import random_tree
 
         return random_tree(rng, space)
@@ -219,7 +219,7 @@ def make_child(parent_tree, rng: random.Random, config: EvolutionConfig, space: 
                population_trees: Callable[[], list] | None = None):
     """One mutated child of ``parent_tree`` in ``space`` (another kind of space varies it with ``space.vary``)."""
     partners = population_trees() if population_trees and space.kind != TEMPLATE else []
-    if space.kind == "free":
+    if space.kind == FREE:
         from autoprox.genome.free import vary
 
         return vary(parent_tree, rng, space, partners=partners)
@@ -231,7 +231,7 @@ def make_child(parent_tree, rng: random.Random, config: EvolutionConfig, space: 
 def parse_in(space: GenomeSpace, text: str):
     """The genome a text stands for in ``space``: a tree of the statistics, or the space's own kind
     (``space.parse``)."""
-    return parse_genome(text) if space.kind in (TEMPLATE, "free") else space.parse(text)
+    return parse_genome(text) if space.kind in TREE_KINDS else space.parse(text)
 
 
 def _evaluate_reported(evaluator: FitnessEvaluator, tree, on_evaluation: EvaluationHook | None,

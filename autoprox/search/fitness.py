@@ -29,12 +29,11 @@ import numpy as np
 
 from autoprox.core.errors import ConfigError
 from autoprox.data.cache import StatsKey
-from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.genome.tree import InvalidProxy, canonical_string, genome_to_string
 from autoprox.core.errors import GenomeError
 from autoprox.networks.statistics import BlockStats
 from autoprox.proxies.figures import nan_to_none, figures
-from autoprox.search.evaluators import Evaluator, evaluator_class
+from autoprox.search.evaluators import DEFAULT_EVALUATION, EVALUATIONS, Evaluator, evaluator_class
 from autoprox.search.objectives import (
     DEFAULT_FOLD_MODE,
     CrossValidated,

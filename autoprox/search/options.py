@@ -23,10 +23,9 @@ from typing import Any, Callable, Mapping, Sequence
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.entries import PRECISIONS
-from autoprox.genome.counted import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.genome.terminals import TERMINAL_SETS
 from autoprox.genome.tree import DEFAULT_KERNELS
-from autoprox.genome.space import GenomeSpace
+from autoprox.genome.space import FREE, TEMPLATE, TREE_KINDS, GenomeSpace
 from autoprox.networks.statistics import DEVICES
 from autoprox.primitives import KERNEL_SETS
 from autoprox.proxies.proxy import seed_genome
@@ -48,6 +47,7 @@ from autoprox.search.conversions import (
     text_list,
     weights,
 )
+from autoprox.search.evaluators import DEFAULT_EVALUATION, EVALUATIONS
 from autoprox.search.objectives import DEFAULT_FOLD_MODE, FOLD_MODES, fitness_help, parse_fitness
 
 #: The commands that take every search option.
@@ -232,7 +232,7 @@ def check_cpu_only(device: str, command: str) -> None:
 
 
 def _recorded_seeds(names: Sequence[str], values: Mapping[str, Any]) -> tuple[str, ...]:
-    return seed_genomes(names, free=values.get("genome") == "free")
+    return seed_genomes(names, free=values.get("genome") == FREE)
 
 
 def _recorded_iterations(iterations: int | None, values: Mapping[str, Any]) -> int:
@@ -306,10 +306,10 @@ SEARCH_OPTIONS: list[Option] = [
            "distinct stored float16 value for all blocks at once, the exact path for what it does not cover; scores "
            "equal to float32 rounding, the same proxy as exact on the default search, twice as fast) or exact (entry "
            "by entry, bitwise the committed runs; the default of evaluate and transfer, and with --scheduler or "
-           "--cache-precision float32; docs/manual.md)", text(), choices=tuple(EVALUATIONS), setting="evaluation",
+           "--cache-precision float32; docs/manual.md)", text(), choices=EVALUATIONS, setting="evaluation",
            setting_default=DEFAULT_EVALUATION),
-    Option("genome", "template", "the paper's template trees, or free-form typed trees", text(),
-           group=_GENOME, choices=("template", "free")),
+    Option("genome", TEMPLATE, "the paper's template trees, or free-form typed trees", text(),
+           group=_GENOME, choices=TREE_KINDS),
     Option("aggregation", DEFAULT_AGGREGATION_OPTION, aggregation_help, aggregation, group=_GENOME),
     Option("operators", None, "comma list of the unary and binary operations genomes are built from (default: the "
            "paper's 24 + 4); a primitive of your own (autoprox.primitives.register_primitive) takes part only when named here",

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from autoprox.core.errors import ConfigError
 from autoprox.core.parallel import Executor
+from autoprox.genome.space import FREE
 from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals
 from autoprox.search.options import OPTIONS, SEARCH_OPTIONS, seed_genomes, session_options
 from autoprox.search.conversions import aggregation_names
@@ -44,7 +45,7 @@ def resume_conflicts(given: Mapping[str, Any], settings: SearchSettings, space: 
     for name in sorted(set(given) - skip):
         if name not in recorded:
             continue
-        free = settings.genome_space.kind == "free"
+        free = settings.genome_space.kind == FREE
         mine, theirs = _comparable(name, given[name], free), _comparable(name, recorded[name], free)
         if mine != theirs:
             conflicts.append(f"{OPTIONS[name].flag_name} {_show(mine)} (the run has {_show(theirs)})")

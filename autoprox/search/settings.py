@@ -75,7 +75,7 @@ class SearchSettings:
     #: The kernel set genomes are evaluated with (:data:`autoprox.primitives.KERNEL_SETS`): ``torch`` (the
     #: committed runs' numbers bitwise) or ``numpy`` (faster here; scores equal to a few float32 ulps).
     kernels: str = setting_field("kernels")
-    #: How genomes are evaluated (:data:`autoprox.genome.counted.EVALUATIONS`): ``exact`` (entry by
+    #: How genomes are evaluated (:data:`autoprox.search.evaluators.EVALUATIONS`): ``exact`` (entry by
     #: entry, the committed runs' numbers bitwise) or ``counted`` (once per distinct stored value,
     #: the exact path where it does not apply; scores equal to float32 rounding).
     evaluation: str = setting_field("evaluation")

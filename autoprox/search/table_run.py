@@ -18,7 +18,7 @@ import shlex
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from scipy.stats import kendalltau
 
@@ -75,7 +75,7 @@ def _labelled_table(table: ProxyTable, target: str) -> LabelledTable:
 def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, out: str | Path,
                      settings: TableSearchSettings | None = None, resume: bool = False, quiet: bool = False,
                      command: Sequence[str] | None = None, stop_after: int | None = None,
-                     given: Mapping[str, Any] | None = None) -> dict:
+                     given: Mapping[str, Any] | None = None, say_finished: Callable[[str], None] | None = None) -> dict:
     """Search a weighted formula on a proxy table's labelled rows into the run directory ``out`` (or resume the
     run there); return ``best.json``'s content.
 
@@ -94,6 +94,9 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
         recorded number on each fold).
     stop_after : int, optional
         End after that iteration as if interrupted (tests show that a resumed run ends as an uninterrupted one).
+    say_finished : callable, optional
+        With ``resume`` of a finished run, which computes and rewrites nothing: called with the one line that says
+        so (:func:`finished_message`), instead of its going to stderr unless ``quiet``.
     """
     run = RunDirectory(out)
     hint = f"autoprox search --resume --out {shlex.quote(str(run.path))}"
@@ -107,8 +110,9 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
         settings = recorded_settings
         recorded = config["table"]
         done = finished_table_run(run.path)
+        say = say_finished or (lambda line: _log(line, quiet))
         if done is not None and bench is None:  # nothing to compute: the recorded table need not be read
-            _log(finished_message(run.path, recorded["path"]), quiet)
+            say(finished_message(run.path, recorded["path"]))
             return done
         path = Path(bench) if bench is not None else Path(recorded["path"])
         table = read_proxy_table(path)
@@ -116,7 +120,7 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
             raise RunDirError(f"{path} is not the table {run.path} was searched on (sha256 {table.sha256[:12]} now, "
                               f"{recorded['sha256'][:12]} then); give that table with --bench")
         if done is not None:
-            _log(finished_message(run.path, path), quiet)
+            say(finished_message(run.path, path))
             return done
     else:
         if bench is None:

@@ -117,35 +117,29 @@ PIT_SPACE = register_space(BenchFamily(PIT, ("base_dim", "mlp_ratio", "depth", "
 AutoFormerTiSpace, PiTSpace = AUTOFORMER_TI_SPACE, PIT_SPACE
 
 
-#: AutoFormer-Small's space (AutoFormer's supernet-S config).
-AUTOFORMER_S = {
-    "name": "autoformer-s",
-    "description": "AutoFormer-S (Chen et al. 2021): embed 320/384/448, depth 12-14, per-block heads 5/6/7 and "
-                   "MLP ratio 3/3.5/4; head dim 64, relative position",
-    "patch_size": 16, "class_token": True, "position_embedding": "tokens", "classifier": "mean",
-    "init": "trunc_normal", "attention_head_dim": 64, "relative_position": 14,
-    "choices": {
-        "embed_dim": [320, 384, 448],
-        "depth": [12, 13, 14],
-        "num_heads": {"values": [5, 6, 7], "per": "block"},
-        "mlp_ratio": {"values": [3.0, 3.5, 4.0], "per": "block"},
-    },
-}
+def _autoformer_supernet(size: str, embed_dims: list[int], depths: list[int], heads: list[int]) -> dict:
+    """The space of AutoFormer's supernet-``size`` config (Chen et al. 2021): S and B differ only in their
+    embedding widths, depths and heads per block."""
+    return {
+        "name": f"autoformer-{size.lower()}",
+        "description": f"AutoFormer-{size} (Chen et al. 2021): embed {'/'.join(map(str, embed_dims))}, depth "
+                       f"{depths[0]}-{depths[-1]}, per-block heads {'/'.join(map(str, heads))} and MLP ratio "
+                       "3/3.5/4; head dim 64, relative position",
+        "patch_size": 16, "class_token": True, "position_embedding": "tokens", "classifier": "mean",
+        "init": "trunc_normal", "attention_head_dim": 64, "relative_position": 14,
+        "choices": {
+            "embed_dim": embed_dims,
+            "depth": depths,
+            "num_heads": {"values": heads, "per": "block"},
+            "mlp_ratio": {"values": [3.0, 3.5, 4.0], "per": "block"},
+        },
+    }
 
+
+#: AutoFormer-Small's space (AutoFormer's supernet-S config).
+AUTOFORMER_S = _autoformer_supernet("S", [320, 384, 448], [12, 13, 14], [5, 6, 7])
 #: AutoFormer-Base's space (AutoFormer's supernet-B config).
-AUTOFORMER_B = {
-    "name": "autoformer-b",
-    "description": "AutoFormer-B (Chen et al. 2021): embed 528/576/624, depth 14-16, per-block heads 8/9/10 and "
-                   "MLP ratio 3/3.5/4; head dim 64, relative position",
-    "patch_size": 16, "class_token": True, "position_embedding": "tokens", "classifier": "mean",
-    "init": "trunc_normal", "attention_head_dim": 64, "relative_position": 14,
-    "choices": {
-        "embed_dim": [528, 576, 624],
-        "depth": [14, 15, 16],
-        "num_heads": {"values": [8, 9, 10], "per": "block"},
-        "mlp_ratio": {"values": [3.0, 3.5, 4.0], "per": "block"},
-    },
-}
+AUTOFORMER_B = _autoformer_supernet("B", [528, 576, 624], [14, 15, 16], [8, 9, 10])
 
 AUTOFORMER_S_SPACE = register_space(FamilySpace(AUTOFORMER_S, source="autoprox.spaces.builtin"))
 AUTOFORMER_B_SPACE = register_space(FamilySpace(AUTOFORMER_B, source="autoprox.spaces.builtin"))

@@ -135,6 +135,22 @@ def test_curves_refuses_a_runs_best_json_and_a_users_csv_and_writes_its_own_file
     assert is_curves_png(png[:4096]) and (tmp_path / "c.csv").read_text().startswith("run,iteration,best_jcm,")
 
 
+def test_curves_and_report_make_the_folders_out_names_and_say_in_one_line_when_one_is_a_file(capsys, run, notes,
+                                                                                            tmp_path):
+    """``--out`` (and ``--csv``) in folders that do not exist yet: they are made, as every atomic writer makes
+    them (``score --out``, ``select --out``); a file on the way is one line, where it said only "File exists"."""
+    png, csv = tmp_path / "new" / "deeper" / "c.png", tmp_path / "other" / "c.csv"
+    code, _, err = run_cli(capsys, "curves", run, "--out", png, "--csv", csv)
+    assert code == 0 and png.is_file() and csv.read_text().startswith("run,iteration,best_jcm,"), err
+    page = tmp_path / "pages" / "few-labels.html"
+    code, _, err = run_cli(capsys, "report", REPO / "runs" / "few-labels", "--out", page)
+    assert code == 0 and b'<meta name="generator" content="autoprox ' in page.read_bytes()[:200], err
+    for command, out, extra in (("curves", notes / "c.png", ()), ("report", notes / "r.html", ("--no-simplify",))):
+        assert refused(capsys, command, run, "--out", out, *extra) == \
+            f"autoprox: error: cannot write {out}: a folder above it is a file"
+    assert notes.read_text() == "my notes\n"
+
+
 def test_vit_search_refuses_a_folder_of_the_users_files_and_takes_up_its_own(capsys, tmp_path):
     from autoprox.apps.vitsearch import CONFIG as VIT_CONFIG, check_vit_search_out
 

@@ -24,7 +24,14 @@ from autoprox.core.errors import ConfigError, GenomeError, RegistryError
 from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.extras import EXTRA_SETS, check_extras, register_extra_set
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY, register_aggregation
-from autoprox.genome.rank_formula import OPERATORS, TRANSFORMS, parse_formula, register_operator, register_transform
+from autoprox.genome.rank_formula import (
+    GRAMMAR_WORDS,
+    OPERATORS,
+    TRANSFORMS,
+    parse_formula,
+    register_operator,
+    register_transform,
+)
 from autoprox.genome.terminals import SCALAR, TERMINAL_SETS, TerminalSet, check_terminals, register_terminal_set
 from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.genome.tree import parse_genome, score_architecture
@@ -44,7 +51,7 @@ from autoprox.proxies.proxy import (
     resolve_proxy,
 )
 from autoprox.proxies.scorers import ARCHITECTURE_PROXIES, register_architecture_proxy
-from autoprox.search.evaluators import EVALUATORS, ExactEvaluator, evaluator_class, register_evaluator
+from autoprox.search.evaluators import EVALUATIONS, EVALUATORS, ExactEvaluator, evaluator_class, register_evaluator
 from autoprox.search.objectives import (
     OBJECTIVES,
     JointCorrelation,
@@ -53,6 +60,7 @@ from autoprox.search.objectives import (
     register_objective,
     space_objective,
 )
+from autoprox.search.options import OPTIONS
 from autoprox.spaces.architectures import count_params
 from autoprox.spaces.family import FamilyArch, FamilySpace
 from autoprox.spaces.registry import REGISTRY as SPACES
@@ -165,6 +173,8 @@ def _evaluator_register():
 
 def _evaluator_use(_):
     assert evaluator_class("test_registry") is _Evaluator and _Evaluator.kind == "test_registry"
+    # a strategy on held statistics is one --evaluation may name, with no second list to add it to
+    assert EVALUATIONS[-1] == "test_registry" and OPTIONS["evaluation"].value("test_registry") == "test_registry"
 
 
 def _zoo_register():
@@ -413,6 +423,19 @@ def test_a_shared_name_space_is_checked_from_every_side(register, name, kind, ho
         register()
     assert str(refused.value) == _refusal(kind, name, holder)
     assert (tuple(BUILTIN_PROXIES), OPERATORS.names(), TRANSFORMS.names()) == before
+
+
+@pytest.mark.parametrize("word", GRAMMAR_WORDS)
+def test_a_word_of_the_rank_formula_grammar_is_refused_as_a_name_saying_so(word):
+    for register in (lambda: register_transform(word, np.negative, "again"),
+                     lambda: register_operator(word, 1, np.negative, "again")):
+        with pytest.raises(ConfigError) as refused:
+            register()
+        assert str(refused.value) == (f"rank-formula name {word!r} is a word of the grammar "
+                                      f"({', '.join(GRAMMAR_WORDS)}); give it another name")
+    with pytest.raises(ConfigError, match=r"'Max' is not a plain lower-case name \(a letter, then lower-case"):
+        register_transform("Max", np.negative, "again")
+    assert word not in TRANSFORMS and word not in OPERATORS and "Max" not in TRANSFORMS
 
 
 # ------------------------------------------------------------------------------- the class

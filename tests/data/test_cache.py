@@ -15,7 +15,7 @@ import torch
 import autoprox.core.atomic
 import autoprox.data.cache as cache_module
 from autoprox.data.cache import CACHE_DIR_ENV, StatisticsCache, StatsRequest, build_cache, default_cache_dir
-from autoprox.data.entries import STATS_VERSION
+from autoprox.data.entries import STATS_VERSION, CacheCorrupt, check_entry, decode_entry
 from autoprox.networks.statistics import STAT_NAMES, InputSpec, compute_statistics
 from autoprox.data.benchmark import load_benchmark
 from autoprox.spaces.architectures import count_params
@@ -345,6 +345,26 @@ def test_build_cache_workers_give_identical_results(tmp_path, af_small, pit_smal
     # and the same as computing here, in this process
     direct = compute_statistics(archs[1], small_spec, 3, 100)
     assert _same(_load_quietly(parallel, requests[1]), direct)
+
+
+def test_an_entry_that_does_not_start_as_a_zip_is_refused_alike_by_the_check_and_by_each_read(tmp_path):
+    import io
+    import zipfile
+
+    path = tmp_path / "entry.npz"
+    path.write_bytes(b"not a zip file at all" * 10)
+    said = "not a NumPy .npz archive: it does not start as a zip file does"
+    for read in (lambda: check_entry(path, "key"), lambda: decode_entry(path, "key"),
+                 lambda: decode_entry(path.read_bytes(), "key")):
+        with pytest.raises(CacheCorrupt, match=said):
+            read()
+    empty = io.BytesIO()
+    zipfile.ZipFile(empty, "w").close()  # an empty zip starts with its end record: it passes the first check
+    path.write_bytes(empty.getvalue())
+    for read in (lambda: check_entry(path, "key"), lambda: decode_entry(path.read_bytes(), "key")):
+        with pytest.raises(CacheCorrupt) as refused:
+            read()
+        assert said not in str(refused.value)
 
 
 def test_default_cache_dir(monkeypatch, tmp_path):

@@ -14,6 +14,7 @@ import pytest
 from scipy.stats import kendalltau, rankdata
 
 from autoprox.apps.rank_search import (
+    MISSING_POLICIES,
     RankSearchSettings,
     best_single,
     figures_on,
@@ -32,7 +33,7 @@ from autoprox.data.proxy_tables import (
     read_proxy_table,
     table_space_names,
 )
-from autoprox.genome.rank_formula import parse_formula
+from autoprox.genome.rank_formula import MISSING_COLUMN_SCORING, parse_formula
 from autoprox.proxies.proxy import resolve_proxy
 from autoprox.proxies.table_scores import space_kendall, table_scores
 from autoprox.search.rundir import PROTOCOL
@@ -194,6 +195,10 @@ def test_first_takes_the_first_alternative_whose_columns_the_space_has(nb201):
     with pytest.raises(GenomeError, match="'flops'"):
         parse_formula("first(r(params), r(flops))").score(lacking, missing="refuse")
     assert not parse_formula("first(r(params), r(flops))").score(lacking, missing="neutral").any()
+    # a search's policy over spaces (skip) is not a rule for scoring one table
+    assert "skip" in MISSING_POLICIES and "skip" not in MISSING_COLUMN_SCORING
+    with pytest.raises(ConfigError, match="missing must be one of refuse, neutral, got 'skip'"):
+        parse_formula("r(flops)").score(lacking, missing="skip")
 
 
 def test_a_fallback_formula_reads_only_the_first_alternative_on_networks():

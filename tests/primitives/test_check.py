@@ -88,3 +88,16 @@ def test_in_a_search_an_exception_or_a_wrong_shape_is_an_invalid_result():
                              source="def sometimes(x):\n    return x\n")
     with pytest.raises(InvalidResult, match=r"sometimes returned shape \(3,\), not shape \(2, 3\)"):
         record2.function(torch.full((2, 3), -6.0))
+
+
+def test_the_checks_annotations_resolve_and_every_registered_primitive_is_the_record_they_read():
+    """``Primitive`` in the annotations named nothing this module defines or imports (the table imports it):
+    resolving them was a NameError. They name the protocol of what the checks read, which every record meets."""
+    import typing
+
+    from autoprox.primitives import check
+
+    for function in (check.check_primitive, check.checked, check.expected_shape):
+        assert typing.get_type_hints(function)["primitive"] is check.PrimitiveRecord
+    assert all(isinstance(primitive, check.PrimitiveRecord) for primitive in PRIMITIVES.values())
+    assert not isinstance(object(), check.PrimitiveRecord)

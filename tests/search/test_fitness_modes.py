@@ -262,10 +262,11 @@ def test_a_registered_objective_is_a_fitness_a_search_can_use(settings, tmp_path
     from dataclasses import dataclass
 
     from autoprox.proxies.figures import figures
-    from autoprox.search.evaluators import EVALUATORS, evaluator_class
+    from autoprox.search.evaluators import EVALUATIONS, EVALUATORS, evaluator_class
     from autoprox.search.objectives import Objective, Outcome, register_objective
 
     assert {"exact", "counted", "sharded"} <= set(EVALUATORS)
+    assert EVALUATIONS == ("exact", "counted")  # sharded is built by --scheduler, not named by --evaluation
     with pytest.raises(ConfigError, match="unknown evaluation 'gpu'"):
         evaluator_class("gpu")
 

@@ -11,6 +11,7 @@ from scipy.stats import kendalltau
 
 from autoprox.genome.weighted import WeightedFormula, WeightedGenome, parse_weighted
 from autoprox.proxies.weighted_fit import ridge_loo
+from autoprox.search.rundir import RunDirectory
 from autoprox.search.table_run import run_table_search
 from autoprox.search.table_search import LabelledTable, TableSearchSettings, search_table
 from tests.commands import one_error_line, run_cli
@@ -275,7 +276,7 @@ def test_show_report_and_curves_of_a_table_run(tmp_path, capsys):
     assert (tmp_path / "c.png").stat().st_size > 1000
 
 
-def test_a_table_resume_refuses_options_that_differ_and_its_hint_names_the_table(tmp_path, capsys):
+def test_a_table_resume_refuses_options_that_differ_and_its_hint_names_the_table(tmp_path, capsys, monkeypatch):
     """A resume of a finished table search computes and rewrites nothing (it rewrote best.json and printed the
     search's summary, as if it had run): one line says the run is finished and how to look at it and score with it,
     with or without --quiet, and autoprox.search_table(resume=True) returns best.json as it is."""
@@ -293,12 +294,19 @@ def test_a_table_resume_refuses_options_that_differ_and_its_hint_names_the_table
         code, out, err = run_cli(capsys, "search", "--resume", "--out", run, *options, "--quiet")
         assert code == 2 and expected in one_error_line(err) and out == ""
         assert (run / "log.jsonl").read_text() == log
+    code, out, err = run_cli(capsys, "search", "--bench", path, "--resume")  # was a TypeError's traceback
+    assert code == 2 and one_error_line(err) == "autoprox: error: --resume needs --out RUN_DIR" and out == ""
     best = run / "best.json"
     written, stamp = best.read_bytes(), best.stat().st_mtime_ns
+    reads = []  # the command read best.json twice (once to know the run was finished, once in the resume)
+    read_best = RunDirectory.best
+    monkeypatch.setattr(RunDirectory, "best", lambda self: reads.append(self.path) or read_best(self))
     for quiet in (("--quiet",), ()):
+        reads.clear()
         code, out, err = run_cli(capsys, "search", "--resume", "--out", run, "--seed", "0", "--iterations", "2",
                                  "--targets", "val_acc", *quiet)
         assert code == 0 and err == "", err
+        assert reads == [run]
         assert out.count("\n") == 1 and out.startswith(f"{run} is a finished table search: --resume has nothing to "
                                                        f"continue, and nothing was rewritten; look at it with "
                                                        f"autoprox show {run}, score a table with autoprox score")

@@ -35,7 +35,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from autoprox.apps.protocols.cross_space import DEFAULT_SEEDS
 from autoprox.apps.protocols.runner import CutProtocol, check_recorded, previous_record, run_cuts
+from autoprox.apps.protocols.summary import BOOTSTRAP_SAMPLES
 from autoprox.apps.rank_search import (
     RankSearchSettings,
     best_single,
@@ -104,7 +106,7 @@ def _pair_kendalls(scores: list[np.ndarray], space: TableSpace, rows: list[np.nd
 
 
 def paired_interval(method_scores: Sequence[list[np.ndarray]], baseline_scores: list[np.ndarray], space: TableSpace,
-                    samples: int = 1000, seed: int = 0) -> dict:
+                    samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> dict:
     """The figure of ``method_scores`` (several seeds' scores, their figures averaged) less the
     baseline's, on bootstrap resamples of each table's rows (the same rows for both sides).
 
@@ -167,8 +169,9 @@ def _direction(left_out: TableSpace, training: Sequence[TableSpace], seeds: Sequ
             "seconds": time.perf_counter() - start}
 
 
-def run_space_protocol(spaces: Sequence[TableSpace], out: str | Path, seeds: Sequence[int] = (0, 1, 2, 3, 4),
-                       settings: RankSearchSettings = RankSearchSettings(), samples: int = 1000,
+def run_space_protocol(spaces: Sequence[TableSpace], out: str | Path,
+                       seeds: Sequence[int] = tuple(range(DEFAULT_SEEDS)),
+                       settings: RankSearchSettings = RankSearchSettings(), samples: int = BOOTSTRAP_SAMPLES,
                        say: Callable[[str], None] = print) -> dict:
     """Leave each of ``spaces`` out in turn (see the module's docstring); returns what ``protocol.json`` holds.
 

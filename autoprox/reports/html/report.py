@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from autoprox.core.atomic import output_write
 from autoprox.core.errors import ReportError, no_such_path
 from autoprox.reports.html.page import REPORT_FILE, ReportMemo, check_report_out, page, write_page
 from autoprox.reports.html.spaces import cross_space_body, is_cross_space
@@ -146,12 +147,10 @@ def _check_writable(out: Path) -> None:
     """ReportError when no file can be created beside ``out`` (a read-only folder, a missing one that cannot be made)."""
     import tempfile
 
-    try:
+    with output_write(out, ReportError):  # the one wording of a write the file system refuses
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".check"):
             pass
-    except OSError as exc:
-        raise ReportError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
 def _stderr(message: str) -> None:
