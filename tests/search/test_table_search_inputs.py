@@ -193,3 +193,32 @@ def test_select_cache_build_and_an_unknown_format_version_say_what_a_table_is(se
     assert code == 2
     line = one_error_line(err)
     assert "is a proxy table" in line and "no networks to compute statistics for" in line and "'id'" not in line
+
+
+def test_resuming_a_run_with_a_benchmark_of_the_other_kind_names_the_run_s_kind(searched, tmp_path, capsys):
+    """``search --bench T.csv --resume --out VIT_RUN`` said the table was no ViT benchmark and to search it with
+    ``search --bench`` (what was typed); ``--bench FILE.pth --resume --out TABLE_RUN`` said the .pth was no UTF-8
+    text. Both now say what the run is, and neither run is touched."""
+    import hashlib
+    import shutil
+
+    from tests.conftest import REPO
+
+    run, table = searched
+    vit_run = tmp_path / "pit-run"
+    shutil.copytree(REPO / "runs" / "pit-reference", vit_run)
+
+    def digests(folder):
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+    before = digests(vit_run), digests(run)
+    code, out, err = run_cli(capsys, "search", "--bench", table, "--out", vit_run, "--resume")
+    assert code == 2
+    line = one_error_line(err)
+    assert "is a search of ViT statistics" in line and "new --out" in line and "autoprox search --bench" not in line
+    pth = REPO / "autoprox" / "resources" / "vit-bench-101" / "gt_pit.pth"
+    code, out, err = run_cli(capsys, "search", "--bench", pth, "--out", run, "--resume")
+    assert code == 2
+    line = one_error_line(err)
+    assert "is a proxy-table search" in line and "leave --bench out" in line and "UTF-8" not in line
+    assert (digests(vit_run), digests(run)) == before
