@@ -85,3 +85,20 @@ def test_vit_search_writes_its_scores_with_one_number_of_decimals_and_its_budget
                  "--out", "/nonexistent/never-written"]) == 2
     err = capsys.readouterr().err
     assert "no pit architecture has 1,584,090M to 1,728,100M parameters" in err and "e+06" not in err
+
+
+def test_python_dash_m_autoprox_is_the_autoprox_command():
+    """``python -m autoprox`` said ``No module named autoprox.__main__``; only ``python -m autoprox.cli`` worked."""
+    import subprocess
+    import sys
+
+    from autoprox import __version__
+    from tests.conftest import REPO
+
+    done = subprocess.run([sys.executable, "-m", "autoprox", "--version"], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"autoprox {__version__}"
+    done = subprocess.run([sys.executable, "-m", "autoprox", "score", "--proxy", "params"], capture_output=True,
+                          text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 2 and "--out" in done.stderr and "Traceback" not in done.stderr
