@@ -222,3 +222,22 @@ def test_resuming_a_run_with_a_benchmark_of_the_other_kind_names_the_run_s_kind(
     line = one_error_line(err)
     assert "is a proxy-table search" in line and "leave --bench out" in line and "UTF-8" not in line
     assert (digests(vit_run), digests(run)) == before
+
+
+def test_a_weighted_proxy_scored_on_networks_says_which_of_its_columns_it_reads_as_no_information(tmp_path, capsys):
+    """A table search's proxy scored on a ViT space read its table's own column as 0 without a word, where on a table
+    lacking the column ``score`` and ``rank`` say so."""
+    from autoprox.search.table_run import run_table_search
+
+    table = write_table(tmp_path / "own.csv", columns=("params", "flops", "own"))
+    run_table_search(table, ["val_acc"], tmp_path / "run", SMALL, quiet=True)
+    expected = ("reads own, which autoprox does not compute on networks: read as no information (0 after centring; "
+                "an lrsum leaves it out); scored from params, flops")
+    code, out, err = run_cli(capsys, "score", "--proxy", tmp_path / "run", "--space", "pit", "--out", tmp_path / "o.csv")
+    assert code == 0, err
+    assert expected in err and len((tmp_path / "o.csv").read_text().splitlines()) == 101
+    code, out, err = run_cli(capsys, "rank", "--proxy", tmp_path / "run", "--space", "pit")
+    assert code == 0, err
+    assert expected in err and "kendall" in out
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--space", "pit")
+    assert code == 0 and "no information" not in err
