@@ -112,7 +112,7 @@ def networks_note(proxy) -> str | None:
     :func:`autoprox.proxies.table_scores.reading_note` says it of a table."""
     from autoprox.proxies.scorers import RankFormulaScorer
 
-    scorer = proxy.scorer
+    scorer = getattr(proxy, "scorer", None)  # an ensemble has none: its members are genomes and built-ins
     return scorer.networks_note(proxy.name) if isinstance(scorer, RankFormulaScorer) else None
 
 

@@ -241,3 +241,13 @@ def test_a_weighted_proxy_scored_on_networks_says_which_of_its_columns_it_reads_
     assert expected in err and "kendall" in out
     code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--space", "pit")
     assert code == 0 and "no information" not in err
+
+
+def test_the_networks_note_passes_over_an_ensemble():
+    """An ensemble (``recommended:pit/joint``) has no scorer: rank and score of it must not ask one for the note."""
+    from autoprox.cli.rank import networks_note
+    from autoprox.proxies.ensemble import EnsembleProxy
+    from autoprox.proxies.proxy import resolve_proxy
+
+    proxy = resolve_proxy("recommended:pit/joint")
+    assert isinstance(proxy, EnsembleProxy) and networks_note(proxy) is None
