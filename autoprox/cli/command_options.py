@@ -142,8 +142,8 @@ def _vit_search_options() -> tuple[Option, ...]:
         OPTIONS["space_file"],
         Option("proxy", None, "params, flops, a zoo proxy, autoprox_a/p, a recommended: name, a genome string or a "
                "proxy JSON; with --on-bench also 'all' or a comma list (default: recommended:SPACE/joint for a space "
-               "with a labelled benchmark, else recommended:any/joint, the proxy searched on every labelled space "
-               "and chosen on spaces its search never saw)", text(), commands=_VIT),
+               "with a labelled benchmark, a per-target ensemble that needs --target; else recommended:any/joint, "
+               "the parameter count with fallbacks, what the N-space protocol ranks best on spaces it never saw)", text(), commands=_VIT),
         Option("samples", VitSearchSettings.samples,
                f"distinct architectures to sample (default {VitSearchSettings.samples})", integer(1), commands=_VIT),
         Option("params", None, "parameter budget MIN:MAX in millions (default: the paper's, "

@@ -106,6 +106,16 @@ def run_bench(args: argparse.Namespace, proxy) -> str | None:
     return bench
 
 
+def networks_note(proxy) -> str | None:
+    """The line saying which columns of a formula proxy (a table search's ``best.json``, a rank formula with
+    ``"missing": "neutral"``) networks read as no information, as
+    :func:`autoprox.proxies.table_scores.reading_note` says it of a table."""
+    from autoprox.proxies.scorers import RankFormulaScorer
+
+    scorer = getattr(proxy, "scorer", None)  # an ensemble has none: its members are genomes and built-ins
+    return scorer.networks_note(proxy.name) if isinstance(scorer, RankFormulaScorer) else None
+
+
 def in_sample_note(proxy, bench, name: str | None = None) -> str | None:
     """The note for a ``recommended:`` proxy ranked on a packaged benchmark it was chosen or searched on: a
     ``recommended:SPACE/...`` one on that space's file, ``recommended:any/searched`` on the file of any space
@@ -185,9 +195,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{proxy.name}: {proxy.note}", file=sys.stderr)
     args.bench = run_bench(args, proxy) or args.bench  # the run's own benchmark, as if given with --bench
     bench = load_benchmark(bench_path(args))
-    note = in_sample_note(proxy, bench, args.proxy)
-    if note:
-        print(note, file=sys.stderr)
+    for note in (in_sample_note(proxy, bench, args.proxy), networks_note(proxy)):
+        if note:
+            print(note, file=sys.stderr)
     recorded_split = proxy.provenance.get("split")
     if isinstance(recorded_split, list):  # a multi-space run's proxy: the split of this benchmark's space, if any
         recorded_split = next((s for s in recorded_split if isinstance(s, dict) and s.get("space") == bench.space), None)

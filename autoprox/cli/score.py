@@ -135,7 +135,7 @@ def _table_scores(args: argparse.Namespace):
 
 def _benchmark_scores(args: argparse.Namespace, proxy):
     from autoprox.cli.options import bench_path, evaluation_context, executor_from_args
-    from autoprox.cli.rank import ensemble_scores, run_bench
+    from autoprox.cli.rank import ensemble_scores, networks_note, run_bench
     from autoprox.core.progress import Progress
     from autoprox.data.benchmark import load_benchmark
     from autoprox.genome.tree import InvalidProxy
@@ -144,6 +144,9 @@ def _benchmark_scores(args: argparse.Namespace, proxy):
 
     args.bench = run_bench(args, proxy) or args.bench
     bench = load_benchmark(bench_path(args))
+    note = networks_note(proxy)
+    if note:
+        print(note, file=sys.stderr)
     context = evaluation_context(args, None, all_targets=True, part="all", bench=bench)
     progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) \
         if proxy.kind != "architecture" else None

@@ -75,12 +75,21 @@ def _is_table_search(args: argparse.Namespace) -> bool:
     from autoprox.data.proxy_tables import is_proxy_table
     from autoprox.search.table_run import is_table_run
 
-    if args.resume and args.out and (Path(args.out) / CONFIG).is_file():
-        return is_table_run(read_json_file(Path(args.out) / CONFIG, "a run's config.json", RunDirError))
     from autoprox.cli.options import benches_given
 
     given = benches_given(args)
-    return len(given) == 1 and given[0][0] == "bench" and is_proxy_table(given[0][1])
+    tables = [value for kind, value in given if kind == "bench" and is_proxy_table(value)]
+    if args.resume and args.out and (Path(args.out) / CONFIG).is_file():
+        table_run = is_table_run(read_json_file(Path(args.out) / CONFIG, "a run's config.json", RunDirError))
+        others = [value for kind, value in given if kind == "bench" and not is_proxy_table(value)]
+        if table_run and others:
+            raise RunDirError(f"{args.out} is a proxy-table search, and {others[0]} is not a proxy table: resume it "
+                              f"with its own table (leave --bench out to read the one it recorded)")
+        if not table_run and tables:
+            raise RunDirError(f"{args.out} is a search of ViT statistics, which a proxy table ({tables[0]}) cannot "
+                              f"continue: search the table into a new --out")
+        return table_run
+    return len(given) == 1 and len(tables) == 1
 
 
 def _table_search(args: argparse.Namespace) -> int:

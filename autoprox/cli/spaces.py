@@ -12,7 +12,8 @@ def add_parser(sub) -> None:
     spaces = sub.add_parser("spaces", help="list the search spaces installed (built-in, plug-ins, space files)",
                             description="List every search space autoprox knows: the built-in ones, plug-ins "
                                         "installed through the 'autoprox.spaces' entry-point group, and the space "
-                                        "files given with --space-file; with their choices and ranges.")
+                                        "files given with --space-file; with their choices and ranges; then the packaged proxy-table "
+                                        "spaces (nb201, flexibert), with their tables and targets.")
     spaces.add_argument("names", nargs="*", help="only these spaces (default: all)")
     spaces.add_argument("--classes", type=positive_int, default=100, help="classes of the head for the ranges (default 100)")
     spaces.add_argument("--json", action="store_true", help="print JSON")
@@ -59,11 +60,19 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.cli.options import use_space_files
     from autoprox.spaces.registry import REGISTRY
 
+    from autoprox.data.proxy_tables import table_space_names, table_space_summary
+
     use_space_files(args)
-    spaces = [REGISTRY.get(name) for name in args.names] if args.names else REGISTRY.spaces()
+    # the packaged table spaces that are no ViT space (nb201, flexibert): labelled tables, no networks
+    table_names = [n for n in table_space_names() if n not in REGISTRY.names()]
+    if args.names:
+        spaces = [REGISTRY.get(name) for name in args.names if name not in table_names]
+        tables = [table_space_summary(name) for name in args.names if name in table_names]
+    else:
+        spaces, tables = REGISTRY.spaces(), [table_space_summary(name) for name in table_names]
     described = [describe_space(space, args.classes) for space in spaces]
     if args.json:
-        print(json.dumps(described, indent=2))
+        print(json.dumps(described + [{"origin": "proxy table (packaged)", **t} for t in tables], indent=2))
         return 0
     for entry in described:
         print(f"{entry['name']}  ({entry['origin']})")
@@ -75,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"    {key:<{width}}  {text}")
         if entry.get("note"):
             print(f"    ({entry['note']})")
+    for entry in tables:
+        print(f"{entry['name']}  (proxy table, packaged: no networks, scored from its columns; --space {entry['name']} "
+              "in rank and evaluate)")
+        print(f"    {_short(entry['summary'])}")
+        print("    tables  " + ", ".join(f"{t['name']} (targets {', '.join(t['targets'])})" for t in entry["tables"]))
     for label, reason in REGISTRY.load_errors:
         print(f"not loaded: {label} ({reason})")
     return 0

@@ -48,7 +48,8 @@ from autoprox.core.resources import resource_dir
 
 __all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "PROGRESS_BYTES", "PROXY_TABLE_FOLDER",
            "STANDARD_PROXIES", "ProxyTable", "TableSpace",
-           "first_line", "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_names"]
+           "first_line", "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_names",
+           "table_space_summary"]
 
 #: The 13 proxies of NAS-Bench-Suite-Zero (Krishnakumar et al., NeurIPS 2022), named as the zoo
 #: and the published tables name them. ``params`` and ``flops`` describe size.
@@ -409,6 +410,14 @@ def _manifest() -> dict:
 def table_space_names() -> list[str]:
     """The packaged table spaces, by name (``nb201``, ``flexibert``, ``autoformer``, ...)."""
     return list(_manifest()["spaces"])
+
+
+def table_space_summary(name: str) -> dict:
+    """What the manifest says of the packaged table space ``name`` without reading its tables: its description
+    and each table's name and targets (what ``autoprox spaces`` lists)."""
+    record = _manifest()["spaces"][name]
+    return {"name": name, "summary": record.get("description", ""),
+            "tables": [{"name": entry["name"], "targets": list(entry["targets"])} for entry in record["tables"]]}
 
 
 def load_table_space(name: str) -> TableSpace:

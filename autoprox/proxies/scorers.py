@@ -370,6 +370,21 @@ class RankFormulaScorer(Scorer):
             raise KeyError(formula.columns[0])
         return tuple(known)
 
+    def not_computed(self) -> tuple[str, ...]:
+        """The columns it reads that autoprox does not compute on networks (a table's own proxy): with
+        ``missing="neutral"`` each is read as no information there."""
+        return tuple(c for c in self.on_networks.columns if c not in ARCHITECTURE_PROXIES and c not in ZOO)
+
+    def networks_note(self, name: str) -> str | None:
+        """One line saying which columns of the proxy ``name`` networks score as no information; None when
+        autoprox computes every column it reads."""
+        absent = self.not_computed()
+        known = [c for c in self.on_networks.columns if c not in absent]
+        if not absent or not known or self.missing != "neutral":  # none missing, or refused when scored
+            return None
+        return (f"{name} reads {', '.join(absent)}, which autoprox does not compute on networks: read as no "
+                f"information (0 after centring; an lrsum leaves it out); scored from {', '.join(known)}")
+
     def describe(self, spec: InputSpec, teacher=None) -> tuple[str, str]:
         return f"proxy columns {', '.join(self.computable())}", "yes: each zoo column's passes"
 

@@ -310,10 +310,11 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
     attempts = 0
     while len(population) < config.population_size:
         if attempts >= config.max_init_attempts:
-            raise SearchError(
-                f"only {len(population)} valid distinct genomes after {attempts} random draws; "
-                + _invalid_cause(invalid, own_invalid, own_reasons)
-            )
+            found = f"only {len(population)} valid distinct genomes after {attempts} random draws"
+            if len(population) >= EvolutionConfig.population_size:  # enough for a default search: the size asked is
+                raise SearchError(f"population {config.population_size}: {found} ({invalid} invalid); give a "
+                                  f"smaller population (default {EvolutionConfig.population_size})")
+            raise SearchError(f"{found}; " + _invalid_cause(invalid, own_invalid, own_reasons))
         attempts += 1
         consider(random_genome(rng, space))
     return population, evaluations, invalid

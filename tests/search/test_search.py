@@ -132,6 +132,16 @@ def test_seed_proxies_enter_the_initial_population(settings, tmp_path):
     assert population[0]["genome"] == published
 
 
+def test_a_population_too_large_to_fill_is_named_not_the_statistics(settings, tmp_path):
+    """``--population 99999999999`` ended with ``check the statistics and targets``, though the draws were fine."""
+    from autoprox.core.errors import SearchError
+
+    huge = replace(settings, evolution=replace(EVOLUTION, population_size=10 ** 6, iterations=0, max_init_attempts=300))
+    with pytest.raises(SearchError, match=r"^population 1000000: only \d+ valid distinct genomes after 300 random "
+                                          r"draws \(\d+ invalid\); give a smaller population \(default 20\)$"):
+        run_search(huge, tmp_path / "huge", quiet=True)
+
+
 def test_ctrl_c_saves_and_the_run_resumes(small_bench_file, session_cache, tmp_path, capsys, monkeypatch):
     """A real SIGINT to the CLI: exit 130, best.json written, and --resume finishes the run (the resume runs in
     this process: the same command without a fresh interpreter's imports)."""

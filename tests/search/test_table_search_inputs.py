@@ -193,3 +193,61 @@ def test_select_cache_build_and_an_unknown_format_version_say_what_a_table_is(se
     assert code == 2
     line = one_error_line(err)
     assert "is a proxy table" in line and "no networks to compute statistics for" in line and "'id'" not in line
+
+
+def test_resuming_a_run_with_a_benchmark_of_the_other_kind_names_the_run_s_kind(searched, tmp_path, capsys):
+    """``search --bench T.csv --resume --out VIT_RUN`` said the table was no ViT benchmark and to search it with
+    ``search --bench`` (what was typed); ``--bench FILE.pth --resume --out TABLE_RUN`` said the .pth was no UTF-8
+    text. Both now say what the run is, and neither run is touched."""
+    import hashlib
+    import shutil
+
+    from tests.conftest import REPO
+
+    run, table = searched
+    vit_run = tmp_path / "pit-run"
+    shutil.copytree(REPO / "runs" / "pit-reference", vit_run)
+
+    def digests(folder):
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+    before = digests(vit_run), digests(run)
+    code, out, err = run_cli(capsys, "search", "--bench", table, "--out", vit_run, "--resume")
+    assert code == 2
+    line = one_error_line(err)
+    assert "is a search of ViT statistics" in line and "new --out" in line and "autoprox search --bench" not in line
+    pth = REPO / "autoprox" / "resources" / "vit-bench-101" / "gt_pit.pth"
+    code, out, err = run_cli(capsys, "search", "--bench", pth, "--out", run, "--resume")
+    assert code == 2
+    line = one_error_line(err)
+    assert "is a proxy-table search" in line and "leave --bench out" in line and "UTF-8" not in line
+    assert (digests(vit_run), digests(run)) == before
+
+
+def test_a_weighted_proxy_scored_on_networks_says_which_of_its_columns_it_reads_as_no_information(tmp_path, capsys):
+    """A table search's proxy scored on a ViT space read its table's own column as 0 without a word, where on a table
+    lacking the column ``score`` and ``rank`` say so."""
+    from autoprox.search.table_run import run_table_search
+
+    table = write_table(tmp_path / "own.csv", columns=("params", "flops", "own"))
+    run_table_search(table, ["val_acc"], tmp_path / "run", SMALL, quiet=True)
+    expected = ("reads own, which autoprox does not compute on networks: read as no information (0 after centring; "
+                "an lrsum leaves it out); scored from params, flops")
+    code, out, err = run_cli(capsys, "score", "--proxy", tmp_path / "run", "--space", "pit", "--out", tmp_path / "o.csv")
+    assert code == 0, err
+    assert expected in err and len((tmp_path / "o.csv").read_text().splitlines()) == 101
+    code, out, err = run_cli(capsys, "rank", "--proxy", tmp_path / "run", "--space", "pit")
+    assert code == 0, err
+    assert expected in err and "kendall" in out
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--space", "pit")
+    assert code == 0 and "no information" not in err
+
+
+def test_the_networks_note_passes_over_an_ensemble():
+    """An ensemble (``recommended:pit/joint``) has no scorer: rank and score of it must not ask one for the note."""
+    from autoprox.cli.rank import networks_note
+    from autoprox.proxies.ensemble import EnsembleProxy
+    from autoprox.proxies.proxy import resolve_proxy
+
+    proxy = resolve_proxy("recommended:pit/joint")
+    assert isinstance(proxy, EnsembleProxy) and networks_note(proxy) is None
