@@ -57,9 +57,11 @@ def run(args: argparse.Namespace) -> int:
 
     space = REGISTRY.get(space).name  # ArchitectureError naming the known spaces
     cpu_only(args, "vit-search (sampling fresh architectures)")
-    _default_proxy(args, space)
+    defaulted = _default_proxy(args, space)
     budget = parse_budget(args.params) if args.params else default_budget(space, args.classes)
     proxy = resolve_proxy(args.proxy)
+    if defaulted:
+        _default_target(args, proxy)
     _check_target(args, [proxy])
     stats = {"input": args.input, "batch_size": args.batch_size, "stat_seeds": tuple(args.stat_seeds)}
     if isinstance(proxy, EnsembleProxy):
@@ -150,13 +152,27 @@ def _ensemble_statistics(proxy: EnsembleProxy, args: argparse.Namespace, stats: 
     return recorded
 
 
-def _default_proxy(args: argparse.Namespace, space: str) -> None:
-    """``--proxy`` left out: the default of :func:`autoprox.apps.vitsearch.default_proxy` for ``space``, said on stderr."""
+def _default_proxy(args: argparse.Namespace, space: str) -> bool:
+    """``--proxy`` left out: the default of :func:`autoprox.apps.vitsearch.default_proxy` for ``space``, said on stderr.
+    Whether it was left out."""
     from autoprox.apps.vitsearch import default_proxy
 
-    if args.proxy is None:
-        args.proxy = default_proxy(space)
-        print(f"--proxy not given: {args.proxy} for space {space}", file=sys.stderr)
+    if args.proxy is not None:
+        return False
+    args.proxy = default_proxy(space)
+    print(f"--proxy not given: {args.proxy} for space {space}", file=sys.stderr)
+    return True
+
+
+def _default_target(args: argparse.Namespace, proxy) -> None:
+    """The default proxy is a per-target ensemble (a space's ``recommended:SPACE/joint``) and ``--target`` is left
+    out: its first target (the first of the space's default targets), said on stderr. A per-target ensemble the
+    user names still needs its ``--target``."""
+    if args.target is None and isinstance(proxy, EnsembleProxy) and not proxy.joint:
+        targets = list(proxy.members)
+        args.target = targets[0]
+        print(f"--target not given: {args.target}, the first of the default proxy's targets ({', '.join(targets)}); "
+              "--target T for another", file=sys.stderr)
 
 
 def _vit_search_on_bench(args: argparse.Namespace) -> int:

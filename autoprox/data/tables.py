@@ -167,9 +167,10 @@ def read_csv_entries(path: str | Path, with_lines: bool = False) -> list[dict[st
     problems = []
     if len(header) == 1:  # one column: most likely another delimiter
         found = [d for d in (";", "\t", "|", ":") if d in header[0]]
-        if found:
-            problems.append(f"the header is one column holding {found[0]!r}: the file seems to use {found[0]!r} as "
-                            "its delimiter; a CSV benchmark is comma-separated")
+        if found:  # the column checks below would only restate it
+            raise BenchmarkError(f"{path}: header (line {header_line}): the header is one column holding {found[0]!r}: "
+                                 f"the file seems to use {found[0]!r} as its delimiter; a CSV table or benchmark is "
+                                 "comma-separated")
     strangers = []
     for index, name in enumerate(header):
         if name in header[:index]:

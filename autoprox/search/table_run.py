@@ -271,7 +271,6 @@ def _search(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, setti
         run.write_checkpoint(fit.state.to_json() | {"inner_cv": choice.to_json()})
     best = best_record(run, table, labelled, fit)
     run.write_best(best)
-    _log(f"written to {run.file(BEST)}", quiet)
     warning = no_signal_warning(best)
     if warning:
         warnings.warn(warning, UserWarning, stacklevel=2)

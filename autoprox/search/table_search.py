@@ -330,9 +330,10 @@ class CapChoice:
 
 
 def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
-                    progress: Callable[[int, int], None] | None = None) -> CapChoice:
+                    progress: Callable[..., None] | None = None) -> CapChoice:
     """The cap on the number of terms whose genomes, evolved and fitted on the other folds, rank each inner fold
-    best (pooled out-of-fold Kendall; ties: the smaller cap)."""
+    best (pooled out-of-fold Kendall; ties: the smaller cap). ``progress(done, total, note)``: the iterations of
+    every fold's evolution, done and in all, and which fold runs."""
     caps = sorted(set(settings.term_caps))
     if caps == [0] or settings.iterations == 0:
         return CapChoice(0 if 0 in caps else caps[0], {})
@@ -342,12 +343,14 @@ def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
     predictions = {cap: np.full(len(rows), np.nan) for cap in caps}
     for index, fold in enumerate(folds):
         train = np.setdiff1d(np.arange(len(rows)), fold)
-        evaluator, _ = evolve(table, rows[train], settings, settings.seed + 100 + index)
+        ticker = None
+        if progress:
+            def ticker(state, _record, before=index * settings.iterations, fold_number=index + 1):
+                progress(before + state.iteration, len(folds) * settings.iterations, f"fold {fold_number}/{len(folds)}")
+        evaluator, _ = evolve(table, rows[train], settings, settings.seed + 100 + index, on_iteration=ticker)
         for cap in caps:
             formula, _ = fitted_top(evaluator, cap, settings.average_top)
             predictions[cap][fold] = formula.score(table.columns, cache=table.cache)[rows[fold]]
-        if progress:
-            progress(index + 1, len(folds))
     truth = table.labels[rows]
     kendall = {cap: float(kendalltau(values, truth).statistic) for cap, values in predictions.items()}
     kendall = {cap: (value if math.isfinite(value) else -1.0) for cap, value in kendall.items()}
@@ -402,7 +405,7 @@ class TableFit:
 def search_table(table: LabelledTable, settings: TableSearchSettings = TableSearchSettings(),
                  on_evaluation: Callable[[FitnessRecord, int], None] | None = None,
                  on_iteration: Callable[[EvolutionState, dict], None] | None = None,
-                 progress: Callable[[int, int], None] | None = None, choice: CapChoice | None = None,
+                 progress: Callable[..., None] | None = None, choice: CapChoice | None = None,
                  state: EvolutionState | None = None, remembered: Sequence[FitnessRecord] = ()) -> TableFit:
     """The whole search: the cap by inner cross-validation (or ``choice``, a resumed run's), then the evolution on
     every labelled row (from ``state`` with the ``remembered`` records when resuming), and the best genome within

@@ -268,6 +268,28 @@ def test_vit_search_defaults_to_the_label_free_proxy_where_a_space_has_no_benchm
     assert searched.formula is not None and searched.provenance["file"].endswith("any/searched.json")
 
 
+def test_vit_search_gives_its_default_per_target_proxy_its_first_target(capsys):
+    """Left without --proxy on PiT, vit-search's default is a per-target ensemble: it used to stop asking for
+    --target; the first of its targets is taken and said. A --target given is kept."""
+    import argparse
+
+    from autoprox.cli.vitsearch import _default_proxy, _default_target
+    from autoprox.proxies.proxy import resolve_proxy
+
+    args = argparse.Namespace(proxy=None, target=None)
+    assert _default_proxy(args, "pit")
+    proxy = resolve_proxy(args.proxy)
+    assert not proxy.joint
+    _default_target(args, proxy)
+    assert args.target == "c100_kd" and "--target not given: c100_kd" in capsys.readouterr().err
+    proxy.members_for(args.target)  # what the search then scores with
+    chosen = argparse.Namespace(proxy=None, target="flower_kd")
+    _default_proxy(chosen, "pit")
+    _default_target(chosen, proxy)
+    assert chosen.target == "flower_kd"
+    assert not _default_proxy(argparse.Namespace(proxy="params", target=None), "pit")
+
+
 def test_the_label_free_recommendation_is_what_the_committed_protocols_choose(pit_small_file, session_cache, capsys):
     """benchmarks/recommend_any.py --check: the manifest's any/ entries are the N-space protocols' choice; a
     baseline chosen there is a rank formula that ranks every architecture as the baseline itself."""

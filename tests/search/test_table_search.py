@@ -135,6 +135,18 @@ def test_cli_search_then_score_gives_rank_order(tmp_path, capsys):
     assert code == 0 and "in-sample" not in err, err
 
 
+def test_a_table_search_says_where_it_wrote_its_proxy_once(tmp_path, capsys):
+    """The progress log on stderr and the summary on stdout both said "written to RUN/best.json"; the inner folds'
+    progress moved once a fold (an --iterations of thousands sat on one line with nothing shown)."""
+    path, _, _ = write_table(tmp_path / "t.csv")
+    code, out, err = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out", tmp_path / "run",
+                             "--iterations", "2")
+    assert code == 0, err
+    assert (out + err).count("written to") == 1 and "score every row with" in out
+    # the inner cross-validation's progress counts its folds' iterations (4 folds of 2), not whole folds only
+    assert "inner folds" in err and "8/8" in err and "fold 4/4" in err, err
+
+
 def test_a_stopped_table_search_resumes_to_the_same_proxy(tmp_path):
     path, _, _ = write_table(tmp_path / "t.csv", seed=3)
     whole = run_table_search(path, ["val_acc"], tmp_path / "whole", SMALL, quiet=True)
