@@ -46,7 +46,7 @@ import numpy as np
 from autoprox.core.errors import BenchmarkError
 from autoprox.core.resources import resource_dir
 
-__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "PROGRESS_BYTES", "PROXY_TABLE_FOLDER",
+__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "PROGRESS_BYTES", "PROXY_TABLE_FOLDER", "table_space_files",
            "STANDARD_PROXIES", "ProxyTable", "TableSpace",
            "first_line", "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_names",
            "table_space_summary"]
@@ -418,6 +418,13 @@ def table_space_summary(name: str) -> dict:
     record = _manifest()["spaces"][name]
     return {"name": name, "summary": record.get("description", ""),
             "tables": [{"name": entry["name"], "targets": list(entry["targets"])} for entry in record["tables"]]}
+
+
+def table_space_files(name: str) -> list[tuple[Path, tuple[str, ...]]]:
+    """The files of the packaged table space ``name`` with their targets, as the manifest lists them (what a user
+    gives ``search --bench``)."""
+    folder = resource_dir(PROXY_TABLE_FOLDER)
+    return [(folder / entry["file"], tuple(entry["targets"])) for entry in _manifest()["spaces"][name]["tables"]]
 
 
 def load_table_space(name: str) -> TableSpace:

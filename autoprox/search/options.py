@@ -206,10 +206,18 @@ def _several(value: Any) -> list[str]:
 
 def check_space(space: str) -> None:
     """ConfigError unless ``space`` is registered (after the ``space_file`` families are)."""
+    from autoprox.data.proxy_tables import table_space_files, table_space_names
     from autoprox.spaces.registry import REGISTRY
 
-    if space not in REGISTRY.names():
-        raise ConfigError(f"unknown space {space!r}; known: {', '.join(REGISTRY.names())}")
+    if space in REGISTRY.names():
+        return
+    if space in table_space_names():  # rank and evaluate read it by name; a search reads a table file
+        path, targets = table_space_files(space)[0]
+        raise ConfigError(f"{space!r} is a packaged proxy table, with no networks to compute statistics on: search its "
+                          f"columns with autoprox search --bench {path} --targets {targets[0]} --out RUN")
+    tables = [name for name in table_space_names() if name not in REGISTRY.names()]
+    raise ConfigError(f"unknown space {space!r}; known: {', '.join(REGISTRY.names())}"
+                      + (f" (and the proxy tables {', '.join(tables)}, searched through --bench)" if tables else ""))
 
 
 def released_bench(space: str) -> str:

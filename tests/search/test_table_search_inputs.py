@@ -251,3 +251,17 @@ def test_the_networks_note_passes_over_an_ensemble():
 
     proxy = resolve_proxy("recommended:pit/joint")
     assert isinstance(proxy, EnsembleProxy) and networks_note(proxy) is None
+
+
+def test_a_packaged_table_space_given_to_search_space_names_the_table_file_to_search(tmp_path, capsys):
+    """search --space flexibert said only 'unknown space', listing the ViT spaces, though rank and evaluate take
+    --space flexibert: the refusal now gives the --bench command of its packaged table, which runs."""
+    code, out, err = run_cli(capsys, "search", "--space", "flexibert", "--out", tmp_path / "run")
+    assert code == 2
+    line = one_error_line(err)
+    assert "'flexibert' is a packaged proxy table" in line and "--targets glue" in line, line
+    bench = line.split("--bench ")[1].split(" ")[0]
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", bench, "--targets", "glue", "--json")
+    assert code == 0 and json.loads(out), err  # the file and target given read as a table (a search of it: ~8 s)
+    code, out, err = run_cli(capsys, "search", "--space", "nope", "--out", tmp_path / "other")
+    assert code == 2 and "(and the proxy tables nb201, flexibert, searched through --bench)" in one_error_line(err)
