@@ -117,3 +117,7 @@ def test_spaces_lists_the_packaged_table_spaces_too(capsys):
     listed = json.loads(capsys.readouterr().out)
     assert [e["name"] for e in listed] == ["pit", "flexibert"]
     assert listed[1]["tables"] == [{"name": "flexibert-glue", "targets": ["glue"]}]
+    # an unknown name lists the proxy tables beside the spaces (the space registry's message named the spaces alone)
+    assert main(["spaces", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown space 'nosuch'; known: autoformer, pit" in err and "the proxy tables nb201, flexibert" in err
