@@ -142,7 +142,8 @@ def _vit_search_options() -> tuple[Option, ...]:
         OPTIONS["space_file"],
         Option("proxy", None, "params, flops, a zoo proxy, autoprox_a/p, a recommended: name, a genome string or a "
                "proxy JSON; with --on-bench also 'all' or a comma list (default: recommended:SPACE/joint for a space "
-               "with a labelled benchmark, a per-target ensemble that needs --target; else recommended:any/joint, "
+               "with a labelled benchmark, a per-target ensemble scored for --target, its first target when left out; "
+               "else recommended:any/joint, "
                "the parameter count with fallbacks, what the N-space protocol ranks best on spaces it never saw)", text(), commands=_VIT),
         Option("samples", VitSearchSettings.samples,
                f"distinct architectures to sample (default {VitSearchSettings.samples})", integer(1), commands=_VIT),
@@ -165,7 +166,7 @@ def _vit_search_options() -> tuple[Option, ...]:
         Option("targets", (), on_bench + "targets to report (default all)", text_list(), commands=_VIT),
         Option("json", False, on_bench + "print JSON instead of the table", flag=True, commands=_VIT),
         Option("target", None, "for a per-target ensemble file: the target whose members score (a joint ensemble "
-               "needs none)", text(), commands=_VIT),
+               "needs none; the default proxy's first target when both are left out)", text(), commands=_VIT),
     )
 
 
