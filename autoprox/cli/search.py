@@ -78,10 +78,11 @@ def _is_table_search(args: argparse.Namespace) -> bool:
     from autoprox.cli.options import benches_given
 
     given = benches_given(args)
-    tables = [value for kind, value in given if kind == "bench" and is_proxy_table(value)]
+    benches = [(value, is_proxy_table(value)) for kind, value in given if kind == "bench"]  # each file read once
+    tables = [value for value, table in benches if table]
     if args.resume and args.out and (Path(args.out) / CONFIG).is_file():
         table_run = is_table_run(read_json_file(Path(args.out) / CONFIG, "a run's config.json", RunDirError))
-        others = [value for kind, value in given if kind == "bench" and not is_proxy_table(value)]
+        others = [value for value, table in benches if not table]
         if table_run and others:
             raise RunDirError(f"{args.out} is a proxy-table search, and {others[0]} is not a proxy table: resume it "
                               f"with its own table (leave --bench out to read the one it recorded)")

@@ -58,7 +58,7 @@ def _millions(span) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.cli.options import use_space_files
-    from autoprox.core.errors import ArchitectureError
+    from autoprox.search.options import check_space
     from autoprox.spaces.registry import REGISTRY
 
     from autoprox.data.proxy_tables import table_space_names, table_space_summary
@@ -67,10 +67,9 @@ def run(args: argparse.Namespace) -> int:
     # the packaged table spaces that are no ViT space (nb201, flexibert): labelled tables, no networks
     table_names = [n for n in table_space_names() if n not in REGISTRY.names()]
     if args.names:
-        unknown = [name for name in args.names if name not in table_names and name not in REGISTRY.names()]
-        if unknown:
-            raise ArchitectureError(f"unknown space {unknown[0]!r}; known: {', '.join(REGISTRY.names())} and the proxy "
-                                    f"tables {', '.join(table_names)}")
+        for name in args.names:
+            if name not in table_names:
+                check_space(name)  # an unknown name: the one message that lists the spaces and the proxy tables
         spaces = [REGISTRY.get(name) for name in args.names if name not in table_names]
         tables = [table_space_summary(name) for name in args.names if name in table_names]
     else:

@@ -46,10 +46,10 @@ import numpy as np
 from autoprox.core.errors import BenchmarkError
 from autoprox.core.resources import resource_dir
 
-__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "PROGRESS_BYTES", "PROXY_TABLE_FOLDER", "table_space_files",
+__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "PROGRESS_BYTES", "PROXY_TABLE_FOLDER",
            "STANDARD_PROXIES", "ProxyTable", "TableSpace",
-           "first_line", "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_names",
-           "table_space_summary"]
+           "first_line", "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_files",
+           "table_space_names", "table_space_summary"]
 
 #: The 13 proxies of NAS-Bench-Suite-Zero (Krishnakumar et al., NeurIPS 2022), named as the zoo
 #: and the published tables name them. ``params`` and ``flops`` describe size.
