@@ -47,6 +47,8 @@ def table_space_from(name_or_file: str, targets=None, labels: bool = True) -> Ta
     if not is_proxy_table(path):
         raise not_a_table(name_or_file)
     table = read_proxy_table(path, progress=_reading_progress(path), labels=labels)
+    for note in table.notes:
+        print(note, file=sys.stderr)
     return TableSpace(table.name, (table,), (tuple(table.check_targets(list(targets) if targets else None)),))
 
 

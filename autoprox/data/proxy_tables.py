@@ -14,10 +14,13 @@ A proxy table is a CSV file (optionally gzip-compressed, ``.csv.gz``)::
   every column from there on is a proxy column, so a table may carry proxies of its own
   after the standard ones.
 
-Every cell is a number or empty (not measured: NaN). What is refused, each in one line
-naming the file and the line or column: no ``id`` column first, an id given twice, a cell
-that is not a finite number, no column named as a standard proxy (so no proxy column), a proxy column with no value
-at all, a file larger than
+Every cell is a number or empty (not measured: NaN); the usual spellings of a missing value
+(:data:`MISSING_SPELLINGS`: ``nan``, ``NA``, ``N/A``, ``null``, ``None``, ..., any case) read as empty too. An
+infinite proxy value (``inf``, ``-inf``, ``Infinity``: a proxy that overflowed) ranks beyond every finite value of
+its column, all of one sign tied (:func:`order_infinities`), and the table says so in its ``notes``. What is
+refused, each in one line naming the file and the line or column: no ``id`` column first, an id given twice, a cell
+that is not a number, an infinite target, no column named as a standard proxy (so no proxy column), a proxy column
+with no finite value at all, a file larger than
 :data:`MAX_TABLE_BYTES`, fewer than :data:`MIN_ROWS` rows, a column named twice. No accuracy column, or
 one with no value, is refused too, except by a reader that needs no labels (``score``:
 ``read_proxy_table(..., labels=False)``).
@@ -46,10 +49,10 @@ import numpy as np
 from autoprox.core.errors import BenchmarkError
 from autoprox.core.resources import resource_dir
 
-__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "PROGRESS_BYTES", "PROXY_TABLE_FOLDER",
-           "STANDARD_PROXIES", "ProxyTable", "TableSpace",
-           "first_line", "is_proxy_table", "load_table_space", "read_proxy_table", "table_space_files",
-           "table_space_names", "table_space_summary"]
+__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "MISSING_SPELLINGS", "PROGRESS_BYTES",
+           "PROXY_TABLE_FOLDER", "STANDARD_PROXIES", "ProxyTable", "TableSpace",
+           "first_line", "is_proxy_table", "load_table_space", "order_infinities", "read_proxy_table",
+           "table_space_files", "table_space_names", "table_space_summary"]
 
 #: The 13 proxies of NAS-Bench-Suite-Zero (Krishnakumar et al., NeurIPS 2022), named as the zoo
 #: and the published tables name them. ``params`` and ``flops`` describe size.
@@ -71,6 +74,10 @@ PROXY_TABLE_FOLDER = "proxy-tables"
 
 ID_COLUMN = "id"
 
+#: Cells read as empty (not measured), compared without case: the spellings of a missing value that
+#: spreadsheets, pandas (its default ``na_values``), R and Python's ``str(float("nan"))`` write.
+MISSING_SPELLINGS = frozenset({"nan", "-nan", "na", "n/a", "#n/a", "#na", "null", "none", "<na>"})
+
 
 @dataclass(frozen=True)
 class ProxyTable:
@@ -90,6 +97,8 @@ class ProxyTable:
         The file it was read from.
     sha256 : str
         The file's sha256 (of its bytes as stored).
+    notes : tuple of str
+        What reading changed that a user should know, one line each (a proxy column's infinite cells).
     """
 
     name: str
@@ -98,6 +107,7 @@ class ProxyTable:
     proxies: dict[str, np.ndarray]
     source: str = ""
     sha256: str = ""
+    notes: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -142,7 +152,7 @@ class ProxyTable:
         pick = np.asarray(indices, dtype=np.int64)
         return ProxyTable(self.name, tuple(self.ids[i] for i in pick),
                           {k: v[pick] for k, v in self.accuracies.items()},
-                          {k: v[pick] for k, v in self.proxies.items()}, self.source, self.sha256)
+                          {k: v[pick] for k, v in self.proxies.items()}, self.source, self.sha256, self.notes)
 
 
 @dataclass(frozen=True)
@@ -254,13 +264,31 @@ def _header_kinds(header: Sequence[str], where: str, labels: bool = True) -> tup
 
 
 def _number(text: str) -> float:
+    """A cell's value: NaN for an empty cell or a missing value's spelling, else the number (infinite ones too;
+    ValueError for anything else)."""
     text = text.strip()
-    if not text:
+    if not text or text.lower() in MISSING_SPELLINGS:
         return math.nan
-    value = float(text)  # ValueError names the cell below
-    if not math.isfinite(value):
-        raise ValueError("not finite")
-    return value
+    return float(text)  # ValueError names the cell below
+
+
+def order_infinities(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """A proxy column with each infinite value replaced by a finite one beyond every finite value of the column, so
+    that ranks read ``inf`` as the largest and ``-inf`` as the smallest (those of one sign tied): ``+inf`` becomes the
+    largest finite value plus the spread of the finite values (at least 1), ``-inf`` the smallest less it. A column
+    with no finite value is returned as NaN. Also the number of infinite cells replaced."""
+    infinite = np.isinf(values)
+    count = int(infinite.sum())
+    if not count:
+        return values, 0
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return np.where(infinite, np.nan, values), count
+    spread = max(float(np.ptp(finite)), float(np.max(np.abs(finite))), 1.0)
+    out = values.copy()
+    out[values == np.inf] = float(finite.max()) + spread
+    out[values == -np.inf] = float(finite.min()) - spread
+    return out, count
 
 
 def _read_rows(path: Path, rows, stored: _Counted, size: int, progress, labels: bool = True
@@ -303,7 +331,7 @@ def _read_rows(path: Path, rows, stored: _Counted, size: int, progress, labels: 
                     numbers.append(_number(cell))
                 except ValueError:
                     raise BenchmarkError(f"{path}: line {line}: column {column!r} is {cell.strip()[:40]!r}, "
-                                         "not a finite number (leave a cell empty where nothing was measured)") from None
+                                         "not a number (leave a cell empty where nothing was measured)") from None
             ids.append(ident)
             values.extend(numbers)
     except csv.Error as exc:
@@ -365,12 +393,18 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
         if np.isnan(columns[column]).all() and labels:
             raise BenchmarkError(f"{path}: accuracy column {column!r} has no value")
         _check_target_range(path, column, columns[column], ids)
+    notes = []
     for column in proxy_columns:
+        columns[column], infinite = order_infinities(columns[column])
         if np.isnan(columns[column]).all():
-            raise BenchmarkError(f"{path}: proxy column {column!r} has no value; leave the column out")
+            raise BenchmarkError(f"{path}: proxy column {column!r} has no "
+                                 f"{'finite ' if infinite else ''}value; leave the column out")
+        if infinite:
+            notes.append(f"note: {path.name}: proxy column {column!r} has {infinite} infinite cell(s); they rank "
+                         "beyond its finite values (inf above, -inf below)")
     stem = path.name.split(".")[0]
     return ProxyTable(name or stem, tuple(ids), {c: columns[c] for c in accuracy_columns},
-                      {c: columns[c] for c in proxy_columns}, str(path), digest)
+                      {c: columns[c] for c in proxy_columns}, str(path), digest, tuple(notes))
 
 
 def _no_proxy_column(path: Path, columns: Sequence[str]) -> str:

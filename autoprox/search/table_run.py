@@ -126,6 +126,8 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
         if bench is None:
             raise BenchmarkError("a table search needs --bench TABLE.csv")
         table = read_proxy_table(bench)
+        for note in table.notes:
+            _log(note, quiet)
         if targets and len(targets) != 1:
             raise BenchmarkError(f"a table search fits one target at a time, got {len(targets)} "
                                  f"({', '.join(targets)}); run one search per target")

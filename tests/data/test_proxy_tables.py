@@ -97,14 +97,39 @@ def test_columns_after_the_first_standard_proxy_are_proxies_and_those_before_are
     assert np.isnan(table.proxies["mine"][0])
 
 
+def test_missing_value_spellings_read_as_empty_cells(tmp_path):
+    path = _write(tmp_path / "t.csv", ["id", "val_acc", "params", "nwot"],
+                  [["a", "NA", 3, "nan"], ["b", 2, "N/A", 7], ["c", "null", 4, "None"], ["d", 4, 5, "#N/A"]])
+    table = read_proxy_table(path)
+    assert np.isnan(table.accuracies["val_acc"][[0, 2]]).all() and table.accuracies["val_acc"][3] == 4
+    assert np.isnan(table.proxies["params"][1]) and np.isnan(table.proxies["nwot"][[0, 2, 3]]).all()
+    assert table.notes == ()
+
+
+def test_an_infinite_proxy_value_ranks_beyond_the_finite_ones_and_is_noted(tmp_path, capsys):
+    path = _write(tmp_path / "t.csv", ["id", "val_acc", "params", "synflow"],
+                  [["a", 1, 2, "-inf"], ["b", 2, 3, 5.0], ["c", 3, 4, "inf"], ["d", 4, 5, "Infinity"], ["e", 5, 6, 9.0]])
+    table = read_proxy_table(path)
+    values = table.proxies["synflow"]
+    assert np.isfinite(values).all()
+    assert values[0] < 5.0 < 9.0 < values[2] == values[3]
+    assert len(table.notes) == 1 and "'synflow' has 3 infinite cell(s)" in table.notes[0]
+    assert cli(["rank", "--proxy", "synflow", "--bench", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "3 infinite cell(s)" in err
+
+
 BAD_TABLES = {
     "no id": (["name", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3], ["c", 3, 4]], "first column must be 'id'"),
     "duplicate id": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3], ["a", 3, 4]],
                      "line 4: id 'a' appears again (first on line 2)"),
     "not a number": (["id", "val_acc", "params"], [["a", 1, 2], ["b", "high", 3], ["c", 3, 4]],
-                     "line 3: column 'val_acc' is 'high', not a finite number"),
-    "infinite": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, "inf"], ["c", 3, 4]],
-                 "column 'params' is 'inf', not a finite number"),
+                     "line 3: column 'val_acc' is 'high', not a number"),
+    "infinite target": (["id", "val_acc", "params"], [["a", 1, 2], ["b", "inf", 3], ["c", 3, 4]],
+                        "target column 'val_acc' is inf, outside"),
+    "infinite proxy column": (["id", "val_acc", "params", "synflow"],
+                              [["a", 1, 2, "inf"], ["b", 2, 3, "inf"], ["c", 3, 4, "-inf"]],
+                              "proxy column 'synflow' has no finite value"),
     "empty proxy column": (["id", "val_acc", "params", "nwot"], [["a", 1, 2, ""], ["b", 2, 3, ""], ["c", 3, 4, ""]],
                            "proxy column 'nwot' has no value"),
     "no accuracy": (["id", "params", "nwot"], [["a", 1, 2], ["b", 2, 3], ["c", 3, 4]], "no accuracy column"),
