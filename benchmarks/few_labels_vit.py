@@ -12,18 +12,24 @@ folds this script fits, with the same 50 labels:
 
 and reads the protocol's own figures for the statistics engine (``proxy``) and its descriptor blend. It prints the
 mean test Kendall per method and target over the folds, and the paired difference of the statistics engine to
-each fit with a bootstrap interval over folds. It runs no network: about 25 s a fold here (the forest and
+each fit with two intervals over folds: a bootstrap of the folds' differences, which treats the folds as
+independent, and the t-interval with Nadeau and Bengio's correction (``1/n`` replaced by ``1/n + n_test/n_search``),
+the one ``evaluate``'s summaries give beside their plain interval: the folds of one space share its 100 ViTs, so
+the first understates the spread. It runs no network: about 25 s a fold here (the forest and
 the table engine, three targets).
 
 Usage (the protocols of ``runs/few-labels/vit-k50/``; their trimmed ``protocol.json`` is enough; the protocols
-of one space over the same folds share their fits; ``--repeats 5`` keeps the folds of the first five repeats)::
+of one space over the same folds share their fits; ``--repeats all,5`` summarises each protocol over all its
+folds and over those of the first five repeats)::
 
     python benchmarks/few_labels_vit.py runs/few-labels/vit-k50/autoformer-gene-arch-cv-pick-coarse \\
         runs/few-labels/vit-k50/autoformer-gene-arch-cv-pick-ridge runs/few-labels/vit-k50/pit-gene-arch-cv-pick-coarse \\
-        runs/few-labels/vit-k50/pit-gene-arch-cv-pick-ridge --json FITS.json
+        runs/few-labels/vit-k50/pit-gene-arch-cv-pick-ridge runs/few-labels/vit-k50/pit-gene-arch-cv-pick-wide \\
+        --repeats all,5 --json FITS.json
 
-``runs/few-labels/vit-k50/fits.json`` holds these four over all 20 folds (``"repeats": 10``) and, with
-``pit-gene-arch-cv-pick-wide``, over the first ten (``"repeats": 5``).
+``runs/few-labels/vit-k50/fits.json`` is that command's: the first four over all 20 folds (``"repeats": 10``) and
+over the first ten (``"repeats": 5``), ``pit-gene-arch-cv-pick-wide`` over its ten. Each entry keeps the per-fold
+KD-3 of every method.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autoprox.apps.protocols.few_labels import FEW_LABEL_METHODS  # noqa: E402
+from autoprox.apps.protocols.summary import t_interval  # noqa: E402
 from autoprox.data.benchmark import default_bench_path, load_benchmark  # noqa: E402
 from autoprox.data.proxy_tables import load_table_space  # noqa: E402
 from autoprox.spaces.architectures import arch_to_config  # noqa: E402
@@ -102,30 +109,44 @@ def one_protocol(path: Path, repeats: int | None = None, fitted: dict | None = N
     summary = {"protocol": str(path), "space": space, "folds": len(record["folds"]), "labelled": len(search),
                "mean": {m: {t: float(np.mean(v)) for t, v in d.items()} for m, d in per.items()},
                "kd3": {m: float(np.mean([np.mean(v) for v in d.values()])) for m, d in per.items()}}
-    proxy = np.mean([per["proxy"][t] for t in KD], axis=0)
+    per_fold = {m: np.mean([d[t] for t in KD], axis=0) for m, d in per.items()}
+    summary["repeats"] = 1 + max(int(f["repeat"]) for f in record["folds"])
+    summary["per_fold_kd3"] = {m: [float(v) for v in values] for m, values in per_fold.items()}
+    inflation = len(test) / len(search)
     summary["difference"] = {}
     for method in (*methods, "blend"):
-        other = np.mean([per[method][t] for t in KD], axis=0)
-        diff = proxy - other
+        diff = per_fold["proxy"] - per_fold[method]
+        corrected = t_interval(diff, inflation=inflation)
         summary["difference"][method] = {"mean": float(diff.mean()), "interval": bootstrap_interval(diff),
-                                         "ahead": int((diff > 0).sum())}
+                                         "corrected": [corrected["low"], corrected["high"]],
+                                         "sd": corrected["sd"], "ahead": int((diff > 0).sum())}
     return summary
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("protocols", nargs="+")
-    parser.add_argument("--repeats", type=int, default=None, help="only the folds of the first R repeats")
+    parser.add_argument("--repeats", default="all",
+                        help="comma-separated: the folds of the first R repeats, 'all' for every fold (default); "
+                             "each protocol is summarised once per distinct set of folds")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     fitted: dict = {}
-    results = [one_protocol(Path(p), args.repeats, fitted) for p in args.protocols]
+    counts = [None if r.strip() == "all" else int(r) for r in args.repeats.split(",")]
+    results, seen = [], set()
+    for count in counts:
+        for path in args.protocols:
+            summary = one_protocol(Path(path), count, fitted)
+            if (path, summary["folds"]) not in seen:
+                seen.add((path, summary["folds"]))
+                results.append(summary)
     for r in results:
         print(f"{r['protocol']} ({r['space']}, {r['folds']} folds of {r['labelled']} labelled ViTs): KD-3 mean test "
               "Kendall " + ", ".join(f"{m} {v:+.3f}" for m, v in r["kd3"].items()))
         for method, d in r["difference"].items():
             print(f"  statistics engine - {method}: {d['mean']:+.3f} [{d['interval'][0]:+.3f}, {d['interval'][1]:+.3f}]"
-                  f", ahead on {d['ahead']} of {r['folds']} folds")
+                  f" (corrected [{d['corrected'][0]:+.3f}, {d['corrected'][1]:+.3f}], sd {d['sd']:.3f}), ahead on "
+                  f"{d['ahead']} of {r['folds']} folds")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0
