@@ -100,6 +100,16 @@ def test_search_learns_from_labelled_rows_only_and_scores_every_row(tmp_path):
     assert np.allclose(search_table(other, SMALL).formula.score(table.proxies), scores)
     unlabelled = np.setdiff1d(np.arange(90), labelled)
     assert kendalltau(scores[unlabelled], target[unlabelled]).statistic > 0.4
+    # Members are kept on the 40 labelled rows alone (on all 90 a large table's search held it thousands of times),
+    # and a member read on labelled rows is the formula's value there.
+    assert data.members and all(values.shape == (40,) for values in data.members.values())
+    node = fit.formula.members[-1]
+    from autoprox.genome.rank_formula import RankFormula
+
+    whole = np.nan_to_num(RankFormula(node).score(table.proxies, missing="neutral"), nan=0.0)
+    assert np.allclose(data.member(node, np.array(labelled)), whole[labelled])
+    with pytest.raises(ValueError, match="unlabelled row"):
+        data.member(node, unlabelled[:2])
 
 
 def test_cli_search_then_score_gives_rank_order(tmp_path, capsys):
