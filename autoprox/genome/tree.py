@@ -46,7 +46,7 @@ from autoprox.genome.space import (
     DEFAULT_AGGREGATION,
 )
 from autoprox.genome.terminals import MATRIX, SCALAR, TERMINAL_SETS, computed_sets, terminal_kinds
-from autoprox.networks.runtime import SPREAD_NAMES
+from autoprox.networks.names import SPREAD_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX
 from autoprox.primitives import BINARY, KERNEL_SETS, PRIMITIVES, UNARY
 
