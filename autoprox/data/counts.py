@@ -20,11 +20,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import scipy.sparse
 
 from autoprox.data.entries import EncodedBlock, decode_array
 
 if TYPE_CHECKING:
+    import scipy.sparse
     import torch
 
 #: Every float16 bit pattern, in code order (code ``c`` is the float16 whose bits are ``c``).
@@ -91,6 +91,8 @@ def stored_float16(block) -> bool:
 def count_statistic(name: str, blocks: Sequence[EncodedBlock]) -> CountedStatistic | None:
     """The value counts of statistic ``name`` over ``blocks``, or None where it cannot be counted:
     a block not kept as stored float16 (held as float32, or without that statistic)."""
+    import scipy.sparse  # on first use: --help imports this module
+
     arrays = []
     for block in blocks:
         stored = block.stored(name) if isinstance(block, EncodedBlock) else None
