@@ -35,7 +35,6 @@ from functools import cached_property
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from autoprox.core.errors import ConfigError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
@@ -72,6 +71,8 @@ def space_value(objective: Objective, per_space: dict[str, float], prepared: Seq
 
 def kendall_or_zero(scores: np.ndarray, accuracy: np.ndarray) -> float:
     """Kendall tau-b over the rows where both are finite; 0 where it is undefined (a constant score ranks nothing)."""
+    from scipy.stats import kendalltau  # on first use: --help imports this module
+
     keep = np.isfinite(accuracy) & np.isfinite(scores)
     if keep.sum() < 3 or np.ptp(scores[keep]) == 0:
         return 0.0

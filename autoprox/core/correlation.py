@@ -7,7 +7,6 @@ import warnings
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats as sps
 
 from autoprox.core.errors import ConfigError
 
@@ -21,6 +20,8 @@ def correlate(scores: Sequence[float], accuracies: Sequence[float]) -> dict:
     remain. Kendall is tau-b, which accounts for the ties common in proxy scores.
     A constant input gives NaN correlations.
     """
+    from scipy import stats as sps  # on first use: --help imports this module
+
     x = np.asarray(scores, dtype=np.float64)
     y = np.asarray(accuracies, dtype=np.float64)
     if x.ndim != 1 or x.shape != y.shape:
@@ -99,6 +100,8 @@ def kendall_null_sd(n: int) -> float:
 
 def kendall(x: Sequence[float], y: Sequence[float]) -> float:
     """Kendall tau-b; NaN when either side is constant or has fewer than 2 values."""
+    from scipy import stats as sps  # on first use: --help imports this module
+
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import scipy.sparse
-import torch
 
 from autoprox.data.entries import EncodedBlock, decode_array
+
+if TYPE_CHECKING:
+    import scipy.sparse
+    import torch
 
 #: Every float16 bit pattern, in code order (code ``c`` is the float16 whose bits are ``c``).
 CODES = 65536
@@ -61,6 +63,8 @@ class CountedStatistic:
     def base_values(self) -> torch.Tensor:
         """float32 [G, 65536]: every code decoded at each exponent, as a float32 load decodes it
         (:func:`~autoprox.data.entries.decode_array`), so a value here is bitwise the entry's."""
+        import torch  # here, not at the top: the table commands read this module without torch
+
         every = np.arange(CODES, dtype=np.uint16).view(np.float16)
         return torch.stack([decode_array(every, int(e)) for e in self.exponents])
 
@@ -87,6 +91,8 @@ def stored_float16(block) -> bool:
 def count_statistic(name: str, blocks: Sequence[EncodedBlock]) -> CountedStatistic | None:
     """The value counts of statistic ``name`` over ``blocks``, or None where it cannot be counted:
     a block not kept as stored float16 (held as float32, or without that statistic)."""
+    import scipy.sparse  # on first use: --help imports this module
+
     arrays = []
     for block in blocks:
         stored = block.stored(name) if isinstance(block, EncodedBlock) else None

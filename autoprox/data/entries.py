@@ -18,14 +18,16 @@ import sys
 import zipfile
 import zlib
 from pathlib import Path
-from typing import IO, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
-import torch
 
 from autoprox.core.errors import CacheError
 from autoprox.data.extras import EXTRA_SETS
 from autoprox.networks.statistics import STAT_NAMES, BlockStats
+
+if TYPE_CHECKING:
+    import torch
 
 #: Bump when the statistics code changes: it is part of every entry's key and metadata.
 STATS_VERSION = "stats-v1"
@@ -83,6 +85,8 @@ def decode_array(array: np.ndarray, exponent: int) -> torch.Tensor:
     ``ldexp``'s) run in torch, about ten times faster than NumPy's; other cases take
     the reference path.
     """
+    import torch  # here, not at the top: the table commands read this module without torch
+
     if exponent and -126 <= exponent <= 127 and array.dtype == np.float16:
         return torch.from_numpy(array).to(torch.float32).mul_(2.0 ** exponent)
     return torch.from_numpy(decode_array_numpy(array, exponent))

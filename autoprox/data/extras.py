@@ -3,7 +3,7 @@
 A set is registered with its statistics' names and a version that is part of its cache
 entries' keys (:mod:`autoprox.data.cache`); ``compute_statistics(..., NAME=True)``
 computes it (:mod:`autoprox.networks.statistics`). The one set today is ``spread``: the
-spread over the batch's samples (:data:`autoprox.networks.runtime.SPREAD_NAMES`).
+spread over the batch's samples (:data:`autoprox.networks.names.SPREAD_NAMES`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Sequence
 
 from autoprox.core.errors import ConfigError
 from autoprox.core.registry import Registry
-from autoprox.networks.runtime import SPREAD_NAMES
+from autoprox.networks.names import SPREAD_NAMES
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,6 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 import numpy as np
-from scipy.stats import rankdata
 
 from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.core.registry import Registry
@@ -76,6 +75,8 @@ def _centre(values: np.ndarray) -> np.ndarray:
 
 def _ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
     """Average ranks (1 = smallest) of the finite entries, NaN elsewhere, and how many are finite."""
+    from scipy.stats import rankdata  # on first use: --help imports this module
+
     out = np.full(values.shape, np.nan)
     finite = np.isfinite(values)
     out[finite] = rankdata(values[finite])

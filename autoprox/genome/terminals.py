@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from autoprox.core.errors import GenomeError
 from autoprox.core.registry import Registry
 from autoprox.data.extras import extras_for
-from autoprox.networks.runtime import SPREAD_NAMES
+from autoprox.networks.names import SPREAD_NAMES
 from autoprox.networks.statistics import STAT_NAMES, InputSpec
 from autoprox.spaces.descriptors import terminal_names, terminal_values
 

@@ -46,7 +46,7 @@ from autoprox.genome.space import (
     DEFAULT_AGGREGATION,
 )
 from autoprox.genome.terminals import MATRIX, SCALAR, TERMINAL_SETS, computed_sets, terminal_kinds
-from autoprox.networks.runtime import SPREAD_NAMES
+from autoprox.networks.names import SPREAD_NAMES
 from autoprox.spaces.descriptors import TERMINAL_PREFIX
 from autoprox.primitives import BINARY, KERNEL_SETS, PRIMITIVES, UNARY
 
@@ -86,9 +86,15 @@ def _identity(x):
     return x
 
 
+def _unbound(*_args):
+    """What the primitive set's context holds for a primitive: its function is :func:`kernel_map`'s."""
+    raise RuntimeError("a primitive is evaluated through kernel_map(), not the primitive set's context")
+
+
 def primitive_set() -> gp.PrimitiveSetTyped:
     """The typed primitive set of every registered primitive, terminal and aggregation, built once
-    per set of them, never mutated."""
+    per set of them, never mutated: the genomes' grammar (parsing, drawing, checking). Its context holds
+    no primitive's function (:func:`kernel_map` gives them), so that reading a genome does not import torch."""
     return _primitive_set(PRIMITIVES.version, tuple(terminal_kinds().items()), tuple(AGGREGATIONS))
 
 
@@ -103,7 +109,7 @@ def _primitive_set(version: int, terminals: tuple[tuple[str, str], ...],
     for prim in (*UNARY.values(), *BINARY.values()):
         for form in prim.forms:
             args, result = prim.signature(form)
-            pset.addPrimitive(prim.function, [_KIND_TYPES[a] for a in args], _KIND_TYPES[result],
+            pset.addPrimitive(_unbound, [_KIND_TYPES[a] for a in args], _KIND_TYPES[result],
                               name=typed_name(prim.name, form))
     for name in aggregations:
         pset.addPrimitive(_identity, [Scalar], Score, name=name)
@@ -117,8 +123,9 @@ DEFAULT_KERNELS = "torch"
 def kernel_map(kernels: str = DEFAULT_KERNELS) -> Mapping[str, Callable]:
     """Node name -> the function that evaluates it, in the kernel set ``kernels`` (:data:`autoprox.primitives.KERNEL_SETS`).
 
-    ``torch`` is the primitive set's own context; ``numpy`` replaces the typed forms of the ops
-    that have a fast form (:mod:`autoprox.primitives.fast`). ConfigError naming the known sets otherwise.
+    ``torch``: every typed form is its primitive's torch function; ``numpy`` replaces the typed forms of the
+    ops that have a fast form (:mod:`autoprox.primitives.fast`). Terminals and aggregations are the primitive
+    set's context. ConfigError naming the known sets otherwise.
     """
     if kernels not in KERNEL_SETS:
         raise ConfigError(f"unknown kernel set {kernels!r}; use {' or '.join(KERNEL_SETS)}")
@@ -127,10 +134,7 @@ def kernel_map(kernels: str = DEFAULT_KERNELS) -> Mapping[str, Callable]:
 
 @lru_cache(maxsize=64)
 def _kernel_map(kernels: str, version: int, aggregations: tuple[str, ...]) -> Mapping[str, Callable]:
-    context = primitive_set().context
-    if kernels == DEFAULT_KERNELS:
-        return context
-    chosen = dict(context)
+    chosen = dict(primitive_set().context)
     for prim in (*UNARY.values(), *BINARY.values()):
         for form in prim.forms:
             chosen[typed_name(prim.name, form)] = prim.kernel(kernels)
@@ -305,9 +309,9 @@ class InvalidProxy(ValueError):
 def _evaluate_block(tree: gp.PrimitiveTree, position: int, block: Mapping,
                     memo=None, index: int = 0, kernels: Mapping[str, Callable] | None = None) -> tuple[object, int]:
     """The value of the subtree at ``position`` on one block and where it ends; ``kernels``: node
-    name -> function (:func:`kernel_map`; default the primitive set's context, torch's)."""
+    name -> function (:func:`kernel_map`; default torch's)."""
     if kernels is None:
-        kernels = primitive_set().context
+        kernels = kernel_map()
     node = tree[position]
     if isinstance(node, gp.Terminal):
         return block[node.name], position + 1
@@ -378,7 +382,7 @@ def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
     needed only when the tree uses them. ``memo``: this architecture's :class:`~autoprox.genome.memo.SubtreeMemo`
     (the same values, scalar subtrees computed once); a memo keeps values of one kernel set only,
     so give it the same ``kernels`` every time. ``kernels``: node name -> function
-    (:func:`kernel_map`); default the primitive set's context, the torch kernels.
+    (:func:`kernel_map`); default the torch kernels.
     """
     import torch
 
@@ -390,7 +394,7 @@ def block_values(tree: gp.PrimitiveTree, stats: Sequence[dict],
             raise GenomeError("this genome uses architecture-level terminals; their values are needed")
         extra = terminal_tensors(terminals)
     if kernels is None:
-        kernels = primitive_set().context
+        kernels = kernel_map()
     if memo is not None:
         memo.bind(tree)
     values = []

@@ -4,7 +4,8 @@ architecture descriptors, by one pass with hooks.
 This module is the runtime of exported proxies and the engine's own statistics collector
 (:func:`autoprox.networks.statistics.statistics_of_model` calls :func:`block_statistics`).
 It depends on torch and :mod:`math` only (``InvalidResult`` is the primitives' exception,
-whose source every exported file carries): ``autoprox export`` copies this module's code,
+whose source every exported file carries, and :data:`SPREAD_NAMES` and :data:`DESCRIPTOR_NAMES` are
+:mod:`autoprox.networks.names`', which the export writes above this code): ``autoprox export`` copies this module's code,
 below its imports, verbatim into the exported file, which then defines the proxy's own
 ``block_score`` and ``aggregate`` and binds them to the generic functions here
 (:func:`score_blocks`, :func:`collect`, ...). Module-level names here must therefore not
@@ -54,6 +55,7 @@ import warnings
 
 import torch
 
+from autoprox.networks.names import DESCRIPTOR_NAMES, SPREAD_NAMES
 from autoprox.primitives.binary import InvalidResult
 
 
@@ -69,9 +71,6 @@ class MissingStatistic(ValueError):
     """A statistic this proxy reads that the model's pass does not give (a weight its forward does not use)."""
 
 
-#: The spread statistics (``collect(..., spread=True)``): the layer paths whose per-sample
-#: weight gradients they spread, and the hidden activation's and its gradient's.
-SPREAD_NAMES = ("S1g", "S2g", "S3g", "S4", "S4g")
 #: The weights the statistics read (F1 and F1g from attn.qkv's, ...).
 _WEIGHT_LAYERS = {"F1": ("attn", "qkv"), "F2": ("attn", "proj"), "F3": ("mlp", "fc1")}
 _SPREAD_LAYERS = {f"S{stat[1:]}g": path for stat, path in _WEIGHT_LAYERS.items()}
@@ -183,8 +182,6 @@ def find_blocks(model):
 
 # ----------------------------------------------------------- architecture descriptors
 
-#: Every descriptor an architecture-level terminal can stand for (A_NAME and A_log_NAME).
-DESCRIPTOR_NAMES = ("params", "macs", "depth", "width", "heads", "mlp_ratio")
 _LAYERS = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
 
 

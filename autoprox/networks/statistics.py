@@ -13,7 +13,7 @@ F4g    gradient of the loss with respect to F4 (same reduction)
 The network is built with a seeded initialisation, one minibatch goes forward, the
 cross-entropy loss goes backward once.
 
-The spread statistics (:data:`autoprox.networks.runtime.SPREAD_NAMES`, asked for with ``spread=True``; cached
+The spread statistics (:data:`autoprox.networks.names.SPREAD_NAMES`, asked for with ``spread=True``; cached
 apart, only when a run asks for them) come from the same pass. Each is the population
 standard deviation over the batch's samples of the per-sample tensor whose batch mean is
 the statistic of the same number, so that e.g. ``F1g / S1g`` is ZiCo's
@@ -31,6 +31,9 @@ Sample i's per-sample weight gradient is ``B`` times its contribution to the bat
 gradient (:mod:`autoprox.networks.runtime`), for the batch-mean cross-entropy the
 gradient of its own loss; the networks have no layer that mixes samples, so this is
 exact (a test checks it against one backward pass per sample).
+
+The names, the input spec and the seeds here need no torch: the functions that make tensors import it
+(and the networks), so that the layers above read this module without loading torch.
 """
 
 from __future__ import annotations
@@ -39,14 +42,14 @@ import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 import numpy as np
-import torch
 
 from autoprox.core.errors import ConfigError, InputSpecError
-from autoprox.networks.models import build_model
-from autoprox.networks.runtime import block_statistics
+
+if TYPE_CHECKING:
+    import torch
 
 STAT_NAMES = ("F1", "F1g", "F2", "F2g", "F3", "F3g", "F4", "F4g")
 STAT_DESCRIPTIONS = {
@@ -73,7 +76,7 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 #: One architecture's statistics: per block, statistic name -> float32 tensor.
-BlockStats = dict[str, torch.Tensor]
+BlockStats = dict[str, "torch.Tensor"]
 
 #: Devices statistics, the zoo and the ViT search may run on (``--device``).
 DEVICES = ("cpu", "cuda", "mps")
@@ -83,6 +86,8 @@ def resolve_device(name: str, option: str = "--device") -> torch.device:
     """The torch device ``name``; ConfigError (one line) when this machine has none. ``option`` names the choice as
     the caller takes it: the command line's ``--device`` (``--device cuda``, the default), or a Python parameter's
     name (``device``: ``device='cuda'``), as the option table names an option on each side."""
+    import torch
+
     given, cpu = (f"{option} {name}", f"{option} cpu") if option.startswith("--") else \
         (f"{option}={name!r}", f"{option}='cpu'")
     if name not in DEVICES:
@@ -177,6 +182,8 @@ def derived_seed(seed: int, purpose: str) -> int:
 
 
 def _load_images(files: list[Path], count: int, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
     try:
         from PIL import Image  # Pillow, only for the real-image input
     except ImportError:
@@ -201,6 +208,8 @@ def _load_images(files: list[Path], count: int, generator: torch.Generator) -> t
 
 def make_batch(spec: InputSpec, num_classes: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The minibatch (images, labels) for ``spec``, reproducible from ``seed``."""
+    import torch
+
     generator = torch.Generator().manual_seed(derived_seed(seed, "batch"))
     shape = (spec.batch_size, 3, IMAGE_SIZE, IMAGE_SIZE)
     if spec.kind == "gaussian":
@@ -221,6 +230,8 @@ def statistics_of_model(model: torch.nn.Module, images: torch.Tensor, labels: to
     The collector is the exported proxies' (:func:`autoprox.networks.runtime.block_statistics`),
     with the model's train/eval modes left as they are: one definition of the statistics.
     """
+    from autoprox.networks.runtime import block_statistics
+
     return block_statistics(model, images, labels, train=None, spread=spread)
 
 
@@ -232,6 +243,8 @@ def torch_threads(count: int) -> Iterator[None]:
     that depends on the thread count, and the results must not depend on how many
     workers a user asks for. Parallelism comes from running architectures side by side.
     """
+    import torch
+
     previous = torch.get_num_threads()
     torch.set_num_threads(count)
     try:
@@ -248,6 +261,8 @@ def compute_statistics(arch, spec: InputSpec, seed: int, num_classes: int, sprea
     device), then it and the batch move to ``spec.device``; the statistics come back
     to the CPU (for the cache and the fitness).
     """
+    from autoprox.networks.models import build_model
+
     device = resolve_device(spec.device)
     with torch_threads(1):
         model = build_model(arch, num_classes=num_classes, seed=derived_seed(seed, "model"))

@@ -23,7 +23,8 @@ timm is an optional extra (``pip install 'autoprox[timm]'``; in a clone ``bash s
 see ``docs/spaces.md``);
 without it the ``timm`` space is listed but parsing a model says how to install it. The
 space registers when :mod:`autoprox.networks` is imported (reading a benchmark does), or
-through the ``autoprox.spaces`` entry point of an installed autoprox.
+through the ``autoprox.spaces`` entry point of an installed autoprox. Registering it does not import torch
+(the functions that build a model do): listing spaces and the table commands stay light.
 """
 
 from __future__ import annotations
@@ -33,15 +34,15 @@ import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from autoprox.core.errors import ArchitectureError
-from autoprox.networks.models import block_name_problems, transformer_blocks
 from autoprox.spaces.base import SearchSpace
 from autoprox.spaces.registry import register_space
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 __all__ = ["TIMM_PREFIX", "ModelInfo", "TimmArch", "TimmSpace", "count_by_hooks", "model_info"]
 
@@ -93,6 +94,8 @@ def timm_version() -> str | None:
 
 
 def _meta_model(name: str, num_classes: int) -> nn.Module:
+    import torch
+
     timm = _timm(name)
     with torch.device("meta"):
         return timm.create_model(name, pretrained=False, num_classes=num_classes)
@@ -117,6 +120,10 @@ def _ranges(names: list[str]) -> str:
 @functools.cache
 def check_model(name: str) -> None:
     """Refuse, with the reason, a timm model the statistics cannot read (cached per name)."""
+    import torch
+
+    from autoprox.networks.models import block_name_problems, transformer_blocks
+
     timm = _timm(name)
     label = f"timm arch: {TIMM_PREFIX}{name}"
     if "." in name:
@@ -164,6 +171,11 @@ def count_by_hooks(model: nn.Module, image: torch.Tensor) -> ModelInfo:
     ``q``, times the sequences it sees per image (windows). Run on the ``meta`` device it costs
     nothing but the Python.
     """
+    import torch
+    from torch import nn
+
+    from autoprox.networks.models import transformer_blocks
+
     macs = [0]
     tokens: list[int] = []
     blocks = transformer_blocks(model)
@@ -196,6 +208,8 @@ def count_by_hooks(model: nn.Module, image: torch.Tensor) -> ModelInfo:
 @functools.lru_cache(maxsize=256)
 def model_info(name: str, num_classes: int = 100) -> ModelInfo:
     """Counts of timm model ``name`` with a ``num_classes`` head (cached)."""
+    import torch
+
     check_model(name)
     model = _meta_model(name, num_classes)
     model.train()

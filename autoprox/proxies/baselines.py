@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as sps
 
 from autoprox.core.errors import ConfigError
 from autoprox.core.registry import Registry
@@ -115,6 +114,8 @@ def fit_rank_blend(features: np.ndarray, accuracies: np.ndarray, ridge: float = 
 
     Returns the choice: feature names, centre, scale and coefficients.
     """
+    from scipy import stats as sps  # on first use: --help imports this module
+
     if ridge < 0:
         raise ConfigError(f"the blend's ridge term must be >= 0, got {ridge}")
     x = np.asarray(features, dtype=np.float64)

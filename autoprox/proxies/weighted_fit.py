@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
-import scipy.linalg
-from scipy.stats import kendalltau, rankdata
 
 __all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "WIDE_MEMBERS", "OutOfBag", "RidgeModel", "bagged_ridge", "label_ranks", "out_of_bag",
            "ridge_loo", "subsamples", "usable_columns"]
@@ -53,6 +51,8 @@ def usable_columns(columns: Mapping[str, np.ndarray], names: Sequence[str] | Non
 
 def label_ranks(labels: np.ndarray) -> np.ndarray:
     """The labels' ranks scaled to (0, 1] (ties share their mean rank)."""
+    from scipy.stats import rankdata  # on first use: --help imports this module
+
     labels = np.asarray(labels, dtype=np.float64)
     return rankdata(labels) / len(labels)
 
@@ -82,6 +82,8 @@ def ridge_loo(features: np.ndarray, targets: np.ndarray, alphas: Sequence[float]
     alphas : sequence of float
         The penalties tried (ties: the first).
     """
+    import scipy.linalg  # on first use: --help imports this module
+
     features = np.asarray(features, dtype=np.float64)
     targets = np.asarray(targets, dtype=np.float64)
     count, width = features.shape
@@ -164,6 +166,8 @@ def bagged_ridge(features: np.ndarray, targets: np.ndarray, bags: Sequence[np.nd
 def out_of_bag(features: np.ndarray, targets: np.ndarray, bags: Sequence[np.ndarray],
                alphas: Sequence[float] = RIDGE_ALPHAS) -> OutOfBag:
     """The out-of-bag judgement of ``features`` as predictors of ``targets`` (:class:`OutOfBag`)."""
+    from scipy.stats import kendalltau  # on first use: --help imports this module
+
     model, predictions = bagged_ridge(features, targets, bags, alphas)
     keep = np.isfinite(predictions)
     if keep.sum() < 3:

@@ -26,40 +26,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 import numpy as np
-import torch
-from torch import nn
 
 from autoprox.core.registry import Registry
 from autoprox.genome.terminals import terminal_kinds
-from autoprox.networks.models import build_model
 from autoprox.networks.statistics import (
     InputSpec,
     derived_seed,
     make_batch,
     resolve_device,
 )
-from autoprox.proxies.zoo_measures import (
-    dss,
-    fisher,
-    grad_norm,
-    grasp,
-    l2_norm,
-    nwot,
-    plain,
-    snip,
-    student_capability,
-    student_features,
-    synflow,
-    te_nas,
-    teacher_distance,
-    teacher_features,
-    tvt_combine,
-    zico,
-)
-from autoprox.proxies.zoo_jacobian import epe_nas, jacov, label_groups, zen
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+
+def _measures():
+    """:mod:`autoprox.proxies.zoo_measures`, imported when a proxy is computed: it needs torch, and registering
+    the zoo (which every command's options read) must not load it."""
+    from autoprox.proxies import zoo_measures
+
+    return zoo_measures
+
+
+def _jacobian():
+    """:mod:`autoprox.proxies.zoo_jacobian`, imported when a proxy is computed (see :func:`_measures`)."""
+    from autoprox.proxies import zoo_jacobian
+
+    return zoo_jacobian
+
 
 #: Bump when any zoo proxy's definition or its input convention changes (score-cache key).
 ZOO_VERSION = "zoo-v1"
@@ -81,6 +79,8 @@ class ZooInputs:
     @cached_property
     def model(self) -> nn.Module:
         """The network, built as the statistics code builds it, in train mode."""
+        from autoprox.networks.models import build_model  # needs torch: see _measures
+
         model = build_model(self.arch, num_classes=self.num_classes, seed=derived_seed(self.seed, "model"))
         model.train()
         return model.to(self.device)
@@ -161,96 +161,98 @@ def _tvt_scores(raws: Sequence) -> np.ndarray:
     """TVT's score over the ranked set: both terms with a teacher, the student's alone without."""
     capability = [r["capability"] for r in raws]
     distances = [r.get("distance") for r in raws]
-    return tvt_combine(capability, distances if all(d is not None for d in distances) else None)
+    return _measures().tvt_combine(capability, distances if all(d is not None for d in distances) else None)
 
 
 def _tvt_student_scores(raws: Sequence) -> np.ndarray:
     """TVT's student-capability term over the ranked set."""
-    return tvt_combine([r["capability"] for r in raws], None)
+    return _measures().tvt_combine([r["capability"] for r in raws], None)
 
 
 @register_zoo("snip", source="SNIP, Lee et al. ICLR 2019", definition="sum |dL/dw * w| over Linear/Conv2d weights",
               input="batch", passes="forward/backward")
 def _snip(inputs: ZooInputs) -> float:
-    return snip(inputs.model, *inputs.batch())
+    return _measures().snip(inputs.model, *inputs.batch())
 
 
 @register_zoo("grasp", source="GraSP, Wang et al. ICLR 2020",
               definition="sum -w * (H dL/dw) over Linear/Conv2d weights", input="batch",
               passes="forward + double backward")
 def _grasp(inputs: ZooInputs) -> float:
-    return grasp(inputs.model, *inputs.batch())
+    return _measures().grasp(inputs.model, *inputs.batch())
 
 
 @register_zoo("synflow", source="SynFlow, Tanaka et al. NeurIPS 2020",
               definition="sum |dR/dw * w|, R = 1^T f(1) with |parameters|", input="ones",
               passes="forward/backward (float64)")
 def _synflow(inputs: ZooInputs) -> float:
-    return synflow(inputs.model, inputs.ones())
+    return _measures().synflow(inputs.model, inputs.ones())
 
 
 @register_zoo("grad_norm", source="Grad-norm, Abdelfattah et al. ICLR 2021", definition="sum over layers of ||dL/dW||_2",
               input="batch", passes="forward/backward")
 def _grad_norm(inputs: ZooInputs) -> float:
-    return grad_norm(inputs.model, *inputs.batch())
+    return _measures().grad_norm(inputs.model, *inputs.batch())
 
 
 @register_zoo("fisher", source="Fisher, Theis et al. 2018 (Abdelfattah et al. 2021)",
               definition="sum over layer outputs and channels of 0.5 mean_images (sum_positions z dL/dz)^2",
               input="batch", passes="forward/backward")
 def _fisher(inputs: ZooInputs) -> float:
-    return fisher(inputs.model, *inputs.batch())
+    return _measures().fisher(inputs.model, *inputs.batch())
 
 
 @register_zoo("plain", source="Plain, Mozer & Smolensky 1988 (Abdelfattah et al. 2021)",
               definition="sum dL/dw * w over Linear/Conv2d weights", input="batch", passes="forward/backward")
 def _plain(inputs: ZooInputs) -> float:
-    return plain(inputs.model, *inputs.batch())
+    return _measures().plain(inputs.model, *inputs.batch())
 
 
 @register_zoo("nwot", source="NASWOT, Mellor et al. ICML 2021",
               definition="log det of the kernel of MLP pre-activation sign codes", input="batch", passes="forward")
 def _nwot(inputs: ZooInputs) -> float:
-    return nwot(inputs.model, inputs.batch()[0])
+    return _measures().nwot(inputs.model, inputs.batch()[0])
 
 
 @register_zoo("zico", source="ZiCo, Li et al. ICLR 2023",
               definition="sum over layers of log sum mean|g| / std(g), 2 gradient samples", input="batch",
               passes="2 forward/backward on half batches")
 def _zico(inputs: ZooInputs) -> float:
-    return zico(inputs.model, *inputs.batch())
+    return _measures().zico(inputs.model, *inputs.batch())
 
 
 @register_zoo("te_nas", source="TE-NAS, Chen et al. ICLR 2021 (NTK term only)",
               definition="-cond(NTK), NTK = J J^T over the batch", input="batch", passes="one forward/backward per image")
 def _te_nas(inputs: ZooInputs) -> float:
-    return te_nas(inputs.model, inputs.batch()[0])
+    return _measures().te_nas(inputs.model, inputs.batch()[0])
 
 
 @register_zoo("dss", source="TF-TAS, Zhou et al. CVPR 2022",
               definition="sum nuc(dR/dW) nuc(W) over qkv, proj + sum |dR/dW * W| over fc1, fc2", input="ones",
               passes="forward/backward (float64)")
 def _dss(inputs: ZooInputs) -> float:
-    return dss(inputs.model, inputs.ones())
+    return _measures().dss(inputs.model, inputs.ones())
 
 
 @register_zoo("tvt", source="TVT, Wei et al. 2023",
               definition="2 f(M_s) - 3 f(M_t), f = min-max over the ranked set (needs a teacher)", input="batch",
               passes="forward", needs_teacher=True, combine=_tvt_scores, without_teacher="tvt_l2")
 def _tvt(inputs: ZooInputs) -> dict:
-    capability = student_capability(inputs.model)
+    measures = _measures()
+    capability = measures.student_capability(inputs.model)
     if inputs.teacher is None:
         return {"capability": capability}
     images, _ = inputs.batch()
-    teacher_maps = teacher_features(inputs.teacher, images)
-    return {"capability": capability, "distance": teacher_distance(student_features(inputs.model, images), teacher_maps)}
+    teacher_maps = measures.teacher_features(inputs.teacher, images)
+    distance = measures.teacher_distance(measures.student_features(inputs.model, images), teacher_maps)
+    return {"capability": capability, "distance": distance}
 
 
 @register_zoo("tvt_l2", source="TVT's student-capability term, Wei et al. 2023",
               definition="2 f(M_s), M_s = sum over blocks of ||W_block||_2", input="weights", passes="",
               combine=_tvt_student_scores)
 def _tvt_l2(inputs: ZooInputs) -> dict:
-    return {"capability": student_capability(inputs.model)}
+    return {"capability": _measures().student_capability(inputs.model)}
 
 
 # The four proxies of NAS-Bench-Suite-Zero (Krishnakumar et al. NeurIPS 2022) the others leave out.
@@ -260,13 +262,13 @@ def _tvt_l2(inputs: ZooInputs) -> dict:
               definition="-sum(log(v + k) + 1/(v + k)), v the eigenvalues of the correlations of the images' "
                          "input Jacobians, k = 1e-5", input="batch", passes="forward/backward to the input")
 def _jacov(inputs: ZooInputs) -> float:
-    return jacov(inputs.model, inputs.batch()[0])
+    return _jacobian().jacov(inputs.model, inputs.batch()[0])
 
 
 @register_zoo("l2_norm", source="L2-norm, Krishnakumar et al. NeurIPS 2022 (NAS-Bench-Suite-Zero)",
               definition="sum over Linear/Conv2d weights of ||W||_2", input="weights", passes="")
 def _l2_norm(inputs: ZooInputs) -> float:
-    return l2_norm(inputs.model)
+    return _measures().l2_norm(inputs.model)
 
 
 @register_zoo("zen", source="Zen-NAS, Lin et al. ICCV 2021",
@@ -274,8 +276,10 @@ def _l2_norm(inputs: ZooInputs) -> float:
                          "weights; + sum over BatchNorm of log sqrt(mean running var) (0: no BatchNorm in ViTs)", input="batch",
               passes="2 forwards")
 def _zen(inputs: ZooInputs) -> float:
+    import torch  # here, not at the top: see _measures
+
     generator = torch.Generator().manual_seed(derived_seed(inputs.seed, "zen"))
-    return zen(inputs.model, inputs.batch()[0], generator)
+    return _jacobian().zen(inputs.model, inputs.batch()[0], generator)
 
 
 @register_zoo("epe_nas", source="EPE-NAS, Lopes et al. ICANN 2021",
@@ -283,8 +287,9 @@ def _zen(inputs: ZooInputs) -> float:
                          "input Jacobians", input="batch", passes="forward/backward to the input")
 def _epe_nas(inputs: ZooInputs) -> float:
     images, labels = inputs.batch()
-    label_groups(labels.cpu().numpy())  # no label with two images: fail before the network is built
-    return epe_nas(inputs.model, images, labels)
+    jacobian = _jacobian()
+    jacobian.label_groups(labels.cpu().numpy())  # no label with two images: fail before the network is built
+    return jacobian.epe_nas(inputs.model, images, labels)
 
 
 # ------------------------------------------------------------- zoo proxies as genome terminals

@@ -22,18 +22,19 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
-from torch import nn
 
 from autoprox.core.parallel import as_executor
 from autoprox.core.registry import LiveNames
 from autoprox.genome.terminals import SCALAR, TERMINAL_SETS, TerminalSet, TerminalSource, register_terminal_set
 from autoprox.networks.statistics import InputSpec, torch_threads
 from autoprox.proxies.zoo import ZOO, ZOO_TERMINALS, ZOO_VERSION, ZooInputs, zoo_terminals_of
-from autoprox.proxies.zoo_measures import ProxyFailure
 from autoprox.spaces.architectures import arch_key, arch_to_config, parse_arch
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 #: What ``tvt`` says when no teacher is given.
@@ -57,6 +58,8 @@ def raw_value(name: str, arch, spec: InputSpec, seed: int, num_classes: int,
     Single-threaded; raises :class:`ProxyFailure` (any other exception from the
     computation is turned into one, naming its type).
     """
+    from autoprox.proxies.zoo_measures import ProxyFailure  # needs torch, which reading the zoo's names does not
+
     if name not in ZOO:
         raise KeyError(f"unknown zoo proxy {name!r}")
     arch = parse_arch(arch)
@@ -164,6 +167,8 @@ class RawResult:
 def _compute_arch(names: Sequence[str], config: dict, space: str, spec: dict, seed: int, num_classes: int,
                   teacher) -> dict[str, tuple]:
     """Worker body: every proxy of ``names`` on one architecture, each timed on its own."""
+    from autoprox.proxies.zoo_measures import ProxyFailure  # needs torch, which reading the zoo's names does not
+
     arch = parse_arch(config, space)
     spec_obj = InputSpec(**spec)
     out = {}

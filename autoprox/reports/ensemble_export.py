@@ -24,7 +24,7 @@ import datetime as _dt
 from autoprox.core.errors import ExportError
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.tree import genome_to_string, op_name
-from autoprox.networks.runtime import DESCRIPTOR_NAMES, SPREAD_NAMES
+from autoprox.networks.names import DESCRIPTOR_NAMES, SPREAD_NAMES
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.proxies.ensemble import JOINT, EnsembleProxy
 from autoprox.proxies.proxy import resolve_proxy

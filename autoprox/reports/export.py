@@ -65,9 +65,8 @@ from autoprox.genome.tree import (
     parse_genome,
     uses_spread_terminals,
 )
-from autoprox.networks import runtime
+from autoprox.networks.names import DESCRIPTOR_NAMES, SPREAD_NAMES
 from autoprox.networks.statistics import SPREAD_DESCRIPTIONS, STAT_DESCRIPTIONS, STAT_NAMES
-from autoprox.networks.runtime import SPREAD_NAMES
 from autoprox.reports.simplify import LEGEND, SPREAD_LEGEND, Formula
 from autoprox.spaces.descriptors import DESCRIPTORS, TERMINAL_PREFIX
 
@@ -206,14 +205,18 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
 def runtime_source() -> str:
     """The code of :mod:`autoprox.networks.runtime` below its docstring and imports, as copied
     into every exported file (which imports ``math`` and ``torch`` and defines
-    ``InvalidResult`` itself)."""
+    ``InvalidResult`` itself), after the names it imports from :mod:`autoprox.networks.names`."""
+    from autoprox.networks import runtime  # here: it imports torch, which this module's other users need not
+
+    names = (f"#: The spread statistics and the architecture descriptors the runtime reads.\n"
+             f"SPREAD_NAMES = {SPREAD_NAMES!r}\nDESCRIPTOR_NAMES = {DESCRIPTOR_NAMES!r}\n\n\n")
     text = inspect.getsource(runtime)
     body = ast.parse(text).body
     first = next(node for node in body[1:] if not isinstance(node, (ast.Import, ast.ImportFrom)))
     if any(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body[body.index(first):]):
         raise RuntimeError("the runtime imports below its first definition: it cannot be copied")
     start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
-    return "\n".join(text.splitlines()[start - 1:]).strip("\n")
+    return names + "\n".join(text.splitlines()[start - 1:]).strip("\n")
 
 
 #: The proxy's own functions, binding its formula to the runtime (``__NAME__`` are filled in).

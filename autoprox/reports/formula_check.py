@@ -17,7 +17,7 @@ import sympy
 from sympy.core.function import AppliedUndef
 
 from autoprox.genome.space import AGGREGATIONS
-from autoprox.networks.runtime import SPREAD_NAMES
+from autoprox.networks.names import SPREAD_NAMES
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.core.registry import LiveNames
 from autoprox.primitives import EPS, EPS_SYMBOL, NAMED_FUNCTIONS, PRIMITIVES

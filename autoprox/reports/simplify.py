@@ -70,7 +70,7 @@ from autoprox.genome.aggregations import get_aggregation
 from autoprox.genome.tree import form_name, genome_to_string, op_name, parse_genome
 from autoprox.genome.space import AGGREGATIONS
 from autoprox.networks.statistics import STAT_NAMES
-from autoprox.networks.runtime import SPREAD_NAMES
+from autoprox.networks.names import SPREAD_NAMES
 from autoprox.reports import sympy_worker
 from autoprox.reports.formula_check import SCALAR_SYMBOL_NAMES, SYMBOL_NAMES, check_equivalent
 from autoprox.reports.sympy_worker import node_count

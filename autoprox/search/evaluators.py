@@ -26,21 +26,22 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
 import numpy as np
-import torch
 
 from autoprox.core.errors import ConfigError
 from autoprox.core.registry import LiveNames, Registry, kind_registrar
 from autoprox.core.parallel import ThreadedMap
 from autoprox.data.cache import StatsKey
-from autoprox.genome.counted import CountedBlocks, NotCounted, counted_scores, is_counted_form
 from autoprox.genome.memo import SubtreeMemo
 from autoprox.genome.tree import DEFAULT_KERNELS, kernel_map, score_architecture
 from autoprox.networks.statistics import BlockStats, torch_threads
 from autoprox.proxies.scorers import mean_over_seeds
 from autoprox.search.shards import ShardedScorer
+
+if TYPE_CHECKING:
+    from autoprox.genome.counted import CountedBlocks
 
 #: Statistics of a set of architectures: per (seed, class count), per architecture, its blocks.
 HeldStatistics = Mapping[StatsKey, Sequence[Sequence[BlockStats]]]
@@ -125,6 +126,8 @@ class ExactEvaluator(Evaluator):
 
     def __init__(self, stats: HeldStatistics, terminals: Sequence[Mapping[str, float]] | None = None,
                  subtree_memo: bool = True, kernels: str = DEFAULT_KERNELS, threads: int = 1) -> None:
+        import torch  # here, not at the top: listing the evaluators (--help) must not load torch
+
         self.stats = stats
         self.keys = tuple(stats)
         self.size = _size(stats)
@@ -174,6 +177,8 @@ class CountedEvaluator(ExactEvaluator):
 
     def __init__(self, stats: HeldStatistics, terminals: Sequence[Mapping[str, float]] | None = None,
                  subtree_memo: bool = True, kernels: str = DEFAULT_KERNELS, threads: int = 1) -> None:
+        from autoprox.genome.counted import CountedBlocks, is_counted_form  # needs torch: see ExactEvaluator
+
         if not all(is_counted_form(archs) for archs in stats.values()):
             raise ConfigError("counted evaluation needs the statistics held as stored float16 "
                               "(cache precision float16, not loaded as float32)")
@@ -198,6 +203,8 @@ class CountedEvaluator(ExactEvaluator):
         return time.perf_counter() - start
 
     def architecture_scores(self, tree) -> dict[int, np.ndarray]:
+        from autoprox.genome.counted import NotCounted, counted_scores
+
         try:
             per_key = {key: counted_scores(tree, blocks, self.terminals, self.kernel_functions)
                        for key, blocks in self._counted.items()}

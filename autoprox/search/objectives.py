@@ -51,7 +51,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from autoprox.core.correlation import jcm as joint_metric
 from autoprox.core.correlation import kendall, partial_kendall
@@ -259,6 +258,8 @@ def _measured(accuracies: np.ndarray, *columns: np.ndarray) -> list[np.ndarray]:
 
 def scaled_ranks(values: np.ndarray) -> np.ndarray:
     """Average ranks of ``values`` scaled to [0, 1] (the lowest 0, the highest 1; one value: 0)."""
+    from scipy.stats import rankdata  # on first use: --help imports this module
+
     ranks = rankdata(values)
     return (ranks - 1.0) / max(len(ranks) - 1, 1)
 

@@ -20,7 +20,6 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from scipy.stats import kendalltau
 
 from autoprox.core.atomic import json_safe, make_directory
 from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError, mark_resume_said
@@ -296,6 +295,8 @@ def no_signal_warning(best: Mapping[str, Any]) -> str | None:
 
 def best_record(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, fit) -> dict:
     """``best.json`` of a finished table search: the proxy file and what the search saw of it."""
+    from scipy.stats import kendalltau  # on first use: --help imports this module
+
     rows = labelled.labelled
     scores = fit.formula.score(labelled.columns, cache=labelled.cache)
     truth = labelled.labels[rows]

@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from autoprox.core.correlation import kendall_null_sd
 from autoprox.core.errors import BenchmarkError, ConfigError
@@ -344,6 +343,8 @@ def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
     """The cap on the number of terms whose genomes, evolved and fitted on the other folds, rank each inner fold
     best (pooled out-of-fold Kendall; ties: the smaller cap). ``progress(done, total, note)``: the iterations of
     every fold's evolution, done and in all, and which fold runs."""
+    from scipy.stats import kendalltau  # on first use: --help imports this module
+
     caps = sorted(set(settings.term_caps))
     if caps == [0] or settings.iterations == 0:
         return CapChoice(0 if 0 in caps else caps[0], {})

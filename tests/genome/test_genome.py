@@ -19,6 +19,7 @@ from autoprox.genome.tree import (
     block_values,
     canonical_string,
     genome_to_string,
+    kernel_map,
     parse_genome,
     primitive_set,
     score_architecture,
@@ -63,7 +64,7 @@ def names(tree) -> list[str]:
 
 
 def test_primitive_set_has_the_statistics_and_every_form_of_every_op():
-    pset = primitive_set()
+    pset, kernels = primitive_set(), kernel_map()
     # the eight statistics and the spread ones (drawn only in spaces with spread_terminals)
     assert sorted(t.name for t in pset.terminals[Matrix]) == sorted(STAT_NAMES + SPREAD_NAMES)
     assert len(STAT_NAMES) == 8
@@ -73,7 +74,7 @@ def test_primitive_set_has_the_statistics_and_every_form_of_every_op():
         assert matrix_form.args == [Matrix]
         assert matrix_form.ret is (Scalar if prim.output_kind == "scalar" else Matrix)
         assert scalar_form.args == [Scalar] and scalar_form.ret is Scalar
-        assert pset.context[name] is prim.function and pset.context[name + ".s"] is prim.function
+        assert kernels[name] is prim.function and kernels[name + ".s"] is prim.function
     for name, prim in BINARY.items():
         expected = {
             name: ([Matrix, Matrix], Matrix),
@@ -83,7 +84,7 @@ def test_primitive_set_has_the_statistics_and_every_form_of_every_op():
         }
         for typed, (args, ret) in expected.items():
             assert pset.mapping[typed].args == args and pset.mapping[typed].ret is ret, typed
-            assert pset.context[typed] is prim.function
+            assert kernels[typed] is prim.function
     assert [p.name for p in pset.primitives[Score]] == ["block_mean", "block_sum", "block_wmean", "block_std"]
     assert sorted(t.name for t in pset.terminals[Scalar]) == sorted((*ARCH_TERMINALS, *ZOO_TERMINALS))
     # 24 unary x 2 forms + 4 binary x 4 forms + the four aggregations, nothing else

@@ -112,10 +112,12 @@ def test_the_table_names_the_fast_forms_and_exports_keep_torch_source():
         UNARY["element_wise_tanh"].kernel("jax")
 
 
-def test_kernel_maps_differ_from_the_primitive_set_only_at_the_fast_forms():
-    assert kernel_map("torch") is primitive_set().context
-    numpy_map = kernel_map("numpy")
-    changed = {name for name in numpy_map if numpy_map[name] is not primitive_set().context[name]}
+def test_kernel_maps_differ_from_each_other_only_at_the_fast_forms():
+    torch_map, numpy_map = kernel_map("torch"), kernel_map("numpy")
+    assert kernel_map("torch") is torch_map and set(torch_map) == set(numpy_map) == set(primitive_set().context)
+    assert all(torch_map[typed_name(prim.name, form)] is prim.function
+               for prim in PRIMITIVES.values() for form in prim.forms)
+    changed = {name for name in numpy_map if numpy_map[name] is not torch_map[name]}
     assert changed == {typed_name(op, form) for op in FAST_OPS for form in ("matrix", "scalar")}
     with pytest.raises(ConfigError, match="unknown kernel set 'jax'; use torch or numpy"):
         kernel_map("jax")

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import kendalltau, rankdata
 
 from autoprox.apps.protocols.runner import CutProtocol, check_recorded, run_cuts
 from autoprox.core.atomic import atomic_write_json, check_new_folder, json_safe, read_json_file
@@ -77,6 +76,8 @@ def register_few_label_method(name: str, fit: Callable, description: str) -> Few
 
 def column_rank_matrix(columns: Mapping[str, np.ndarray]) -> np.ndarray:
     """Each usable column's rank over every row scaled to (0, 1], an empty cell 0.5 (rows by columns)."""
+    from scipy.stats import rankdata  # on first use: --help imports this module
+
     ranked = []
     for name in usable_columns(columns):
         values = np.asarray(columns[name], dtype=np.float64)
@@ -109,6 +110,8 @@ def _labelled(labels: np.ndarray) -> np.ndarray:
 
 
 def _kendall(scores: np.ndarray, labels: np.ndarray) -> float:
+    from scipy.stats import kendalltau  # on first use: --help imports this module
+
     keep = np.isfinite(scores) & np.isfinite(labels)
     if keep.sum() < 3 or np.ptp(scores[keep]) == 0:
         return 0.0
@@ -134,12 +137,16 @@ def _best_column(columns, labels, seed):
 
 
 def _ridge(columns, labels, seed):
+    from scipy.stats import rankdata  # on first use: --help imports this module
+
     rows = _labelled(labels)
     features = column_rank_matrix(columns)
     return ridge_on_ranks(features[rows], rankdata(labels[rows]))(features)
 
 
 def _forest(columns, labels, seed):
+    from scipy.stats import rankdata  # on first use: --help imports this module
+
     try:
         from sklearn.ensemble import RandomForestRegressor
     except ImportError:

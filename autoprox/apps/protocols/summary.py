@@ -28,7 +28,6 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats as sps
 
 from autoprox.core.numbers import format_float
 #: Method the baselines are compared with.
@@ -69,6 +68,8 @@ def t_interval(values: Sequence[float], level: float = 0.95, inflation: float | 
     ``inflation`` replaces the standard error's ``1/n`` by ``1/n + inflation`` (Nadeau and
     Bengio's correction, ``inflation = n_test / n_search``). NaN where fewer than 2 values.
     """
+    from scipy import stats as sps  # on first use: --help imports this module
+
     finite = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
     n = len(finite)
     mean = float(finite.mean()) if n else math.nan
