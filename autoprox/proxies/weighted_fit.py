@@ -9,7 +9,9 @@ A search compares many sets of terms on few rows, so a set is judged **out of ba
 subsamples of the labelled rows (without replacement), a ridge fitted on each subsample predicts the rows it
 left out; each row's out-of-bag prediction is the mean of those, and the fitness is their R^2 against the
 labels' ranks (:func:`out_of_bag`). The proxy kept averages the subsamples' weights (bagging: the mean of
-linear fits is one linear fit, so the proxy stays one weighted formula).
+linear fits is one linear fit, so the proxy stays one weighted formula). The members a search's sets share (the
+plain columns and the basis) are standardised and decomposed once per subsample (:class:`BaggedRidge`), each set's
+terms added to them by a low-rank update.
 
 Everything here is a pure function of arrays; randomness comes from the generator passed in.
 """
@@ -24,8 +26,8 @@ import numpy as np
 import scipy.linalg
 from scipy.stats import kendalltau, rankdata
 
-__all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "WIDE_MEMBERS", "OutOfBag", "RidgeModel", "bagged_ridge", "label_ranks", "out_of_bag",
-           "ridge_loo", "subsamples", "usable_columns"]
+__all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "WIDE_MEMBERS", "BaggedRidge", "FixedBlock", "OutOfBag", "RidgeModel",
+           "fixed_block", "label_ranks", "out_of_bag", "ridge_loo", "ridge_loo_with", "subsamples", "usable_columns"]
 
 #: The ridge penalties tried (on standardised members), as the outside few-label check tries them.
 RIDGE_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-2, 3, 12))
@@ -59,11 +61,13 @@ def label_ranks(labels: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RidgeModel:
-    """A linear model on the members' raw values: ``intercept + features @ weights``."""
+    """A linear model on the members' raw values: ``intercept + features @ weights``; the penalty it was fitted with
+    and its leave-one-out sum of squared errors (NaN where none was chosen)."""
 
     weights: np.ndarray
     intercept: float
     alpha: float
+    loo_error: float = math.nan
 
     def predict(self, features: np.ndarray) -> np.ndarray:
         """The model's value on every row of ``features`` (rows by members)."""
@@ -107,10 +111,8 @@ def ridge_loo(features: np.ndarray, targets: np.ndarray, alphas: Sequence[float]
     leverage = shrink @ (left ** 2).T + 1.0 / count
     residual = (centred - fitted) / np.maximum(1.0 - leverage, 1e-12)
     errors = np.einsum("ij,ij->i", residual, residual)
-    best_error, best_alpha = math.inf, float(alphas[0])
-    for alpha, error in zip(penalties, errors):
-        if error < best_error - 1e-12:
-            best_error, best_alpha = float(error), float(alpha)
+    best = _least_error(errors)
+    best_alpha = float(alphas[best])
     if wide:  # the same solution without a members-by-members system
         solved = standard.T @ (left @ (projected / (squared + best_alpha)))
     elif standard.shape[1] > WIDE_MEMBERS:
@@ -119,7 +121,86 @@ def ridge_loo(features: np.ndarray, targets: np.ndarray, alphas: Sequence[float]
         gram = standard.T @ standard + best_alpha * np.eye(standard.shape[1])
         solved = np.linalg.solve(gram, standard.T @ centred)
     weights[live] = solved / scale[live]
-    return RidgeModel(weights, target_mean - float(mean @ weights), best_alpha)
+    return RidgeModel(weights, target_mean - float(mean @ weights), best_alpha, float(errors[best]))
+
+
+@dataclass(frozen=True)
+class FixedBlock:
+    """What every ridge on one subsample shares when its members start with the same fixed ones (a table search's
+    plain columns and basis): their mean, scale and standardised values on the subsample's rows, and the
+    eigendecomposition of their rows' Gram matrix with the centred targets in its coordinates (:func:`fixed_block`).
+    """
+
+    mean: np.ndarray
+    scale: np.ndarray
+    live: np.ndarray
+    standard: np.ndarray
+    centred: np.ndarray
+    target_mean: float
+    squared: np.ndarray
+    left: np.ndarray
+    projected: np.ndarray
+
+
+def fixed_block(features: np.ndarray, targets: np.ndarray) -> FixedBlock | None:
+    """The :class:`FixedBlock` of ``features`` (rows by members) and ``targets`` on the same rows; None where the
+    block does not fit :func:`ridge_loo_with` (fewer than 3 rows, or no more live members than rows: a ridge of them
+    is not wide whatever is added)."""
+    features = np.asarray(features, dtype=np.float64)
+    targets = np.asarray(targets, dtype=np.float64)
+    count = features.shape[0]
+    mean, scale = features.mean(axis=0), features.std(axis=0)
+    live = scale > 1e-12
+    if count < 3 or live.sum() <= count:
+        return None
+    standard = (features[:, live] - mean[live]) / scale[live]
+    target_mean = float(targets.mean())
+    centred = targets - target_mean
+    squared, left = scipy.linalg.eigh(standard @ standard.T, check_finite=False)
+    return FixedBlock(mean, scale, live, standard, centred, target_mean, np.maximum(squared, 0.0), left,
+                      left.T @ centred)
+
+
+def ridge_loo_with(block: FixedBlock, extra: np.ndarray, alphas: Sequence[float] = RIDGE_ALPHAS) -> RidgeModel:
+    """:func:`ridge_loo` of the block's members followed by ``extra`` (the same rows by more members), to float
+    rounding, without a new eigendecomposition: the extra members' rows' Gram matrix is a low-rank update of the
+    block's, so the penalised inverse comes from the block's eigenvectors by the Woodbury identity, for every
+    penalty at once. Weights: the block's members, then ``extra``'s."""
+    extra = np.asarray(extra, dtype=np.float64)
+    count = len(block.centred)
+    mean, scale = extra.mean(axis=0), extra.std(axis=0)
+    live = scale > 1e-12
+    standard = (extra[:, live] - mean[live]) / scale[live]
+    penalties = np.asarray(alphas, dtype=np.float64)
+    inverse = 1.0 / (block.squared + penalties[:, None])  # one row per penalty: (G + alpha I)^-1 in the eigenbasis
+    solved = inverse * block.projected  # (G + alpha I)^-1 y in the eigenbasis, then corrected for the extra members
+    diagonal = inverse @ (block.left ** 2).T  # the diagonal of (G + alpha I)^-1 on the rows
+    if standard.shape[1]:
+        coordinates = block.left.T @ standard
+        scaled = inverse[:, :, None] * coordinates
+        capacitance = np.linalg.inv(np.eye(standard.shape[1]) + coordinates.T @ scaled)  # symmetric
+        solved = solved - (scaled @ (capacitance @ (coordinates.T @ solved[:, :, None])))[:, :, 0]
+        on_rows = block.left @ scaled
+        diagonal = diagonal - ((on_rows @ capacitance) * on_rows).sum(axis=2)
+    dual = solved @ block.left.T  # (G + alpha I)^-1 y on the rows: the residual is alpha times it
+    residual = penalties[:, None] * dual / np.maximum(penalties[:, None] * diagonal - 1.0 / count, 1e-12)
+    errors = np.einsum("ij,ij->i", residual, residual)
+    best = _least_error(errors)
+    weights = np.zeros(len(block.mean) + extra.shape[1])
+    fixed_weights, extra_weights = weights[:len(block.mean)], weights[len(block.mean):]
+    fixed_weights[block.live] = block.standard.T @ dual[best] / block.scale[block.live]
+    extra_weights[live] = standard.T @ dual[best] / scale[live]
+    intercept = block.target_mean - float(block.mean @ fixed_weights) - float(mean @ extra_weights)
+    return RidgeModel(weights, intercept, float(alphas[best]), float(errors[best]))
+
+
+def _least_error(errors: np.ndarray) -> int:
+    """The index of the penalty of least leave-one-out error (ties within 1e-12: the first)."""
+    best, best_error = 0, math.inf
+    for index, error in enumerate(errors):
+        if error < best_error - 1e-12:
+            best, best_error = index, float(error)
+    return best
 
 
 def subsamples(count: int, bags: int, fraction: float, rng: np.random.Generator) -> list[np.ndarray]:
@@ -139,37 +220,57 @@ class OutOfBag:
     model: RidgeModel
 
 
-def bagged_ridge(features: np.ndarray, targets: np.ndarray, bags: Sequence[np.ndarray],
-                 alphas: Sequence[float] = RIDGE_ALPHAS) -> tuple[RidgeModel, np.ndarray]:
-    """One ridge per subsample of ``bags`` (row indices of ``features``); returns their mean model and each row's
-    mean out-of-bag prediction (NaN for a row no subsample left out)."""
-    count = len(targets)
-    total = np.zeros(count)
-    seen = np.zeros(count)
-    weights, intercepts = [], []
-    for rows in bags:
-        model = ridge_loo(features[rows], targets[rows], alphas)
-        weights.append(model.weights)
-        intercepts.append(model.intercept)
-        out = np.ones(count, dtype=bool)
-        out[rows] = False
-        total[out] += model.predict(features[out])
-        seen[out] += 1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        predictions = np.where(seen > 0, total / np.maximum(seen, 1), np.nan)
-    mean = RidgeModel(np.mean(weights, axis=0), float(np.mean(intercepts)), math.nan)
-    return mean, predictions
+class BaggedRidge:
+    """Ridge fits on fixed subsamples (``bags``, row indices) of members that start with the same ``fixed`` ones:
+    what the fixed members give every fit on a subsample (:func:`fixed_block`) is computed once, each set of
+    ``extra`` members is fitted with it (:func:`ridge_loo_with`; :func:`ridge_loo` where the block does not fit)."""
+
+    def __init__(self, fixed: np.ndarray, targets: np.ndarray, bags: Sequence[np.ndarray],
+                 alphas: Sequence[float] = RIDGE_ALPHAS) -> None:
+        self.fixed = np.asarray(fixed, dtype=np.float64)
+        self.targets = np.asarray(targets, dtype=np.float64)
+        self.bags, self.alphas = [np.asarray(rows) for rows in bags], tuple(alphas)
+        self.blocks = [fixed_block(self.fixed[rows], self.targets[rows]) for rows in self.bags]
+        self.outs = [np.setdiff1d(np.arange(len(self.targets)), rows) for rows in self.bags]
+
+    def fit(self, extra: np.ndarray | None = None) -> tuple[RidgeModel, np.ndarray]:
+        """One ridge of the fixed members and ``extra`` (rows by members, every row; None: none) per subsample;
+        returns their mean model and each row's mean out-of-bag prediction (NaN for a row no subsample left out)."""
+        count = len(self.targets)
+        extra = np.zeros((count, 0)) if extra is None else np.asarray(extra, dtype=np.float64)
+        features = np.hstack([self.fixed, extra])
+        total = np.zeros(count)
+        seen = np.zeros(count)
+        weights, intercepts = [], []
+        for rows, out, block in zip(self.bags, self.outs, self.blocks):
+            if block is None:
+                model = ridge_loo(features[rows], self.targets[rows], self.alphas)
+            else:
+                model = ridge_loo_with(block, extra[rows], self.alphas)
+            weights.append(model.weights)
+            intercepts.append(model.intercept)
+            total[out] += model.predict(features[out])
+            seen[out] += 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            predictions = np.where(seen > 0, total / np.maximum(seen, 1), np.nan)
+        mean = RidgeModel(np.mean(weights, axis=0), float(np.mean(intercepts)), math.nan)
+        return mean, predictions
+
+    def judge(self, extra: np.ndarray | None = None) -> OutOfBag:
+        """The out-of-bag judgement of the fixed members and ``extra`` as predictors of the targets
+        (:class:`OutOfBag`)."""
+        model, predictions = self.fit(extra)
+        keep = np.isfinite(predictions)
+        if keep.sum() < 3:
+            return OutOfBag(math.nan, math.nan, model)
+        truth = self.targets[keep]
+        spread = float(((truth - truth.mean()) ** 2).sum())
+        r2 = 1.0 - float(((truth - predictions[keep]) ** 2).sum()) / spread if spread > 0 else math.nan
+        tau = kendalltau(predictions[keep], truth).statistic if np.ptp(predictions[keep]) > 0 else 0.0
+        return OutOfBag(r2, float(tau) if math.isfinite(tau) else 0.0, model)
 
 
 def out_of_bag(features: np.ndarray, targets: np.ndarray, bags: Sequence[np.ndarray],
                alphas: Sequence[float] = RIDGE_ALPHAS) -> OutOfBag:
     """The out-of-bag judgement of ``features`` as predictors of ``targets`` (:class:`OutOfBag`)."""
-    model, predictions = bagged_ridge(features, targets, bags, alphas)
-    keep = np.isfinite(predictions)
-    if keep.sum() < 3:
-        return OutOfBag(math.nan, math.nan, model)
-    truth = targets[keep]
-    spread = float(((truth - truth.mean()) ** 2).sum())
-    r2 = 1.0 - float(((truth - predictions[keep]) ** 2).sum()) / spread if spread > 0 else math.nan
-    tau = kendalltau(predictions[keep], truth).statistic if np.ptp(predictions[keep]) > 0 else 0.0
-    return OutOfBag(r2, float(tau) if math.isfinite(tau) else 0.0, model)
+    return BaggedRidge(features, targets, bags, alphas).judge()
