@@ -26,8 +26,8 @@ import numpy as np
 import scipy.linalg
 from scipy.stats import kendalltau, rankdata
 
-__all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "WIDE_MEMBERS", "BaggedRidge", "FixedBlock", "OutOfBag", "RidgeModel",
-           "fixed_block", "label_ranks", "out_of_bag", "ridge_loo", "ridge_loo_with", "subsamples", "usable_columns"]
+__all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "WIDE_MEMBERS", "BaggedRidge", "FixedBlocks", "OutOfBag", "RidgeModel",
+           "fixed_blocks", "label_ranks", "out_of_bag", "ridge_loo", "ridges_with", "subsamples", "usable_columns"]
 
 #: The ridge penalties tried (on standardised members), as the outside few-label check tries them.
 RIDGE_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-2, 3, 12))
@@ -125,73 +125,77 @@ def ridge_loo(features: np.ndarray, targets: np.ndarray, alphas: Sequence[float]
 
 
 @dataclass(frozen=True)
-class FixedBlock:
-    """What every ridge on one subsample shares when its members start with the same fixed ones (a table search's
-    plain columns and basis): their mean, scale and standardised values on the subsample's rows, and the
-    eigendecomposition of their rows' Gram matrix with the centred targets in its coordinates (:func:`fixed_block`).
-    """
+class FixedBlocks:
+    """What every ridge on the same subsamples shares when its members start with the same fixed ones (a table
+    search's plain columns and basis), one entry per subsample along the first axis: the fixed members' mean and
+    scale on the subsample's rows (scale 1 for a member constant there), their standardised values (0 for a constant
+    one: it then weighs nothing, as :func:`ridge_loo` leaves it out), and the eigendecomposition of their rows' Gram
+    matrix with the centred targets in its coordinates (:func:`fixed_blocks`)."""
 
     mean: np.ndarray
     scale: np.ndarray
-    live: np.ndarray
     standard: np.ndarray
-    centred: np.ndarray
-    target_mean: float
+    target_mean: np.ndarray
     squared: np.ndarray
     left: np.ndarray
     projected: np.ndarray
 
 
-def fixed_block(features: np.ndarray, targets: np.ndarray) -> FixedBlock | None:
-    """The :class:`FixedBlock` of ``features`` (rows by members) and ``targets`` on the same rows; None where the
-    block does not fit :func:`ridge_loo_with` (fewer than 3 rows, or no more live members than rows: a ridge of them
-    is not wide whatever is added)."""
+def _standardised(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``values`` (subsamples by rows by members) standardised on each subsample's rows, a constant member 0; and
+    the members' means and scales (1 for a constant one)."""
+    mean, scale = values.mean(axis=1), values.std(axis=1)
+    live = scale > 1e-12
+    scale = np.where(live, scale, 1.0)
+    return np.where(live[:, None, :], (values - mean[:, None, :]) / scale[:, None, :], 0.0), mean, scale
+
+
+def fixed_blocks(features: np.ndarray, targets: np.ndarray) -> FixedBlocks | None:
+    """The :class:`FixedBlocks` of ``features`` (subsamples by rows by members) and ``targets`` (subsamples by rows);
+    None where they do not fit :func:`ridges_with`: fewer than 3 rows, or a subsample with no more members varying
+    on its rows than rows (a ridge of them is not wide, whatever is added)."""
     features = np.asarray(features, dtype=np.float64)
     targets = np.asarray(targets, dtype=np.float64)
-    count = features.shape[0]
-    mean, scale = features.mean(axis=0), features.std(axis=0)
-    live = scale > 1e-12
-    if count < 3 or live.sum() <= count:
+    count = features.shape[1]
+    if count < 3 or (features.std(axis=1) > 1e-12).sum(axis=1).min() <= count:
         return None
-    standard = (features[:, live] - mean[live]) / scale[live]
-    target_mean = float(targets.mean())
-    centred = targets - target_mean
-    squared, left = scipy.linalg.eigh(standard @ standard.T, check_finite=False)
-    return FixedBlock(mean, scale, live, standard, centred, target_mean, np.maximum(squared, 0.0), left,
-                      left.T @ centred)
+    standard, mean, scale = _standardised(features)
+    target_mean = targets.mean(axis=1)
+    centred = targets - target_mean[:, None]
+    squared, left = zip(*(scipy.linalg.eigh(one @ one.T, check_finite=False) for one in standard))
+    left = np.array(left)
+    projected = (left.transpose(0, 2, 1) @ centred[:, :, None])[:, :, 0]
+    return FixedBlocks(mean, scale, standard, target_mean, np.maximum(np.array(squared), 0.0), left, projected)
 
 
-def ridge_loo_with(block: FixedBlock, extra: np.ndarray, alphas: Sequence[float] = RIDGE_ALPHAS) -> RidgeModel:
-    """:func:`ridge_loo` of the block's members followed by ``extra`` (the same rows by more members), to float
-    rounding, without a new eigendecomposition: the extra members' rows' Gram matrix is a low-rank update of the
-    block's, so the penalised inverse comes from the block's eigenvectors by the Woodbury identity, for every
-    penalty at once. Weights: the block's members, then ``extra``'s."""
-    extra = np.asarray(extra, dtype=np.float64)
-    count = len(block.centred)
-    mean, scale = extra.mean(axis=0), extra.std(axis=0)
-    live = scale > 1e-12
-    standard = (extra[:, live] - mean[live]) / scale[live]
-    penalties = np.asarray(alphas, dtype=np.float64)
-    inverse = 1.0 / (block.squared + penalties[:, None])  # one row per penalty: (G + alpha I)^-1 in the eigenbasis
-    solved = inverse * block.projected  # (G + alpha I)^-1 y in the eigenbasis, then corrected for the extra members
-    diagonal = inverse @ (block.left ** 2).T  # the diagonal of (G + alpha I)^-1 on the rows
-    if standard.shape[1]:
-        coordinates = block.left.T @ standard
-        scaled = inverse[:, :, None] * coordinates
-        capacitance = np.linalg.inv(np.eye(standard.shape[1]) + coordinates.T @ scaled)  # symmetric
-        solved = solved - (scaled @ (capacitance @ (coordinates.T @ solved[:, :, None])))[:, :, 0]
-        on_rows = block.left @ scaled
-        diagonal = diagonal - ((on_rows @ capacitance) * on_rows).sum(axis=2)
-    dual = solved @ block.left.T  # (G + alpha I)^-1 y on the rows: the residual is alpha times it
-    residual = penalties[:, None] * dual / np.maximum(penalties[:, None] * diagonal - 1.0 / count, 1e-12)
-    errors = np.einsum("ij,ij->i", residual, residual)
-    best = _least_error(errors)
-    weights = np.zeros(len(block.mean) + extra.shape[1])
-    fixed_weights, extra_weights = weights[:len(block.mean)], weights[len(block.mean):]
-    fixed_weights[block.live] = block.standard.T @ dual[best] / block.scale[block.live]
-    extra_weights[live] = standard.T @ dual[best] / scale[live]
-    intercept = block.target_mean - float(block.mean @ fixed_weights) - float(mean @ extra_weights)
-    return RidgeModel(weights, intercept, float(alphas[best]), float(errors[best]))
+def ridges_with(blocks: FixedBlocks, extra: np.ndarray, alphas: Sequence[float] = RIDGE_ALPHAS) -> list[RidgeModel]:
+    """:func:`ridge_loo` of each subsample's fixed members followed by ``extra`` (subsamples by the same rows by more
+    members), to float rounding, without a new eigendecomposition: the extra members' rows' Gram matrix is a
+    low-rank update of the block's, so the penalised inverse comes from the block's eigenvectors by the Woodbury
+    identity, for every subsample and penalty at once. Weights: the fixed members, then ``extra``'s."""
+    standard, mean, scale = _standardised(np.asarray(extra, dtype=np.float64))
+    count, left, right = blocks.left.shape[1], blocks.left, blocks.left.transpose(0, 2, 1)
+    penalties = np.asarray(alphas, dtype=np.float64)[:, None]
+    inverse = 1.0 / (blocks.squared[:, None, :] + penalties)  # subsample, penalty, eigenvalue: (G + alpha I)^-1
+    solved = inverse * blocks.projected[:, None, :]  # (G + alpha I)^-1 y in the eigenbasis, corrected below
+    diagonal = inverse @ (left ** 2).transpose(0, 2, 1)  # the diagonal of (G + alpha I)^-1 on the rows
+    if standard.shape[2]:
+        coordinates = (right @ standard)[:, None]
+        scaled = inverse[..., None] * coordinates
+        capacitance = np.linalg.inv(np.eye(standard.shape[2]) + coordinates.transpose(0, 1, 3, 2) @ scaled)
+        solved = solved - (scaled @ (capacitance @ (coordinates.transpose(0, 1, 3, 2) @ solved[..., None])))[..., 0]
+        on_rows = left[:, None] @ scaled
+        diagonal = diagonal - ((on_rows @ capacitance) * on_rows).sum(axis=3)  # the capacitance is symmetric
+    dual = solved @ right  # (G + alpha I)^-1 y on the rows: the residual is alpha times it
+    residual = penalties * dual / np.maximum(penalties * diagonal - 1.0 / count, 1e-12)
+    errors = np.einsum("ijk,ijk->ij", residual, residual)
+    best = [_least_error(bag_errors) for bag_errors in errors]
+    chosen = dual[np.arange(len(best)), best][:, :, None]
+    weights = np.concatenate([(blocks.standard.transpose(0, 2, 1) @ chosen)[:, :, 0] / blocks.scale,
+                              (standard.transpose(0, 2, 1) @ chosen)[:, :, 0] / scale], axis=1)
+    intercepts = blocks.target_mean - np.einsum("ij,ij->i", np.concatenate([blocks.mean, mean], axis=1), weights)
+    return [RidgeModel(weights[index], float(intercepts[index]), float(alphas[choice]), float(errors[index, choice]))
+            for index, choice in enumerate(best)]
 
 
 def _least_error(errors: np.ndarray) -> int:
@@ -222,39 +226,40 @@ class OutOfBag:
 
 class BaggedRidge:
     """Ridge fits on fixed subsamples (``bags``, row indices) of members that start with the same ``fixed`` ones:
-    what the fixed members give every fit on a subsample (:func:`fixed_block`) is computed once, each set of
-    ``extra`` members is fitted with it (:func:`ridge_loo_with`; :func:`ridge_loo` where the block does not fit)."""
+    what the fixed members give every fit (:func:`fixed_blocks`) is computed once, each set of ``extra`` members is
+    fitted with it (:func:`ridges_with`; :func:`ridge_loo` where the blocks do not fit)."""
 
     def __init__(self, fixed: np.ndarray, targets: np.ndarray, bags: Sequence[np.ndarray],
                  alphas: Sequence[float] = RIDGE_ALPHAS) -> None:
         self.fixed = np.asarray(fixed, dtype=np.float64)
         self.targets = np.asarray(targets, dtype=np.float64)
         self.bags, self.alphas = [np.asarray(rows) for rows in bags], tuple(alphas)
-        self.blocks = [fixed_block(self.fixed[rows], self.targets[rows]) for rows in self.bags]
-        self.outs = [np.setdiff1d(np.arange(len(self.targets)), rows) for rows in self.bags]
+        same_size = len({len(rows) for rows in self.bags}) == 1
+        self.blocks = fixed_blocks(self.fixed[self.bags], self.targets[self.bags]) if same_size else None
+        self.left_out = np.ones((len(self.targets), len(self.bags)))  # row by subsample: 1 where left out
+        for index, rows in enumerate(self.bags):
+            self.left_out[rows, index] = 0.0
+
+    def ridges(self, extra: np.ndarray | None = None) -> list[RidgeModel]:
+        """One ridge of the fixed members and ``extra`` (rows by members, every row; None: none) per subsample."""
+        extra = np.zeros((len(self.targets), 0)) if extra is None else np.asarray(extra, dtype=np.float64)
+        if self.blocks is not None:
+            return ridges_with(self.blocks, extra[self.bags], self.alphas)
+        features = np.hstack([self.fixed, extra])
+        return [ridge_loo(features[rows], self.targets[rows], self.alphas) for rows in self.bags]
 
     def fit(self, extra: np.ndarray | None = None) -> tuple[RidgeModel, np.ndarray]:
-        """One ridge of the fixed members and ``extra`` (rows by members, every row; None: none) per subsample;
-        returns their mean model and each row's mean out-of-bag prediction (NaN for a row no subsample left out)."""
-        count = len(self.targets)
-        extra = np.zeros((count, 0)) if extra is None else np.asarray(extra, dtype=np.float64)
-        features = np.hstack([self.fixed, extra])
-        total = np.zeros(count)
-        seen = np.zeros(count)
-        weights, intercepts = [], []
-        for rows, out, block in zip(self.bags, self.outs, self.blocks):
-            if block is None:
-                model = ridge_loo(features[rows], self.targets[rows], self.alphas)
-            else:
-                model = ridge_loo_with(block, extra[rows], self.alphas)
-            weights.append(model.weights)
-            intercepts.append(model.intercept)
-            total[out] += model.predict(features[out])
-            seen[out] += 1
+        """The subsamples' mean model (:meth:`ridges`) and each row's mean out-of-bag prediction (NaN for a row no
+        subsample left out)."""
+        models = self.ridges(extra)
+        weights = np.array([model.weights for model in models])
+        intercepts = np.array([model.intercept for model in models])
+        features = self.fixed if extra is None else np.hstack([self.fixed, extra])
+        total = ((features @ weights.T + intercepts) * self.left_out).sum(axis=1)
+        seen = self.left_out.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             predictions = np.where(seen > 0, total / np.maximum(seen, 1), np.nan)
-        mean = RidgeModel(np.mean(weights, axis=0), float(np.mean(intercepts)), math.nan)
-        return mean, predictions
+        return RidgeModel(weights.mean(axis=0), float(intercepts.mean()), math.nan), predictions
 
     def judge(self, extra: np.ndarray | None = None) -> OutOfBag:
         """The out-of-bag judgement of the fixed members and ``extra`` as predictors of the targets
