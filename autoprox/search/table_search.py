@@ -33,7 +33,7 @@ from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.genome.rank_formula import Node, RankFormula
 from autoprox.genome.weighted import (BASES, WeightedFormula, WeightedGenome, WeightedSpace, basis_members,
                                       parse_weighted)
-from autoprox.proxies.weighted_fit import label_ranks, out_of_bag, ridge_loo, subsamples, usable_columns
+from autoprox.proxies.weighted_fit import BaggedRidge, label_ranks, ridge_loo, subsamples, usable_columns
 from autoprox.search.evolution import (EvolutionConfig, EvolutionState, evolve_step, initial_population,
                                        rng_from_json, rng_state_to_json)
 from autoprox.search.fitness import FitnessRecord, MemoisedFitness
@@ -219,7 +219,7 @@ class LabelledTable:
 
 class WeightedFitness(MemoisedFitness):
     """The fitness of weighted genomes on some labelled rows: the out-of-bag R^2 of their bagged ridge
-    (:func:`~autoprox.proxies.weighted_fit.out_of_bag`); the record's ``jcm`` and ``kendall`` hold the out-of-bag
+    (:class:`~autoprox.proxies.weighted_fit.BaggedRidge`); the record's ``jcm`` and ``kendall`` hold the out-of-bag
     Kendall."""
 
     def __init__(self, table: LabelledTable, rows: np.ndarray, bags: Sequence[np.ndarray],
@@ -227,6 +227,7 @@ class WeightedFitness(MemoisedFitness):
         self.table, self.rows, self.bags, self.basis = table, np.asarray(rows), list(bags), tuple(basis)
         self.targets = label_ranks(table.labels[self.rows])
         self.fixed = table.features(WeightedGenome(), self.rows, self.basis)
+        self.bagged = BaggedRidge(self.fixed, self.targets, self.bags)
         self.memo, self.seconds, self.evaluations = {}, 0.0, 0
         self.counted = None
 
@@ -234,7 +235,7 @@ class WeightedFitness(MemoisedFitness):
         return genome.canonical
 
     def _evaluate(self, genome: WeightedGenome, canonical: str) -> FitnessRecord:
-        judged = out_of_bag(self.features(genome), self.targets, self.bags)
+        judged = self.bagged.judge(self.terms(genome))
         valid = math.isfinite(judged.r2)
         return FitnessRecord(str(genome), canonical, valid, jcm=judged.kendall,
                              kendall={self.table.target: judged.kendall},
@@ -245,13 +246,17 @@ class WeightedFitness(MemoisedFitness):
     def close(self) -> None:
         """Nothing to release (the interface of the engine's evaluators)."""
 
+    def terms(self, genome: WeightedGenome) -> np.ndarray | None:
+        """The genome's terms' values on the evaluator's rows (None: no term)."""
+        if not genome.terms:
+            return None
+        return np.column_stack([self.table.member(term, self.rows) for term in genome.terms])
+
     def features(self, genome: WeightedGenome) -> np.ndarray:
         """The members' values on the evaluator's rows: the plain columns and the basis (computed once), then the
         genome's terms."""
-        if not genome.terms:
-            return self.fixed
-        terms = np.column_stack([self.table.member(term, self.rows) for term in genome.terms])
-        return np.hstack([self.fixed, terms])
+        terms = self.terms(genome)
+        return self.fixed if terms is None else np.hstack([self.fixed, terms])
 
     def fitted(self, genome: WeightedGenome) -> WeightedFormula:
         """The genome's proxy: its ridge fit on every row of the evaluator (the penalty by leave-one-out)."""

@@ -58,6 +58,47 @@ def test_ridge_of_more_members_than_rows_below_wide_members_matches_a_direct_sol
     assert ridge_loo(features, targets, alphas=(model.alpha, 1e9)).alpha == model.alpha  # the same LOO choice
 
 
+def test_the_bagged_ridge_of_cached_fixed_blocks_fits_what_a_direct_ridge_fits():
+    """The table search computes each subsample's fixed members (columns and ffx basis: their standardisation and
+    rows' Gram eigendecomposition) once and adds a genome's terms by a low-rank update: on PiT's table (30 labelled
+    rows, 12 columns, 114 fixed members) each subsample's fit, the bagged mean and the out-of-bag predictions are the
+    direct ridge's of all members to float rounding, the same penalty chosen with the same leave-one-out error; a
+    constant term weighs 0, and a block no wider than its rows (the linear basis) is fitted directly."""
+    from autoprox.data.proxy_tables import read_proxy_table, table_space_files
+    from autoprox.proxies.weighted_fit import BaggedRidge, fixed_blocks, subsamples
+    from autoprox.search.table_search import WeightedFitness
+
+    (path, targets), = table_space_files("pit")
+    table = read_proxy_table(path)
+    labels = np.full(len(table.ids), np.nan)
+    rows = np.random.default_rng(5).permutation(len(table.ids))[:30]
+    labels[rows] = table.accuracies[targets[0]][rows]
+    data = LabelledTable.make(table.proxies, labels)
+    bags = subsamples(30, 4, 2 / 3, np.random.default_rng(6))
+    fitness = WeightedFitness(data, data.labelled, bags, basis_members(data.plain, "ffx"))
+    genome = parse_weighted("weighted(mul(r(nwot), r(jacov)), min(r(params), r(snip)), neg(r(flops)))")
+    terms, ranks = np.column_stack([fitness.terms(genome), np.full(30, 0.25)]), fitness.targets
+    features = np.hstack([fitness.fixed, terms])
+    assert fitness.fixed.shape == (30, 12 + 12 * 4 + 66)
+    bagged = BaggedRidge(fitness.fixed, ranks, bags)
+    assert bagged.blocks is not None
+    direct = [ridge_loo(features[bag], ranks[bag]) for bag in bags]
+    for got, expected in zip(bagged.ridges(terms), direct):
+        assert got.alpha == expected.alpha and got.loo_error == pytest.approx(expected.loo_error, rel=1e-9)
+        assert np.allclose(got.weights, expected.weights, rtol=1e-9, atol=1e-9 * np.abs(expected.weights).max())
+        assert got.intercept == pytest.approx(expected.intercept, rel=1e-9) and got.weights[-1] == 0.0
+    model, predictions = bagged.fit(terms)
+    assert np.allclose(model.weights, np.mean([m.weights for m in direct], axis=0), rtol=1e-9, atol=1e-12)
+    row = np.setdiff1d(np.arange(30), bags[0])[0]
+    expected_row = np.mean([m.predict(features[row:row + 1])[0] for m, bag in zip(direct, bags) if row not in bag])
+    assert predictions[row] == pytest.approx(expected_row, rel=1e-9)
+    plain = fitness.fixed[:, :12]  # 12 columns on 20 rows: not wide
+    assert fixed_blocks(plain[np.array(bags)], ranks[np.array(bags)]) is None
+    narrow = BaggedRidge(plain, ranks, bags).fit(terms)[0]
+    assert np.allclose(narrow.weights, np.mean([ridge_loo(np.hstack([plain, terms])[bag], ranks[bag]).weights
+                                                for bag in bags], axis=0), rtol=1e-12, atol=1e-15)
+
+
 def test_a_formula_with_a_basis_round_trips_and_an_earlier_record_reads_without_one():
     basis = basis_members(("a", "b"), "ffx")
     terms = parse_weighted("weighted(mul(r(a), r(b)))").terms
