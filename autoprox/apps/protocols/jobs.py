@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from autoprox.core.errors import RunDirError
-from autoprox.core.parallel import Executor
+from autoprox.core.parallel import Executor, LocalExecutor
 from autoprox.data.benchmark import load_benchmark
 from autoprox.search.context import RunContext
 from autoprox.search.engine import run_search
@@ -92,7 +92,9 @@ def search_job(settings_json: Mapping, bench_path: str, run_dir: str, stop_after
 
 def run_jobs(jobs, fold_workers: int, quiet: bool, executor: Executor | None = None, what: str = "folds"):
     """Yield ``(key, function(*arguments))`` for each job ``(key, function, arguments, description)`` as it
-    finishes: inline in order (logging its description), in ``fold_workers`` joblib processes, or as
+    finishes: inline in order (logging its description), in ``fold_workers`` local processes
+    (:class:`~autoprox.core.parallel.LocalExecutor`, whose workers loky does not stop for the torch a fold
+    imports after its first task), or as
     the tasks of ``executor`` (a Dask cluster: the benchmark and OUT must then be paths its workers
     share). ``function`` must be importable by name (a module-level function)."""
     if executor is not None and len(jobs) > 1:
@@ -104,11 +106,8 @@ def run_jobs(jobs, fold_workers: int, quiet: bool, executor: Executor | None = N
             log(description, quiet)
             yield key, function(*arguments)
         return
-    from joblib import Parallel, delayed
-
     log(f"running {len(jobs)} {what}, {fold_workers} at a time (their searches are quiet)", quiet)
-    runner = Parallel(n_jobs=fold_workers, backend="loky", return_as="generator_unordered")
-    yield from runner(delayed(_keyed)(*job[:3]) for job in jobs)
+    yield from LocalExecutor(fold_workers).run_unordered(_keyed, [job[:3] for job in jobs])
 
 
 def _keyed(key, function: Callable, arguments: tuple) -> tuple:
