@@ -66,6 +66,14 @@ def _log(message: str, quiet: bool) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
+def _read_table(path: str | Path, quiet: bool) -> ProxyTable:
+    """The proxy table at ``path``, with what reading it changed said on stderr (its ``notes``)."""
+    table = read_proxy_table(path)
+    for note in table.notes:
+        _log(note, quiet)
+    return table
+
+
 def _labelled_table(table: ProxyTable, target: str) -> LabelledTable:
     (target,) = table.check_targets([target])
     return LabelledTable.make(table.proxies, table.accuracies[target], target, table.source or table.name)
@@ -114,7 +122,7 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
             say(finished_message(run.path, recorded["path"]))
             return done
         path = Path(bench) if bench is not None else Path(recorded["path"])
-        table = read_proxy_table(path)
+        table = _read_table(path, quiet)
         if table.sha256 != recorded["sha256"]:
             raise RunDirError(f"{path} is not the table {run.path} was searched on (sha256 {table.sha256[:12]} now, "
                               f"{recorded['sha256'][:12]} then); give that table with --bench")
@@ -124,9 +132,7 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
     else:
         if bench is None:
             raise BenchmarkError("a table search needs --bench TABLE.csv")
-        table = read_proxy_table(bench)
-        for note in table.notes:
-            _log(note, quiet)
+        table = _read_table(bench, quiet)
         if targets and len(targets) != 1:
             raise BenchmarkError(f"a table search fits one target at a time, got {len(targets)} "
                                  f"({', '.join(targets)}); run one search per target")
