@@ -323,7 +323,7 @@ def best_record(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, f
                    "size_kendall": sizes},
         "inner_cv": fit.choice.to_json(),
         "iterations": fit.state.iteration,
-        "evaluations": fit.evaluator.evaluations,
+        "evaluations": fit.state.evaluations,
         "note": "the labelled_kendall is in-sample (the rows the weights were fitted on); judge the proxy on rows "
                 "it never saw",
     })

@@ -165,6 +165,9 @@ def test_a_stopped_table_search_resumes_to_the_same_proxy(tmp_path):
     resumed = run_table_search(None, None, tmp_path / "cut", resume=True, quiet=True)
     assert resumed["formula"] == whole["formula"] and resumed["genome"] == whole["genome"]
     assert len((tmp_path / "cut" / "log.jsonl").read_text().splitlines()) == SMALL.iterations
+    # best.json as a whole, its count of genomes evaluated included (a resume once counted only its own session's)
+    assert {k: v for k, v in resumed.items() if k != "run"} == {k: v for k, v in whole.items() if k != "run"}
+    assert resumed["evaluations"] == len((tmp_path / "cut" / "evaluations.jsonl").read_text().splitlines())
 
 
 def test_a_target_the_columns_cannot_rank_is_warned_of_even_with_quiet_and_few_labels_are_said_optimistic(tmp_path,
