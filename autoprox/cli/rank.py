@@ -184,8 +184,9 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.core.atomic import json_safe
     from autoprox.genome.tree import InvalidProxy
 
-    from autoprox.cli.tables import rank_on_tables, wants_tables
+    from autoprox.cli.tables import rank_on_tables, run_table, wants_tables
 
+    run_table(args)
     if wants_tables(args):
         return rank_on_tables(args)
     if _wants_table(args):

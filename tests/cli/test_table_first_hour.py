@@ -1,0 +1,71 @@
+"""A newcomer's first hour with the few-label table workflow (``search --bench T.csv``, ``score``, ``rank``, ``show``)
+on a real table: the packaged PiT proxy table, labelled on some of its rows."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+
+from autoprox.search.table_run import run_table_search
+from autoprox.search.table_search import TableSearchSettings
+from tests.commands import one_error_line, run_cli
+from tests.conftest import REPO
+
+PIT_TABLE = REPO / "autoprox" / "resources" / "proxy-tables" / "pit.csv"
+SMALL = TableSearchSettings(population=8, iterations=4, inner_folds=2, bags=3, term_caps=(0, 2))
+
+
+def pit_table(path, labelled: int = 40, target: str = "c100_kd"):
+    """The packaged PiT table with one accuracy column, ``target``, kept on its first ``labelled`` rows (empty on
+    the others)."""
+    with open(PIT_TABLE, newline="") as handle:
+        rows = list(csv.reader(handle))
+    header = rows[0]
+    first_proxy = header.index("params")
+    keep = header.index(target)
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", target, *header[first_proxy:]])
+        for i, row in enumerate(rows[1:]):
+            writer.writerow([row[0], row[keep] if i < labelled else "", *row[first_proxy:]])
+    return path
+
+
+@pytest.fixture(scope="module")
+def table_run(tmp_path_factory):
+    """A finished table search of the PiT table (its run directory, and the table it read)."""
+    root = tmp_path_factory.mktemp("first-hour")
+    table = pit_table(root / "pit-40.csv")
+    run_table_search(table, ["c100_kd"], root / "run", SMALL, quiet=True)
+    return root / "run", table
+
+
+@pytest.mark.parametrize("proxy", ["run", "run/best.json"])
+def test_score_and_rank_of_a_table_run_without_bench_read_the_table_it_searched(table_run, tmp_path, capsys, proxy):
+    """Without --bench they used to fail with '.../config.json: not a run configuration this autoprox can read
+    (ConfigError: the settings have no 'bench')', though a ViT run's proxy is scored on its own benchmark so."""
+    run, table = table_run
+    given = str(run.parent / proxy)
+    code, _, err = run_cli(capsys, "score", "--proxy", given, "--bench", str(table), "--out", str(tmp_path / "a.csv"))
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "score", "--proxy", given, "--out", str(tmp_path / "b.csv"))
+    assert code == 0, err
+    assert f"table: {table}, the one {run} was searched on" in err
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
+    code, out, err = run_cli(capsys, "rank", "--proxy", given)
+    assert code == 0, err
+    assert "pit-40" in out and "c100_kd" in out and "40" in out.splitlines()[-1]
+
+
+def test_score_of_a_table_run_whose_table_is_gone_asks_for_bench(table_run, tmp_path, capsys):
+    run, table = table_run
+    moved = tmp_path / "run"
+    shutil.copytree(run, moved)
+    config = (moved / "config.json").read_text().replace(str(table), str(tmp_path / "gone.csv"))
+    (moved / "config.json").write_text(config)
+    code, out, err = run_cli(capsys, "score", "--proxy", str(moved), "--out", str(tmp_path / "s.csv"))
+    line = one_error_line(err)
+    assert code == 2 and "gone.csv, which is no longer there" in line and "--bench TABLE.csv" in line, err
+    assert not (tmp_path / "s.csv").exists()
