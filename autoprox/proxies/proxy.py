@@ -343,6 +343,9 @@ def _read_rank_formula_file(path: Path, data: Mapping) -> Proxy:
 @register_proxy_file_format(WEIGHTED_FORMULA_FORMAT)
 def _read_weighted_formula_file(path: Path, data: Mapping) -> Proxy:
     """A weighted-formula proxy file (a table search's ``best.json``): ``{"format": ..., "formula": {...}}``."""
+    if not isinstance(data.get("formula"), Mapping):
+        raise ProxyError(f"{path}: a weighted-formula file needs a 'formula' object (its columns, terms and weights, "
+                         "as a table search's best.json holds)")
     try:
         formula = WeightedFormula.from_json(data.get("formula"))
     except GenomeError as exc:

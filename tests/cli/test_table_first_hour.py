@@ -69,3 +69,18 @@ def test_score_of_a_table_run_whose_table_is_gone_asks_for_bench(table_run, tmp_
     line = one_error_line(err)
     assert code == 2 and "gone.csv, which is no longer there" in line and "--bench TABLE.csv" in line, err
     assert not (tmp_path / "s.csv").exists()
+
+
+@pytest.mark.parametrize("formula", [None, "x", [1]])
+def test_a_weighted_formula_file_without_its_formula_object_says_so(table_run, tmp_path, capsys, formula):
+    """It used to say 'a weighted formula record is a JSON object' of a file that is one, its 'formula' missing."""
+    import json
+
+    run, table = table_run
+    best = json.loads((run / "best.json").read_text())
+    best.pop("formula") if formula is None else best.update(formula=formula)
+    (tmp_path / "b.json").write_text(json.dumps(best))
+    code, _, err = run_cli(capsys, "score", "--proxy", tmp_path / "b.json", "--bench", table, "--out", tmp_path / "s.csv")
+    line = one_error_line(err)
+    assert code == 2 and "b.json: a weighted-formula file needs a 'formula' object" in line, err
+    assert not (tmp_path / "s.csv").exists()
