@@ -99,7 +99,7 @@ def _table_search(args: argparse.Namespace) -> int:
 
     from autoprox.search.table_run import resume_options, run_table_search
     from autoprox.genome.weighted import WeightedFormula
-    from autoprox.search.table_search import FEW_LABELS
+    from autoprox.search.table_search import FEW_LABELS, CapChoice
 
     refuse_unread_options(args, TABLE_SEARCH_OPTIONS, "a proxy-table search")
     given = given_options(args)
@@ -123,8 +123,7 @@ def _table_search(args: argparse.Namespace) -> int:
         print(f"best proxy: {shown}" + (f" ({left_out:,} smaller weights left out; the whole formula: autoprox show "
                                         f"{shlex.quote(str(report['run']))})" if left_out else ""))
         print(f"{report['target']}: out-of-bag Kendall {format_float(search['out_of_bag_kendall'])} on "
-              f"{search['labelled_rows']} labelled rows (terms kept by inner cross-validation: "
-              f"{report['inner_cv']['cap']} at most)")
+              f"{search['labelled_rows']} labelled rows ({CapChoice.from_json(report['inner_cv']).describe(figures=False)})")
         if search["labelled_rows"] < FEW_LABELS:
             print(f"with fewer than {FEW_LABELS} labelled rows the out-of-bag Kendall is optimistic"
                   + _out_of_fold(report))

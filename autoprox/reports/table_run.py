@@ -14,7 +14,7 @@ from autoprox.reports.html.page import check_report_out, generator_tag, write_pa
 from autoprox.reports.show import made_by_line
 from autoprox.search.rundir import CONFIG, RunDirectory
 from autoprox.search.table_run import no_signal_warning
-from autoprox.search.table_search import TableSearchSettings
+from autoprox.search.table_search import CapChoice, TableSearchSettings
 
 __all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]
 
@@ -53,10 +53,7 @@ def show_table_run(path: str | Path, top: int = 10) -> str:
         search = best["search"]
         lines.append(f"best.json: {best['readable']}")
         lines.append(f"  out-of-bag Kendall {format_float(search['out_of_bag_kendall'])}, R2 "
-                     f"{format_float(search['out_of_bag_r2'])}; terms kept by inner cross-validation: at most "
-                     f"{best['inner_cv']['cap']} (out-of-fold Kendall by cap: "
-                     + ", ".join(f"{c}: {format_float(v)}" for c, v in best["inner_cv"]["out_of_fold_kendall"].items())
-                     + ")")
+                     f"{format_float(search['out_of_bag_r2'])}; {CapChoice.from_json(best['inner_cv']).describe()}")
         warning = no_signal_warning(best) if best.get("finished") else None
         if warning:
             lines.append(f"warning: {warning}")

@@ -31,7 +31,7 @@ from autoprox.search.halloffame import HallOfFame, write_hall_of_fame
 from autoprox.search.rundir import BEST, CHECKPOINT, CONFIG, RunDirectory, finished_best, finished_run_message
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT
 from autoprox.search.table_search import (SIGNAL_LEVEL, CapChoice, LabelledTable, TableSearchSettings, choose_term_cap,
-                                          held_out_signal, search_table)
+                                          held_out_signal, runs_inner_cv, search_table)
 
 __all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "finished_message", "finished_table_run", "is_table_run",
            "no_signal_warning", "refuse_table_run", "resume_options", "run_table_search"]
@@ -228,8 +228,7 @@ def _search(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, setti
     remembered: list[FitnessRecord] = []
     if checkpoint is not None:
         state = EvolutionState.from_json(checkpoint)
-        choice = CapChoice(int(checkpoint["inner_cv"]["cap"]),
-                           {int(c): float(v) for c, v in checkpoint["inner_cv"]["out_of_fold_kendall"].items()})
+        choice = CapChoice.from_json(checkpoint["inner_cv"])
         run.truncate_logs(state.iteration)
         data = run.evaluations()
         remembered = [FitnessRecord.from_json({k: v for k, v in d.items() if k != "iteration"}) for d in data]
@@ -237,6 +236,9 @@ def _search(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, setti
         _log(f"resuming at iteration {state.iteration} of {settings.iterations}", quiet)
     elif resume:
         run.truncate_logs(-1)
+    if choice is None and not runs_inner_cv(settings):
+        choice = choose_term_cap(labelled, settings)
+        _log(choice.describe(), quiet)
     if choice is None:
         _log(f"choosing the number of terms by {settings.inner_folds}-fold cross-validation on the labelled rows "
              f"(caps {', '.join(map(str, settings.term_caps))})", quiet)
@@ -289,7 +291,7 @@ def no_signal_warning(best: Mapping[str, Any]) -> str | None:
     rows is not better than chance (:func:`~autoprox.search.table_search.held_out_signal`, one-sided, p >=
     :data:`~autoprox.search.table_search.SIGNAL_LEVEL`); None when it is."""
     search, inner = best["search"], best["inner_cv"]
-    choice = CapChoice(int(inner["cap"]), {int(c): float(v) for c, v in inner["out_of_fold_kendall"].items()})
+    choice = CapChoice.from_json(inner)
     rows = int(search["labelled_rows"])
     what, tau, p = held_out_signal(choice, float(search["out_of_bag_kendall"]), rows)
     if p < SIGNAL_LEVEL:

@@ -30,6 +30,7 @@ import numpy as np
 
 from autoprox.core.correlation import kendall_null_sd
 from autoprox.core.errors import BenchmarkError, ConfigError
+from autoprox.core.numbers import format_float
 from autoprox.genome.rank_formula import Node, RankFormula
 from autoprox.genome.weighted import (BASES, WeightedFormula, WeightedGenome, WeightedSpace, basis_members,
                                       parse_weighted)
@@ -342,6 +343,26 @@ class CapChoice:
     def to_json(self) -> dict:
         return {"cap": self.cap, "out_of_fold_kendall": {str(c): v for c, v in self.kendall.items()}}
 
+    def describe(self, figures: bool = True) -> str:
+        """How the cap was chosen, as the search's summary and ``show`` say it: by the inner cross-validation
+        (with its figures unless ``figures`` is False), or by none (:func:`runs_inner_cv` false: nothing evolved
+        to choose among)."""
+        if not self.kendall:
+            return f"no inner cross-validation ran, nothing evolved to choose among: at most {self.cap} terms"
+        return (f"terms kept by inner cross-validation: at most {self.cap}" + (" (out-of-fold Kendall by cap: "
+                + ", ".join(f"{c}: {format_float(v)}" for c, v in self.kendall.items()) + ")" if figures else ""))
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> "CapChoice":
+        """The choice :meth:`to_json` wrote (a checkpoint's or a ``best.json``'s ``inner_cv``)."""
+        return cls(int(data["cap"]), {int(c): float(v) for c, v in data["out_of_fold_kendall"].items()})
+
+
+def runs_inner_cv(settings: TableSearchSettings) -> bool:
+    """Whether :func:`choose_term_cap` cross-validates: there are caps to choose among and iterations to evolve
+    terms in."""
+    return sorted(set(settings.term_caps)) != [0] and settings.iterations > 0
+
 
 def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
                     progress: Callable[..., None] | None = None) -> CapChoice:
@@ -351,7 +372,7 @@ def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
     from scipy.stats import kendalltau  # on first use: --help imports this module
 
     caps = sorted(set(settings.term_caps))
-    if caps == [0] or settings.iterations == 0:
+    if not runs_inner_cv(settings):
         return CapChoice(0 if 0 in caps else caps[0], {})
     rows = table.labelled
     order = _generator(settings.seed + 1).permutation(len(rows))

@@ -84,3 +84,17 @@ def test_a_weighted_formula_file_without_its_formula_object_says_so(table_run, t
     line = one_error_line(err)
     assert code == 2 and "b.json: a weighted-formula file needs a 'formula' object" in line, err
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_search_of_no_iterations_says_no_inner_cross_validation_ran(tmp_path, capsys):
+    """With --iterations 0 it said it was 'choosing the number of terms by 4-fold cross-validation', then
+    'out-of-fold Kendall by cap: ; kept 0', and show '(out-of-fold Kendall by cap: )'."""
+    table = pit_table(tmp_path / "pit-40.csv")
+    code, out, err = run_cli(capsys, "search", "--bench", table, "--targets", "c100_kd", "--out", tmp_path / "run",
+                             "--iterations", "0")
+    assert code == 0, err
+    said = "no inner cross-validation ran, nothing evolved to choose among: at most 0 terms"
+    assert said in err and said in out and "cross-validation on the labelled rows" not in err, err
+    assert "by cap: ;" not in err and "by cap: )" not in out
+    code, out, err = run_cli(capsys, "show", tmp_path / "run")
+    assert code == 0 and said in out and "by cap: )" not in out, out
