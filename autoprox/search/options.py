@@ -271,7 +271,8 @@ SEARCH_OPTIONS: list[Option] = [
     Option("resume", False, "continue the run in --out where it stopped, with its recorded settings; --iterations "
            "(a new total), --workers, --cache-dir, --scheduler and --bench (the same file elsewhere) are honoured, "
            "any other option must agree with the run", flag=True, session=True),
-    Option("targets", (), "comma-separated targets (default: the KD columns plus imagenet_super)", text_list(),
+    Option("targets", (), "comma-separated targets (default: the KD columns plus imagenet_super; a proxy-table "
+           "search: one, default the table's first accuracy column)", text_list(),
            setting="targets", always_recorded=True),
     Option("weights", {}, "JCM weights, e.g. c100_kd=2,flower_kd=1 (default equal)", weights(),
            setting="weights", always_recorded=True),

@@ -146,7 +146,9 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
             labelled = _labelled_table(table, target)
         else:
             run.create(_config(table, target, settings, labelled, command))
-        _log(f"autoprox search: table {table.source}, target {target}, {len(labelled.labelled)} labelled of "
+        chosen = "" if resume or targets or len(table.targets) == 1 else \
+            f" (the first of its {len(table.targets)} accuracy columns; --targets chooses another)"
+        _log(f"autoprox search: table {table.source}, target {target}{chosen}, {len(labelled.labelled)} labelled of "
              f"{len(table)} rows, {len(labelled.plain)} proxy columns, run directory {run.path}", quiet)
         try:
             return _search(run, table, labelled, settings, resume, quiet, stop_after, hint)

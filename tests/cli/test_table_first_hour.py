@@ -98,3 +98,19 @@ def test_a_search_of_no_iterations_says_no_inner_cross_validation_ran(tmp_path, 
     assert "by cap: ;" not in err and "by cap: )" not in out
     code, out, err = run_cli(capsys, "show", tmp_path / "run")
     assert code == 0 and said in out and "by cap: )" not in out, out
+
+
+def test_a_search_without_targets_says_it_took_the_first_of_several_accuracy_columns(tmp_path, capsys):
+    """The packaged PiT table has six accuracy columns; without --targets the search took the first silently."""
+    rows = list(csv.reader(open(PIT_TABLE, newline="")))
+    for row in rows[41:]:
+        row[1:7] = [""] * 6
+    with open(tmp_path / "pit6.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+    code, out, err = run_cli(capsys, "search", "--bench", tmp_path / "pit6.csv", "--out", tmp_path / "run",
+                             "--iterations", "0", "--seed", "1")
+    assert code == 0, err
+    assert "target c100_base (the first of its 6 accuracy columns; --targets chooses another)" in err, err
+    code, out, err = run_cli(capsys, "search", "--bench", tmp_path / "pit6.csv", "--out", tmp_path / "run2",
+                             "--iterations", "0", "--targets", "flower_kd")
+    assert code == 0 and "target flower_kd," in err and "first of its" not in err, err
