@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -103,9 +104,22 @@ def run(args: argparse.Namespace) -> int:
         ids, scores, what = _benchmark_scores(args, resolve_proxy(args.proxy))
     write_scores(args.out, ids, scores)
     finite = int(np.isfinite(scores).sum())
+    tie = tie_warning(scores, what)
+    if tie:
+        warnings.warn(tie, UserWarning, stacklevel=1)
     print(f"{args.out}: {len(ids)} scores of {args.proxy} on {what}"
           + (f" ({len(ids) - finite} left empty: not scored)" if finite < len(ids) else ""))
     return 0
+
+
+def tie_warning(scores: np.ndarray, what: str) -> str | None:
+    """The line ``score`` warns with when every scored row has the same score (the columns or statistics the proxy
+    reads do not vary over them, so the file ranks nothing); None otherwise."""
+    finite = scores[np.isfinite(scores)]
+    if len(finite) < 2 or np.ptp(finite) > 0:
+        return None
+    return (f"every scored row of {what} has the same score ({_format(finite[0])}): what the proxy reads does not "
+            "vary over these rows, so the scores rank nothing")
 
 
 def _ensemble_target(proxy, targets, given) -> str:

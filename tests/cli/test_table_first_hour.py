@@ -114,3 +114,21 @@ def test_a_search_without_targets_says_it_took_the_first_of_several_accuracy_col
     code, out, err = run_cli(capsys, "search", "--bench", tmp_path / "pit6.csv", "--out", tmp_path / "run2",
                              "--iterations", "0", "--targets", "flower_kd")
     assert code == 0 and "target flower_kd," in err and "first of its" not in err, err
+
+
+def test_score_warns_when_every_row_gets_the_same_score(table_run, tmp_path, capsys):
+    """A table whose only column the proxy reads is constant (here params, set to the first PiT row's) was scored
+    without a word, every row given the same score."""
+    run, table = table_run
+    rows = list(csv.reader(open(PIT_TABLE, newline="")))
+    params = rows[0].index("params")
+    with open(tmp_path / "flat.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "params"])
+        writer.writerows([row[0], rows[1][params]] for row in rows[1:])
+    code, _, err = run_cli(capsys, "score", "--proxy", run, "--bench", tmp_path / "flat.csv", "--out", tmp_path / "s.csv")
+    assert code == 0, err
+    assert "autoprox: warning: every scored row of" in err and "the scores rank nothing" in err, err
+    assert len({line.split(",")[-1] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]}) == 1
+    code, _, err = run_cli(capsys, "score", "--proxy", run, "--bench", table, "--out", tmp_path / "t.csv")
+    assert code == 0 and "warning" not in err, err
