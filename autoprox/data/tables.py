@@ -143,6 +143,18 @@ def _cell_number(text: str) -> float | None:
     return value
 
 
+#: The first bytes of the binary files most often given for a CSV one, and what to do instead.
+BINARY_KINDS = {b"\x1f\x8b": "gzip-compressed, not CSV text: decompress it (a proxy table may also be named .csv.gz)",
+                b"PK\x03\x04": "a zip archive (a spreadsheet's .xlsx?), not CSV text: save the sheet as CSV"}
+
+
+def _binary_kind(path: Path) -> str:
+    """What :data:`BINARY_KINDS` says of ``path`` when it starts as one of them, else ``""``."""
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    return next((kind for magic, kind in BINARY_KINDS.items() if head.startswith(magic)), "")
+
+
 def read_csv_entries(path: str | Path, with_lines: bool = False) -> list[dict[str, Any]] | tuple[list, list[int]]:
     """The entries of a CSV benchmark, validated (architectures included), as JSON Lines entries.
 
@@ -153,7 +165,9 @@ def read_csv_entries(path: str | Path, with_lines: bool = False) -> list[dict[st
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start}); expected CSV") from None
+        kind = _binary_kind(path)
+        raise BenchmarkError(f"{path}: {kind}" if kind else
+                             f"{path}: not a UTF-8 text file (byte {exc.start}); expected CSV") from None
     consumed: list[int] = []
     reader = csv.reader(_data_lines(text, consumed), skipinitialspace=True)
     try:

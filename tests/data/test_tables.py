@@ -119,6 +119,28 @@ def test_empty_and_non_utf8_tables(tmp_path):
         load_benchmark(binary)
 
 
+@pytest.mark.parametrize("packing, said", [("gzip", "gzip-compressed, not CSV text: decompress it"),
+                                            ("zip", "a zip archive (a spreadsheet's .xlsx?), not CSV text")])
+def test_a_compressed_file_named_csv_is_said_to_be_compressed(tmp_path, capsys, packing, said):
+    """The packaged PiT table, gzip-compressed or zipped (as an .xlsx is) under a .csv name: it was called 'not a
+    UTF-8 text file (byte 1)', which left the user to guess why."""
+    import gzip
+    import zipfile
+
+    table = (REPO / "autoprox" / "resources" / "proxy-tables" / "pit.csv").read_bytes()
+    path = tmp_path / "pit.csv"
+    if packing == "gzip":
+        path.write_bytes(gzip.compress(table))
+    else:
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("sheet.csv", table)
+    with pytest.raises(BenchmarkError) as info:
+        load_benchmark(path)
+    assert said in str(info.value) and "byte" not in str(info.value)
+    code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path)
+    assert code == 2 and said in err and "Traceback" not in err
+
+
 def test_space_column_names_a_registered_space_or_a_space_file(tmp_path):
     af_s = [{"embed_dim": 320, "depth": d, "num_heads": [5] * d, "mlp_ratio": [3.0] * d} for d in (12, 13, 14)]
     table = _write_csv(tmp_path / "s.csv", ["arch", "space", "c100_acc"], [[af_s[0], "autoformer-s", "1.0"],
