@@ -178,7 +178,7 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
     if save:
         with run.lock():  # refused while a search writes this run
             write_hall_of_fame(run, hall)
-    best = _best_json(run)
+    best = readable_best(run)
     best_canonical = None
     if best and isinstance(best.get("genome"), str):
         try:
@@ -355,7 +355,7 @@ def _readable_block(block) -> dict:
     return {str(t): figures for t, figures in block.items() if isinstance(figures, Mapping)}
 
 
-def _best_json(run: RunDirectory) -> dict | None:
+def readable_best(run: RunDirectory) -> dict | None:
     """``best.json``, or None when there is none yet; one unreadable is named in a warning and left aside."""
     try:
         return run.best()

@@ -11,8 +11,8 @@ from autoprox.core.errors import ConfigError
 from autoprox.core.numbers import format_float
 from autoprox.reports.html.figures import curves_svg
 from autoprox.reports.html.page import check_report_out, generator_tag, write_page
-from autoprox.reports.show import made_by_line
-from autoprox.search.rundir import CONFIG, RunDirectory
+from autoprox.reports.show import made_by_line, readable_best
+from autoprox.search.rundir import BEST, CONFIG, RunDirectory
 from autoprox.search.table_run import no_signal_warning
 from autoprox.search.table_search import CapChoice, TableSearchSettings
 
@@ -31,7 +31,7 @@ def is_table_run_dir(path: str | Path) -> bool:
 def _parts(path: str | Path) -> tuple[RunDirectory, dict, dict | None, list[dict], list[dict]]:
     run = RunDirectory(path)
     config = run.config()
-    best = run.best()
+    best = readable_best(run)  # an unreadable one is named in a warning, and the run shown without it
     hall = (run.hall_of_fame() or {}).get("entries") or []
     return run, config, best, hall, run.log()
 
@@ -44,6 +44,8 @@ def show_table_run(path: str | Path, top: int = 10) -> str:
     run, config, best, hall, log = _parts(path)
     table, iterations = config["table"], config["settings"]["iterations"]
     state = "finished" if best and best.get("finished") else "in progress or interrupted"
+    if best is None and run.file(BEST).exists():  # unreadable: the log says whether every iteration was done
+        state = f"{'every iteration done' if len(log) >= iterations else state}; best.json unreadable"
     lines = [f"run {run.path}: table search of {table['file']} ({table['rows']:,} rows), target {config['target']}, "
              f"{config.get('labelled_rows', '?')} labelled rows; iteration {len(log)} of {iterations} ({state})"]
     made_by = made_by_line(config)

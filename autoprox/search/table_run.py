@@ -162,8 +162,11 @@ def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, ou
 
 def finished_table_run(run_dir: str | Path) -> dict | None:
     """``best.json`` of the table search in ``run_dir`` when it has finished (a resume has nothing to continue and
-    rewrites nothing), else None."""
-    return finished_best(run_dir)
+    rewrites nothing), else None: also when it is unreadable, so that the resume goes on and writes it again."""
+    try:
+        return finished_best(run_dir)
+    except RunDirError:
+        return None
 
 
 def finished_message(run_dir: str | Path, bench: str | Path) -> str:

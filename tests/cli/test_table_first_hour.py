@@ -132,3 +132,24 @@ def test_score_warns_when_every_row_gets_the_same_score(table_run, tmp_path, cap
     assert len({line.split(",")[-1] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]}) == 1
     code, _, err = run_cli(capsys, "score", "--proxy", run, "--bench", table, "--out", tmp_path / "t.csv")
     assert code == 0 and "warning" not in err, err
+
+
+@pytest.mark.parametrize("broken", ["{not json", "[1, 2]"])
+def test_a_table_run_with_a_broken_best_json_is_shown_and_resumed_to_write_it_again(table_run, tmp_path, capsys,
+                                                                                   broken):
+    """show and search --resume refused the whole run ('best.json is not valid JSON'), though its checkpoint
+    holds every iteration; a run of the statistics is shown without it, and its resume writes it again."""
+    import json
+
+    run, table = table_run
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    (copy / "best.json").write_text(broken)
+    code, out, err = run_cli(capsys, "show", copy)
+    assert code == 0, err
+    assert f"iteration {SMALL.iterations} of {SMALL.iterations} (every iteration done; best.json unreadable)" in out
+    assert "autoprox: warning:" in err and "best.json" in err
+    code, out, err = run_cli(capsys, "search", "--resume", "--out", copy)
+    assert code == 0, err
+    mine, theirs = json.loads((copy / "best.json").read_text()), json.loads((run / "best.json").read_text())
+    assert {k: v for k, v in mine.items() if k != "run"} == {k: v for k, v in theirs.items() if k != "run"}

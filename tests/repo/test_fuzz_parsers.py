@@ -358,14 +358,14 @@ def test_log_and_evaluations_jsonl_read_or_raise(run_template, data):
 def test_best_json_reads_or_raises(run_template, data):
     from autoprox.proxies.proxy import resolve_proxy
     from autoprox.reports.export import resolve_export_source
-    from autoprox.reports.show import _best_json
+    from autoprox.reports.show import readable_best
 
     best = data.draw(mutated(run_template["best"]))
     run = _run_folder(run_template, best_json=_json_text(data, best))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            shown = _best_json(RunDirectory(run))
+            shown = readable_best(RunDirectory(run))
         assert shown is None or isinstance(shown, dict)
         for read in (lambda: resolve_export_source(str(run)), lambda: resolve_proxy(str(run / "best.json"))):
             try:
