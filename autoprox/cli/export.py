@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from autoprox.cli.options import non_negative_float, positive_int
@@ -36,6 +37,24 @@ def _ensemble_file(source: str):
     return proxy if isinstance(proxy, EnsembleProxy) else None
 
 
+def _refuse_unfinished_table_run(source: str) -> None:
+    """ExportError for a table search's run directory with no readable ``best.json``: its proxy is fitted only
+    when the search ends (its hall of fame holds terms, not weights), so there is nothing to export yet."""
+    from autoprox.core.errors import ExportError, RunDirError
+    from autoprox.search.rundir import CONFIG, RunDirectory
+    from autoprox.search.table_run import is_table_run
+
+    run = RunDirectory(source)
+    try:
+        if not (Path(source).is_dir() and run.file(CONFIG).is_file() and is_table_run(run.config())):
+            return
+    except (OSError, ValueError, RunDirError):
+        return  # not a table run: the export names what is wrong
+    raise ExportError(f"{source} is a table search with no readable best.json yet: its proxy is fitted when the "
+                      f"search ends; continue it with autoprox search --resume --out {shlex.quote(source)}, then "
+                      "export it")
+
+
 def run(args: argparse.Namespace) -> int:
     from autoprox.reports.export import check_export_out, export_proxy
     from autoprox.reports.weighted_export import is_weighted_source
@@ -54,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         path = write_export(args.out, weighted_export_source(formula, source, target))
         print(f"wrote {path}: score(columns) -> array, a weighted formula over proxy columns, depends on numpy only")
         return 0
+    _refuse_unfinished_table_run(args.source)
     ensemble = _ensemble_file(args.source)
     if ensemble is not None:
         from autoprox.core.errors import ExportError

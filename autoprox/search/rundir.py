@@ -366,6 +366,9 @@ def run_folder_proxy(part: str, label: str = "") -> str:
     best = Path(part) / BEST
     if folder and best.is_file():
         return str(best)
+    if folder and (Path(part) / CONFIG).is_file():  # a run, bare name or not: a name is no help here
+        raise ProxyError(f"{label}{part}: a run directory with no {BEST} yet: its search writes it when it ends; "
+                         f"continue it with autoprox search --resume --out {shlex.quote(part)}")
     if folder and (os.sep in part or part in (".", "..")):
         raise ProxyError(f"{label}{part}: a folder without {BEST}; give a run directory or a proxy file")
     return part

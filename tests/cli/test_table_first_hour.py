@@ -153,3 +153,26 @@ def test_a_table_run_with_a_broken_best_json_is_shown_and_resumed_to_write_it_ag
     assert code == 0, err
     mine, theirs = json.loads((copy / "best.json").read_text()), json.loads((run / "best.json").read_text())
     assert {k: v for k, v in mine.items() if k != "run"} == {k: v for k, v in theirs.items() if k != "run"}
+
+
+def test_an_unfinished_table_run_is_said_to_be_one_by_score_rank_and_export(table_run, tmp_path, capsys,
+                                                                             monkeypatch):
+    """A table search stopped before its end has no best.json: score and rank called its folder, given by a bare
+    name, an 'unknown proxy', and export warned it would export the hall of fame's first entry, then failed on
+    'unknown token 'weighted' in genome'."""
+    _, table = table_run
+    stopped = run_table_search(table, ["c100_kd"], tmp_path / "cut", SMALL, quiet=True, stop_after=2)
+    assert stopped["finished"] is False and not (tmp_path / "cut" / "best.json").exists()
+    monkeypatch.chdir(tmp_path)
+    said = "a run directory with no best.json yet: its search writes it when it ends; continue it with autoprox " \
+           "search --resume --out"
+    for given in ("cut", str(tmp_path / "cut")):
+        code, _, err = run_cli(capsys, "score", "--proxy", given, "--bench", table, "--out", "s.csv")
+        assert code == 2 and f"--proxy {given}: {said} {given}" in one_error_line(err), err
+        code, _, err = run_cli(capsys, "rank", "--proxy", given, "--bench", table)
+        assert code == 2 and said in one_error_line(err), err
+    code, _, err = run_cli(capsys, "export", "cut", "--out", "p.py")
+    line = one_error_line(err)
+    assert code == 2 and "cut is a table search with no readable best.json yet" in line, err
+    assert "autoprox search --resume --out cut" in line and "warning" not in err and "token" not in err
+    assert not (tmp_path / "s.csv").exists() and not (tmp_path / "p.py").exists()
