@@ -76,7 +76,8 @@ def _read_table(path: str | Path, quiet: bool) -> ProxyTable:
 
 def _labelled_table(table: ProxyTable, target: str) -> LabelledTable:
     (target,) = table.check_targets([target])
-    return LabelledTable.make(table.proxies, table.accuracies[target], target, table.source or table.name)
+    return LabelledTable.make(table.proxies, table.accuracies[target], target, table.source or table.name,
+                              ids=table.ids)
 
 
 def run_table_search(bench: str | Path | None, targets: Sequence[str] | None, out: str | Path,

@@ -138,9 +138,10 @@ class TableSearchSettings:
 
 
 def check_labels(labels: np.ndarray, columns: Mapping[str, np.ndarray], plain: Sequence[str], where: str,
-                 target: str) -> np.ndarray:
+                 target: str, ids: Sequence[str] | None = None) -> np.ndarray:
     """The indices of the labelled rows (finite label), checked: at least :data:`MIN_LABELS` of them, more than
-    one distinct label, and no labelled row whose proxy cells are all empty.
+    one distinct label, and no labelled row whose cells in the columns read (``plain``) are all empty; ``ids``, the
+    rows' ids, name such a row.
 
     Raises
     ------
@@ -161,8 +162,10 @@ def check_labels(labels: np.ndarray, columns: Mapping[str, np.ndarray], plain: S
             filled |= np.isfinite(np.asarray(columns[name], dtype=np.float64))
         empty = [int(i) for i in labelled if not filled[i]]
         if empty:
-            raise BenchmarkError(f"{where}: labelled row {empty[0] + 1} (of the table's rows) has no proxy value; "
-                                 "fill its cells or leave its label empty")
+            named = f" (id {ids[empty[0]]!r})" if ids is not None else ""
+            more = f", and {len(empty) - 1} more labelled row(s) alike" if len(empty) > 1 else ""
+            raise BenchmarkError(f"{where}: labelled row {empty[0] + 1}{named} has no proxy value in the columns read "
+                                 f"({', '.join(plain)}){more}; fill its cells or leave its label empty")
     return labelled
 
 
@@ -187,14 +190,14 @@ class LabelledTable:
 
     @classmethod
     def make(cls, columns: Mapping[str, np.ndarray], labels: np.ndarray, target: str = "target",
-             where: str = "table") -> "LabelledTable":
+             where: str = "table", ids: Sequence[str] | None = None) -> "LabelledTable":
         columns = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
         plain = tuple(usable_columns(columns))
         if not plain:
             raise BenchmarkError(f"{where}: no proxy column has values on more than half the rows and two distinct "
                                  "values; nothing to rank with")
         labels = np.asarray(labels, dtype=np.float64)
-        check_labels(labels, columns, plain, where, target)
+        check_labels(labels, columns, plain, where, target, ids)
         return cls(columns, labels, plain, target)
 
     def member(self, node, rows: np.ndarray) -> np.ndarray:

@@ -215,6 +215,9 @@ def test_refusals(tmp_path, capsys, case, expected):
     code, out, err = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out", tmp_path / "run")
     assert code == 2
     assert expected in one_error_line(err)
+    if case == "empty-row":  # the row by its id, and the columns read, not its index alone
+        assert f"labelled row {labelled[0] + 1} (id 'arch-{labelled[0]}') has no proxy value in the columns read " \
+               f"({', '.join(COLUMNS)})" in err, err
     assert not (tmp_path / "run").exists()
 
 
