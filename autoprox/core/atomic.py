@@ -140,11 +140,13 @@ def check_output_file(path: str | os.PathLike, command: str, ours: Callable[[byt
     Raises
     ------
     AutoproxError
-        ``error`` when ``path`` is empty, a folder, a loop of symbolic links, not a regular file, or a file
-        ``ours`` does not recognise; nothing is written.
+        ``error`` when ``path`` is empty, a folder (or ends in ``/``), a loop of symbolic links, not a regular file,
+        or a file ``ours`` does not recognise; nothing is written.
     """
     if not str(path).strip():
         raise error(f"{option} is empty: give the file to write")
+    if str(path).endswith(("/", os.sep)):  # Path() would drop the slash and write a file named as the folder
+        raise error(f"{option} {path} names a folder (it ends in /): give the file to write in it")
     target = write_target(path, option, error)
     if target.is_dir():
         raise error(f"cannot write {path}: it is a directory; choose another {option}")

@@ -65,6 +65,17 @@ def test_score_refuses_its_input_table_and_any_other_file_and_writes_its_own_aga
     assert lines[0] == "id,score" and len(lines) == 13
 
 
+@pytest.mark.parametrize("command", ["score", "export", "report", "curves"])
+def test_an_out_ending_in_a_slash_is_refused_not_written_as_a_file_named_as_the_folder(capsys, run, tmp_path, command):
+    """``export RUN --out newdir/`` wrote a file named ``newdir``: the slash said a folder was meant."""
+    given = f"{tmp_path / 'newdir'}/"
+    argv = {"score": ["score", "--proxy", "params", "--bench", TABLE],
+            "export": ["export", run], "report": ["report", run], "curves": ["curves", run]}[command]
+    assert refused(capsys, *argv, "--out", given) == \
+        f"autoprox: error: --out {given} names a folder (it ends in /): give the file to write in it"
+    assert not (tmp_path / "newdir").exists()
+
+
 def test_export_refuses_a_runs_best_json_and_a_users_file_and_writes_its_own_module_again(capsys, run, notes,
                                                                                            tmp_path):
     best = (run / "best.json").read_bytes()
