@@ -23,7 +23,17 @@ from autoprox.search.rundir import BEST, CONFIG
 
 
 def add_parser(sub) -> None:
-    search = sub.add_parser("search", help="evolve a zero-cost proxy on a benchmark")
+    from autoprox.search.table_search import TableSearchSettings
+
+    reads = ", ".join(f"--{name}" for name in TABLE_SEARCH_READS)
+    search = sub.add_parser(
+        "search", help="evolve a zero-cost proxy on a benchmark",
+        description="Evolve a zero-cost proxy on ViT-Bench-101 or a benchmark of your own (--space, --bench FILE). "
+                    "With --bench TABLE.csv, a proxy table (id, accuracy columns, then proxy columns) whose target "
+                    "is labelled on some rows, it fits a weighted formula to the labelled rows instead (the manual's "
+                    f"'A proxy from a few labels'), and reads only {reads}: one target (default the table's first "
+                    f"accuracy column), --iterations default {TableSearchSettings().iterations}, which --resume "
+                    "does not extend.")
     add_search_options(search)
 
 
@@ -66,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 #: The options a table search reads (``search --bench TABLE.csv``); any other is refused in one line.
-TABLE_SEARCH_OPTIONS = frozenset({"bench", "targets", "seed", "iterations", "out", "quiet", "resume"})
+TABLE_SEARCH_READS = ("bench", "targets", "seed", "iterations", "out", "resume", "quiet")
+TABLE_SEARCH_OPTIONS = frozenset(TABLE_SEARCH_READS)
 
 
 def _is_table_search(args: argparse.Namespace) -> bool:

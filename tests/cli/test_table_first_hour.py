@@ -176,3 +176,17 @@ def test_an_unfinished_table_run_is_said_to_be_one_by_score_rank_and_export(tabl
     assert code == 2 and "cut is a table search with no readable best.json yet" in line, err
     assert "autoprox search --resume --out cut" in line and "warning" not in err and "token" not in err
     assert not (tmp_path / "s.csv").exists() and not (tmp_path / "p.py").exists()
+
+
+def test_search_help_says_what_a_table_search_reads_and_its_defaults(capsys):
+    """search --help named no table search at all, and its --iterations said 'default 200; with --resume, a new
+    total', neither true of one (80, and a resume does not extend it)."""
+    from autoprox.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["search", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "With --bench TABLE.csv, a proxy table" in text
+    assert "reads only --bench, --targets, --seed, --iterations, --out, --resume, --quiet" in text
+    assert f"--iterations default {TableSearchSettings().iterations}, which --resume does not extend" in text
+    assert "a proxy-table search: one, default the table's first accuracy column" in text
