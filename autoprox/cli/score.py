@@ -132,8 +132,7 @@ def _ensemble_target(proxy, targets, given) -> str:
 
 
 def _table_scores(args: argparse.Namespace):
-    from autoprox.cli.tables import table_spaces_given
-    from autoprox.proxies.proxy import resolve_proxy
+    from autoprox.cli.tables import table_proxy, table_spaces_given
     from autoprox.proxies.table_scores import reading_note, table_scores
 
     spaces = table_spaces_given(args, labels=False)  # scoring needs no labels: unlabelled candidates are read
@@ -141,7 +140,7 @@ def _table_scores(args: argparse.Namespace):
         raise ConfigError("score writes the scores of one table: give one --bench TABLE.csv (a packaged space of "
                           "several tables: give one of its files)")
     table = spaces[0].tables[0]
-    proxy = args.proxy if args.proxy in table.proxies else resolve_proxy(args.proxy)
+    proxy = table_proxy(args.proxy, list(table.proxies), table.source or table.name)
     note = reading_note(proxy, table)
     if note:
         print(note, file=sys.stderr)

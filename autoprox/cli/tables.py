@@ -20,11 +20,33 @@ from autoprox.data.proxy_tables import (
 )
 
 __all__ = ["check_rankable", "check_table_rank_options", "format_space_protocol", "format_table_ranking", "not_a_table", "rank_on_tables",
-           "run_table", "table_space_from", "wants_tables"]
+           "run_table", "table_proxy", "table_space_from", "wants_tables"]
 
 
 def _several(value) -> list[str]:
     return [] if not value else [value] if isinstance(value, str) else list(value)
+
+
+def table_proxy(name: str, columns, where: str):
+    """A proxy given on a table: one of its ``columns`` by name, else what
+    :func:`~autoprox.proxies.proxy.resolve_proxy` reads; a bare name that is neither is refused naming the table's
+    proxy columns and the closest of them (a built-in the table lacks cannot be scored on it anyway)."""
+    import difflib
+    import re
+
+    from autoprox.proxies.proxy import resolve_proxy
+
+    if name in columns:
+        return name
+    try:
+        return resolve_proxy(name)
+    except ProxyError:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name):  # a path, a formula or a genome: its own error
+            raise
+        close = difflib.get_close_matches(name, list(columns), n=1)
+        raise ProxyError(f"unknown proxy {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                         + f": not a proxy column of {where} ({', '.join(columns)}), a rank formula over them or a "
+                         "proxy file") from None
 
 
 def run_table(args: argparse.Namespace) -> None:
@@ -169,7 +191,7 @@ def rank_on_tables(args: argparse.Namespace) -> int:
         names = list(space.proxy_names)
     results = {}
     for name in names:
-        proxy = name if name in space.proxy_names else resolve_proxy(name)
+        proxy = table_proxy(name, space.proxy_names, space.name)
         label = proxy if isinstance(proxy, str) else proxy.name
         if not isinstance(proxy, str) and proxy.note:
             print(f"{label}: {proxy.note}", file=sys.stderr)

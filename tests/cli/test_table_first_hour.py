@@ -190,3 +190,21 @@ def test_search_help_says_what_a_table_search_reads_and_its_defaults(capsys):
     assert "reads only --bench, --targets, --seed, --iterations, --out, --resume, --quiet" in text
     assert f"--iterations default {TableSearchSettings().iterations}, which --resume does not extend" in text
     assert "a proxy-table search: one, default the table's first accuracy column" in text
+
+
+def test_a_mistyped_column_on_a_table_is_matched_against_the_table_s_own_columns(table_run, capsys):
+    """A misspelt column of a table was answered with the list of built-ins (most of which a table cannot
+    score), with no 'did you mean' for a column of the table's own."""
+    _, table = table_run
+    rows = list(csv.reader(open(table, newline="")))
+    own = table.with_name("own.csv")
+    with open(own, "w", newline="") as handle:  # a column of the table's own after the standard ones
+        csv.writer(handle).writerows([row + [row[-1] if i else "my_proxy"] for i, row in enumerate(rows)])
+    for argv in (["rank", "--proxy", "my_porxy", "--bench", own],
+                 ["score", "--proxy", "my_porxy", "--bench", own, "--out", own.with_name("s.csv")]):
+        code, _, err = run_cli(capsys, *argv)
+        line = one_error_line(err)
+        assert code == 2 and "unknown proxy 'my_porxy' (did you mean 'my_proxy'?): not a proxy column of" in line
+        assert "zen, my_proxy)" in line and "autoprox_a" not in line, line
+    code, out, err = run_cli(capsys, "rank", "--proxy", "my_proxy", "--bench", own)
+    assert code == 0, err
