@@ -59,3 +59,12 @@ def format_millions(count: float) -> str:
 
 
 __all__ = ["UNDEFINED", "format_column", "format_float", "format_millions"]
+
+
+def cell_number(text: str) -> float:
+    """A table cell's number, as ``float`` reads it but in ASCII and without ``_``: Python's ``float`` also reads
+    ``1_000`` and digits of other scripts (``１２``, fullwidth), which no table writer means as a number; ValueError
+    for them, as for any other text that is not a number."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(f"{text!r} is not a number")
+    return float(text)

@@ -47,6 +47,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from autoprox.core.errors import BenchmarkError
+from autoprox.core.numbers import cell_number
 from autoprox.core.resources import resource_dir
 
 __all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "MISSING_SPELLINGS", "PROGRESS_BYTES",
@@ -269,7 +270,7 @@ def _number(text: str) -> float:
     text = text.strip()
     if not text or text.lower() in MISSING_SPELLINGS:
         return math.nan
-    return float(text)  # ValueError names the cell below
+    return cell_number(text)  # ValueError names the cell below
 
 
 def order_infinities(values: np.ndarray) -> tuple[np.ndarray, int]:

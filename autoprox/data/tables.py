@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprox.core.errors import ArchitectureError, BenchmarkError
+from autoprox.core.numbers import cell_number
 from autoprox.networks import timm_models  # noqa: F401 (registers the timm space for model entries)
 from autoprox.spaces.architectures import parse_arch
 from autoprox.spaces.base import SearchSpace
@@ -135,7 +136,7 @@ def _cell_number(text: str) -> float | None:
     if not text.strip():
         return None
     try:
-        value = float(text)
+        value = cell_number(text.strip())
     except ValueError:
         raise ValueError(f"{text!r} is not a number") from None
     if not math.isfinite(value):

@@ -125,6 +125,11 @@ BAD_TABLES = {
                      "line 4: id 'a' appears again (first on line 2)"),
     "not a number": (["id", "val_acc", "params"], [["a", 1, 2], ["b", "high", 3], ["c", 3, 4]],
                      "line 3: column 'val_acc' is 'high', not a number"),
+    # Python's float reads these two (1000.0 and 12.0); a table writer never means them as numbers
+    "digit separator": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, "1_000"], ["c", 3, 4]],
+                        "line 3: column 'params' is '1_000', not a number"),
+    "fullwidth digits": (["id", "val_acc", "params"], [["a", 1, 2], ["b", "\uff11\uff12", 3], ["c", 3, 4]],
+                         "line 3: column 'val_acc' is '\uff11\uff12', not a number"),
     "infinite target": (["id", "val_acc", "params"], [["a", 1, 2], ["b", "inf", 3], ["c", 3, 4]],
                         "target column 'val_acc' is inf, outside"),
     "infinite proxy column": (["id", "val_acc", "params", "synflow"],
