@@ -412,9 +412,11 @@ def _no_proxy_column(path: Path, columns: Sequence[str]) -> str:
     """The line refusing a table none of whose columns is named as a standard proxy (``columns``: those after
     ``id``, all read as accuracy columns)."""
     shown = ", ".join(repr(c) for c in columns[:4]) + (f", ... ({len(columns)} in all)" if len(columns) > 4 else "")
+    cased = next((c for c in columns if c.strip().lower() in STANDARD_PROXIES), None)
+    case = f" (names are case-sensitive: {cased!r} is not {cased.strip().lower()!r})" if cased else ""
     return (f"{path}: no proxy column: proxy columns start at the first column named as a standard proxy "
-            f"({', '.join(STANDARD_PROXIES)}), and none is, so every column after 'id' ({shown}) was read as an "
-            "accuracy column; put your proxy columns after a standard one (params, the parameter count, say)")
+            f"({', '.join(STANDARD_PROXIES)}), and none is{case}, so every column after 'id' ({shown}) was read as "
+            "an accuracy column; put your proxy columns after a standard one (params, the parameter count, say)")
 
 
 def _check_target_range(path: Path, column: str, values: np.ndarray, ids: Sequence[str]) -> None:

@@ -138,6 +138,8 @@ BAD_TABLES = {
     "empty proxy column": (["id", "val_acc", "params", "nwot"], [["a", 1, 2, ""], ["b", 2, 3, ""], ["c", 3, 4, ""]],
                            "proxy column 'nwot' has no value"),
     "no accuracy": (["id", "params", "nwot"], [["a", 1, 2], ["b", 2, 3], ["c", 3, 4]], "no accuracy column"),
+    "upper-case proxy names": (["id", "val_acc", "Params", "NWOT"], [["a", 1, 2, 3], ["b", 2, 3, 4], ["c", 3, 4, 5]],
+                               "none is (names are case-sensitive: 'Params' is not 'params')"),
     "two rows": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3]], "only 2 row(s)"),
     "ragged": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2], ["c", 3, 4]], "line 3: 2 cells, the header has 3"),
 }
