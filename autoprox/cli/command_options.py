@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from autoprox.apps.protocols.few_labels import FEW_LABEL_METHODS
+from autoprox.apps.protocols.few_labels import DEFAULT_DRAWS, FEW_LABEL_METHODS
 from autoprox.apps.protocols.cross_space import DEFAULT_SEEDS
 from autoprox.apps.protocols.summary import BOOTSTRAP_SAMPLES
 from autoprox.apps.rank_search import MISSING_POLICIES, RankSearchSettings
@@ -105,7 +105,7 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            metavar="B"),
     Option("few_labels", None, "the sample-efficiency protocol over proxy tables (--bench TABLE.csv, --space with a "
            "packaged table space, each given as often as needed): for each of these labelled-row counts (e.g. "
-           "20,50,100), --repeats draws (default 10) of that many labelled rows, each method of --methods fitted on "
+           "20,50,100), --repeats draws (default " + str(DEFAULT_DRAWS) + ") of that many labelled rows, each method of --methods fitted on "
            "them and judged by Kendall on the other labelled rows; OUT/few_labels.json holds everything",
            text_list(), group=_PROTOCOL, commands=_EVALUATE, metavar="K,K,..."),
     Option("methods", None, lambda: "with --few-labels: the methods compared (default all: "

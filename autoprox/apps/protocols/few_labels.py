@@ -41,7 +41,7 @@ from autoprox.proxies.weighted_fit import usable_columns
 from autoprox.search.conversions import distinct, sequence
 from autoprox.search.table_search import MIN_LABELS
 
-__all__ = ["FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "MIN_INTERVAL_DRAWS", "column_rank_matrix",
+__all__ = ["DEFAULT_DRAWS", "FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "MIN_INTERVAL_DRAWS", "column_rank_matrix",
            "draws_interval", "entries_text", "entry_names", "largest_k", "register_few_label_method", "ridge_on_ranks", "run_few_labels"]
 
 #: The record a few-label protocol writes in its folder.
@@ -49,6 +49,8 @@ FEW_LABELS_FILE = "few_labels.json"
 FORMAT = "autoprox-few-labels/1"
 #: Smallest k the protocol takes.
 MIN_K = 5
+#: Draws per (table, k) when ``evaluate --few-labels`` is not given ``--repeats``.
+DEFAULT_DRAWS = 10
 #: A k above this share of a table's labelled rows is skipped there (too few rows left to judge).
 SKIP_SHARE = 0.6
 #: Fewer draws than this give no bootstrap interval: the percentile bootstrap of 2 draws is their [min, max], often
