@@ -11,8 +11,11 @@ verbatim into exported proxies (:attr:`Primitive.source`); an op whose torch ker
 here also has a NumPy form of the same name in :mod:`autoprox.primitives.fast` (:attr:`Primitive.fast`),
 which the ``numpy`` kernel set (:data:`KERNEL_SETS`) evaluates genomes with.
 
-This module imports SymPy only; torch is imported when a primitive's function is first
-used, so that the SymPy worker process (``autoprox.reports.sympy_worker``) starts fast.
+This module imports neither torch nor SymPy: torch is imported when a primitive's function is first
+used, so that the SymPy worker process (``autoprox.reports.sympy_worker``) starts fast, and SymPy when a
+primitive's SymPy form is first built (a formula printed, simplified or exported), so that a command that
+builds none (``autoprox --help``, a table search) does not pay its import. Each primitive's SymPy forms stay
+in its record, as callables that read ``sympy`` when called.
 """
 
 from __future__ import annotations
@@ -22,9 +25,7 @@ import inspect
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Callable, Mapping
-
-import sympy
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from autoprox.core.errors import RegistryError
 from autoprox.core.registry import Registry
@@ -36,8 +37,30 @@ FORMS = ("matrix", "scalar")
 #: The forms of a binary op with one scalar and one matrix operand (the scalar broadcast).
 BROADCAST_FORMS = ("matrix_scalar", "scalar_matrix")
 
-#: The paper's epsilon (1e-9) as a SymPy symbol; :data:`autoprox.primitives.EPS` is its value.
-EPS_SYMBOL = sympy.Symbol("eps", positive=True)
+if TYPE_CHECKING:
+    import sympy
+else:
+    class _SymPy:
+        """``sympy`` for the forms below: SymPy itself, imported at the first name a form reads from it."""
+
+        def __getattr__(self, name: str) -> Any:
+            import sympy as module
+
+            return getattr(module, name)
+
+    sympy = _SymPy()
+
+
+def eps_symbol() -> sympy.Symbol:
+    """The paper's epsilon (1e-9) as a SymPy symbol, ``EPS_SYMBOL``; :data:`autoprox.primitives.EPS` is its value."""
+    return sympy.Symbol("eps", positive=True)  # SymPy keeps one symbol per name and assumptions
+
+
+def __getattr__(name: str) -> Any:
+    """``EPS_SYMBOL``, made (and SymPy imported) when first asked for."""
+    if name == "EPS_SYMBOL":
+        return eps_symbol()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -171,8 +194,13 @@ class Primitive:
         return self.symbolic(*args)
 
 
-def _const(value: sympy.Expr) -> Callable[..., sympy.Expr]:
-    return lambda *args: value
+def _const(value: Callable[[], sympy.Expr]) -> Callable[..., sympy.Expr]:
+    """A form whose value is ``value()`` whatever its arguments (the constant made on first use, as SymPy is)."""
+    return lambda *args: value()
+
+
+def _nan() -> sympy.Expr:
+    return sympy.nan
 
 
 _NAN_ON_A_SCALAR = "always NaN on a single value"
@@ -197,14 +225,14 @@ _UNARY = (
     Primitive("UOP10", "element_wise_invert", 1, "elementwise", "matrix", lambda x: 1 / x),
     Primitive("UOP11", "element_wise_normalized_sum", 1, "reduction", "scalar",
               named=NamedFunction("sum_norm", {"real": True}),
-              symbolic_forms={"scalar": lambda x: x / (1 + EPS_SYMBOL)}),
+              symbolic_forms={"scalar": lambda x: x / (1 + eps_symbol())}),
     Primitive("UOP12", "normalize", 1, "matrixwise", "matrix", named=NamedFunction("normalize", {"real": True}),
-              symbolic_forms={"scalar": _const(sympy.nan)}, not_generated={"scalar": _NAN_ON_A_SCALAR}),
+              symbolic_forms={"scalar": _const(_nan)}, not_generated={"scalar": _NAN_ON_A_SCALAR}),
     Primitive("UOP13", "sigmoid", 1, "elementwise", "matrix", lambda x: 1 / (1 + sympy.exp(-x))),
     Primitive("UOP14", "logsoftmax", 1, "rowwise", "matrix", named=NamedFunction("logsoftmax", {"nonpositive": True}),
-              symbolic_forms={"scalar": _const(sympy.Integer(0))}, not_generated={"scalar": "the constant 0"}),
+              symbolic_forms={"scalar": _const(lambda: sympy.Integer(0))}, not_generated={"scalar": "the constant 0"}),
     Primitive("UOP15", "softmax", 1, "rowwise", "matrix", named=NamedFunction("softmax", {"positive": True}),
-              symbolic_forms={"scalar": _const(sympy.Integer(1))}, not_generated={"scalar": "the constant 1"}),
+              symbolic_forms={"scalar": _const(lambda: sympy.Integer(1))}, not_generated={"scalar": "the constant 1"}),
     Primitive("UOP16", "element_wise_sqrt", 1, "elementwise", "matrix", lambda x: sympy.sqrt(x)),
     Primitive("UOP17", "element_wise_revert", 1, "elementwise", "matrix", lambda x: -x),
     Primitive("UOP18", "frobenius_norm", 1, "reduction", "scalar",
@@ -216,11 +244,11 @@ _UNARY = (
               symbolic_forms={"scalar": lambda x: sympy.Abs(x)}),
     Primitive("UOP21", "min_max_normalize", 1, "matrixwise", "matrix",
               named=NamedFunction("minmax", {"nonnegative": True}),
-              symbolic_forms={"scalar": _const(sympy.nan)}, not_generated={"scalar": _NAN_ON_A_SCALAR}),
+              symbolic_forms={"scalar": _const(_nan)}, not_generated={"scalar": _NAN_ON_A_SCALAR}),
     Primitive("UOP22", "to_mean_scalar", 1, "reduction", "scalar", named=NamedFunction("mean", {"real": True}),
               symbolic_forms={"scalar": lambda x: x}),
     Primitive("UOP23", "to_std_scalar", 1, "reduction", "scalar", named=NamedFunction("std", {"nonnegative": True}),
-              symbolic_forms={"scalar": _const(sympy.Integer(0))}, not_generated={"scalar": "the constant 0"}),
+              symbolic_forms={"scalar": _const(lambda: sympy.Integer(0))}, not_generated={"scalar": "the constant 0"}),
 )
 
 # Paper order BOP01..BOP04. matmul is a named (non-commutative) function, so matmul(a, b)
@@ -230,8 +258,8 @@ _BINARY = (
     Primitive("BOP02", "element_wise_difference", 2, "binary", "matrix", lambda a, b: a - b),
     Primitive("BOP03", "element_wise_product", 2, "binary", "matrix", lambda a, b: a * b),
     Primitive("BOP04", "matrix_multiplication", 2, "binary", "matrix", named=NamedFunction("matmul", {"real": True}),
-              symbolic_forms={"scalar": lambda a, b: a * b, "matrix_scalar": _const(sympy.nan),
-                              "scalar_matrix": _const(sympy.nan)},
+              symbolic_forms={"scalar": lambda a, b: a * b, "matrix_scalar": _const(_nan),
+                              "scalar_matrix": _const(_nan)},
               not_generated={"scalar": "a duplicate of element_wise_product's scalar form",
                              "matrix_scalar": _SHAPE_MISMATCH, "scalar_matrix": _SHAPE_MISMATCH}),
 )

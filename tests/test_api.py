@@ -386,6 +386,7 @@ def test_search_table_checks_its_arguments_in_one_line_and_resumes_a_run(searche
     assert listed["formula"] == texts["formula"] and listed["target"] == "val_acc"
     for bad, line in (({"iterations": 2.5}, "iterations: expected an integer, got 2.5"),
                       ({"iterations": -1}, "iterations: expected at least 0, got -1"),
+                      ({"iterations": 10 ** 7}, "iterations: expected at most 1,000,000, got 10,000,000"),
                       ({"seed": 1.5}, "seed: expected an integer, got 1.5")):
         with pytest.raises(ConfigError, match=f"^{line}$"):
             search_table(table, "val_acc", out=tmp_path / "bad", **bad)

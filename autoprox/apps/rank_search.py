@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from autoprox.core.correlation import kendall_or_zero
 from autoprox.core.errors import ConfigError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.formula_variation import RankFormulaSpace
@@ -45,7 +46,7 @@ from autoprox.search.fitness import FitnessRecord, MemoisedFitness
 from autoprox.search.objectives import Objective, space_objective
 
 __all__ = ["MISSING_POLICIES", "PreparedSpace", "RankSearchSettings", "SearchOutcome", "best_single", "figures_on",
-           "greedy_lrsum", "kendall_or_zero", "prepare_spaces", "search_rank_formula", "space_figure", "space_leads",
+           "greedy_lrsum", "prepare_spaces", "search_rank_formula", "space_figure", "space_leads",
            "space_value"]
 
 #: How a search treats a training space lacking a column a formula reads: ``neutral`` scores the column as
@@ -67,17 +68,6 @@ def space_leads(per_space: dict[str, float], prepared: Sequence["PreparedSpace"]
 def space_value(objective: Objective, per_space: dict[str, float], prepared: Sequence["PreparedSpace"]) -> float:
     """The objective over spaces ``objective`` of a formula's figures per space (:func:`space_leads`)."""
     return objective.over(space_leads(per_space, prepared, objective.against_size))
-
-
-def kendall_or_zero(scores: np.ndarray, accuracy: np.ndarray) -> float:
-    """Kendall tau-b over the rows where both are finite; 0 where it is undefined (a constant score ranks nothing)."""
-    from scipy.stats import kendalltau  # on first use: --help imports this module
-
-    keep = np.isfinite(accuracy) & np.isfinite(scores)
-    if keep.sum() < 3 or np.ptp(scores[keep]) == 0:
-        return 0.0
-    value = kendalltau(scores[keep], accuracy[keep]).statistic
-    return 0.0 if not math.isfinite(value) else float(value)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from autoprox.apps.protocols.few_labels import FEW_LABEL_METHODS
+from autoprox.apps.protocols.few_labels import DEFAULT_DRAWS, FEW_LABEL_METHODS
 from autoprox.apps.protocols.cross_space import DEFAULT_SEEDS
 from autoprox.apps.protocols.summary import BOOTSTRAP_SAMPLES
 from autoprox.apps.rank_search import MISSING_POLICIES, RankSearchSettings
@@ -27,9 +27,10 @@ from autoprox.genome.rank_formula import GRAMMAR_WORDS, TRANSFORMS
 from autoprox.proxies.proxy import BUILTIN_PROXIES
 from autoprox.search.conversions import integer, integer_list, number, text, text_list
 from autoprox.search.objectives import objective_kinds, space_objectives
-from autoprox.search.options import OPTIONS, Option
+from autoprox.search.options import MAX_WORKERS, OPTIONS, Option
 
-__all__ = ["COMMAND_OPTIONS", "DEFAULT_SPACE_OBJECTIVE", "EVALUATE_OPTIONS", "RANK_OPTIONS", "command_options"]
+__all__ = ["COMMAND_OPTIONS", "DEFAULT_SPACE_OBJECTIVE", "EVALUATE_OPTIONS", "MAX_REPEATS", "MAX_RESAMPLES", "RANK_OPTIONS",
+           "command_options"]
 
 _RANK = frozenset({"rank"})
 _EVALUATE = frozenset({"evaluate"})
@@ -63,6 +64,12 @@ RANK_OPTIONS: tuple[Option, ...] = (
 )
 
 _PROTOCOL = "protocol"
+#: The most ``--repeats`` (outer-fold repeats, or few-label draws per table and k), ``--seeds`` per left-out space
+#: and ``--bags`` per fold: each is a whole search or draw (the committed protocols take at most 10), so a typo's
+#: 10,000,000 would run for days.
+MAX_REPEATS = 1_000
+#: The most ``--bootstrap`` resamples (each a Kendall per baseline; the default takes 1,000).
+MAX_RESAMPLES = 1_000_000
 _CROSS = "leave one space out (several labelled spaces)"
 #: ``evaluate --rank-formulas``' objective when none is given.
 DEFAULT_SPACE_OBJECTIVE = RankSearchSettings.objective
@@ -79,11 +86,12 @@ def _space_objective_help() -> str:
 EVALUATE_OPTIONS: tuple[Option, ...] = (
     Option("folds", None, "outer folds per repeat (default 5)", integer(), group=_PROTOCOL, commands=_EVALUATE),
     Option("repeats", None, "repeats with other shuffles (default 1); with --resume, a larger number extends a "
-           "finished protocol by the new repeats' folds", integer(), group=_PROTOCOL, commands=_EVALUATE),
+           "finished protocol by the new repeats' folds", integer(None, MAX_REPEATS), group=_PROTOCOL,
+           commands=_EVALUATE),
     Option("protocol_seed", None, "seed of the outer shuffle; repeat r uses seed + r (default 0)",
            integer(), group=_PROTOCOL, commands=_EVALUATE),
     Option("fold_workers", 1, "folds run side by side in processes (each fold's statistics then use one worker)",
-           integer(), group=_PROTOCOL, commands=_EVALUATE),
+           integer(None, MAX_WORKERS), group=_PROTOCOL, commands=_EVALUATE),
     Option("selection", None, lambda: f"how each fold's proxy is chosen from its search: {selection_help()}",
            text(), group=_PROTOCOL, commands=_EVALUATE),
     Option("reuse_searches", None, "score again the finished fold searches of the protocol in DIR instead of running "
@@ -93,10 +101,11 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "of its search part, into OUT/repeat-R/fold-K-bag-b, with evolution seeds seed+1+b; the "
            "fold's proxy is the equal-weight rank average of all their best proxies, written to "
            "OUT/repeat-R/fold-K-bagged.json (--selection must be best). With --reuse-searches only "
-           "the bags run (default 0: no bagging)", integer(), group=_PROTOCOL, commands=_EVALUATE, metavar="B"),
+           "the bags run (default 0: no bagging)", integer(None, MAX_REPEATS), group=_PROTOCOL, commands=_EVALUATE,
+           metavar="B"),
     Option("few_labels", None, "the sample-efficiency protocol over proxy tables (--bench TABLE.csv, --space with a "
            "packaged table space, each given as often as needed): for each of these labelled-row counts (e.g. "
-           "20,50,100), --repeats draws (default 10) of that many labelled rows, each method of --methods fitted on "
+           "20,50,100), --repeats draws (default " + str(DEFAULT_DRAWS) + ") of that many labelled rows, each method of --methods fitted on "
            "them and judged by Kendall on the other labelled rows; OUT/few_labels.json holds everything",
            text_list(), group=_PROTOCOL, commands=_EVALUATE, metavar="K,K,..."),
     Option("methods", None, lambda: "with --few-labels: the methods compared (default all: "
@@ -106,12 +115,12 @@ EVALUATE_OPTIONS: tuple[Option, ...] = (
            "left-out space's architectures beside the parameter count, MACs, the zoo proxies, the "
            "published Auto-Prox proxies and the descriptor and blend chosen on the other spaces; "
            "OUT/protocol.json holds everything", flag=True, group=_CROSS, commands=_EVALUATE),
-    Option("seeds", None, f"search seeds per left-out space (default {DEFAULT_SEEDS})", integer(), group=_CROSS,
-           commands=_EVALUATE),
+    Option("seeds", None, f"search seeds per left-out space (default {DEFAULT_SEEDS})", integer(None, MAX_REPEATS),
+           group=_CROSS, commands=_EVALUATE),
     Option("zoo_baselines", None, "the zoo proxies scored as baselines (default all; 'none' for none)",
            text_list(), group=_CROSS, commands=_EVALUATE, metavar="LIST"),
     Option("bootstrap", None, f"bootstrap resamples of the left-out architectures (default {BOOTSTRAP_SAMPLES}; 0: none)",
-           integer(), group=_CROSS, commands=_EVALUATE),
+           integer(None, MAX_RESAMPLES), group=_CROSS, commands=_EVALUATE),
     Option("rank_formulas", False, "with --leave-space-out: search unit-free rank formulas over the spaces' proxy "
            "tables (packaged table spaces: " + ", ".join(table_space_names()) + "; or proxy-table CSVs given with "
            "--bench), N spaces left out in turn, --seeds searches per left-out space, --iterations iterations of "

@@ -109,6 +109,23 @@ def kendall(x: Sequence[float], y: Sequence[float]) -> float:
     return float(sps.kendalltau(x, y).statistic)
 
 
+def kendall_or_zero(scores: Sequence[float], truth: Sequence[float]) -> float:
+    """Kendall tau-b of ``scores`` against ``truth`` over the rows where both are finite; 0 where it is
+    undefined: fewer than 3 such rows, a constant score there (it ranks nothing), or a constant truth.
+
+    Unlike :func:`kendall` (NaN where undefined), this is the figure a search or a protocol can average
+    and compare: a proxy that ranks nothing counts as no better than chance.
+    """
+    from scipy.stats import kendalltau  # on first use: --help imports this module
+
+    scores, truth = np.asarray(scores), np.asarray(truth)
+    keep = np.isfinite(scores) & np.isfinite(truth)
+    if keep.sum() < 3 or np.ptp(scores[keep]) == 0:
+        return 0.0
+    value = kendalltau(scores[keep], truth[keep]).statistic
+    return float(value) if math.isfinite(value) else 0.0
+
+
 def partial_kendall(x: Sequence[float], y: Sequence[float], z: Sequence[float]) -> float:
     """Partial Kendall tau of x and y given z (see the module docstring); NaN when undefined."""
     t_xy, t_xz, t_yz = kendall(x, y), kendall(x, z), kendall(y, z)

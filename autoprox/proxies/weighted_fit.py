@@ -24,6 +24,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from autoprox.core.correlation import kendall_or_zero
+
 __all__ = ["MIN_COVERAGE", "RIDGE_ALPHAS", "WIDE_MEMBERS", "BaggedRidge", "FixedBlocks", "OutOfBag", "RidgeModel",
            "fixed_blocks", "label_ranks", "out_of_bag", "ridge_loo", "ridges_with", "subsamples", "usable_columns"]
 
@@ -268,8 +270,6 @@ class BaggedRidge:
     def judge(self, extra: np.ndarray | None = None) -> OutOfBag:
         """The out-of-bag judgement of the fixed members and ``extra`` as predictors of the targets
         (:class:`OutOfBag`)."""
-        from scipy.stats import kendalltau  # on first use: --help imports this module
-
         model, predictions = self.fit(extra)
         keep = np.isfinite(predictions)
         if keep.sum() < 3:
@@ -277,8 +277,7 @@ class BaggedRidge:
         truth = self.targets[keep]
         spread = float(((truth - truth.mean()) ** 2).sum())
         r2 = 1.0 - float(((truth - predictions[keep]) ** 2).sum()) / spread if spread > 0 else math.nan
-        tau = kendalltau(predictions[keep], truth).statistic if np.ptp(predictions[keep]) > 0 else 0.0
-        return OutOfBag(r2, float(tau) if math.isfinite(tau) else 0.0, model)
+        return OutOfBag(r2, kendall_or_zero(predictions[keep], truth), model)
 
 
 def out_of_bag(features: np.ndarray, targets: np.ndarray, bags: Sequence[np.ndarray],

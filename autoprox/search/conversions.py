@@ -57,7 +57,9 @@ def sequence(value: Any) -> Iterable:
     return value
 
 
-def integer(minimum: int | None = None) -> Convert:
+def integer(minimum: int | None = None, maximum: int | None = None) -> Convert:
+    """An integer of at least ``minimum`` and at most ``maximum`` (None: no bound). A recorded value is checked
+    against the minimum alone: a run an earlier version recorded above a bound added since stays readable."""
     @recorded_as(lambda value: is_int(value) and (minimum is None or value >= minimum))
     def convert(value: Any) -> int:
         if isinstance(value, str):
@@ -69,6 +71,8 @@ def integer(minimum: int | None = None) -> Convert:
             raise ConfigError(f"expected an integer, got {value!r}"[:200])
         if minimum is not None and value < minimum:
             raise ConfigError(f"expected at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise ConfigError(f"expected at most {maximum:,}, got {value:,}")
         return value
     return convert
 

@@ -253,6 +253,13 @@ def _recorded_fitness(name: str, values: Mapping[str, Any]) -> str:
 
 #: The paper's total of iterations: the default of ``--iterations``.
 _ITERATIONS = 200
+#: The most iterations a search takes: as many as a ViT search samples architectures at most
+#: (``autoprox.apps.vitsearch.MAX_SAMPLES``), far above any use (the paper's 200); a typo's 10,000,000 would run
+#: for days.
+MAX_ITERATIONS = 1_000_000
+#: The most local processes (``--workers``, ``evaluate --fold-workers``): above it a number is a typo (joblib
+#: refuses over 1,000,000 with a traceback, and each process holds a Python and its imports).
+MAX_WORKERS = 1_024
 _STATS = "statistics"
 _GENOME = "genome space and selection (beyond the paper; defaults are the paper's)"
 
@@ -286,7 +293,7 @@ SEARCH_OPTIONS: list[Option] = [
     Option("population", 20, "genomes in the population", integer(2),
            setting="evolution.population_size", always_recorded=True),
     Option("iterations", None, f"iterations (default {_ITERATIONS}; with --resume, a new total)",
-           integer(0), session=True, setting="evolution.iterations", always_recorded=True,
+           integer(0, MAX_ITERATIONS), session=True, setting="evolution.iterations", always_recorded=True,
            record=_recorded_iterations, setting_default=_ITERATIONS, resume_recorded=True),
     Option("sample_ratio", 0.5, "share of the population sampled per iteration",
            number(0.0, 1.0, low_open=True), setting="evolution.sample_ratio", always_recorded=True),
@@ -357,7 +364,7 @@ SEARCH_OPTIONS: list[Option] = [
            text(), group=_STATS, choices=tuple(PRECISIONS), commands=STATS_COMMANDS,
            setting="cache_precision", always_recorded=True),
     Option("workers", 2, "parallel processes for statistics; a search also scores architectures in this many "
-           "threads (default 2; the results do not depend on it)", integer(1), group=_STATS,
+           "threads (default 2; the results do not depend on it)", integer(1, MAX_WORKERS), group=_STATS,
            commands=STATS_COMMANDS, session=True, setting="workers", always_recorded=True),
     Option("scheduler", None, "run the parallel steps on a Dask cluster: local:N starts N worker processes here, "
            "HOST:PORT is a running 'dask scheduler' (needs the dask extra; default: --workers local processes)",
@@ -502,7 +509,7 @@ def resolve_kernels(values: Mapping[str, Any], evaluation: str) -> str:
     return COUNTED_KERNELS if evaluation == "counted" else DEFAULT_KERNELS
 
 
-__all__ = ["COUNTED_KERNELS", "OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS",
+__all__ = ["COUNTED_KERNELS", "MAX_ITERATIONS", "MAX_WORKERS", "OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS",
            "STATS_COMMANDS", "bench_of", "check_cpu_only", "genome_space_of", "option_values", "options_for",
            "register_option", "register_space_files", "released_bench", "resolve_evaluation", "resolve_kernels",
            "seed_genomes", "session_options", "setting_field", "setting_option", "setting_options",

@@ -26,6 +26,20 @@ def _refused(capsys, argv: list[str]) -> str:
     (["vit-search", "--space", "pit", "--samples", "0"], "--samples: expected at least 1, got 0"),
     (["vit-search", "--space", "pit", "--top", "-2"], "--top: expected at least 1, got -2"),
     (["vit-search", "--space", "pit", "--classes", "-1"], "--classes: expected at least 1, got -1"),
+    # counts a typo makes huge: each ran for days (--workers beyond joblib's limit: a traceback after writing)
+    (["evaluate", "--few-labels", "20", "--repeats", "10000000", "--bench", "t.csv", "--out", "p"],
+     "--repeats: expected at most 1,000, got 10,000,000"),
+    (["search", "--bench", "t.csv", "--targets", "val_acc", "--iterations", "10000000", "--out", "r"],
+     "--iterations: expected at most 1,000,000, got 10,000,000"),
+    (["evaluate", "--few-labels", "20", "--bench", "t.csv", "--workers", "100000000", "--out", "p"],
+     "--workers: expected at most 1,024, got 100,000,000"),
+    (["evaluate", "--space", "pit", "--fold-workers", "5000", "--out", "p"],
+     "--fold-workers: expected at most 1,024, got 5,000"),
+    (["evaluate", "--space", "pit", "--bags", "1001", "--out", "p"], "--bags: expected at most 1,000, got 1,001"),
+    (["evaluate", "--leave-space-out", "--rank-formulas", "--space", "nb201", "--space", "pit", "--seeds", "5000",
+      "--out", "p"], "--seeds: expected at most 1,000, got 5,000"),
+    (["evaluate", "--leave-space-out", "--space", "autoformer", "--space", "pit", "--bootstrap", "10000000",
+      "--out", "p"], "--bootstrap: expected at most 1,000,000, got 10,000,000"),
 ])
 def test_a_value_out_of_range_is_a_usage_error(capsys, tmp_path, monkeypatch, argv, says):
     monkeypatch.chdir(tmp_path)
@@ -70,3 +84,15 @@ def test_a_run_directory_stands_for_its_best_proxy_as_export_reads_it(capsys, tm
     empty.mkdir()
     assert main(["rank", "--proxy", str(empty), "--space", "pit"]) == 2
     assert f"--proxy {empty}: a folder without best.json" in capsys.readouterr().err
+
+
+def test_a_count_at_its_bound_is_taken(capsys, tmp_path):
+    """The bounds refuse typos, not large runs: the largest value of each is accepted (up to the check that
+    follows it, here the table's labelled rows)."""
+    from tests.apps.protocols.test_few_labels import write_table
+
+    table = write_table(tmp_path / "t.csv", rows=20)
+    assert main(["evaluate", "--few-labels", "20", "--repeats", "1000", "--bench", str(table), "--workers", "1024",
+                 "--out", str(tmp_path / "p")]) == 2
+    assert "no table has enough labelled rows" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()

@@ -1,7 +1,8 @@
 """The command line loads torch only where a command computes with it: ``autoprox --help``, every command's
 ``--help`` and a table search and score (``search --bench T.csv``, ``score --proxy R/best.json``) run without
 it, as a user's outside check runs them once per table (torch's import alone costs about a second); the help
-runs without SciPy's statistics too (half a second more)."""
+runs without SciPy's statistics too (half a second more), and all of these without SymPy (a quarter of a second),
+which only the commands that build a SymPy formula import (``show``, ``export``, ``report``, ``search --report``)."""
 
 from __future__ import annotations
 
@@ -50,14 +51,14 @@ def _table(path, rows: int = 30, labelled: int = 20) -> None:
                              *(repr(float(base[i] + rng.normal())) for _ in range(3))])
 
 
-def test_help_and_a_table_search_and_score_do_not_import_torch(tmp_path):
+def test_help_and_a_table_search_and_score_import_neither_torch_nor_sympy(tmp_path):
     table, out, scores = tmp_path / "mine.csv", tmp_path / "run", tmp_path / "scores.csv"
     _table(table)
     child = subprocess.run([sys.executable, "-c", CHILD, str(table), str(out), str(scores)], capture_output=True,
                            text=True, timeout=300)
     assert child.returncode == 0, child.stderr[-3000:]
     after_help, after_table = json.loads(child.stdout.splitlines()[-1])
-    assert not {"torch", "timm", "scipy.stats"} & set(after_help), after_help  # the table search needs SciPy's
-    assert not {"torch", "timm"} & set(after_table), after_table
+    assert not {"torch", "timm", "scipy.stats", "sympy"} & set(after_help), after_help  # the table search needs SciPy's
+    assert not {"torch", "timm", "sympy"} & set(after_table), after_table
     with open(scores, newline="", encoding="utf-8") as handle:
         assert [row["id"] for row in csv.DictReader(handle)] == [f"a{i}" for i in range(30)]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from autoprox.core.correlation import METRICS, correlate, correlate_targets, jcm
+from autoprox.core.correlation import METRICS, correlate, correlate_targets, jcm, kendall, kendall_or_zero
 
 
 def test_tau_b_by_hand_on_a_tiny_example_with_ties():
@@ -102,3 +102,26 @@ def test_jcm_refuses_weights_without_a_positive_total(weights):
 def test_jcm_refuses_no_target():
     with pytest.raises(ValueError, match="no target"):
         jcm({})
+
+
+def test_kendall_or_zero_is_tau_b_over_the_rows_where_both_are_finite():
+    rng = np.random.default_rng(3)
+    scores, truth = np.round(rng.normal(size=40)), np.round(rng.normal(size=40))  # ties on both sides
+    scores[[0, 5]], truth[[7, 9]], scores[11], truth[12] = np.nan, np.nan, np.inf, -np.inf
+    keep = np.isfinite(scores) & np.isfinite(truth)
+    expected = sps.kendalltau(scores[keep], truth[keep], variant="b").statistic
+    assert kendall_or_zero(scores, truth) == pytest.approx(expected, abs=1e-15)
+    assert kendall_or_zero(scores[keep], truth[keep]) == kendall(scores[keep], truth[keep])
+
+
+@pytest.mark.parametrize("scores, truth", [
+    ([], []),
+    ([1.0, 2.0], [1.0, 2.0]),  # fewer than 3 rows: kendall gives +1 here
+    ([1.0, 2.0, np.nan, 3.0], [1.0, 2.0, 3.0, np.nan]),  # 2 rows where both are finite
+    ([4.0, 4.0, 4.0, 4.0], [1.0, 2.0, 3.0, 4.0]),  # a constant score ranks nothing
+    ([4.0, 4.0, 9.0, 4.0], [1.0, 2.0, np.nan, 4.0]),  # constant on the rows kept, not before
+    ([1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 5.0]),  # a constant truth
+])
+def test_kendall_or_zero_is_zero_where_kendall_is_undefined(scores, truth):
+    value = kendall_or_zero(np.asarray(scores), np.asarray(truth))
+    assert value == 0.0 and isinstance(value, float)

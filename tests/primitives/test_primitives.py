@@ -498,6 +498,23 @@ def test_the_table_imports_without_torch():
     assert result.stdout.strip() == "False"
 
 
+def test_the_table_imports_sympy_when_a_sympy_form_is_first_built():
+    """Every command reads the table (a quarter of a second of SymPy, ``autoprox --help`` included); SymPy comes
+    with the first SymPy form built, each primitive's forms kept in its record, constants and EPS_SYMBOL too."""
+    import subprocess
+    import sys
+
+    code = ("import sys, autoprox.primitives as P; before = 'sympy' in sys.modules; "
+            "x = __import__('sympy').Symbol('x', real=True); "
+            "print(before, P.get_primitive('normalize').sympy(x, form='scalar'), "
+            "P.get_primitive('element_wise_normalized_sum').sympy(x, form='scalar'), "
+            "P.get_primitive('softmax').sympy(x, form='scalar'), P.EPS_SYMBOL.is_positive)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            cwd=str(REPO))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "nan", "x/(eps", "+", "1)", "1", "True"]
+
+
 # --- export path: source text runs standalone -------------------------------------------
 
 

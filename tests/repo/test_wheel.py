@@ -47,8 +47,8 @@ def installed(tmp_path_factory) -> Path:
     return site
 
 
-def _autoprox(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOPROX_")}
+def _autoprox(site: Path, cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AUTOPROX_")}, **(env or {})}
     env["PYTHONPATH"] = str(site)
     return subprocess.run([sys.executable, "-m", "autoprox.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=900)
@@ -73,13 +73,28 @@ def test_recommended_proxies_and_packaged_benchmarks_rank_from_an_empty_folder(i
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_search_runs_from_an_empty_folder(installed, tmp_path, session_cache):
+def test_a_search_runs_from_an_empty_folder(installed, tmp_path, session_cache, pit_small):
+    """A search of the space by name, its file released as the wheel reads released files (``AUTOPROX_BENCH_DIR``),
+    cut to the 12 smallest PiT ViTs: the 100 of the packaged file cost minutes of statistics and show nothing more
+    (the packaged file itself is read by the test above)."""
+    import torch
+
+    from autoprox.data.benchmark import BENCH_DIR_ENV, BENCH_FILE_NAMES
+    from autoprox.spaces.architectures import arch_to_config, parse_arch
+
+    released = tmp_path / "released"
+    released.mkdir()
+    entries = torch.load(REPO / "autoprox" / "resources" / "vit-bench-101" / BENCH_FILE_NAMES["pit"], weights_only=True)
+    small = [arch_to_config(a) for a in pit_small.archs]
+    torch.save([e for e in entries if arch_to_config(parse_arch(e["arch"])) in small], released / BENCH_FILE_NAMES["pit"])
     result = _autoprox(installed, tmp_path, "search", "--space", "pit", "--iterations", "3", "--out", "r",
-                       "--population", "4", "--batch-size", "2", "--cache-dir", str(session_cache.root), "--quiet")
+                       "--population", "4", "--batch-size", "2", "--cache-dir", str(session_cache.root), "--quiet",
+                       env={BENCH_DIR_ENV: str(released)})
     assert result.returncode == 0, result.stderr[-2000:]
     config = json.loads((tmp_path / "r" / "config.json").read_text())
     assert config["settings"]["bench"] == "gt_pit.pth" and config["space"] == "pit"
-    assert (tmp_path / "r" / "best.json").is_file()
+    split = json.loads((tmp_path / "r" / "best.json").read_text())["split"]
+    assert sorted(split["search"] + split["test"]) == list(range(len(pit_small)))  # the released file's 12
 
 
 def test_the_label_free_proxy_scores_a_table_and_computed_spaces_from_an_empty_folder(installed, tmp_path, pit_small,

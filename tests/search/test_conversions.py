@@ -68,3 +68,20 @@ def test_gene_with_other_aggregations_names_the_real_names(capsys):
     assert refused(capsys, "--aggregation", "gene,mean").endswith(
         "gene stands alone (all four, chosen by evolution): give gene or a comma list of mean, sum, wmean, std")
     assert OPTIONS["aggregation"].value("gene") == "gene"
+
+
+def test_an_integer_bound_refuses_above_it_and_a_recorded_value_is_read_as_before():
+    """``integer(minimum, maximum)``: a value typed or passed above ``maximum`` is refused in one line; what a run
+    recorded is checked against the minimum alone, so a run recorded before a bound was added stays readable."""
+    from autoprox.search.conversions import integer
+
+    bounded = integer(1, 1000)
+    assert bounded("1000") == 1000 and bounded(1) == 1
+    with pytest.raises(ConfigError, match=r"^expected at most 1,000, got 1,001$"):
+        bounded("1001")
+    with pytest.raises(ConfigError, match=r"^expected at least 1, got 0$"):
+        bounded(0)
+    assert bounded.recorded(10 ** 7) and not bounded.recorded(0)
+    assert option_values({"iterations": 10 ** 6})["iterations"] == 10 ** 6
+    with pytest.raises(ConfigError, match=r"^iterations: expected at most 1,000,000, got 1,000,001$"):
+        option_values({"iterations": 10 ** 6 + 1})

@@ -376,3 +376,22 @@ def test_ctrl_c_in_the_inner_cross_validation_says_truthfully_what_is_kept(tmp_p
     assert "only config.json is kept and the resume starts the search over" in err
     assert "what was computed is kept" not in err
     assert sorted(p.name for p in (tmp_path / "run").iterdir() if not p.name.startswith(".")) == ["config.json"]
+
+
+def test_the_out_of_bag_kendall_is_nan_below_3_judged_rows_and_zero_for_constant_predictions():
+    """The search's out-of-bag judgement: a Kendall over fewer than 3 rows left out is no figure (NaN, the genome
+    invalid with its R^2), one of predictions that rank nothing is 0, and otherwise it is tau-b against the targets
+    over the rows left out at least once."""
+    from autoprox.proxies.weighted_fit import BaggedRidge, subsamples
+
+    rng = np.random.default_rng(4)
+    features, targets = rng.normal(size=(30, 2)), rng.permutation(30) / 30
+    few = BaggedRidge(features[:4], targets[:4], [np.array([0, 1, 2])]).judge()
+    assert np.isnan(few.kendall) and np.isnan(few.r2)
+    constant = BaggedRidge(np.zeros((30, 2)), targets, [np.arange(15)]).judge()  # one bag: its intercept on every row
+    assert constant.kendall == 0.0
+    bags = subsamples(30, 3, 0.5, rng)
+    model, predictions = BaggedRidge(features, targets, bags).fit()
+    seen = np.isfinite(predictions)
+    expected = kendalltau(predictions[seen], targets[seen]).statistic
+    assert BaggedRidge(features, targets, bags).judge().kendall == pytest.approx(expected, abs=1e-15)

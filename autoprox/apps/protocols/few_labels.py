@@ -32,6 +32,7 @@ import numpy as np
 
 from autoprox.apps.protocols.runner import CutProtocol, check_recorded, run_cuts
 from autoprox.core.atomic import atomic_write_json, check_new_folder, json_safe, read_json_file
+from autoprox.core.correlation import kendall_or_zero
 from autoprox.core.errors import AutoproxError, BenchmarkError, ConfigError, RunDirError, one_line
 from autoprox.core.progress import Progress
 from autoprox.core.registry import Registry
@@ -40,7 +41,7 @@ from autoprox.proxies.weighted_fit import usable_columns
 from autoprox.search.conversions import distinct, sequence
 from autoprox.search.table_search import MIN_LABELS
 
-__all__ = ["FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "MIN_INTERVAL_DRAWS", "column_rank_matrix",
+__all__ = ["DEFAULT_DRAWS", "FEW_LABELS_FILE", "FEW_LABEL_METHODS", "FewLabelMethod", "MIN_INTERVAL_DRAWS", "column_rank_matrix",
            "draws_interval", "entries_text", "entry_names", "largest_k", "register_few_label_method", "ridge_on_ranks", "run_few_labels"]
 
 #: The record a few-label protocol writes in its folder.
@@ -48,6 +49,8 @@ FEW_LABELS_FILE = "few_labels.json"
 FORMAT = "autoprox-few-labels/1"
 #: Smallest k the protocol takes.
 MIN_K = 5
+#: Draws per (table, k) when ``evaluate --few-labels`` is not given ``--repeats``.
+DEFAULT_DRAWS = 10
 #: A k above this share of a table's labelled rows is skipped there (too few rows left to judge).
 SKIP_SHARE = 0.6
 #: Fewer draws than this give no bootstrap interval: the percentile bootstrap of 2 draws is their [min, max], often
@@ -109,29 +112,19 @@ def _labelled(labels: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.isfinite(labels))
 
 
-def _kendall(scores: np.ndarray, labels: np.ndarray) -> float:
-    from scipy.stats import kendalltau  # on first use: --help imports this module
-
-    keep = np.isfinite(scores) & np.isfinite(labels)
-    if keep.sum() < 3 or np.ptp(scores[keep]) == 0:
-        return 0.0
-    value = kendalltau(scores[keep], labels[keep]).statistic
-    return float(value) if math.isfinite(value) else 0.0
-
-
 def _size(columns, labels, seed):
     rows = _labelled(labels)
     present = [c for c in ("params", "flops") if c in columns]
     if not present:
         raise ConfigError("the table has neither params nor flops")
-    best = max(present, key=lambda c: (_kendall(columns[c][rows], labels[rows]), -present.index(c)))
+    best = max(present, key=lambda c: (kendall_or_zero(columns[c][rows], labels[rows]), -present.index(c)))
     return np.asarray(columns[best], dtype=np.float64)
 
 
 def _best_column(columns, labels, seed):
     rows = _labelled(labels)
     names = usable_columns(columns)
-    figures = {c: _kendall(columns[c][rows], labels[rows]) for c in names}
+    figures = {c: kendall_or_zero(columns[c][rows], labels[rows]) for c in names}
     best = max(names, key=lambda c: (abs(figures[c]), -names.index(c)))
     return np.sign(figures[best] or 1.0) * np.asarray(columns[best], dtype=np.float64)
 
@@ -219,7 +212,7 @@ def _one_draw(columns, truth, k, seed, name, draw, methods) -> dict:
             scores = FEW_LABEL_METHODS[method].fit(columns, labels, draw)
         except AutoproxError as exc:  # a draw its method cannot fit (k labels all equal): say which
             raise type(exc)(f"{name} k={k}, draw {draw}, {method}: {one_line(exc)}") from None
-        figures[method] = _kendall(np.asarray(scores, dtype=np.float64)[judged], truth[judged])
+        figures[method] = kendall_or_zero(np.asarray(scores, dtype=np.float64)[judged], truth[judged])
     return figures
 
 

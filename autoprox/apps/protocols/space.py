@@ -43,12 +43,12 @@ from autoprox.apps.rank_search import (
     best_single,
     figures_on,
     greedy_lrsum,
-    kendall_or_zero,
     prepare_spaces,
     search_rank_formula,
     space_leads,
 )
 from autoprox.core.atomic import make_directory
+from autoprox.core.correlation import kendall_or_zero
 from autoprox.core.errors import ConfigError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, TableSpace
 from autoprox.genome.rank_formula import parse_formula

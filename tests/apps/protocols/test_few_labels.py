@@ -313,3 +313,30 @@ def test_an_interrupted_protocol_says_the_command_that_goes_on(tmp_path, capsys)
     assert code == 130
     assert (f"continue with: autoprox evaluate --few-labels 10 --bench {path} --methods size,interrupting "
             f"--repeats 2 --resume --out {tmp_path / 'p'}") in err
+
+
+def test_a_method_that_ranks_nothing_scores_zero_not_nan(tmp_path):
+    """A draw's figure is Kendall or 0 where undefined (:func:`autoprox.core.correlation.kendall_or_zero`): a
+    constant score, or one finite on fewer than 3 judged rows, counts as chance in the means, never NaN."""
+    from autoprox.apps.protocols.few_labels import register_few_label_method
+
+    def constant(columns, labels, seed):
+        return np.ones(len(labels))
+
+    def two_rows(columns, labels, seed):
+        scores = np.full(len(labels), np.nan)
+        scores[np.flatnonzero(np.isnan(labels))[:2]] = [1.0, 2.0]
+        return scores
+
+    register_few_label_method("constant", constant, "one score for every row")
+    register_few_label_method("two-rows", two_rows, "scores two unlabelled rows")
+    try:
+        table = read_proxy_table(write_table(tmp_path / "t.csv", rows=40))
+        record = run_few_labels([(table, "val_acc")], [10], 2, tmp_path / "p",
+                                methods=["size", "constant", "two-rows"], say=lambda _: None)
+    finally:
+        FEW_LABEL_METHODS.unregister("constant")
+        FEW_LABEL_METHODS.unregister("two-rows")
+    draws = record["results"]["t"]["10"]["draws"]
+    assert [d["constant"] for d in draws] == [0.0, 0.0] and [d["two-rows"] for d in draws] == [0.0, 0.0]
+    assert all(d["size"] != 0.0 for d in draws)
