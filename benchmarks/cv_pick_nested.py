@@ -115,7 +115,8 @@ def main(argv=None) -> int:
     if args.first is not None:
         record["folds"] = record["folds"][:args.first]
     space = record["space"]
-    jobs = inner_jobs(folder, record, scratch / "inner")
+    inner_root = scratch / f"inner-{space}"
+    jobs = inner_jobs(folder, record, inner_root)
     print(f"{space}: {len(jobs)} inner searches", flush=True)
     done = Parallel(n_jobs=args.workers, verbose=10)(delayed(search_job)(*job) for job in jobs)
     assert all(d["finished"] for d in done)
@@ -126,7 +127,7 @@ def main(argv=None) -> int:
                 and e["protocol"].endswith(protocol.name))
     folds, nested_kd3 = [], []
     for fold in record["folds"]:
-        choice = nested_choice(folder / fold["run"], scratch / "inner" / fold["run"])
+        choice = nested_choice(folder / fold["run"], inner_root / fold["run"])
         test = by_run[fold["run"]]["test"]
         figures = {t: test[choice["chosen"][t]][t] for t in record["targets"]}
         folds.append({"run": fold["run"], **choice, "test": figures})
