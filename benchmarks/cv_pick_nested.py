@@ -154,7 +154,9 @@ def main(argv=None) -> int:
           f"[{m['corrected'][0]:+.3f}, {m['corrected'][1]:+.3f}], ahead on {m['ahead']}/{len(folds)}; chosen "
           + ", ".join(f"{c} {n}/{pairs}" for c, n in counts.items()))
     if args.json:
-        Path(args.json).write_text(json.dumps({"protocol": str(protocol), "space": space, "inner_folds": len(
+        given = protocol.resolve()
+        name = str(given.relative_to(REPO)) if given.is_relative_to(REPO) else str(given)
+        Path(args.json).write_text(json.dumps({"protocol": name, "space": space, "inner_folds": len(
             search_part_folds(RunContext.open(folder / record["folds"][0]["run"]))), "folds": folds,
             "summary": summary}, indent=1) + "\n")
     return 0
