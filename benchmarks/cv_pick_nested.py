@@ -158,7 +158,7 @@ def main(argv=None) -> int:
         name = str(given.relative_to(REPO)) if given.is_relative_to(REPO) else str(given)
         Path(args.json).write_text(json.dumps({"protocol": name, "space": space, "inner_folds": len(
             search_part_folds(RunContext.open(folder / record["folds"][0]["run"]))), "folds": folds,
-            "summary": summary}, indent=1) + "\n")
+            "summary": summary}, separators=(",", ":")) + "\n")
     return 0
 
 

@@ -119,7 +119,7 @@ def main(argv=None) -> int:
         given = Path(args.protocol).resolve()
         name = str(given.relative_to(REPO)) if given.is_relative_to(REPO) else str(given)
         Path(args.json).write_text(json.dumps({"protocol": name, "space": record["space"], "folds": folds,
-                                               "summary": summary}, indent=1) + "\n")
+                                               "summary": summary}, separators=(",", ":")) + "\n")
     return 0
 
 

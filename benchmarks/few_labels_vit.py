@@ -148,7 +148,7 @@ def main(argv=None) -> int:
                   f" (corrected [{d['corrected'][0]:+.3f}, {d['corrected'][1]:+.3f}], sd {d['sd']:.3f}), ahead on "
                   f"{d['ahead']} of {r['folds']} folds")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        Path(args.json).write_text(json.dumps(results, separators=(",", ":")) + "\n")
     return 0
 
 
