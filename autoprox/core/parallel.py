@@ -25,9 +25,11 @@ the fitness of a genome on architectures whose statistics are held once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -265,6 +267,23 @@ def parse_scheduler(text: str | None) -> tuple[str, str | int | None]:
     return "address", address
 
 
+@contextlib.contextmanager
+def _workers_ignore_interrupts() -> Iterator[None]:
+    """Start processes, within the block, that ignore SIGINT: a Ctrl-C reaches every process of the terminal's
+    group, and a local cluster's workers would each print a traceback of their own. This process keeps its handler
+    (restored on leaving) and closes the cluster itself; a child that finds SIGINT ignored does not turn it into a
+    KeyboardInterrupt (Python's documented rule). Off the main thread, where no handler can be set, it does
+    nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def make_executor(scheduler: str | None = None, workers: int = 1) -> Executor:
     """The executor ``scheduler`` names (see the module docstring); ``workers`` is for the local one."""
     kind, value = parse_scheduler(scheduler)
@@ -272,8 +291,10 @@ def make_executor(scheduler: str | None = None, workers: int = 1) -> Executor:
         return LocalExecutor(workers)
     distributed = _distributed()
     if kind == "local-cluster":
-        cluster = distributed.LocalCluster(n_workers=int(value), threads_per_worker=1, processes=True,
-                                           host="127.0.0.1", dashboard_address=None)
+        with _workers_ignore_interrupts():
+            cluster = distributed.LocalCluster(n_workers=int(value), threads_per_worker=1, processes=True,
+                                               host="127.0.0.1", dashboard_address=None,
+                                               silence_logs=logging.ERROR)
         return DaskExecutor(distributed.Client(cluster), cluster, f"a local Dask cluster of {value} workers",
                             cluster.scheduler_address)
     try:

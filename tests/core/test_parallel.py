@@ -76,6 +76,21 @@ def test_local_cluster_runs_tasks_on_two_worker_processes(cluster_executor):
     assert len({pid for _, pid in results}) == 2 and os.getpid() not in {pid for _, pid in results}
 
 
+def _interrupt_handler() -> object:
+    import signal
+
+    return signal.getsignal(signal.SIGINT)
+
+
+def test_local_cluster_workers_leave_a_ctrl_c_to_this_process(cluster_executor):
+    """A Ctrl-C reaches every process of the terminal's group: the workers ignore it (no traceback of their own) and
+    this process, whose handler is as it was, stops the work and closes the cluster."""
+    import signal
+
+    assert cluster_executor.run(_interrupt_handler, [(), ()]) == [signal.SIG_IGN, signal.SIG_IGN]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_statistics_computed_on_the_cluster_equal_local_ones(cluster_executor, af_small, small_spec, tmp_path):
     from autoprox.data.cache import compute_into_cache
     from autoprox.spaces.architectures import arch_to_config
