@@ -42,7 +42,8 @@ from joblib import Parallel, delayed  # noqa: E402
 
 from autoprox.apps.protocols.jobs import search_job  # noqa: E402
 from autoprox.apps.protocols.summary import t_interval  # noqa: E402
-from autoprox.apps.selection import SearchPartScores, _parts, search_part_folds, select_best  # noqa: E402
+from autoprox.apps.selection import (SearchPartScores, inner_fold_kendalls, inner_mean, search_part_folds,  # noqa: E402
+                                     select_best)
 from autoprox.core.correlation import correlate  # noqa: E402
 from autoprox.proxies.ensemble import quantile  # noqa: E402
 from autoprox.search.context import RunContext  # noqa: E402
@@ -69,7 +70,6 @@ def nested_choice(run: Path, inner_root: Path) -> dict:
     context = RunContext.open(run)
     scores = SearchPartScores(run, context)
     folds = search_part_folds(context)
-    size = len(context.indices("search"))
     inner_best = []
     for k in range(len(folds)):
         proxy = select_best(inner_root / f"inner-{k}")
@@ -77,22 +77,9 @@ def nested_choice(run: Path, inner_root: Path) -> dict:
     table, chosen = {}, {}
     for target in context.targets:
         classes = context.plan.target_classes[target]
-        means = {}
-        for candidate in CANDIDATES:
-            kendalls = []
-            for k, test in enumerate(folds):
-                train = [i for i in range(size) if i not in set(test)]
-                total = np.zeros(len(test))
-                for part in _parts(candidate):
-                    if part == "best":
-                        values = inner_best[k][classes]
-                        train_raw, test_raw = values[train], values[list(test)]
-                    else:
-                        train_raw, test_raw, _ = scores.fitted(part, target, train, test)
-                    total = total + quantile(train_raw, test_raw) / len(_parts(candidate))
-                kendalls.append(correlate(total, context.accuracies("search", [target])[target][list(test)])["kendall"])
-            finite = [v for v in kendalls if v is not None and np.isfinite(v)]
-            means[candidate] = float(np.mean(finite)) if len(finite) == len(kendalls) else float("-inf")
+        given = {"best": [values[classes] for values in inner_best]}
+        means = {candidate: inner_mean(inner_fold_kendalls(scores, candidate, target, folds, given))
+                 for candidate in CANDIDATES}
         table[target] = means
         chosen[target] = max(CANDIDATES, key=lambda c: means[c])
     return {"inner": table, "chosen": chosen}

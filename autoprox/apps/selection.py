@@ -364,21 +364,37 @@ def _parts(candidate: str) -> list[str]:
     return parts
 
 
-def inner_fold_kendalls(scores: SearchPartScores, candidate: str, target: str, folds: Sequence[Sequence[int]]) \
-        -> list[float]:
+def inner_fold_kendalls(scores: SearchPartScores, candidate: str, target: str, folds: Sequence[Sequence[int]],
+                        given: Mapping[str, Sequence[np.ndarray]] | None = None) -> list[float]:
     """Kendall on each inner fold of the search part of ``candidate`` fitted on the other folds
-    (blend and references); NaN where undefined."""
+    (blend and references); NaN where undefined.
+
+    ``given``: for a part named in it, its raw scores on the whole search part for each inner fold in turn,
+    used instead of the part's own (say, ``best`` from a search run again on each inner training part, which
+    ``benchmarks/cv_pick_nested.py`` measures).
+    """
     parts = _parts(candidate)
+    given = given or {}
     size = len(scores.accuracies[target])
     kendalls = []
-    for fold in folds:
+    for index, fold in enumerate(folds):
         train = [i for i in range(size) if i not in set(fold)]
         total = np.zeros(len(fold))
         for part in parts:
-            train_raw, test_raw, _ = scores.fitted(part, target, train, fold)
+            if part in given:
+                values = np.asarray(given[part][index])
+                train_raw, test_raw = values[train], values[list(fold)]
+            else:
+                train_raw, test_raw, _ = scores.fitted(part, target, train, fold)
             total = total + (test_raw if part == "ridge" else quantile(train_raw, test_raw)) / len(parts)
         kendalls.append(correlate(total, scores.accuracies[target][list(fold)])["kendall"])
     return kendalls
+
+
+def inner_mean(kendalls: Sequence[float]) -> float:
+    """A candidate's figure for ``cv-pick``: the mean of its inner-fold Kendalls, -inf when any is undefined."""
+    finite = [v for v in kendalls if v is not None and np.isfinite(v)]
+    return float(np.mean(finite)) if len(finite) == len(kendalls) else float("-inf")
 
 
 def search_part_folds(context: RunContext, folds: int = INNER_FOLDS) -> list[list[int]]:
@@ -413,8 +429,7 @@ def select_cv_pick(run_dir: Path, candidates: Sequence[str] = CV_PICK_CANDIDATES
                 values = inner_fold_kendalls(scores, candidate, target, inner)
             except InvalidProxy:
                 values = [float("nan")]
-            finite = [v for v in values if v is not None and np.isfinite(v)]
-            means[candidate] = float(np.mean(finite)) if len(finite) == len(values) else float("-inf")
+            means[candidate] = inner_mean(values)
         chosen[target] = max(candidates, key=lambda c: means[c])  # max keeps the first of equal ones
         table[target] = means
     more = {}
@@ -506,7 +521,7 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     return out, selected
 
 __all__ = ["CANDIDATES", "CV_PICK_CANDIDATES", "HOF_MEMBERS", "INNER_FOLDS", "SELECTIONS", "RidgeFit", "SearchPartScores",
-           "Selected", "genome_average", "inner_fold_jcms", "inner_fold_kendalls", "lower_bound", "register_selection",
+           "Selected", "genome_average", "inner_fold_jcms", "inner_fold_kendalls", "inner_mean", "lower_bound", "register_selection",
            "ridge_columns", "search_part_folds", "selection_help", "select_best",
            "select_cv_lower_bound", "select_cv_pick", "select_hof_average",
            "selected_for_target", "selection", "usable_scores", "write_selection"]

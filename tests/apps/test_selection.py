@@ -115,6 +115,27 @@ def test_cv_pick_chooses_the_best_inner_fold_candidate_per_target(run_dir):
             assert [m.value for m in members if m.kind == "blend"] == [fitted]
 
 
+def test_inner_fold_kendalls_takes_a_part_scores_given_per_inner_fold(run_dir):
+    """A part's given raw scores stand in for its own (the nested selection's per-fold searches): the run's own
+    ``best`` given gives the same Kendalls, and a reversed one the opposite sign on every fold."""
+    from autoprox.apps.selection import SearchPartScores, inner_fold_kendalls, inner_mean, search_part_folds, select_best
+
+    context = RunContext.open(run_dir)
+    scores = SearchPartScores(run_dir, context)
+    folds = search_part_folds(context)
+    raw = context.score(select_best(run_dir), "search", workers=1)
+    for target in TARGETS:
+        values = raw[context.plan.target_classes[target]]
+        own = inner_fold_kendalls(scores, "best", target, folds)
+        assert inner_fold_kendalls(scores, "best", target, folds, {"best": [values] * len(folds)}) \
+            == pytest.approx(own, nan_ok=True)
+        flipped = inner_fold_kendalls(scores, "best", target, folds, {"best": [-values] * len(folds)})
+        assert flipped == pytest.approx([-k for k in own], nan_ok=True)
+        both = inner_fold_kendalls(scores, "best+blend", target, folds, {"best": [values] * len(folds)})
+        assert both == pytest.approx(inner_fold_kendalls(scores, "best+blend", target, folds), nan_ok=True)
+    assert inner_mean([0.2, 0.4]) == pytest.approx(0.3) and inner_mean([0.2, float("nan")]) == float("-inf")
+
+
 def test_cv_pick_joint_takes_one_candidate_for_every_target_by_inner_fold_jcm(run_dir):
     from autoprox.apps.selection import SELECTIONS, select_cv_pick
     from autoprox.core.correlation import jcm
