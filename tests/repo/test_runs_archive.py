@@ -80,6 +80,13 @@ def leave_space_out_dir(tmp_path):
     return folder
 
 
+def test_the_committed_runs_stay_under_5_mb():
+    """runs/ is cloned with the code (runs/README.md: what is packed or left out to keep it under 5 MB, counted
+    as the bytes of the files git tracks there; du's 4 KiB blocks count more)."""
+    sizes = [path.stat().st_size for path in tracked_files("runs/**")]
+    assert len(sizes) > 100 and sum(sizes) < 5_000_000, sum(sizes)
+
+
 def test_committed_archives_agree_with_their_folders():
     archives = tracked_files("runs/**/archive.tar.xz")
     assert archives, "no committed archive"
