@@ -265,3 +265,23 @@ def test_a_packaged_table_space_given_to_search_space_names_the_table_file_to_se
     assert code == 0 and json.loads(out), err  # the file and target given read as a table (a search of it: ~8 s)
     code, out, err = run_cli(capsys, "search", "--space", "nope", "--out", tmp_path / "other")
     assert code == 2 and "(and the proxy tables nb201, flexibert, searched through --bench)" in one_error_line(err)
+
+
+def test_table_run_config_tells_a_table_run_from_every_other_folder(searched, tmp_path):
+    """score's and rank's default --bench and export's refusal of an unfinished table run each read "is this a
+    table run" with a check of their own; one function answers for all."""
+    from autoprox.search.table_run import table_run_config
+
+    run = searched[0]
+    config = table_run_config(run)
+    assert config is not None and config["kind"] == "table-search" and config["table"]["path"]
+    assert table_run_config(run / "best.json") is None  # a file: no run directory
+    assert table_run_config(tmp_path) is None and table_run_config(tmp_path / "nowhere") is None
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    assert table_run_config(broken) is None  # left to the caller's own reading, which names what is wrong
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"settings": {"bench": "gt_pit.pth"}}))
+    assert table_run_config(other) is None
