@@ -21,7 +21,8 @@ its column, all of one sign tied (:func:`order_infinities`), and the table says 
 refused, each in one line naming the file and the line or column: no ``id`` column first, an id given twice, a cell
 that is not a number, an infinite target, no column named as a standard proxy (so no proxy column), a proxy column
 with no finite value at all, a file larger than
-:data:`MAX_TABLE_BYTES`, fewer than :data:`MIN_ROWS` rows, a column named twice. No accuracy column, or
+:data:`MAX_TABLE_BYTES`, fewer than :data:`MIN_ROWS` rows, a column named twice (header cells are
+compared with the spaces around them dropped; the error names both cells as written). No accuracy column, or
 one with no value, is refused too, except by a reader that needs no labels (``score``:
 ``read_proxy_table(..., labels=False)``).
 
@@ -243,18 +244,28 @@ def first_line(path: str | os.PathLike) -> str:
         return ""
 
 
-def _header_kinds(header: Sequence[str], where: str, labels: bool = True) -> tuple[list[str], list[str]]:
-    """The accuracy columns and the proxy columns of a header, checked (``labels`` False: no accuracy column is
-    no problem)."""
+def _header_kinds(header: Sequence[str], where: str, labels: bool = True,
+                  raw: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
+    """The accuracy columns and the proxy columns of a header (its cells stripped; ``raw``: as written, to name
+    two cells that differ only by spaces), checked (``labels`` False: no accuracy column is no problem)."""
     if not header or header[0] != ID_COLUMN:
         first = header[0] if header else "nothing"
         raise BenchmarkError(f"{where}: the first column must be {ID_COLUMN!r} (the architecture's name), "
                              f"found {first!r}")
+    raw = header if raw is None else raw
+    first_at: dict[str, int] = {}
     for index, name in enumerate(header):
         if not name:
             raise BenchmarkError(f"{where}: column {index + 1} has no name")
-        if name in header[:index]:
-            raise BenchmarkError(f"{where}: column {name!r} appears twice")
+        if name in first_at:
+            before = first_at[name]
+            if raw[before] == raw[index]:
+                raise BenchmarkError(f"{where}: columns {before + 1} and {index + 1} are both named {name!r}; name "
+                                     "each column once")
+            raise BenchmarkError(f"{where}: columns {before + 1} ({raw[before]!r}) and {index + 1} ({raw[index]!r}) "
+                                 f"are both named {name!r} once the spaces around a name are dropped; name each "
+                                 "column once")
+        first_at[name] = index
     columns = list(header[1:])
     first_proxy = next((i for i, name in enumerate(columns) if name in STANDARD_PROXIES), len(columns))
     accuracies, proxies = columns[:first_proxy], columns[first_proxy:]
@@ -300,12 +311,13 @@ def _read_rows(path: Path, rows, stored: _Counted, size: int, progress, labels: 
     import array
 
     try:
-        header = [cell.strip() for cell in next(rows)]
+        written = next(rows)
     except StopIteration:
         raise BenchmarkError(f"{path}: empty; a proxy table starts with a header row (id, accuracies, proxies)") from None
     except csv.Error as exc:
         raise BenchmarkError(f"{path}: line 1: {exc}") from None
-    accuracy_columns = _header_kinds(header, f"{path}: header", labels)[0]
+    header = [cell.strip() for cell in written]
+    accuracy_columns = _header_kinds(header, f"{path}: header", labels, written)[0]
     ids: list[str] = []
     seen: dict[str, int] = {}
     values = array.array("d")

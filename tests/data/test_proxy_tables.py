@@ -142,6 +142,12 @@ BAD_TABLES = {
                                "none is (names are case-sensitive: 'Params' is not 'params')"),
     "two rows": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3]], "only 2 row(s)"),
     "ragged": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2], ["c", 3, 4]], "line 3: 2 cells, the header has 3"),
+    "a column named twice": (["id", "val_acc", "params", "params"], [["a", 1, 2, 3], ["b", 2, 3, 4], ["c", 3, 4, 5]],
+                             "header: columns 3 and 4 are both named 'params'; name each column once"),
+    # a header cell's spaces are dropped, so these two name one column: both are shown as written
+    "'id' and 'id '": (["id", "val_acc", "params", "id "], [["a", 1, 2, 3], ["b", 2, 3, 4], ["c", 3, 4, 5]],
+                       "header: columns 1 ('id') and 4 ('id ') are both named 'id' once the spaces around a name are "
+                       "dropped; name each column once"),
 }
 
 
