@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 
 from autoprox.core.atomic import json_safe, make_directory
+from autoprox.core.correlation import kendall
 from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError, mark_resume_said
 from autoprox.core.progress import Progress
 from autoprox.data.proxy_tables import ProxyTable, read_proxy_table
@@ -328,7 +329,9 @@ def best_record(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, f
     rows = labelled.labelled
     scores = fit.formula.score(labelled.columns, cache=labelled.cache)
     truth = labelled.labels[rows]
-    in_sample = float(kendalltau(scores[rows], truth).statistic)
+    in_sample = kendall(scores[rows], truth)
+    # scipy's own: kendall() reads no NaN, and a size column may have empty cells on labelled rows, which
+    # nan_policy="omit" leaves out (kendall_or_zero would too, but gives 0 where this records NaN)
     sizes = {name: float(kendalltau(labelled.columns[name][rows], truth, nan_policy="omit").statistic)
              for name in ("params", "flops") if name in labelled.columns}
     return json_safe({
