@@ -260,9 +260,6 @@ MAX_ITERATIONS = 1_000_000
 #: The most local processes (``--workers``, ``evaluate --fold-workers``): above it a number is a typo (joblib
 #: refuses over 1,000,000 with a traceback, and each process holds a Python and its imports).
 MAX_WORKERS = 1_024
-#: The most genomes in a population (``--population``): the paper's is 20; every genome is drawn and evaluated before
-#: the first iteration, so a typo's 10^9 allocates them all before anything is said.
-MAX_POPULATION = 10_000
 #: The most images per minibatch (``--batch-size``): the paper's is 8; the minibatch and every block's activations
 #: on it are held at once, so 10^8 fails deep inside torch after the networks are built.
 MAX_BATCH_SIZE = 1_024
@@ -296,7 +293,7 @@ SEARCH_OPTIONS: list[Option] = [
     Option("search_fraction", 0.6, "share of architectures searched on",
            number(0.0, 1.0, low_open=True), setting="search_fraction", always_recorded=True),
     Option("seed", 0, "seed of the evolution", integer(), setting="evolution.seed", always_recorded=True),
-    Option("population", 20, "genomes in the population", integer(2, MAX_POPULATION),
+    Option("population", 20, "genomes in the population", integer(2),
            setting="evolution.population_size", always_recorded=True),
     Option("iterations", None, f"iterations (default {_ITERATIONS}; with --resume, a new total)",
            integer(0, MAX_ITERATIONS), session=True, setting="evolution.iterations", always_recorded=True,
@@ -515,7 +512,7 @@ def resolve_kernels(values: Mapping[str, Any], evaluation: str) -> str:
     return COUNTED_KERNELS if evaluation == "counted" else DEFAULT_KERNELS
 
 
-__all__ = ["COUNTED_KERNELS", "MAX_BATCH_SIZE", "MAX_ITERATIONS", "MAX_POPULATION", "MAX_WORKERS", "OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS",
+__all__ = ["COUNTED_KERNELS", "MAX_BATCH_SIZE", "MAX_ITERATIONS", "MAX_WORKERS", "OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS",
            "STATS_COMMANDS", "bench_of", "check_cpu_only", "genome_space_of", "option_values", "options_for",
            "register_option", "register_space_files", "released_bench", "resolve_evaluation", "resolve_kernels",
            "seed_genomes", "session_options", "setting_field", "setting_option", "setting_options",
