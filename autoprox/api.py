@@ -502,13 +502,14 @@ def resolve_proxy(text: str | Path) -> Proxy:
 
 def score_rows(proxy: str | Path, bench: str | Path) -> list[tuple[str, float]]:
     """``autoprox score`` on a proxy table: ``(id, score)`` for every row in the table's order (NaN where the proxy
-    could not score a row), the scores ``rank`` correlates. ``proxy``: anything ``rank`` takes (a column, a rank
+    could not score a row: none of the columns it reads has a value there; said in a :class:`UserWarning`), the
+    scores ``rank`` correlates. ``proxy``: anything ``rank`` takes (a column, a rank
     formula, a table search's ``best.json`` or its run directory). Where the table lacks columns the proxy reads,
     the line ``autoprox score`` prints of how it reads them is a :class:`UserWarning`."""
     import warnings
 
     from autoprox.data.proxy_tables import read_proxy_table
-    from autoprox.proxies.table_scores import reading_note, table_scores
+    from autoprox.proxies.table_scores import UNMEASURED, reading_note, table_scores, unscored_warning
 
     if proxy is None or bench is None:
         raise ConfigError(f"score_rows needs {'proxy' if proxy is None else 'bench'}: score_rows(PROXY, TABLE.csv)")
@@ -517,8 +518,9 @@ def score_rows(proxy: str | Path, bench: str | Path) -> list[tuple[str, float]]:
     resolved = text if text in table.proxies else resolve_proxy(text)
     scores = table_scores(resolved, table)
     note = reading_note(resolved, table)
-    if note:
-        warnings.warn(note, UserWarning, stacklevel=2)
+    for line in (note, unscored_warning(table.ids, scores, UNMEASURED)):
+        if line:
+            warnings.warn(line, UserWarning, stacklevel=2)
     return [(ident, float(value)) for ident, value in zip(table.ids, scores)]
 
 

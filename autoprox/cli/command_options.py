@@ -18,7 +18,7 @@ from autoprox.apps.protocols.cross_space import DEFAULT_SEEDS
 from autoprox.apps.protocols.summary import BOOTSTRAP_SAMPLES
 from autoprox.apps.rank_search import MISSING_POLICIES, RankSearchSettings
 from autoprox.apps.ranking import FORMATS
-from autoprox.apps.vitsearch import VitSearchSettings, paper_budgets_text
+from autoprox.apps.vitsearch import MAX_SAMPLES, VitSearchSettings, paper_budgets_text
 from autoprox.apps.selection import selection_help
 from autoprox.core.registry import LiveNames
 from autoprox.data.benchmark import BENCH_FILE_NAMES
@@ -161,7 +161,7 @@ def _vit_search_options() -> tuple[Option, ...]:
         Option("classes", VitSearchSettings.classes, f"classes of the head (default {VitSearchSettings.classes})",
                integer(1), commands=_VIT),
         Option("top", VitSearchSettings.top, f"how many of the best to write (default {VitSearchSettings.top})",
-               integer(1), commands=_VIT),
+               integer(1, MAX_SAMPLES), commands=_VIT),
         Option("seed", VitSearchSettings.seed, f"sampling seed (default {VitSearchSettings.seed})", integer(),
                commands=_VIT),
         Option("out", None, "output directory (default runs/vit-<space>-<proxy>-seed<seed>)", text(), commands=_VIT),

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from autoprox.cli.options import argparse_type
+from autoprox.search.conversions import integer
+from autoprox.search.options import MAX_ITERATIONS
+
 
 def add_parser(sub) -> None:
     curves = sub.add_parser("curves", help="plot the evolution of one or more runs (PNG)")
@@ -13,7 +17,8 @@ def add_parser(sub) -> None:
                         help="PNG to write (a file curves did not write is refused, never overwritten)")
     curves.add_argument("--csv", nargs="?", const=True, default=None, metavar="CSV",
                         help="also write the plotted numbers (default path: --out with .csv)")
-    curves.add_argument("--window", type=int, default=10, help="iterations in the rolling acceptance rate (default 10)")
+    curves.add_argument("--window", type=argparse_type(integer(1, MAX_ITERATIONS), "window"), default=10,
+                        help="iterations in the rolling acceptance rate (default 10; at most a search's iterations)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -40,15 +40,10 @@ def _ensemble_file(source: str):
 def _refuse_unfinished_table_run(source: str) -> None:
     """ExportError for a table search's run directory with no readable ``best.json``: its proxy is fitted only
     when the search ends (its hall of fame holds terms, not weights), so there is nothing to export yet."""
-    from autoprox.core.errors import ExportError, RunDirError
-    from autoprox.search.rundir import CONFIG, RunDirectory
-    from autoprox.search.table_run import is_table_run
+    from autoprox.core.errors import ExportError
+    from autoprox.search.table_run import table_run_config
 
-    run = RunDirectory(source)
-    try:
-        if not (Path(source).is_dir() and run.file(CONFIG).is_file() and is_table_run(run.config())):
-            return
-    except (OSError, ValueError, RunDirError):
+    if table_run_config(source) is None:
         return  # not a table run: the export names what is wrong
     raise ExportError(f"{source} is a table search with no readable best.json yet: its proxy is fitted when the "
                       f"search ends; continue it with autoprox search --resume --out {shlex.quote(source)}, then "

@@ -9,6 +9,12 @@ traceback of bad input too.
 
 SIGTERM stops a command as Ctrl-C does (a search saves its state, writes ``best.json``
 and says how to resume); the exit status is then 143 instead of 130.
+
+A closed output pipe (``autoprox ... | head``) ends a command whose product is what it prints
+(:data:`LISTINGS`: ``rank``, ``show``, ``spaces``) quietly with status 0, as Unix listings end. Any other
+command (a search, whose product is its run directory) stops there with status 141 (128 + SIGPIPE, what a
+shell reports for a command killed by its pipe), never 0; what it computed (a search's checkpoint) is kept,
+and the line saying so goes to stderr when stderr is still open.
 """
 
 from __future__ import annotations
@@ -51,6 +57,13 @@ COMMANDS: dict[str, ModuleType] = {
 
 #: Exit status after SIGINT (Ctrl-C) and after SIGTERM: 128 + the signal's number, as shells report them.
 INTERRUPTED, TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
+
+#: Exit status of a command stopped by its output pipe closing: 128 + SIGPIPE, as a shell reports a command the
+#: signal killed.
+PIPE_CLOSED = 128 + 13
+
+#: The commands whose product is what they print to stdout: a closed pipe (``| head``) ends them with status 0.
+LISTINGS = frozenset({"rank", "show", "spaces"})
 
 
 class Parser(argparse.ArgumentParser):
@@ -137,8 +150,37 @@ def _run(args: argparse.Namespace) -> int:
         print(f"autoprox: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:  # output piped into head & co.
-        sys.stderr.close()
-        return 0
+        return _pipe_closed(args)
+
+
+def _pipe_closed(args: argparse.Namespace) -> int:
+    """The exit status of a command whose output pipe closed (0 for a listing, else :data:`PIPE_CLOSED`), said on
+    stderr where it is still open; the closed streams are pointed at the null device, so that Python's flush at
+    exit neither fails nor prints a traceback."""
+    listing = args.command in LISTINGS
+    if not listing:
+        out = getattr(args, "out", None)
+        hint = (f"continue with autoprox search --resume --out {out}" if args.command == "search" and out else
+                "run the command again to continue (a search: with --resume)")
+        _write_if_open(sys.stderr, f"autoprox: stopped: the pipe its output went to was closed (exit {PIPE_CLOSED}); "
+                                   f"what it computed is kept: {hint}\n")
+    for stream in (sys.stdout, sys.stderr):
+        _write_if_open(stream, "")
+    return 0 if listing else PIPE_CLOSED
+
+
+def _write_if_open(stream, text: str) -> None:
+    """``text`` written to ``stream`` and flushed; a stream whose pipe is closed is pointed at the null device."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except (BrokenPipeError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # not a file (a capture in tests): nothing left to flush at exit
+            pass
 
 
 if __name__ == "__main__":

@@ -184,9 +184,9 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.core.atomic import json_safe
     from autoprox.genome.tree import InvalidProxy
 
-    from autoprox.cli.tables import rank_on_tables, run_table, wants_tables
+    from autoprox.cli.tables import bench_from_table_run, rank_on_tables, wants_tables
 
-    run_table(args)
+    bench_from_table_run(args)
     if wants_tables(args):
         return rank_on_tables(args)
     if _wants_table(args):

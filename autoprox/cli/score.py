@@ -90,20 +90,24 @@ def write_scores(path: str | Path, ids, scores: np.ndarray) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autoprox.cli.tables import run_table, wants_tables
+    from autoprox.cli.tables import bench_from_table_run, wants_tables
     from autoprox.proxies.proxy import resolve_proxy, split_proxy_list
+    from autoprox.proxies.table_scores import UNMEASURED, unscored_warning
 
     names = split_proxy_list(args.proxy)
     if len(names) != 1 or names[0] == "all":
         raise ConfigError("score writes one proxy's scores: give one --proxy")
     check_scores_out(args.out)  # before the scores' seconds are spent
-    run_table(args)
+    bench_from_table_run(args)
     if wants_tables(args):
         ids, scores, what = _table_scores(args)
     else:
         ids, scores, what = _benchmark_scores(args, resolve_proxy(args.proxy))
     write_scores(args.out, ids, scores)
     finite = int(np.isfinite(scores).sum())
+    unscored = unscored_warning(ids, scores, UNMEASURED if wants_tables(args) else "the proxy failed on them")
+    if unscored:
+        warnings.warn(unscored, UserWarning, stacklevel=1)
     tie = tie_warning(scores, what)
     if tie:
         warnings.warn(tie, UserWarning, stacklevel=1)

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from autoprox.cli.options import non_negative_float
+from autoprox.cli.options import argparse_type, non_negative_float
 from autoprox.core.errors import ConfigError
+from autoprox.search.conversions import integer
+
+#: The most rows ``show --top`` prints: far more than a hall of fame holds (20 by default).
+MAX_SHOWN = 10_000
 
 
 def add_parser(sub) -> None:
     show = sub.add_parser("show", help="print a run's hall of fame with readable formulas (works while it runs)")
     show.add_argument("run", help="run directory")
-    show.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
+    show.add_argument("--top", type=argparse_type(integer(1, MAX_SHOWN), "top"), default=10,
+                      help="rows to print (default 10)")
     show.add_argument("--latex", action="store_true", help="also print each formula as LaTeX")
     show.add_argument("--no-simplify", action="store_true", help="print the formulas as built, without SymPy simplification")
     show.add_argument("--timeout", type=non_negative_float, default=None, help="seconds allowed to simplify one formula (default 10)")

@@ -19,8 +19,8 @@ from autoprox.data.proxy_tables import (
     table_space_names,
 )
 
-__all__ = ["check_rankable", "check_table_rank_options", "format_space_protocol", "format_table_ranking", "not_a_table", "rank_on_tables",
-           "run_table", "table_proxy", "table_space_from", "wants_tables"]
+__all__ = ["bench_from_table_run", "check_rankable", "check_table_rank_options", "format_space_protocol",
+           "format_table_ranking", "not_a_table", "rank_on_tables", "table_proxy", "table_space_from", "wants_tables"]
 
 
 def _several(value) -> list[str]:
@@ -49,28 +49,25 @@ def table_proxy(name: str, columns, where: str):
                          "proxy file") from None
 
 
-def run_table(args: argparse.Namespace) -> None:
+def bench_from_table_run(args: argparse.Namespace) -> None:
     """Without --bench and --space, a table search's proxy (its run directory or ``best.json``) is scored on the
     table the search read, as a ViT run's proxy is on its benchmark: ``args.bench`` is set to it, and said so on
     stderr. ConfigError when that table is no longer where the run recorded it; nothing for any other proxy."""
-    from autoprox.search.rundir import CONFIG, RunDirectory
-    from autoprox.search.table_run import is_table_run
+    from autoprox.search.table_run import table_run_config
 
     names = _several(getattr(args, "proxy", None))
     if getattr(args, "bench", None) or getattr(args, "space", None) or len(names) != 1:
         return
     path = Path(names[0])
-    run = RunDirectory(path if path.is_dir() else path.parent)
-    if not path.exists() or not run.file(CONFIG).is_file():
-        return
-    config = run.config()
-    if not is_table_run(config):
+    folder = path if path.is_dir() else path.parent
+    config = table_run_config(folder) if path.exists() else None
+    if config is None:
         return
     recorded = config.get("table", {}).get("path") if isinstance(config.get("table"), dict) else None
     if not isinstance(recorded, str) or not Path(recorded).is_file():
-        raise ConfigError(f"{run.path} was searched on the table {recorded}, which is no longer there: give the "
+        raise ConfigError(f"{folder} was searched on the table {recorded}, which is no longer there: give the "
                           "table to score with --bench TABLE.csv")
-    print(f"table: {recorded}, the one {run.path} was searched on (--bench TABLE.csv scores another)", file=sys.stderr)
+    print(f"table: {recorded}, the one {folder} was searched on (--bench TABLE.csv scores another)", file=sys.stderr)
     args.bench = recorded
 
 

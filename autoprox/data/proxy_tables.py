@@ -14,6 +14,10 @@ A proxy table is a CSV file (optionally gzip-compressed, ``.csv.gz``)::
   every column from there on is a proxy column, so a table may carry proxies of its own
   after the standard ones.
 
+A line whose first character other than a space is ``#`` is a comment, and a blank line is skipped, as the ViT CSV
+reader (:mod:`autoprox.data.tables`) reads them; an id that starts with ``#`` is written quoted. A comment after the
+header is said in the table's ``notes`` (it may be a row commented out, or an id starting with ``#`` unquoted).
+
 Every cell is a number or empty (not measured: NaN); the usual spellings of a missing value
 (:data:`MISSING_SPELLINGS`: ``nan``, ``NA``, ``N/A``, ``null``, ``None``, ..., any case) read as empty too. An
 infinite proxy value (``inf``, ``-inf``, ``Infinity``: a proxy that overflowed) ranks beyond every finite value of
@@ -21,7 +25,8 @@ its column, all of one sign tied (:func:`order_infinities`), and the table says 
 refused, each in one line naming the file and the line or column: no ``id`` column first, an id given twice, a cell
 that is not a number, an infinite target, no column named as a standard proxy (so no proxy column), a proxy column
 with no finite value at all, a file larger than
-:data:`MAX_TABLE_BYTES`, fewer than :data:`MIN_ROWS` rows, a column named twice. No accuracy column, or
+:data:`MAX_TABLE_BYTES`, fewer than :data:`MIN_ROWS` rows, a column named twice (header cells are
+compared with the spaces around them dropped; the error names both cells as written). No accuracy column, or
 one with no value, is refused too, except by a reader that needs no labels (``score``:
 ``read_proxy_table(..., labels=False)``).
 
@@ -233,28 +238,45 @@ def _open_text(path: Path, limit: int, stack) -> tuple[io.TextIOWrapper, _Counte
 
 
 def first_line(path: str | os.PathLike) -> str:
-    """The first line of a table file (gunzipped for ``.gz``), at most 64 KB of it; empty if unreadable."""
+    """The first line of a table file (gunzipped for ``.gz``) that is neither a comment nor blank (its header),
+    within the file's first 64 KB; empty if unreadable or none."""
     path = Path(path)
     try:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:
-            return handle.readline(1 << 16)
+            budget = 1 << 16
+            while budget > 0:
+                line = handle.readline(budget)
+                if not line or not (_is_comment(line) or not line.strip()):
+                    return line
+                budget -= len(line)
+            return ""
     except (OSError, UnicodeDecodeError, EOFError):
         return ""
 
 
-def _header_kinds(header: Sequence[str], where: str, labels: bool = True) -> tuple[list[str], list[str]]:
-    """The accuracy columns and the proxy columns of a header, checked (``labels`` False: no accuracy column is
-    no problem)."""
+def _header_kinds(header: Sequence[str], where: str, labels: bool = True,
+                  raw: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
+    """The accuracy columns and the proxy columns of a header (its cells stripped; ``raw``: as written, to name
+    two cells that differ only by spaces), checked (``labels`` False: no accuracy column is no problem)."""
     if not header or header[0] != ID_COLUMN:
         first = header[0] if header else "nothing"
         raise BenchmarkError(f"{where}: the first column must be {ID_COLUMN!r} (the architecture's name), "
                              f"found {first!r}")
+    raw = header if raw is None else raw
+    first_at: dict[str, int] = {}
     for index, name in enumerate(header):
         if not name:
             raise BenchmarkError(f"{where}: column {index + 1} has no name")
-        if name in header[:index]:
-            raise BenchmarkError(f"{where}: column {name!r} appears twice")
+        if name in first_at:
+            before = first_at[name]
+            if raw[before] == raw[index]:
+                raise BenchmarkError(f"{where}: columns {before + 1} and {index + 1} are both named {name!r}; name "
+                                     "each column once")
+            raise BenchmarkError(f"{where}: columns {before + 1} ({raw[before]!r}) and {index + 1} ({raw[index]!r}) "
+                                 f"are both named {name!r} once the spaces around a name are dropped; name each "
+                                 "column once")
+        first_at[name] = index
     columns = list(header[1:])
     first_proxy = next((i for i, name in enumerate(columns) if name in STANDARD_PROXIES), len(columns))
     accuracies, proxies = columns[:first_proxy], columns[first_proxy:]
@@ -292,27 +314,70 @@ def order_infinities(values: np.ndarray) -> tuple[np.ndarray, int]:
     return out, count
 
 
-def _read_rows(path: Path, rows, stored: _Counted, size: int, progress, labels: bool = True
+def _is_comment(line: str) -> bool:
+    """Whether a table's line is a comment: its first character other than a space is ``#``, as the ViT CSV
+    reader (:mod:`autoprox.data.tables`) reads it. An id that starts with ``#`` is written quoted."""
+    return line.lstrip().startswith("#")
+
+
+class _DataLines:
+    """The lines of a table's text that are neither comments (:func:`_is_comment`) nor blank, for ``csv.reader``,
+    counting those left out (:attr:`skipped`) so that a row's line in the file is the reader's ``line_num`` plus
+    them. A line inside a quoted cell that spans lines (an odd number of ``"`` before it) is kept whatever it
+    holds."""
+
+    def __init__(self, lines) -> None:
+        self.lines, self.skipped, self.kept, self.quoted = iter(lines), 0, 0, False
+        #: The comment lines after the header (each could be a row whose id starts with ``#``), by line number.
+        self.body_comments: list[int] = []
+
+    def __iter__(self) -> "_DataLines":
+        return self
+
+    def __next__(self) -> str:
+        for line in self.lines:
+            if not self.quoted and (_is_comment(line) or not line.strip()):
+                self.skipped += 1
+                if self.kept and line.strip():
+                    self.body_comments.append(self.kept + self.skipped)
+                continue
+            self.kept += 1
+            self.quoted ^= line.count('"') % 2 == 1
+            return line
+        raise StopIteration
+
+    def note(self, path: Path) -> str | None:
+        """The note saying which comment lines after the header were skipped, or None."""
+        if not self.body_comments:
+            return None
+        count, first = len(self.body_comments), self.body_comments[0]
+        return (f"note: {path.name}: {count} line(s) after the header starting with '#' skipped as comments (the "
+                f"first: line {first}); an id that starts with '#' is written quoted (\"#5\")")
+
+
+def _read_rows(path: Path, lines: _DataLines, stored: _Counted, size: int, progress, labels: bool = True
                ) -> tuple[list, "array.array", list, list]:
     """The ids, the values (row after row, one float64 array) and the accuracy columns and header of a table's
-    CSV rows, each row checked; ``progress(bytes read, size)`` every 65,536 rows of a file of at least
-    :data:`PROGRESS_BYTES`."""
+    CSV lines (comments and blank lines left out), each row checked; ``progress(bytes read, size)`` every 65,536
+    rows of a file of at least :data:`PROGRESS_BYTES`."""
     import array
 
+    rows = csv.reader(lines)
     try:
-        header = [cell.strip() for cell in next(rows)]
+        written = next(rows)
     except StopIteration:
         raise BenchmarkError(f"{path}: empty; a proxy table starts with a header row (id, accuracies, proxies)") from None
     except csv.Error as exc:
-        raise BenchmarkError(f"{path}: line 1: {exc}") from None
-    accuracy_columns = _header_kinds(header, f"{path}: header", labels)[0]
+        raise BenchmarkError(f"{path}: line {rows.line_num + lines.skipped}: {exc}") from None
+    header = [cell.strip() for cell in written]
+    accuracy_columns = _header_kinds(header, f"{path}: header", labels, written)[0]
     ids: list[str] = []
     seen: dict[str, int] = {}
     values = array.array("d")
     report = progress if progress is not None and size >= PROGRESS_BYTES else None
     try:
         for row in rows:
-            line = rows.line_num
+            line = rows.line_num + lines.skipped
             if report is not None and len(ids) % 65536 == 0:
                 report(min(stored.count, size), size)
             if not row or all(not cell.strip() for cell in row):
@@ -336,7 +401,7 @@ def _read_rows(path: Path, rows, stored: _Counted, size: int, progress, labels: 
             ids.append(ident)
             values.extend(numbers)
     except csv.Error as exc:
-        raise BenchmarkError(f"{path}: line {rows.line_num}: {exc}") from None
+        raise BenchmarkError(f"{path}: line {rows.line_num + lines.skipped}: {exc}") from None
     if report is not None:
         report(size, size)
     return ids, values, accuracy_columns, header
@@ -372,7 +437,8 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
     with ExitStack() as stack:
         handle, stored, digest, size = _open_text(path, limit, stack)
         try:
-            ids, values, accuracy_columns, header = _read_rows(path, csv.reader(handle), stored, size, progress,
+            lines = _DataLines(handle)
+            ids, values, accuracy_columns, header = _read_rows(path, lines, stored, size, progress,
                                                               labels)
         except UnicodeDecodeError as exc:
             raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start} of a block near byte "
@@ -394,7 +460,7 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
         if np.isnan(columns[column]).all() and labels:
             raise BenchmarkError(f"{path}: accuracy column {column!r} has no value")
         _check_target_range(path, column, columns[column], ids)
-    notes = []
+    notes = [lines.note(path)] if lines.body_comments else []
     for column in proxy_columns:
         columns[column], infinite = order_infinities(columns[column])
         if np.isnan(columns[column]).all():

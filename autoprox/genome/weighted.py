@@ -256,7 +256,8 @@ class WeightedFormula:
     It scores as a :class:`~autoprox.genome.rank_formula.RankFormula` does (:meth:`score`, :attr:`columns`,
     :meth:`resolved`), so every path that scores a rank formula (a proxy table, networks) scores it. Each
     column enters through its transform within the space scored (``r``: the centred rank), so its order is
-    unit-free; a column the space lacks, or an empty cell, enters as 0 (no information).
+    unit-free; a column the space lacks, or an empty cell, enters as 0 (no information). A row with no value in
+    any column it reads gets no score (NaN).
 
     Attributes
     ----------
@@ -338,14 +339,28 @@ class WeightedFormula:
 
     def score(self, columns, missing: str = "neutral", cache: dict | None = None):
         """The formula on every row of ``columns`` (raw values by name, NaN = not measured). ``missing`` is
-        accepted for the rank-formula interface; a weighted formula always reads a lacking column as 0."""
+        accepted for the rank-formula interface; a weighted formula always reads a lacking column as 0.
+
+        A row with some of the cells it reads empty reads each of those as 0 (no information) and is scored from
+        the rest; a row with none of them measured (:meth:`unmeasured`) is NaN, no score: at the intercept it would
+        look like an average architecture."""
         if not columns:
             raise GenomeError("no proxy column to score a weighted formula on")
         length = len(next(iter(columns.values())))
         total = np.full(length, float(self.intercept))
         for weight, values in zip(self.weights, self.member_values(columns, cache)):
             total += weight * values
+        total[self.unmeasured(columns, length)] = np.nan
         return total
+
+    def unmeasured(self, columns, length: int) -> np.ndarray:
+        """Which of the ``length`` rows of ``columns`` have no value (every cell NaN) in any column the formula reads
+        (a column ``columns`` lacks holds none)."""
+        measured = np.zeros(length, dtype=bool)
+        for name in self.columns:
+            if name in columns:
+                measured |= ~np.isnan(np.asarray(columns[name], dtype=np.float64))
+        return ~measured
 
     def to_json(self) -> dict:
         """``{"plain": [...], "terms": [...], "weights": [...], "intercept": x, "transform": "r"}``, and

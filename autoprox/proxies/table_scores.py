@@ -24,7 +24,7 @@ from autoprox.core.errors import GenomeError, ProxyError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, ProxyTable, TableSpace
 from autoprox.genome.rank_formula import Node, RankFormula
 
-__all__ = ["reading_note", "table_figures", "table_scores", "space_kendall"]
+__all__ = ["UNMEASURED", "reading_note", "table_figures", "table_scores", "space_kendall", "unscored_warning"]
 
 
 def _column(proxy, table: ProxyTable) -> str | None:
@@ -72,9 +72,11 @@ def table_scores(proxy, table: ProxyTable, missing: str | None = None) -> np.nda
     if formula is not None:
         policy = missing or getattr(proxy, "missing", "refuse")
         try:
-            return formula.score(table.proxies, missing=policy)
+            scores = formula.score(table.proxies, missing=policy)
+            read = formula.resolved(table.proxies).columns
         except GenomeError as exc:
             raise ProxyError(f"{table.source or table.name}: {exc}") from None
+        return _unscored_where_unmeasured(scores, table, read)
     column = _column(proxy, table)
     if column is not None:
         return table.proxies[column].copy()
@@ -86,6 +88,33 @@ def table_scores(proxy, table: ProxyTable, missing: str | None = None) -> np.nda
     raise ProxyError(f"{name} ({kind}) cannot be scored on the proxy table {table.source or table.name}: it needs "
                      f"networks or a column the table lacks (it has {', '.join(table.proxies) or 'no proxy column'}); "
                      "a table is scored by its proxy columns or a rank formula over them")
+
+
+def _unscored_where_unmeasured(scores: np.ndarray, table: ProxyTable, read) -> np.ndarray:
+    """``scores`` with NaN (no score) on each row of ``table`` that has no value in any of the columns ``read``: a
+    formula reads an empty cell as no information, so such a row would get a score made of nothing measured."""
+    measured = np.zeros(len(table), dtype=bool)
+    for name in read:
+        if name in table.proxies:
+            measured |= ~np.isnan(table.proxies[name])
+    scores = np.asarray(scores, dtype=np.float64).copy()
+    scores[~measured] = np.nan
+    return scores
+
+
+def unscored_warning(ids, scores: np.ndarray, why: str) -> str | None:
+    """The one line ``score`` (and :func:`autoprox.score_rows`) warns with when some rows got no score: how many,
+    the first ids, ``why``; None when every row has one."""
+    missing = np.flatnonzero(~np.isfinite(np.asarray(scores, dtype=np.float64)))
+    if not len(missing):
+        return None
+    shown = ", ".join(repr(str(ids[i])[:60]) for i in missing[:3]) + (", ..." if len(missing) > 3 else "")
+    return (f"{len(missing)} of the {len(scores)} rows got no score ({shown}): {why}; their score is left empty, "
+            "and they rank after every scored row")
+
+
+#: Why a row of a proxy table gets no score (:func:`unscored_warning`).
+UNMEASURED = "none of the columns the proxy reads has a value there"
 
 
 def reading_note(proxy, table: ProxyTable) -> str | None:

@@ -4,7 +4,6 @@ inner cross-validation's choice, the hall of fame of evolved term sets and the e
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 from autoprox.core.errors import ConfigError
@@ -12,8 +11,8 @@ from autoprox.core.numbers import format_float
 from autoprox.reports.html.figures import curves_svg
 from autoprox.reports.html.page import check_report_out, generator_tag, write_page
 from autoprox.reports.show import made_by_line, readable_best
-from autoprox.search.rundir import BEST, CONFIG, RunDirectory
-from autoprox.search.table_run import no_signal_warning
+from autoprox.search.rundir import BEST, RunDirectory
+from autoprox.search.table_run import no_signal_warning, table_run_config
 from autoprox.search.table_search import CapChoice, TableSearchSettings
 
 __all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]
@@ -21,11 +20,7 @@ __all__ = ["is_table_run_dir", "show_table_run", "table_report_html"]
 
 def is_table_run_dir(path: str | Path) -> bool:
     """Whether ``path`` is the run directory of a table search."""
-    config = Path(path) / CONFIG
-    try:
-        return config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("kind") == "table-search"
-    except (OSError, ValueError, AttributeError):
-        return False
+    return table_run_config(path) is not None
 
 
 def _parts(path: str | Path) -> tuple[RunDirectory, dict, dict | None, list[dict], list[dict]]:

@@ -84,7 +84,8 @@ def weighted_export_source(formula: WeightedFormula, source: str = "", target: s
               f'{" (" + source + ")" if source else ""}{", fitted to " + target if target else ""}.\n\n'
               f"    {_in_docstring(str(formula))}\n\n"
               "score(columns) -> numpy array: columns maps each proxy column's name to its values on the rows to\n"
-              "rank (NaN or None where not measured; a column left out reads as no information). Each column enters\n"
+              "rank (NaN or None where not measured; a column left out reads as no information; a row with none\n"
+              "measured scores NaN). Each column enters\n"
               "through its rank within these rows, so rank the architectures you compare together. Higher: predicted\n"
               'better. Depends on NumPy only."""\n\nimport numpy as np\n')
     body = ("\n\ndef score(columns):\n"
@@ -94,7 +95,13 @@ def weighted_export_source(formula: WeightedFormula, source: str = "", target: s
             "    if not any(name in columns for name in read):\n"
             "        raise ValueError('none of the columns this proxy reads is given: ' + ', '.join(read))\n"
             "    length = len(next(iter(columns.values())))\n"
-            f"    total = np.full(length, {formula.intercept!r})\n" + "\n".join(lines) + "\n    return total\n")
+            f"    total = np.full(length, {formula.intercept!r})\n" + "\n".join(lines) + "\n"
+            "    measured = np.zeros(length, dtype=bool)\n"
+            "    for name in read:\n"
+            "        if name in columns:\n"
+            "            measured |= ~np.isnan(_column(columns, name, length))\n"
+            "    total[~measured] = np.nan  # a row with none of the columns measured: no score\n"
+            "    return total\n")
     return header + _OWN_RUNTIME + transforms_source() + body
 
 

@@ -260,6 +260,9 @@ MAX_ITERATIONS = 1_000_000
 #: The most local processes (``--workers``, ``evaluate --fold-workers``): above it a number is a typo (joblib
 #: refuses over 1,000,000 with a traceback, and each process holds a Python and its imports).
 MAX_WORKERS = 1_024
+#: The most images per minibatch (``--batch-size``): the paper's is 8; the minibatch and every block's activations
+#: on it are held at once, so 10^8 fails deep inside torch after the networks are built.
+MAX_BATCH_SIZE = 1_024
 _STATS = "statistics"
 _GENOME = "genome space and selection (beyond the paper; defaults are the paper's)"
 
@@ -351,7 +354,7 @@ SEARCH_OPTIONS: list[Option] = [
     # statistics
     Option("input", "gaussian", "minibatch: gaussian (default), ones, or images:DIR (a folder of real images)",
            text(), group=_STATS, commands=STATS_COMMANDS, setting="input", always_recorded=True),
-    Option("batch_size", 8, "images per minibatch (default 8)", integer(1), group=_STATS,
+    Option("batch_size", 8, "images per minibatch (default 8)", integer(1, MAX_BATCH_SIZE), group=_STATS,
            commands=STATS_COMMANDS, setting="batch_size", always_recorded=True),
     Option("stat_seeds", (0,), "initialisation seeds, comma separated; scores are averaged over them (default 0)",
            integer_list(), group=_STATS, commands=STATS_COMMANDS, setting="stat_seeds", always_recorded=True),
@@ -509,7 +512,7 @@ def resolve_kernels(values: Mapping[str, Any], evaluation: str) -> str:
     return COUNTED_KERNELS if evaluation == "counted" else DEFAULT_KERNELS
 
 
-__all__ = ["COUNTED_KERNELS", "MAX_ITERATIONS", "MAX_WORKERS", "OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS",
+__all__ = ["COUNTED_KERNELS", "MAX_BATCH_SIZE", "MAX_ITERATIONS", "MAX_WORKERS", "OPTIONS", "Option", "SEARCH_COMMANDS", "SEARCH_EVALUATION", "SEARCH_OPTIONS",
            "STATS_COMMANDS", "bench_of", "check_cpu_only", "genome_space_of", "option_values", "options_for",
            "register_option", "register_space_files", "released_bench", "resolve_evaluation", "resolve_kernels",
            "seed_genomes", "session_options", "setting_field", "setting_option", "setting_options",

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 
 from autoprox.core.atomic import json_safe, make_directory
+from autoprox.core.correlation import kendall
 from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError, mark_resume_said
 from autoprox.core.progress import Progress
 from autoprox.data.proxy_tables import ProxyTable, read_proxy_table
@@ -34,7 +35,7 @@ from autoprox.search.table_search import (SIGNAL_LEVEL, CapChoice, LabelledTable
                                           held_out_signal, runs_inner_cv, search_table)
 
 __all__ = ["TABLE_SEARCH_KIND", "WEIGHTED_FORMULA_FORMAT", "finished_message", "finished_table_run", "is_table_run",
-           "no_signal_warning", "refuse_table_run", "resume_options", "run_table_search"]
+           "no_signal_warning", "refuse_table_run", "resume_options", "run_table_search", "table_run_config"]
 
 #: The ``kind`` a table search's ``config.json`` records.
 TABLE_SEARCH_KIND = "table-search"
@@ -43,6 +44,20 @@ TABLE_SEARCH_KIND = "table-search"
 def is_table_run(config: dict) -> bool:
     """Whether a run's ``config.json`` is a table search's."""
     return isinstance(config, dict) and config.get("kind") == TABLE_SEARCH_KIND
+
+
+def table_run_config(path: str | Path) -> dict | None:
+    """The ``config.json`` of the table search whose run directory is ``path``; None for anything else: a path that
+    is no directory, a folder without ``config.json``, one whose ``config.json`` cannot be read (left to the caller's
+    own reading, which names what is wrong), a run of another kind."""
+    run = RunDirectory(path)
+    try:
+        if not (Path(path).is_dir() and run.exists()):
+            return None
+        config = run.config()
+    except (OSError, ValueError, RunDirError):
+        return None
+    return config if is_table_run(config) else None
 
 
 def refuse_table_run(run_dir: str | Path, what: str) -> None:
@@ -314,7 +329,9 @@ def best_record(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, f
     rows = labelled.labelled
     scores = fit.formula.score(labelled.columns, cache=labelled.cache)
     truth = labelled.labels[rows]
-    in_sample = float(kendalltau(scores[rows], truth).statistic)
+    in_sample = kendall(scores[rows], truth)
+    # scipy's own: kendall() reads no NaN, and a size column may have empty cells on labelled rows, which
+    # nan_policy="omit" leaves out (kendall_or_zero would too, but gives 0 where this records NaN)
     sizes = {name: float(kendalltau(labelled.columns[name][rows], truth, nan_policy="omit").statistic)
              for name in ("params", "flops") if name in labelled.columns}
     return json_safe({

@@ -28,7 +28,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.core.correlation import kendall_null_sd
+from autoprox.core.correlation import kendall as tau_b, kendall_null_sd
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.core.numbers import format_float
 from autoprox.genome.rank_formula import Node, RankFormula
@@ -372,8 +372,6 @@ def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
     """The cap on the number of terms whose genomes, evolved and fitted on the other folds, rank each inner fold
     best (pooled out-of-fold Kendall; ties: the smaller cap). ``progress(done, total, note)``: the iterations of
     every fold's evolution, done and in all, and which fold runs."""
-    from scipy.stats import kendalltau  # on first use: --help imports this module
-
     caps = sorted(set(settings.term_caps))
     if not runs_inner_cv(settings):
         return CapChoice(0 if 0 in caps else caps[0], {})
@@ -392,7 +390,7 @@ def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
             formula, _ = fitted_top(evaluator, cap, settings.average_top)
             predictions[cap][fold] = formula.score(table.columns, cache=table.cache)[rows[fold]]
     truth = table.labels[rows]
-    kendall = {cap: float(kendalltau(values, truth).statistic) for cap, values in predictions.items()}
+    kendall = {cap: tau_b(values, truth) for cap, values in predictions.items()}
     kendall = {cap: (value if math.isfinite(value) else -1.0) for cap, value in kendall.items()}
     best = caps[0]
     for cap in caps[1:]:

@@ -96,3 +96,21 @@ def test_a_count_at_its_bound_is_taken(capsys, tmp_path):
                  "--out", str(tmp_path / "p")]) == 2
     assert "no table has enough labelled rows" in capsys.readouterr().err
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("argv, says", [
+    # sizes a typo makes huge: a minibatch of 10^8 images was built before any check, failing deep in torch
+    (["search", "--space", "pit", "--batch-size", "100000000", "--out", "r"],
+     "--batch-size: expected at most 1,024, got 100,000,000"),
+    (["rank", "--proxy", "snip", "--space", "pit", "--batch-size", "5000"], "--batch-size: expected at most 1,024, got 5,000"),
+    (["vit-search", "--space", "pit", "--top", "10000000000"], "--top: expected at most 1,000,000, got 10,000,000,000"),
+    (["show", str(REFERENCE), "--top", "100000000000000000000"],
+     "--top: expected at most 10,000, got 100,000,000,000,000,000,000"),
+    (["curves", str(REFERENCE), "--out", "c.png", "--window", "100000000000"],
+     "--window: expected at most 1,000,000, got 100,000,000,000"),
+])
+def test_a_size_past_its_bound_is_a_usage_error(capsys, tmp_path, monkeypatch, argv, says):
+    monkeypatch.chdir(tmp_path)
+    err = _refused(capsys, argv)
+    assert says in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []

@@ -119,6 +119,41 @@ def test_an_infinite_proxy_value_ranks_beyond_the_finite_ones_and_is_noted(tmp_p
     assert "3 infinite cell(s)" in err
 
 
+def test_comment_lines_are_skipped_as_the_vit_csv_reader_skips_them_and_lines_are_counted_in_the_file(tmp_path,
+                                                                                                       capsys):
+    """A '#' line in a proxy table was read as its header ('the first column must be 'id', found '# ...'') or as a
+    row of one cell, where the ViT CSV reader skips it: a line whose first character other than a space is '#' is a
+    comment in both. An id that starts with '#' is written quoted, as a CSV writer quotes it; a '#' inside a quoted
+    cell that spans lines is no comment."""
+    text = ('# PiT proxies, seed 0\n'
+            '  # measured on 8 gaussian images\n'
+            'id,val_acc,params,nwot\n'
+            'a,1,2,3\n'
+            '# b: not measured yet\n'
+            '"#c",2,4,5\n'
+            '"d\n# part of d\'s id",3,6,7\n'
+            'e,4,8,9\n')
+    path = tmp_path / "commented.csv"
+    path.write_text(text, encoding="utf-8")
+    table = read_proxy_table(path)
+    assert table.ids == ("a", "#c", "d\n# part of d's id", "e")
+    assert table.proxies["nwot"].tolist() == [3.0, 5.0, 7.0, 9.0]
+    # a comment among the rows might be a row whose id starts with '#' written unquoted: said on stderr
+    said = ("note: commented.csv: 1 line(s) after the header starting with '#' skipped as comments (the first: line "
+            "5); an id that starts with '#' is written quoted (\"#5\")")
+    assert table.notes == (said,)
+    assert cli(["rank", "--proxy", "nwot", "--bench", str(path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["commented"]["val_acc"]["n"] == 4 and said in err
+    above = tmp_path / "above.csv"
+    above.write_text(text.replace("# b: not measured yet\n", ""), encoding="utf-8")
+    assert read_proxy_table(above).notes == ()  # comments above the header are the table's description
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text + "# f follows\nf,5,x,9\n", encoding="utf-8")
+    with pytest.raises(BenchmarkError, match="line 11: column 'params' is 'x', not a number"):
+        read_proxy_table(bad)
+
+
 BAD_TABLES = {
     "no id": (["name", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3], ["c", 3, 4]], "first column must be 'id'"),
     "duplicate id": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3], ["a", 3, 4]],
@@ -142,6 +177,12 @@ BAD_TABLES = {
                                "none is (names are case-sensitive: 'Params' is not 'params')"),
     "two rows": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2, 3]], "only 2 row(s)"),
     "ragged": (["id", "val_acc", "params"], [["a", 1, 2], ["b", 2], ["c", 3, 4]], "line 3: 2 cells, the header has 3"),
+    "a column named twice": (["id", "val_acc", "params", "params"], [["a", 1, 2, 3], ["b", 2, 3, 4], ["c", 3, 4, 5]],
+                             "header: columns 3 and 4 are both named 'params'; name each column once"),
+    # a header cell's spaces are dropped, so these two name one column: both are shown as written
+    "'id' and 'id '": (["id", "val_acc", "params", "id "], [["a", 1, 2, 3], ["b", 2, 3, 4], ["c", 3, 4, 5]],
+                       "header: columns 1 ('id') and 4 ('id ') are both named 'id' once the spaces around a name are "
+                       "dropped; name each column once"),
 }
 
 

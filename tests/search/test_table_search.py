@@ -143,6 +143,31 @@ def test_cli_search_then_score_gives_rank_order(tmp_path, capsys):
     other.write_text(path.read_text().replace("arch-0,", "arch-zero,"))
     code, out, err = run_cli(capsys, "rank", "--proxy", tmp_path / "run" / "best.json", "--bench", other, "--json")
     assert code == 0 and "in-sample" not in err, err
+    # Rows with no proxy value at all, one labelled (rank and score read it; only search refuses it) and two not:
+    # scored at the formula's intercept they looked like average architectures. They get no score (an empty cell,
+    # said on stderr) and rank leaves them out; the scored rows keep their order, which is still rank's.
+    blank = tmp_path / "blank.csv"
+    blank.write_text(path.read_text() + "empty-1,0.5,,,,,\nempty-2,,,,,,\nempty-3,,NA,,nan,,\n")
+    code, out, err = run_cli(capsys, "score", "--proxy", tmp_path / "run" / "best.json", "--bench", blank,
+                             "--out", tmp_path / "blank-scores.csv")
+    assert code == 0, err
+    written = list(csv.reader(open(tmp_path / "blank-scores.csv")))[1:]
+    assert [r[0] for r in written] == [f"arch-{i}" for i in range(90)] + ["empty-1", "empty-2", "empty-3"]
+    assert [r[1] for r in written[90:]] == ["", "", ""]
+    assert np.allclose([float(r[1]) for r in written[:90]], scores)  # the other rows' scores are as before
+    assert "3 of the 93 rows got no score" in err and "'empty-1', 'empty-2', 'empty-3'" in err and \
+        "rank after every scored row" in err, err
+    assert len([line for line in err.splitlines() if "got no score" in line]) == 1
+    code, out, err = run_cli(capsys, "rank", "--proxy", tmp_path / "run" / "best.json", "--bench", blank, "--json")
+    assert code == 0, err
+    figures = json.loads(out)["blank"]["val_acc"]
+    assert figures["n"] == len(labelled) and figures["kendall"] == pytest.approx(ranked, abs=1e-12)
+    import autoprox
+
+    with pytest.warns(UserWarning, match="3 of the 93 rows got no score"):
+        rows = autoprox.score_rows(tmp_path / "run" / "best.json", blank)
+    assert [i for i, _ in rows[90:]] == ["empty-1", "empty-2", "empty-3"]
+    assert all(np.isnan(v) for _, v in rows[90:]) and np.allclose([v for _, v in rows[:90]], scores)
 
 
 def test_a_table_search_says_where_it_wrote_its_proxy_once(tmp_path, capsys):
@@ -268,8 +293,11 @@ def test_an_exported_weighted_formula_gives_the_in_process_scores(tmp_path, caps
     table = read_proxy_table(path)
     columns = {name: list(values) for name, values in table.proxies.items()}
     columns["nwot"][3] = None  # an empty cell reads as no information in both
+    for values in columns.values():  # and a row with nothing measured gets no score in both
+        values[5] = None
     expected = formula.score({n: np.array([np.nan if v is None else v for v in vs]) for n, vs in columns.items()})
-    assert np.allclose(module.score(columns), expected, rtol=1e-12, atol=1e-12)
+    assert np.isnan(expected[5]) and np.isfinite(np.delete(expected, 5)).all()
+    assert np.allclose(module.score(columns), expected, rtol=1e-12, atol=1e-12, equal_nan=True)
     with pytest.raises(ValueError, match="none of the columns this proxy reads is given: params, flops"):
         module.score({"foo": [1.0, 2.0, 3.0]})  # it scored every row the intercept's constant
 

@@ -265,3 +265,56 @@ def test_a_packaged_table_space_given_to_search_space_names_the_table_file_to_se
     assert code == 0 and json.loads(out), err  # the file and target given read as a table (a search of it: ~8 s)
     code, out, err = run_cli(capsys, "search", "--space", "nope", "--out", tmp_path / "other")
     assert code == 2 and "(and the proxy tables nb201, flexibert, searched through --bench)" in one_error_line(err)
+
+
+def test_table_run_config_tells_a_table_run_from_every_other_folder(searched, tmp_path):
+    """score's and rank's default --bench and export's refusal of an unfinished table run each read "is this a
+    table run" with a check of their own; one function answers for all."""
+    from autoprox.search.table_run import table_run_config
+
+    run = searched[0]
+    config = table_run_config(run)
+    assert config is not None and config["kind"] == "table-search" and config["table"]["path"]
+    assert table_run_config(run / "best.json") is None  # a file: no run directory
+    assert table_run_config(tmp_path) is None and table_run_config(tmp_path / "nowhere") is None
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    assert table_run_config(broken) is None  # left to the caller's own reading, which names what is wrong
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"settings": {"bench": "gt_pit.pth"}}))
+    assert table_run_config(other) is None
+
+
+def test_a_row_with_no_value_in_the_columns_a_weighted_formula_reads_gets_no_score_and_one_with_some_keeps_its_rule():
+    """A row with every cell the formula reads empty scored the intercept, an average architecture's score. Such a
+    row gets NaN; a row with some empty cells reads each as no information (0 after centring), as before; a value
+    in a column the formula does not read does not make a row scored."""
+    from autoprox.genome.weighted import WeightedFormula
+
+    formula = WeightedFormula(("params", "nwot"), (), (1.0, 2.0), intercept=0.25)
+    nan = np.nan
+    columns = {"params": np.array([1.0, 2.0, nan, 4.0, nan]), "nwot": np.array([4.0, 3.0, 2.0, 1.0, nan]),
+               "other": np.array([1.0, 2.0, 3.0, 4.0, 5.0])}
+    scores = formula.score(columns)
+    assert np.isnan(scores[4]) and np.isfinite(scores[:4]).all()
+    # row 2 has no params: read as 0 after centring, so its score is the intercept plus nwot's part alone
+    alone = WeightedFormula(("nwot",), (), (2.0,), intercept=0.25).score({"nwot": columns["nwot"]})
+    assert scores[2] == pytest.approx(alone[2], abs=1e-12)
+    # a table lacking one of the columns reads it as no information on every row; a row empty in the rest is unscored
+    lacking = formula.score({"nwot": np.array([1.0, nan, 3.0]), "other": np.array([1.0, 2.0, 3.0])})
+    assert np.isnan(lacking[1]) and np.isfinite(lacking[[0, 2]]).all()
+
+
+def test_a_rank_formula_on_a_table_gives_no_score_to_a_row_with_none_of_its_columns_measured(tmp_path, capsys):
+    """A rank formula reads an empty cell as no information too: a row empty in every column it reads scored a
+    constant (0 for a product), as if measured."""
+    table = write_table(tmp_path / "t.csv")
+    table.write_text(table.read_text() + "blank,,,,,1.5\n")
+    code, out, err = run_cli(capsys, "score", "--proxy", "mul(r(params), r(nwot))", "--bench", table,
+                             "--out", tmp_path / "s.csv")
+    assert code == 0, err
+    written = list(csv.reader(open(tmp_path / "s.csv")))[1:]
+    assert written[-1] == ["blank", ""] and all(r[1] for r in written[:-1])
+    assert "1 of the 31 rows got no score ('blank')" in err
