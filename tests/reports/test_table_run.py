@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from autoprox.search.table_run import run_table_search
 from tests.commands import one_error_line, run_cli
 from tests.search.test_table_search import SMALL, write_table
@@ -10,8 +12,11 @@ from tests.search.test_table_search import SMALL, write_table
 def test_show_top_0_of_a_table_run_is_refused_as_for_a_run_of_the_statistics(tmp_path, capsys):
     path, _, _ = write_table(tmp_path / "t.csv", rows=40, labelled=30, seed=2)
     run_table_search(path, ["val_acc"], tmp_path / "run", SMALL, quiet=True)
-    code, out, err = run_cli(capsys, "show", tmp_path / "run", "--top", "0")
-    assert code == 2 and one_error_line(err) == "autoprox: error: --top must be at least 1, got 0" and out == ""
+    with pytest.raises(SystemExit) as stopped:  # a usage error, as every option's bounds
+        run_cli(capsys, "show", tmp_path / "run", "--top", "0")
+    out, err = capsys.readouterr()
+    assert stopped.value.code == 2 and "--top: expected at least 1, got 0" in err and "Traceback" not in err
+    assert out == ""
 
 
 def test_show_options_for_formulas_of_the_statistics_are_refused_on_a_table_run(tmp_path, capsys):
