@@ -40,6 +40,15 @@ def _refused(capsys, argv: list[str]) -> str:
       "--out", "p"], "--seeds: expected at most 1,000, got 5,000"),
     (["evaluate", "--leave-space-out", "--space", "autoformer", "--space", "pit", "--bootstrap", "10000000",
       "--out", "p"], "--bootstrap: expected at most 1,000,000, got 10,000,000"),
+    # a population a typo makes huge: its initial population alone ran for hours (second pass, 2026-12-07)
+    (["search", "--space", "pit", "--population", "1000000000", "--out", "r"],
+     "--population: expected at most 100,000, got 1,000,000,000"),
+    # an empty path was read as "the default": each wrote into runs/... of the current folder
+    (["search", "--space", "pit", "--out", ""], "--out: an empty path"),
+    (["evaluate", "--space", "pit", "--out", " "], "--out: an empty path"),
+    (["transfer", "--space", "pit", "--out", ""], "--out: an empty path"),
+    (["vit-search", "--space", "pit", "--out", ""], "--out: an empty path"),
+    (["rank", "--proxy", "params", "--space", "pit", "--cache-dir", ""], "--cache-dir: an empty path"),
 ])
 def test_a_value_out_of_range_is_a_usage_error(capsys, tmp_path, monkeypatch, argv, says):
     monkeypatch.chdir(tmp_path)
