@@ -247,7 +247,7 @@ def resolve_proxy(text: str) -> Proxy:
             tree = parse_genome(data["genome"])
         except GenomeError as exc:
             raise ProxyError(f"{path}: {exc}") from None
-        return Proxy(genome_to_string(tree), tree, {"file": str(path), **{k: data[k] for k in ("run", "stats", "split") if k in data}})
+        return Proxy(genome_to_string(tree), tree, {"file": str(path), **{k: data[k] for k in ("run", "space", "stats", "split") if k in data}})
     try:  # a genome of the statistics never parses as a rank formula: its leaves are no transformed columns
         formula = parse_formula(text)
     except GenomeError:

@@ -105,3 +105,24 @@ def test_a_count_at_its_bound_is_taken(capsys, tmp_path):
                  "--out", str(tmp_path / "p")]) == 2
     assert "no table has enough labelled rows" in capsys.readouterr().err
     assert not (tmp_path / "p").exists()
+
+
+def test_a_run_proxy_ranked_on_another_space_ranks_every_architecture(finished_run, pit_bench, session_cache,
+                                                                       tmp_path, capsys):
+    """The run's recorded split numbers its own space's architectures: ranked on another space's benchmark of
+    the same size it used to pick that benchmark's 'test' architectures by the run's indices."""
+    import json
+
+    from autoprox.data.benchmark import write_benchmark_jsonl
+    from autoprox.spaces.architectures import count_params
+
+    config = json.loads((finished_run / "config.json").read_text())
+    size = len(config["split"]["search"]) + len(config["split"]["test"])
+    order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))
+    pit = tmp_path / "pit.jsonl"
+    write_benchmark_jsonl(pit_bench.subset(sorted(order[:size])), pit)
+    assert main(["rank", "--proxy", str(finished_run), "--bench", str(pit), "--batch-size", "2", "--workers", "1",
+                 "--cache-dir", str(session_cache.root), "--targets", "c100_kd", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["c100_kd"]["n"] == size
+    assert f"split: all, every architecture of pit: the search of {finished_run / 'best.json'} was on autoformer" in err
