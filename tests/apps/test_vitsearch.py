@@ -34,7 +34,7 @@ TINY_PIT = (0.1e6, 0.6e6)
 def test_parse_budget():
     assert parse_budget("4:9") == (4e6, 9e6)
     assert parse_budget("0.5:2.5") == (0.5e6, 2.5e6)
-    for bad in ("4-9", "9:4", "a:b", "4"):
+    for bad in ("4-9", "9:4", "a:b", "4", "nan:5", "4:nan"):
         with pytest.raises(VitSearchError, match="MIN:MAX"):
             parse_budget(bad)
 
