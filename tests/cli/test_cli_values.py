@@ -126,3 +126,11 @@ def test_a_run_proxy_ranked_on_another_space_ranks_every_architecture(finished_r
     out, err = capsys.readouterr()
     assert json.loads(out)["c100_kd"]["n"] == size
     assert f"split: all, every architecture of pit: the search of {finished_run / 'best.json'} was on autoformer" in err
+
+
+def test_a_refused_transfer_study_leaves_no_folder(capsys, tmp_path):
+    """Refused after its folder was made, the empty folder used to stay behind (evaluate removes its own)."""
+    out = tmp_path / "study"
+    assert main(["transfer", "--space", "pit", "--targets", "c100_kd", "--out", str(out)]) == 2
+    assert "give at least two targets, got 1" in capsys.readouterr().err
+    assert not out.exists()
