@@ -483,6 +483,8 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     An existing ``out`` is refused (RunDirError), never overwritten."""
     from autoprox.core.atomic import atomic_write_json
 
+    if not str(out).strip():  # Path("") is ".", which exists: the message would name the current folder
+        raise ConfigError("--out is empty: give the file to write")
     out, run_dir = Path(out), Path(run_dir)
     if out.exists():
         raise RunDirError(f"{out} already exists; choose another --out (nothing was overwritten)")

@@ -134,3 +134,9 @@ def test_a_refused_transfer_study_leaves_no_folder(capsys, tmp_path):
     assert main(["transfer", "--space", "pit", "--targets", "c100_kd", "--out", str(out)]) == 2
     assert "give at least two targets, got 1" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_select_names_an_empty_out(capsys, tmp_path):
+    """``select RUN --out ''`` said ". already exists" (Path("") is the current folder)."""
+    assert main(["select", str(REFERENCE), "--out", ""]) == 2
+    assert capsys.readouterr().err.strip() == "autoprox: error: --out is empty: give the file to write"
