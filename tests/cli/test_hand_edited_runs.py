@@ -67,3 +67,22 @@ def test_report_writes_a_run_whose_recorded_settings_are_of_the_wrong_types(run_
     assert main(["report", str(run_copy), "--out", str(page), "--no-simplify"]) == 0
     assert "<html" in page.read_text()
     capsys.readouterr()
+
+
+
+def test_resume_names_a_bad_log_line_before_any_statistics(af_tiny_file, session_cache, tmp_path, capsys):
+    """``search --resume`` of a counted-evaluation run counted its statistics (computing those missing) before it
+    named a broken log line."""
+    run = tmp_path / "run"
+    assert main(["search", "--bench", str(af_tiny_file), "--evaluation", "counted", "--iterations", "2",
+                 "--population", "2", "--batch-size", "2", "--workers", "1", "--search-fraction", "0.75",
+                 "--cache-dir", str(session_cache.root), "--out", str(run), "--quiet"]) == 0
+    log = run / "log.jsonl"
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join([lines[0], "garbage", *lines[1:]]) + "\n")
+    cache = tmp_path / "fresh-cache"
+    capsys.readouterr()
+    assert main(["search", "--resume", "--out", str(run), "--iterations", "3", "--cache-dir", str(cache),
+                 "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == f"autoprox: error: {log}: line 2 is not valid JSON (Expecting value)"
+    assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
