@@ -74,7 +74,8 @@ def build_vit(arch, num_classes: int = 100, seed: int | None = None, space_file=
 
     ``arch`` is an architecture config (``{"hidden_dim": 192, ...}``), an entry of a
     ViT search's ``top.json`` (with an ``arch`` key), or the path of a JSON file holding
-    either (``top.json`` gives its first-ranked architecture, in the space it records).
+    either (``top.json`` gives its first-ranked architecture, in the space it records; the
+    search's folder stands for its ``top.json``). ``num_classes`` is at least 1.
     ``space_file`` is the file of a space defined by one (``--space-file``), registered first;
     a ``top.json`` whose space is not registered is refused in one line saying so.
     """
@@ -86,9 +87,16 @@ def build_vit(arch, num_classes: int = 100, seed: int | None = None, space_file=
     from autoprox.spaces.architectures import parse_arch
     from autoprox.spaces.registry import REGISTRY
 
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise ArchitectureError(f"num_classes: expected an integer of at least 1, got {num_classes!r}"[:200])
     space = str(REGISTRY.register_file(space_file).name) if space_file is not None else None
     if isinstance(arch, (str, Path)):
         path = Path(arch)
+        if path.is_dir():  # a ViT search's folder stands for its top.json, as a run's folder for its best.json
+            if not (path / "top.json").is_file():
+                raise VitSearchError(f"{path} is a folder without top.json: give a ViT search's folder or its "
+                                     "top.json, or an architecture's JSON")
+            path = path / "top.json"
         try:
             arch = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:

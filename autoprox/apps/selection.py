@@ -21,7 +21,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.correlation import correlate, jcm
-from autoprox.core.errors import ConfigError, RunDirError, no_such_path
+from autoprox.core.errors import ConfigError, GenomeError, RunDirError, no_such_path
 from autoprox.core.registry import Registry
 from autoprox.genome.terminals import terminals_of
 from autoprox.genome.tree import InvalidProxy, parse_genome
@@ -39,7 +39,7 @@ from autoprox.proxies.zoo_scores import zoo_terminal_set
 from autoprox.search.context import RunContext
 from autoprox.search.fitness import make_folds
 from autoprox.search.halloffame import load_hall_of_fame
-from autoprox.search.rundir import HALL_OF_FAME, RunDirectory
+from autoprox.search.rundir import BEST, HALL_OF_FAME, RunDirectory
 from autoprox.search.table_run import refuse_table_run
 from autoprox.spaces.descriptors import descriptor_columns
 
@@ -83,8 +83,12 @@ def selection(name: str) -> Callable[[Path], Selected]:
 @register_selection("best", "its best search fitness, the default")
 def select_best(run_dir: Path) -> Proxy:
     """The run's ``best.json`` genome: the best search-part fitness (the paper's choice)."""
-    genome = RunDirectory(run_dir).best(missing_ok=False)["genome"]
-    return Proxy(genome, parse_genome(genome))
+    run = RunDirectory(run_dir)
+    genome = run.best_genome()
+    try:
+        return Proxy(genome, parse_genome(genome))
+    except GenomeError as exc:
+        raise RunDirError(f"{run.file(BEST)}: {exc}") from None
 
 
 def inner_fold_jcms(proxy: Proxy, context: RunContext, folds: int = INNER_FOLDS) -> list[float]:
@@ -494,6 +498,8 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     An existing ``out`` is refused (RunDirError), never overwritten."""
     from autoprox.core.atomic import atomic_write_json
 
+    if not str(out).strip():  # Path("") is ".", which exists: the message would name the current folder
+        raise ConfigError("--out is empty: give the file to write")
     out, run_dir = Path(out), Path(run_dir)
     if out.exists():
         raise RunDirError(f"{out} already exists; choose another --out (nothing was overwritten)")
@@ -504,8 +510,11 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     best = RunDirectory(run_dir).best(missing_ok=False)
     if not best.get("finished"):
         raise RunDirError(f"{run_dir}: its search has not finished (continue it with autoprox search --resume)")
-    if target is not None and target not in best.get("targets", []):
-        raise ConfigError(f"--target {target!r} is not one of the run's targets: {', '.join(best.get('targets', []))}")
+    targets = best.get("targets", [])
+    if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
+        raise RunDirError(f"{RunDirectory(run_dir).file(BEST)}: 'targets' is not a list of target names")
+    if target is not None and target not in targets:
+        raise ConfigError(f"--target {target!r} is not one of the run's targets: {', '.join(targets)}")
     selected = selection(rule)(run_dir)
     if target is not None:
         selected = selected_for_target(selected, target)

@@ -87,7 +87,7 @@ def parse_budget(text: str) -> tuple[float, float]:
         low, high = float(lo) * 1e6, float(hi) * 1e6
     except ValueError:
         raise VitSearchError(f"parameter budget looks like MIN:MAX in millions (e.g. 4:9), got {text!r}") from None
-    if not sep or low > high or low < 0:
+    if not sep or math.isnan(low) or math.isnan(high) or low > high or low < 0:  # NaN compares false to all
         raise VitSearchError(f"parameter budget looks like MIN:MAX in millions with MIN <= MAX, got {text!r}")
     return low, high
 

@@ -25,7 +25,7 @@ from autoprox.data.benchmark import BENCH_FILE_NAMES
 from autoprox.data.proxy_tables import table_space_names
 from autoprox.genome.rank_formula import GRAMMAR_WORDS, TRANSFORMS
 from autoprox.proxies.proxy import BUILTIN_PROXIES
-from autoprox.search.conversions import integer, integer_list, number, text, text_list
+from autoprox.search.conversions import integer, integer_list, number, path_text, text, text_list
 from autoprox.search.objectives import objective_kinds, space_objectives
 from autoprox.search.options import MAX_WORKERS, OPTIONS, Option
 
@@ -164,7 +164,7 @@ def _vit_search_options() -> tuple[Option, ...]:
                integer(1, MAX_SAMPLES), commands=_VIT),
         Option("seed", VitSearchSettings.seed, f"sampling seed (default {VitSearchSettings.seed})", integer(),
                commands=_VIT),
-        Option("out", None, "output directory (default runs/vit-<space>-<proxy>-seed<seed>)", text(), commands=_VIT),
+        Option("out", None, "output directory (default runs/vit-<space>-<proxy>-seed<seed>)", path_text(), commands=_VIT),
         Option("no_keep_statistics", False, "do not store sampled architectures' statistics in the cache (400 "
                "AutoFormer ones take ~11 GB)", flag=True, commands=_VIT),
         Option("on_bench", None, "choose among this benchmark's architectures instead of sampling", text(),

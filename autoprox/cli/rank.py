@@ -58,7 +58,7 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
     split = split_benchmark(len(bench), args.split_seed if args.split_seed is not None else 0,
                             args.search_fraction if args.search_fraction is not None else 0.6)
     indices = split.indices(part, len(bench))
-    recorded = recorded_test_split(proxies, len(bench)) if args.split is None else None
+    recorded = recorded_test_split(proxies, bench) if args.split is None else None
     if recorded is not None:  # the default of a single run proxy's rank: the test split its search never saw
         part, indices = "test", sorted(recorded["test"])
         print("split: test, the architectures the searches of the run proxies never saw (their runs' recorded "
@@ -148,12 +148,25 @@ def in_sample_note(proxy, bench, name: str | None = None) -> str | None:
             "N-space protocol's figures, on the space each search did not see, are (docs/results-new-space.md)")
 
 
-def recorded_test_split(proxies, size: int) -> dict | None:
+def recorded_test_split(proxies, bench) -> dict | None:
     """The split the run proxies of a table share, when it covers this benchmark (as :func:`default_part`)."""
-    splits = [p.provenance.get("split") for p in proxies if isinstance(p.provenance, dict) and p.provenance.get("split")]
-    if splits and all(s == splits[0] for s in splits) and default_part(splits[0], size) == "test":
+    splits = [recorded_split(p.provenance, bench) for p in proxies]
+    splits = [s for s in splits if s]
+    if splits and all(s == splits[0] for s in splits) and default_part(splits[0], len(bench)) == "test":
         return splits[0]
     return None
+
+
+def recorded_split(provenance, bench):
+    """The search/test split a proxy's run recorded for ``bench``'s space: a multi-space run's entry of that space;
+    None for a run of another space (its indices number another benchmark's architectures) or no run."""
+    if not isinstance(provenance, dict):
+        return None
+    split = provenance.get("split")
+    if isinstance(split, list):  # a multi-space run's proxy: the split of this benchmark's space, if any
+        return next((s for s in split if isinstance(s, dict) and s.get("space") == bench.space), None)
+    space = provenance.get("space")
+    return None if isinstance(space, str) and space != bench.space else split
 
 
 def default_part(run_split, size: int) -> str:
@@ -199,14 +212,17 @@ def run(args: argparse.Namespace) -> int:
     for note in (in_sample_note(proxy, bench, args.proxy), networks_note(proxy)):
         if note:
             print(note, file=sys.stderr)
-    recorded_split = proxy.provenance.get("split")
-    if isinstance(recorded_split, list):  # a multi-space run's proxy: the split of this benchmark's space, if any
-        recorded_split = next((s for s in recorded_split if isinstance(s, dict) and s.get("space") == bench.space), None)
-    part = args.split or default_part(recorded_split, len(bench))
+    run_split = recorded_split(proxy.provenance, bench)
+    searched = proxy.provenance.get("space")
+    if args.split is None and isinstance(proxy.provenance.get("split"), dict) and isinstance(searched, str) \
+            and searched != bench.space:
+        print(f"split: all, every architecture of {bench.space}: the search of {args.proxy} was on {searched}, whose "
+              "split numbers other architectures", file=sys.stderr)
+    part = args.split or default_part(run_split, len(bench))
     if args.split is None and part == "test":
         print(f"split: test, the architectures the search of {args.proxy} never saw (its run's recorded split); "
               "--split all ranks every architecture", file=sys.stderr)
-    context = evaluation_context(args, recorded_split, all_targets=True, part=part, bench=bench)
+    context = evaluation_context(args, run_split, all_targets=True, part=part, bench=bench)
     indices = context.indices(part)
     if proxy.kind != "architecture" and not args.json:
         print(f"scoring {len(indices)} architectures with {proxy.name}", file=sys.stderr)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+#: The port ``report --serve`` listens on unless ``--port`` says otherwise.
+DEFAULT_PORT = 8000
+
 
 def add_parser(sub) -> None:
     report = sub.add_parser("report", help="write a run's or a protocol's report as one self-contained HTML file, "
@@ -13,7 +16,7 @@ def add_parser(sub) -> None:
     report.add_argument("--serve", action="store_true",
                         help="serve the report on 127.0.0.1 instead, refreshed as the run writes new iterations "
                              "(Ctrl-C stops)")
-    report.add_argument("--port", type=int, default=8000, help="port of --serve (0: any free port)")
+    report.add_argument("--port", type=int, default=None, help=f"port of --serve (default {DEFAULT_PORT}; 0: any free port)")
     report.add_argument("--no-simplify", action="store_true",
                         help="show the formulas as built, without SymPy simplification (faster)")
 
@@ -27,8 +30,10 @@ def run(args: argparse.Namespace) -> int:
 
         if args.out is not None:
             raise ReportError("--serve serves the report and writes no file: leave out --out")
-        serve_report(args.path, args.port, simplify=not args.no_simplify)
+        serve_report(args.path, DEFAULT_PORT if args.port is None else args.port, simplify=not args.no_simplify)
         return 0
+    if args.port is not None:
+        raise ReportError("--port is the port of --serve, and this writes a file: give --serve too, or leave out --port")
     from autoprox.reports.html.protocol import few_labels_record, write_few_labels_report
     from autoprox.reports.table_run import is_table_run_dir, table_report_html
 

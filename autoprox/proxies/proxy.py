@@ -247,7 +247,7 @@ def resolve_proxy(text: str) -> Proxy:
             tree = parse_genome(data["genome"])
         except GenomeError as exc:
             raise ProxyError(f"{path}: {exc}") from None
-        return Proxy(genome_to_string(tree), tree, {"file": str(path), **{k: data[k] for k in ("run", "stats", "split") if k in data}})
+        return Proxy(genome_to_string(tree), tree, {"file": str(path), **{k: data[k] for k in ("run", "space", "stats", "split") if k in data}})
     try:  # a genome of the statistics never parses as a rank formula: its leaves are no transformed columns
         formula = parse_formula(text)
     except GenomeError:
@@ -261,10 +261,9 @@ def resolve_proxy(text: str) -> Proxy:
             close = difflib.get_close_matches(text, [*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED], n=1)
             raise ProxyError(f"unknown proxy {text!r}: not a built-in ({_known_names()}), a file, a rank formula or "
                              f"a genome token" + (f"; did you mean {close[0]!r}?" if close else "")) from None
-        raise ProxyError(
-            f"unknown proxy {text!r}: not a built-in ({_known_names()}), "
-            f"not a file, and not a genome ({exc})"
-        ) from None
+        # a call or an expression is meant as a genome: its problem first, where a terminal shows it whole
+        raise ProxyError(f"unknown proxy {text!r}: not a genome ({exc}); nor a built-in ({_known_names()}) or a "
+                         "file") from None
     return Proxy(genome_to_string(tree), tree)
 
 

@@ -119,7 +119,8 @@ def load_curves(path: str | Path, window: int = DEFAULT_WINDOW) -> RunCurves:
     if not log:
         raise CurvesError(f"{run.path} has no iteration in its {log_path.name} yet")
     settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
-    targets = [t for t in settings.get("targets") or [] if isinstance(t, str)]
+    recorded = settings.get("targets")  # a hand-edited config.json may hold anything: the log names them too
+    targets = [t for t in recorded if isinstance(t, str)] if isinstance(recorded, list) else []
     for record in log:
         for target in record.get("best_kendall") or {}:
             if target not in targets:

@@ -180,7 +180,10 @@ def show_run(path: str | Path, top: int = 10, simplify: bool = True, latex: bool
             write_hall_of_fame(run, hall)
     best = readable_best(run)
     best_canonical = None
-    if best and isinstance(best.get("genome"), str):
+    if best is not None and not isinstance(best.get("genome"), str):
+        warnings.warn(f"{run.file(BEST)}: no 'genome' string; shown without it", stacklevel=2)
+        best = None
+    if best:
         try:
             best_canonical = canonical_string(parse_genome(best["genome"]))
         except GenomeError as exc:

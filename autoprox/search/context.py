@@ -109,6 +109,9 @@ class RunContext:
         targets = tuple(bench.check_targets(list(settings.targets) or bench.default_targets()))
         for name, weight in settings.weights.items():
             bench.check_targets([name])
+            if name not in targets:  # its weight would weigh nothing: the JCM sums over the searched targets
+                raise ConfigError(f"--weights names {name}, which is not one of the targets searched "
+                                  f"({', '.join(targets)}): add it to --targets, or leave its weight out")
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
                     or weight < 0:
                 raise ConfigError(f"the weight of {name} must be a finite number, at least 0; got {weight!r}")

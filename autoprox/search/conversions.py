@@ -106,6 +106,18 @@ def text() -> Convert:
     return convert
 
 
+def path_text() -> Convert:
+    """A path typed as text: a string that is not empty (an empty ``--out ''`` is a slip, not a request for the
+    default, which leaving the option out gives)."""
+    @recorded_as(is_str)
+    def convert(value: Any) -> str:
+        value = text()(value)
+        if not value.strip():
+            raise ConfigError("an empty path; give one, or leave the option out for its default")
+        return value
+    return convert
+
+
 def distinct(items: Sequence[Any], shown: Callable[[Any], str] = str) -> tuple:
     """``items`` as a tuple: the one rule of every list option (a comma list on the command line, a sequence in
     Python). ConfigError for an empty list (leaving the option out gives its default; an empty one is not

@@ -228,7 +228,8 @@ def distinct_entries(entries: Iterable[Entry]) -> list[Entry]:
 
 def search_kendall(best: Mapping | None) -> dict[str, float] | None:
     """The search-split Kendall per target a ``best.json`` records, or None when it has none."""
-    targets = ((best or {}).get("search") or {}).get("targets")
+    search = (best or {}).get("search")
+    targets = search.get("targets") if isinstance(search, Mapping) else None
     if not isinstance(targets, Mapping) or not targets:
         return None
     values = {t: (m or {}).get("kendall") for t, m in targets.items() if isinstance(m, Mapping)}

@@ -38,6 +38,7 @@ from autoprox.search.conversions import (
     integer,
     integer_list,
     number,
+    path_text,
     one_or_several,
     operator_list,
     proxies,
@@ -257,6 +258,9 @@ _ITERATIONS = 200
 #: (``autoprox.apps.vitsearch.MAX_SAMPLES``), far above any use (the paper's 200); a typo's 10,000,000 would run
 #: for days.
 MAX_ITERATIONS = 1_000_000
+#: The most genomes in a population: far above any use (the paper's 20); the initial population alone is evaluated
+#: genome by genome, so a typo's 1,000,000,000 would run for years before its first iteration.
+MAX_POPULATION = 100_000
 #: The most local processes (``--workers``, ``evaluate --fold-workers``): above it a number is a typo (joblib
 #: refuses over 1,000,000 with a traceback, and each process holds a Python and its imports).
 MAX_WORKERS = 1_024
@@ -277,7 +281,7 @@ SEARCH_OPTIONS: list[Option] = [
     Option("bench", None, "benchmark file (default: the space's released file, found without flags); may be "
            "repeated: a search over several benchmarks, fitness the JCM over every (benchmark, target) pair",
            one_or_several(), session=True, several=True, setting="bench", always_recorded=True),
-    Option("out", None, "run directory (default runs/<space>-seed<seed>)", text(), session=True),
+    Option("out", None, "run directory (default runs/<space>-seed<seed>)", path_text(), session=True),
     Option("resume", False, "continue the run in --out where it stopped, with its recorded settings; --iterations "
            "(a new total), --workers, --cache-dir, --scheduler and --bench (the same file elsewhere) are honoured, "
            "any other option must agree with the run", flag=True, session=True),
@@ -293,7 +297,7 @@ SEARCH_OPTIONS: list[Option] = [
     Option("search_fraction", 0.6, "share of architectures searched on",
            number(0.0, 1.0, low_open=True), setting="search_fraction", always_recorded=True),
     Option("seed", 0, "seed of the evolution", integer(), setting="evolution.seed", always_recorded=True),
-    Option("population", 20, "genomes in the population", integer(2),
+    Option("population", 20, "genomes in the population", integer(2, MAX_POPULATION),
            setting="evolution.population_size", always_recorded=True),
     Option("iterations", None, f"iterations (default {_ITERATIONS}; with --resume, a new total)",
            integer(0, MAX_ITERATIONS), session=True, setting="evolution.iterations", always_recorded=True,
@@ -361,7 +365,7 @@ SEARCH_OPTIONS: list[Option] = [
     Option("per_target_stats", False, "one statistics set per target, with that dataset's class count (default: "
            "one 100-class set)", flag=True, group=_STATS, commands=STATS_COMMANDS,
            setting="per_target_stats", always_recorded=True),
-    Option("cache_dir", None, "statistics cache (default $AUTOPROX_CACHE or ~/.cache/autoprox)", text(),
+    Option("cache_dir", None, "statistics cache (default $AUTOPROX_CACHE or ~/.cache/autoprox)", path_text(),
            group=_STATS, commands=STATS_COMMANDS, session=True, setting="cache_dir", always_recorded=True),
     Option("cache_precision", "float16", "how statistics are stored (default float16 with a power-of-two scale)",
            text(), group=_STATS, choices=tuple(PRECISIONS), commands=STATS_COMMANDS,

@@ -19,6 +19,7 @@ from autoprox.search.options import OPTIONS, SEARCH_OPTIONS, seed_genomes, sessi
 from autoprox.search.conversions import aggregation_names
 from autoprox.search.objectives import parse_fitness
 from autoprox.search.settings import SearchSettings, options_from_settings, recorded_settings
+from autoprox.search.rundir import RunDirectory
 
 #: The options that choose the terminal sets together.
 _TERMINAL_OPTIONS = ("terminals", "arch_terminals", "spread_terminals")
@@ -80,6 +81,7 @@ def resume_search(out: str | Path, values: Mapping[str, Any], given: Iterable[st
     settings, space = recorded_settings(out)
     chosen = {name: values[name] for name in given if name in values and values[name] is not None}
     check_resume(chosen, settings, space, out)
+    RunDirectory(out).log()  # a bad line is named now, not after the statistics are loaded or computed
     session = {option.name: chosen[option.name] for option in session_options() if option.name in chosen}
     if isinstance(session.get("bench"), tuple):
         session["bench"] = list(session["bench"])

@@ -275,6 +275,14 @@ class RunDirectory:
         path = self.file(BEST)
         return read_json(path) if path.is_file() or not missing_ok else None
 
+    def best_genome(self) -> str:
+        """The genome string ``best.json`` holds; RunDirError naming the file when it is missing, unreadable or
+        holds none (a hand-edited file)."""
+        genome = self.best(missing_ok=False).get("genome")
+        if not isinstance(genome, str):
+            raise RunDirError(f"{self.file(BEST)}: no 'genome' string")
+        return genome
+
     def hall_of_fame(self) -> dict | None:
         """``hall_of_fame.json`` in the current format (version 2; a version-1 file converted), or None when
         there is none; RunDirError when it is not a JSON object.

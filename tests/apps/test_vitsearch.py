@@ -17,7 +17,7 @@ from autoprox.apps.vitsearch import (
     run_vit_search,
     sample_candidates,
 )
-from autoprox.core.errors import VitSearchError
+from autoprox.core.errors import ArchitectureError, VitSearchError
 from autoprox.cli.main import main
 from autoprox.data.cache import StatsPlan
 from autoprox.genome.tree import score_architecture
@@ -34,7 +34,7 @@ TINY_PIT = (0.1e6, 0.6e6)
 def test_parse_budget():
     assert parse_budget("4:9") == (4e6, 9e6)
     assert parse_budget("0.5:2.5") == (0.5e6, 2.5e6)
-    for bad in ("4-9", "9:4", "a:b", "4"):
+    for bad in ("4-9", "9:4", "a:b", "4", "nan:5", "4:nan"):
         with pytest.raises(VitSearchError, match="MIN:MAX"):
             parse_budget(bad)
 
@@ -165,6 +165,14 @@ def test_build_vit_from_a_search_result(tmp_path):
     assert sum(p.numel() for p in model.parameters()) == top[0]["params"]
     assert sum(p.numel() for p in autoprox.build_vit(top[1]).parameters()) == top[1]["params"]
     assert sum(p.numel() for p in autoprox.build_vit(top[1]["arch"]).parameters()) == count_params(parse_arch(top[1]["arch"]))
+    # the search's folder stands for its top.json; a head of no class is refused in one line (second adversarial
+    # pass, 2026-12-07: the folder was "cannot be read as JSON (Is a directory)", -1 a RuntimeError)
+    assert sum(p.numel() for p in autoprox.build_vit(tmp_path / "run").parameters()) == top[0]["params"]
+    with pytest.raises(VitSearchError, match="a folder without top.json"):
+        autoprox.build_vit(tmp_path)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ArchitectureError, match="num_classes: expected an integer of at least 1"):
+            autoprox.build_vit(top[1], num_classes=bad)
 
 
 def test_cli_vit_search_and_on_bench(capsys, tmp_path):

@@ -40,6 +40,15 @@ def _refused(capsys, argv: list[str]) -> str:
       "--out", "p"], "--seeds: expected at most 1,000, got 5,000"),
     (["evaluate", "--leave-space-out", "--space", "autoformer", "--space", "pit", "--bootstrap", "10000000",
       "--out", "p"], "--bootstrap: expected at most 1,000,000, got 10,000,000"),
+    # a population a typo makes huge: its initial population alone ran for hours (second pass, 2026-12-07)
+    (["search", "--space", "pit", "--population", "1000000000", "--out", "r"],
+     "--population: expected at most 100,000, got 1,000,000,000"),
+    # an empty path was read as "the default": each wrote into runs/... of the current folder
+    (["search", "--space", "pit", "--out", ""], "--out: an empty path"),
+    (["evaluate", "--space", "pit", "--out", " "], "--out: an empty path"),
+    (["transfer", "--space", "pit", "--out", ""], "--out: an empty path"),
+    (["vit-search", "--space", "pit", "--out", ""], "--out: an empty path"),
+    (["rank", "--proxy", "params", "--space", "pit", "--cache-dir", ""], "--cache-dir: an empty path"),
 ])
 def test_a_value_out_of_range_is_a_usage_error(capsys, tmp_path, monkeypatch, argv, says):
     monkeypatch.chdir(tmp_path)
@@ -114,3 +123,38 @@ def test_a_size_past_its_bound_is_a_usage_error(capsys, tmp_path, monkeypatch, a
     err = _refused(capsys, argv)
     assert says in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_proxy_ranked_on_another_space_ranks_every_architecture(finished_run, pit_bench, session_cache,
+                                                                       tmp_path, capsys):
+    """The run's recorded split numbers its own space's architectures: ranked on another space's benchmark of
+    the same size it used to pick that benchmark's 'test' architectures by the run's indices."""
+    import json
+
+    from autoprox.data.benchmark import write_benchmark_jsonl
+    from autoprox.spaces.architectures import count_params
+
+    config = json.loads((finished_run / "config.json").read_text())
+    size = len(config["split"]["search"]) + len(config["split"]["test"])
+    order = sorted(range(len(pit_bench)), key=lambda i: count_params(pit_bench.archs[i]))
+    pit = tmp_path / "pit.jsonl"
+    write_benchmark_jsonl(pit_bench.subset(sorted(order[:size])), pit)
+    assert main(["rank", "--proxy", str(finished_run), "--bench", str(pit), "--batch-size", "2", "--workers", "1",
+                 "--cache-dir", str(session_cache.root), "--targets", "c100_kd", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["c100_kd"]["n"] == size
+    assert f"split: all, every architecture of pit: the search of {finished_run / 'best.json'} was on autoformer" in err
+
+
+def test_a_refused_transfer_study_leaves_no_folder(capsys, tmp_path):
+    """Refused after its folder was made, the empty folder used to stay behind (evaluate removes its own)."""
+    out = tmp_path / "study"
+    assert main(["transfer", "--space", "pit", "--targets", "c100_kd", "--out", str(out)]) == 2
+    assert "give at least two targets, got 1" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_select_names_an_empty_out(capsys, tmp_path):
+    """``select RUN --out ''`` said ". already exists" (Path("") is the current folder)."""
+    assert main(["select", str(REFERENCE), "--out", ""]) == 2
+    assert capsys.readouterr().err.strip() == "autoprox: error: --out is empty: give the file to write"

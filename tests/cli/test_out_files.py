@@ -237,6 +237,14 @@ def test_report_serve_refuses_any_out_even_an_empty_one(capsys, run):
             "autoprox: error: --serve serves the report and writes no file: leave out --out"
 
 
+def test_report_refuses_a_port_without_serve(capsys, run, tmp_path):
+    """``--port`` without ``--serve`` used to be ignored: a file was written and no server started."""
+    out = tmp_path / "r.html"
+    assert refused(capsys, "report", run, "--port", "8001", "--out", out) == \
+        "autoprox: error: --port is the port of --serve, and this writes a file: give --serve too, or leave out --port"
+    assert not out.exists()
+
+
 def test_a_report_the_file_system_refuses_is_one_line(tmp_path, monkeypatch):
     """The few-label and table-search pages raised a raw OSError where the run report said one line: all three
     write through ``write_page``."""

@@ -65,6 +65,10 @@ def test_unknown_name_is_a_clear_error():
     assert len(str(exc.value)) < 400 and "known tokens" not in str(exc.value)
     with pytest.raises(ProxyError, match=r"not a genome.*unexpected|not a genome.*unknown token 'synflowx'"):
         resolve_proxy("to_mean_scalar(synflowx)")
+    # the genome's problem leads, before the list of built-ins (it used to come last, past 300 characters)
+    with pytest.raises(ProxyError, match=r"^unknown proxy 'block_mean\(to_mean_scalar\(frobenius_norm\(F1\)\)': "
+                                         r"not a genome \(missing '\)'.*; nor a built-in \(params, .*\) or a file$"):
+        resolve_proxy("block_mean(to_mean_scalar(frobenius_norm(F1))")
     with pytest.raises(ProxyError, match="unknown proxy"):
         resolve_proxy("")
     with pytest.raises(ProxyError, match="unexpected character"):

@@ -149,6 +149,22 @@ def test_context_from_settings_checks_targets_and_records_the_file_name(tmp_path
         RunContext.open(tmp_path)
 
 
+def test_a_weight_of_a_target_not_searched_is_refused_not_ignored(tmp_path, capsys):
+    """``--targets c100_kd --weights flower_kd=2`` used to search c100_kd alone and record a weight that weighed
+    nothing (second adversarial pass, 2026-12-07)."""
+    from autoprox.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^--weights names flower_kd, which is not one of the targets searched "
+                                          r"\(c100_kd\): add it to --targets, or leave its weight out$"):
+        RunContext.from_settings(SearchSettings(bench=str(PIT_FILE), targets=("c100_kd",), weights={"flower_kd": 2}))
+    default = RunContext.from_settings(SearchSettings(bench=str(PIT_FILE), weights={"flower_kd": 2}))
+    assert "flower_kd" in default.targets  # a default target may be weighed
+    out = tmp_path / "run"
+    code, _, err = run_cli(capsys, "search", "--space", "pit", "--targets", "c100_kd", "--weights", "c100_base=1",
+                           "--out", out)
+    assert code == 2 and "--weights names c100_base" in one_error_line(err) and not out.exists()
+
+
 def test_settings_naming_the_benchmark_by_file_name_make_a_context_again():
     """What a context records (the bare file name) is enough to make the context again: transfer folds rely on it."""
     first = RunContext.from_settings(SearchSettings(bench=str(PIT_FILE), targets=("c100_kd",)))

@@ -142,9 +142,18 @@ def run_transfer(settings: SearchSettings | None, out: str | Path, resume: bool 
         raise ConfigError("settings are needed for a new transfer study")
     elif not (out / TRANSFER_FILE).exists():
         _check_new_study(out)
+    new = not (out.exists() or out.is_symlink())
     make_directory(out)
-    with hold_lock(out / LOCK, f"{out} is being written by another autoprox process"):
-        return _run_transfer(settings, out, resume, quiet, executor)
+    try:
+        with hold_lock(out / LOCK, f"{out} is being written by another autoprox process"):
+            return _run_transfer(settings, out, resume, quiet, executor)
+    except BaseException:
+        if new:  # refused before anything was written (too few targets, ...): leave no folder behind, as evaluate
+            try:
+                out.rmdir()  # takes only an empty folder
+            except OSError:
+                pass
+        raise
 
 
 def _check_new_study(out: Path) -> None:

@@ -175,8 +175,10 @@ def _header(run, config, settings, curves, hall, best, name) -> str:
     elapsed = None
     for _, record in read_records(log_path):
         elapsed = record.get("elapsed", elapsed)
-    weights = settings.get("weights") or {}
-    targets = ", ".join(f"{t}{f' (weight {weights[t]:g})' if t in weights else ''}" for t in settings.get("targets") or [])
+    weights = settings.get("weights") if isinstance(settings.get("weights"), dict) else {}
+    recorded = settings.get("targets") if isinstance(settings.get("targets"), list) else []
+    targets = ", ".join(f"{t}{f' (weight {weights[t]:g})' if _is_weight(weights.get(t)) else ''}"
+                        for t in recorded if isinstance(t, str))
     rows = [
         ("space", esc(config.get("space", "?"))),
         ("benchmark", esc(f"{benchmark.get('file') or benchmark.get('path') or '?'}, "
@@ -485,3 +487,8 @@ class PartScorer:
 
 
 __all__ = ["HALL_ROWS", "PartScorer", "run_body", "run_status"]
+
+
+def _is_weight(value) -> bool:
+    """Whether a recorded weight is a number to print (a hand-edited config.json may hold anything)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
