@@ -78,6 +78,8 @@ def build_vit(arch, num_classes: int = 100, seed: int | None = None, space_file=
     search's folder stands for its ``top.json``). ``num_classes`` is at least 1.
     ``space_file`` is the file of a space defined by one (``--space-file``), registered first;
     a ``top.json`` whose space is not registered is refused in one line saying so.
+    ``seed``: the initialisation's seed (None: a new one at every call); the engine's model for
+    ``--stat-seeds S`` is ``seed=derived_seed(S, "model")`` (docs/manual.md, *Export*).
     """
     import json
     from pathlib import Path

@@ -535,3 +535,29 @@ def test_an_exported_weighted_formula_carries_the_engines_transforms_and_matches
     spec.loader.exec_module(module)
     expected = formula.score({n: np.array([np.nan if v is None else v for v in vs]) for n, vs in columns.items()})
     assert np.array_equal(module.score(columns), expected)
+
+
+@pytest.mark.slow
+def test_the_manuals_recipe_gives_an_exported_proxy_the_score_autoprox_score_writes(capsys, tmp_path, pit_bench,
+                                                                                   session_cache):
+    """docs/manual.md (*Export*, the value of one model): the engine's model and minibatch for --stat-seeds 0, given
+    to the exported module, give `score`'s value (to the float16 cache's precision)."""
+    import autoprox
+    from autoprox.data.benchmark import write_benchmark_jsonl
+    from autoprox.networks.statistics import derived_seed, make_batch
+
+    bench = tmp_path / "pit3.jsonl"
+    write_benchmark_jsonl(pit_bench.subset([0, 1, 2]), bench)
+    run = RUNS / "pit-reference"
+    code, _, err = run_cli(capsys, "export", str(run), "--out", str(tmp_path / "proxy.py"))
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "score", "--proxy", str(run / "best.json"), "--bench", str(bench), "--workers", "1",
+                           "--cache-dir", str(session_cache.root), "--out", str(tmp_path / "s.csv"))
+    assert code == 0, err
+    module = _load(tmp_path / "proxy.py")
+    rows = (tmp_path / "s.csv").read_text().splitlines()[1:]
+    assert len(rows) == 3
+    for arch, row in zip(pit_bench.subset([0, 1, 2]).archs, rows):
+        model = autoprox.build_vit(arch, seed=derived_seed(0, "model"))
+        images, labels = make_batch(InputSpec(), 100, 0)
+        assert module.score(model, images, labels) == pytest.approx(float(row.rsplit(",", 1)[1]), rel=1e-4)
