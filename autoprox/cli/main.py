@@ -134,7 +134,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         try:
             run_folders_as_best(args)
-            return COMMANDS[args.command].run(args)
+            status = COMMANDS[args.command].run(args)
+            sys.stdout.flush()  # a pipe closed under a block-buffered stdout fails here, handled, not at exit
+            return status
         except OSError as exc:
             # A path given with a part longer than the file system allows (a run directory, --out, --cache-dir,
             # a genome given where a path is read): bad input, whichever command opened it, as one line.

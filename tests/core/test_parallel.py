@@ -87,8 +87,20 @@ def test_local_cluster_workers_leave_a_ctrl_c_to_this_process(cluster_executor):
     this process, whose handler is as it was, stops the work and closes the cluster."""
     import signal
 
+    from autoprox.core.parallel import _workers_ignore_interrupts
+
     assert cluster_executor.run(_interrupt_handler, [(), ()]) == [signal.SIG_IGN, signal.SIG_IGN]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def mine(number, frame):  # this process's handler, whatever it was (a shell's background job ignores SIGINT)
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGINT, mine)
+    try:
+        with _workers_ignore_interrupts():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) is mine
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_statistics_computed_on_the_cluster_equal_local_ones(cluster_executor, af_small, small_spec, tmp_path):
