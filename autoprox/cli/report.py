@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 #: The port ``report --serve`` listens on unless ``--port`` says otherwise.
 DEFAULT_PORT = 8000
@@ -44,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if is_table_run_dir(args.path):
         print(f"wrote {table_report_html(args.path, args.out)}")
         return 0
-    out = write_report(args.path, args.out, simplify=not args.no_simplify)
+    out = write_report(args.path, args.out, simplify=not args.no_simplify,
+                       announce=lambda line: print(line, file=sys.stderr, flush=True))
     print(f"wrote {out}")
     return 0

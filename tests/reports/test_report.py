@@ -129,6 +129,8 @@ def test_report_of_a_run_is_one_self_contained_file_with_the_runs_numbers(small_
     code, text, err = run_cli(capsys, "report", small_run, "--out", out, "--no-simplify")
     assert code == 0, err
     assert text.strip() == f"wrote {out}"
+    # its seconds are said before they are spent (it was silent for ten of them on a reference run)
+    assert err.strip() == f"report of {small_run}: reading its statistics, scoring its proxies, drawing its figures ..."
     document = out.read_text()
     report = parse_report(document)
     check_self_contained(report, document)
@@ -253,7 +255,9 @@ def test_a_run_with_a_broken_log_line_is_one_line(small_run, capsys, tmp_path):
     (copy / "log.jsonl").write_text(lines[0] + "{not json\n" + "".join(lines[1:]))
     code, _, err = run_cli(capsys, "report", copy, "--out", tmp_path / "r.html")
     assert code == 2
-    assert "log.jsonl: line 2 is not valid JSON" in one_error_line(err)
+    said, error = err.strip().split("\n", 1)  # the line saying what the rendering does, then the error it met
+    assert said.startswith(f"report of {copy}: ")
+    assert "log.jsonl: line 2 is not valid JSON" in one_error_line(error)
     assert not (tmp_path / "r.html").exists()
 
 

@@ -93,17 +93,22 @@ def render_report(path: str | Path, compute: bool = True, simplify: bool = True,
 
 
 def write_report(path: str | Path, out: str | Path | None = None, compute: bool = True, simplify: bool = True,
-                 memo: ReportMemo | None = None, progress: Callable[[str], None] | None = None) -> Path:
+                 memo: ReportMemo | None = None, progress: Callable[[str], None] | None = None,
+                 announce: Callable[[str], None] | None = None) -> Path:
     """Write the report of ``path`` into ``out`` (default ``PATH/report.html``); return where it went.
 
     A file at ``out`` that ``report`` did not write (its ``<meta name="generator">``) is refused with
     ReportError before anything is rendered, and left as it is; a report written before is replaced.
+    ``announce``: told in one line, once the checks have passed, what the rendering's seconds go to.
     """
     report_kind(path)  # a file given in place of a folder is named as what it is, before anything is written
     out = Path(path) / REPORT_FILE if out is None else out
     target = check_report_out(out)  # a loop of links, a folder, someone else's file: refused; a link is written through
     out = Path(out)
     _check_writable(target)  # before the rendering's seconds are spent
+    if announce is not None:
+        announce(f"report of {path}: reading its statistics, scoring its proxies, drawing its figures"
+                 + (" and simplifying its formulas (--no-simplify skips this)" if simplify else "") + " ...")
     document = render_report(path, compute=compute, simplify=simplify, memo=memo, progress=progress)
     return write_page(out, document)
 
