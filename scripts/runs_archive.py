@@ -76,16 +76,10 @@ class ArchiveError(Exception):
     """A folder that cannot be packed, or an archive that does not match its folder."""
 
 
-def _dump(data: object, depth: int = 0) -> str:
-    """JSON as autoprox writes it (two-space indents), except that a list or object holding no list or
-    object stays on one line: a fold's architectures, a method's figures per target (a third of the size)."""
-    inner = "  " * (depth + 1)
-    if isinstance(data, dict) and any(isinstance(v, (dict, list)) for v in data.values()):
-        items = [f"{inner}{json.dumps(k)}: {_dump(v, depth + 1)}" for k, v in data.items()]
-        return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
-    if isinstance(data, list) and any(isinstance(v, (dict, list)) for v in data):
-        return "[\n" + ",\n".join(inner + _dump(v, depth + 1) for v in data) + "\n" + "  " * depth + "]"
-    return json.dumps(data)
+def _dump(data: object) -> str:
+    """JSON on one line, without spaces (the same values, every digit): the committed runs stay small (runs/README.md)
+    and tools read it as they read autoprox's indented JSON; ``python -m json.tool FILE`` shows it indented."""
+    return json.dumps(data, separators=(",", ":"))
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
