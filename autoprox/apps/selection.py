@@ -496,10 +496,9 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     proxy JSON (``{"genome": ...}``), either recording the run's split as its ``best.json`` does (so
     ``rank`` defaults to the test split). ``target``: keep only what the rule chose for that target.
     An existing ``out`` is refused (RunDirError), never overwritten."""
-    from autoprox.core.atomic import atomic_write_json
+    from autoprox.core.atomic import atomic_write_json, refuse_empty_path
 
-    if not str(out).strip():  # Path("") is ".", which exists: the message would name the current folder
-        raise ConfigError("--out is empty: give the file to write")
+    refuse_empty_path(out, "--out", ConfigError)
     out, run_dir = Path(out), Path(run_dir)
     if out.exists():
         raise RunDirError(f"{out} already exists; choose another --out (nothing was overwritten)")

@@ -22,12 +22,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from autoprox.core.atomic import refuse_empty_path
+    from autoprox.core.errors import CurvesError
     from autoprox.reports.curves import write_curves
 
-    if not args.out.strip():
-        from autoprox.core.errors import CurvesError
-
-        raise CurvesError("--out is empty: give the file to write")
+    refuse_empty_path(args.out, "--out", CurvesError)
     csv_path = Path(args.out).with_suffix(".csv") if args.csv is True else args.csv
     runs = write_curves(args.runs, args.out, csv_path, window=args.window)
     print(f"wrote {args.out}" + (f" and {csv_path}" if csv_path else "") + f" ({len(runs)} run(s))")

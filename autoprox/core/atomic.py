@@ -110,6 +110,12 @@ def file_ends(path: str | os.PathLike, size: int = OWN_FILE_PROBE) -> tuple[byte
         return b"", b""
 
 
+def refuse_empty_path(path: str | os.PathLike, option: str, error: type[AutoproxError], what: str = "file") -> None:
+    """``error`` when ``path`` is empty or blank: ``Path("")`` is the current folder, which a message would name."""
+    if not str(path).strip():
+        raise error(f"{option} is empty: give the {what} to write")
+
+
 def check_output_file(path: str | os.PathLike, command: str, ours: Callable[[bytes, bytes], bool],
                       option: str = "--out", error: type[AutoproxError] = RunDirError) -> Path:
     """Refuse, before any work, an output file that cannot be written or that autoprox did not write.
@@ -143,8 +149,7 @@ def check_output_file(path: str | os.PathLike, command: str, ours: Callable[[byt
         ``error`` when ``path`` is empty, a folder (or ends in ``/``), a loop of symbolic links, not a regular file,
         or a file ``ours`` does not recognise; nothing is written.
     """
-    if not str(path).strip():
-        raise error(f"{option} is empty: give the file to write")
+    refuse_empty_path(path, option, error)
     if str(path).endswith(("/", os.sep)):  # Path() would drop the slash and write a file named as the folder
         raise error(f"{option} {path} names a folder (it ends in /): give the file to write in it")
     target = write_target(path, option, error)
@@ -182,8 +187,7 @@ def check_new_folder(path: str | os.PathLike, holds: str, ignore: Iterable[str] 
     Path
         ``path``.
     """
-    if not str(path).strip():
-        raise error(f"{option} is empty: give the folder to write")
+    refuse_empty_path(path, option, error, "folder")
     path = Path(path)
     skip = set(ignore)
     if path.exists() and not path.is_dir():
