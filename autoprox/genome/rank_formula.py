@@ -49,7 +49,8 @@ from autoprox.core.registry import Registry
 
 __all__ = ["BARE_NAME", "GRAMMAR_WORDS", "MAX_DEPTH", "MAX_FORMULA_CHARS", "MISSING_COLUMN_SCORING", "OPERATORS",
            "TRANSFORMS", "Node", "RankFormula", "built_in_transform_function", "column_text", "columns_of", "parse_formula",
-           "readable", "register_operator", "register_transform", "resolve_first", "transform_column", "transforms_source"]
+           "readable", "register_operator", "register_transform", "resolve_first", "transform_column", "transforms_source",
+           "unmeasured_rows"]
 
 #: Longest formula text read, and deepest nesting: beyond them a formula is refused in one line.
 MAX_FORMULA_CHARS = 10_000
@@ -64,6 +65,16 @@ GRAMMAR_WORDS = ("lrsum", "first")
 
 
 # ------------------------------------------------------------------------- transforms
+def unmeasured_rows(columns: Mapping[str, np.ndarray], names, length: int) -> np.ndarray:
+    """Which of the ``length`` rows of ``columns`` have no value (NaN) in any of the columns ``names`` (a name
+    ``columns`` lacks holds none): rows a formula reading those columns would score from nothing measured."""
+    measured = np.zeros(length, dtype=bool)
+    for name in names:
+        if name in columns:
+            measured |= ~np.isnan(np.asarray(columns[name], dtype=np.float64))
+    return ~measured
+
+
 def _centre(values: np.ndarray) -> np.ndarray:
     """``values`` less their mean over the finite entries; NaN entries become 0."""
     out = np.zeros_like(values, dtype=np.float64)

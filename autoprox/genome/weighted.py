@@ -26,7 +26,8 @@ import numpy as np
 
 from autoprox.core.errors import GenomeError
 from autoprox.genome.formula_variation import random_tree, vary_tree
-from autoprox.genome.rank_formula import OPERATORS, TRANSFORMS, Node, RankFormula, columns_of, parse_formula
+from autoprox.genome.rank_formula import (OPERATORS, TRANSFORMS, Node, RankFormula, columns_of, parse_formula,
+                                          unmeasured_rows)
 
 __all__ = ["BASES", "HINGE_TRANSFORMS", "MAX_HINGED_COLUMNS", "MAX_PAIRED_COLUMNS", "TERM_OPERATORS", "basis_members", "WEIGHTED_FORMULA_FORMAT", "WEIGHTED_KIND", "WeightedFormula", "WeightedGenome", "WeightedSpace", "parse_weighted"]
 
@@ -356,11 +357,7 @@ class WeightedFormula:
     def unmeasured(self, columns, length: int) -> np.ndarray:
         """Which of the ``length`` rows of ``columns`` have no value (every cell NaN) in any column the formula reads
         (a column ``columns`` lacks holds none)."""
-        measured = np.zeros(length, dtype=bool)
-        for name in self.columns:
-            if name in columns:
-                measured |= ~np.isnan(np.asarray(columns[name], dtype=np.float64))
-        return ~measured
+        return unmeasured_rows(columns, self.columns, length)
 
     def to_json(self) -> dict:
         """``{"plain": [...], "terms": [...], "weights": [...], "intercept": x, "transform": "r"}``, and

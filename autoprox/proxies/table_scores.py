@@ -22,7 +22,7 @@ import numpy as np
 from autoprox.core.correlation import correlate
 from autoprox.core.errors import GenomeError, ProxyError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, ProxyTable, TableSpace
-from autoprox.genome.rank_formula import Node, RankFormula
+from autoprox.genome.rank_formula import Node, RankFormula, unmeasured_rows
 
 __all__ = ["UNMEASURED", "reading_note", "table_figures", "table_scores", "space_kendall", "unscored_warning"]
 
@@ -93,12 +93,8 @@ def table_scores(proxy, table: ProxyTable, missing: str | None = None) -> np.nda
 def _unscored_where_unmeasured(scores: np.ndarray, table: ProxyTable, read) -> np.ndarray:
     """``scores`` with NaN (no score) on each row of ``table`` that has no value in any of the columns ``read``: a
     formula reads an empty cell as no information, so such a row would get a score made of nothing measured."""
-    measured = np.zeros(len(table), dtype=bool)
-    for name in read:
-        if name in table.proxies:
-            measured |= ~np.isnan(table.proxies[name])
     scores = np.asarray(scores, dtype=np.float64).copy()
-    scores[~measured] = np.nan
+    scores[unmeasured_rows(table.proxies, read, len(table))] = np.nan
     return scores
 
 
