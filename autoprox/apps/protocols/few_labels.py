@@ -318,17 +318,20 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         check_new_folder(out, FEW_LABELS_FILE)
         out.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, "spec": spec, "results": {}}
-    return run_cuts(out, _FewLabelCells(tables, methods, workers, say, progress, resume_command), record, say)
+    return run_cuts(out, _FewLabelCells(tables, methods, workers, out, say, progress, resume_command), record, say)
 
 
 class _FewLabelCells(CutProtocol):
     """The few-label protocol over the one runner: a cut per (table, k), ``TABLE k=K``, its draws run side by side;
-    its record (``few_labels.json``) is written after each and summarised per k (:func:`overall`)."""
+    its record (``few_labels.json``) is written after each and summarised per k (:func:`overall`). The draws of the
+    cut that runs are written as each finishes too (the record's ``partial``), so a resume after a Ctrl-C computes
+    only the draws that were not finished: a draw is seeded by its table, k and number alone."""
 
-    def __init__(self, tables: Sequence[tuple[ProxyTable, str]], methods: Sequence[str], workers: int,
+    def __init__(self, tables: Sequence[tuple[ProxyTable, str]], methods: Sequence[str], workers: int, folder: Path,
                  say: Callable[[str], None], progress: bool = False, resume_command: str | None = None) -> None:
         self.tables = dict(zip(entry_names(tables), tables))
         self.methods, self.workers, self.say, self.progress = list(methods), workers, say, progress
+        self.folder = folder
         self.resume_command = resume_command
 
     @staticmethod
@@ -355,14 +358,19 @@ class _FewLabelCells(CutProtocol):
             if int(k) > largest_k(table, target):
                 yield cut, {"skipped": f"k={k} is more than {SKIP_SHARE * 100:g} % of the {len(labelled)} labelled rows"}
                 continue
+            partial = record.setdefault("partial", {})
+            draws = list(partial.get(cut, []))
+            if draws:
+                self.say(f"resuming {cut} at draw {len(draws) + 1} of {spec['repeats']}")
             line = Progress(f"{name} k={k} draws", every=10) if self.progress else None
             if line:
-                line(0, spec["repeats"])
-            draws = []
+                line(len(draws), spec["repeats"])
             for draw in Parallel(n_jobs=self.workers, return_as="generator")(
                     delayed(_one_draw)(table.proxies, truth, int(k), spec["seed"], table.name, draw, self.methods)
-                    for draw in range(spec["repeats"])):
+                    for draw in range(len(draws), spec["repeats"])):
                 draws.append(draw)
+                partial[cut] = draws
+                self.write(self.folder, record)
                 if line:
                     line(len(draws), spec["repeats"])
             yield cut, {"draws": draws, **summarise(draws)}
@@ -370,6 +378,10 @@ class _FewLabelCells(CutProtocol):
     def keep(self, record: dict, cut: str, outcome: Any) -> bool:
         name, k = self._cell(cut)
         record["results"].setdefault(name, {})[k] = outcome
+        partial = record.get("partial", {})
+        partial.pop(cut, None)
+        if not partial:
+            record.pop("partial", None)
         if "skipped" in outcome:
             self.say(f"{name}: k={k} skipped ({outcome['skipped']})")
         else:

@@ -82,6 +82,36 @@ def test_the_protocol_records_means_differences_and_resumes(tmp_path):
     assert json.loads((out / "few_labels.json").read_text())["summary"]["10"]["tables"] == 1
 
 
+def test_a_cell_interrupted_between_draws_keeps_its_finished_draws_and_the_resume_computes_only_the_rest(
+        tmp_path, monkeypatch):
+    """Ctrl-C inside a (table, k) cell: the draws finished are in the record, and the resume runs the others alone,
+    to the figures of a run that was never interrupted."""
+    from autoprox.apps.protocols import few_labels
+
+    table = read_proxy_table(write_table(tmp_path / "t.csv"))
+    options = dict(methods=["size", "ridge"], say=lambda line: None)
+    whole = run_few_labels([(table, "val_acc")], [10], 4, tmp_path / "whole", **options)
+    real, computed = few_labels._one_draw, []
+
+    def draw_then_ctrl_c(*args):
+        if args[5] == 2 and not computed.count("interrupted"):
+            computed.append("interrupted")
+            raise KeyboardInterrupt
+        computed.append(args[5])
+        return real(*args)
+
+    monkeypatch.setattr(few_labels, "_one_draw", draw_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        run_few_labels([(table, "val_acc")], [10], 4, tmp_path / "cut", **options)
+    kept = json.loads((tmp_path / "cut" / "few_labels.json").read_text())
+    assert kept["results"] == {} and kept["partial"] == {"t k=10": whole["results"]["t"]["10"]["draws"][:2]}
+    lines = []
+    again = run_few_labels([(table, "val_acc")], [10], 4, tmp_path / "cut", resume=True, **(options | {"say": lines.append}))
+    assert computed == [0, 1, "interrupted", 2, 3]
+    assert "resuming t k=10 at draw 3 of 4" in lines
+    assert again["results"] == whole["results"] and "partial" not in again
+
+
 def test_summarise_pairs_the_engine_with_each_method():
     draws = [{"engine": 0.5, "ridge": 0.4}, {"engine": 0.6, "ridge": 0.6}, {"engine": 0.7, "ridge": 0.5}]
     summary = summarise(draws)
