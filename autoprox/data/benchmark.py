@@ -183,6 +183,18 @@ def file_problem(path: Path, what: str = "benchmark file") -> AutoproxError | No
     return None
 
 
+#: The names of a file read as a PyTorch archive whatever it holds (``.gz``: a gzip file, checked above); a file
+#: of another name is read so only when it starts as one does (:data:`PTH_MAGIC`).
+PTH_SUFFIXES = (".pth", ".pt", ".gz")
+
+#: How a PyTorch archive starts: a zip file (torch.save's format) or a pickle (its legacy format).
+PTH_MAGIC = (b"PK\x03\x04", b"\x80")
+
+#: The benchmark formats, as the error naming a file of none of them says.
+BENCHMARK_FORMATS = ("a benchmark is a ViT-Bench-101 .pth file, a comma-separated .csv (or .csv.gz) table, or "
+                     ".json/.jsonl records")
+
+
 def _read_entries(path: Path) -> tuple[Any, list[int] | None]:
     """The raw entries of a benchmark file and, for JSON Lines, the line of each entry."""
     problem = file_problem(path)
@@ -208,6 +220,9 @@ def _read_entries(path: Path) -> tuple[Any, list[int] | None]:
     if suffix == ".gz" and not _starts_with(path, b"\x1f\x8b"):  # a plain file named .gz is no PyTorch archive
         raise BenchmarkError(f"{path}: named .gz but not a gzip file; a proxy table is .csv, or .csv.gz compressed "
                              "with gzip")
+    if suffix not in PTH_SUFFIXES and not any(_starts_with(path, magic) for magic in PTH_MAGIC):
+        raise BenchmarkError(f"{path}: not a benchmark file autoprox reads (named {suffix or 'with no suffix'}, and "
+                             f"not a PyTorch archive): {BENCHMARK_FORMATS}")
     return _read_pth(path), None
 
 

@@ -314,3 +314,23 @@ def test_a_plain_csv_named_gz_and_an_empty_file_say_what_they_are(tmp_path, caps
         code, out, err = run_cli(capsys, "score", "--proxy", "nwot", "--bench", bench, "--out", tmp_path / "s.csv")
         line = one_error_line(err)
         assert code == 2 and said in line and "UnpicklingError" not in line
+
+
+def test_a_table_of_another_format_is_named_as_such_and_a_benchmark_under_another_name_still_reads(tmp_path, capsys):
+    """A tab-separated table (t.tsv) was read as a PyTorch archive: 'not a ViT-Bench-101 .pth file ... IndexError:
+    pop from empty list'. A file of another name is read as one only when it starts as one does."""
+    tabbed = tmp_path / "t.tsv"
+    tabbed.write_text(_good(tmp_path / "t.csv").read_text().replace(",", "\t"))
+    for command in (("search", "--out", tmp_path / "run"), ("rank",), ("score", "--out", tmp_path / "s.csv")):
+        code, out, err = run_cli(capsys, *command, "--proxy", "nwot", "--bench", tabbed) if command[0] != "search" \
+            else run_cli(capsys, *command, "--bench", tabbed)
+        line = one_error_line(err)
+        assert code == 2 and "not a benchmark file autoprox reads (named .tsv" in line and "IndexError" not in line
+        assert "comma-separated .csv" in line
+    assert not (tmp_path / "run").exists() and not (tmp_path / "s.csv").exists()
+    from autoprox.data.benchmark import load_benchmark
+    from tests.conftest import PIT_FILE
+
+    renamed = tmp_path / "gt_pit.bin"
+    renamed.write_bytes(PIT_FILE.read_bytes())
+    assert len(load_benchmark(renamed).archs) == 100
