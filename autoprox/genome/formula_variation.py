@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Any, ClassVar, Sequence
 
 from autoprox.genome.rank_formula import OPERATORS, Node, parse_formula
 
@@ -75,12 +75,19 @@ def vary_tree(parent: Node, other: Node, rng: random.Random, terminals: Sequence
 class RankFormulaSpace:
     """The rank formulas a search over several spaces draws (:mod:`autoprox.apps.rank_search`): trees over
     ``terminals`` of at most ``max_size`` nodes. It offers what the engine's evolution asks of a genome space
-    (:mod:`autoprox.search.evolution`): :meth:`random_genome`, :meth:`vary`, :meth:`parse`, :meth:`contains`."""
+    (:class:`~autoprox.genome.space.SearchedSpace`): :meth:`random_genome`, :meth:`vary`, :meth:`parse`,
+    :meth:`contains`."""
 
     terminals: tuple[Node, ...]
     max_size: int = 9
     depth: int = 3
     kind: str = "rank-formula"
+    #: Crossover takes a subtree of a partner.
+    uses_partners: ClassVar[bool] = True
+
+    def bound(self, settings: Any) -> "RankFormulaSpace":
+        """This space itself: its operators read no setting of the evolution."""
+        return self
 
     def random_genome(self, rng: random.Random) -> Node:
         """A random tree (drawn again until it is within :attr:`max_size`; a terminal after 100 draws)."""

@@ -37,14 +37,15 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Any, ClassVar, Sequence
 
 from deap import gp
 
 from autoprox.core.errors import ConfigError
-from autoprox.genome.tree import Matrix, Scalar, Score, canonical_string, op_name, primitive_set, typed_name
+from autoprox.genome.tree import (Matrix, Scalar, Score, canonical_string, op_name, parse_genome, primitive_set,
+                                  typed_name)
 from autoprox.core.errors import GenomeError
-from autoprox.genome.space import AGGREGATIONS, GenomeSpace
+from autoprox.genome.space import AGGREGATIONS, FREE, GENOME_KINDS, GenomeSpace
 from autoprox.genome.terminals import terminal_kinds
 from autoprox.primitives import PAPER_OPERATORS, PRIMITIVES
 
@@ -430,11 +431,52 @@ def vary(parent: gp.PrimitiveTree, rng: random.Random, space: GenomeSpace,
     return child if child is not None else gp.PrimitiveTree(list(parent))
 
 
+@dataclass(frozen=True)
+class FreeSpace:
+    """A free-form :class:`~autoprox.genome.space.GenomeSpace` as the evolution searches it: trees drawn by
+    :func:`random_tree` and varied by :func:`vary` (crossover with the population's partners among its
+    operators), within ``limits``. A :class:`~autoprox.genome.space.SearchedSpace`; no setting of the
+    evolution binds it."""
+
+    space: GenomeSpace
+    limits: FreeTreeLimits = DEFAULT_LIMITS
+    uses_partners: ClassVar[bool] = True
+
+    @classmethod
+    def of(cls, space: GenomeSpace, settings: Any = None) -> "FreeSpace":
+        """``space`` searched within the default limits (``settings`` bind nothing here)."""
+        return cls(space)
+
+    def bound(self, settings: Any) -> "FreeSpace":
+        """This space itself: its operators read no setting of the evolution."""
+        return self
+
+    def random_genome(self, rng: random.Random) -> gp.PrimitiveTree:
+        """A random free tree (:func:`random_tree`)."""
+        return random_tree(rng, self.space, self.limits)
+
+    def vary(self, parent: gp.PrimitiveTree, rng: random.Random,
+             partners: Sequence[gp.PrimitiveTree] = ()) -> gp.PrimitiveTree:
+        """One child of ``parent`` (:func:`vary`)."""
+        return vary(parent, rng, self.space, partners=partners, limits=self.limits)
+
+    def parse(self, text: str) -> gp.PrimitiveTree:
+        """The tree of a genome's text (:func:`~autoprox.genome.tree.parse_genome`)."""
+        return parse_genome(text)
+
+    def contains(self, tree: gp.PrimitiveTree) -> bool:
+        """Whether ``tree`` is within the space (:meth:`GenomeSpace.contains`)."""
+        return self.space.contains(tree)
+
+
+GENOME_KINDS.add(FREE, FreeSpace.of)
+
 __all__ = [
     "DEFAULT_LIMITS",
     "EXCLUDED_FORMS",
     "OPERATORS",
     "FreeSet",
+    "FreeSpace",
     "FreeTreeLimits",
     "check_tree",
     "cx_one_point",

@@ -1,26 +1,30 @@
-"""Which genomes a search explores: :class:`GenomeSpace` (kind, aggregations, terminal sets, operators).
+"""Which genomes a search explores: :class:`GenomeSpace` (kind, aggregations, terminal sets, operators), and
+:class:`SearchedSpace`, what the evolution asks of every genome space.
 
 Below :mod:`autoprox.genome.tree` and :mod:`autoprox.genome.template`: a space is data, and
-those modules draw, mutate and check genomes with it.
+those modules draw, mutate and check genomes with it. Each kind's module registers in :data:`GENOME_KINDS` how a
+space of its kind is searched (:meth:`GenomeSpace.bound`); importing :mod:`autoprox.genome` registers the two
+kinds of :data:`TREE_KINDS`.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from deap import gp
 
 from autoprox.core.errors import GenomeError
 from autoprox.data.extras import extras_for
-from autoprox.core.registry import LiveNames
+from autoprox.core.registry import LiveNames, Registry
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
 from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals, terminals_of
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.primitives import BINARY, PAPER_BINARY, PAPER_UNARY, PRIMITIVES, UNARY, check_operators
 
-__all__ = ["AGGREGATIONS", "DEFAULT_AGGREGATION", "FREE", "GENE_CHOICES", "LEGACY_TERMINAL_FLAGS", "PAPER_SPACE", "TEMPLATE",
-           "TREE_KINDS", "GenomeSpace"]
+__all__ = ["AGGREGATIONS", "DEFAULT_AGGREGATION", "FREE", "GENE_CHOICES", "GENOME_KINDS", "LEGACY_TERMINAL_FLAGS",
+           "PAPER_SPACE", "TEMPLATE", "TREE_KINDS", "GenomeSpace", "SearchedSpace"]
 
 TEMPLATE = "template"
 FREE = "free"
@@ -49,6 +53,41 @@ GENE_CHOICES = {
     "unary_b2": PAPER_UNARY,
     "binary": PAPER_BINARY,
 }
+
+
+class SearchedSpace(Protocol):
+    """What the evolution (:mod:`autoprox.search.evolution`) asks of a genome space, whatever its kind.
+
+    A space of a kind whose operators read settings of the evolution (the template mutation's
+    ``gene_probability``) is searched bound to them: :meth:`bound` gives the space with those arguments
+    (as DEAP's toolbox binds an operator's arguments once); a space whose operators read none is its own.
+    """
+
+    #: Whether :meth:`vary` draws on partners from the population (the evolution parses them only then).
+    uses_partners: bool
+
+    def bound(self, settings: Any) -> "SearchedSpace":
+        """This space with its operators bound to ``settings``
+        (an :class:`~autoprox.search.evolution.EvolutionConfig`)."""
+
+    def random_genome(self, rng: random.Random) -> Any:
+        """A random genome of this space."""
+
+    def vary(self, parent: Any, rng: random.Random, partners: Sequence[Any] = ()) -> Any:
+        """One child of ``parent``; ``partners``, other genomes of the population, where :attr:`uses_partners`."""
+
+    def parse(self, text: str) -> Any:
+        """The genome a text stands for."""
+
+    def contains(self, genome: Any) -> bool:
+        """Whether ``genome`` is in this space."""
+
+
+#: How a :class:`GenomeSpace` of each kind of :data:`TREE_KINDS` is searched: ``(space, settings) ->`` the
+#: :class:`SearchedSpace` with the kind's operators (registered by :mod:`autoprox.genome.template` and
+#: :mod:`autoprox.genome.free`).
+GENOME_KINDS: Registry[str, Callable[["GenomeSpace", Any], SearchedSpace]] = Registry("genome kind",
+                                                                                        unknown=GenomeError)
 
 
 #: The ``config.json`` flag of each terminal set that earlier runs recorded as a boolean (``genome`` field).
@@ -161,6 +200,11 @@ class GenomeSpace:
         if any(n in PRIMITIVES and n not in allowed for n in names):
             return False
         return self.reads_only_inputs(tree)
+
+    def bound(self, settings: Any) -> SearchedSpace:
+        """This space as the evolution searches it: its kind's operators (:data:`GENOME_KINDS`) bound to the
+        evolution's ``settings`` they read (the template mutation's ``gene_probability``)."""
+        return GENOME_KINDS.lookup(self.kind)(self, settings)
 
     @property
     def extras(self) -> tuple[str, ...]:

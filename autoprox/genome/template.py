@@ -6,18 +6,20 @@
 
 :class:`TemplateGenes` names the genes, :func:`template_tree` and :func:`template_genes`
 convert between genes and trees, :func:`random_template` and :func:`mutate_template` are
-the template search's draw and mutation.
+the template search's draw and mutation, and :class:`TemplateSpace` is a template space as the evolution
+searches it (registered as the ``template`` kind of :data:`~autoprox.genome.space.GENOME_KINDS`).
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
 
 from deap import gp
 
 from autoprox.core.errors import ConfigError, GenomeError
-from autoprox.genome.space import AGGREGATIONS, DEFAULT_AGGREGATION, PAPER_SPACE, GenomeSpace
+from autoprox.genome.space import AGGREGATIONS, DEFAULT_AGGREGATION, GENOME_KINDS, PAPER_SPACE, TEMPLATE, GenomeSpace
 from autoprox.genome.terminals import terminal_kinds
 from autoprox.genome.tree import TEMPLATE_REDUCTION, genome_to_string, op_name, parse_genome
 from autoprox.primitives import BINARY, UNARY
@@ -108,5 +110,45 @@ def mutate_template(tree: gp.PrimitiveTree, rng: random.Random, gene_probability
     return template_tree(TemplateGenes(**child))
 
 
-__all__ = ["MUTATION_ROUNDS", "TemplateGenes", "mutate_template", "random_template", "template_genes",
+@dataclass(frozen=True)
+class TemplateSpace:
+    """A template :class:`~autoprox.genome.space.GenomeSpace` as the evolution searches it: genomes drawn by
+    :func:`random_template` and varied by :func:`mutate_template` with ``gene_probability``, the evolution's
+    setting (``evolution.gene_probability``) that :meth:`bound` binds. A
+    :class:`~autoprox.genome.space.SearchedSpace`."""
+
+    space: GenomeSpace
+    gene_probability: float
+    #: Mutation redraws genes: it takes no partner.
+    uses_partners: ClassVar[bool] = False
+
+    @classmethod
+    def of(cls, space: GenomeSpace, settings: Any) -> "TemplateSpace":
+        """``space`` searched with the ``gene_probability`` of ``settings``."""
+        return cls(space, settings.gene_probability)
+
+    def bound(self, settings: Any) -> "TemplateSpace":
+        """This space searched with the ``gene_probability`` of ``settings``."""
+        return self.of(self.space, settings)
+
+    def random_genome(self, rng: random.Random) -> gp.PrimitiveTree:
+        """A random template genome (:func:`random_template`)."""
+        return random_template(rng, self.space)
+
+    def vary(self, parent: gp.PrimitiveTree, rng: random.Random, partners: Sequence = ()) -> gp.PrimitiveTree:
+        """A mutated child of ``parent`` (:func:`mutate_template`); ``partners`` are not read."""
+        return mutate_template(parent, rng, self.gene_probability, self.space)
+
+    def parse(self, text: str) -> gp.PrimitiveTree:
+        """The tree of a genome's text (:func:`~autoprox.genome.tree.parse_genome`)."""
+        return parse_genome(text)
+
+    def contains(self, tree: gp.PrimitiveTree) -> bool:
+        """Whether ``tree`` is within the space (:meth:`GenomeSpace.contains`)."""
+        return self.space.contains(tree)
+
+
+GENOME_KINDS.add(TEMPLATE, TemplateSpace.of)
+
+__all__ = ["MUTATION_ROUNDS", "TemplateGenes", "TemplateSpace", "mutate_template", "random_template", "template_genes",
            "template_tree"]

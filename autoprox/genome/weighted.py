@@ -20,7 +20,7 @@ import math
 import random
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -175,8 +175,8 @@ class WeightedSpace:
     """The weighted genomes a search draws: terms over ``columns`` (through ``transform``), at most
     ``max_terms`` of them, each of at most ``max_term_size`` nodes, from ``operators``.
 
-    It offers what the evolution asks of a genome space: :meth:`random_genome`, :meth:`vary`,
-    :meth:`parse` and :meth:`contains`.
+    It offers what the evolution asks of a genome space (:class:`~autoprox.genome.space.SearchedSpace`):
+    :meth:`random_genome`, :meth:`vary`, :meth:`parse` and :meth:`contains`.
     """
 
     columns: tuple[str, ...]
@@ -185,6 +185,8 @@ class WeightedSpace:
     operators: tuple[str, ...] = TERM_OPERATORS
     transform: str = "r"
     kind: str = WEIGHTED_KIND
+    #: Varied terms may take a term of a partner.
+    uses_partners: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if not self.columns:
@@ -211,6 +213,10 @@ class WeightedSpace:
                                              for _ in range(operator.arity)))
             if term.size <= self.max_term_size:
                 return term
+
+    def bound(self, settings: Any) -> "WeightedSpace":
+        """This space itself: its operators read no setting of the evolution."""
+        return self
 
     def random_genome(self, rng: random.Random) -> WeightedGenome:
         """A genome of one random term up to :attr:`max_terms` (none when it is 0)."""

@@ -22,10 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError, SearchError
 from autoprox.genome.kinds import genome_forms
-from autoprox.genome.tree import parse_genome
-from autoprox.genome.template import mutate_template, random_template
 from autoprox.core.errors import GenomeError
-from autoprox.genome.space import FREE, PAPER_SPACE, TEMPLATE, TREE_KINDS, GenomeSpace
+from autoprox.genome.space import PAPER_SPACE, GenomeSpace, SearchedSpace
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
 from autoprox.search.options import setting_field
 
@@ -203,37 +201,6 @@ def rng_from_json(state: list) -> random.Random:
 EvaluationHook = Callable[[FitnessRecord, int], None]
 
 
-def random_genome(rng: random.Random, space: GenomeSpace):
-    """A random genome of ``space`` (template genes, a free-form tree, or the space's own kind: a space of another
-    kind, such as :class:`~autoprox.genome.weighted.WeightedSpace`, draws it with ``space.random_genome``)."""
-    if space.kind == FREE:
-        from autoprox.genome.free import random_tree
-
-        return random_tree(rng, space)
-    if space.kind == TEMPLATE:
-        return random_template(rng, space)
-    return space.random_genome(rng)
-
-
-def make_child(parent_tree, rng: random.Random, config: EvolutionConfig, space: GenomeSpace,
-               population_trees: Callable[[], list] | None = None):
-    """One mutated child of ``parent_tree`` in ``space`` (another kind of space varies it with ``space.vary``)."""
-    partners = population_trees() if population_trees and space.kind != TEMPLATE else []
-    if space.kind == FREE:
-        from autoprox.genome.free import vary
-
-        return vary(parent_tree, rng, space, partners=partners)
-    if space.kind == TEMPLATE:
-        return mutate_template(parent_tree, rng, config.gene_probability, space)
-    return space.vary(parent_tree, rng, partners)
-
-
-def parse_in(space: GenomeSpace, text: str):
-    """The genome a text stands for in ``space``: a tree of the statistics, or the space's own kind
-    (``space.parse``)."""
-    return parse_genome(text) if space.kind in TREE_KINDS else space.parse(text)
-
-
 def _evaluate_reported(evaluator: FitnessEvaluator, tree, on_evaluation: EvaluationHook | None,
                        iteration: int) -> tuple[FitnessRecord, bool]:
     """``tree``'s record and whether it was computed now rather than read from the evaluator's memo; one computed now
@@ -249,7 +216,7 @@ def _evaluate_reported(evaluator: FitnessEvaluator, tree, on_evaluation: Evaluat
 _TOKEN = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def _own_operators(space: GenomeSpace) -> set[str]:
+def _own_operators(space: GenomeSpace | SearchedSpace) -> set[str]:
     """The operators of a user's own (registered, not the paper's) that ``space`` draws from."""
     from autoprox.primitives import PAPER_OPERATORS
 
@@ -271,13 +238,16 @@ def _invalid_cause(invalid: int, own_invalid: Mapping[str, int], own_reasons: Ma
 def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng: random.Random,
                        seeds: list[str] | None = None, on_evaluation: EvaluationHook | None = None,
                        progress: Callable[[int, int], None] | None = None,
-                       space: GenomeSpace = PAPER_SPACE, iteration: int = 0) -> tuple[list[FitnessRecord], int, int]:
+                       space: GenomeSpace | SearchedSpace = PAPER_SPACE, iteration: int = 0
+                       ) -> tuple[list[FitnessRecord], int, int]:
     """Fill a population with distinct valid genomes (``seeds`` first, then random ones).
 
     Fresh evaluations are reported to ``on_evaluation`` as made in ``iteration`` (0: the
     initial population; a restart's iteration otherwise). Returns (population, fresh
-    evaluations, invalid count).
+    evaluations, invalid count). ``space``, of any kind, is searched bound to ``config``
+    (:meth:`~autoprox.genome.space.SearchedSpace.bound`).
     """
+    searched = space.bound(config)
     population: list[FitnessRecord] = []
     seen: set[str] = set()
     evaluations = invalid = 0
@@ -303,8 +273,8 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
                 progress(len(population), config.population_size)
 
     for text in seeds or []:
-        tree = parse_in(space, text)
-        if not space.contains(tree):
+        tree = searched.parse(text)
+        if not searched.contains(tree):
             raise GenomeError(f"seed proxy {text} uses an aggregation or input outside this search's genome space")
         consider(tree)
     attempts = 0
@@ -316,29 +286,31 @@ def initial_population(evaluator: FitnessEvaluator, config: EvolutionConfig, rng
                                   f"smaller population (default {EvolutionConfig.population_size})")
             raise SearchError(f"{found}; " + _invalid_cause(invalid, own_invalid, own_reasons))
         attempts += 1
-        consider(random_genome(rng, space))
+        consider(searched.random_genome(rng))
     return population, evaluations, invalid
 
 
 def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: EvolutionConfig,
                 rng: random.Random, on_evaluation: EvaluationHook | None = None,
-                space: GenomeSpace = PAPER_SPACE) -> dict:
-    """One iteration of Algorithm 1 on ``state`` (modified in place); returns its log record."""
+                space: GenomeSpace | SearchedSpace = PAPER_SPACE) -> dict:
+    """One iteration of Algorithm 1 on ``state`` (modified in place); returns its log record. ``space``, of any
+    kind, is searched bound to ``config`` (:meth:`~autoprox.genome.space.SearchedSpace.bound`)."""
     start = time.perf_counter()
+    searched = space.bound(config)
     iteration = state.iteration + 1
     population = state.population
     sample_size = max(1, round(config.sample_ratio * len(population)))
     sample = rng.sample(population, sample_size)
     top = sorted(sample, key=lambda m: rank_key(m, config.parsimony), reverse=True)[: config.top_k]
     parent = rng.choice(top)
-    parent_tree = parse_in(space, parent.genome)
+    parent_tree = searched.parse(parent.genome)
     members = {m.canonical for m in population}
     fresh = invalid = attempts = 0
     accepted: FitnessRecord | None = None
+    partners = [searched.parse(m.genome) for m in top if m is not parent] if searched.uses_partners else []
     while attempts < config.retry_cap:
         attempts += 1
-        child_tree = make_child(parent_tree, rng, config, space,
-                                lambda: [parse_in(space, m.genome) for m in top if m is not parent])
+        child_tree = searched.vary(parent_tree, rng, partners)
         child, computed = _evaluate_reported(evaluator, child_tree, on_evaluation, iteration)
         fresh += computed
         if not child.valid:
@@ -380,7 +352,7 @@ def evolve_step(state: EvolutionState, evaluator: FitnessEvaluator, config: Evol
 
 def restart_step(state: EvolutionState, evaluator: FitnessEvaluator, config: EvolutionConfig,
                  rng: random.Random, on_evaluation: EvaluationHook | None = None,
-                 space: GenomeSpace = PAPER_SPACE) -> dict:
+                 space: GenomeSpace | SearchedSpace = PAPER_SPACE) -> dict:
     """A restart, as one iteration: the population's best is kept aside (``state.elites``) and a new
     random population (no seed proxies) drawn from ``rng`` replaces it. Returns its log record
     (``restart`` says which one; ``best_jcm`` is the new population's)."""

@@ -321,6 +321,40 @@ def test_mutation_ends_for_a_vanishing_probability_and_refuses_a_bad_one():
             mutate_template(parent, rng, bad)
 
 
+
+def test_each_tree_kind_is_searched_by_its_module_s_operators_bound_to_the_evolution_s_settings():
+    """GenomeSpace.bound gives what the evolution draws, varies and parses genomes with, whatever the kind: the
+    template's draw and mutation with the evolution's gene_probability (no partners), the free trees' draw and
+    variation with the population's partners, each draw for draw what the module's functions give."""
+    from autoprox.genome.free import random_tree, vary
+    from autoprox.genome.space import GENOME_KINDS, TREE_KINDS, GenomeSpace
+    from autoprox.search.evolution import EvolutionConfig
+
+    assert tuple(GENOME_KINDS) == TREE_KINDS
+    config = EvolutionConfig(gene_probability=0.2)
+    space = GenomeSpace(aggregations=("block_mean", "block_sum"))
+    template = space.bound(config)
+    assert template.gene_probability == 0.2 and not template.uses_partners and template.bound(EvolutionConfig(
+        gene_probability=0.9)).gene_probability == 0.9
+    parent = template.random_genome(random.Random(1))
+    assert genome_to_string(parent) == genome_to_string(random_template(random.Random(1), space))
+    children = [genome_to_string(template.vary(parent, random.Random(seed), [parent])) for seed in range(20)]
+    assert children == [genome_to_string(mutate_template(parent, random.Random(seed), 0.2, space))
+                        for seed in range(20)]
+    assert children != [genome_to_string(mutate_template(parent, random.Random(seed), 0.5, space))
+                        for seed in range(20)]
+    free_space = GenomeSpace("free")
+    free = free_space.bound(config)
+    assert free.uses_partners and free.bound(config) is free
+    trees = [free.random_genome(random.Random(seed)) for seed in range(2)]
+    assert [genome_to_string(t) for t in trees] == [genome_to_string(random_tree(random.Random(s), free_space))
+                                                    for s in range(2)]
+    assert [genome_to_string(free.vary(trees[0], random.Random(s), trees[1:])) for s in range(20)] == \
+        [genome_to_string(vary(trees[0], random.Random(s), free_space, trees[1:])) for s in range(20)]
+    assert genome_to_string(free.parse(PUBLISHED)) == PUBLISHED == genome_to_string(template.parse(PUBLISHED))
+    assert template.contains(parse_genome(PUBLISHED)) and free.contains(parse_genome(PUBLISHED))
+
+
 # ------------------------------------------------------------------- evaluation
 
 
