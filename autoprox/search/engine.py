@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.atomic import json_safe, make_directory
+from autoprox.core.correlation import import_scipy
 from autoprox.core.errors import ConfigError, DiskFullError, RunDirError, mark_resume_said
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
@@ -118,6 +119,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
         else:
             run.create(context.config_json(command))
         try:
+            import_scipy()
             _log(f"autoprox search: {context.bench.space}, {len(context.split.search)} search / "
                  f"{len(context.split.test)} test architectures, targets {', '.join(context.targets)}, fitness "
                  f"{context.settings.fitness}, run directory {run.path}", quiet)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 
 from autoprox.core.atomic import json_safe, make_directory
-from autoprox.core.correlation import kendall
+from autoprox.core.correlation import import_scipy, kendall
 from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError, mark_resume_said
 from autoprox.core.progress import Progress
 from autoprox.data.proxy_tables import ProxyTable, read_proxy_table
@@ -241,18 +241,9 @@ def _config(table: ProxyTable, target: str, settings: TableSearchSettings, label
     }
 
 
-def _import_numerics() -> None:
-    """Import SciPy's statistics and linear algebra now, before the search says it has started: the modules import
-    lazily (``--help`` stays fast), and their first use, deep in the inner cross-validation, would otherwise spend a
-    second on imports there. A Ctrl-C that lands inside an import can end CPython by the signal itself rather than
-    by the exit status the search returns, so the search keeps its imports out of the work it reports."""
-    import scipy.linalg  # noqa: F401
-    import scipy.stats  # noqa: F401
-
-
 def _search(run: RunDirectory, table: ProxyTable, labelled: LabelledTable, settings: TableSearchSettings,
             resume: bool, quiet: bool, stop_after: int | None, hint: str) -> dict:
-    _import_numerics()
+    import_scipy()
     checkpoint = run.checkpoint() if resume else None
     hall = HallOfFame()
     state = choice = None
