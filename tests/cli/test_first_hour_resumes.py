@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.commands import run_cli
+from tests.commands import one_error_line, run_cli
+from tests.conftest import REPO
 
 
 def test_a_resumed_vit_search_says_so_in_one_line(capsys, tmp_path):
@@ -40,3 +41,27 @@ def test_resolve_proxies_warns_of_each_repeated_name_once():
         proxies = resolve_proxies("params,flops,params,flops,params")
     assert [p.name for p in proxies] == ["params", "flops"]
 
+
+@pytest.mark.parametrize("command", ["show", "select"])
+@pytest.mark.parametrize("folder, what, reader", [
+    ("protocol/autoformer-default-patience30", "a protocol that autoprox evaluate wrote (protocol.json",
+     "autoprox report {} reads it"),
+    ("few-labels", "a few-label protocol that autoprox evaluate --few-labels wrote (few_labels.json",
+     "autoprox report {} reads it"),
+    ("transfer/pit", "a transfer study that autoprox transfer wrote (transfer.json",
+     "autoprox transfer --resume --out {} continues it; it holds the runs"),
+    ("vit-pit-reference-seed0", "a ViT search that autoprox vit-search wrote (vit_search.json",
+     "its best architectures are in {}/top.json"),
+], ids=["protocol", "few-labels", "transfer", "vit-search"])
+def test_show_and_select_of_a_folder_another_command_wrote_say_what_it_is_and_what_reads_it(
+        capsys, tmp_path, command, folder, what, reader):
+    """``show`` of a protocol said only ``not a run directory (no config.json)``; ``select`` of a ViT search said
+    ``best.json not found``."""
+    path = REPO / "runs" / folder
+    argv = [command, path] + (["--out", tmp_path / "chosen.json"] if command == "select" else [])
+    code, out, err = run_cli(capsys, *argv)
+    line = one_error_line(err)
+    assert code == 2 and out == ""
+    assert line.startswith(f"autoprox: error: {command} reads a run directory, and {path} is {what}, no config.json)")
+    assert reader.format(path) in line
+    assert not (tmp_path / "chosen.json").exists()
