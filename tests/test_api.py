@@ -97,6 +97,17 @@ def test_a_found_proxy_scores_a_frozen_model_and_reads_spread_terminals(af_small
         assert not transformer_blocks(model)[0].attn.qkv.weight.requires_grad
 
 
+def test_a_model_that_is_not_a_vit_is_bad_input_not_a_bug():
+    """A torch model without timm's transformer blocks raised a bare ValueError, which the command line and a
+    caller of the API take for a bug; it is a ModelError (an AutoproxError), and still a ValueError."""
+    from autoprox.core.errors import AutoproxError, ModelError
+
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    with pytest.raises(ModelError, match=r"^Sequential has no transformer block with attn\.qkv") as info:
+        FoundProxy(AUTOPROX_A).score(model, torch.randn(2, 3, 4), torch.tensor([0, 1]))
+    assert isinstance(info.value, AutoproxError) and isinstance(info.value, ValueError)
+
+
 def test_torch_source_is_a_standalone_module():
     source = FoundProxy(AUTOPROX_A).torch_source()
     assert "def score(" in source and "import autoprox" not in source

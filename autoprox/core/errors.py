@@ -68,6 +68,11 @@ class VitSearchError(AutoproxError, ValueError):
     """A ViT search that cannot run as configured (budget, space, options)."""
 
 
+class ModelError(AutoproxError, ValueError):
+    """A PyTorch model given to score that a proxy cannot read: no transformer blocks with timm's names, a
+    descriptor it cannot count, a statistic its forward pass does not give."""
+
+
 class ConfigError(AutoproxError, ValueError):
     """Settings that contradict each other or a run's recorded settings."""
 

@@ -55,19 +55,20 @@ import warnings
 
 import torch
 
+from autoprox.core.errors import ModelError
 from autoprox.networks.names import DESCRIPTOR_NAMES, SPREAD_NAMES
 from autoprox.primitives.binary import InvalidResult
 
 
-class NoTransformerBlocks(ValueError):
+class NoTransformerBlocks(ModelError):
     """A model without blocks following the timm naming."""
 
 
-class UnknownDescriptors(ValueError):
+class UnknownDescriptors(ModelError):
     """An architecture descriptor this proxy needs that cannot be read from the model."""
 
 
-class MissingStatistic(ValueError):
+class MissingStatistic(ModelError):
     """A statistic this proxy reads that the model's pass does not give (a weight its forward does not use)."""
 
 
