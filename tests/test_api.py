@@ -11,7 +11,15 @@ import pytest
 import torch
 
 from autoprox.api import FoundProxy, ProxySearch
-from autoprox.core.errors import ConfigError
+import autoprox
+from autoprox.core.errors import (
+    ArchitectureError,
+    AutoproxError,
+    BenchmarkError,
+    ConfigError,
+    NotFittedError,
+    RunDirError,
+)
 from autoprox.genome.tree import score_architecture
 from autoprox.networks.models import build_model
 from autoprox.networks.statistics import (
@@ -532,3 +540,64 @@ def test_a_none_in_proxysearchs_signature_is_an_option_whose_help_says_its_defau
         text = OPTIONS[name].help
         text = text() if callable(text) else text
         assert "default" in text, name
+
+
+# A newcomer's wrong inputs, each refused in one line by an AutoproxError where it used to be a TypeError or an
+# AttributeError from inside pathlib or the statistics cache: a number or None where a path goes, an architecture
+# that is no config, a search read before it is fitted.
+
+TABLE = REPO / "examples" / "timm_imagenet.csv"
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: autoprox.load_benchmark(None), BenchmarkError, "load_benchmark: expected a path (a str or an "
+                                                            "os.PathLike), got NoneType None"),
+    (lambda: autoprox.load_benchmark(5), BenchmarkError, "load_benchmark: expected a path"),
+    (lambda: autoprox.score_rows("params", 5), BenchmarkError, "the proxy table: expected a path"),
+    (lambda: autoprox.score_rows("params", [str(TABLE)]), BenchmarkError, "got list"),
+    (lambda: autoprox.search_table(5, "top1"), BenchmarkError, "the proxy table: expected a path"),
+    (lambda: autoprox.search_table(TABLE, "top1", out=5), RunDirError, "out: expected a path"),
+    (lambda: ProxySearch.from_run(None), RunDirError, "from_run: expected a path"),
+], ids=["load_benchmark-None", "load_benchmark-int", "score_rows-int", "score_rows-list", "search_table-int",
+        "search_table-out", "from_run-None"])
+def test_what_is_no_path_is_refused_in_one_line(call, error, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may be written, here or anywhere
+    with pytest.raises(error) as info:
+        call()
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_load_benchmark_of_a_space_name_names_its_released_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BenchmarkError, match=r"^no file pit; 'pit' is a space: its released benchmark is "
+                                             r"load_benchmark\(default_bench_path\('pit'\)\)"):
+        autoprox.load_benchmark("pit")
+
+
+@pytest.mark.parametrize("archs, error, message", [
+    (None, ConfigError, "archs: expected architecture configs, a benchmark file or a space's name, got NoneType"),
+    (5, ConfigError, "got int"),
+    ([5], ArchitectureError, "arch config must be a mapping, got int"),
+])
+def test_score_architectures_refuses_what_is_no_architecture(archs, error, message):
+    with pytest.raises(error, match=message):
+        FoundProxy(AUTOPROX_A).score_architectures(archs)
+
+
+def test_a_search_read_before_it_is_fitted_says_so():
+    """``best_`` said only ``ProxySearch has no attribute 'best_'``; ``equations_`` said it in its own words."""
+    search = ProxySearch()
+    for name in ("best_", "hall_of_fame_", "run_dir_", "equations_"):
+        with pytest.raises(NotFittedError, match=rf"^this search is not fitted yet: {name} is set by fit\(\)"):
+            getattr(search, name)
+    assert not hasattr(search, "best_")  # still an AttributeError, as scikit-learn's NotFittedError
+    with pytest.raises(AttributeError, match="has no attribute 'nosuch_'") as info:
+        search.nosuch_
+    assert not isinstance(info.value, AutoproxError)
+
+
+def test_build_vit_refuses_a_seed_that_is_no_integer():
+    with pytest.raises(ArchitectureError, match=r"^seed: expected an integer or None, got 'x'$"):
+        autoprox.build_vit(REPO / "runs" / "vit-pit-reference-seed0", seed="x")
+

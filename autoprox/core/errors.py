@@ -44,6 +44,11 @@ class RunDirError(AutoproxError, ValueError):
     """A run directory that cannot be used as asked."""
 
 
+class NotFittedError(RunDirError, AttributeError):
+    """A fitted attribute (``best_``, ``hall_of_fame_``, ...) of a ``ProxySearch`` read before ``fit`` or
+    ``from_run``; an ``AttributeError`` too, so that ``hasattr`` says False, as scikit-learn's does."""
+
+
 class SearchError(AutoproxError, RuntimeError):
     """A search that cannot start or go on as configured."""
 
