@@ -17,6 +17,7 @@ from autoprox.core.errors import (
     AutoproxError,
     BenchmarkError,
     ConfigError,
+    ModelError,
     NotFittedError,
     RunDirError,
 )
@@ -108,8 +109,6 @@ def test_a_found_proxy_scores_a_frozen_model_and_reads_spread_terminals(af_small
 def test_a_model_that_is_not_a_vit_is_bad_input_not_a_bug():
     """A torch model without timm's transformer blocks raised a bare ValueError, which the command line and a
     caller of the API take for a bug; it is a ModelError (an AutoproxError), and still a ValueError."""
-    from autoprox.core.errors import AutoproxError, ModelError
-
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
     with pytest.raises(ModelError, match=r"^Sequential has no transformer block with attn\.qkv") as info:
         FoundProxy(AUTOPROX_A).score(model, torch.randn(2, 3, 4), torch.tensor([0, 1]))
@@ -601,3 +600,35 @@ def test_build_vit_refuses_a_seed_that_is_no_integer():
     with pytest.raises(ArchitectureError, match=r"^seed: expected an integer or None, got 'x'$"):
         autoprox.build_vit(REPO / "runs" / "vit-pit-reference-seed0", seed="x")
 
+
+def test_a_found_proxy_refuses_a_pass_it_cannot_make_in_one_line(af_small):
+    """Each used to fail inside torch (an AttributeError, a TypeError, an IndexError 'Target 500 is out of bounds')
+    or, for NaN images, as the proxy's own 'NaN or inf'."""
+    torch.manual_seed(0)
+    model = build_model(af_small.archs[0], num_classes=10, seed=0)
+    images, labels = torch.randn(2, 3, 224, 224), torch.tensor([0, 9])
+    proxy = FoundProxy(AUTOPROX_A)
+    cases = [
+        (("model", images, labels), "model: expected a torch.nn.Module, got str"),
+        ((model, images.numpy(), labels), "inputs: expected a tensor of at least one sample, the batch first, got "
+                                          "ndarray"),
+        ((model, images[:0], labels[:0]), "inputs: expected a tensor of at least one sample, the batch first, got "
+                                          "(0, 3, 224, 224)"),
+        ((model, torch.full_like(images, float("nan")), labels), "inputs: they hold NaN or inf"),
+        ((model, images, [0, 9]), "targets: expected a tensor of one class index (or one row of class "
+                                  "probabilities) per input, 2 in all, got list"),
+        ((model, images, torch.tensor([0, 1, 2])), "2 in all, got (3,)"),
+        ((model, images, torch.tensor([0, 10])), "targets: class indices must lie in 0..9 (the model has 10 "
+                                                 "outputs), got 0..10"),
+        ((model, images, torch.tensor([0, 1], dtype=torch.int32)), "targets: expected class indices, one torch.long "
+                                                                   "per input, got torch.int32"),
+        ((model, images, torch.tensor([0.0, 1.0])), "targets: class probabilities must have the outputs' shape "
+                                                    "(2, 10), got (2,)"),
+    ]
+    for args, message in cases:
+        with pytest.raises(ModelError) as info:
+            proxy.score(*args)
+        assert message in str(info.value), (message, str(info.value))
+    assert proxy.score(model, images, labels) == pytest.approx(proxy.score(model, images, labels))  # still scores
+    soft = torch.softmax(torch.randn(2, 10), dim=1)  # class probabilities, which cross-entropy takes
+    assert torch.isfinite(torch.tensor(proxy.score(model, images, soft)))

@@ -342,6 +342,9 @@ def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, 
     ``needs`` (the statistics a proxy reads; None: all of them), and is left out of the
     block's statistics otherwise.
     """
+    if not isinstance(model, torch.nn.Module):
+        raise ModelError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    check_inputs(inputs, targets if loss_fn is None else None)
     blocks = find_blocks(model)
     enabled = _enable_weight_gradients(blocks)
     try:
@@ -351,6 +354,39 @@ def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, 
         for weight in enabled:
             weight.requires_grad_(False)
             weight.grad = None
+
+
+def check_inputs(inputs, targets=None):
+    """ModelError (one line) unless ``inputs`` is a tensor of at least one sample (the batch first), with no NaN or
+    inf, and ``targets`` (unless None: a loss of the caller's own) a tensor of one row per sample."""
+    if not isinstance(inputs, torch.Tensor) or inputs.dim() < 1 or inputs.shape[0] < 1:
+        shown = tuple(inputs.shape) if isinstance(inputs, torch.Tensor) else type(inputs).__name__
+        raise ModelError(f"inputs: expected a tensor of at least one sample, the batch first, got {shown}")
+    if inputs.is_floating_point() and not bool(torch.isfinite(inputs).all()):
+        raise ModelError("inputs: they hold NaN or inf, which no statistic survives")
+    if targets is not None and (not isinstance(targets, torch.Tensor) or targets.dim() < 1
+                                or targets.shape[0] != inputs.shape[0]):
+        shown = tuple(targets.shape) if isinstance(targets, torch.Tensor) else type(targets).__name__
+        raise ModelError(f"targets: expected a tensor of one class index (or one row of class probabilities) per "
+                         f"input, {inputs.shape[0]} in all, got {shown}")
+
+
+def check_targets(outputs, targets):
+    """ModelError (one line) unless ``targets`` are what the default cross-entropy takes of ``outputs``
+    (batch, classes): class indices (torch.long) in range, or class probabilities of the outputs' shape."""
+    if not isinstance(outputs, torch.Tensor) or outputs.dim() != 2:
+        return  # a model of outputs of its own: the loss says what it needs
+    classes = outputs.shape[1]
+    if targets.is_floating_point():
+        if targets.shape != outputs.shape:
+            raise ModelError(f"targets: class probabilities must have the outputs' shape {tuple(outputs.shape)}, "
+                             f"got {tuple(targets.shape)}")
+    elif targets.dtype != torch.long or targets.dim() != 1:
+        raise ModelError(f"targets: expected class indices, one torch.long per input, got {targets.dtype} of shape "
+                         f"{tuple(targets.shape)}")
+    elif len(targets) and (int(targets.min()) < 0 or int(targets.max()) >= classes):
+        raise ModelError(f"targets: class indices must lie in 0..{classes - 1} (the model has {classes} outputs), "
+                         f"got {int(targets.min())}..{int(targets.max())}")
 
 
 def _collect(model, blocks, inputs, targets, loss_fn, train, descriptors, head_classes, names, spread, needs):
@@ -389,6 +425,8 @@ def _collect(model, blocks, inputs, targets, loss_fn, train, descriptors, head_c
         model.zero_grad(set_to_none=True)
         with torch.enable_grad():
             outputs = model(inputs)
+            if loss_fn is torch.nn.functional.cross_entropy:
+                check_targets(outputs, targets)
             loss = loss_fn(outputs, targets)
             loss.backward()
     finally:
