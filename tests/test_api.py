@@ -632,3 +632,20 @@ def test_a_found_proxy_refuses_a_pass_it_cannot_make_in_one_line(af_small):
     assert proxy.score(model, images, labels) == pytest.approx(proxy.score(model, images, labels))  # still scores
     soft = torch.softmax(torch.randn(2, 10), dim=1)  # class probabilities, which cross-entropy takes
     assert torch.isfinite(torch.tensor(proxy.score(model, images, soft)))
+
+
+@pytest.mark.parametrize("given, message", [
+    (dict(descriptors=5), "descriptors: expected a mapping of descriptor name to value, got int"),
+    (dict(descriptors={"params": float("nan")}), "descriptor 'params' must be a positive finite number, got nan"),
+    (dict(descriptors={"nosuch": 1}), "unknown descriptor 'nosuch'; known: params, macs"),
+    (dict(head_classes=0), "head_classes: expected a positive integer or None, got 0"),
+    (dict(head_classes="x"), "head_classes: expected a positive integer or None, got 'x'"),
+])
+def test_descriptors_and_head_classes_a_pass_cannot_use_are_model_errors(given, message):
+    """``descriptors=5`` and ``head_classes='x'`` were a TypeError from inside the pass, ``head_classes=0`` was taken
+    (a head of no class counted), and a bad descriptor was a bare ValueError."""
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    with pytest.raises(ModelError) as info:
+        FoundProxy("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(F1g), A_log_params)))").score(
+            model, torch.randn(2, 3, 4), torch.tensor([0, 1]), **given)
+    assert message in str(info.value)

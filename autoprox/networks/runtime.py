@@ -234,14 +234,21 @@ class MacMeter:
         self.remove()
 
 
-def _given_descriptors(descriptors):
+def _given_descriptors(descriptors, head_classes=None):
+    """The descriptors given by name (ModelError for one that is unknown or no positive finite number), after
+    checking ``head_classes`` (None, or a positive integer)."""
+    if head_classes is not None and (isinstance(head_classes, bool) or not isinstance(head_classes, int)
+                                     or head_classes < 1):
+        raise ModelError(f"head_classes: expected a positive integer or None, got {head_classes!r}")
+    if descriptors is not None and not hasattr(descriptors, "items"):
+        raise ModelError(f"descriptors: expected a mapping of descriptor name to value, got {type(descriptors).__name__}")
     given = {}
     for key, value in dict(descriptors or {}).items():
         name = key[2:] if isinstance(key, str) and key.startswith("A_") else key
         if name not in DESCRIPTOR_NAMES:
-            raise ValueError(f"unknown descriptor {key!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+            raise ModelError(f"unknown descriptor {key!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"descriptor {key!r} must be a positive finite number, got {value!r}")
+            raise ModelError(f"descriptor {key!r} must be a positive finite number, got {value!r}")
         given[name] = float(value)
     return given
 
@@ -345,11 +352,11 @@ def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, 
     if not isinstance(model, torch.nn.Module):
         raise ModelError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     check_inputs(inputs, targets if loss_fn is None else None)
+    given = _given_descriptors(descriptors, head_classes)
     blocks = find_blocks(model)
     enabled = _enable_weight_gradients(blocks)
     try:
-        return _collect(model, blocks, inputs, targets, loss_fn, train, descriptors, head_classes, names, spread,
-                        needs)
+        return _collect(model, blocks, inputs, targets, loss_fn, train, given, head_classes, names, spread, needs)
     finally:
         for weight in enabled:
             weight.requires_grad_(False)
@@ -389,8 +396,7 @@ def check_targets(outputs, targets):
                          f"got {int(targets.min())}..{int(targets.max())}")
 
 
-def _collect(model, blocks, inputs, targets, loss_fn, train, descriptors, head_classes, names, spread, needs):
-    given = _given_descriptors(descriptors)
+def _collect(model, blocks, inputs, targets, loss_fn, train, given, head_classes, names, spread, needs):
     missing = [name for name in names if name not in given]
     sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
     meter = MacMeter(model, blocks, "macs" in missing, sized) if missing else None
@@ -512,9 +518,9 @@ def read_descriptors(model, inputs, names=DESCRIPTOR_NAMES, head_classes=100, de
     names = tuple(names)
     for name in names:
         if name not in DESCRIPTOR_NAMES:
-            raise ValueError(f"unknown descriptor {name!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+            raise ModelError(f"unknown descriptor {name!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+    given = _given_descriptors(descriptors, head_classes)
     blocks = find_blocks(model)
-    given = _given_descriptors(descriptors)
     missing = [name for name in names if name not in given]
     sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
     with MacMeter(model, blocks, "macs" in missing, sized) as meter, torch.no_grad():
