@@ -111,6 +111,7 @@ class FoundProxy:
         from autoprox.data.cache import StatisticsCache, StatsPlan
         from autoprox.spaces.architectures import parse_arch
 
+        workers = OPTIONS["workers"].value(workers) if workers is not None else None
         if isinstance(archs, (str, Path)):
             path = default_bench_path(str(archs)) if str(archs) in BENCH_FILE_NAMES else Path(archs)
             parsed = list(load_benchmark(path).archs)

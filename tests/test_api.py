@@ -649,3 +649,15 @@ def test_descriptors_and_head_classes_a_pass_cannot_use_are_model_errors(given, 
         FoundProxy("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(F1g), A_log_params)))").score(
             model, torch.randn(2, 3, 4), torch.tensor([0, 1]), **given)
     assert message in str(info.value)
+
+
+def test_score_architectures_checks_workers_and_a_search_of_a_folder_says_it_is_one(tmp_path):
+    """``workers=0`` or ``-1`` was taken silently; ``ProxySearch(bench=FOLDER).fit()`` said the benchmark was
+    ``not found`` in a list of places, the folder among them."""
+    with pytest.raises(ConfigError, match=r"^workers: expected at least 1, got 0$"):
+        FoundProxy(AUTOPROX_A).score_architectures([{"base_dim": 16}], workers=0)
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    with pytest.raises(BenchmarkError, match=rf"^{folder}: a directory, not a benchmark file; give the file itself$"):
+        ProxySearch(bench=str(folder), out=str(tmp_path / "run")).fit()
+    assert not (tmp_path / "run").exists()

@@ -462,6 +462,8 @@ def locate_benchmark(recorded: str, sha256: str | None = None, near: Path | None
         looked.append(str(candidate))
         if _is_file(candidate) and (not sha256 or file_sha256(candidate) == sha256):
             return candidate
+    if not sha256 and Path(recorded).is_dir():  # there, but a folder: "not found" would send the user looking
+        raise BenchmarkError(f"{recorded}: a directory, not a benchmark file; give the file itself")
     digest = f" with sha256 {sha256[:12]}..." if sha256 else ""
     raise BenchmarkError(f"benchmark {name}{digest} not found (looked for {', '.join(looked)}); "
                          f"put it in one of these places, set {BENCH_DIR_ENV}, or pass --bench FILE")
