@@ -91,6 +91,8 @@ def build_vit(arch, num_classes: int = 100, seed: int | None = None, space_file=
 
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
         raise ArchitectureError(f"num_classes: expected an integer of at least 1, got {num_classes!r}"[:200])
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ArchitectureError(f"seed: expected an integer or None, got {seed!r}"[:200])
     space = str(REGISTRY.register_file(space_file).name) if space_file is not None else None
     if isinstance(arch, (str, Path)):
         path = Path(arch)

@@ -23,9 +23,9 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
-from autoprox.core.errors import BenchmarkError, ConfigError, RunDirError
+from autoprox.core.errors import BenchmarkError, ConfigError, NotFittedError, RunDirError
 from autoprox.genome.tree import parse_genome, score_architecture, uses_spread_terminals
 from autoprox.proxies.proxy import Proxy
 from autoprox.search.searchrun import SearchRun
@@ -34,6 +34,7 @@ from autoprox.search.halloffame import load_hall_of_fame
 from autoprox.search.options import OPTIONS, option_values, options_for
 from autoprox.search.resume import resume_search
 from autoprox.search.rundir import BEST, RunDirectory, run_folder_proxy
+from autoprox.core.atomic import given_path
 from autoprox.search.settings import SearchSettings, options_from_settings, settings_from_options
 
 
@@ -110,11 +111,15 @@ class FoundProxy:
         from autoprox.data.cache import StatisticsCache, StatsPlan
         from autoprox.spaces.architectures import parse_arch
 
+        workers = OPTIONS["workers"].value(workers) if workers is not None else None
         if isinstance(archs, (str, Path)):
             path = default_bench_path(str(archs)) if str(archs) in BENCH_FILE_NAMES else Path(archs)
             parsed = list(load_benchmark(path).archs)
+        elif isinstance(archs, Iterable):  # configs, or records parse_arch gives back as they are
+            parsed = [parse_arch(dict(arch) if isinstance(arch, Mapping) else arch) for arch in archs]
         else:
-            parsed = [arch if not isinstance(arch, Mapping) else parse_arch(dict(arch)) for arch in archs]
+            raise ConfigError(f"archs: expected architecture configs, a benchmark file or a space's name, got "
+                              f"{type(archs).__name__}")
         if not parsed:
             raise ConfigError("no architecture to score")
         if self.run_dir is not None:
@@ -164,6 +169,10 @@ class FoundProxy:
             terminals[f"{TERMINAL_PREFIX}{name}"] = float(value)
             terminals[f"{TERMINAL_PREFIX}log_{name}"] = math.log(float(value))
         return float(score_architecture(self.tree, stats, terminals or None))
+
+
+#: What :meth:`ProxySearch.fit` (or :meth:`ProxySearch.from_run`) sets: read before, :class:`NotFittedError`.
+_FITTED = ("best_", "hall_of_fame_", "report_", "run_dir_", "equations_")
 
 
 def search_signature() -> inspect.Signature:
@@ -261,6 +270,9 @@ class ProxySearch(metaclass=_Estimator):
         params = self.__dict__.get("_params")
         if params is not None and name in params:
             return params[name]
+        if name in _FITTED and "run_dir_" not in self.__dict__:
+            raise NotFittedError(f"this search is not fitted yet: {name} is set by fit(), or read a run with "
+                                 "ProxySearch.from_run(PATH)")
         raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
 
     def __repr__(self) -> str:
@@ -365,6 +377,7 @@ class ProxySearch(metaclass=_Estimator):
         from autoprox.search.settings import recorded_settings
         from autoprox.search.table_run import refuse_table_run
 
+        path = given_path(path, "from_run", RunDirError)
         refuse_table_run(path, "ProxySearch reads the runs of a search of ViT statistics")
         settings, space = recorded_settings(path)
         values = options_from_settings(settings, space)
@@ -398,8 +411,6 @@ class ProxySearch(metaclass=_Estimator):
         """The hall of fame as a table with complexity, formulas and search and test figures."""
         from autoprox.reports.equations import equation_table
 
-        if not hasattr(self, "run_dir_"):
-            raise RunDirError("this search is not fitted yet: call fit() or use ProxySearch.from_run")
         return equation_table(self.context(), self.hall_of_fame_)
 
     def context(self) -> SearchRun:
@@ -470,7 +481,7 @@ def search_table(bench: str | Path | None, target: str | list[str] | None = None
         if resume:
             raise RunDirError("resume=True needs out, the run directory of the table search to continue")
         out = Path(tempfile.mkdtemp(prefix="autoprox-table-")) / "run"
-    run = RunDirectory(out)
+    run = RunDirectory(given_path(out, "out", RunDirError))
     if run.exists() and not resume:
         raise RunDirError(f"{run.path} already holds a run; continue it with search_table(..., resume=True), or "
                           "choose another out")

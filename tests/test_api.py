@@ -11,7 +11,16 @@ import pytest
 import torch
 
 from autoprox.api import FoundProxy, ProxySearch
-from autoprox.core.errors import ConfigError
+import autoprox
+from autoprox.core.errors import (
+    ArchitectureError,
+    AutoproxError,
+    BenchmarkError,
+    ConfigError,
+    ModelError,
+    NotFittedError,
+    RunDirError,
+)
 from autoprox.genome.tree import score_architecture
 from autoprox.networks.models import build_model
 from autoprox.networks.statistics import (
@@ -95,6 +104,15 @@ def test_a_found_proxy_scores_a_frozen_model_and_reads_spread_terminals(af_small
         transformer_blocks(model)[0].attn.qkv.weight.requires_grad_(False)
         assert proxy.score(model, images, labels) == pytest.approx(score_architecture(proxy.tree, stats), rel=1e-5)
         assert not transformer_blocks(model)[0].attn.qkv.weight.requires_grad
+
+
+def test_a_model_that_is_not_a_vit_is_bad_input_not_a_bug():
+    """A torch model without timm's transformer blocks raised a bare ValueError, which the command line and a
+    caller of the API take for a bug; it is a ModelError (an AutoproxError), and still a ValueError."""
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    with pytest.raises(ModelError, match=r"^Sequential has no transformer block with attn\.qkv") as info:
+        FoundProxy(AUTOPROX_A).score(model, torch.randn(2, 3, 4), torch.tensor([0, 1]))
+    assert isinstance(info.value, AutoproxError) and isinstance(info.value, ValueError)
 
 
 def test_torch_source_is_a_standalone_module():
@@ -521,3 +539,125 @@ def test_a_none_in_proxysearchs_signature_is_an_option_whose_help_says_its_defau
         text = OPTIONS[name].help
         text = text() if callable(text) else text
         assert "default" in text, name
+
+
+# A newcomer's wrong inputs, each refused in one line by an AutoproxError where it used to be a TypeError or an
+# AttributeError from inside pathlib or the statistics cache: a number or None where a path goes, an architecture
+# that is no config, a search read before it is fitted.
+
+TABLE = REPO / "examples" / "timm_imagenet.csv"
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: autoprox.load_benchmark(None), BenchmarkError, "load_benchmark: expected a path (a str or an "
+                                                            "os.PathLike), got NoneType None"),
+    (lambda: autoprox.load_benchmark(5), BenchmarkError, "load_benchmark: expected a path"),
+    (lambda: autoprox.score_rows("params", 5), BenchmarkError, "the proxy table: expected a path"),
+    (lambda: autoprox.score_rows("params", [str(TABLE)]), BenchmarkError, "got list"),
+    (lambda: autoprox.search_table(5, "top1"), BenchmarkError, "the proxy table: expected a path"),
+    (lambda: autoprox.search_table(TABLE, "top1", out=5), RunDirError, "out: expected a path"),
+    (lambda: ProxySearch.from_run(None), RunDirError, "from_run: expected a path"),
+], ids=["load_benchmark-None", "load_benchmark-int", "score_rows-int", "score_rows-list", "search_table-int",
+        "search_table-out", "from_run-None"])
+def test_what_is_no_path_is_refused_in_one_line(call, error, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may be written, here or anywhere
+    with pytest.raises(error) as info:
+        call()
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_load_benchmark_of_a_space_name_names_its_released_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BenchmarkError, match=r"^no file pit; 'pit' is a space: its released benchmark is "
+                                             r"load_benchmark\(default_bench_path\('pit'\)\)"):
+        autoprox.load_benchmark("pit")
+
+
+@pytest.mark.parametrize("archs, error, message", [
+    (None, ConfigError, "archs: expected architecture configs, a benchmark file or a space's name, got NoneType"),
+    (5, ConfigError, "got int"),
+    ([5], ArchitectureError, "arch config must be a mapping, got int"),
+])
+def test_score_architectures_refuses_what_is_no_architecture(archs, error, message):
+    with pytest.raises(error, match=message):
+        FoundProxy(AUTOPROX_A).score_architectures(archs)
+
+
+def test_a_search_read_before_it_is_fitted_says_so():
+    """``best_`` said only ``ProxySearch has no attribute 'best_'``; ``equations_`` said it in its own words."""
+    search = ProxySearch()
+    for name in ("best_", "hall_of_fame_", "run_dir_", "equations_"):
+        with pytest.raises(NotFittedError, match=rf"^this search is not fitted yet: {name} is set by fit\(\)"):
+            getattr(search, name)
+    assert not hasattr(search, "best_")  # still an AttributeError, as scikit-learn's NotFittedError
+    with pytest.raises(AttributeError, match="has no attribute 'nosuch_'") as info:
+        search.nosuch_
+    assert not isinstance(info.value, AutoproxError)
+
+
+def test_build_vit_refuses_a_seed_that_is_no_integer():
+    with pytest.raises(ArchitectureError, match=r"^seed: expected an integer or None, got 'x'$"):
+        autoprox.build_vit(REPO / "runs" / "vit-pit-reference-seed0", seed="x")
+
+
+def test_a_found_proxy_refuses_a_pass_it_cannot_make_in_one_line(af_small):
+    """Each used to fail inside torch (an AttributeError, a TypeError, an IndexError 'Target 500 is out of bounds')
+    or, for NaN images, as the proxy's own 'NaN or inf'."""
+    torch.manual_seed(0)
+    model = build_model(af_small.archs[0], num_classes=10, seed=0)
+    images, labels = torch.randn(2, 3, 224, 224), torch.tensor([0, 9])
+    proxy = FoundProxy(AUTOPROX_A)
+    cases = [
+        (("model", images, labels), "model: expected a torch.nn.Module, got str"),
+        ((model, images.numpy(), labels), "inputs: expected a tensor of at least one sample, the batch first, got "
+                                          "ndarray"),
+        ((model, images[:0], labels[:0]), "inputs: expected a tensor of at least one sample, the batch first, got "
+                                          "(0, 3, 224, 224)"),
+        ((model, torch.full_like(images, float("nan")), labels), "inputs: they hold NaN or inf"),
+        ((model, images, [0, 9]), "targets: expected a tensor of one class index (or one row of class "
+                                  "probabilities) per input, 2 in all, got list"),
+        ((model, images, torch.tensor([0, 1, 2])), "2 in all, got (3,)"),
+        ((model, images, torch.tensor([0, 10])), "targets: class indices must lie in 0..9 (the model has 10 "
+                                                 "outputs), got 0..10"),
+        ((model, images, torch.tensor([0, 1], dtype=torch.int32)), "targets: expected class indices, one torch.long "
+                                                                   "per input, got torch.int32"),
+        ((model, images, torch.tensor([0.0, 1.0])), "targets: class probabilities must have the outputs' shape "
+                                                    "(2, 10), got (2,)"),
+    ]
+    for args, message in cases:
+        with pytest.raises(ModelError) as info:
+            proxy.score(*args)
+        assert message in str(info.value), (message, str(info.value))
+    assert proxy.score(model, images, labels) == pytest.approx(proxy.score(model, images, labels))  # still scores
+    soft = torch.softmax(torch.randn(2, 10), dim=1)  # class probabilities, which cross-entropy takes
+    assert torch.isfinite(torch.tensor(proxy.score(model, images, soft)))
+
+
+@pytest.mark.parametrize("given, message", [
+    (dict(descriptors=5), "descriptors: expected a mapping of descriptor name to value, got int"),
+    (dict(descriptors={"params": float("nan")}), "descriptor 'params' must be a positive finite number, got nan"),
+    (dict(descriptors={"nosuch": 1}), "unknown descriptor 'nosuch'; known: params, macs"),
+    (dict(head_classes=0), "head_classes: expected a positive integer or None, got 0"),
+    (dict(head_classes="x"), "head_classes: expected a positive integer or None, got 'x'"),
+])
+def test_descriptors_and_head_classes_a_pass_cannot_use_are_model_errors(given, message):
+    """``descriptors=5`` and ``head_classes='x'`` were a TypeError from inside the pass, ``head_classes=0`` was taken
+    (a head of no class counted), and a bad descriptor was a bare ValueError."""
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    with pytest.raises(ModelError) as info:
+        FoundProxy("block_mean(to_mean_scalar(element_wise_sum(frobenius_norm(F1g), A_log_params)))").score(
+            model, torch.randn(2, 3, 4), torch.tensor([0, 1]), **given)
+    assert message in str(info.value)
+
+
+def test_score_architectures_checks_workers_and_a_search_of_a_folder_says_it_is_one(tmp_path):
+    """``workers=0`` or ``-1`` was taken silently; ``ProxySearch(bench=FOLDER).fit()`` said the benchmark was
+    ``not found`` in a list of places, the folder among them."""
+    with pytest.raises(ConfigError, match=r"^workers: expected at least 1, got 0$"):
+        FoundProxy(AUTOPROX_A).score_architectures([{"base_dim": 16}], workers=0)
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    with pytest.raises(BenchmarkError, match=rf"^{folder}: a directory, not a benchmark file; give the file itself$"):
+        ProxySearch(bench=str(folder), out=str(tmp_path / "run")).fit()
+    assert not (tmp_path / "run").exists()

@@ -169,10 +169,9 @@ class RankSearchSettings:
 
     def check(self) -> "RankSearchSettings":
         space_objective(self.objective)
-        if min(self.population, self.iterations, self.max_size, self.max_rows) < 1:
-            raise ConfigError("population, iterations, max_size and max_rows must be positive")
-        if self.population < 2:
-            raise ConfigError("population must be at least 2")
+        EvolutionConfig(population_size=self.population, iterations=self.iterations)  # bounded as every search's
+        if min(self.iterations, self.max_size, self.max_rows) < 1:
+            raise ConfigError("iterations, max_size and max_rows must be positive")
         if self.missing not in MISSING_POLICIES:
             raise ConfigError(f"unknown missing-column policy {self.missing!r}; known: {', '.join(MISSING_POLICIES)}")
         return self

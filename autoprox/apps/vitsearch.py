@@ -282,11 +282,13 @@ def check_vit_search_out(out: str | Path) -> None:
 
 def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, teacher=None,
                    progress: Callable[[int, int], None] | None = None, chunk: int | None = None,
-                   stop_after: int | None = None, executor: Executor | None = None) -> dict:
+                   stop_after: int | None = None, executor: Executor | None = None,
+                   log: Callable[[str], None] | None = None) -> dict:
     """Sample, score and rank; resumable. Returns the summary (also written to ``top.json``).
 
     ``out`` holding a ViT search (its ``vit_search.json``) of the same settings is resumed; a new search
     starts only in a new or empty folder (RunDirError for one holding other files, which are left as they are).
+    ``log`` is given one line when a search is resumed (how many architectures it had scored).
 
     ``stop_after`` stops once that many architectures are scored (as an interruption would).
     ``executor`` (a Dask cluster, ``--scheduler``) scores architectures instead of
@@ -297,7 +299,8 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
     check_vit_search_out(out)
     spec = InputSpec.parse(settings.input, settings.batch_size)
     candidates = sample_candidates(settings.space, settings.samples, settings.budget, settings.seed, settings.classes)
-    if config_path.is_file():
+    resumed = config_path.is_file()
+    if resumed:
         recorded = read_json(config_path)
         if recorded.get("identity") != json_safe(settings.identity()):
             raise RunDirError(f"{out} holds a different ViT search ({config_path.name} differs); choose another --out")
@@ -311,11 +314,13 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "command": sys.argv,
         })
     done = {int(r["index"]): r for r in read_jsonl(out / SCORES) if "index" in r}
+    if resumed and log:
+        log(f"resuming with {len(done)} of {len(candidates)} architectures scored in {out}")
     todo = [i for i in range(len(candidates)) if i not in done]
     step = chunk or max(8, 4 * (executor.workers if executor is not None else settings.workers))
     if progress:
         progress(len(done), len(candidates))
-    with open(out / SCORES, "a", encoding="utf-8") as log:
+    with open(out / SCORES, "a", encoding="utf-8") as scores_file:
         for start in range(0, len(todo), step):
             if stop_after is not None and len(done) >= stop_after:
                 break
@@ -326,9 +331,9 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
             for index, (raw, seconds, error) in zip(indices, outcomes):
                 record = {"index": index, "arch": arch_to_config(candidates[index]), "raw": raw,
                           "seconds": seconds, "wall": wall / len(indices), "error": error}
-                log.write(json.dumps(json_safe(record)) + "\n")
+                scores_file.write(json.dumps(json_safe(record)) + "\n")
                 done[index] = record
-            log.flush()
+            scores_file.flush()
             if progress:
                 progress(len(done), len(candidates))
     finished = len(done) == len(candidates)

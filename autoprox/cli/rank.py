@@ -73,7 +73,7 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
     fmt = args.format or ("json" if args.json else "markdown")
-    print(f"ranking {len(proxies)} proxies on {len(indices)} architectures of {Path(bench.source).name}, "
+    print(f"ranking {len(proxies)} {'proxy' if len(proxies) == 1 else 'proxies'} on {len(indices)} architectures of {Path(bench.source).name}, "
           f"seeds {', '.join(map(str, seeds))}", file=sys.stderr)
     with executor_from_args(args) as executor:
         table = rank_table(proxies, bench, indices, targets, seeds, plan.spec,

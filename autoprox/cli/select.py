@@ -20,7 +20,10 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.apps.selection import write_selection
+    from autoprox.cli.folders import refuse_other_folder
     from autoprox.proxies.ensemble import EnsembleProxy
+
+    refuse_other_folder(args.run, "select")
 
     path, selected = write_selection(args.run, args.selection, args.out, target=args.target)
     if isinstance(selected, EnsembleProxy):

@@ -29,9 +29,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from autoprox.cli.folders import refuse_other_folder
     from autoprox.reports.show import show_run
     from autoprox.reports.table_run import is_table_run_dir, show_table_run
 
+    refuse_other_folder(args.run, "show")
     if is_table_run_dir(args.run):
         given = [flag for flag, value in (("--latex", args.latex), ("--no-simplify", args.no_simplify),
                                           ("--timeout", args.timeout is not None), ("--save", args.save),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 from autoprox.core.errors import BenchmarkError, ConfigError, ProxyError
@@ -169,7 +170,7 @@ def check_rankable(space: TableSpace, pairs=None) -> None:
 def rank_on_tables(args: argparse.Namespace) -> int:
     """``rank --proxy P --bench TABLE.csv`` (or ``--space nb201``): the proxy's correlations on each
     table's targets, from the table's columns alone; several proxies (``all``, ``a,b``) as one ranking table."""
-    from autoprox.proxies.proxy import resolve_proxy, split_proxy_list
+    from autoprox.proxies.proxy import repeated_proxies_warning, split_proxy_list
     from autoprox.proxies.table_scores import reading_note, table_figures, table_scores
 
     check_table_rank_options(args)
@@ -187,9 +188,13 @@ def rank_on_tables(args: argparse.Namespace) -> int:
     if names == ["all"]:
         names = list(space.proxy_names)
     results = {}
+    repeated: list[str] = []
     for name in names:
         proxy = table_proxy(name, space.proxy_names, space.name)
         label = proxy if isinstance(proxy, str) else proxy.name
+        if label in results:
+            repeated += [] if label in repeated else [label]
+            continue
         if not isinstance(proxy, str) and proxy.note:
             print(f"{label}: {proxy.note}", file=sys.stderr)
         seen = _searched_on(proxy)
@@ -208,6 +213,8 @@ def rank_on_tables(args: argparse.Namespace) -> int:
                 print(f"in-sample: {label}: {note}", file=sys.stderr)
             per_table[table.name] = table_figures(table_scores(proxy, table), table, targets)
         results[label] = per_table
+    if repeated:
+        warnings.warn(repeated_proxies_warning(repeated), stacklevel=1)
     if args.json or args.format == "json":
         from autoprox.core.atomic import json_safe
 

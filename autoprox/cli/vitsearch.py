@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with executor_from_args(args) as executor:
             summary = run_vit_search(settings, proxy, out, progress=Progress("vit-search", every=15),
-                                     executor=executor)
+                                     executor=executor, log=lambda line: print(line, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
         kept = f" (scores so far are in {out})" if (out / "scores.jsonl").is_file() else ""
         print(f"autoprox: interrupted; run the same command again to resume{kept}", file=sys.stderr)

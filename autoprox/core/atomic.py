@@ -29,7 +29,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from autoprox.core.errors import AutoproxError, DiskFullError, RunDirError
+from autoprox.core.errors import AutoproxError, ConfigError, DiskFullError, RunDirError
 
 #: Error numbers that mean "no room left": a full file system, an exhausted quota.
 FULL_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -108,6 +108,14 @@ def file_ends(path: str | os.PathLike, size: int = OWN_FILE_PROBE) -> tuple[byte
             return head, handle.read(size)
     except OSError:
         return b"", b""
+
+
+def given_path(value: Any, what: str, error: type[AutoproxError] = ConfigError) -> Path:
+    """``value`` as a :class:`~pathlib.Path`; ``error`` naming ``what`` in one line when it is no path at all (None,
+    a number, a list), where ``Path(value)`` would raise a TypeError from inside pathlib."""
+    if isinstance(value, (str, os.PathLike)):
+        return Path(value)
+    raise error(f"{what}: expected a path (a str or an os.PathLike), got {type(value).__name__} {value!r}"[:200])
 
 
 def refuse_empty_path(path: str | os.PathLike, option: str, error: type[AutoproxError], what: str = "file") -> None:

@@ -44,6 +44,11 @@ class RunDirError(AutoproxError, ValueError):
     """A run directory that cannot be used as asked."""
 
 
+class NotFittedError(RunDirError, AttributeError):
+    """A fitted attribute (``best_``, ``hall_of_fame_``, ...) of a ``ProxySearch`` read before ``fit`` or
+    ``from_run``; an ``AttributeError`` too, so that ``hasattr`` says False, as scikit-learn's does."""
+
+
 class SearchError(AutoproxError, RuntimeError):
     """A search that cannot start or go on as configured."""
 
@@ -66,6 +71,11 @@ class CurvesError(AutoproxError, ValueError):
 
 class VitSearchError(AutoproxError, ValueError):
     """A ViT search that cannot run as configured (budget, space, options)."""
+
+
+class ModelError(AutoproxError, ValueError):
+    """A PyTorch model given to score that a proxy cannot read: no transformer blocks with timm's names, a
+    descriptor it cannot count, a statistic its forward pass does not give."""
 
 
 class ConfigError(AutoproxError, ValueError):

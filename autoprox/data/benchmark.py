@@ -379,9 +379,13 @@ def _same_cell(a: float, b: float) -> bool:
 def load_benchmark(path: str | os.PathLike) -> Benchmark:
     """Read a ViT-Bench-101 file (released ``.pth``, the project's ``.jsonl``/``.json``, or a ``.csv`` table); a
     proxy table (``id`` first) is refused in one line, naming :func:`autoprox.data.proxy_tables.read_proxy_table`."""
+    from autoprox.core.atomic import given_path
     from autoprox.data.proxy_tables import is_proxy_table
 
-    path = Path(path)
+    path = given_path(path, "load_benchmark", BenchmarkError)
+    if str(path) in BENCH_FILE_NAMES and not path.exists():
+        raise BenchmarkError(f"no file {path}; {str(path)!r} is a space: its released benchmark is "
+                             f"load_benchmark(default_bench_path({str(path)!r})) (autoprox.data.benchmark)")
     if is_proxy_table(path):
         raise BenchmarkError(f"{path} is a proxy table (id, accuracy columns, proxy columns), not a ViT benchmark: "
                              "read it with autoprox.data.proxy_tables.read_proxy_table, or search it with "
@@ -473,6 +477,8 @@ def locate_benchmark(recorded: str, sha256: str | None = None, near: Path | None
         looked.append(str(candidate))
         if _is_file(candidate) and (not sha256 or file_sha256(candidate) == sha256):
             return candidate
+    if not sha256 and Path(recorded).is_dir():  # there, but a folder: "not found" would send the user looking
+        raise BenchmarkError(f"{recorded}: a directory, not a benchmark file; give the file itself")
     digest = f" with sha256 {sha256[:12]}..." if sha256 else ""
     raise BenchmarkError(f"benchmark {name}{digest} not found (looked for {', '.join(looked)}); "
                          f"put it in one of these places, set {BENCH_DIR_ENV}, or pass --bench FILE")

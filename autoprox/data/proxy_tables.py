@@ -433,7 +433,9 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
     """
     from contextlib import ExitStack
 
-    path = Path(path)
+    from autoprox.core.atomic import given_path
+
+    path = given_path(path, "the proxy table", BenchmarkError)
     with ExitStack() as stack:
         handle, stored, digest, size = _open_text(path, limit, stack)
         try:

@@ -55,19 +55,20 @@ import warnings
 
 import torch
 
+from autoprox.core.errors import ModelError
 from autoprox.networks.names import DESCRIPTOR_NAMES, SPREAD_NAMES
 from autoprox.primitives.binary import InvalidResult
 
 
-class NoTransformerBlocks(ValueError):
+class NoTransformerBlocks(ModelError):
     """A model without blocks following the timm naming."""
 
 
-class UnknownDescriptors(ValueError):
+class UnknownDescriptors(ModelError):
     """An architecture descriptor this proxy needs that cannot be read from the model."""
 
 
-class MissingStatistic(ValueError):
+class MissingStatistic(ModelError):
     """A statistic this proxy reads that the model's pass does not give (a weight its forward does not use)."""
 
 
@@ -233,14 +234,21 @@ class MacMeter:
         self.remove()
 
 
-def _given_descriptors(descriptors):
+def _given_descriptors(descriptors, head_classes=None):
+    """The descriptors given by name (ModelError for one that is unknown or no positive finite number), after
+    checking ``head_classes`` (None, or a positive integer)."""
+    if head_classes is not None and (isinstance(head_classes, bool) or not isinstance(head_classes, int)
+                                     or head_classes < 1):
+        raise ModelError(f"head_classes: expected a positive integer or None, got {head_classes!r}")
+    if descriptors is not None and not hasattr(descriptors, "items"):
+        raise ModelError(f"descriptors: expected a mapping of descriptor name to value, got {type(descriptors).__name__}")
     given = {}
     for key, value in dict(descriptors or {}).items():
         name = key[2:] if isinstance(key, str) and key.startswith("A_") else key
         if name not in DESCRIPTOR_NAMES:
-            raise ValueError(f"unknown descriptor {key!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+            raise ModelError(f"unknown descriptor {key!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"descriptor {key!r} must be a positive finite number, got {value!r}")
+            raise ModelError(f"descriptor {key!r} must be a positive finite number, got {value!r}")
         given[name] = float(value)
     return given
 
@@ -341,19 +349,54 @@ def collect(model, inputs, targets, loss_fn=None, train=True, descriptors=None, 
     ``needs`` (the statistics a proxy reads; None: all of them), and is left out of the
     block's statistics otherwise.
     """
+    if not isinstance(model, torch.nn.Module):
+        raise ModelError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    check_inputs(inputs, targets if loss_fn is None else None)
+    given = _given_descriptors(descriptors, head_classes)
     blocks = find_blocks(model)
     enabled = _enable_weight_gradients(blocks)
     try:
-        return _collect(model, blocks, inputs, targets, loss_fn, train, descriptors, head_classes, names, spread,
-                        needs)
+        return _collect(model, blocks, inputs, targets, loss_fn, train, given, head_classes, names, spread, needs)
     finally:
         for weight in enabled:
             weight.requires_grad_(False)
             weight.grad = None
 
 
-def _collect(model, blocks, inputs, targets, loss_fn, train, descriptors, head_classes, names, spread, needs):
-    given = _given_descriptors(descriptors)
+def check_inputs(inputs, targets=None):
+    """ModelError (one line) unless ``inputs`` is a tensor of at least one sample (the batch first), with no NaN or
+    inf, and ``targets`` (unless None: a loss of the caller's own) a tensor of one row per sample."""
+    if not isinstance(inputs, torch.Tensor) or inputs.dim() < 1 or inputs.shape[0] < 1:
+        shown = tuple(inputs.shape) if isinstance(inputs, torch.Tensor) else type(inputs).__name__
+        raise ModelError(f"inputs: expected a tensor of at least one sample, the batch first, got {shown}")
+    if inputs.is_floating_point() and not bool(torch.isfinite(inputs).all()):
+        raise ModelError("inputs: they hold NaN or inf, which no statistic survives")
+    if targets is not None and (not isinstance(targets, torch.Tensor) or targets.dim() < 1
+                                or targets.shape[0] != inputs.shape[0]):
+        shown = tuple(targets.shape) if isinstance(targets, torch.Tensor) else type(targets).__name__
+        raise ModelError(f"targets: expected a tensor of one class index (or one row of class probabilities) per "
+                         f"input, {inputs.shape[0]} in all, got {shown}")
+
+
+def check_targets(outputs, targets):
+    """ModelError (one line) unless ``targets`` are what the default cross-entropy takes of ``outputs``
+    (batch, classes): class indices (torch.long) in range, or class probabilities of the outputs' shape."""
+    if not isinstance(outputs, torch.Tensor) or outputs.dim() != 2:
+        return  # a model of outputs of its own: the loss says what it needs
+    classes = outputs.shape[1]
+    if targets.is_floating_point():
+        if targets.shape != outputs.shape:
+            raise ModelError(f"targets: class probabilities must have the outputs' shape {tuple(outputs.shape)}, "
+                             f"got {tuple(targets.shape)}")
+    elif targets.dtype != torch.long or targets.dim() != 1:
+        raise ModelError(f"targets: expected class indices, one torch.long per input, got {targets.dtype} of shape "
+                         f"{tuple(targets.shape)}")
+    elif len(targets) and (int(targets.min()) < 0 or int(targets.max()) >= classes):
+        raise ModelError(f"targets: class indices must lie in 0..{classes - 1} (the model has {classes} outputs), "
+                         f"got {int(targets.min())}..{int(targets.max())}")
+
+
+def _collect(model, blocks, inputs, targets, loss_fn, train, given, head_classes, names, spread, needs):
     missing = [name for name in names if name not in given]
     sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
     meter = MacMeter(model, blocks, "macs" in missing, sized) if missing else None
@@ -388,6 +431,8 @@ def _collect(model, blocks, inputs, targets, loss_fn, train, descriptors, head_c
         model.zero_grad(set_to_none=True)
         with torch.enable_grad():
             outputs = model(inputs)
+            if loss_fn is torch.nn.functional.cross_entropy:
+                check_targets(outputs, targets)
             loss = loss_fn(outputs, targets)
             loss.backward()
     finally:
@@ -473,9 +518,9 @@ def read_descriptors(model, inputs, names=DESCRIPTOR_NAMES, head_classes=100, de
     names = tuple(names)
     for name in names:
         if name not in DESCRIPTOR_NAMES:
-            raise ValueError(f"unknown descriptor {name!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+            raise ModelError(f"unknown descriptor {name!r}; known: {', '.join(DESCRIPTOR_NAMES)}")
+    given = _given_descriptors(descriptors, head_classes)
     blocks = find_blocks(model)
-    given = _given_descriptors(descriptors)
     missing = [name for name in names if name not in given]
     sized = head_classes is not None and any(name in missing for name in ("params", "macs"))
     with MacMeter(model, blocks, "macs" in missing, sized) as meter, torch.no_grad():

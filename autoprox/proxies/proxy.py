@@ -390,20 +390,32 @@ def split_proxy_list(text: str) -> list[str]:
 def resolve_proxies(text: str) -> list[Proxy]:
     """``all`` (every built-in), or a comma list of anything :func:`resolve_proxy` takes.
 
-    Duplicates are dropped (first one kept); ``all`` may appear inside a list.
+    Duplicates are dropped (first one kept), with a warning naming each; ``all`` may appear inside a list.
     """
+    import warnings
+
     names = split_proxy_list(text)
     if not names:
         raise ProxyError(f"no proxy given; known built-ins: all, {_known_names()}")
     proxies: list[Proxy] = []
     seen: set[str] = set()
+    dropped: list[str] = []
     for name in names:
         for item in ((*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED) if name == "all" else (name,)):
             proxy = resolve_proxy(item)
             if proxy.name not in seen:
                 seen.add(proxy.name)
                 proxies.append(proxy)
+            elif proxy.name not in dropped:
+                dropped.append(proxy.name)
+    if dropped:
+        warnings.warn(repeated_proxies_warning(dropped), stacklevel=2)
     return proxies
+
+
+def repeated_proxies_warning(names: Sequence[str]) -> str:
+    """The warning of a proxy list that names ``names`` more than once (each is scored once)."""
+    return f"the proxy list names {', '.join(names)} more than once; each is kept once"
 
 
 def seed_genome(text: str, free: bool = False) -> str:
@@ -447,6 +459,7 @@ __all__ = [
     "PublishedGenome",
     "register_proxy_file_format",
     "register_published_genome",
+    "repeated_proxies_warning",
     "resolve_proxies",
     "resolve_proxy",
     "score_archs",

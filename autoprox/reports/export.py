@@ -205,11 +205,15 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
 def runtime_source() -> str:
     """The code of :mod:`autoprox.networks.runtime` below its docstring and imports, as copied
     into every exported file (which imports ``math`` and ``torch`` and defines
-    ``InvalidResult`` itself), after the names it imports from :mod:`autoprox.networks.names`."""
+    ``InvalidResult`` itself), after the names it imports from :mod:`autoprox.networks.names` and
+    :mod:`autoprox.core.errors` (``ModelError``, there a plain ``ValueError``: the file depends on torch only)."""
     from autoprox.networks import runtime  # here: it imports torch, which this module's other users need not
 
     names = (f"#: The spread statistics and the architecture descriptors the runtime reads.\n"
-             f"SPREAD_NAMES = {SPREAD_NAMES!r}\nDESCRIPTOR_NAMES = {DESCRIPTOR_NAMES!r}\n\n\n")
+             f"SPREAD_NAMES = {SPREAD_NAMES!r}\nDESCRIPTOR_NAMES = {DESCRIPTOR_NAMES!r}\n\n\n"
+             "class ModelError(ValueError):\n"
+             '    """A model this proxy cannot read: no transformer blocks with timm\'s names, a descriptor it cannot\n'
+             '    count, a statistic its forward pass does not give."""\n\n\n')
     text = inspect.getsource(runtime)
     body = ast.parse(text).body
     first = next(node for node in body[1:] if not isinstance(node, (ast.Import, ast.ImportFrom)))

@@ -25,7 +25,7 @@ from autoprox.genome.kinds import genome_forms
 from autoprox.core.errors import GenomeError
 from autoprox.genome.space import PAPER_SPACE, GenomeSpace, SearchedSpace
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
-from autoprox.search.options import setting_field
+from autoprox.search.options import setting_field, setting_option
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,13 @@ class EvolutionConfig:
     restarts: int = setting_field("evolution.restarts")
 
     def __post_init__(self) -> None:
-        if self.population_size < 2:
-            raise ConfigError("population size must be at least 2")
+        # checked and bounded (MAX_POPULATION) by its option's own conversion, whichever path builds these settings:
+        # the command line, ProxySearch, run_search given them by hand, a table or a rank-formula search
+        population = setting_option("evolution.population_size")
+        try:
+            object.__setattr__(self, "population_size", population.convert(self.population_size))
+        except ConfigError as exc:
+            raise ConfigError(f"{population.name}: {exc}") from None
         if not 0 < self.sample_ratio <= 1:
             raise ConfigError("sample ratio must be in (0, 1]")
         if self.top_k < 1 or self.retry_cap < 1 or self.iterations < 0:

@@ -104,9 +104,7 @@ class TableSearchSettings:
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ConfigError(f"the seed is an integer, got {self.seed!r}")
-        if self.population < 2 or self.iterations < 0:
-            raise ConfigError(f"population must be at least 2 and iterations not negative, got {self.population} "
-                              f"and {self.iterations}")
+        self.evolution(self.seed)  # population and iterations, checked and bounded as every search's
         if not self.term_caps or min(self.term_caps) < 0 or max(self.term_caps) > self.max_terms:
             raise ConfigError(f"term caps must lie in 0..{self.max_terms} (max_terms), got {list(self.term_caps)}")
         if self.average_top < 1 or not 0 <= self.cap_margin < 1:

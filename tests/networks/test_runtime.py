@@ -40,11 +40,12 @@ def test_the_runtime_imports_torch_only_and_its_names_do_not_collide():
     imported = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
     # InvalidResult comes from autoprox.primitives.binary, whose source every exported file carries; the names
-    # from autoprox.networks.names, which runtime_source writes above the copied code
-    assert imported == {"__future__", "math", "warnings", "torch", "autoprox.networks.names",
+    # from autoprox.networks.names and ModelError from autoprox.core.errors, which runtime_source writes above
+    # the copied code
+    assert imported == {"__future__", "math", "warnings", "torch", "autoprox.core.errors", "autoprox.networks.names",
                         "autoprox.primitives.binary"}
     names = _top_level_names(runtime_source())
-    assert {"SPREAD_NAMES", "DESCRIPTOR_NAMES"} <= names
+    assert {"SPREAD_NAMES", "DESCRIPTOR_NAMES", "ModelError"} <= names
     assert not names & set(PRIMITIVES), "a primitive's function would replace a runtime name in exports"
     assert not names & set(AGGREGATION_REGISTRY)
     glue = _top_level_names(_PROXY_FUNCTIONS.replace("__BLOCK_SCORE__", "0").replace("__AGGREGATE_SOURCE__", "")

@@ -281,6 +281,8 @@ def test_a_model_without_transformer_blocks_is_refused_clearly(exported):
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
     with pytest.raises(module.NoTransformerBlocks, match=r"attn\.qkv, attn\.proj, mlp\.fc1"):
         module.score(model, torch.randn(2, 3, 4), torch.tensor([0, 1]))
+    # the file defines the error classes autoprox's own runtime takes from autoprox.core.errors
+    assert issubclass(module.NoTransformerBlocks, module.ModelError) and issubclass(module.ModelError, ValueError)
 
 
 def test_the_cases_cover_every_aggregation_terminal_and_free_trees():
