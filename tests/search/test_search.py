@@ -133,11 +133,12 @@ def test_seed_proxies_enter_the_initial_population(settings, tmp_path):
 
 
 def test_a_population_too_large_to_fill_is_named_not_the_statistics(settings, tmp_path):
-    """``--population 99999999999`` ended with ``check the statistics and targets``, though the draws were fine."""
+    """``--population 99999999999`` ended with ``check the statistics and targets``, though the draws were fine (the
+    population is now bounded at 100,000, which 300 draws still cannot fill)."""
     from autoprox.core.errors import SearchError
 
-    huge = replace(settings, evolution=replace(EVOLUTION, population_size=10 ** 6, iterations=0, max_init_attempts=300))
-    with pytest.raises(SearchError, match=r"^population 1000000: only \d+ valid distinct genomes after 300 random "
+    huge = replace(settings, evolution=replace(EVOLUTION, population_size=10 ** 5, iterations=0, max_init_attempts=300))
+    with pytest.raises(SearchError, match=r"^population 100000: only \d+ valid distinct genomes after 300 random "
                                           r"draws \(\d+ invalid\); give a smaller population \(default 20\)$"):
         run_search(huge, tmp_path / "huge", quiet=True)
 
