@@ -19,6 +19,7 @@ from autoprox.core.errors import (
     ConfigError,
     ModelError,
     NotFittedError,
+    ProxyError,
     RunDirError,
 )
 from autoprox.genome.tree import score_architecture
@@ -660,4 +661,25 @@ def test_score_architectures_checks_workers_and_a_search_of_a_folder_says_it_is_
     folder.mkdir()
     with pytest.raises(BenchmarkError, match=rf"^{folder}: a directory, not a benchmark file; give the file itself$"):
         ProxySearch(bench=str(folder), out=str(tmp_path / "run")).fit()
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("given, error, message", [
+    (dict(aggregation="nosuch"), ConfigError, "aggregation 'nosuch' is unknown: the aggregations over blocks are "
+                                              "mean, sum, wmean, std (one, a comma list, or gene"),
+    (dict(aggregation="mean,block_nosuch"), ConfigError, "aggregation 'block_nosuch' is unknown"),
+    (dict(operators="nosuch"), ConfigError, "operators: operator 'nosuch' is not registered here"),
+    (dict(operators=["add", "element_wise_sum"]), ConfigError, "the operators are paper (the paper's) or of no_op, "),
+    (dict(operators="element_wise_abs"), ConfigError, "operators: 'element_wise_abs': operators need at least one "
+                                                      "unary and one binary operation"),
+    (dict(input="nosuch"), ConfigError, "input: unknown input kind 'nosuch'; use gaussian, ones or images:DIR"),
+    (dict(seed_proxies="zz"), ProxyError, "seed_proxies: unknown proxy 'zz': not a built-in"),
+    (dict(seed_proxies="autoprox_a,snip"), ProxyError, "seed_proxies: snip cannot seed the search"),
+])
+def test_a_bad_genome_input_or_seed_names_the_parameter_and_the_value_as_typed(given, error, message, tmp_path):
+    """``aggregation='nosuch'`` said ``unknown aggregation 'block_nosuch'``, a name nobody typed; ``operators``,
+    ``input`` and ``seed_proxies`` named the bad value but not the parameter it came from."""
+    with pytest.raises(error) as info:
+        ProxySearch(space="pit", population=4, iterations=1, out=str(tmp_path / "run"), **given).fit()
+    assert message in str(info.value) and "\n" not in str(info.value), str(info.value)
     assert not (tmp_path / "run").exists()

@@ -106,6 +106,23 @@ def text() -> Convert:
     return convert
 
 
+def input_text() -> Convert:
+    """A minibatch as ``--input`` names it (``gaussian``, ``ones``, ``images:DIR``), checked as the statistics read
+    it (:meth:`autoprox.networks.statistics.InputSpec.parse`), so that a bad one is named with its option."""
+    @recorded_as(is_str)
+    def convert(value: Any) -> str:
+        from autoprox.core.errors import InputSpecError
+        from autoprox.networks.statistics import InputSpec
+
+        text_value = text()(value)
+        try:
+            InputSpec.parse(text_value)
+        except InputSpecError as exc:
+            raise ConfigError(str(exc)) from None
+        return text_value
+    return convert
+
+
 def path_text() -> Convert:
     """A path typed as text: a string that is not empty (an empty ``--out ''`` is a slip, not a request for the
     default, which leaving the option out gives)."""
@@ -239,8 +256,21 @@ def aggregation(value: Any) -> str:
     return value if isinstance(value, str) else ",".join(parts)
 
 
+def check_aggregation(value: str) -> None:
+    """ConfigError naming an aggregation of ``value`` (an ``aggregation`` option's value) that is not registered,
+    as it was typed (``nosuch``, where the genome space would name ``block_nosuch``), with the ones that are.
+    Checked when the genome space is made, not by the conversion: one registered after the option is set counts."""
+    for part in (p.strip() for p in value.split(",") if p.strip()):
+        if part != "gene" and f"block_{part.removeprefix('block_')}" not in AGGREGATIONS:
+            known = ", ".join(name.removeprefix("block_") for name in AGGREGATIONS)
+            raise ConfigError(f"aggregation {part!r} is unknown: the aggregations over blocks are {known} "
+                              f"(one, a comma list, or gene for {gene_aggregations()})")
+
+
 def aggregation_names(value: str) -> tuple[str, ...]:
-    """The aggregations an ``aggregation`` value stands for, with their ``block_`` prefix."""
+    """The aggregations an ``aggregation`` value stands for, with their ``block_`` prefix (ConfigError naming one
+    that is not registered, as typed: :func:`check_aggregation`)."""
+    check_aggregation(value)
     parts = [p.strip() for p in value.split(",") if p.strip()]
     if parts == ["gene"]:
         return tuple(AGGREGATIONS)
@@ -261,6 +291,21 @@ def operator_list(value: Any) -> tuple[str, ...]:
     return tuple(expanded)
 
 
+def check_operator_list(operators: Sequence[str]) -> None:
+    """ConfigError naming the ``operators`` option and its value as typed when one is not registered (with the
+    ones that are), one is given twice, or no unary or no binary one is. Checked when the genome space is made,
+    not by the conversion: a primitive registered after the option is set counts."""
+    from autoprox.primitives import PRIMITIVES, check_operators
+
+    try:
+        check_operators(tuple(operators))
+    except ValueError as exc:
+        missing = [name for name in operators if name not in PRIMITIVES]
+        said = (f"{exc}; the operators are paper (the paper's) or of {', '.join(PRIMITIVES)}" if missing
+                else f"{','.join(operators)!r}: {exc}")
+        raise ConfigError(f"operators: {said}"[:900]) from None
+
+
 def terminal_list(value: Any) -> tuple[str, ...]:
     """A comma list or sequence of terminal-set names (:data:`autoprox.genome.terminals.TERMINAL_SETS`),
     checked and in registration order."""
@@ -270,7 +315,7 @@ def terminal_list(value: Any) -> tuple[str, ...]:
         raise ConfigError(str(exc)) from None
 
 
-__all__ = ["DEFAULT_AGGREGATION_OPTION", "Convert", "aggregation", "aggregation_help", "aggregation_names", "comma_parts", "distinct", "gene_aggregations", "integer",
+__all__ = ["DEFAULT_AGGREGATION_OPTION", "Convert", "aggregation", "aggregation_help", "aggregation_names", "check_aggregation", "check_operator_list", "comma_parts", "distinct", "gene_aggregations", "input_text", "integer",
            "integer_list", "is_int", "is_number", "is_str",
            "list_of", "number", "number_mapping", "one_or_several", "operator_list", "proxies", "recorded_as",
            "sequence", "terminal_list", "text", "text_list", "weights"]

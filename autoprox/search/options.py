@@ -20,7 +20,7 @@ import difflib
 from dataclasses import Field, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from autoprox.core.errors import BenchmarkError, ConfigError
+from autoprox.core.errors import BenchmarkError, ConfigError, FormulaError, GenomeError, ProxyError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
 from autoprox.data.entries import PRECISIONS
 from autoprox.genome.terminals import TERMINAL_SETS
@@ -35,6 +35,8 @@ from autoprox.search.conversions import (
     aggregation,
     aggregation_help,
     aggregation_names,
+    check_operator_list,
+    input_text,
     integer,
     integer_list,
     number,
@@ -357,7 +359,7 @@ SEARCH_OPTIONS: list[Option] = [
            integer(0), group=_GENOME, setting="evolution.restarts"),
     # statistics
     Option("input", "gaussian", "minibatch: gaussian (default), ones, or images:DIR (a folder of real images)",
-           text(), group=_STATS, commands=STATS_COMMANDS, setting="input", always_recorded=True),
+           input_text(), group=_STATS, commands=STATS_COMMANDS, setting="input", always_recorded=True),
     Option("batch_size", 8, "images per minibatch (default 8)", integer(1, MAX_BATCH_SIZE), group=_STATS,
            commands=STATS_COMMANDS, setting="batch_size", always_recorded=True),
     Option("stat_seeds", (0,), "initialisation seeds, comma separated; scores are averaged over them (default 0)",
@@ -476,6 +478,8 @@ def genome_space_of(values: Mapping[str, Any]) -> GenomeSpace:
     """The genome space the options ask for; ``arch_terminals`` and ``spread_terminals`` add their sets to
     ``terminals`` (default the paper's)."""
     operators = values.get("operators")
+    if operators is not None:
+        check_operator_list(operators)
     return GenomeSpace(values["genome"], aggregation_names(values["aggregation"]), values.get("terminals"),
                        None if operators is None else tuple(operators),
                        arch_terminals=bool(values.get("arch_terminals")),
@@ -485,7 +489,13 @@ def genome_space_of(values: Mapping[str, Any]) -> GenomeSpace:
 def seed_genomes(names: Sequence[str], free: bool = False) -> tuple[str, ...]:
     """Each seed proxy as the genome string it stands for (``autoprox_a``, a proxy file, a genome);
     ``free``: a search of free trees, which any tree may seed."""
-    return tuple(seed_genome(name, free=free) for name in names)
+    genomes = []
+    for name in names:
+        try:
+            genomes.append(seed_genome(name, free=free))
+        except (ProxyError, GenomeError, FormulaError) as exc:  # the same class, naming the option
+            raise type(exc)(f"seed_proxies: {exc}" if name in str(exc) else f"seed_proxies {name!r}: {exc}") from None
+    return tuple(genomes)
 
 
 #: The evaluation a new ``search`` (and ``ProxySearch``) uses when none is given, where it applies.
