@@ -377,7 +377,7 @@ class ProxySearch(metaclass=_Estimator):
         from autoprox.search.settings import recorded_settings
         from autoprox.search.table_run import refuse_table_run
 
-        path = given_path(path, "from_run", RunDirError)
+        path = given_path(path, "from_run", RunDirError, "the run directory")
         refuse_table_run(path, "ProxySearch reads the runs of a search of ViT statistics")
         settings, space = recorded_settings(path)
         values = options_from_settings(settings, space)
@@ -481,7 +481,7 @@ def search_table(bench: str | Path | None, target: str | list[str] | None = None
         if resume:
             raise RunDirError("resume=True needs out, the run directory of the table search to continue")
         out = Path(tempfile.mkdtemp(prefix="autoprox-table-")) / "run"
-    run = RunDirectory(given_path(out, "out", RunDirError))
+    run = RunDirectory(given_path(out, "out", RunDirError, "the folder to write the search in"))
     if run.exists() and not resume:
         raise RunDirError(f"{run.path} already holds a run; continue it with search_table(..., resume=True), or "
                           "choose another out")

@@ -558,8 +558,15 @@ TABLE = REPO / "examples" / "timm_imagenet.csv"
     (lambda: autoprox.search_table(5, "top1"), BenchmarkError, "the proxy table: expected a path"),
     (lambda: autoprox.search_table(TABLE, "top1", out=5), RunDirError, "out: expected a path"),
     (lambda: ProxySearch.from_run(None), RunDirError, "from_run: expected a path"),
+    (lambda: autoprox.load_benchmark(""), BenchmarkError, "load_benchmark: the path is empty; give the benchmark file"),
+    (lambda: autoprox.load_benchmark("  "), BenchmarkError, "load_benchmark: the path is empty"),
+    (lambda: autoprox.score_rows("params", ""), BenchmarkError, "the proxy table: the path is empty; give its file"),
+    (lambda: autoprox.search_table(TABLE, "top1", out=""), RunDirError, "out: the path is empty; give the folder "
+                                                                        "to write the search in"),
+    (lambda: ProxySearch.from_run(""), RunDirError, "from_run: the path is empty; give the run directory"),
 ], ids=["load_benchmark-None", "load_benchmark-int", "score_rows-int", "score_rows-list", "search_table-int",
-        "search_table-out", "from_run-None"])
+        "search_table-out", "from_run-None", "load_benchmark-empty", "load_benchmark-blank", "score_rows-empty",
+        "search_table-out-empty", "from_run-empty"])
 def test_what_is_no_path_is_refused_in_one_line(call, error, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # nothing may be written, here or anywhere
     with pytest.raises(error) as info:

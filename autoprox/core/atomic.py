@@ -110,9 +110,13 @@ def file_ends(path: str | os.PathLike, size: int = OWN_FILE_PROBE) -> tuple[byte
         return b"", b""
 
 
-def given_path(value: Any, what: str, error: type[AutoproxError] = ConfigError) -> Path:
+def given_path(value: Any, what: str, error: type[AutoproxError] = ConfigError,
+               needs: str = "a file or folder") -> Path:
     """``value`` as a :class:`~pathlib.Path`; ``error`` naming ``what`` in one line when it is no path at all (None,
-    a number, a list), where ``Path(value)`` would raise a TypeError from inside pathlib."""
+    a number, a list), where ``Path(value)`` would raise a TypeError from inside pathlib, or an empty or blank
+    string, which ``Path`` takes for the current folder (a message would name ``.``); ``needs``: what to give then."""
+    if isinstance(value, str) and not value.strip():
+        raise error(f"{what}: the path is empty; give {needs}")
     if isinstance(value, (str, os.PathLike)):
         return Path(value)
     raise error(f"{what}: expected a path (a str or an os.PathLike), got {type(value).__name__} {value!r}"[:200])

@@ -382,7 +382,7 @@ def load_benchmark(path: str | os.PathLike) -> Benchmark:
     from autoprox.core.atomic import given_path
     from autoprox.data.proxy_tables import is_proxy_table
 
-    path = given_path(path, "load_benchmark", BenchmarkError)
+    path = given_path(path, "load_benchmark", BenchmarkError, "the benchmark file")
     if str(path) in BENCH_FILE_NAMES and not path.exists():
         raise BenchmarkError(f"no file {path}; {str(path)!r} is a space: its released benchmark is "
                              f"load_benchmark(default_bench_path({str(path)!r})) (autoprox.data.benchmark)")

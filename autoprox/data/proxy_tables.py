@@ -435,7 +435,7 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
 
     from autoprox.core.atomic import given_path
 
-    path = given_path(path, "the proxy table", BenchmarkError)
+    path = given_path(path, "the proxy table", BenchmarkError, "its file")
     with ExitStack() as stack:
         handle, stored, digest, size = _open_text(path, limit, stack)
         try:
