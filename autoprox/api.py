@@ -374,11 +374,13 @@ class ProxySearch(metaclass=_Estimator):
     @classmethod
     def from_run(cls, path: str | Path) -> "ProxySearch":
         """The fitted search of an existing run directory (made by ``fit`` or ``autoprox search``)."""
+        from autoprox.apps.folders import refuse_other_folder
         from autoprox.search.settings import recorded_settings
         from autoprox.search.table_run import refuse_table_run
 
         path = given_path(path, "from_run", RunDirError, "the run directory")
         refuse_table_run(path, "ProxySearch reads the runs of a search of ViT statistics")
+        refuse_other_folder(path, "ProxySearch.from_run")
         settings, space = recorded_settings(path)
         values = options_from_settings(settings, space)
         values["bench"], values["space"] = _reopened_bench(values["bench"], space, settings.multi_space)

@@ -690,3 +690,20 @@ def test_a_bad_genome_input_or_seed_names_the_parameter_and_the_value_as_typed(g
         ProxySearch(space="pit", population=4, iterations=1, out=str(tmp_path / "run"), **given).fit()
     assert message in str(info.value) and "\n" not in str(info.value), str(info.value)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("folder, what, reader", [
+    ("protocol/autoformer-default-patience30", "a protocol that autoprox evaluate wrote (protocol.json",
+     "autoprox report {} reads it"),
+    ("vit-pit-reference-seed0", "a ViT search that autoprox vit-search wrote (vit_search.json",
+     "its best architectures are in {}/top.json"),
+], ids=["protocol", "vit-search"])
+def test_from_run_of_a_folder_another_command_wrote_says_what_it_is_and_what_reads_it(folder, what, reader):
+    """``ProxySearch.from_run`` of a protocol or a ViT search said only ``not a run directory (no config.json)``,
+    where ``show`` and ``select`` named the folder and its reader (the one table, ``autoprox.apps.folders``)."""
+    path = REPO / "runs" / folder
+    with pytest.raises(RunDirError) as info:
+        ProxySearch.from_run(path)
+    said = str(info.value)
+    assert said.startswith(f"ProxySearch.from_run reads a run directory, and {path} is {what}, no config.json)")
+    assert reader.format(path) in said and "\n" not in said

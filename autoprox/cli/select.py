@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.apps.selection import write_selection
-    from autoprox.cli.folders import refuse_other_folder
+    from autoprox.apps.folders import refuse_other_folder
     from autoprox.proxies.ensemble import EnsembleProxy
 
     refuse_other_folder(args.run, "select")

@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autoprox.cli.folders import refuse_other_folder
+    from autoprox.apps.folders import refuse_other_folder
     from autoprox.reports.show import show_run
     from autoprox.reports.table_run import is_table_run_dir, show_table_run
 

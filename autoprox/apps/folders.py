@@ -1,6 +1,7 @@
-"""What a folder another command wrote is, for the commands that read one run (``show``, ``select``): a protocol,
-a few-label protocol, a transfer study or a ViT search named as such, with the command that reads it, where the
-run's own check could only say which of a run's files is missing."""
+"""What a folder another command wrote is, for what reads one run (``show``, ``select``,
+``ProxySearch.from_run``): a protocol, a few-label protocol, a transfer study or a ViT search named as such, with
+the command that reads it, where the run's own check could only say which of a run's files is missing. Here, the
+lowest layer that knows every such folder's marker file (each is defined by the app that writes it)."""
 
 from __future__ import annotations
 
