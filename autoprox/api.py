@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from autoprox.core.errors import BenchmarkError, ConfigError, NotFittedError, RunDirError
 from autoprox.genome.tree import parse_genome, score_architecture, uses_spread_terminals
@@ -86,7 +86,8 @@ class FoundProxy:
 
     def score_architectures(self, archs, workers: int | None = None, cache_dir: str | None = None,
                             progress: bool = False):
-        """Scores of architectures, computed as the engine scores them (statistics cached).
+        """Scores of architectures, computed as the engine scores them (statistics cached), through the one path
+        of every proxy (:meth:`autoprox.proxies.proxy.Proxy.score_architectures`), with the run's cache and plan.
 
         Parameters
         ----------
@@ -106,34 +107,20 @@ class FoundProxy:
             One score per architecture, in the order given (statistics with a 100-class head,
             or the run's class count when it used one set).
         """
-        from autoprox.core.progress import Progress
-        from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path, load_benchmark
-        from autoprox.data.cache import StatisticsCache, StatsPlan
-        from autoprox.spaces.architectures import parse_arch
+        from autoprox.data.cache import StatisticsCache
+        from autoprox.proxies.proxy import architectures_given
 
         workers = OPTIONS["workers"].value(workers) if workers is not None else None
-        if isinstance(archs, (str, Path)):
-            path = default_bench_path(str(archs)) if str(archs) in BENCH_FILE_NAMES else Path(archs)
-            parsed = list(load_benchmark(path).archs)
-        elif isinstance(archs, Iterable):  # configs, or records parse_arch gives back as they are
-            parsed = [parse_arch(dict(arch) if isinstance(arch, Mapping) else arch) for arch in archs]
-        else:
-            raise ConfigError(f"archs: expected architecture configs, a benchmark file or a space's name, got "
-                              f"{type(archs).__name__}")
-        if not parsed:
-            raise ConfigError("no architecture to score")
+        parsed = architectures_given(archs)  # before a run's context is opened: a bad one is named first
+        plan = cache = None
         if self.run_dir is not None:
             context = open_context(self.run_dir).parts[0]  # a multi-space run's benchmarks share one plan
             plan, cache = context.plan, context.cache
             workers = context.settings.workers if workers is None else workers
             if cache_dir is not None:
                 cache = StatisticsCache(cache_dir, cache.precision)
-        else:
-            plan = StatsPlan.from_options("gaussian", 8, (0,), ["c100_kd"])
-            cache = StatisticsCache(cache_dir)
-        scores = self.proxy.score(parsed, cache, plan, workers=workers or 1,
-                                  progress=Progress("statistics") if progress else None)
-        return scores[100] if 100 in scores else next(iter(scores.values()))
+        return self.proxy.score_architectures(parsed, workers=workers or 1, cache_dir=cache_dir, progress=progress,
+                                              cache=cache, plan=plan)
 
     def torch_source(self) -> str:
         """A standalone Python module (torch only) computing this proxy on any model, as ``autoprox export`` writes."""

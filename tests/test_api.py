@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -33,7 +34,8 @@ from autoprox.networks.statistics import (
 from autoprox.proxies.proxy import AUTOPROX_A
 from autoprox.reports.simplify import aggregate_text
 from autoprox.search.engine import run_search
-from tests.conftest import REPO
+from tests.commands import run_cli
+from tests.conftest import REPO, benchmark_jsonl
 from tests.search.test_table_search_inputs import searched  # noqa: F401 (a fixture: a finished table search)
 
 
@@ -707,3 +709,32 @@ def test_from_run_of_a_folder_another_command_wrote_says_what_it_is_and_what_rea
     said = str(info.value)
     assert said.startswith(f"ProxySearch.from_run reads a run directory, and {path} is {what}, no config.json)")
     assert reader.format(path) in said and "\n" not in said
+
+
+@pytest.mark.parametrize("name", ["params", "nwot"])
+def test_a_proxy_by_name_scores_architectures_as_the_score_command_does(name, pit_small, tmp_path_factory, capsys):
+    """``resolve_proxy(NAME)`` had no simple way to score: ``Proxy.score(archs, None, None)`` raised an AttributeError
+    from inside. ``score_architectures`` is the one path (a found proxy's scores through it) and gives, on PiT
+    architectures, the scores ``autoprox score`` writes, each computed in a cache of its own."""
+    from autoprox.spaces.architectures import arch_to_config
+
+    bench = pit_small.subset([0, 1, 2])
+    path = benchmark_jsonl(bench, tmp_path_factory, "pit3.jsonl")
+    out = tmp_path_factory.mktemp("scores") / "scores.csv"
+    code, _, err = run_cli(capsys, "score", "--proxy", name, "--bench", path, "--out", out,
+                           "--cache-dir", tmp_path_factory.mktemp("cli-cache"))
+    assert code == 0, err
+    with out.open(newline="") as handle:
+        written = {row["id"]: float(row["score"]) for row in csv.DictReader(handle)}
+    proxy = autoprox.resolve_proxy(name)
+    cache = str(tmp_path_factory.mktemp("api-cache"))
+    configs = [arch_to_config(arch) for arch in bench.archs]
+    for given in (configs, str(path), bench):
+        scores = proxy.score_architectures(given, cache_dir=cache)
+        expected = [written[json.dumps(config, sort_keys=True)] for config in configs]
+        np.testing.assert_allclose(scores, expected, rtol=1e-6)
+    assert len(set(expected)) == 3  # three architectures told apart, not one value thrice
+    with pytest.raises(ConfigError) as info:
+        proxy.score(bench.archs, None, None)
+    assert str(info.value).startswith("score: cache is None: give a StatisticsCache, or score with the command "
+                                      "line's cache and plan: proxy.score_architectures(archs)")

@@ -9,12 +9,12 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from autoprox.core.atomic import read_json_file
-from autoprox.core.errors import ProxyError
+from autoprox.core.errors import ConfigError, ProxyError
 from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.rank_formula import MISSING_COLUMN_SCORING, RankFormula, parse_formula
@@ -171,9 +171,12 @@ class Proxy:
         on fresh networks (their raw values kept in the cache directory's ``zoo/`` part),
         and set-level ones (TVT) normalised over ``archs`` per seed before the mean.
         Architecture proxies count a 100-class head whatever the class count. Raises
-        InvalidProxy naming the first failing architecture.
+        InvalidProxy naming the first failing architecture, and ConfigError (one line) when ``cache`` or
+        ``plan`` is missing: :meth:`score_architectures` scores with the default ones.
         """
-        reported = self.scorer.prepare(archs, cache, plan, workers=workers, progress=progress)
+        scorer = self.scorer  # an unknown proxy is named before what it was given
+        _check_cache_and_plan(cache, plan)
+        reported = scorer.prepare(archs, cache, plan, workers=workers, progress=progress)
         per_key = {}
         for seed, classes in plan.keys():
             results = self.raw_values(archs, plan.spec, seed, classes, cache, workers=workers,
@@ -185,6 +188,73 @@ class Proxy:
                                    f"(first: architecture {index}, seed {seed}: {reason})")
             per_key[seed, classes] = self.set_scores([r.raw for r in results])
         return mean_over_seeds(per_key)
+
+    def score_architectures(self, archs, workers: int = 1, cache_dir: str | None = None, progress: bool = False,
+                            *, cache: StatisticsCache | None = None, plan: StatsPlan | None = None) -> np.ndarray:
+        """Scores of architectures, computed as ``autoprox score`` and a search compute them (:meth:`score`,
+        statistics cached); a run's found proxy (``best_.score_architectures``) scores through this.
+
+        Parameters
+        ----------
+        archs : sequence of dict, Benchmark or str
+            Architecture configs (``{"base_dim": 32, ...}``, any registered space's), a
+            :class:`~autoprox.data.benchmark.Benchmark`, or a benchmark: a space name with a packaged file
+            (``"pit"``) or a benchmark file's path.
+        workers : int
+            Processes computing missing statistics.
+        cache_dir : str, optional
+            The statistics cache (default ``$AUTOPROX_CACHE`` or ``~/.cache/autoprox``); not with ``cache``.
+        progress : bool
+            Show a progress line on stderr while statistics are computed.
+        cache, plan : StatisticsCache, StatsPlan, optional
+            The cache and the statistics plan (a run's); default the command line's: a gaussian minibatch of 8,
+            statistics seed 0, a 100-class head.
+
+        Returns
+        -------
+        numpy.ndarray
+            One score per architecture, in the order given (the 100-class statistics', else the plan's first).
+        """
+        from autoprox.core.progress import Progress
+
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ConfigError(f"workers: expected at least 1, got {workers!r}"[:200])
+        parsed = architectures_given(archs)
+        plan = StatsPlan.from_options("gaussian", 8, (0,), ["c100_kd"]) if plan is None else plan
+        cache = StatisticsCache(cache_dir) if cache is None else cache
+        scores = self.score(parsed, cache, plan, workers=workers,
+                            progress=Progress("statistics") if progress else None)
+        return scores[100] if 100 in scores else next(iter(scores.values()))
+
+
+def architectures_given(archs) -> list:
+    """The architectures ``archs`` stands for (configs, a Benchmark, a space's name or a benchmark file), parsed;
+    ConfigError (one line) for what is none, or none at all."""
+    from autoprox.data.benchmark import BENCH_FILE_NAMES, Benchmark, default_bench_path, load_benchmark
+    from autoprox.spaces.architectures import parse_arch
+
+    if isinstance(archs, Benchmark):
+        parsed = list(archs.archs)
+    elif isinstance(archs, (str, Path)):
+        path = default_bench_path(str(archs)) if str(archs) in BENCH_FILE_NAMES else Path(archs)
+        parsed = list(load_benchmark(path).archs)
+    elif isinstance(archs, Iterable):  # configs, or records parse_arch gives back as they are
+        parsed = [parse_arch(dict(arch) if isinstance(arch, Mapping) else arch) for arch in archs]
+    else:
+        raise ConfigError(f"archs: expected architecture configs, a benchmark file or a space's name, got "
+                          f"{type(archs).__name__}")
+    if not parsed:
+        raise ConfigError("no architecture to score")
+    return parsed
+
+
+def _check_cache_and_plan(cache, plan) -> None:
+    """ConfigError naming what :meth:`Proxy.score` lacks (its cache, its plan), where it would fail inside with an
+    AttributeError."""
+    for name, value, kind in (("cache", cache, StatisticsCache), ("plan", plan, StatsPlan)):
+        if value is None:
+            raise ConfigError(f"score: {name} is None: give a {kind.__name__}, or score with the command line's "
+                              "cache and plan: proxy.score_architectures(archs)")
 
 
 #: Proxy file formats other than a genome file: the value of a JSON file's ``"format"`` key ->
@@ -457,6 +527,7 @@ __all__ = [
     "RANK_FORMULA_FORMAT",
     "Proxy",
     "PublishedGenome",
+    "architectures_given",
     "register_proxy_file_format",
     "register_published_genome",
     "repeated_proxies_warning",
