@@ -427,6 +427,10 @@ def remove_partial_writes(cache: StatisticsCache, requests: Sequence[StatsReques
                     pass
 
 
+#: The initialisation seeds of a plan not told otherwise (``--stat-seeds``' default).
+DEFAULT_STAT_SEEDS: tuple[int, ...] = (0,)
+
+
 @dataclass(frozen=True)
 class StatsPlan:
     """Which statistics sets a search or ranking uses.
@@ -466,6 +470,13 @@ class StatsPlan:
         if self.extras:  # absent otherwise: a plan without extras records what it always did
             data["extras"] = list(self.extras)
         return data
+
+    @classmethod
+    def default(cls, targets: Sequence[str] = ("c100_kd",)) -> "StatsPlan":
+        """The plan of the command line's defaults for ``targets``: :class:`InputSpec`'s minibatch,
+        :data:`DEFAULT_STAT_SEEDS` and one 100-class set."""
+        spec = InputSpec()
+        return cls(spec, DEFAULT_STAT_SEEDS, {target: 100 for target in targets})
 
     @classmethod
     def from_options(cls, input: str, batch_size: int, seeds: Sequence[int], targets: Sequence[str],

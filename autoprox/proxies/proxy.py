@@ -220,7 +220,7 @@ class Proxy:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ConfigError(f"workers: expected at least 1, got {workers!r}"[:200])
         parsed = architectures_given(archs)
-        plan = StatsPlan.from_options("gaussian", 8, (0,), ["c100_kd"]) if plan is None else plan
+        plan = StatsPlan.default() if plan is None else plan
         cache = StatisticsCache(cache_dir) if cache is None else cache
         scores = self.score(parsed, cache, plan, workers=workers,
                             progress=Progress("statistics") if progress else None)

@@ -22,11 +22,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 from autoprox.core.errors import BenchmarkError, ConfigError, FormulaError, GenomeError, ProxyError
 from autoprox.data.benchmark import BENCH_FILE_NAMES, default_bench_path
+from autoprox.data.cache import DEFAULT_STAT_SEEDS
 from autoprox.data.entries import PRECISIONS
 from autoprox.genome.terminals import TERMINAL_SETS
 from autoprox.genome.tree import DEFAULT_KERNELS
 from autoprox.genome.space import FREE, TEMPLATE, TREE_KINDS, GenomeSpace
-from autoprox.networks.statistics import DEVICES
+from autoprox.networks.statistics import DEVICES, InputSpec
 from autoprox.primitives import KERNEL_SETS
 from autoprox.proxies.proxy import seed_genome
 from autoprox.search.conversions import (
@@ -270,6 +271,8 @@ MAX_WORKERS = 1_024
 #: on it are held at once, so 10^8 fails deep inside torch after the networks are built.
 MAX_BATCH_SIZE = 1_024
 _STATS = "statistics"
+#: The minibatch a search uses unless told: InputSpec's defaults, stated there once.
+_DEFAULT_MINIBATCH = InputSpec()
 _GENOME = "genome space and selection (beyond the paper; defaults are the paper's)"
 
 #: Every option of ``search``; ``transfer`` and ``evaluate`` take them all, and the
@@ -358,12 +361,15 @@ SEARCH_OPTIONS: list[Option] = [
            "times; the best proxy of every population counts (default 0: never, the paper's)",
            integer(0), group=_GENOME, setting="evolution.restarts"),
     # statistics
-    Option("input", "gaussian", "minibatch: gaussian (default), ones, or images:DIR (a folder of real images)",
-           input_text(), group=_STATS, commands=STATS_COMMANDS, setting="input", always_recorded=True),
-    Option("batch_size", 8, "images per minibatch (default 8)", integer(1, MAX_BATCH_SIZE), group=_STATS,
-           commands=STATS_COMMANDS, setting="batch_size", always_recorded=True),
-    Option("stat_seeds", (0,), "initialisation seeds, comma separated; scores are averaged over them (default 0)",
-           integer_list(), group=_STATS, commands=STATS_COMMANDS, setting="stat_seeds", always_recorded=True),
+    Option("input", _DEFAULT_MINIBATCH.kind, f"minibatch: gaussian, ones, or images:DIR (a folder of real images) "
+           f"(default {_DEFAULT_MINIBATCH.kind})", input_text(), group=_STATS, commands=STATS_COMMANDS,
+           setting="input", always_recorded=True),
+    Option("batch_size", _DEFAULT_MINIBATCH.batch_size, f"images per minibatch (default {_DEFAULT_MINIBATCH.batch_size})",
+           integer(1, MAX_BATCH_SIZE), group=_STATS, commands=STATS_COMMANDS, setting="batch_size",
+           always_recorded=True),
+    Option("stat_seeds", DEFAULT_STAT_SEEDS, "initialisation seeds, comma separated; scores are averaged over them "
+           f"(default {','.join(map(str, DEFAULT_STAT_SEEDS))})", integer_list(), group=_STATS,
+           commands=STATS_COMMANDS, setting="stat_seeds", always_recorded=True),
     Option("per_target_stats", False, "one statistics set per target, with that dataset's class count (default: "
            "one 100-class set)", flag=True, group=_STATS, commands=STATS_COMMANDS,
            setting="per_target_stats", always_recorded=True),
