@@ -468,8 +468,12 @@ class FreeSpace:
         """Whether ``tree`` is within the space (:meth:`GenomeSpace.contains`)."""
         return self.space.contains(tree)
 
+    @staticmethod
+    def check_seed(tree: gp.PrimitiveTree) -> None:
+        """Nothing: any tree may start a search of free trees (variation changes whole subtrees)."""
 
-GENOME_KINDS.add(FREE, FreeSpace.of)
+
+GENOME_KINDS.add(FREE, FreeSpace)
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -4,14 +4,15 @@
 Below :mod:`autoprox.genome.tree` and :mod:`autoprox.genome.template`: a space is data, and
 those modules draw, mutate and check genomes with it. Each kind's module registers in :data:`GENOME_KINDS` how a
 space of its kind is searched (:meth:`GenomeSpace.bound`); importing :mod:`autoprox.genome` registers the two
-kinds of :data:`TREE_KINDS`.
+kinds, ``template`` and ``free``, which :data:`TREE_KINDS` lists as they register. The paper's space,
+``PAPER_SPACE``, is therefore made where its kind registers (:mod:`autoprox.genome.template`).
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from deap import gp
 
@@ -23,15 +24,11 @@ from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals, terminal
 from autoprox.networks.statistics import STAT_NAMES
 from autoprox.primitives import BINARY, PAPER_BINARY, PAPER_UNARY, PRIMITIVES, UNARY, check_operators
 
-__all__ = ["AGGREGATIONS", "DEFAULT_AGGREGATION", "FREE", "GENE_CHOICES", "GENOME_KINDS", "LEGACY_TERMINAL_FLAGS",
-           "PAPER_SPACE", "TEMPLATE", "TREE_KINDS", "GenomeSpace", "SearchedSpace"]
+__all__ = ["AGGREGATIONS", "DEFAULT_AGGREGATION", "FREE", "GENE_CHOICES", "GENOME_KINDS", "GenomeKind", "LEGACY_TERMINAL_FLAGS",
+           "TEMPLATE", "TREE_KINDS", "GenomeSpace", "SearchedSpace"]
 
 TEMPLATE = "template"
 FREE = "free"
-#: The kinds of :class:`GenomeSpace`, whose genomes are trees of the statistics: the paper's template trees
-#: and free-form typed trees (a space of another kind, such as :class:`~autoprox.genome.weighted.WeightedSpace`,
-#: is its own class and draws, varies and parses its genomes itself).
-TREE_KINDS = (TEMPLATE, FREE)
 #: Aggregations over blocks (:mod:`autoprox.genome.aggregations`), the paper's mean first: the names
 #: registered now (read live, so one registered after import is a genome token like the others).
 AGGREGATIONS = LiveNames(AGGREGATION_REGISTRY.names)
@@ -83,11 +80,26 @@ class SearchedSpace(Protocol):
         """Whether ``genome`` is in this space."""
 
 
-#: How a :class:`GenomeSpace` of each kind of :data:`TREE_KINDS` is searched: ``(space, settings) ->`` the
-#: :class:`SearchedSpace` with the kind's operators (registered by :mod:`autoprox.genome.template` and
+class GenomeKind(Protocol):
+    """A kind of :class:`GenomeSpace`, as :data:`GENOME_KINDS` holds it: how a space of the kind is searched, and
+    which genomes a search of it can start from."""
+
+    def of(self, space: "GenomeSpace", settings: Any) -> SearchedSpace:
+        """``space`` as the evolution searches it, its operators bound to ``settings``."""
+
+    def check_seed(self, tree: gp.PrimitiveTree) -> None:
+        """GenomeError saying why a search of this kind cannot start from ``tree`` (its shape; whether it is
+        within the searched space is the search's own check)."""
+
+
+#: Each kind of :class:`GenomeSpace`, a :class:`GenomeKind` (registered by :mod:`autoprox.genome.template` and
 #: :mod:`autoprox.genome.free`).
-GENOME_KINDS: Registry[str, Callable[["GenomeSpace", Any], SearchedSpace]] = Registry("genome kind",
-                                                                                        unknown=GenomeError)
+GENOME_KINDS: Registry[str, GenomeKind] = Registry("genome kind", unknown=GenomeError)
+#: The kinds of :class:`GenomeSpace`, whose genomes are trees of the statistics: the names registered in
+#: :data:`GENOME_KINDS` (read live), the paper's template trees and free-form typed trees. A space of another
+#: kind, such as :class:`~autoprox.genome.weighted.WeightedSpace`, is its own class and draws, varies and parses
+#: its genomes itself.
+TREE_KINDS = LiveNames(GENOME_KINDS.names)
 
 
 #: The ``config.json`` flag of each terminal set that earlier runs recorded as a boolean (``genome`` field).
@@ -128,7 +140,7 @@ class GenomeSpace:
                  terminals: Sequence[str] | None = None, operators: Sequence[str] | None = None, *,
                  arch_terminals: bool = False, spread_terminals: bool = False) -> None:
         if kind not in TREE_KINDS:
-            raise GenomeError(f"unknown genome kind {kind!r}; use {' or '.join(TREE_KINDS)}")
+            raise GenomeError(f"unknown genome kind {kind!r}; use {' or '.join(TREE_KINDS) or 'a registered one'}")
         aggregations = tuple(aggregations)
         if not aggregations:
             raise GenomeError("at least one aggregation is needed")
@@ -204,7 +216,7 @@ class GenomeSpace:
     def bound(self, settings: Any) -> SearchedSpace:
         """This space as the evolution searches it: its kind's operators (:data:`GENOME_KINDS`) bound to the
         evolution's ``settings`` they read (the template mutation's ``gene_probability``)."""
-        return GENOME_KINDS.lookup(self.kind)(self, settings)
+        return GENOME_KINDS.lookup(self.kind).of(self, settings)
 
     @property
     def extras(self) -> tuple[str, ...]:
@@ -249,5 +261,3 @@ class GenomeSpace:
         return cls(data["kind"], tuple(data["aggregations"]), None,
                    None if operators is None else tuple(str(name) for name in operators), **flags)
 
-
-PAPER_SPACE = GenomeSpace()

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Sequence
 from deap import gp
 
 from autoprox.core.errors import ConfigError, GenomeError
-from autoprox.genome.space import AGGREGATIONS, DEFAULT_AGGREGATION, GENOME_KINDS, PAPER_SPACE, TEMPLATE, GenomeSpace
+from autoprox.genome.space import AGGREGATIONS, DEFAULT_AGGREGATION, GENOME_KINDS, TEMPLATE, GenomeSpace
 from autoprox.genome.terminals import terminal_kinds
 from autoprox.genome.tree import TEMPLATE_REDUCTION, genome_to_string, op_name, parse_genome
 from autoprox.primitives import BINARY, UNARY
@@ -70,6 +70,59 @@ def template_genes(tree: gp.PrimitiveTree) -> TemplateGenes:
     )
 
 
+@dataclass(frozen=True)
+class TemplateSpace:
+    """A template :class:`~autoprox.genome.space.GenomeSpace` as the evolution searches it: genomes drawn by
+    :func:`random_template` and varied by :func:`mutate_template` with ``gene_probability``, the evolution's
+    setting (``evolution.gene_probability``) that :meth:`bound` binds. A
+    :class:`~autoprox.genome.space.SearchedSpace`."""
+
+    space: GenomeSpace
+    gene_probability: float
+    #: Mutation redraws genes: it takes no partner.
+    uses_partners: ClassVar[bool] = False
+
+    @classmethod
+    def of(cls, space: GenomeSpace, settings: Any) -> "TemplateSpace":
+        """``space`` searched with the ``gene_probability`` of ``settings``."""
+        return cls(space, settings.gene_probability)
+
+    def bound(self, settings: Any) -> "TemplateSpace":
+        """This space searched with the ``gene_probability`` of ``settings``."""
+        return self.of(self.space, settings)
+
+    def random_genome(self, rng: random.Random) -> gp.PrimitiveTree:
+        """A random template genome (:func:`random_template`)."""
+        return random_template(rng, self.space)
+
+    def vary(self, parent: gp.PrimitiveTree, rng: random.Random, partners: Sequence = ()) -> gp.PrimitiveTree:
+        """A mutated child of ``parent`` (:func:`mutate_template`); ``partners`` are not read."""
+        return mutate_template(parent, rng, self.gene_probability, self.space)
+
+    def parse(self, text: str) -> gp.PrimitiveTree:
+        """The tree of a genome's text (:func:`~autoprox.genome.tree.parse_genome`)."""
+        return parse_genome(text)
+
+    def contains(self, tree: gp.PrimitiveTree) -> bool:
+        """Whether ``tree`` is within the space (:meth:`GenomeSpace.contains`)."""
+        return self.space.contains(tree)
+
+    @staticmethod
+    def check_seed(tree: gp.PrimitiveTree) -> None:
+        """GenomeError unless ``tree`` has the template's shape: the search mutates its genes."""
+        try:
+            template_genes(tree)
+        except GenomeError:
+            raise GenomeError("it does not have the template's shape block_mean(to_mean_scalar(BINARY(U2(U1(Fa)), "
+                              "U4(U3(Fb))))) that the search mutates") from None
+
+
+GENOME_KINDS.add(TEMPLATE, TemplateSpace)
+#: The paper's genome space: template trees, the mean over blocks, the eight statistics. Made once its kind has
+#: registered (above), as every :class:`~autoprox.genome.space.GenomeSpace` is checked against the registered kinds.
+PAPER_SPACE = GenomeSpace()
+
+
 def random_template(rng: random.Random, space: GenomeSpace = PAPER_SPACE) -> gp.PrimitiveTree:
     """A template genome with every gene drawn uniformly from ``space``'s choices."""
     genes = {name: rng.choice(choices) for name, choices in space.gene_choices().items()}
@@ -109,46 +162,5 @@ def mutate_template(tree: gp.PrimitiveTree, rng: random.Random, gene_probability
     child[name] = rng.choice([c for c in gene_choices[name] if c != genes[name]])
     return template_tree(TemplateGenes(**child))
 
-
-@dataclass(frozen=True)
-class TemplateSpace:
-    """A template :class:`~autoprox.genome.space.GenomeSpace` as the evolution searches it: genomes drawn by
-    :func:`random_template` and varied by :func:`mutate_template` with ``gene_probability``, the evolution's
-    setting (``evolution.gene_probability``) that :meth:`bound` binds. A
-    :class:`~autoprox.genome.space.SearchedSpace`."""
-
-    space: GenomeSpace
-    gene_probability: float
-    #: Mutation redraws genes: it takes no partner.
-    uses_partners: ClassVar[bool] = False
-
-    @classmethod
-    def of(cls, space: GenomeSpace, settings: Any) -> "TemplateSpace":
-        """``space`` searched with the ``gene_probability`` of ``settings``."""
-        return cls(space, settings.gene_probability)
-
-    def bound(self, settings: Any) -> "TemplateSpace":
-        """This space searched with the ``gene_probability`` of ``settings``."""
-        return self.of(self.space, settings)
-
-    def random_genome(self, rng: random.Random) -> gp.PrimitiveTree:
-        """A random template genome (:func:`random_template`)."""
-        return random_template(rng, self.space)
-
-    def vary(self, parent: gp.PrimitiveTree, rng: random.Random, partners: Sequence = ()) -> gp.PrimitiveTree:
-        """A mutated child of ``parent`` (:func:`mutate_template`); ``partners`` are not read."""
-        return mutate_template(parent, rng, self.gene_probability, self.space)
-
-    def parse(self, text: str) -> gp.PrimitiveTree:
-        """The tree of a genome's text (:func:`~autoprox.genome.tree.parse_genome`)."""
-        return parse_genome(text)
-
-    def contains(self, tree: gp.PrimitiveTree) -> bool:
-        """Whether ``tree`` is within the space (:meth:`GenomeSpace.contains`)."""
-        return self.space.contains(tree)
-
-
-GENOME_KINDS.add(TEMPLATE, TemplateSpace.of)
-
-__all__ = ["MUTATION_ROUNDS", "TemplateGenes", "TemplateSpace", "mutate_template", "random_template", "template_genes",
-           "template_tree"]
+__all__ = ["MUTATION_ROUNDS", "PAPER_SPACE", "TemplateGenes", "TemplateSpace", "mutate_template", "random_template",
+           "template_genes", "template_tree"]

@@ -20,7 +20,7 @@ from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.rank_formula import MISSING_COLUMN_SCORING, RankFormula, parse_formula
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
 from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
-from autoprox.genome.template import template_genes
+from autoprox.genome.space import GENOME_KINDS, TEMPLATE
 from autoprox.core.errors import GenomeError
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.zoo import ZOO
@@ -488,26 +488,24 @@ def repeated_proxies_warning(names: Sequence[str]) -> str:
     return f"the proxy list names {', '.join(names)} more than once; each is kept once"
 
 
-def seed_genome(text: str, free: bool = False) -> str:
-    """The genome string a search can start from for ``text``; ProxyError saying why not.
+def seed_genome(text: str, kind: str = TEMPLATE) -> str:
+    """The genome string a search of genome ``kind`` can start from for ``text``; ProxyError saying why not.
 
     Built-in published proxies (``autoprox_a``, ``autoprox_p``), genome strings and
-    proxy files are accepted when they have the template's shape (the search mutates
-    template genes), or any tree with ``free`` (``--genome free`` mutates whole subtrees;
-    the search checks it is within its genome space); ``params``, ``flops`` and the zoo are
-    refused with the reason.
+    proxy files are accepted when the kind can start from their tree
+    (:meth:`~autoprox.genome.space.GenomeKind.check_seed`: the template's shape for ``template``, whose search
+    mutates template genes; any tree for ``free``, whose search checks it is within its genome space);
+    ``params``, ``flops`` and the zoo are refused with the reason.
     """
+    genome_kind = GENOME_KINDS.lookup(kind)
     proxy = resolve_proxy(text)
     if proxy.genome is None:
         raise ProxyError(f"{proxy.name} cannot seed the search: it is {proxy.scorer.nature} "
                          "that genomes are built from")
-    if free:
-        return genome_to_string(proxy.genome)
     try:
-        template_genes(proxy.genome)
-    except GenomeError:
-        raise ProxyError(f"{proxy.name} cannot seed the search: it does not have the template's shape "
-                         "block_mean(to_mean_scalar(BINARY(U2(U1(Fa)), U4(U3(Fb))))) that the search mutates") from None
+        genome_kind.check_seed(proxy.genome)
+    except GenomeError as exc:
+        raise ProxyError(f"{proxy.name} cannot seed the search: {exc}") from None
     return genome_to_string(proxy.genome)
 
 

@@ -23,7 +23,8 @@ from typing import Any, Callable, Mapping, Sequence
 from autoprox.core.errors import ConfigError, RunDirError, SearchError
 from autoprox.genome.kinds import genome_forms
 from autoprox.core.errors import GenomeError
-from autoprox.genome.space import PAPER_SPACE, GenomeSpace, SearchedSpace
+from autoprox.genome.space import GenomeSpace, SearchedSpace
+from autoprox.genome.template import PAPER_SPACE
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord
 from autoprox.search.options import setting_field, setting_option
 

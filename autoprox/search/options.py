@@ -26,7 +26,7 @@ from autoprox.data.cache import DEFAULT_STAT_SEEDS
 from autoprox.data.entries import PRECISIONS
 from autoprox.genome.terminals import TERMINAL_SETS
 from autoprox.genome.tree import DEFAULT_KERNELS
-from autoprox.genome.space import FREE, TEMPLATE, TREE_KINDS, GenomeSpace
+from autoprox.genome.space import TEMPLATE, TREE_KINDS, GenomeSpace
 from autoprox.networks.statistics import DEVICES, InputSpec
 from autoprox.primitives import KERNEL_SETS
 from autoprox.proxies.proxy import seed_genome
@@ -244,7 +244,7 @@ def check_cpu_only(device: str, command: str) -> None:
 
 
 def _recorded_seeds(names: Sequence[str], values: Mapping[str, Any]) -> tuple[str, ...]:
-    return seed_genomes(names, free=values.get("genome") == FREE)
+    return seed_genomes(names, kind=values.get("genome") or OPTIONS["genome"].default)
 
 
 def _recorded_iterations(iterations: int | None, values: Mapping[str, Any]) -> int:
@@ -492,13 +492,13 @@ def genome_space_of(values: Mapping[str, Any]) -> GenomeSpace:
                        spread_terminals=bool(values.get("spread_terminals")))
 
 
-def seed_genomes(names: Sequence[str], free: bool = False) -> tuple[str, ...]:
-    """Each seed proxy as the genome string it stands for (``autoprox_a``, a proxy file, a genome);
-    ``free``: a search of free trees, which any tree may seed."""
+def seed_genomes(names: Sequence[str], kind: str = TEMPLATE) -> tuple[str, ...]:
+    """Each seed proxy as the genome string it stands for (``autoprox_a``, a proxy file, a genome), one a
+    search of genome ``kind`` can start from (:func:`~autoprox.proxies.proxy.seed_genome`)."""
     genomes = []
     for name in names:
         try:
-            genomes.append(seed_genome(name, free=free))
+            genomes.append(seed_genome(name, kind=kind))
         except (ProxyError, GenomeError, FormulaError) as exc:  # the same class, naming the option
             raise type(exc)(f"seed_proxies: {exc}" if name in str(exc) else f"seed_proxies {name!r}: {exc}") from None
     return tuple(genomes)

@@ -13,7 +13,6 @@ from typing import Any, Callable, Iterable, Mapping
 
 from autoprox.core.errors import ConfigError
 from autoprox.core.parallel import Executor
-from autoprox.genome.space import FREE
 from autoprox.genome.terminals import PAPER_TERMINALS, check_terminals
 from autoprox.search.options import OPTIONS, SEARCH_OPTIONS, seed_genomes, session_options
 from autoprox.search.conversions import aggregation_names
@@ -46,8 +45,8 @@ def resume_conflicts(given: Mapping[str, Any], settings: SearchSettings, space: 
     for name in sorted(set(given) - skip):
         if name not in recorded:
             continue
-        free = settings.genome_space.kind == FREE
-        mine, theirs = _comparable(name, given[name], free), _comparable(name, recorded[name], free)
+        kind = settings.genome_space.kind
+        mine, theirs = _comparable(name, given[name], kind), _comparable(name, recorded[name], kind)
         if mine != theirs:
             conflicts.append(f"{OPTIONS[name].flag_name} {_show(mine)} (the run has {_show(theirs)})")
     return conflicts
@@ -96,10 +95,10 @@ def _terminal_sets(given: Mapping[str, Any]) -> tuple[str, ...]:
     return check_terminals(chosen)
 
 
-def _comparable(name: str, value: Any, free: bool = False) -> Any:
-    """A value as it is compared with a run's recorded one (``free``: the run searches free trees)."""
+def _comparable(name: str, value: Any, kind: str) -> Any:
+    """A value as it is compared with a run's recorded one (``kind``: the genome kind the run searches)."""
     if name == "seed_proxies":
-        return seed_genomes(value, free=free)
+        return seed_genomes(value, kind=kind)
     if name == "aggregation":
         return aggregation_names(value)
     if name == "fitness":

@@ -322,6 +322,34 @@ def test_mutation_ends_for_a_vanishing_probability_and_refuses_a_bad_one():
 
 
 
+def test_the_tree_kinds_are_the_registered_ones_a_kind_registered_later_included():
+    """TREE_KINDS is the registry's names read live, not a hand-kept list beside it: a kind registered after
+    import is accepted by GenomeSpace, offered by --genome and asked which seeds it takes, and refused again once
+    it is gone."""
+    from autoprox.genome.space import GENOME_KINDS, TREE_KINDS, GenomeSpace
+    from autoprox.genome.template import PAPER_SPACE, TemplateSpace
+    from autoprox.core.errors import ProxyError
+    from autoprox.search.options import OPTIONS, seed_genomes
+
+    assert tuple(TREE_KINDS) == ("template", "free") and PAPER_SPACE.kind == "template"
+    with pytest.raises(GenomeError, match="unknown genome kind 'grown'; use template or free"):
+        GenomeSpace("grown")
+    class Grown(TemplateSpace):
+        @staticmethod
+        def check_seed(tree):
+            raise GenomeError("a grown search starts from nothing")
+
+    GENOME_KINDS.add("grown", Grown)
+    try:
+        assert GenomeSpace("grown").kind == "grown" and "grown" in OPTIONS["genome"].choices
+        assert seed_genomes(["autoprox_a"], kind="template") == seed_genomes(["autoprox_a"], kind="free")
+        with pytest.raises(ProxyError, match="autoprox_a cannot seed the search: a grown search starts from nothing"):
+            seed_genomes(["autoprox_a"], kind="grown")  # the seed check asks the kind, as the search does
+    finally:
+        GENOME_KINDS.unregister("grown")
+    assert "grown" not in TREE_KINDS and "grown" not in OPTIONS["genome"].choices
+
+
 def test_each_tree_kind_is_searched_by_its_module_s_operators_bound_to_the_evolution_s_settings():
     """GenomeSpace.bound gives what the evolution draws, varies and parses genomes with, whatever the kind: the
     template's draw and mutation with the evolution's gene_probability (no partners), the free trees' draw and
