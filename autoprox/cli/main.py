@@ -62,8 +62,9 @@ INTERRUPTED, TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
 #: signal killed.
 PIPE_CLOSED = 128 + 13
 
-#: The commands whose product is what they print to stdout: a closed pipe (``| head``) ends them with status 0.
-LISTINGS = frozenset({"rank", "show", "spaces"})
+#: The commands whose product is what they print to stdout, each module saying so (``LISTING = True``): a closed
+#: pipe (``| head``) ends them with status 0.
+LISTINGS = frozenset(name for name, module in COMMANDS.items() if getattr(module, "LISTING", False))
 
 
 class Parser(argparse.ArgumentParser):

@@ -30,6 +30,10 @@ from autoprox.proxies.proxy import (
     split_proxy_list,
 )
 
+#: What this command prints is its product (a listing): a closed output pipe (``| head``) ends it with status 0
+#: (:data:`autoprox.cli.main.LISTINGS`).
+LISTING = True
+
 
 def add_parser(sub) -> None:
     rank = sub.add_parser("rank", help="correlate a proxy's scores with a benchmark's accuracies")

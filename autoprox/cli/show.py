@@ -8,6 +8,10 @@ from autoprox.cli.options import argparse_type, non_negative_float
 from autoprox.core.errors import ConfigError
 from autoprox.search.conversions import integer
 
+#: What this command prints is its product (a listing): a closed output pipe (``| head``) ends it with status 0
+#: (:data:`autoprox.cli.main.LISTINGS`).
+LISTING = True
+
 #: The most rows ``show --top`` prints: far more than a hall of fame holds (20 by default).
 MAX_SHOWN = 10_000
 

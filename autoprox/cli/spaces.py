@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+#: What this command prints is its product (a listing): a closed output pipe (``| head``) ends it with status 0
+#: (:data:`autoprox.cli.main.LISTINGS`).
+LISTING = True
+
 
 def add_parser(sub) -> None:
     from autoprox.cli.options import add_space_file_option, positive_int

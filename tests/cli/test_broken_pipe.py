@@ -59,8 +59,10 @@ def test_a_listing_piped_into_head_ends_quietly_with_0(tmp_path):
     assert status == 0 and err == "", err
 
 
-def test_the_listings_are_commands():
-    """A command renamed or removed would leave its name here, and its new name would stop with 141."""
+def test_the_listings_are_the_commands_whose_modules_say_so():
+    """LISTINGS is read from the command modules (``LISTING = True``), not kept beside COMMANDS: rank, show and
+    spaces print their product; a search, whose product is its run directory, is not one."""
     from autoprox.cli.main import COMMANDS, LISTINGS
 
-    assert LISTINGS and LISTINGS <= set(COMMANDS)
+    assert LISTINGS == {"rank", "show", "spaces"}
+    assert all(getattr(COMMANDS[name], "LISTING", False) is (name in LISTINGS) for name in COMMANDS)
