@@ -20,7 +20,8 @@ them everything runs as before on joblib.
 
 Within one process, :class:`ThreadedMap` maps a function over items in threads, for work
 that releases the GIL (torch and NumPy kernels on large arrays) and must share memory:
-the fitness of a genome on architectures whose statistics are held once.
+the fitness of a genome on architectures whose statistics are held once; and
+:func:`blas_threads` holds NumPy's and SciPy's BLAS to a number of threads for a block.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from autoprox.core.errors import ConfigError, SchedulerLostError
 
@@ -369,5 +371,19 @@ class ThreadedMap:
             self._pool = None
 
 
-__all__ = ["DaskExecutor", "Executor", "LocalExecutor", "TASK_RETRIES", "ThreadedMap", "as_executor", "make_executor",
-           "parse_scheduler"]
+@contextlib.contextmanager
+def blas_threads(count: int) -> Iterator[None]:
+    """Run a block with the BLAS libraries loaded in this process (NumPy's and SciPy's OpenBLAS, or MKL) held to
+    ``count`` threads each, restoring them after (threadpoolctl).
+
+    For many small linear-algebra calls, such as a table search's ridge fits on a few hundred rows, the threads'
+    hand-offs cost more than they save, and far more on a machine busy with other work, where a waiting BLAS thread
+    spins on a core another process needs: a 500-row table search took 658 s with OpenBLAS's two threads and 80 s
+    with one, beside other work on two cores (BENCHMARKS.md).
+    """
+    with threadpool_limits(limits=count, user_api="blas"):
+        yield
+
+
+__all__ = ["DaskExecutor", "Executor", "LocalExecutor", "TASK_RETRIES", "ThreadedMap", "as_executor", "blas_threads",
+           "make_executor", "parse_scheduler"]

@@ -31,6 +31,7 @@ import numpy as np
 from autoprox.core.correlation import kendall as tau_b, kendall_null_sd
 from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.core.numbers import format_float
+from autoprox.core.parallel import blas_threads
 from autoprox.genome.rank_formula import Node, RankFormula
 from autoprox.genome.weighted import (BASES, WeightedFormula, WeightedGenome, WeightedSpace, basis_members,
                                       parse_weighted)
@@ -365,11 +366,13 @@ def runs_inner_cv(settings: TableSearchSettings) -> bool:
     return sorted(set(settings.term_caps)) != [0] and settings.iterations > 0
 
 
+@blas_threads(1)
 def choose_term_cap(table: LabelledTable, settings: TableSearchSettings,
                     progress: Callable[..., None] | None = None) -> CapChoice:
     """The cap on the number of terms whose genomes, evolved and fitted on the other folds, rank each inner fold
     best (pooled out-of-fold Kendall; ties: the smaller cap). ``progress(done, total, note)``: the iterations of
-    every fold's evolution, done and in all, and which fold runs."""
+    every fold's evolution, done and in all, and which fold runs. Its many small ridge fits run on one BLAS thread
+    (:func:`~autoprox.core.parallel.blas_threads`), as :func:`search_table`'s do."""
     caps = sorted(set(settings.term_caps))
     if not runs_inner_cv(settings):
         return CapChoice(0 if 0 in caps else caps[0], {})
@@ -438,6 +441,7 @@ class TableFit:
     state: EvolutionState
 
 
+@blas_threads(1)
 def search_table(table: LabelledTable, settings: TableSearchSettings = TableSearchSettings(),
                  on_evaluation: Callable[[FitnessRecord, int], None] | None = None,
                  on_iteration: Callable[[EvolutionState, dict], None] | None = None,
@@ -445,7 +449,9 @@ def search_table(table: LabelledTable, settings: TableSearchSettings = TableSear
                  state: EvolutionState | None = None, remembered: Sequence[FitnessRecord] = ()) -> TableFit:
     """The whole search: the cap by inner cross-validation (or ``choice``, a resumed run's), then the evolution on
     every labelled row (from ``state`` with the ``remembered`` records when resuming), and the best genome within
-    the cap fitted as the proxy."""
+    the cap fitted as the proxy. Its many small ridge fits run on one BLAS thread
+    (:func:`~autoprox.core.parallel.blas_threads`): more threads slow them down, by 8 times on a busy 2-core
+    machine."""
     if choice is None:
         choice = choose_term_cap(table, settings, progress)
     evaluator = None

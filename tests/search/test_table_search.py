@@ -112,6 +112,31 @@ def test_search_learns_from_labelled_rows_only_and_scores_every_row(tmp_path):
         data.member(node, unlabelled[:2])
 
 
+def test_a_table_search_runs_its_ridge_fits_on_one_blas_thread_and_gives_the_threads_back(tmp_path):
+    """Many small ridge fits on two BLAS threads cost 8 times their time on one on a busy 2-core machine: the inner
+    cross-validation and the search hold NumPy's and SciPy's BLAS to one thread while they run, and restore it."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from autoprox.data.proxy_tables import read_proxy_table
+    from autoprox.search.table_search import choose_term_cap
+
+    def blas_threads_now():
+        return {info["filepath"]: info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+    path, _, _ = write_table(tmp_path / "t.csv")
+    table = read_proxy_table(path)
+    data = LabelledTable.make(table.proxies, table.accuracies["val_acc"], "val_acc")
+    seen = []
+    with threadpool_limits(limits=2, user_api="blas"):  # as on a 2-core machine, whatever this one has
+        before = blas_threads_now()
+        assert before and set(before.values()) == {2}
+        choice = choose_term_cap(data, SMALL, progress=lambda *_: seen.append(blas_threads_now()))
+        search_table(data, SMALL, on_iteration=lambda *_: seen.append(blas_threads_now()), choice=choice)
+        assert blas_threads_now() == before
+    assert len(seen) == 2 * SMALL.iterations + SMALL.iterations  # each inner fold's iterations, then the search's
+    assert all(set(now.values()) == {1} and set(now) == set(before) for now in seen)
+
+
 def test_cli_search_then_score_gives_rank_order(tmp_path, capsys):
     path, target, labelled = write_table(tmp_path / "t.csv")
     code, out, err = run_cli(capsys, "search", "--bench", path, "--targets", "val_acc", "--out", tmp_path / "run",
