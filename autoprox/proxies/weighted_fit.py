@@ -213,10 +213,13 @@ def _least_error(errors: np.ndarray) -> int:
     return best
 
 
-def subsamples(count: int, bags: int, fraction: float, rng: np.random.Generator) -> list[np.ndarray]:
+def subsamples(count: int, bags: int, fraction: float, rng: np.random.Generator,
+               most: int | None = None) -> list[np.ndarray]:
     """``bags`` sorted draws without replacement of ``round(fraction * count)`` of ``range(count)`` (at least
-    3, and at least one row left out)."""
+    3, and at least one row left out), or of ``most`` where that is fewer."""
     size = min(max(3, int(round(fraction * count))), count - 1)
+    if most is not None:
+        size = max(3, min(size, most))
     return [np.sort(rng.choice(count, size=size, replace=False)) for _ in range(bags)]
 
 

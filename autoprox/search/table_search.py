@@ -77,6 +77,11 @@ class TableSearchSettings:
         Subsamples a genome is fitted on (out-of-bag fitness; the proxy's weights are their mean).
     bag_fraction : float
         The share of the rows each subsample holds.
+    max_bag_rows : int or None
+        The most rows a subsample holds (None: no bound). With many labelled rows a genome's fits are bounded in
+        time, while its out-of-bag predictions still cover every row; the proxy's weights are fitted on every
+        labelled row (:meth:`WeightedFitness.fitted`). The default, 200, leaves every search of up to 300 labelled
+        rows as it was. A recorded configuration without it (a run of an earlier version) reads as None.
     seed : int
         The one source of randomness (any integer; NumPy reads a negative one modulo 2**64).
     average_top : int
@@ -97,6 +102,7 @@ class TableSearchSettings:
     inner_folds: int = 4
     bags: int = 8
     bag_fraction: float = 2 / 3
+    max_bag_rows: int | None = 200
     seed: int = 0
     average_top: int = 5
     cap_margin: float = 0.0
@@ -116,6 +122,9 @@ class TableSearchSettings:
         if self.inner_folds < 2 or self.bags < 1 or not 0 < self.bag_fraction < 1:
             raise ConfigError(f"inner folds must be at least 2, bags at least 1 and the bag fraction in (0, 1); got "
                               f"{self.inner_folds}, {self.bags} and {self.bag_fraction}")
+        if self.max_bag_rows is not None and (not isinstance(self.max_bag_rows, int)
+                                              or isinstance(self.max_bag_rows, bool) or self.max_bag_rows < 3):
+            raise ConfigError(f"max_bag_rows must be None or an integer of at least 3, got {self.max_bag_rows!r}")
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -126,6 +135,7 @@ class TableSearchSettings:
     def from_json(cls, data: Mapping) -> "TableSearchSettings":
         known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
         known.setdefault("basis", "linear")
+        known.setdefault("max_bag_rows", None)
         if "term_caps" in known:
             known["term_caps"] = tuple(int(c) for c in known["term_caps"])
         return cls(**known)
@@ -284,7 +294,7 @@ def evolve(table: LabelledTable, rows: np.ndarray, settings: TableSearchSettings
     config = settings.evolution(seed)
     space = table.space(settings)
     if evaluator is None:
-        bags = subsamples(len(rows), settings.bags, settings.bag_fraction, _generator(seed))
+        bags = subsamples(len(rows), settings.bags, settings.bag_fraction, _generator(seed), settings.max_bag_rows)
         evaluator = WeightedFitness(table, rows, bags, basis_members(table.plain, settings.basis))
     if state is None:
         rng = random.Random(seed)
@@ -457,7 +467,7 @@ def search_table(table: LabelledTable, settings: TableSearchSettings = TableSear
     evaluator = None
     if state is not None:
         bags = subsamples(len(table.labelled), settings.bags, settings.bag_fraction,
-                          _generator(settings.seed))
+                          _generator(settings.seed), settings.max_bag_rows)
         evaluator = WeightedFitness(table, table.labelled, bags, basis_members(table.plain, settings.basis))
         evaluator.remember(remembered)
     evaluator, state = evolve(table, table.labelled, settings, settings.seed, on_evaluation, on_iteration, state,

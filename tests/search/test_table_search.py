@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 import json
 
 import numpy as np
@@ -135,6 +136,42 @@ def test_a_table_search_runs_its_ridge_fits_on_one_blas_thread_and_gives_the_thr
         assert blas_threads_now() == before
     assert len(seen) == 2 * SMALL.iterations + SMALL.iterations  # each inner fold's iterations, then the search's
     assert all(set(now.values()) == {1} and set(now) == set(before) for now in seen)
+
+
+def test_with_many_labelled_rows_a_genome_is_fitted_on_bounded_subsamples_and_judged_on_every_row(tmp_path):
+    """max_bag_rows bounds each subsample (a search of thousands of labelled rows fitted each genome on two thirds
+    of them, an hour and more); below the bound the draws are those of before, so a search of up to 300 labelled
+    rows is unchanged; the out-of-bag judgement still covers every row, and the proxy's weights are fitted on all
+    of them. A recorded configuration without the bound reads as None, what the earlier version searched."""
+    from autoprox.data.proxy_tables import read_proxy_table
+    from autoprox.proxies.weighted_fit import subsamples
+    from autoprox.search.table_search import WeightedFitness, _generator, basis_members
+
+    unbounded = subsamples(300, 8, 2 / 3, _generator(5))
+    assert [len(rows) for rows in unbounded] == [200] * 8
+    assert all(np.array_equal(a, b) for a, b in zip(unbounded, subsamples(300, 8, 2 / 3, _generator(5), 200)))
+    assert [len(rows) for rows in subsamples(3000, 8, 2 / 3, _generator(5), 200)] == [200] * 8
+    assert TableSearchSettings().max_bag_rows == 200
+    assert TableSearchSettings.from_json({"population": 20}).max_bag_rows is None
+    assert TableSearchSettings.from_json(TableSearchSettings().to_json()) == TableSearchSettings()
+    for bad in (2, 2.5, True, "200"):
+        with pytest.raises(ValueError, match="max_bag_rows must be None or an integer of at least 3"):
+            TableSearchSettings(max_bag_rows=bad)
+
+    path, target, labelled = write_table(tmp_path / "t.csv", rows=90, labelled=90)
+    table = read_proxy_table(path)
+    data = LabelledTable.make(table.proxies, table.accuracies["val_acc"], "val_acc")
+    settings = replace(SMALL, max_bag_rows=20)
+    fit = search_table(data, settings)
+    bags = subsamples(90, settings.bags, settings.bag_fraction, _generator(settings.seed), 20)
+    assert [len(rows) for rows in fit.evaluator.bags] == [20] * settings.bags
+    assert all(np.array_equal(a, b) for a, b in zip(fit.evaluator.bags, bags))
+    judged = fit.evaluator.bagged.judge()
+    assert np.isfinite(judged.kendall) and judged.kendall > 0.4  # out-of-bag predictions on the rows left out
+    direct = WeightedFitness(data, data.labelled, bags, basis_members(data.plain, settings.basis))
+    weights = direct.fitted(WeightedGenome()).weights  # fitted on all 90 labelled rows, not on a bag
+    full = ridge_loo(direct.fixed, direct.targets)
+    assert np.allclose(weights, full.weights)
 
 
 def test_cli_search_then_score_gives_rank_order(tmp_path, capsys):
