@@ -37,8 +37,8 @@ from autoprox.data.benchmark import Benchmark
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.tree import InvalidProxy
 from autoprox.networks.statistics import InputSpec
-from autoprox.proxies.ensemble import EnsembleProxy
 from autoprox.proxies.proxy import Proxy
+from autoprox.proxies.scoring import ScoringProxy
 from autoprox.search.options import OPTIONS
 from autoprox.search.rundir import ARCHIVE, read_json, read_jsonl
 from autoprox.core.errors import RunDirError
@@ -228,37 +228,22 @@ class VitSearchSettings:
         return data
 
 
-def raw_scores(proxy: Proxy | EnsembleProxy, archs: Sequence, settings: VitSearchSettings, spec: InputSpec,
+def raw_scores(proxy: ScoringProxy, archs: Sequence, settings: VitSearchSettings, spec: InputSpec,
                teacher=None, executor: Executor | None = None) -> list[tuple[object, float, str]]:
     """(raw value, seconds, error) for each architecture; failures never stop the others.
 
-    The raw values are the scoring core's (:meth:`Proxy.raw_values`, one call per
-    statistics seed), with what is the ViT search's own: the head and the statistics
-    have ``settings.classes`` classes, and statistics are kept in the cache only with
-    ``settings.keep_statistics``. What an architecture's record holds: for a set-level
-    proxy (TVT), its raw value per seed, combined over the whole candidate set at the end
+    The proxy's :meth:`~autoprox.proxies.scoring.ScoringProxy.candidate_scores` (the scoring core's raw values,
+    one call per statistics seed), with what is the ViT search's own: the head and the statistics have
+    ``settings.classes`` classes, statistics are kept in the cache only with ``settings.keep_statistics``, and
+    an ensemble scores with ``settings.target``'s members (None: its joint ones). What an architecture's record
+    holds: for a set-level proxy (TVT), its raw value per seed, combined over the whole candidate set at the end
     (:func:`final_scores`); for any other, its score, the mean over seeds.
     """
     cache = StatisticsCache(settings.cache_dir, settings.cache_precision)
     workers = executor if executor is not None else settings.workers
-    if isinstance(proxy, EnsembleProxy):  # one score per architecture: the joint members or settings.target's
-        return proxy.candidate_scores(archs, spec, settings.stat_seeds, cache, settings.target, workers=workers,
-                                      keep_statistics=settings.keep_statistics, head_classes=settings.classes,
-                                      teacher=teacher)
-    runs = [proxy.raw_values(archs, spec, seed, settings.classes, cache, workers=workers, teacher=teacher,
-                             keep_statistics=settings.keep_statistics, head_classes=settings.classes)
-            for seed in settings.stat_seeds]
-    outcomes = []
-    for index in range(len(archs)):
-        results = [run[index] for run in runs]
-        seconds = float(sum(r.seconds for r in results if r.seconds == r.seconds))
-        errors = [r.error for r in results if not r.ok]
-        if errors:
-            outcomes.append((None, seconds, errors[0][:300]))
-            continue
-        raws = [r.raw for r in results]
-        outcomes.append((raws if proxy.set_level else float(np.mean(raws)), seconds, ""))
-    return outcomes
+    return proxy.candidate_scores(archs, spec, settings.stat_seeds, cache, settings.target, workers=workers,
+                                  keep_statistics=settings.keep_statistics, head_classes=settings.classes,
+                                  teacher=teacher)
 
 
 def final_scores(proxy: Proxy, raws: Sequence, teacher=None) -> np.ndarray:
@@ -280,7 +265,7 @@ def check_vit_search_out(out: str | Path) -> None:
         check_new_folder(out, f"ViT search ({CONFIG})")
 
 
-def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, teacher=None,
+def run_vit_search(settings: VitSearchSettings, proxy: ScoringProxy, out: str | Path, teacher=None,
                    progress: Callable[[int, int], None] | None = None, chunk: int | None = None,
                    stop_after: int | None = None, executor: Executor | None = None,
                    log: Callable[[str], None] | None = None) -> dict:
@@ -343,7 +328,7 @@ def run_vit_search(settings: VitSearchSettings, proxy: Proxy, out: str | Path, t
     return summary
 
 
-def summarise(settings: VitSearchSettings, proxy: Proxy, candidates: Sequence, done: Mapping[int, dict],
+def summarise(settings: VitSearchSettings, proxy: ScoringProxy, candidates: Sequence, done: Mapping[int, dict],
               finished: bool, teacher=None) -> dict:
     """Rank what is scored so far; the top K with parameters, MACs, score and config."""
     scored = sorted(i for i, r in done.items() if not r.get("error"))
@@ -411,12 +396,12 @@ def pick_quality(accuracies: np.ndarray, pick: int) -> dict:
             "random": float(measured.mean()), "percentile": float(100.0 * np.mean(measured <= value))}
 
 
-def proxy_label(proxy: Proxy) -> str:
+def proxy_label(proxy: ScoringProxy) -> str:
     """A short name for tables: the file a proxy came from, else its name."""
     return str(proxy.provenance.get("file") or proxy.name) if proxy.provenance else proxy.name
 
 
-def pick_on_bench(proxies: Sequence[Proxy | EnsembleProxy], bench: Benchmark, indices: Sequence[int],
+def pick_on_bench(proxies: Sequence[ScoringProxy], bench: Benchmark, indices: Sequence[int],
                   targets: Sequence[str], plan: StatsPlan, cache: StatisticsCache, workers: int = 1, teacher=None,
                   progress_factory: Callable[[str], Callable[[int, int], None]] | None = None,
                   target: str | None = None) -> list[BenchPick]:
@@ -428,12 +413,9 @@ def pick_on_bench(proxies: Sequence[Proxy | EnsembleProxy], bench: Benchmark, in
     for proxy in proxies:
         progress = progress_factory(proxy.name) if progress_factory else None
         try:
-            if isinstance(proxy, EnsembleProxy):
-                values = proxy.scores(archs, cache, proxy.recorded_plan(plan.target_classes) or plan, target,
-                                      workers=workers, progress=progress, teacher=teacher)
-            else:
-                values = proxy.score(archs, cache, plan, workers=workers, progress=progress,
-                                     teacher=teacher)[plan.class_counts[0]]
+            # --target chooses a per-target ensemble's members; any other proxy scores as without it
+            values = proxy.scores(archs, cache, proxy.scoring_plan(plan), target if proxy.targets else None,
+                                  workers=workers, progress=progress, teacher=teacher)
         except InvalidProxy as exc:
             picks.append(BenchPick(proxy_label(proxy), None, None, error=str(exc)))
             continue

@@ -185,17 +185,6 @@ def default_part(run_split, size: int) -> str:
     return "test" if test and sorted(search + test) == list(range(size)) else "all"
 
 
-def ensemble_scores(proxy: EnsembleProxy, context, part: str, given_targets, workers, progress):
-    """An ensemble's scores of ``part`` keyed by target, and ``context`` with the targets it scores and its
-    plan keyed by target too (so that its figures read each target's own scores). Statistics follow the
-    ensemble's recorded plan (its references were scored with it)."""
-    targets = [t for t in context.targets if proxy.joint or t in proxy.members or t in (given_targets or ())]
-    plan = proxy.recorded_plan(context.plan.target_classes) or context.plan
-    scores = proxy.target_scores(context.archs(part), context.cache, plan, targets, workers=workers, progress=progress)
-    keyed = replace(context, targets=tuple(targets), plan=replace(context.plan, target_classes={t: t for t in targets}))
-    return scores, keyed
-
-
 def run(args: argparse.Namespace) -> int:
     """``rank --proxy P``: one proxy's correlations per target, and its beyond-size figures beside them."""
     from autoprox.core.atomic import json_safe
@@ -233,10 +222,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) if proxy.kind != "architecture" else None
     try:  # scored once; the correlations and the beyond-size report both read these scores
         with executor_from_args(args) as executor:
-            if isinstance(proxy, EnsembleProxy):
-                scores, context = ensemble_scores(proxy, context, part, args.targets, executor, progress)
-            else:
-                scores = context.score(proxy, part, workers=executor, progress=progress)
+            scores, context = context.target_scores(proxy, part, args.targets, workers=executor, progress=progress)
     except InvalidProxy as exc:
         raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {exc}") from None
     per_target = context.figures(scores, part, weights={})["targets"]

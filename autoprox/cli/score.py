@@ -126,10 +126,11 @@ def tie_warning(scores: np.ndarray, what: str) -> str | None:
             "vary over these rows, so the scores rank nothing")
 
 
-def _ensemble_target(proxy, targets, given) -> str:
-    """The target whose scores an ensemble writes: the first of ``--targets``, else the one it was
-    chosen for (a ``recommended:SPACE/TARGET`` proxy), else the benchmark's first."""
-    chosen = proxy.provenance.get("target")
+def _written_target(proxy, targets, given) -> str:
+    """The target whose scores are written: the first of ``--targets``, else the one an ensemble was
+    chosen for (a ``recommended:SPACE/TARGET`` proxy), else the benchmark's first. (A weighted formula's
+    recorded target is its table's, which names no benchmark target.)"""
+    chosen = proxy.provenance.get("target") if proxy.kind == "ensemble" else None
     if not given and chosen in targets:
         return chosen
     return targets[0]
@@ -153,11 +154,10 @@ def _table_scores(args: argparse.Namespace):
 
 def _benchmark_scores(args: argparse.Namespace, proxy):
     from autoprox.cli.options import bench_path, evaluation_context, executor_from_args
-    from autoprox.cli.rank import ensemble_scores, networks_note, run_bench
+    from autoprox.cli.rank import networks_note, run_bench
     from autoprox.core.progress import Progress
     from autoprox.data.benchmark import load_benchmark
     from autoprox.genome.tree import InvalidProxy
-    from autoprox.proxies.ensemble import EnsembleProxy
     from autoprox.spaces.architectures import arch_to_config
 
     args.bench = run_bench(args, proxy) or args.bench
@@ -168,22 +168,15 @@ def _benchmark_scores(args: argparse.Namespace, proxy):
     context = evaluation_context(args, None, all_targets=True, part="all", bench=bench)
     progress = Progress("statistics" if proxy.needs_statistics else proxy.name, every=15) \
         if proxy.kind != "architecture" else None
-    plan = context.plan
+    plan = proxy.scoring_plan(context.plan)
     try:
         with executor_from_args(args) as executor:
-            if isinstance(proxy, EnsembleProxy):
-                plan = proxy.recorded_plan(context.plan.target_classes) or context.plan
-                keyed, context = ensemble_scores(proxy, context, "all", args.targets, executor, progress)
-                target = _ensemble_target(proxy, context.targets, args.targets)
-                scores = keyed[target]
-                differ = not proxy.joint and len(context.targets) > 1
-            else:
-                per_classes = context.score(proxy, "all", workers=executor, progress=progress)
-                target = context.targets[0]
-                scores = per_classes[context.plan.target_classes[target]]
-                differ = False
+            keyed, context = context.target_scores(proxy, "all", args.targets, workers=executor, progress=progress)
     except InvalidProxy as exc:
         raise ProxyError(f"proxy {proxy.name} is invalid on this benchmark: {exc}") from None
+    target = _written_target(proxy, context.targets, args.targets)
+    scores = keyed[target]
+    differ = bool(proxy.targets) and len(context.targets) > 1
     classes = {plan.target_classes.get(t) for t in context.targets} - {None}
     if differ or len(classes) > 1:
         print(f"scores for {target} (its {plan.target_classes.get(target, 100)}-class statistics); "

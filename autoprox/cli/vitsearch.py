@@ -19,9 +19,10 @@ from autoprox.core.errors import BenchmarkError
 from autoprox.core.numbers import format_column, format_float, format_millions
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import load_benchmark, split_benchmark
-from autoprox.data.cache import StatisticsCache
-from autoprox.proxies.ensemble import EnsembleProxy
+from autoprox.data.cache import StatisticsCache, StatsPlan
+from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.proxy import resolve_proxy
+from autoprox.proxies.scoring import ScoringProxy
 
 
 def add_parser(sub) -> None:
@@ -64,13 +65,12 @@ def run(args: argparse.Namespace) -> int:
         _default_target(args, proxy)
     _check_target(args, [proxy])
     stats = {"input": args.input, "batch_size": args.batch_size, "stat_seeds": tuple(args.stat_seeds)}
-    if isinstance(proxy, EnsembleProxy):
-        stats = _ensemble_statistics(proxy, args, stats)
+    stats = _scoring_statistics(proxy, args, stats)
     settings = VitSearchSettings(
         space=space, proxy=proxy.name, samples=args.samples, budget=budget, classes=args.classes, top=args.top,
         seed=args.seed, **stats, cache_dir=args.cache_dir, cache_precision=args.cache_precision,
         keep_statistics=not args.no_keep_statistics, workers=args.workers,
-        target=args.target if isinstance(proxy, EnsembleProxy) and not proxy.joint else None,
+        target=args.target if proxy.targets else None,
     )
     label = Path(args.proxy).stem if args.proxy.endswith(".json") else (proxy.name if len(proxy.name) < 30 else "genome")
     out = Path(args.out or f"runs/vit-{space}-{label}-seed{args.seed}")
@@ -129,7 +129,7 @@ def _check_failures(summary: dict, out: Path) -> None:
 
 def _check_target(args: argparse.Namespace, proxies) -> None:
     """ConfigError when ``--target`` is given but no proxy is a per-target ensemble (it would be ignored)."""
-    if args.target is not None and not any(isinstance(p, EnsembleProxy) and not p.joint for p in proxies):
+    if args.target is not None and not any(p.targets for p in proxies):
         from autoprox.core.errors import ConfigError
 
         raise ConfigError(f"--target {args.target} chooses the members of a per-target ensemble file; "
@@ -137,12 +137,15 @@ def _check_target(args: argparse.Namespace, proxies) -> None:
                           "target alike: leave --target out")
 
 
-def _ensemble_statistics(proxy: EnsembleProxy, args: argparse.Namespace, stats: dict) -> dict:
-    """The statistics an ensemble's references were scored with (its recorded plan), in place of the
-    options'; ProxyError when a per-target ensemble is given no --target of its own."""
-    proxy.members_for(None if proxy.joint else args.target)
-    plan = proxy.recorded_plan({})
-    if plan is None:
+def _scoring_statistics(proxy: ScoringProxy, args: argparse.Namespace, stats: dict) -> dict:
+    """The statistics ``proxy`` is scored with in place of the options' (:meth:`ScoringProxy.scoring_plan`: those
+    an ensemble's references were scored with, where it recorded them); ProxyError when a per-target ensemble is
+    given no --target of its own."""
+    if proxy.targets:
+        proxy.members_for(args.target)
+    given = StatsPlan(InputSpec.parse(stats["input"], stats["batch_size"]), tuple(stats["stat_seeds"]), {})
+    plan = proxy.scoring_plan(given)
+    if plan is given:
         return stats
     recorded = {"input": plan.spec.kind if plan.spec.kind != "images" else f"images:{plan.spec.image_dir}",
                 "batch_size": plan.spec.batch_size, "stat_seeds": tuple(plan.seeds)}
@@ -168,8 +171,8 @@ def _default_target(args: argparse.Namespace, proxy) -> None:
     """The default proxy is a per-target ensemble (a space's ``recommended:SPACE/joint``) and ``--target`` is left
     out: its first target (the first of the space's default targets), said on stderr. A per-target ensemble the
     user names still needs its ``--target``."""
-    if args.target is None and isinstance(proxy, EnsembleProxy) and not proxy.joint:
-        targets = list(proxy.members)
+    if args.target is None and proxy.targets:
+        targets = list(proxy.targets)
         args.target = targets[0]
         print(f"--target not given: {args.target}, the first of the default proxy's targets ({', '.join(targets)}); "
               "--target T for another", file=sys.stderr)
@@ -197,9 +200,9 @@ def _vit_search_on_bench(args: argparse.Namespace) -> int:
         check_output_file(Path(args.out) / PICKS_JSON, "vit-search", is_picks_file, "--out", RunDirError)
     proxies = resolve_proxies(args.proxy)
     _check_target(args, proxies)
-    for proxy in proxies:
-        if isinstance(proxy, EnsembleProxy):
-            proxy.members_for(None if proxy.joint else args.target)
+    for proxy in proxies:  # a per-target ensemble without --target, or without its members, before any scoring
+        if proxy.targets:
+            proxy.members_for(args.target)
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
     with executor_from_args(args) as executor:

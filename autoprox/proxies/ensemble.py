@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.baselines import BLEND_FEATURES, blend_scores
 from autoprox.proxies.proxy import Proxy, register_proxy_file_format, resolve_proxy
+from autoprox.proxies.scoring import Outcome, ProgressFn, scoring_inputs
 from autoprox.spaces.descriptors import DESCRIPTORS, descriptor_columns
 
 #: The format key of an ensemble file.
@@ -237,8 +238,13 @@ class EnsembleProxy:
             return None
         return StatsPlan(InputSpec(**self.plan["input"]), tuple(self.plan["seeds"]), dict(target_classes))
 
+    def scoring_plan(self, plan: StatsPlan) -> StatsPlan:
+        """The statistics it is scored with where a command has ``plan``: the recorded ones (its references were
+        scored with them) at ``plan``'s class counts, or ``plan`` when none is recorded."""
+        return self.recorded_plan(plan.target_classes) or plan
+
     def target_scores(self, archs: Sequence, cache: StatisticsCache, plan: StatsPlan, targets: Sequence[str],
-                      workers: int = 1, progress: Callable[[int, int], None] | None = None,
+                      workers: int = 1, progress: ProgressFn | None = None,
                       teacher=None) -> dict[str, np.ndarray]:
         """Scores of ``archs`` per target: each member scored once (``proxy`` members by
         :meth:`Proxy.score` with ``plan``'s input and seeds at the member's class count),
@@ -248,14 +254,14 @@ class EnsembleProxy:
         return {target: _weighted_sum(self.members_for(target), raw, len(archs)) for target in targets}
 
     def scores(self, archs: Sequence, cache: StatisticsCache, plan: StatsPlan, target: str | None = None,
-               workers: int = 1, progress: Callable[[int, int], None] | None = None, teacher=None) -> np.ndarray:
+               workers: int = 1, progress: ProgressFn | None = None, teacher=None) -> np.ndarray:
         """One score per architecture: the joint members', or ``target``'s."""
         raw = RawMemberScores(archs, cache, plan, workers, progress, teacher)
         return _weighted_sum(self.members_for(target), raw, len(archs))
 
     def candidate_scores(self, archs: Sequence, spec: InputSpec, seeds: Sequence[int], cache: StatisticsCache,
                          target: str | None = None, *, workers: int = 1, keep_statistics: bool = True,
-                         head_classes: int = 100, teacher=None) -> list[tuple[float | None, float, str]]:
+                         head_classes: int = 100, teacher=None) -> list[Outcome]:
         """(score, seconds, error) of each architecture of ``archs`` for ``target`` (None: the joint
         members), failures kept and never stopping the others: the ViT search's form. Each
         ``proxy`` member's raw values come from :meth:`Proxy.raw_values` per seed (its own class
@@ -287,6 +293,24 @@ class EnsembleProxy:
             total = total + item.weight * quantile(item.reference, raw)
         return [(None, float(seconds[i]), errors[i]) if errors[i] else (float(total[i]), float(seconds[i]), "")
                 for i in range(size)]
+
+    def score_architectures(self, archs, workers: int = 1, cache_dir: str | None = None, progress: bool = False,
+                            *, cache: StatisticsCache | None = None, plan: StatsPlan | None = None,
+                            target: str | None = None) -> np.ndarray:
+        """Scores of architectures as ``autoprox score --proxy ENSEMBLE.json`` computes them: :meth:`scores` with
+        :meth:`scoring_plan` (the recorded statistics), the arguments and their defaults as
+        :meth:`Proxy.score_architectures <autoprox.proxies.proxy.Proxy.score_architectures>` takes them.
+
+        ``target``: the target whose members score (a per-target ensemble needs one: ProxyError naming its
+        targets, before any work); a joint ensemble scores every target alike. Returns one score per
+        architecture, in the order given.
+        """
+        from autoprox.core.progress import Progress
+
+        parsed, cache, plan = scoring_inputs(archs, workers, cache_dir, cache, plan)
+        self.members_for(target)
+        return self.scores(parsed, cache, self.scoring_plan(plan), target, workers=workers,
+                           progress=Progress("statistics") if progress else None)
 
     def to_json(self) -> dict:
         data = {"format": ENSEMBLE_FORMAT, "name": self.name}
@@ -320,7 +344,7 @@ class RawMemberScores:
     """Raw scores of members on one set of architectures, each computed once."""
 
     def __init__(self, archs: Sequence, cache: StatisticsCache, plan: StatsPlan, workers: int = 1,
-                 progress: Callable[[int, int], None] | None = None, teacher=None):
+                 progress: ProgressFn | None = None, teacher=None):
         self.archs, self.cache, self.plan = list(archs), cache, plan
         self.workers, self.progress, self.teacher = workers, progress, teacher
         self._columns: dict | None = None

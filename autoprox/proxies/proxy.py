@@ -1,6 +1,7 @@
 """Proxies by name: built-in architecture-level ones, the hand-crafted zoo, the published
 Auto-Prox genomes, genome strings and proxy JSON files, and scoring architectures with any
-of them through one path (:meth:`Proxy.score`, over :mod:`autoprox.proxies.scorers`)."""
+of them through one path (:meth:`Proxy.score`, over :mod:`autoprox.proxies.scorers`), behind the
+interface every proxy kind shares (:class:`autoprox.proxies.scoring.ScoringProxy`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -26,6 +27,14 @@ from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.zoo import ZOO
 from autoprox.proxies.zoo_scores import NO_TEACHER_NOTE, RawResult
 from autoprox.proxies.recommended import is_recommended_name, resolve_recommended
+from autoprox.proxies.scoring import (
+    Outcome,
+    ProgressFn,
+    architectures_given,
+    candidate_outcomes,
+    check_cache_and_plan,
+    scoring_inputs,
+)
 from autoprox.proxies.scorers import (
     ARCHITECTURE_PROXIES,
     HEAD_CLASSES,
@@ -175,7 +184,7 @@ class Proxy:
         ``plan`` is missing: :meth:`score_architectures` scores with the default ones.
         """
         scorer = self.scorer  # an unknown proxy is named before what it was given
-        _check_cache_and_plan(cache, plan)
+        check_cache_and_plan(cache, plan)
         reported = scorer.prepare(archs, cache, plan, workers=workers, progress=progress)
         per_key = {}
         for seed, classes in plan.keys():
@@ -189,10 +198,53 @@ class Proxy:
             per_key[seed, classes] = self.set_scores([r.raw for r in results])
         return mean_over_seeds(per_key)
 
+    # ---- the scoring interface every proxy kind shares (autoprox.proxies.scoring.ScoringProxy)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Empty: a proxy has no members of its own per target, it scores every target alike."""
+        return ()
+
+    def scoring_plan(self, plan: StatsPlan) -> StatsPlan:
+        """``plan`` itself: a proxy is scored with the statistics it is given."""
+        return plan
+
+    def target_scores(self, archs: Sequence, cache: StatisticsCache, plan: StatsPlan, targets: Sequence[str],
+                      workers: int = 1, progress: ProgressFn | None = None,
+                      teacher=None) -> dict[str, np.ndarray]:
+        """Scores of ``archs`` per target: :meth:`score` at each target's class count of ``plan`` (computed
+        once per class count); ConfigError naming a target ``plan`` has no class count for."""
+        unknown = [t for t in targets if t not in plan.target_classes]
+        if unknown:
+            raise ConfigError(f"{self.name}: the statistics plan has no class count for target {unknown[0]!r}; "
+                              f"it has: {', '.join(plan.target_classes)}")
+        per_classes = self.score(archs, cache, plan, workers=workers, progress=progress, teacher=teacher)
+        return {t: per_classes[plan.target_classes[t]] for t in targets}
+
+    def scores(self, archs: Sequence, cache: StatisticsCache, plan: StatsPlan, target: str | None = None,
+               workers: int = 1, progress: ProgressFn | None = None, teacher=None) -> np.ndarray:
+        """One score per architecture: :meth:`score` at ``target``'s class count of ``plan``, or at the plan's
+        first (smallest) class count when ``plan`` does not map ``target`` (None)."""
+        per_classes = self.score(archs, cache, plan, workers=workers, progress=progress, teacher=teacher)
+        return per_classes[plan.target_classes.get(target, plan.class_counts[0])]
+
+    def candidate_scores(self, archs: Sequence, spec: InputSpec, seeds: Sequence[int], cache: StatisticsCache,
+                         target: str | None = None, *, workers: int = 1, keep_statistics: bool = True,
+                         head_classes: int = HEAD_CLASSES, teacher=None) -> list[Outcome]:
+        """(score, seconds, error) of each architecture, failures kept and never stopping the others (the ViT
+        search's form): :meth:`raw_values` per seed with statistics and head of ``head_classes`` classes, the
+        mean over seeds, or a set-level proxy's raw value per seed (its set is the whole candidate list).
+        ``target`` is not read: a proxy scores every target alike."""
+        runs = [self.raw_values(archs, spec, seed, head_classes, cache, workers=workers, teacher=teacher,
+                                keep_statistics=keep_statistics, head_classes=head_classes) for seed in seeds]
+        return candidate_outcomes(runs, self.set_level)
+
     def score_architectures(self, archs, workers: int = 1, cache_dir: str | None = None, progress: bool = False,
-                            *, cache: StatisticsCache | None = None, plan: StatsPlan | None = None) -> np.ndarray:
+                            *, cache: StatisticsCache | None = None, plan: StatsPlan | None = None,
+                            target: str | None = None) -> np.ndarray:
         """Scores of architectures, computed as ``autoprox score`` and a search compute them (:meth:`score`,
-        statistics cached); a run's found proxy (``best_.score_architectures``) scores through this.
+        statistics cached); a run's found proxy (``best_.score_architectures``) scores through this, and an
+        ensemble's :meth:`~autoprox.proxies.ensemble.EnsembleProxy.score_architectures` takes the same arguments.
 
         Parameters
         ----------
@@ -209,52 +261,23 @@ class Proxy:
         cache, plan : StatisticsCache, StatsPlan, optional
             The cache and the statistics plan (a run's); default the command line's: a gaussian minibatch of 8,
             statistics seed 0, a 100-class head.
+        target : str, optional
+            The target whose class count of ``plan`` scores (a proxy scores every target alike otherwise).
 
         Returns
         -------
         numpy.ndarray
-            One score per architecture, in the order given (the 100-class statistics', else the plan's first).
+            One score per architecture, in the order given (``target``'s class count's, else the 100-class
+            statistics', else the plan's first).
         """
         from autoprox.core.progress import Progress
 
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ConfigError(f"workers: expected at least 1, got {workers!r}"[:200])
-        parsed = architectures_given(archs)
-        plan = StatsPlan.default() if plan is None else plan
-        cache = StatisticsCache(cache_dir) if cache is None else cache
+        parsed, cache, plan = scoring_inputs(archs, workers, cache_dir, cache, plan)
         scores = self.score(parsed, cache, plan, workers=workers,
                             progress=Progress("statistics") if progress else None)
+        if target in plan.target_classes:
+            return scores[plan.target_classes[target]]
         return scores[100] if 100 in scores else next(iter(scores.values()))
-
-
-def architectures_given(archs) -> list:
-    """The architectures ``archs`` stands for (configs, a Benchmark, a space's name or a benchmark file), parsed;
-    ConfigError (one line) for what is none, or none at all."""
-    from autoprox.data.benchmark import BENCH_FILE_NAMES, Benchmark, default_bench_path, load_benchmark
-    from autoprox.spaces.architectures import parse_arch
-
-    if isinstance(archs, Benchmark):
-        parsed = list(archs.archs)
-    elif isinstance(archs, (str, Path)):
-        path = default_bench_path(str(archs)) if str(archs) in BENCH_FILE_NAMES else Path(archs)
-        parsed = list(load_benchmark(path).archs)
-    elif isinstance(archs, Iterable):  # configs, or records parse_arch gives back as they are
-        parsed = [parse_arch(dict(arch) if isinstance(arch, Mapping) else arch) for arch in archs]
-    else:
-        raise ConfigError(f"archs: expected architecture configs, a benchmark file or a space's name, got "
-                          f"{type(archs).__name__}")
-    if not parsed:
-        raise ConfigError("no architecture to score")
-    return parsed
-
-
-def _check_cache_and_plan(cache, plan) -> None:
-    """ConfigError naming what :meth:`Proxy.score` lacks (its cache, its plan), where it would fail inside with an
-    AttributeError."""
-    for name, value, kind in (("cache", cache, StatisticsCache), ("plan", plan, StatsPlan)):
-        if value is None:
-            raise ConfigError(f"score: {name} is None: give a {kind.__name__}, or score with the command line's "
-                              "cache and plan: proxy.score_architectures(archs)")
 
 
 #: Proxy file formats other than a genome file: the value of a JSON file's ``"format"`` key ->

@@ -54,6 +54,7 @@ from autoprox.genome.tree import InvalidProxy, parse_genome
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.figures import beyond_size, figures
 from autoprox.proxies.proxy import Proxy, score_archs
+from autoprox.proxies.scoring import ScoringProxy
 from autoprox.search.fitness import FitnessEvaluator, FitnessRecord, make_folds
 from autoprox.search.objectives import ObjectiveData, search_objective
 from autoprox.search.rundir import CONFIG, RunDirectory
@@ -298,12 +299,31 @@ class RunContext:
 
     def score(self, proxy: Proxy, part: str, workers: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> dict[int, np.ndarray]:
-        """Scores of ``proxy`` on ``part``, one array per statistics class count.
+        """Scores of ``proxy`` on ``part``, one array per statistics class count (the search's form; a proxy of
+        any kind, an ensemble's included, is scored per target by :meth:`target_scores`).
 
         Raises :class:`~autoprox.genome.tree.InvalidProxy` when the proxy fails there.
         """
         return score_archs(proxy, self.archs(part), self.cache, self.plan,
                            workers=self.settings.workers if workers is None else workers, progress=progress)
+
+    def target_scores(self, proxy: ScoringProxy, part: str, given_targets: Sequence[str] | None = None,
+                      workers: int | None = None, progress: Callable[[int, int], None] | None = None
+                      ) -> tuple[dict[str, np.ndarray], "RunContext"]:
+        """Scores of any proxy on ``part`` keyed by target, and this context keyed by target too, so that its
+        :meth:`figures` and :meth:`beyond_size` read each target's own scores.
+
+        The targets are this context's that the proxy scores (all of them, or a per-target ensemble's and those
+        of ``given_targets``, which it must have); the statistics are :meth:`ScoringProxy.scoring_plan`'s (an
+        ensemble's recorded ones). Raises InvalidProxy when the proxy fails there.
+        """
+        given = tuple(given_targets or ())
+        targets = [t for t in self.targets if not proxy.targets or t in proxy.targets or t in given]
+        scores = proxy.target_scores(self.archs(part), self.cache, proxy.scoring_plan(self.plan), targets,
+                                     workers=self.settings.workers if workers is None else workers,
+                                     progress=progress)
+        keyed = replace(self, targets=tuple(targets), plan=replace(self.plan, target_classes={t: t for t in targets}))
+        return scores, keyed
 
     def figures(self, scores: Scores, part: str, targets: Sequence[str] | None = None,
                 weights: Mapping[str, float] | None = None) -> dict:

@@ -22,7 +22,7 @@ from autoprox.data.benchmark import Benchmark, load_benchmark
 from autoprox.genome.tree import InvalidProxy
 from autoprox.proxies.baselines import baseline_scores, choose_baselines
 from autoprox.proxies.ensemble import EnsembleProxy
-from autoprox.proxies.proxy import Proxy
+from autoprox.proxies.scoring import ScoringProxy
 from autoprox.search.context import RunContext
 from autoprox.search.rundir import RunDirectory
 from autoprox.search.settings import SearchSettings
@@ -108,17 +108,13 @@ def fold_settings(settings: SearchSettings, fold: OuterFold, workers: int | None
 
 # ------------------------------------------------------------------ one fold
 
-def test_scores(proxy: Proxy | EnsembleProxy, context: RunContext, part: str = "test") -> dict[str, np.ndarray]:
-    """Scores per target of ``proxy`` on ``part`` of the fold's run: a proxy's at each target's class
-    count, an ensemble's through :meth:`EnsembleProxy.target_scores`. Raises InvalidProxy."""
-    targets = list(context.targets)
-    if isinstance(proxy, EnsembleProxy):
-        return proxy.target_scores(context.archs(part), context.cache, context.plan, targets)
-    scores = context.score(proxy, part, workers=1)
-    return {t: scores[context.plan.target_classes[t]] for t in targets}
+def test_scores(proxy: ScoringProxy, context: RunContext, part: str = "test") -> dict[str, np.ndarray]:
+    """Scores per target of ``proxy`` (a genome, an ensemble: :class:`ScoringProxy`) on ``part`` of the fold's
+    run, with the run's statistics (those an ensemble chosen on it recorded). Raises InvalidProxy."""
+    return proxy.target_scores(context.archs(part), context.cache, context.plan, list(context.targets))
 
 
-def fold_figures(proxy: Proxy | EnsembleProxy, context: RunContext, choices: Mapping[str, Mapping[str, dict]],
+def fold_figures(proxy: ScoringProxy, context: RunContext, choices: Mapping[str, Mapping[str, dict]],
                  columns: Mapping[str, np.ndarray]) -> dict:
     """Test-part scores, Kendall per target and JCM of the proxy (or ensemble) and of each baseline's choice.
 
@@ -147,7 +143,7 @@ def fold_figures(proxy: Proxy | EnsembleProxy, context: RunContext, choices: Map
 
 
 def fold_result(run_dir: Path, fold: OuterFold, bench_path: str, baselines: Sequence[str],
-                choose: Callable[[Path], Proxy | EnsembleProxy]) -> dict:
+                choose: Callable[[Path], ScoringProxy]) -> dict:
     """The figures of the finished fold search in ``run_dir``: the proxy ``choose(run_dir)`` returns
     and each baseline chosen on the fold's search part, scored on its test part (JSON-safe)."""
     bench = load_benchmark(bench_path)
