@@ -45,7 +45,7 @@ from autoprox.cli import (
     transfer,
     vitsearch,
 )
-from autoprox.cli.options import HelpFormatter, run_folders_as_best
+from autoprox.cli.options import HelpFormatter, check_image_input, run_folders_as_best
 from autoprox.core.errors import AutoproxError, cut_long_words, one_line, path_too_long
 
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
@@ -134,6 +134,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         try:
             run_folders_as_best(args)
+            check_image_input(args)
             status = COMMANDS[args.command].run(args)
             sys.stdout.flush()  # a pipe closed under a block-buffered stdout fails here, handled, not at exit
             return status

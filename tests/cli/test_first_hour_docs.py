@@ -1,0 +1,43 @@
+"""What a newcomer following the README and the manual ran into (the docwalk of 2026-12-07): each test here failed
+before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoprox.cli.main import main
+
+#: The commands that start a folder of their own, each at its smallest, with ``--input`` and ``--out`` added.
+FOLDER_COMMANDS = {
+    "search": ["search", "--space", "pit", "--iterations", "0"],
+    "vit-search": ["vit-search", "--space", "pit", "--proxy", "params", "--samples", "2"],
+    "evaluate": ["evaluate", "--space", "pit", "--folds", "2", "--iterations", "0"],
+    "transfer": ["transfer", "--space", "pit", "--iterations", "0"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(FOLDER_COMMANDS))
+@pytest.mark.parametrize("images", ["missing", "empty"])
+def test_a_mistyped_image_folder_is_refused_before_the_command_writes_its_folder(tmp_path, capsys, command, images):
+    """``--input images:DIR`` with no such folder (or none of its images) used to be found only once the command had
+    written its folder (config.json, protocol.json, vit_search.json): the corrected command was then refused as
+    continuing another run (``OUT already holds a run``)."""
+    folder = tmp_path / "photos"
+    if images == "empty":
+        folder.mkdir()
+    out = tmp_path / "out"
+    status = main([*FOLDER_COMMANDS[command], "--input", f"images:{folder}", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert err[-1].startswith("autoprox: error: ") and str(folder) in err[-1], err
+    assert not out.exists()
+
+
+def test_the_python_search_refuses_a_mistyped_image_folder_before_writing_its_run(tmp_path):
+    from autoprox import ProxySearch
+    from autoprox.core.errors import InputSpecError
+
+    out = tmp_path / "run"
+    with pytest.raises(InputSpecError, match="image folder not found"):
+        ProxySearch(space="pit", iterations=0, input=f"images:{tmp_path / 'photos'}", out=str(out)).fit()
+    assert not out.exists()
