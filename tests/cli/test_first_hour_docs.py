@@ -41,3 +41,30 @@ def test_the_python_search_refuses_a_mistyped_image_folder_before_writing_its_ru
     with pytest.raises(InputSpecError, match="image folder not found"):
         ProxySearch(space="pit", iterations=0, input=f"images:{tmp_path / 'photos'}", out=str(out)).fit()
     assert not out.exists()
+
+
+def _small_table(path):
+    """A proxy table of 12 rows: id, an accuracy, three standard proxy columns."""
+    lines = ["id,val_acc,params,nwot,jacov"]
+    for i in range(12):
+        lines.append(f"a{i},{60 + (i * 7) % 12 + 0.5 * i:.2f},{1 + i * 0.3:.2f},{700 + (i * 5) % 12},{-90 + i % 4}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("formula, problem", [
+    ("r(nwot", "ends early (expected ')')"),
+    ("lrsum(params nwot)", "expected ')', found 'nwot'"),
+    ("mul(r(nwot), jacov)", "unknown operator or transform 'jacov'"),
+    ("first(r(params), lr(nwot)", "ends early"),
+])
+@pytest.mark.parametrize("command", ["rank", "score"])
+def test_a_mistyped_rank_formula_on_a_table_is_named_as_one(tmp_path, capsys, formula, problem, command):
+    """A typo in a rank formula on a table was reported as a genome of the statistics: 'not a genome (unknown token
+    'r' in genome ...; known tokens: F1, F1g, ... (70 names))', which says nothing of the formula the user typed."""
+    table = _small_table(tmp_path / "mine.csv")
+    out = ["--out", str(tmp_path / "scores.csv")] if command == "score" else []
+    assert main([command, "--proxy", formula, "--bench", str(table), *out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("autoprox: error: ")
+    assert "not a rank formula" in err and problem in err and "known tokens" not in err, err
