@@ -68,3 +68,21 @@ def test_a_mistyped_rank_formula_on_a_table_is_named_as_one(tmp_path, capsys, fo
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("autoprox: error: ")
     assert "not a rank formula" in err and problem in err and "known tokens" not in err, err
+
+
+@pytest.mark.slow
+def test_the_manual_s_beyond_size_excerpt_is_the_end_of_its_command_s_output(capsys):
+    """The manual's ``show runs/ablation/pit-sum --top 2 --beyond-size`` excerpt had lost the ``*`` that marks the
+    hall-of-fame entry best.json holds (#2 in that run), which the command prints."""
+    import re
+
+    from tests.commands import run_cli
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "manual.md").read_text()
+    excerpt = re.search(r"`autoprox show runs/ablation/pit-sum --top 2 --beyond-size`\nends with:\n\n```\n(.*?)```",
+                        text, re.S).group(1).splitlines()
+    code, out, err = run_cli(capsys, "show", str(REPO / "runs" / "ablation" / "pit-sum"), "--top", "2",
+                             "--beyond-size", "--no-simplify")
+    assert code == 0 and [line.rstrip() for line in out.splitlines()[-len(excerpt):]] == \
+        [line.rstrip() for line in excerpt]
