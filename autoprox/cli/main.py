@@ -1,4 +1,4 @@
-"""The ``autoprox`` command line: ``search``, ``transfer``, ``rank``, ``cache build``, reports and ``vit-search``.
+"""The ``autoprox`` command line: one command per task, each of :data:`COMMANDS`.
 
 Each command is a module of this package with ``add_parser(sub)`` and ``run(args)``,
 listed in :data:`COMMANDS`. Bad input (any :class:`autoprox.core.errors.AutoproxError`:
@@ -77,7 +77,9 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from autoprox import __version__
 
-    parser = Parser(prog="autoprox", description=__doc__.splitlines()[0].replace("``", ""))  # no RST in help
+    # the commands named from COMMANDS, so that the first line of the help lists each (it once named six of 13)
+    parser = Parser(prog="autoprox", description="The autoprox command line, one command per task: "
+                    f"{', '.join(COMMANDS)} (autoprox COMMAND --help for each).")
     parser.add_argument("--version", action="version", version=f"autoprox {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS.values():

@@ -86,3 +86,15 @@ def test_the_manual_s_beyond_size_excerpt_is_the_end_of_its_command_s_output(cap
                              "--beyond-size", "--no-simplify")
     assert code == 0 and [line.rstrip() for line in out.splitlines()[-len(excerpt):]] == \
         [line.rstrip() for line in excerpt]
+
+
+def test_autoprox_help_s_first_paragraph_names_every_command(capsys):
+    """``autoprox --help`` opened with 'search, transfer, rank, cache build, reports and vit-search', six of its
+    13 commands: score, evaluate, select and spaces, which the README's few-label workflow uses, were not named."""
+    from autoprox.cli.main import COMMANDS
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    first = " ".join(out[out.index("\n\n"):out.index("positional arguments")].split())
+    assert all(f" {name}," in first or f" {name} " in first for name in COMMANDS), first
