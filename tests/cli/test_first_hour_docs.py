@@ -98,3 +98,26 @@ def test_autoprox_help_s_first_paragraph_names_every_command(capsys):
     out = capsys.readouterr().out
     first = " ".join(out[out.index("\n\n"):out.index("positional arguments")].split())
     assert all(f" {name}," in first or f" {name} " in first for name in COMMANDS), first
+
+
+@pytest.mark.parametrize("command, extra", [("show", []), ("curves", ["--out", "c.png"]),
+                                            ("select", ["--out", "s.json"]), ("search", ["--resume", "--out"])])
+@pytest.mark.parametrize("name", ["best.json", "config.json"])
+def test_a_run_s_own_file_given_for_its_folder_names_the_folder(tmp_path, capsys, command, extra, name):
+    """``show RUN/best.json`` (tab completion's slip) said 'RUN/best.json is not a run directory (no config.json)',
+    wrong for RUN/config.json itself, and ``select`` 'RUN/best.json/best.json: ... is a file'; ``report`` already
+    named the folder to give."""
+    import shutil
+
+    from tests.conftest import REPO
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for kept in ("config.json", "best.json"):
+        shutil.copy(REPO / "runs" / "pit-reference" / kept, run / kept)
+    given = str(run / name)
+    argv = [command, *extra, given] if command == "search" else [command, given, *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"autoprox: error: {given} is a run's {name}, not its folder: give the run directory, {run}", err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
