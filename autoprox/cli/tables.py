@@ -402,6 +402,8 @@ def format_space_protocol(protocol: dict) -> str:
     summary = protocol.get("summary", {})
     if summary:
         lines.append("mean over left-out spaces (spaces that have it):")
+        width = max(30, 2 + max(len(name) for name in summary))  # a table's own column can be longer than 30
         for name, row in sorted(summary.items(), key=lambda item: -item[1]["mean"]):
-            lines.append(f"  {name:<30}{format_float(row['mean'])}  ({row['spaces']} spaces)")
+            count = row["spaces"]
+            lines.append(f"  {name:<{width}}{format_float(row['mean'])}  ({count} space{'' if count == 1 else 's'})")
     return "\n".join(lines) + "\n"

@@ -121,3 +121,28 @@ def test_a_run_s_own_file_given_for_its_folder_names_the_folder(tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert err == f"autoprox: error: {given} is a run's {name}, not its folder: give the run directory, {run}", err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_the_space_protocol_summary_keeps_a_long_column_name_apart_from_its_figure(tmp_path, capsys):
+    """FlexiBERT's own column ``head_softmax_confidence_normalized`` ran into its figure in the summary of
+    ``evaluate --leave-space-out --rank-formulas`` (``head_softmax_confidence_normalized+0.033  (1 spaces)``)."""
+    import re
+
+    long_name = "head_softmax_confidence_normalized"
+    benches = []
+    for t in range(3):
+        lines = [f"id,acc,params,nwot{',' + long_name if t == 0 else ''}"]
+        for i in range(12):
+            own = f",{(i * 5 + t) % 12}" if t == 0 else ""
+            lines.append(f"a{i},{50 + (i * (3 + t)) % 12 + i},{1 + i},{(i * 7 + t) % 12}{own}")
+        path = tmp_path / f"t{t}.csv"
+        path.write_text("\n".join(lines) + "\n")
+        benches += ["--bench", str(path)]
+    out = tmp_path / "lso"
+    assert main(["evaluate", "--leave-space-out", "--rank-formulas", *benches, "--seeds", "1", "--iterations", "1",
+                 "--bootstrap", "5", "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    summary = [line for line in text[text.index("mean over left-out spaces"):].splitlines()[1:] if line[:2] == "  "]
+    row = next(line for line in summary if long_name in line)
+    assert re.fullmatch(rf"  {long_name}\s+[+-]\d\.\d{{3}}  \(1 space\)", row), row
+    assert all(re.fullmatch(r"  \S+\s+[+-]\d\.\d{3}  \(\d space(s)?\)", line) for line in summary), summary
