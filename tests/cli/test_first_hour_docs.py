@@ -146,3 +146,17 @@ def test_the_space_protocol_summary_keeps_a_long_column_name_apart_from_its_figu
     row = next(line for line in summary if long_name in line)
     assert re.fullmatch(rf"  {long_name}\s+[+-]\d\.\d{{3}}  \(1 space\)", row), row
     assert all(re.fullmatch(r"  \S+\s+[+-]\d\.\d{3}  \(\d space(s)?\)", line) for line in summary), summary
+
+
+def test_a_vit_search_rerun_with_other_settings_names_what_differs(tmp_path, capsys):
+    """The same vit-search command again continues it; one with another setting said only 'OUT holds a different
+    ViT search (vit_search.json differs)', leaving the newcomer to compare JSON by hand."""
+    out = str(tmp_path / "vit")
+    assert main(["vit-search", "--space", "pit", "--proxy", "params", "--samples", "2", "--out", out]) == 0
+    capsys.readouterr()
+    assert main(["vit-search", "--space", "pit", "--proxy", "flops", "--samples", "3", "--params", "3:20",
+                 "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"autoprox: error: {out} holds a different ViT search (vit_search.json records ") and \
+        "proxy params (given flops)" in err and "samples 2 (given 3)" in err and "params 2:25 (given 3:20)" in err, err
+    assert main(["vit-search", "--space", "pit", "--proxy", "params", "--samples", "2", "--out", out]) == 0
