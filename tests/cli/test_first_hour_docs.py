@@ -160,3 +160,21 @@ def test_a_vit_search_rerun_with_other_settings_names_what_differs(tmp_path, cap
     assert err.startswith(f"autoprox: error: {out} holds a different ViT search (vit_search.json records ") and \
         "proxy params (given flops)" in err and "samples 2 (given 3)" in err and "params 2:25 (given 3:20)" in err, err
     assert main(["vit-search", "--space", "pit", "--proxy", "params", "--samples", "2", "--out", out]) == 0
+
+
+def test_evaluate_resume_of_a_few_label_protocol_gives_back_its_options(tmp_path, capsys):
+    """The manual's 'continues with autoprox evaluate --resume --out OUT' on a few-label protocol said 'OUT: no
+    protocol.json to resume', as if nothing were there; it needs its own options again, which the line now gives."""
+    lines = ["id,val_acc,params,nwot"] + [f"a{i},{50 + (i * 7) % 30 + 0.3 * i:.2f},{1 + i},{(i * 11) % 30}"
+                                            for i in range(30)]
+    table = tmp_path / "mine.csv"
+    table.write_text("\n".join(lines) + "\n")
+    out = str(tmp_path / "few")
+    options = ["--few-labels", "10", "--repeats", "2", "--methods", "size,ridge", "--bench", str(table)]
+    assert main(["evaluate", *options, "--out", out, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--resume", "--out", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"autoprox: error: {out} holds a few-label protocol (few_labels.json)") and \
+        "--few-labels 10 --repeats 2 --methods size,ridge --protocol-seed 0" in err and "(mine)" in err, err
+    assert main(["evaluate", *options, "--resume", "--out", out, "--quiet"]) == 0
