@@ -135,6 +135,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 def _run(args: argparse.Namespace) -> int:
     try:
         try:
+            refuse_missing_proxy_paths(args)
             run_folders_as_best(args)
             check_image_input(args)
             status = COMMANDS[args.command].run(args)
@@ -156,6 +157,20 @@ def _run(args: argparse.Namespace) -> int:
         return INTERRUPTED
     except BrokenPipeError:  # output piped into head & co.
         return _pipe_closed(args)
+
+
+def refuse_missing_proxy_paths(args: argparse.Namespace) -> None:
+    """Each ``--proxy`` part meant as a path that names nothing is said to (:func:`refuse_missing_proxy_path`), where
+    the proxy's resolution would read it as a genome; on a proxy table a part may be a column named with a ``/``, and
+    :func:`~autoprox.cli.tables.table_proxy` checks it after the table's columns."""
+    from autoprox.cli.tables import wants_tables
+    from autoprox.proxies.proxy import split_proxy_list
+    from autoprox.search.rundir import refuse_missing_proxy_path
+
+    text = getattr(args, "proxy", None)
+    if isinstance(text, str) and text.strip() and not wants_tables(args):
+        for part in split_proxy_list(text):
+            refuse_missing_proxy_path(part)
 
 
 def _pipe_closed(args: argparse.Namespace) -> int:

@@ -43,6 +43,9 @@ def table_proxy(name: str, columns, where: str):
         return resolve_proxy(name)
     except ProxyError:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name):  # a path, a formula or a genome: its own error
+            from autoprox.search.rundir import refuse_missing_proxy_path
+
+            refuse_missing_proxy_path(name)
             _refuse_as_formula(name)
             raise
         close = difflib.get_close_matches(name, list(columns), n=1)

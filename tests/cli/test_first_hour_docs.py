@@ -178,3 +178,20 @@ def test_evaluate_resume_of_a_few_label_protocol_gives_back_its_options(tmp_path
     assert err.startswith(f"autoprox: error: {out} holds a few-label protocol (few_labels.json)") and \
         "--few-labels 10 --repeats 2 --methods size,ridge --protocol-seed 0" in err and "(mine)" in err, err
     assert main(["evaluate", *options, "--resume", "--out", out, "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("command", [["rank"], ["score", "--out", "{tmp}/s.csv"], ["vit-search", "--out", "{tmp}/v"]])
+@pytest.mark.parametrize("where", [["--space", "pit"], ["--bench", "{tmp}/mine.csv"]])
+def test_a_mistyped_run_directory_given_as_proxy_is_said_to_name_nothing(tmp_path, capsys, command, where):
+    """``--proxy runs/pit-referense`` (one letter off) was answered 'not a genome (unexpected character '/' at
+    position 4 of genome)': the path was read as a genome."""
+    if command[0] == "vit-search" and where[0] == "--bench":
+        where = ["--on-bench", "{tmp}/mine.csv"]
+        command = ["vit-search"]
+    _small_table(tmp_path / "mine.csv")
+    missing = tmp_path / "runs" / "pit-referense"
+    argv = [part.format(tmp=tmp_path) for part in [*command, *where]]
+    assert main([*argv, "--proxy", f"params,{missing}" if command[0] == "rank" else str(missing)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"autoprox: error: {missing}: no such file or folder (--proxy takes a run directory"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.csv"]
