@@ -195,3 +195,23 @@ def test_a_mistyped_run_directory_given_as_proxy_is_said_to_name_nothing(tmp_pat
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"autoprox: error: {missing}: no such file or folder (--proxy takes a run directory"), err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.csv"]
+
+
+@pytest.mark.parametrize("typed", ["locl:2", "Local:2", "lcoal:2"])
+def test_a_misspelt_local_scheduler_is_named_at_once(capsys, typed):
+    """``--scheduler locl:2`` was taken as the address of a scheduler on port 2 of a host 'locl': 20 s of waiting,
+    then 'no Dask scheduler answered at tcp://locl:2'."""
+    import time
+
+    start = time.perf_counter()
+    assert main(["cache", "build", "--space", "pit", "--scheduler", typed]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"autoprox: error: --scheduler {typed}: did you mean local:2 (2 worker processes here)?"), err
+    assert time.perf_counter() - start < 10
+
+
+def test_a_scheduler_address_on_this_machine_is_still_an_address():
+    from autoprox.core.parallel import parse_scheduler
+
+    assert parse_scheduler("localhost:8786") == ("address", "tcp://localhost:8786")
+    assert parse_scheduler("tcp://locl:2") == ("address", "tcp://locl:2")  # a URL is taken as written
