@@ -215,3 +215,26 @@ def test_a_scheduler_address_on_this_machine_is_still_an_address():
 
     assert parse_scheduler("localhost:8786") == ("address", "tcp://localhost:8786")
     assert parse_scheduler("tcp://locl:2") == ("address", "tcp://locl:2")  # a URL is taken as written
+
+
+@pytest.mark.parametrize("methods", [["--methods", "forest"], ["--methods", "size,forest"], []])
+def test_the_forest_without_scikit_learn_is_refused_when_asked_for_by_name(tmp_path, capsys, monkeypatch, methods):
+    """Without the bench extra, ``evaluate --few-labels 10 --methods forest`` left the forest out with a note and
+    wrote a protocol of no method at all (exit 0, 'k=10 over 1 table: ' and nothing after it); left to the
+    default, the forest is still left out with the note."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn fails, as where the extra is not installed
+    lines = ["id,val_acc,params,nwot"] + [f"a{i},{50 + (i * 7) % 30 + 0.3 * i:.2f},{1 + i},{(i * 11) % 30}"
+                                            for i in range(30)]
+    table = tmp_path / "mine.csv"
+    table.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "few"
+    status = main(["evaluate", "--few-labels", "10", "--repeats", "2", "--bench", str(table), *methods,
+                   "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    if methods:
+        assert status == 2 and not out.exists()
+        assert err.strip().splitlines()[-1].startswith("autoprox: error: --methods forest needs scikit-learn"), err
+    else:
+        assert status == 0 and "the forest baseline is left out" in err
