@@ -238,3 +238,35 @@ def test_the_forest_without_scikit_learn_is_refused_when_asked_for_by_name(tmp_p
         assert err.strip().splitlines()[-1].startswith("autoprox: error: --methods forest needs scikit-learn"), err
     else:
         assert status == 0 and "the forest baseline is left out" in err
+
+
+def test_vit_search_s_default_folder_is_one_folder_named_after_the_proxy(tmp_path, capsys, monkeypatch, session_cache):
+    """Without --out, ``--proxy recommended:pit/c100_kd`` wrote into ``runs/vit-pit-recommended:pit/c100_kd-seed0``
+    (two folders, one with a ':'), and every run's best.json into ``runs/vit-pit-best-seed0``, where the next run's
+    proxy was then refused as another search; a run's best.json is named by its run's folder."""
+    import shutil
+
+    from autoprox.cli.vitsearch import _out_label
+    from tests.conftest import REPO
+
+    assert _out_label("recommended:pit/c100_kd", "recommended:pit/c100_kd") == "recommended-pit-c100_kd"
+    assert _out_label("runs/pit-reference/best.json", "x") == "pit-reference"
+    assert _out_label("mine/pit.json", "x") == "pit"
+    run = tmp_path / "my-run"
+    run.mkdir()
+    shutil.copy(REPO / "runs" / "pit-reference" / "best.json", run / "best.json")
+    monkeypatch.chdir(tmp_path)
+    assert main(["vit-search", "--space", "pit", "--proxy", str(run), "--samples", "1", "--batch-size", "2",
+                 "--cache-dir", str(session_cache.root), "--workers", "1"]) == 0
+    assert (tmp_path / "runs" / "vit-pit-my-run-seed0" / "top.json").is_file()
+
+
+def test_vit_search_with_a_list_of_proxies_says_a_list_is_for_on_bench(tmp_path, capsys):
+    """``vit-search --space pit --proxy params,flops`` was read as one genome: 'not a genome (unknown token
+    'params' ...)' and the genome's list of 70 tokens."""
+    assert main(["vit-search", "--space", "pit", "--proxy", "params,flops", "--samples", "2",
+                 "--out", str(tmp_path / "v")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == ("autoprox: error: --proxy params,flops: vit-search picks architectures with one proxy; a list "
+                   "(2 proxies) is compared on a benchmark's architectures with --on-bench FILE"), err
+    assert not (tmp_path / "v").exists()
