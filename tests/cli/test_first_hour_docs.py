@@ -270,3 +270,12 @@ def test_vit_search_with_a_list_of_proxies_says_a_list_is_for_on_bench(tmp_path,
     assert err == ("autoprox: error: --proxy params,flops: vit-search picks architectures with one proxy; a list "
                    "(2 proxies) is compared on a benchmark's architectures with --on-bench FILE"), err
     assert not (tmp_path / "v").exists()
+
+
+def test_export_of_a_list_of_proxies_says_it_writes_one(tmp_path, capsys):
+    """``export params,nwot --out p.py`` was read as one genome: 'not a genome (unknown token 'params' ...)'."""
+    out = tmp_path / "p.py"
+    assert main(["export", "params,nwot", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == "autoprox: error: params,nwot: export writes one proxy as a module; give one of these 2 at a time"
+    assert not out.exists()
