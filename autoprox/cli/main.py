@@ -137,6 +137,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             refuse_missing_proxy_paths(args)
             run_folders_as_best(args)
+            refuse_runs_of_unregistered_operators(args)
             check_image_input(args)
             status = COMMANDS[args.command].run(args)
             sys.stdout.flush()  # a pipe closed under a block-buffered stdout fails here, handled, not at exit
@@ -171,6 +172,31 @@ def refuse_missing_proxy_paths(args: argparse.Namespace) -> None:
     if isinstance(text, str) and text.strip() and not wants_tables(args):
         for part in split_proxy_list(text):
             refuse_missing_proxy_path(part)
+
+
+def refuse_runs_of_unregistered_operators(args: argparse.Namespace) -> None:
+    """A run this command reads (``show RUN``, ``report RUN``, ``export RUN``, ``select RUN``, ``--proxy RUN/best.json``)
+    that was searched with an operator of one's own not registered in this process is refused in one line naming it
+    (:func:`~autoprox.search.settings.refuse_unregistered_operators`), as ``search --resume`` refuses it."""
+    from pathlib import Path
+
+    from autoprox.proxies.proxy import split_proxy_list
+    from autoprox.search.rundir import BEST
+    from autoprox.search.settings import refuse_unregistered_operators
+
+    given = [getattr(args, name, None) for name in ("run", "source", "path")]
+    proxy = getattr(args, "proxy", None)
+    given += split_proxy_list(proxy) if isinstance(proxy, str) and proxy.strip() else []
+    for text in given:
+        if not isinstance(text, str) or not text.strip():
+            continue
+        try:
+            path = Path(text)
+            folder = path if path.is_dir() else path.parent if path.name == BEST and path.is_file() else None
+        except (OSError, ValueError):  # a genome too long for a file name
+            continue
+        if folder is not None:
+            refuse_unregistered_operators(folder)
 
 
 def _pipe_closed(args: argparse.Namespace) -> int:

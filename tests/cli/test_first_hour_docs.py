@@ -279,3 +279,36 @@ def test_export_of_a_list_of_proxies_says_it_writes_one(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == "autoprox: error: params,nwot: export writes one proxy as a module; give one of these 2 at a time"
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv", [["show", "{run}"], ["report", "{run}", "--out", "{tmp}/r.html"],
+                                  ["export", "{run}", "--out", "{tmp}/p.py"], ["rank", "--proxy", "{run}"],
+                                  ["rank", "--proxy", "{run}/best.json"], ["select", "{run}", "--out", "{tmp}/s.json"]])
+def test_a_run_of_an_operator_not_registered_here_is_named_so(tmp_path, capsys, argv):
+    """A run searched (from Python) with an operator of one's own, read by the command line, where it is not
+    registered: show and report said 'evaluation record 4 is malformed: unknown token ...', export and rank listed
+    every genome token; ``search --resume`` alone named the operator."""
+    import json
+    import shutil
+
+    from tests.conftest import REPO
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.json", "best.json", "hall_of_fame.json"):
+        shutil.copy(REPO / "runs" / "pit-reference" / name, run / name)
+    config = json.loads((run / "config.json").read_text())
+    config["operators"] = ["element_wise_nosuch_here", "frobenius_norm", "element_wise_sum", "no_op"]
+    (run / "config.json").write_text(json.dumps(config))
+    best = json.loads((run / "best.json").read_text())
+    best["genome"] = ("block_mean(to_mean_scalar(element_wise_sum(element_wise_nosuch_here(no_op(F1)), "
+                      "frobenius_norm(no_op(F2)))))")
+    (run / "best.json").write_text(json.dumps(best))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main([part.format(run=run, tmp=tmp_path) for part in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"autoprox: error: {run} was searched with the operator 'element_wise_nosuch_here' of your own, "
+                   "which is not registered in this process: register it in Python first (autoprox.primitives."
+                   f"register_primitive), then read the run there (autoprox.ProxySearch.from_run({str(run)!r}), or "
+                   "autoprox.cli.main.main([...]) with this command's arguments)"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
