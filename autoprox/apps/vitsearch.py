@@ -228,6 +228,36 @@ class VitSearchSettings:
         return data
 
 
+def _identity_differences(recorded: object, given: dict) -> str:
+    """What a resume's settings change of the recorded search, in words: ``records samples 30 (given 31)``, each
+    field that differs by its option's name; ``differs`` for a record that holds no such fields."""
+    if not isinstance(recorded, dict):
+        return "differs"
+    parts = [f"{_option(name)} {_shown(recorded.get(name), name)} (given {_shown(value, name)})"
+             for name, value in given.items() if recorded.get(name) != value]
+    parts += [f"{_option(name)} {_shown(value, name)} (not given)" for name, value in recorded.items()
+              if name not in given]
+    return "records " + ", ".join(parts) if parts else "differs"
+
+
+def _option(name: str) -> str:
+    """The option of a recorded field (``budget`` is ``--params``)."""
+    return "params" if name == "budget" else name.replace("_", "-")
+
+
+def _shown(value: object, name: str = "") -> str:
+    """A recorded setting as the command line writes it: the budget as ``--params`` does (MIN:MAX in millions), a
+    list as a comma list, a number without a '.0'."""
+    if name == "budget" and isinstance(value, list) and len(value) == 2 and all(
+            isinstance(v, (int, float)) for v in value):
+        return ":".join(f"{v / 1e6:g}" for v in value)
+    if isinstance(value, list):
+        return ",".join(_shown(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def raw_scores(proxy: ScoringProxy, archs: Sequence, settings: VitSearchSettings, spec: InputSpec,
                teacher=None, executor: Executor | None = None) -> list[tuple[object, float, str]]:
     """(raw value, seconds, error) for each architecture; failures never stop the others.
@@ -288,7 +318,9 @@ def run_vit_search(settings: VitSearchSettings, proxy: ScoringProxy, out: str | 
     if resumed:
         recorded = read_json(config_path)
         if recorded.get("identity") != json_safe(settings.identity()):
-            raise RunDirError(f"{out} holds a different ViT search ({config_path.name} differs); choose another --out")
+            raise RunDirError(f"{out} holds a different ViT search ({config_path.name} "
+                              f"{_identity_differences(recorded.get('identity'), json_safe(settings.identity()))}); "
+                              "choose another --out, or give its settings to resume it")
         if (out / ARCHIVE).is_file() and not (out / SCORES).exists():  # a committed search, packed (runs/README.md)
             raise RunDirError(f"{out}: its {SCORES} is packed in {out / ARCHIVE}; unpack it first: "
                               f"python scripts/runs_archive.py unpack {out}")

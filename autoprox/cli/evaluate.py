@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     _check_counts(args)
     if args.few_labels:
         return _few_labels(args)
+    _refuse_resume_of_few_labels(args)
     if args.rank_formulas and not args.leave_space_out:
         from autoprox.core.errors import ConfigError
 
@@ -132,6 +133,30 @@ def _leave_space_out(args: argparse.Namespace) -> int:
 #: The options the few-label protocol reads (``evaluate --few-labels``); any other is refused in one line.
 FEW_LABELS_OPTIONS = frozenset({"few_labels", "repeats", "bench", "space", "targets", "out", "methods",
                                 "protocol_seed", "workers", "resume", "quiet"})
+
+
+def _refuse_resume_of_few_labels(args: argparse.Namespace) -> None:
+    """``evaluate --resume --out DIR`` where DIR holds a few-label protocol: RunDirError giving its options back
+    (its k values, draws, methods, seed and tables), which --resume needs, where the protocols' own check could only
+    say that DIR has no protocol.json; nothing for any other folder."""
+    import json
+
+    from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE
+    from autoprox.search.rundir import PROTOCOL
+
+    folder = Path(args.out) if args.resume and args.out else None
+    if folder is None or (folder / PROTOCOL).is_file() or not (folder / FEW_LABELS_FILE).is_file():
+        return
+    try:
+        spec = json.loads((folder / FEW_LABELS_FILE).read_text(encoding="utf-8"))["spec"]
+        given = [f"--few-labels {','.join(str(k) for k in spec['ks'])}", f"--repeats {spec['repeats']}",
+                 f"--methods {','.join(spec['methods'])}", f"--protocol-seed {spec['seed']}"]
+        tables = ", ".join(str(t["name"]) for t in spec["tables"])
+    except (OSError, ValueError, KeyError, TypeError):
+        given, tables = ["--few-labels K,K,..."], "the same"
+    raise RunDirError(f"{folder} holds a few-label protocol ({FEW_LABELS_FILE}), which --resume continues with the "
+                      f"options that made it: autoprox evaluate {' '.join(given)}, --bench or --space of its tables "
+                      f"({tables}), --resume --out {folder}")
 
 
 def _few_labels_resume(args: argparse.Namespace) -> str:

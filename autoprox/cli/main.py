@@ -1,4 +1,4 @@
-"""The ``autoprox`` command line: ``search``, ``transfer``, ``rank``, ``cache build``, reports and ``vit-search``.
+"""The ``autoprox`` command line: one command per task, each of :data:`COMMANDS`.
 
 Each command is a module of this package with ``add_parser(sub)`` and ``run(args)``,
 listed in :data:`COMMANDS`. Bad input (any :class:`autoprox.core.errors.AutoproxError`:
@@ -45,7 +45,7 @@ from autoprox.cli import (
     transfer,
     vitsearch,
 )
-from autoprox.cli.options import HelpFormatter, run_folders_as_best
+from autoprox.cli.options import HelpFormatter, check_image_input, run_folders_as_best
 from autoprox.core.errors import AutoproxError, cut_long_words, one_line, path_too_long
 
 #: Command name -> its module (``add_parser(sub)``, ``run(args) -> exit status``), in help order.
@@ -78,7 +78,9 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from autoprox import __version__
 
-    parser = Parser(prog="autoprox", description=__doc__.splitlines()[0].replace("``", ""))  # no RST in help
+    # the commands named from COMMANDS, so that the first line of the help lists each (it once named six of 13)
+    parser = Parser(prog="autoprox", description="The autoprox command line, one command per task: "
+                    f"{', '.join(COMMANDS)} (autoprox COMMAND --help for each).")
     parser.add_argument("--version", action="version", version=f"autoprox {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS.values():
@@ -134,7 +136,10 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 def _run(args: argparse.Namespace) -> int:
     try:
         try:
+            refuse_missing_proxy_paths(args)
             run_folders_as_best(args)
+            refuse_runs_of_unregistered_operators(args)
+            check_image_input(args)
             status = COMMANDS[args.command].run(args)
             sys.stdout.flush()  # a pipe closed under a block-buffered stdout fails here, handled, not at exit
             return status
@@ -154,6 +159,45 @@ def _run(args: argparse.Namespace) -> int:
         return INTERRUPTED
     except BrokenPipeError:  # output piped into head & co.
         return _pipe_closed(args)
+
+
+def refuse_missing_proxy_paths(args: argparse.Namespace) -> None:
+    """Each ``--proxy`` part meant as a path that names nothing is said to (:func:`refuse_missing_proxy_path`), where
+    the proxy's resolution would read it as a genome; on a proxy table a part may be a column named with a ``/``, and
+    :func:`~autoprox.cli.tables.table_proxy` checks it after the table's columns."""
+    from autoprox.cli.tables import wants_tables
+    from autoprox.proxies.proxy import split_proxy_list
+    from autoprox.search.rundir import refuse_missing_proxy_path
+
+    text = getattr(args, "proxy", None)
+    if isinstance(text, str) and text.strip() and not wants_tables(args):
+        for part in split_proxy_list(text):
+            refuse_missing_proxy_path(part)
+
+
+def refuse_runs_of_unregistered_operators(args: argparse.Namespace) -> None:
+    """A run this command reads (``show RUN``, ``report RUN``, ``export RUN``, ``select RUN``, ``--proxy RUN/best.json``)
+    that was searched with an operator of one's own not registered in this process is refused in one line naming it
+    (:func:`~autoprox.search.settings.refuse_unregistered_operators`), as ``search --resume`` refuses it."""
+    from pathlib import Path
+
+    from autoprox.proxies.proxy import split_proxy_list
+    from autoprox.search.rundir import BEST
+    from autoprox.search.settings import refuse_unregistered_operators
+
+    given = [getattr(args, name, None) for name in ("run", "source", "path")]
+    proxy = getattr(args, "proxy", None)
+    given += split_proxy_list(proxy) if isinstance(proxy, str) and proxy.strip() else []
+    for text in given:
+        if not isinstance(text, str) or not text.strip():
+            continue
+        try:
+            path = Path(text)
+            folder = path if path.is_dir() else path.parent if path.name == BEST and path.is_file() else None
+        except (OSError, ValueError):  # a genome too long for a file name
+            continue
+        if folder is not None:
+            refuse_unregistered_operators(folder)
 
 
 def _pipe_closed(args: argparse.Namespace) -> int:

@@ -206,6 +206,17 @@ def run_folders_as_best(args: argparse.Namespace) -> None:
         args.proxy = ",".join(resolved)
 
 
+def check_image_input(args: argparse.Namespace) -> None:
+    """``--input images:DIR`` names a folder of images, checked before the command writes anything: a search,
+    protocol, transfer study or ViT search that found no images there would otherwise leave its folder behind,
+    and the corrected command would be refused as one continuing another run."""
+    from autoprox.networks.statistics import InputSpec
+
+    text = getattr(args, "input", None)
+    if isinstance(text, str) and text.startswith("images:"):
+        InputSpec.parse(text).check_images()
+
+
 def bench_path(args: argparse.Namespace) -> str:
     use_space_files(args)
     if args.bench:

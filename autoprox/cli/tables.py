@@ -43,11 +43,33 @@ def table_proxy(name: str, columns, where: str):
         return resolve_proxy(name)
     except ProxyError:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name):  # a path, a formula or a genome: its own error
+            from autoprox.search.rundir import refuse_missing_proxy_path
+
+            refuse_missing_proxy_path(name)
+            _refuse_as_formula(name)
             raise
         close = difflib.get_close_matches(name, list(columns), n=1)
         raise ProxyError(f"unknown proxy {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
                          + f": not a proxy column of {where} ({', '.join(columns)}), a rank formula over them or a "
                          "proxy file") from None
+
+
+def _refuse_as_formula(text: str) -> None:
+    """On a table, a text that opens with a rank formula's operator or transform (``r(nwot``, ``lrsum(params nwot)``)
+    is meant as a rank formula: ProxyError with the formula's own problem, which the genome's error (its list of
+    every genome token) would hide. Nothing for any other text."""
+    import re
+
+    from autoprox.core.errors import GenomeError
+    from autoprox.genome.rank_formula import GRAMMAR_WORDS, OPERATORS, TRANSFORMS, parse_formula
+
+    head = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(", text)
+    if head is None or head.group(1) not in {*TRANSFORMS.names(), *OPERATORS.names(), *GRAMMAR_WORDS}:
+        return
+    try:
+        parse_formula(text)
+    except GenomeError as exc:
+        raise ProxyError(f"unknown proxy {text!r}: not a rank formula: {exc}") from None
 
 
 def bench_from_table_run(args: argparse.Namespace) -> None:
@@ -383,6 +405,8 @@ def format_space_protocol(protocol: dict) -> str:
     summary = protocol.get("summary", {})
     if summary:
         lines.append("mean over left-out spaces (spaces that have it):")
+        width = max(30, 2 + max(len(name) for name in summary))  # a table's own column can be longer than 30
         for name, row in sorted(summary.items(), key=lambda item: -item[1]["mean"]):
-            lines.append(f"  {name:<30}{format_float(row['mean'])}  ({row['spaces']} spaces)")
+            count = row["spaces"]
+            lines.append(f"  {name:<{width}}{format_float(row['mean'])}  ({count} space{'' if count == 1 else 's'})")
     return "\n".join(lines) + "\n"

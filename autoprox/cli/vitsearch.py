@@ -15,7 +15,7 @@ from autoprox.cli.options import (
     plan_from_args,
     use_space_files,
 )
-from autoprox.core.errors import BenchmarkError
+from autoprox.core.errors import BenchmarkError, ConfigError
 from autoprox.core.numbers import format_column, format_float, format_millions
 from autoprox.core.progress import Progress
 from autoprox.data.benchmark import load_benchmark, split_benchmark
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     cpu_only(args, "vit-search (sampling fresh architectures)")
     defaulted = _default_proxy(args, space)
     budget = parse_budget(args.params) if args.params else default_budget(space, args.classes)
+    _one_proxy(args.proxy)
     proxy = resolve_proxy(args.proxy)
     if defaulted:
         _default_target(args, proxy)
@@ -72,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
         keep_statistics=not args.no_keep_statistics, workers=args.workers,
         target=args.target if proxy.targets else None,
     )
-    label = Path(args.proxy).stem if args.proxy.endswith(".json") else (proxy.name if len(proxy.name) < 30 else "genome")
-    out = Path(args.out or f"runs/vit-{space}-{label}-seed{args.seed}")
+    out = Path(args.out or f"runs/vit-{space}-{_out_label(args.proxy, proxy.name)}-seed{args.seed}")
     check_vit_search_out(out)  # someone else's folder is refused before anything is said or scored
     check_samples(space, args.samples, budget, args.classes)
     print(f"scoring {args.samples} {space} architectures ({format_millions(budget[0])} to "
@@ -94,6 +94,32 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(top_table(summary["top"]))
     print(f"written to {out / 'top.json'} and {out / 'top.csv'}")
     return 0
+
+
+def _one_proxy(text: str) -> None:
+    """ConfigError for a list of proxies where one picks the architectures (sampling): a list is ranked side by side
+    on a benchmark's architectures (``--on-bench``), and was otherwise read as one genome (the genome's list of every
+    token, nothing about the comma)."""
+    from autoprox.proxies.proxy import split_proxy_list
+
+    parts = split_proxy_list(text)
+    if len(parts) > 1:
+        raise ConfigError(f"--proxy {text}: vit-search picks architectures with one proxy; a list ({len(parts)} "
+                          "proxies) is compared on a benchmark's architectures with --on-bench FILE")
+
+
+def _out_label(text: str, name: str) -> str:
+    """The proxy's part of the default ``--out``, one folder name: a proxy file by its name, a run's ``best.json``
+    by its run's folder (every run's file is best.json), a recommended proxy with its ':' and '/' made '-', a long
+    genome as ``genome``."""
+    import re
+
+    if text.endswith(".json"):
+        path = Path(text)
+        label = path.parent.name if path.stem == "best" and path.parent.name else path.stem
+    else:
+        label = name if len(name) < 30 else "genome"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.") or "proxy"
 
 
 def top_table(top: list[dict]) -> str:

@@ -27,6 +27,7 @@ the fitness of a genome on architectures whose statistics are held once; and
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
 import math
 import os
@@ -266,6 +267,11 @@ def parse_scheduler(text: str | None) -> tuple[str, str | int | None]:
     host_port = address.split("://", 1)[1]
     if ":" not in host_port or not host_port.rsplit(":", 1)[1].isdigit():
         raise ConfigError(f"--scheduler takes local:N or a scheduler address HOST:PORT, got {text!r}")
+    host, port = host_port.rsplit(":", 1)
+    if "://" not in text and int(port) < 1024 and difflib.get_close_matches(host.lower(), ["local"], cutoff=0.75):
+        # 'locl:2' is a slip for local:2, not a scheduler on port 2 of a host 'locl' (waited for 20 s, then refused)
+        raise ConfigError(f"--scheduler {text}: did you mean local:{port} ({port} worker processes here)? A "
+                          "scheduler address is HOST:PORT of a running 'dask scheduler' (its port is 8786 by default)")
     return "address", address
 
 

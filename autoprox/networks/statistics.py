@@ -135,6 +135,13 @@ class InputSpec:
             return cls("images", batch_size, text[len("images:"):], device)
         return cls(text, batch_size, device=device)
 
+    def check_images(self) -> None:
+        """InputSpecError (one line) when the ``images`` input names no folder, or one without images; nothing for
+        the other inputs. A command checks it before it writes anything, so that a mistyped folder leaves no run,
+        protocol or ViT search behind to refuse the corrected command."""
+        if self.kind == "images":
+            _image_files(self.image_dir)
+
     def describe(self) -> dict:
         """Everything about the input that determines the statistics (for cache keys).
 

@@ -17,7 +17,7 @@ from autoprox.core.errors import ConfigError, DiskFullError, RunDirError, mark_r
 from autoprox.core.parallel import DaskExecutor, Executor
 from autoprox.core.progress import Progress
 from autoprox.genome.space import GenomeSpace
-from autoprox.networks.statistics import torch_threads
+from autoprox.networks.statistics import InputSpec, torch_threads
 from autoprox.search.context import NO_TEST_PART, TEST_DEFERRED, best_report  # noqa: F401 - the constants: re-exported
 from autoprox.search.evolution import (
     EvolutionConfig,
@@ -106,6 +106,7 @@ def run_search(settings: SearchSettings | None, out: str | Path, resume: bool = 
             raise ConfigError("settings are needed for a new search")
         context = new_context(settings, run)
         context.check_start()
+        InputSpec.parse(settings.input).check_images()  # a mistyped image folder leaves no run behind
         run.check_creatable()
         make_directory(run.path)
     with run.lock():

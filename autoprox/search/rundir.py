@@ -97,7 +97,7 @@ def read_json(path: Path) -> dict:
     except IsADirectoryError:
         raise RunDirError(f"{path} is a directory, not a JSON file") from None
     except NotADirectoryError:
-        raise RunDirError(f"{path}: {_file_on_the_way(path)} is a file, not a run directory") from None
+        raise RunDirError(file_for_folder(_file_on_the_way(path))) from None
     try:
         data = _parse_json(text)
     except ValueError as exc:
@@ -105,6 +105,14 @@ def read_json(path: Path) -> dict:
     if not isinstance(data, dict):
         raise RunDirError(f"{path} holds a JSON {_json_type(data)}, not an object")
     return data
+
+
+def file_for_folder(path: Path) -> str:
+    """What to say of the file ``path`` given where a run directory is read: a run's own file (``RUN/best.json``,
+    a slip of tab completion) names the folder to give instead."""
+    if path.name in RUN_FILES and (path.parent / CONFIG).is_file():
+        return f"{path} is a run's {path.name}, not its folder: give the run directory, {path.parent}"
+    return f"{path} is a file, not a run directory (give the folder that holds {CONFIG})"
 
 
 def _file_on_the_way(path: Path) -> Path:
@@ -203,6 +211,8 @@ class RunDirectory:
 
     def config(self) -> dict:
         if not self.exists():
+            if self.path.is_file():
+                raise RunDirError(file_for_folder(self.path))
             raise RunDirError(no_such_path(self.path, "give a run directory")
                               or f"{self.path} is not a run directory (no {CONFIG}){runs_inside_note(self.path)}")
         return read_json(self.file(CONFIG))
@@ -380,6 +390,21 @@ def run_folder_proxy(part: str, label: str = "") -> str:
     if folder and (os.sep in part or part in (".", "..")):
         raise ProxyError(f"{label}{part}: a folder without {BEST}; give a run directory or a proxy file")
     return part
+
+
+def refuse_missing_proxy_path(part: str) -> None:
+    """ProxyError (``PATH: no such file or folder (...)``) for a ``--proxy`` part meant as a path, one with a ``/``
+    and none of the calls or quotes of a genome or a rank formula, that names nothing: a mistyped run directory was
+    reported as a genome (``not a genome (unexpected character '/' ...)``). Nothing for any other part."""
+    from autoprox.proxies.recommended import is_recommended_name
+
+    if "/" not in part and os.sep not in part or any(c in part for c in '()"') or is_recommended_name(part) \
+            or part.endswith(".json"):  # a proxy file's own line says it is not found
+        return
+    missing = no_such_path(part, "--proxy takes a run directory, a proxy file, a built-in or recommended name, "
+                                 "a genome or a rank formula")
+    if missing:
+        raise ProxyError(missing)
 
 
 def finished_best(run_dir: str | os.PathLike) -> dict | None:

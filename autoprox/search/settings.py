@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from autoprox.core.errors import ConfigError, RunDirError
@@ -31,7 +32,7 @@ from autoprox.search.options import (
     setting_option,
     setting_options,
 )
-from autoprox.search.rundir import RunDirectory
+from autoprox.search.rundir import CONFIG, RunDirectory
 
 
 @dataclass(frozen=True)
@@ -303,6 +304,30 @@ _ABSENT = object()
 
 #: The ``config.json`` field, beside ``settings``, listing the operations the search's genomes are built from.
 OPERATORS_FIELD = "operators"
+
+
+def refuse_unregistered_operators(folder) -> None:
+    """RunDirError when the run in ``folder`` was searched with an operator of one's own (``config.json``'s
+    ``operators``) that this process has not registered: its genomes cannot be read, and reading them said
+    ``evaluation record 4 is malformed: unknown token ...`` (show, report) or listed every genome token (export,
+    rank). Nothing for a run of registered operators, or a folder that holds no run."""
+    from autoprox.primitives import PRIMITIVES
+
+    path = Path(folder) / CONFIG
+    try:
+        if not path.is_file():
+            return
+        names = json.loads(path.read_text(encoding="utf-8")).get(OPERATORS_FIELD)
+    except (OSError, ValueError, AttributeError):
+        return  # the run's own reading names what is wrong with it
+    missing = [name for name in names if isinstance(name, str) and name not in PRIMITIVES] \
+        if isinstance(names, list) else []
+    if missing:
+        raise RunDirError(f"{folder} was searched with the operator {missing[0]!r} of your own, which is not "
+                          "registered in this process: register it in Python first (autoprox.primitives."
+                          "register_primitive), then read the run there "
+                          f"(autoprox.ProxySearch.from_run({str(folder)!r}), or autoprox.cli.main.main([...]) with "
+                          "this command's arguments)")
 
 
 def settings_of_config(config: Mapping) -> SearchSettings:

@@ -270,6 +270,7 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         raise ConfigError(f"--few-labels takes labelled-row counts of at least {MIN_K}, got {', '.join(map(str, ks))}")
     if repeats < 1:
         raise ConfigError(f"--repeats must be at least 1 (draws per table and k), got {repeats}")
+    chosen = methods is not None
     try:  # the rule of every list option: none given twice, an empty list is no default
         methods = list(FEW_LABEL_METHODS.names() if methods is None else distinct(sequence(methods)))
     except ConfigError as exc:
@@ -296,8 +297,11 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         try:
             import sklearn  # noqa: F401
         except ImportError:
-            say("few labels: scikit-learn is not installed, so the forest baseline is left out (pip install "
-                "'autoprox[bench]'; in a clone: pip install -e '.[bench]')")
+            install = "pip install 'autoprox[bench]'; in a clone: pip install -e '.[bench]'"
+            if chosen:  # asked for by name: left out, the protocol would compare nothing it was asked to
+                raise ConfigError(f"--methods forest needs scikit-learn, which is not installed ({install}); or "
+                                  "leave forest out of --methods") from None
+            say(f"few labels: scikit-learn is not installed, so the forest baseline is left out ({install})")
             methods.remove("forest")
     if len(set(names)) != len(names):
         twice = next(n for n in names if names.count(n) > 1)
