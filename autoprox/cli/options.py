@@ -193,7 +193,8 @@ def use_space_files(args: argparse.Namespace) -> list:
 
 def run_folders_as_best(args: argparse.Namespace) -> None:
     """``--proxy RUN``: a run directory stands for its ``best.json``, each part of a comma list alike
-    (:func:`~autoprox.search.rundir.run_folder_proxy`, as the Python API reads a run directory)."""
+    (:func:`~autoprox.search.rundir.run_folder_proxy`, as the Python API reads a run directory); the list is
+    written back as :func:`~autoprox.proxies.proxy.split_proxy_list` reads it, so ``params,`` is ``params``."""
     from autoprox.proxies.proxy import split_proxy_list
     from autoprox.search.rundir import run_folder_proxy
 
@@ -201,9 +202,9 @@ def run_folders_as_best(args: argparse.Namespace) -> None:
     if not isinstance(text, str) or not text.strip():
         return
     parts = split_proxy_list(text)
-    resolved = [run_folder_proxy(part, "--proxy ") for part in parts]
-    if resolved != parts:
-        args.proxy = ",".join(resolved)
+    resolved = ",".join(run_folder_proxy(part, "--proxy ") for part in parts)
+    if parts and resolved != text:  # also a stray comma or space: 'params,' is the one proxy params
+        args.proxy = resolved
 
 
 def check_image_input(args: argparse.Namespace) -> None:

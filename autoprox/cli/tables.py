@@ -35,7 +35,7 @@ def table_proxy(name: str, columns, where: str):
     import difflib
     import re
 
-    from autoprox.proxies.proxy import resolve_proxy
+    from autoprox.proxies.proxy import formula_problem, resolve_proxy
 
     if name in columns:
         return name
@@ -46,30 +46,14 @@ def table_proxy(name: str, columns, where: str):
             from autoprox.search.rundir import refuse_missing_proxy_path
 
             refuse_missing_proxy_path(name)
-            _refuse_as_formula(name)
+            problem = formula_problem(name, operators=True)  # a table scores no genome: any formula word counts
+            if problem is not None:
+                raise ProxyError(f"unknown proxy {name!r}: not a rank formula: {problem}") from None
             raise
         close = difflib.get_close_matches(name, list(columns), n=1)
         raise ProxyError(f"unknown proxy {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
                          + f": not a proxy column of {where} ({', '.join(columns)}), a rank formula over them or a "
                          "proxy file") from None
-
-
-def _refuse_as_formula(text: str) -> None:
-    """On a table, a text that opens with a rank formula's operator or transform (``r(nwot``, ``lrsum(params nwot)``)
-    is meant as a rank formula: ProxyError with the formula's own problem, which the genome's error (its list of
-    every genome token) would hide. Nothing for any other text."""
-    import re
-
-    from autoprox.core.errors import GenomeError
-    from autoprox.genome.rank_formula import GRAMMAR_WORDS, OPERATORS, TRANSFORMS, parse_formula
-
-    head = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(", text)
-    if head is None or head.group(1) not in {*TRANSFORMS.names(), *OPERATORS.names(), *GRAMMAR_WORDS}:
-        return
-    try:
-        parse_formula(text)
-    except GenomeError as exc:
-        raise ProxyError(f"unknown proxy {text!r}: not a rank formula: {exc}") from None
 
 
 def bench_from_table_run(args: argparse.Namespace) -> None:

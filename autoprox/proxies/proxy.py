@@ -18,7 +18,8 @@ from autoprox.core.atomic import read_json_file
 from autoprox.core.errors import ConfigError, ProxyError
 from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan
-from autoprox.genome.rank_formula import MISSING_COLUMN_SCORING, RankFormula, parse_formula
+from autoprox.genome.rank_formula import (GRAMMAR_WORDS, MISSING_COLUMN_SCORING, OPERATORS, TRANSFORMS, RankFormula,
+                                          parse_formula)
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
 from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
 from autoprox.genome.space import GENOME_KINDS, TEMPLATE
@@ -354,6 +355,9 @@ def resolve_proxy(text: str) -> Proxy:
             close = difflib.get_close_matches(text, [*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED], n=1)
             raise ProxyError(f"unknown proxy {text!r}: not a built-in ({_known_names()}), a file, a rank formula or "
                              f"a genome token" + (f"; did you mean {close[0]!r}?" if close else "")) from None
+        problem = formula_problem(text)
+        if problem is not None:  # meant as a rank formula: its problem, not the genome's list of every token
+            raise ProxyError(f"unknown proxy {text!r}: not a rank formula: {problem}") from None
         # a call or an expression is meant as a genome: its problem first, where a terminal shows it whole
         raise ProxyError(f"unknown proxy {text!r}: not a genome ({exc}); nor a built-in ({_known_names()}) or a "
                          "file") from None
@@ -362,6 +366,24 @@ def resolve_proxy(text: str) -> Proxy:
 
 #: A proxy text that can only be meant as a name (no call, no operator).
 _BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+#: The word a call opens with (``r`` of ``r(nwot``).
+_CALL_HEAD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def formula_problem(text: str, operators: bool = False) -> str | None:
+    """The rank formula parser's problem with ``text`` when it opens as only a rank formula does: with a transform
+    (``r(nwot``) or a word of the formulas' grammar (``lrsum(``), or, with ``operators``, with a formula operator
+    too (``mul(``, which a genome's tree may also open with: on a proxy table, which scores no genome). None for any
+    other text, or one that parses."""
+    head = _CALL_HEAD.match(text)
+    words = {*TRANSFORMS.names(), *GRAMMAR_WORDS, *(OPERATORS.names() if operators else ())}
+    if head is None or head.group(1) not in words:
+        return None
+    try:
+        parse_formula(text)
+    except GenomeError as exc:
+        return str(exc)
+    return None
 
 
 def _refuse_format(path: Path, name: object) -> None:
@@ -548,6 +570,7 @@ __all__ = [
     "RANK_FORMULA_FORMAT",
     "Proxy",
     "PublishedGenome",
+    "formula_problem",
     "architectures_given",
     "register_proxy_file_format",
     "register_published_genome",

@@ -70,6 +70,30 @@ def test_a_mistyped_rank_formula_on_a_table_is_named_as_one(tmp_path, capsys, fo
     assert "not a rank formula" in err and problem in err and "known tokens" not in err, err
 
 
+@pytest.mark.parametrize("formula, problem", [
+    ("r(params", "ends early (expected ')')"),
+    ("lrsum(params nwot)", "expected ')', found 'nwot'"),
+])
+def test_a_mistyped_rank_formula_on_a_vit_space_is_named_as_one_too(capsys, formula, problem):
+    """On a ViT space the same typo answered with the genome's list of every token: resolve_proxy, which every
+    command reads proxies with, names the formula's own problem when the text opens as only a formula does."""
+    assert main(["rank", "--proxy", formula, "--space", "pit"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("autoprox: error: ")
+    assert "not a rank formula" in err and problem in err and "known tokens" not in err, err
+
+
+def test_a_stray_comma_after_one_proxy_leaves_the_one_proxy(tmp_path, capsys):
+    """'--proxy params,' was read whole as a genome ('unknown token params ... known tokens: ...'); it is the one
+    proxy params, as its comma list says, and ranks and scores as --proxy params does."""
+    for proxy in ("params", "params,", " params , "):
+        assert main(["score", "--proxy", proxy, "--space", "pit", "--out", str(tmp_path / f"{len(proxy)}.csv")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "6.csv").read_text() == (tmp_path / "7.csv").read_text() == (tmp_path / "10.csv").read_text()
+    assert main(["rank", "--proxy", "params,", "--space", "pit"]) == 0
+    assert "params" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_the_manual_s_beyond_size_excerpt_is_the_end_of_its_command_s_output(capsys):
     """The manual's ``show runs/ablation/pit-sum --top 2 --beyond-size`` excerpt had lost the ``*`` that marks the
