@@ -384,8 +384,8 @@ def blas_threads(count: int) -> Iterator[None]:
 
     For many small linear-algebra calls, such as a table search's ridge fits on a few hundred rows, the threads'
     hand-offs cost more than they save, and far more on a machine busy with other work, where a waiting BLAS thread
-    spins on a core another process needs: a 500-row table search took 658 s with OpenBLAS's two threads and 80 s
-    with one, beside other work on two cores (BENCHMARKS.md).
+    spins on a core another process needs: a 500-row table search took 1,642 s with OpenBLAS's two threads and
+    127 s with one, beside other work on two cores (BENCHMARKS.md).
     """
     with threadpool_limits(limits=count, user_api="blas"):
         yield

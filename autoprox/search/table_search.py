@@ -460,7 +460,7 @@ def search_table(table: LabelledTable, settings: TableSearchSettings = TableSear
     """The whole search: the cap by inner cross-validation (or ``choice``, a resumed run's), then the evolution on
     every labelled row (from ``state`` with the ``remembered`` records when resuming), and the best genome within
     the cap fitted as the proxy. Its many small ridge fits run on one BLAS thread
-    (:func:`~autoprox.core.parallel.blas_threads`): more threads slow them down, by 8 times on a busy 2-core
+    (:func:`~autoprox.core.parallel.blas_threads`): more threads slow them down, by 13 times on a busy 2-core
     machine."""
     if choice is None:
         choice = choose_term_cap(table, settings, progress)

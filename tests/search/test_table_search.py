@@ -114,7 +114,7 @@ def test_search_learns_from_labelled_rows_only_and_scores_every_row(tmp_path):
 
 
 def test_a_table_search_runs_its_ridge_fits_on_one_blas_thread_and_gives_the_threads_back(tmp_path):
-    """Many small ridge fits on two BLAS threads cost 8 times their time on one on a busy 2-core machine: the inner
+    """Many small ridge fits on two BLAS threads cost 13 times their time on one on a busy 2-core machine: the inner
     cross-validation and the search hold NumPy's and SciPy's BLAS to one thread while they run, and restore it."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
