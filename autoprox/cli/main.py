@@ -167,7 +167,7 @@ def refuse_missing_proxy_paths(args: argparse.Namespace) -> None:
     :func:`~autoprox.cli.tables.table_proxy` checks it after the table's columns."""
     from autoprox.cli.tables import wants_tables
     from autoprox.proxies.proxy import split_proxy_list
-    from autoprox.search.rundir import refuse_missing_proxy_path
+    from autoprox.proxies.proxy import refuse_missing_proxy_path
 
     text = getattr(args, "proxy", None)
     if isinstance(text, str) and text.strip() and not wants_tables(args):

@@ -43,7 +43,7 @@ def table_proxy(name: str, columns, where: str):
         return resolve_proxy(name)
     except ProxyError:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name):  # a path, a formula or a genome: its own error
-            from autoprox.search.rundir import refuse_missing_proxy_path
+            from autoprox.proxies.proxy import refuse_missing_proxy_path
 
             refuse_missing_proxy_path(name)
             problem = formula_problem(name, operators=True)  # a table scores no genome: any formula word counts

@@ -6,6 +6,7 @@ interface every proxy kind shares (:class:`autoprox.proxies.scoring.ScoringProxy
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -15,6 +16,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.atomic import read_json_file
+from autoprox.core.errors import no_such_path
 from autoprox.core.errors import ConfigError, ProxyError
 from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan
@@ -355,6 +357,7 @@ def resolve_proxy(text: str) -> Proxy:
             close = difflib.get_close_matches(text, [*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED], n=1)
             raise ProxyError(f"unknown proxy {text!r}: not a built-in ({_known_names()}), a file, a rank formula or "
                              f"a genome token" + (f"; did you mean {close[0]!r}?" if close else "")) from None
+        refuse_missing_proxy_path(text)  # a mistyped path: said so, not parsed as a genome
         problem = formula_problem(text)
         if problem is not None:  # meant as a rank formula: its problem, not the genome's list of every token
             raise ProxyError(f"unknown proxy {text!r}: not a rank formula: {problem}") from None
@@ -362,6 +365,19 @@ def resolve_proxy(text: str) -> Proxy:
         raise ProxyError(f"unknown proxy {text!r}: not a genome ({exc}); nor a built-in ({_known_names()}) or a "
                          "file") from None
     return Proxy(genome_to_string(tree), tree)
+
+
+def refuse_missing_proxy_path(part: str) -> None:
+    """ProxyError (``PATH: no such file or folder (...)``) for a ``--proxy`` part meant as a path, one with a ``/``
+    and none of the calls or quotes of a genome or a rank formula, that names nothing: a mistyped run directory was
+    reported as a genome (``not a genome (unexpected character '/' ...)``). Nothing for any other part."""
+    if "/" not in part and os.sep not in part or any(c in part for c in '()"') or is_recommended_name(part) \
+            or part.endswith(".json"):  # a proxy file's own line says it is not found
+        return
+    missing = no_such_path(part, "--proxy takes a run directory, a proxy file, a built-in or recommended name, "
+                                 "a genome or a rank formula")
+    if missing:
+        raise ProxyError(missing)
 
 
 #: A proxy text that can only be meant as a name (no call, no operator).
@@ -571,6 +587,7 @@ __all__ = [
     "Proxy",
     "PublishedGenome",
     "formula_problem",
+    "refuse_missing_proxy_path",
     "architectures_given",
     "register_proxy_file_format",
     "register_published_genome",

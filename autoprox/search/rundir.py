@@ -392,21 +392,6 @@ def run_folder_proxy(part: str, label: str = "") -> str:
     return part
 
 
-def refuse_missing_proxy_path(part: str) -> None:
-    """ProxyError (``PATH: no such file or folder (...)``) for a ``--proxy`` part meant as a path, one with a ``/``
-    and none of the calls or quotes of a genome or a rank formula, that names nothing: a mistyped run directory was
-    reported as a genome (``not a genome (unexpected character '/' ...)``). Nothing for any other part."""
-    from autoprox.proxies.recommended import is_recommended_name
-
-    if "/" not in part and os.sep not in part or any(c in part for c in '()"') or is_recommended_name(part) \
-            or part.endswith(".json"):  # a proxy file's own line says it is not found
-        return
-    missing = no_such_path(part, "--proxy takes a run directory, a proxy file, a built-in or recommended name, "
-                                 "a genome or a rank formula")
-    if missing:
-        raise ProxyError(missing)
-
-
 def finished_best(run_dir: str | os.PathLike) -> dict | None:
     """``best.json`` of the run in ``run_dir`` when it says the search finished, else None."""
     best = RunDirectory(run_dir).best()

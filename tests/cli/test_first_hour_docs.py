@@ -221,6 +221,18 @@ def test_a_mistyped_run_directory_given_as_proxy_is_said_to_name_nothing(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.csv"]
 
 
+def test_a_mistyped_run_directory_is_said_to_name_nothing_from_python_too(tmp_path):
+    """resolve_proxy, which the Python API and every command read proxies with, says so itself; the command line's
+    check before dispatch only says it earlier."""
+    from autoprox.core.errors import ProxyError
+    from autoprox.proxies.proxy import resolve_proxy
+
+    missing = tmp_path / "runs" / "pit-referense"
+    with pytest.raises(ProxyError, match="pit-referense: no such file or folder") as caught:
+        resolve_proxy(str(missing))
+    assert "genome" not in str(caught.value).split("(")[0]
+
+
 @pytest.mark.parametrize("typed", ["locl:2", "Local:2", "lcoal:2"])
 def test_a_misspelt_local_scheduler_is_named_at_once(capsys, typed):
     """``--scheduler locl:2`` was taken as the address of a scheduler on port 2 of a host 'locl': 20 s of waiting,
