@@ -42,10 +42,8 @@ def table_proxy(name: str, columns, where: str):
     try:
         return resolve_proxy(name)
     except ProxyError:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name):  # a path, a formula or a genome: its own error
-            from autoprox.proxies.proxy import refuse_missing_proxy_path
-
-            refuse_missing_proxy_path(name)
+        # a path (resolve_proxy names one that is missing), a formula or a genome: its own error
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name):
             problem = formula_problem(name, operators=True)  # a table scores no genome: any formula word counts
             if problem is not None:
                 raise ProxyError(f"unknown proxy {name!r}: not a rank formula: {problem}") from None

@@ -16,8 +16,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.atomic import read_json_file
-from autoprox.core.errors import no_such_path
-from autoprox.core.errors import ConfigError, ProxyError
+from autoprox.core.errors import ConfigError, GenomeError, ProxyError, no_such_path
 from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.genome.rank_formula import (GRAMMAR_WORDS, MISSING_COLUMN_SCORING, OPERATORS, TRANSFORMS, RankFormula,
@@ -25,7 +24,6 @@ from autoprox.genome.rank_formula import (GRAMMAR_WORDS, MISSING_COLUMN_SCORING,
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
 from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
 from autoprox.genome.space import GENOME_KINDS, TEMPLATE
-from autoprox.core.errors import GenomeError
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.zoo import ZOO
 from autoprox.proxies.zoo_scores import NO_TEACHER_NOTE, RawResult
