@@ -166,8 +166,7 @@ def refuse_missing_proxy_paths(args: argparse.Namespace) -> None:
     the proxy's resolution would read it as a genome; on a proxy table a part may be a column named with a ``/``, and
     :func:`~autoprox.cli.tables.table_proxy` checks it after the table's columns."""
     from autoprox.cli.tables import wants_tables
-    from autoprox.proxies.proxy import split_proxy_list
-    from autoprox.proxies.proxy import refuse_missing_proxy_path
+    from autoprox.proxies.proxy_input import refuse_missing_proxy_path, split_proxy_list
 
     text = getattr(args, "proxy", None)
     if isinstance(text, str) and text.strip() and not wants_tables(args):
@@ -181,7 +180,7 @@ def refuse_runs_of_unregistered_operators(args: argparse.Namespace) -> None:
     (:func:`~autoprox.search.settings.refuse_unregistered_operators`), as ``search --resume`` refuses it."""
     from pathlib import Path
 
-    from autoprox.proxies.proxy import split_proxy_list
+    from autoprox.proxies.proxy_input import split_proxy_list
     from autoprox.search.rundir import BEST
     from autoprox.search.settings import refuse_unregistered_operators
 

@@ -195,7 +195,7 @@ def run_folders_as_best(args: argparse.Namespace) -> None:
     """``--proxy RUN``: a run directory stands for its ``best.json``, each part of a comma list alike
     (:func:`~autoprox.search.rundir.run_folder_proxy`, as the Python API reads a run directory); the list is
     written back as :func:`~autoprox.proxies.proxy.split_proxy_list` reads it, so ``params,`` is ``params``."""
-    from autoprox.proxies.proxy import split_proxy_list
+    from autoprox.proxies.proxy_input import split_proxy_list
     from autoprox.search.rundir import run_folder_proxy
 
     text = getattr(args, "proxy", None)

@@ -48,7 +48,8 @@ from autoprox.core.errors import InputSpecError, ProxyError
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.baselines import BLEND_FEATURES, blend_scores
-from autoprox.proxies.proxy import Proxy, register_proxy_file_format, resolve_proxy
+from autoprox.proxies.proxy import Proxy, resolve_proxy
+from autoprox.proxies.proxy_input import register_proxy_file_format
 from autoprox.proxies.scoring import Outcome, ProgressFn, scoring_inputs
 from autoprox.spaces.descriptors import DESCRIPTORS, descriptor_columns
 

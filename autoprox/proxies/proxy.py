@@ -6,8 +6,6 @@ interface every proxy kind shares (:class:`autoprox.proxies.scoring.ScoringProxy
 from __future__ import annotations
 
 import difflib
-import os
-import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -16,11 +14,10 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from autoprox.core.atomic import read_json_file
-from autoprox.core.errors import ConfigError, GenomeError, ProxyError, no_such_path
+from autoprox.core.errors import ConfigError, GenomeError, ProxyError
 from autoprox.core.registry import LiveNames, Registry
 from autoprox.data.cache import StatisticsCache, StatsPlan
-from autoprox.genome.rank_formula import (GRAMMAR_WORDS, MISSING_COLUMN_SCORING, OPERATORS, TRANSFORMS, RankFormula,
-                                          parse_formula)
+from autoprox.genome.rank_formula import MISSING_COLUMN_SCORING, RankFormula, parse_formula
 from autoprox.genome.weighted import WEIGHTED_FORMULA_FORMAT, WeightedFormula
 from autoprox.genome.tree import InvalidProxy, genome_to_string, parse_genome
 from autoprox.genome.space import GENOME_KINDS, TEMPLATE
@@ -28,6 +25,9 @@ from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.zoo import ZOO
 from autoprox.proxies.zoo_scores import NO_TEACHER_NOTE, RawResult
 from autoprox.proxies.recommended import is_recommended_name, resolve_recommended
+from autoprox.proxies.proxy_input import (BARE_WORD, PROXY_FILE_FORMATS, check_recorded_split, existing_file,
+                                          formula_problem, refuse_missing_proxy_path, refuse_unknown_format,
+                                          register_proxy_file_format, split_proxy_list)
 from autoprox.proxies.scoring import (
     Outcome,
     ProgressFn,
@@ -281,34 +281,8 @@ class Proxy:
         return scores[100] if 100 in scores else next(iter(scores.values()))
 
 
-#: Proxy file formats other than a genome file: the value of a JSON file's ``"format"`` key ->
-#: ``read(path, data)`` returning the proxy it holds (registered by the modules that define them,
-#: such as :mod:`autoprox.proxies.ensemble`, which the package imports).
-PROXY_FILE_FORMATS: Registry[str, Callable[[Path, Mapping], object]] = Registry("proxy file format")
-
-
-def register_proxy_file_format(name: str):
-    """Register the decorated ``read(path, data) -> proxy`` for JSON proxy files whose ``format`` is ``name``."""
-
-    def decorate(read: Callable[[Path, Mapping], object]):
-        PROXY_FILE_FORMATS.add(name, read)
-        return read
-
-    return decorate
-
-
 def _known_names() -> str:
     return ", ".join((*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED))
-
-
-def _existing_file(text: str) -> Path | None:
-    """``text`` as the path of an existing file, else None (a long genome string is not a
-    file name the system accepts: ``OSError: File name too long`` means not a file)."""
-    path = Path(text)
-    try:
-        return path if path.is_file() else None
-    except (OSError, ValueError):
-        return None
 
 
 def resolve_proxy(text: str) -> Proxy:
@@ -324,7 +298,7 @@ def resolve_proxy(text: str) -> Proxy:
         return Proxy(text, parse_genome(genome), {"builtin": text, "genome": genome})
     if is_recommended_name(text):
         return _recommended_proxy(text)
-    path = _existing_file(text)
+    path = existing_file(text)
     if path is None and text.endswith(".json"):
         raise ProxyError(f"proxy file not found: {text}")
     if path is not None:
@@ -332,11 +306,11 @@ def resolve_proxy(text: str) -> Proxy:
         if isinstance(data, dict) and isinstance(data.get("format"), str) and data["format"] in PROXY_FILE_FORMATS:
             return PROXY_FILE_FORMATS[data["format"]](path, data)
         if isinstance(data, dict) and "format" in data:
-            _refuse_format(path, data["format"])
+            refuse_unknown_format(path, data["format"])
         if not isinstance(data, dict) or not isinstance(data.get("genome"), str):
             raise ProxyError(f"{path}: no 'genome' string in this proxy file")
         if data.get("split") is not None:
-            _check_recorded_split(path, data["split"])
+            check_recorded_split(path, data["split"])
         try:
             tree = parse_genome(data["genome"])
         except GenomeError as exc:
@@ -351,7 +325,7 @@ def resolve_proxy(text: str) -> Proxy:
     try:
         tree = parse_genome(text)
     except GenomeError as exc:
-        if _BARE_WORD.fullmatch(text):  # a mistyped name: the genome's list of every token would bury the line
+        if BARE_WORD.fullmatch(text):  # a mistyped name: the genome's list of every token would bury the line
             close = difflib.get_close_matches(text, [*ARCHITECTURE_PROXIES, *ZOO, *PUBLISHED], n=1)
             raise ProxyError(f"unknown proxy {text!r}: not a built-in ({_known_names()}), a file, a rank formula or "
                              f"a genome token" + (f"; did you mean {close[0]!r}?" if close else "")) from None
@@ -363,90 +337,6 @@ def resolve_proxy(text: str) -> Proxy:
         raise ProxyError(f"unknown proxy {text!r}: not a genome ({exc}); nor a built-in ({_known_names()}) or a "
                          "file") from None
     return Proxy(genome_to_string(tree), tree)
-
-
-def refuse_missing_proxy_path(part: str) -> None:
-    """ProxyError (``PATH: no such file or folder (...)``) for a ``--proxy`` part meant as a path, one with a ``/``
-    and none of the calls or quotes of a genome or a rank formula, that names nothing: a mistyped run directory was
-    reported as a genome (``not a genome (unexpected character '/' ...)``). Nothing for any other part."""
-    if "/" not in part and os.sep not in part or any(c in part for c in '()"') or is_recommended_name(part) \
-            or part.endswith(".json"):  # a proxy file's own line says it is not found
-        return
-    missing = no_such_path(part, "--proxy takes a run directory, a proxy file, a built-in or recommended name, "
-                                 "a genome or a rank formula")
-    if missing:
-        raise ProxyError(missing)
-
-
-#: A proxy text that can only be meant as a name (no call, no operator).
-_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
-#: The word a call opens with (``r`` of ``r(nwot``).
-_CALL_HEAD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-
-
-def formula_problem(text: str, operators: bool = False) -> str | None:
-    """The rank formula parser's problem with ``text`` when it opens as only a rank formula does: with a transform
-    (``r(nwot``) or a word of the formulas' grammar (``lrsum(``), or, with ``operators``, with a formula operator
-    too (``mul(``, which a genome's tree may also open with: on a proxy table, which scores no genome). None for any
-    other text, or one that parses."""
-    head = _CALL_HEAD.match(text)
-    words = {*TRANSFORMS.names(), *GRAMMAR_WORDS, *(OPERATORS.names() if operators else ())}
-    if head is None or head.group(1) not in words:
-        return None
-    try:
-        parse_formula(text)
-    except GenomeError as exc:
-        return str(exc)
-    return None
-
-
-def _refuse_format(path: Path, name: object) -> None:
-    """ProxyError for a proxy file whose ``format`` is none this autoprox reads: a version of a known format it
-    does not read (``autoprox-weighted-formula/99``), or any other name (a file with a ``genome`` has no
-    ``format``)."""
-    known = sorted(PROXY_FILE_FORMATS.names())
-    if not isinstance(name, str):
-        raise ProxyError(f"{path}: 'format' must be a string naming a proxy file format ({', '.join(known)}), "
-                         f"got {name!r}")
-    family = name.rsplit("/", 1)[0]
-    versions = [k for k in known if k.rsplit("/", 1)[0] == family]
-    if versions:
-        raise ProxyError(f"{path}: unknown format version {name!r}: this autoprox reads {', '.join(versions)} "
-                         "(a file written by a newer autoprox?)")
-    raise ProxyError(f"{path}: unknown proxy file format {name!r}; this autoprox reads {', '.join(known)}, "
-                     "or a genome file (a 'genome' string and no 'format', such as a run's best.json)")
-
-
-def _check_recorded_split(path: Path, split: object) -> None:
-    """ProxyError unless a genome file's ``split`` is one a run records: a search/test split of a benchmark
-    (``seed``, ``search_fraction``, ``search`` and ``test`` parts that together hold each index of
-    ``range(n)`` once), or for a run of several benchmarks a list of them, each naming its ``space``. Fields
-    left out are let be (``rank`` then splits by seed 0 and fraction 0.6)."""
-    entries = split if isinstance(split, list) else [split]
-    for n, entry in enumerate(entries):
-        where = f"'split'[{n}]" if isinstance(split, list) else "'split'"
-        if not isinstance(entry, dict):
-            raise ProxyError(f"{path}: {where} must be an object with the run's search and test parts, "
-                             f"got {entry!r:.60}")
-        if isinstance(split, list) and not isinstance(entry.get("space"), str):
-            raise ProxyError(f"{path}: {where} must name its benchmark's 'space' (a run of several benchmarks)")
-        seed, fraction = entry.get("seed", 0), entry.get("search_fraction", 0.6)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise ProxyError(f"{path}: {where}: 'seed' must be an integer, got {seed!r:.60}")
-        if not isinstance(fraction, (int, float)) or isinstance(fraction, bool) or not 0 < fraction <= 1:
-            raise ProxyError(f"{path}: {where}: 'search_fraction' must be a number in (0, 1], got {fraction!r:.60}")
-        if "search" not in entry and "test" not in entry:
-            continue
-        parts = {part: entry.get(part) for part in ("search", "test")}
-        for part, indices in parts.items():
-            if not isinstance(indices, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                                        for i in indices):
-                raise ProxyError(f"{path}: {where}: {part!r} must be a list of architecture indices, "
-                                 f"got {indices!r:.60}")
-        size = len(parts["search"]) + len(parts["test"])
-        if not parts["search"] or sorted(parts["search"] + parts["test"]) != list(range(size)):
-            raise ProxyError(f"{path}: {where}: 'search' and 'test' are no split of a benchmark (together they "
-                             f"must hold each index 0 to {size - 1} once, and 'search' at least one)")
 
 
 #: The ``format`` of a rank-formula proxy file.
@@ -493,27 +383,6 @@ def _recommended_proxy(text: str):
     # A genome keeps its genome string as its name (commands read the genome from it); an ensemble and a
     # rank formula are named.
     return replace(proxy, name=text) if getattr(proxy, "kind", "") in ("ensemble", "rank formula") else proxy
-
-
-def split_proxy_list(text: str) -> list[str]:
-    """Split a comma list of proxies at top-level commas only (genome strings hold commas; so may a rank formula's
-    quoted column name, ``r("a,b")``)."""
-    parts, depth, current, quoted, escaped = [], 0, [], False, False
-    for char in text:
-        if quoted:
-            quoted, escaped = (escaped or char != '"'), (not escaped and char == "\\")
-            current.append(char)
-            continue
-        if char == '"':
-            quoted = True
-        elif char == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-            continue
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        current.append(char)
-    parts.append("".join(current).strip())
-    return [p for p in parts if p]
 
 
 def resolve_proxies(text: str) -> list[Proxy]:
@@ -580,19 +449,14 @@ __all__ = [
     "AUTOPROX_P",
     "BUILTIN_PROXIES",
     "PUBLISHED",
-    "PROXY_FILE_FORMATS",
     "RANK_FORMULA_FORMAT",
     "Proxy",
     "PublishedGenome",
-    "formula_problem",
-    "refuse_missing_proxy_path",
     "architectures_given",
-    "register_proxy_file_format",
     "register_published_genome",
     "repeated_proxies_warning",
     "resolve_proxies",
     "resolve_proxy",
     "score_archs",
     "seed_genome",
-    "split_proxy_list",
 ]

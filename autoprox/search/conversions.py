@@ -217,7 +217,7 @@ def proxies() -> Convert:
     """A comma list of proxies split at top-level commas only (genome strings hold commas), or a sequence."""
     @recorded_as(list_of(is_str))
     def convert(value: Any) -> tuple[str, ...]:
-        from autoprox.proxies.proxy import split_proxy_list
+        from autoprox.proxies.proxy_input import split_proxy_list
 
         if isinstance(value, str):
             return distinct(part.strip() for part in split_proxy_list(value) if part.strip())

@@ -199,7 +199,8 @@ def test_formats(table):
 
 
 def test_proxy_lists_all_and_genomes_with_commas():
-    from autoprox.proxies.proxy import AUTOPROX_A, BUILTIN_PROXIES, split_proxy_list
+    from autoprox.proxies.proxy import AUTOPROX_A, BUILTIN_PROXIES
+    from autoprox.proxies.proxy_input import split_proxy_list
     from autoprox.core.errors import ProxyError
 
     assert split_proxy_list(f" snip ,{AUTOPROX_A}, dss") == ["snip", AUTOPROX_A, "dss"]

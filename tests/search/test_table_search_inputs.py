@@ -93,7 +93,7 @@ ODD = ("params", "my proxy", "ñwot✓", "2x", 'we"ird\\na,me(')
 def test_a_quoted_column_name_parses_and_prints_back():
     from autoprox.genome.rank_formula import parse_formula
     from autoprox.genome.weighted import parse_weighted
-    from autoprox.proxies.proxy import split_proxy_list
+    from autoprox.proxies.proxy_input import split_proxy_list
 
     formula = parse_formula('min(r("ñwot✓"), lrsum("my proxy", "2x", params, "a\\"b,c)"))')
     assert formula.columns == ("ñwot✓", "my proxy", "2x", "params", 'a"b,c)')
