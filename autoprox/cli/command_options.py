@@ -57,7 +57,7 @@ RANK_OPTIONS: tuple[Option, ...] = (
     Option("targets", (), "comma-separated targets (default: all columns)", text_list(), commands=_RANK),
     Option("json", False, "print JSON: target -> {kendall, spearman, pearson, n}", flag=True, commands=_RANK),
     Option("seeds", None, "ranking table: seeds, each one repetition (network initialisation and minibatch); "
-           "mean and std over them (default: --stat-seeds)", integer_list(), commands=_RANK),
+           "mean and std over them (default: --stat-seeds)", integer_list(0), commands=_RANK),
     Option("format", None, "ranking table format (default markdown); giving it, --seeds, 'all' or a comma list selects "
            "the table, whose targets default to the KD columns plus imagenet_super", text(),
            choices=FORMATS, commands=_RANK),

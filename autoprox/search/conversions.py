@@ -181,11 +181,13 @@ def one_or_several() -> Convert:
     return convert
 
 
-def integer_list() -> Convert:
-    @recorded_as(list_of(is_int))
+def integer_list(minimum: int | None = None) -> Convert:
+    """A comma list (``"0,1"``) or a sequence of integers of at least ``minimum``, as a tuple: at least one, none
+    twice (:func:`distinct`)."""
+    @recorded_as(list_of(lambda value: is_int(value) and (minimum is None or value >= minimum)))
     def convert(value: Any) -> tuple[int, ...]:
         parts = comma_parts(value) if isinstance(value, str) else list(sequence(value))
-        return distinct(integer()(part) for part in parts)
+        return distinct(integer(minimum)(part) for part in parts)
     return convert
 
 

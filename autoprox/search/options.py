@@ -368,7 +368,7 @@ SEARCH_OPTIONS: list[Option] = [
            integer(1, MAX_BATCH_SIZE), group=_STATS, commands=STATS_COMMANDS, setting="batch_size",
            always_recorded=True),
     Option("stat_seeds", DEFAULT_STAT_SEEDS, "initialisation seeds, comma separated; scores are averaged over them "
-           f"(default {','.join(map(str, DEFAULT_STAT_SEEDS))})", integer_list(), group=_STATS,
+           f"(default {','.join(map(str, DEFAULT_STAT_SEEDS))})", integer_list(0), group=_STATS,
            commands=STATS_COMMANDS, setting="stat_seeds", always_recorded=True),
     Option("per_target_stats", False, "one statistics set per target, with that dataset's class count (default: "
            "one 100-class set)", flag=True, group=_STATS, commands=STATS_COMMANDS,

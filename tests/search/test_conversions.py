@@ -85,3 +85,22 @@ def test_an_integer_bound_refuses_above_it_and_a_recorded_value_is_read_as_befor
     assert option_values({"iterations": 10 ** 6})["iterations"] == 10 ** 6
     with pytest.raises(ConfigError, match=r"^iterations: expected at most 1,000,000, got 1,000,001$"):
         option_values({"iterations": 10 ** 6 + 1})
+
+
+def test_a_negative_statistics_seed_is_refused_where_it_is_typed(capsys):
+    """``--stat-seeds -1`` was accepted, wrote the run's config.json, then ended in a ``ValueError: expected
+    non-negative integer`` traceback from NumPy's seed sequence inside the statistics workers (``vit-search``:
+    every architecture failed). A seed of the statistics is at least 0, from the command line and Python alike,
+    and a recorded negative one is no recorded value."""
+    assert "--stat-seeds: expected at least 0, got -1" in refused(capsys, "--stat-seeds", "0,-1")
+    with pytest.raises(ConfigError, match="^stat_seeds: expected at least 0, got -1"):
+        OPTIONS["stat_seeds"].value([-1])
+    assert OPTIONS["stat_seeds"].value("0,1") == (0, 1)
+    assert not OPTIONS["stat_seeds"].is_recorded([-1]) and OPTIONS["stat_seeds"].is_recorded([3])
+
+
+def test_rank_refuses_a_negative_seed_of_its_table(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["rank", "--proxy", "params,flops", "--space", "pit", "--seeds", "-2"])
+    err = capsys.readouterr().err
+    assert exit.value.code == 2 and "argument --seeds: expected at least 0, got -2" in err, err
