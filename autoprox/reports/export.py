@@ -71,6 +71,10 @@ from autoprox.reports.simplify import LEGEND, SPREAD_LEGEND, Formula
 from autoprox.spaces.descriptors import DESCRIPTORS, TERMINAL_PREFIX
 
 
+#: How deep the provenance literal of an exported module may nest (what a search records nests 3 deep).
+LITERAL_DEPTH = 8
+
+
 @dataclass
 class ExportInfo:
     """What the exported module says about where the proxy comes from."""
@@ -86,13 +90,17 @@ class ExportInfo:
     written: str | None = None  # when the source file was written
 
     def to_literal(self) -> dict:
-        def clean(value):
+        """The provenance as a literal of plain values; anything nested :data:`LITERAL_DEPTH` deep (a hand edit of
+        ``best.json``'s ``stats``: Python's parser refuses a literal nested 200 deep) is None."""
+        def clean(value, depth=0):
             if isinstance(value, float):
                 return value if math.isfinite(value) else None
+            if isinstance(value, (Mapping, list, tuple)) and depth >= LITERAL_DEPTH:
+                return None
             if isinstance(value, Mapping):
-                return {str(k): clean(v) for k, v in value.items()}
+                return {str(k): clean(v, depth + 1) for k, v in value.items()}
             if isinstance(value, (list, tuple)):
-                return [clean(v) for v in value]
+                return [clean(v, depth + 1) for v in value]
             if value is None or isinstance(value, (bool, int, str)):
                 return value
             return str(value)
@@ -170,7 +178,7 @@ def _docstring(genome: str, formula: Formula, info: ExportInfo, date: str, aggre
         ("exported", f"{date} (autoprox {__version__})"),
     ]
     if info.stats:
-        spec = info.stats.get("input") or {}
+        spec = _mapping(info.stats.get("input"))
         rows.append(("engine statistics", f"{spec.get('kind', '?')} input, batch {spec.get('batch_size', '?')}, "
                                           f"seeds {info.stats.get('seeds', '?')}"))
     lines += [f"    {name}: {doc_safe(value)}" for name, value in rows if value is not None]
@@ -427,6 +435,23 @@ def _float(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _mapping(value) -> dict:
+    """``value`` when it is a JSON object, else an empty one: a hand-edited field of the wrong type is left out."""
+    return value if isinstance(value, dict) else {}
+
+
+def _provenance(best: dict, source: str, space: str | None) -> ExportInfo:
+    """The provenance a genome file (a run's ``best.json``) gives an export; a field of the wrong type (a
+    ``search.targets`` string, a ``stats.input`` number, as a hand edit leaves them) is left out, never read as
+    what it is not (``space``: the run's space, where the file names none)."""
+    search, test = _mapping(best.get("search")), _mapping(best.get("test"))
+    kendall = {t: _float(m.get("kendall")) for t, m in _mapping(search.get("targets")).items() if isinstance(m, dict)}
+    return ExportInfo(source, best.get("iteration") if isinstance(best.get("iteration"), int) else None,
+                      _float(search.get("jcm")), _float(test.get("jcm")), kendall, _mapping(best.get("stats")),
+                      best.get("space") if isinstance(best.get("space"), str) else space,
+                      None, best.get("written") if isinstance(best.get("written"), str) else None)
+
+
 def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, ExportInfo, dict | None]:
     """(genome, provenance, run config or None) of a run directory, a proxy JSON or a genome string.
 
@@ -448,16 +473,7 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
         if best is not None:
             if not isinstance(best.get("genome"), str):
                 raise RunDirError(f"{run.file(BEST)}: no 'genome' string")
-            search = best.get("search") if isinstance(best.get("search"), dict) else {}
-            test = best.get("test") if isinstance(best.get("test"), dict) else {}
-            kendall = {t: _float(m.get("kendall")) for t, m in (search.get("targets") or {}).items()
-                       if isinstance(m, dict)}
-            info = ExportInfo(str(path), best.get("iteration") if isinstance(best.get("iteration"), int) else None,
-                              _float(search.get("jcm")), _float(test.get("jcm")), kendall,
-                              best.get("stats") if isinstance(best.get("stats"), dict) else {},
-                              best.get("space") if isinstance(best.get("space"), str) else config.get("space"),
-                              None, best.get("written") if isinstance(best.get("written"), str) else None)
-            return best["genome"], info, config
+            return best["genome"], _provenance(best, str(path), config.get("space")), config
         hall = load_hall_of_fame(run).hall
         instead_of_best, rank = rank is None, rank or 1
         if not 1 <= rank <= len(hall.entries):
@@ -488,18 +504,8 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
     genome = genome_to_string(proxy.genome)
     info = ExportInfo(source=f"{proxy.name} (built-in)" if proxy.name != genome else "")
     if _probe(path, Path.is_file):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        search = data.get("search") if isinstance(data.get("search"), dict) else {}
-        test = data.get("test") if isinstance(data.get("test"), dict) else {}
-        info = ExportInfo(
-            str(data["run"]) if isinstance(data.get("run"), str) else str(path),
-            data.get("iteration") if isinstance(data.get("iteration"), int) else None,
-            _float(search.get("jcm")), _float(test.get("jcm")),
-            {t: _float(m.get("kendall")) for t, m in (search.get("targets") or {}).items() if isinstance(m, dict)},
-            data.get("stats") if isinstance(data.get("stats"), dict) else {},
-            data.get("space") if isinstance(data.get("space"), str) else None,
-            None, data.get("written") if isinstance(data.get("written"), str) else None,
-        )
+        data = json.loads(path.read_text(encoding="utf-8"))  # resolve_proxy has read it as a genome file
+        info = _provenance(data, str(data["run"]) if isinstance(data.get("run"), str) else str(path), None)
     return genome, info, None
 
 

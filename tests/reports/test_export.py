@@ -563,3 +563,31 @@ def test_the_manuals_recipe_gives_an_exported_proxy_the_score_autoprox_score_wri
         model = autoprox.build_vit(arch, seed=derived_seed(0, "model"))
         images, labels = make_batch(InputSpec(), 100, 0)
         assert module.score(model, images, labels) == pytest.approx(float(row.rsplit(",", 1)[1]), rel=1e-4)
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["run", "best.json"])
+@pytest.mark.parametrize("edit", [
+    {"search": {"jcm": 0.1, "targets": "c100_kd"}},  # AttributeError: 'str' object has no attribute 'items'
+    {"stats": {"input": 5, "seeds": [0]}},  # AttributeError: 'int' object has no attribute 'get'
+    {"stats": {"seeds": [0], "note": _nested(300)}},  # the module did not parse: too many nested parentheses
+], ids=["targets-a-string", "input-a-number", "stats-300-deep"])
+def test_export_reads_a_hand_edited_best_json_s_provenance_as_far_as_it_goes(capsys, run_copy, tmp_path, edit,
+                                                                             as_file):
+    """A ``best.json`` whose provenance fields were edited to the wrong type ended ``export`` in an AttributeError
+    traceback, and one whose ``stats`` nested 300 deep in a RuntimeError (the module it wrote did not parse). The
+    genome is what is exported; a provenance field that is not what the engine writes is left out."""
+    best = run_copy / "best.json"
+    best.write_text(json.dumps({**json.loads(best.read_text()), **edit}))
+    out = tmp_path / "proxy.py"
+    code, _, err = run_cli(capsys, "export", str(best if as_file else run_copy), "--out", str(out), "--no-simplify")
+    assert code == 0 and "Traceback" not in err, err
+    provenance = _load(out).PROVENANCE  # the module parses and imports
+    assert provenance["stats"]["seeds"] == [0]
+    assert (provenance["search_kendall"] == {}) == ("search" in edit)
