@@ -258,8 +258,9 @@ def params_verdict(report: Mapping) -> str | None:
     """One plain line: the proxy's JCM against the parameter count's on the test split (the search
     split when the run has no test figures), and whether it beats it (a difference that prints as 0.000 is a
     tie); None without figures."""
+    recorded = report.get("params") if isinstance(report.get("params"), Mapping) else {}
     for part in ("test", "search"):
-        proxy, params = report.get(part), (report.get("params") or {}).get(part)
+        proxy, params = report.get(part), recorded.get(part)
         if not isinstance(proxy, Mapping) or not isinstance(params, Mapping):
             continue
         mine, theirs = proxy.get("jcm"), params.get("jcm")

@@ -86,3 +86,13 @@ def test_resume_names_a_bad_log_line_before_any_statistics(af_tiny_file, session
                  "--quiet"]) == 2
     assert capsys.readouterr().err.strip() == f"autoprox: error: {log}: line 2 is not valid JSON (Expecting value)"
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
+
+
+@pytest.mark.parametrize("params", ["x", 5, [1, 2]])
+def test_show_reads_a_run_whose_best_json_params_are_not_an_object(run_copy, capsys, params):
+    """``best.json``'s parameter-count figures edited to a string, a number or a list ended ``show`` in
+    ``AttributeError: 'str' object has no attribute 'get'`` (its verdict line read them); the verdict is left out."""
+    _edit(run_copy / "best.json", lambda best: best.update(params=params))
+    assert main(["show", str(run_copy), "--no-simplify"]) == 0
+    out, err = capsys.readouterr()
+    assert "hall of fame" in out and "against the parameter count's" not in out and "Traceback" not in err
