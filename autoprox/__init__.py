@@ -84,6 +84,7 @@ def build_vit(arch, num_classes: int = 100, seed: int | None = None, space_file=
     import json
     from pathlib import Path
 
+    from autoprox.core.atomic import load_json
     from autoprox.core.errors import ArchitectureError, VitSearchError
     from autoprox.networks.models import build_model
     from autoprox.spaces.architectures import parse_arch
@@ -102,7 +103,7 @@ def build_vit(arch, num_classes: int = 100, seed: int | None = None, space_file=
                                      "top.json, or an architecture's JSON")
             path = path / "top.json"
         try:
-            arch = json.loads(path.read_text(encoding="utf-8"))
+            arch = load_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise VitSearchError(f"{path}: no such file (a ViT search's top.json or an architecture's JSON)") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

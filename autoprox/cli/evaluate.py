@@ -139,16 +139,15 @@ def _refuse_resume_of_few_labels(args: argparse.Namespace) -> None:
     """``evaluate --resume --out DIR`` where DIR holds a few-label protocol: RunDirError giving its options back
     (its k values, draws, methods, seed and tables), which --resume needs, where the protocols' own check could only
     say that DIR has no protocol.json; nothing for any other folder."""
-    import json
-
     from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE
+    from autoprox.core.atomic import load_json
     from autoprox.search.rundir import PROTOCOL
 
     folder = Path(args.out) if args.resume and args.out else None
     if folder is None or (folder / PROTOCOL).is_file() or not (folder / FEW_LABELS_FILE).is_file():
         return
     try:
-        spec = json.loads((folder / FEW_LABELS_FILE).read_text(encoding="utf-8"))["spec"]
+        spec = load_json((folder / FEW_LABELS_FILE).read_text(encoding="utf-8"))["spec"]
         given = [f"--few-labels {','.join(str(k) for k in spec['ks'])}", f"--repeats {spec['repeats']}",
                  f"--methods {','.join(spec['methods'])}", f"--protocol-seed {spec['seed']}"]
         tables = ", ".join(str(t["name"]) for t in spec["tables"])

@@ -290,12 +290,30 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+class JSONTooDeep(json.JSONDecodeError):
+    """A JSON text nested deeper than Python's decoder recurses (``[[[...]]]`` 10,000 deep), which ``json.loads``
+    reports as a RecursionError: a :class:`json.JSONDecodeError` (so a ``ValueError``) saying so, so that every
+    reading that names a text that is not JSON names this one too."""
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+def load_json(text: str | bytes) -> Any:
+    """``json.loads(text)``; :class:`JSONTooDeep` where the decoder would raise a RecursionError: the one parse of
+    JSON read from a file or a user."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise JSONTooDeep("nested too deeply to read", text if isinstance(text, str) else "", 0) from None
+
+
 def json_problem(error: json.JSONDecodeError, line: bool = True) -> str:
     """Why a text is not JSON, and at which line: ``Expecting value at line 3`` (without ``line``, the reason
     alone, for a text that is one line of a file). Some of the decoder's reasons end in "at" themselves
-    ("Invalid control character at"), which is not repeated."""
+    ("Invalid control character at"), which is not repeated; a text nested too deeply has no line to name."""
     reason = error.msg.removesuffix(" at")
-    return f"{reason} at line {error.lineno}" if line else reason
+    return f"{reason} at line {error.lineno}" if line and not isinstance(error, JSONTooDeep) else reason
 
 
 def read_json_file(path: str | os.PathLike, what: str, error: type[Exception]) -> Any:
@@ -303,6 +321,6 @@ def read_json_file(path: str | os.PathLike, what: str, error: type[Exception]) -
     should be when it cannot be read or parsed: the one reading of user-given JSON files
     (proxy, ensemble and manifest files) so that they fail alike."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return load_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise error(f"{path}: not {what} ({exc})") from None

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
+from autoprox.core.atomic import load_json
 from autoprox.core.parallel import as_executor
 from autoprox.core.registry import LiveNames
 from autoprox.genome.terminals import SCALAR, TERMINAL_SETS, TerminalSet, TerminalSource, register_terminal_set
@@ -113,7 +114,7 @@ class ZooScoreCache:
         if not path.is_file():
             return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = load_json(path.read_text(encoding="utf-8"))
             if data.get("key") != path.stem or data.get("version") != ZOO_VERSION:
                 raise ValueError("key mismatch")
             raw = data["raw"]

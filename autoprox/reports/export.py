@@ -52,7 +52,7 @@ from typing import Mapping
 from deap import gp
 
 from autoprox import __version__
-from autoprox.core.atomic import atomic_write_text, check_output_file, output_write
+from autoprox.core.atomic import atomic_write_text, check_output_file, load_json, output_write
 from autoprox.core.errors import ExportError, no_such_path
 from autoprox.core.numbers import format_float
 from autoprox.genome.aggregations import AGGREGATION_REGISTRY
@@ -504,7 +504,7 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
     genome = genome_to_string(proxy.genome)
     info = ExportInfo(source=f"{proxy.name} (built-in)" if proxy.name != genome else "")
     if _probe(path, Path.is_file):
-        data = json.loads(path.read_text(encoding="utf-8"))  # resolve_proxy has read it as a genome file
+        data = load_json(path.read_text(encoding="utf-8"))  # resolve_proxy has read it as a genome file
         info = _provenance(data, str(data["run"]) if isinstance(data.get("run"), str) else str(path), None)
     return genome, info, None
 

@@ -54,6 +54,7 @@ from autoprox.core.atomic import (
     check_new_folder,
     disk_full_error,
     json_problem,
+    load_json,
     make_directory,
 )
 from autoprox.core.correlation import jcm as joint_metric
@@ -75,14 +76,12 @@ ARCHIVE = "archive.tar.xz"
 
 
 def _parse_json(text: str, line: bool = True) -> Any:
-    """``json.loads``; a ValueError saying why (RecursionError included) when it is not JSON (``line``: and at
+    """``json.loads``; a ValueError saying why (nested too deeply included) when it is not JSON (``line``: and at
     which line of ``text``; false for one line of a file)."""
     try:
-        return json.loads(text)
+        return load_json(text)
     except json.JSONDecodeError as exc:
         raise ValueError(json_problem(exc, line)) from None
-    except RecursionError:
-        raise ValueError("nested too deeply to read") from None
 
 
 def read_json(path: Path) -> dict:
@@ -469,7 +468,7 @@ def _original_command(folder: Path) -> list[str] | None:
 
     for config in sorted(folder.glob(f"*/*/{CONFIG}")):
         try:
-            found = original(json.loads(config.read_text(encoding="utf-8")))
+            found = original(load_json(config.read_text(encoding="utf-8")))
         except (OSError, ValueError):
             continue
         if found:
@@ -481,7 +480,7 @@ def _original_command(folder: Path) -> list[str] | None:
                 for member in packed:
                     if member.isfile() and member.name.count("/") == 2 and member.name.endswith(f"/{CONFIG}"):
                         handle = packed.extractfile(member)
-                        found = original(json.loads(handle.read())) if handle is not None else None
+                        found = original(load_json(handle.read())) if handle is not None else None
                         if found:
                             return found
         except (OSError, ValueError, tarfile.TarError, EOFError):

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from autoprox.core.atomic import load_json
 from autoprox.core.errors import ConfigError, RunDirError
 from autoprox.genome.space import AGGREGATIONS, GenomeSpace
 from autoprox.primitives import PAPER_OPERATORS
@@ -317,7 +318,7 @@ def refuse_unregistered_operators(folder) -> None:
     try:
         if not path.is_file():
             return
-        names = json.loads(path.read_text(encoding="utf-8")).get(OPERATORS_FIELD)
+        names = load_json(path.read_text(encoding="utf-8")).get(OPERATORS_FIELD)
     except (OSError, ValueError, AttributeError):
         return  # the run's own reading names what is wrong with it
     missing = [name for name in names if isinstance(name, str) and name not in PRIMITIVES] \

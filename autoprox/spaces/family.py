@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autoprox.core.atomic import json_problem
+from autoprox.core.atomic import json_problem, load_json
 from autoprox.core.errors import ArchitectureError
 from autoprox.spaces.base import (
     SearchSpace,
@@ -468,7 +468,7 @@ def load_family(path: str | os.PathLike) -> FamilySpace:
     suffix = path.suffix.lower()
     if suffix == ".json":
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except json.JSONDecodeError as exc:
             raise SpaceDefinitionError(f"{path}: not JSON ({json_problem(exc)})") from None
     elif suffix == ".toml":

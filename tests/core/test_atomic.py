@@ -3,6 +3,7 @@ holding someone else's files never written into, and each refusal is one line na
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -96,3 +97,51 @@ def test_check_new_folder_takes_a_new_or_empty_folder_and_refuses_anything_else(
         check_new_folder(full / "important.txt", "run")
     with pytest.raises(RunDirError, match="^--out is empty"):
         check_new_folder("", "run")
+
+
+DEEP = "[" * 10_000 + "]" * 10_000  # deeper than Python's JSON decoder recurses
+
+
+def test_json_nested_too_deeply_is_a_json_error_naming_it(tmp_path):
+    """``json.loads`` of a text nested 10,000 deep raises RecursionError, which no reading of a user's file caught
+    (``rank --proxy deep.json``, ``show RUN`` with such a config.json, ``spaces --space-file``, ``build_vit``: each
+    a traceback); :func:`load_json` makes it the JSONDecodeError every reading already names."""
+    from autoprox.core.atomic import JSONTooDeep, json_problem, load_json, read_json_file
+
+    with pytest.raises(json.JSONDecodeError) as caught:
+        load_json(DEEP)
+    assert isinstance(caught.value, JSONTooDeep) and str(caught.value) == "nested too deeply to read"
+    assert json_problem(caught.value) == "nested too deeply to read"
+    assert load_json("[[1]]") == [[1]] and load_json(b'{"a": 1}') == {"a": 1}
+    path = tmp_path / "deep.json"
+    path.write_text(DEEP)
+    with pytest.raises(ExportError, match=r"deep.json: not a proxy \(nested too deeply to read\)$"):
+        read_json_file(path, "a proxy", ExportError)
+
+
+@pytest.mark.parametrize("command, says", [
+    (["rank", "--proxy", "{deep}", "--space", "pit"], "{deep}: not a JSON proxy file (nested too deeply to read)"),
+    (["show", "{run}"], "{run}/config.json is not valid JSON (nested too deeply to read)"),
+    (["export", "{run}", "--out", "{tmp}/p.py"], "{run}/config.json is not valid JSON (nested too deeply to read)"),
+    (["spaces", "--space-file", "{deep}"], "{deep}: not JSON (nested too deeply to read)"),
+], ids=["rank-proxy", "show", "export", "space-file"])
+def test_a_file_nested_too_deeply_is_refused_in_one_line(tmp_path, capsys, command, says):
+    from autoprox.cli.main import main
+
+    deep, run = tmp_path / "deep.json", tmp_path / "run"
+    deep.write_text(DEEP)
+    run.mkdir()
+    (run / "config.json").write_text(DEEP)
+    fill = {"deep": str(deep), "run": str(run), "tmp": str(tmp_path)}
+    assert main([part.format(**fill) for part in command]) == 2
+    assert capsys.readouterr().err == f"autoprox: error: {says.format(**fill)}\n"
+
+
+def test_build_vit_refuses_a_top_json_nested_too_deeply(tmp_path):
+    import autoprox
+    from autoprox.core.errors import VitSearchError
+
+    top = tmp_path / "top.json"
+    top.write_text(DEEP)
+    with pytest.raises(VitSearchError, match="cannot be read as JSON \\(nested too deeply to read\\)"):
+        autoprox.build_vit(top)

@@ -10,13 +10,13 @@ is empty.
 
 from __future__ import annotations
 
-import json
 import math
 import tarfile
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
+from autoprox.core.atomic import load_json
 from autoprox.reports.html import figures as svg
 from autoprox.reports.html.page import Cell, esc, figure, num, table
 from autoprox.search.rundir import ARCHIVE, EVALUATIONS, RunDirectory, read_records
@@ -75,7 +75,7 @@ def _archived_records(run: RunDirectory) -> list[dict] | None:
     records = []
     for line in lines:
         try:
-            record = json.loads(line)
+            record = load_json(line)
         except ValueError:
             continue
         if isinstance(record, dict):

@@ -13,13 +13,13 @@ differences.
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE, FORMAT as FEW_LABELS_FORMAT, draws_interval, entries_text
 from autoprox.apps.protocols.summary import REFERENCE
+from autoprox.core.atomic import load_json
 from autoprox.core.errors import AutoproxError, ReportError
 from autoprox.reports.html import figures as svg
 from autoprox.reports.html.page import (
@@ -207,7 +207,7 @@ def few_labels_record(path: str | Path) -> dict | None:
     path = Path(path)
     file = path / FEW_LABELS_FILE if path.is_dir() else path
     try:
-        data = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
+        data = load_json(file.read_text(encoding="utf-8")) if file.is_file() else None
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("format") == FEW_LABELS_FORMAT else None

@@ -14,11 +14,11 @@ formulas, the label-free baselines and a forest plot of the paired intervals.
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from autoprox.core.atomic import load_json
 from autoprox.core.errors import AutoproxError, ReportError
 from autoprox.reports.html import figures as svg
 from autoprox.reports.html.page import (
@@ -212,7 +212,7 @@ def _evolution_size(settings: dict) -> tuple[str, str]:
 def space_protocol_body(protocol_file: Path) -> tuple[str, str]:
     """(title, HTML body) of the N-space protocol in ``protocol_file``."""
     try:
-        record = json.loads(protocol_file.read_text(encoding="utf-8"))
+        record = load_json(protocol_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ReportError(f"{protocol_file}: not readable as JSON ({exc})") from None
     spec, directions = record["spec"], record["directions"]
