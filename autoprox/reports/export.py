@@ -499,6 +499,9 @@ def resolve_export_source(source: str, rank: int | None = None) -> tuple[str, Ex
     if getattr(proxy, "kind", "") == "ensemble":
         raise ExportError(f"{source} is an ensemble: export it with 'autoprox export {source} --out FILE' "
                           "(autoprox.reports.ensemble_export)")
+    if proxy.genome is None and getattr(proxy, "kind", "") == "rank formula":
+        raise ProxyError(f"{source} is a rank formula ({proxy.name}), not a genome: export writes a genome's "
+                         "module of the statistics, and a rank formula has none")
     if proxy.genome is None:
         raise ProxyError(f"{source} is a built-in proxy, not a genome: there is no formula to export")
     genome = genome_to_string(proxy.genome)

@@ -591,3 +591,17 @@ def test_export_reads_a_hand_edited_best_json_s_provenance_as_far_as_it_goes(cap
     provenance = _load(out).PROVENANCE  # the module parses and imports
     assert provenance["stats"]["seeds"] == [0]
     assert (provenance["search_kendall"] == {}) == ("search" in edit)
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["text", "file"])
+def test_export_of_a_rank_formula_says_it_is_one(capsys, tmp_path, as_file):
+    """``export rf.json`` of a rank-formula file (or ``export 'r(params)'``) said ``is a built-in proxy, not a
+    genome``: it names the rank formula."""
+    source = "r(params)"
+    if as_file:
+        source = str(tmp_path / "rf.json")
+        Path(source).write_text(json.dumps({"format": "autoprox-rank-formula/1", "formula": "r(params)"}))
+    code, _, err = run_cli(capsys, "export", source, "--out", str(tmp_path / "p.py"))
+    assert code == 2 and err == (f"autoprox: error: {source} is a rank formula (r(params)), not a genome: export "
+                                 "writes a genome's module of the statistics, and a rank formula has none\n")
+    assert not (tmp_path / "p.py").exists()
