@@ -632,6 +632,9 @@ def test_a_found_proxy_refuses_a_pass_it_cannot_make_in_one_line(af_small):
                                                  "outputs), got 0..10"),
         ((model, images, torch.tensor([0, 1], dtype=torch.int32)), "targets: expected class indices, one torch.long "
                                                                    "per input, got torch.int32"),
+        # said "expected class indices, one torch.long per input, got torch.int64 of shape (2, 1)": the shape is wrong
+        ((model, images, labels[:, None]), "targets: expected class indices, one per input (shape (2,)), got shape "
+                                           "(2, 1)"),
         ((model, images, torch.tensor([0.0, 1.0])), "targets: class probabilities must have the outputs' shape "
                                                     "(2, 10), got (2,)"),
     ]

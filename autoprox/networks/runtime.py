@@ -388,8 +388,10 @@ def check_targets(outputs, targets):
         if targets.shape != outputs.shape:
             raise ModelError(f"targets: class probabilities must have the outputs' shape {tuple(outputs.shape)}, "
                              f"got {tuple(targets.shape)}")
-    elif targets.dtype != torch.long or targets.dim() != 1:
-        raise ModelError(f"targets: expected class indices, one torch.long per input, got {targets.dtype} of shape "
+    elif targets.dtype != torch.long:
+        raise ModelError(f"targets: expected class indices, one torch.long per input, got {targets.dtype}")
+    elif targets.dim() != 1:
+        raise ModelError(f"targets: expected class indices, one per input (shape ({outputs.shape[0]},)), got shape "
                          f"{tuple(targets.shape)}")
     elif len(targets) and (int(targets.min()) < 0 or int(targets.max()) >= classes):
         raise ModelError(f"targets: class indices must lie in 0..{classes - 1} (the model has {classes} outputs), "
