@@ -243,7 +243,11 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
+        try:
+            os.replace(tmp_name, path)
+        except IsADirectoryError:  # a file of the command's own was replaced by a folder
+            raise RunDirError(f"cannot write {path}: it is a directory; move it away (autoprox writes a file "
+                              "there)") from None
     except BaseException as exc:
         written = _size(tmp_name)
         try:

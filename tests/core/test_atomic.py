@@ -145,3 +145,14 @@ def test_build_vit_refuses_a_top_json_nested_too_deeply(tmp_path):
     top.write_text(DEEP)
     with pytest.raises(VitSearchError, match="cannot be read as JSON \\(nested too deeply to read\\)"):
         autoprox.build_vit(top)
+
+
+def test_an_atomic_write_over_a_folder_is_refused_in_one_line_and_leaves_no_temporary_file(tmp_path):
+    """A file of a command's own (a ViT search's ``top.json``, a run's ``best.json``) replaced by a folder ended the
+    write in ``IsADirectoryError`` from ``os.replace``, a traceback after the work was done."""
+    from autoprox.core.atomic import atomic_write_json
+
+    (tmp_path / "top.json").mkdir()
+    with pytest.raises(RunDirError, match=r"^cannot write .*top.json: it is a directory; move it away"):
+        atomic_write_json(tmp_path / "top.json", {"a": 1})
+    assert [p.name for p in tmp_path.iterdir()] == ["top.json"] and (tmp_path / "top.json").is_dir()
