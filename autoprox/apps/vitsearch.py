@@ -29,7 +29,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoprox.core.atomic import atomic_write_json, atomic_write_text, check_new_folder, json_safe, make_directory
+from autoprox.core.atomic import (
+    atomic_write_json, atomic_write_text, check_new_folder, json_safe, load_json, make_directory,
+)
 from autoprox.core.errors import VitSearchError
 from autoprox.core.numbers import format_float, format_millions
 from autoprox.core.parallel import Executor
@@ -40,7 +42,7 @@ from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.proxy import Proxy
 from autoprox.proxies.scoring import ScoringProxy
 from autoprox.search.options import OPTIONS
-from autoprox.search.rundir import ARCHIVE, read_json, read_jsonl
+from autoprox.search.rundir import ARCHIVE, read_json
 from autoprox.core.errors import RunDirError
 from autoprox.spaces.architectures import (
     arch_key,
@@ -330,7 +332,7 @@ def run_vit_search(settings: VitSearchSettings, proxy: ScoringProxy, out: str | 
             "settings": settings.to_json(), "identity": json_safe(settings.identity()), "proxy": proxy.name,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "command": sys.argv,
         })
-    done = {int(r["index"]): r for r in read_jsonl(out / SCORES) if "index" in r}
+    done = read_scores(out / SCORES, candidates, proxy.set_level, len(settings.stat_seeds))
     if resumed and log:
         log(f"resuming with {len(done)} of {len(candidates)} architectures scored in {out}")
     todo = [i for i in range(len(candidates)) if i not in done]
@@ -358,6 +360,60 @@ def run_vit_search(settings: VitSearchSettings, proxy: ScoringProxy, out: str | 
     atomic_write_json(out / TOP_JSON, summary)
     atomic_write_text(out / TOP_CSV, top_csv(summary["top"]))
     return summary
+
+
+def read_scores(path: Path, candidates: Sequence, set_level: bool, seeds: int) -> dict[int, dict]:
+    """The records of a ViT search's ``scores.jsonl`` by architecture index (a later record of an index replaces an
+    earlier one). A line that does not parse is skipped (a write cut short, which a resume appends after), and its
+    architecture is scored again; a record that parses but is not what the search writes (an index that is not one of
+    ``candidates``, another architecture than the index's, a score that is no number: a hand edit, a file of another
+    search) is refused with RunDirError naming the line, never read as what it is not."""
+    done: dict[int, dict] = {}
+    if not path.is_file():
+        return done
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = load_json(line)
+            except ValueError:
+                continue
+            problem = _score_record_problem(record, candidates, set_level, seeds)
+            if problem:
+                raise RunDirError(f"{path}: line {number}: {problem}; remove the line to score that architecture "
+                                  "again")
+            done[record["index"]] = record
+    return done
+
+
+def _is_score(value) -> bool:
+    """A recorded raw value: a number, or None (a NaN the proxy gave, as JSON records it)."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _score_record_problem(record, candidates: Sequence, set_level: bool, seeds: int) -> str | None:
+    """What is wrong with one ``scores.jsonl`` record, or None."""
+    if not isinstance(record, dict):
+        return f"not a score record (a JSON object), got {record!r:.60}"
+    index, error, raw = record.get("index"), record.get("error", ""), record.get("raw")
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(candidates):
+        return f"'index' must be an architecture index, 0 to {len(candidates) - 1}, got {index!r:.60}"
+    if json.loads(json.dumps(arch_to_config(candidates[index]))) != record.get("arch"):
+        return f"its 'arch' is not architecture {index} of this search (a record of another search?)"
+    if not isinstance(error, str):
+        return f"'error' must be a string, got {error!r:.60}"
+    wall = record.get("wall")
+    if wall is not None and not (_is_score(wall) and math.isfinite(wall) and wall >= 0):
+        return f"'wall' must be a number of seconds, got {wall!r:.60}"
+    if error:
+        return None
+    if set_level:
+        if not (isinstance(raw, list) and len(raw) == seeds and all(_is_score(v) for v in raw)):
+            return f"'raw' must hold one value per statistics seed ({seeds}), got {raw!r:.60}"
+    elif not (_is_score(raw) or (isinstance(raw, list) and raw and all(_is_score(v) for v in raw))):
+        return f"'raw' must be the proxy's score (a number), got {raw!r:.60}"
+    return None
 
 
 def summarise(settings: VitSearchSettings, proxy: ScoringProxy, candidates: Sequence, done: Mapping[int, dict],

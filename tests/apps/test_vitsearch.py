@@ -232,3 +232,49 @@ def test_build_vit_of_a_search_on_a_space_file_uses_its_space(tmp_path, capsys):
     assert sum(p.numel() for p in model.parameters()) == json.loads(top.read_text())["top"][0]["params"]
     with pytest.raises(VitSearchError, match="no such file"):
         autoprox.build_vit(tmp_path / "missing" / "top.json")
+
+
+def _edit_first_record(path, change):
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[0])
+    change(record)
+    lines[0] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda r: r.update(index="x"), "line 1: 'index' must be an architecture index, 0 to 3, got 'x'"),  # ValueError
+    (lambda r: r.update(index=10**30), "'index' must be an architecture index, 0 to 3, got 1000000"),  # IndexError
+    (lambda r: r.update(index=99), "'index' must be an architecture index, 0 to 3, got 99"),  # IndexError
+    (lambda r: r.update(raw="x"), "'raw' must be the proxy's score (a number), got 'x'"),  # ValueError in numpy
+    (lambda r: r.update(raw={"a": 1}), "'raw' must be the proxy's score (a number), got {'a': 1}"),  # TypeError
+    (lambda r: r.update(wall="x"), "'wall' must be a number of seconds, got 'x'"),  # TypeError in the summary
+    (lambda r: r.update(index=(r["index"] + 1) % 4), "its 'arch' is not architecture"),  # another's record
+], ids=["index-str", "index-huge", "index-99", "raw-str", "raw-dict", "wall-str", "arch-of-another"])
+def test_a_hand_edited_scores_record_is_refused_naming_its_line(tmp_path, change, says):
+    """A ``scores.jsonl`` record whose index, score or time was edited ended the resumed ViT search in a ValueError,
+    TypeError or IndexError traceback (after it had scored the rest); it is refused, naming the file and line."""
+    settings, proxy = _settings(tmp_path, samples=4), resolve_proxy("params")
+    run = tmp_path / "run"
+    run_vit_search(settings, proxy, run)
+    _edit_first_record(run / "scores.jsonl", change)
+    top = (run / "top.json").read_text()
+    with pytest.raises(RunDirError) as refused:
+        run_vit_search(settings, proxy, run)
+    assert str(refused.value).startswith(f"{run / 'scores.jsonl'}: ") and says in str(refused.value)
+    assert (run / "top.json").read_text() == top
+
+
+def test_a_scores_line_cut_short_is_scored_again_and_a_folder_in_place_of_top_json_is_named(tmp_path):
+    settings, proxy = _settings(tmp_path, samples=4), resolve_proxy("params")
+    run = tmp_path / "run"
+    whole = run_vit_search(settings, proxy, run)
+    scores = run / "scores.jsonl"
+    lines = scores.read_text().splitlines()
+    scores.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])  # a write cut short
+    assert run_vit_search(settings, proxy, run)["top"] == whole["top"]
+    (run / "top.json").unlink()
+    (run / "top.json").mkdir()  # os.replace's IsADirectoryError was a traceback
+    with pytest.raises(RunDirError, match="^cannot write .*top.json: it is a directory; move it away"):
+        run_vit_search(settings, proxy, run)
+    assert not [p for p in run.iterdir() if p.name.endswith(".tmp")]
