@@ -119,8 +119,8 @@ class InputSpec:
     def __post_init__(self) -> None:
         if self.kind not in ("gaussian", "ones", "images"):
             raise InputSpecError(f"unknown input kind {self.kind!r}; use gaussian, ones or images:DIR")
-        if self.batch_size < 1:
-            raise InputSpecError(f"batch size must be at least 1, got {self.batch_size}")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise InputSpecError(f"batch size must be an integer of at least 1, got {self.batch_size!r:.60}")
         if (self.kind == "images") != (self.image_dir is not None):
             raise InputSpecError("an image folder goes with, and only with, the images input")
         if self.kind == "images" and not str(self.image_dir).strip():

@@ -389,6 +389,11 @@ def ensemble_from_json(data: Mapping, where: str = "ensemble") -> EnsembleProxy:
         if not isinstance(plan, dict) or not isinstance(plan.get("input"), dict) \
                 or not isinstance(plan.get("seeds"), list) or not plan["seeds"]:
             raise ProxyError(f"{where}: 'plan' must hold 'input' (an object) and 'seeds' (a non-empty list)")
+        seeds = plan["seeds"]
+        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds) \
+                or len(set(seeds)) != len(seeds):
+            raise ProxyError(f"{where}: plan.seeds must be distinct statistics seeds (integers of at least 0), "
+                             f"got {seeds!r:.60}")
         try:
             InputSpec(**plan["input"])
         except (TypeError, ValueError, InputSpecError) as exc:

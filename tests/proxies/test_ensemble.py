@@ -250,3 +250,24 @@ def test_vit_search_takes_a_joint_ensemble_or_a_target(per_target, parts, af_sma
     picks = json.loads(capsys.readouterr().out)
     scores = per_target.target_scores(list(af_small.archs), session_cache, plan, ["c100_kd"])["c100_kd"]
     assert picks[0]["index"] == int(np.argmax(scores))
+
+
+@pytest.mark.parametrize("plan, says", [
+    ({"input": {"kind": "gaussian", "batch_size": 8}, "seeds": [-1]}, "plan.seeds must be distinct statistics seeds"),
+    ({"input": {"kind": "gaussian", "batch_size": 8}, "seeds": ["x"]}, "plan.seeds must be distinct statistics seeds"),
+    ({"input": {"kind": "gaussian", "batch_size": 8}, "seeds": [None]}, "plan.seeds must be distinct statistics seeds"),
+    ({"input": {"kind": "gaussian", "batch_size": 8}, "seeds": [0, 0]}, "plan.seeds must be distinct statistics seeds"),
+    ({"input": {"kind": "gaussian", "batch_size": float("nan")}, "seeds": [0]},
+     "plan.input: batch size must be an integer of at least 1, got nan"),
+], ids=["negative", "string", "null", "twice", "batch-nan"])
+def test_an_ensemble_file_s_plan_is_checked_before_any_statistics(tmp_path, capsys, plan, says):
+    """An ensemble file whose ``plan`` named a seed of -1, "x" or null, or a batch size of NaN, was read, and
+    ``rank --proxy FILE`` then failed inside the statistics workers (``ValueError: expected non-negative integer``,
+    ``TypeError: randn() received an invalid combination of arguments``); it is refused when the file is read."""
+    path = tmp_path / "ensemble.json"
+    path.write_text(json.dumps({"format": "autoprox-ensemble/1", "name": "e", "plan": plan,
+                                "members": [{"proxy": "params", "weight": 1.0, "reference": [1.0, 2.0, 3.0]}]}))
+    with pytest.raises(ProxyError, match="^" + str(path) + ": " + says.replace("(", r"\(").replace(")", r"\)")):
+        resolve_proxy(str(path))
+    assert main(["rank", "--proxy", str(path), "--space", "pit"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
