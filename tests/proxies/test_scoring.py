@@ -123,6 +123,27 @@ def test_an_ensembles_score_architectures_refuses_as_a_proxys_does(af_small, tmp
     assert per_target.score_architectures(archs, cache_dir=str(cache), target="flower_kd").shape == (1,)
 
 
+def test_an_ensemble_scored_without_a_cache_or_plan_says_so_as_a_proxy_does(af_small, session_cache):
+    """``scores`` (and ``target_scores``) with a None plan or cache: the one line a proxy's ``scores`` raises, not
+    an AttributeError from inside a member's scoring."""
+    archs = list(af_small.archs[:2])
+    depth = descriptor_columns(archs)["depth"]
+    ensemble = EnsembleProxy("e", {JOINT: (member("proxy", "params", [1.0, 2.0]), member("descriptor", "depth", depth))})
+    plan = StatsPlan.default()
+    for cache, given, missing in ((session_cache, None, "plan"), (None, plan, "cache")):
+        with pytest.raises(ConfigError) as info:
+            resolve_proxy("params").scores(archs, cache, given)
+        expected = str(info.value)
+        assert expected.startswith(f"score: {missing} is None: give a ")
+        with pytest.raises(ConfigError) as info:
+            ensemble.scores(archs, cache, given)
+        assert str(info.value) == expected
+        with pytest.raises(ConfigError) as info:
+            ensemble.target_scores(archs, cache, given, ["c100_kd"])
+        assert str(info.value) == expected
+    assert ensemble.scores(archs, session_cache, plan).shape == (2,)
+
+
 def test_a_proxys_candidate_scores_are_the_mean_of_its_raw_values_over_seeds(af_small, session_cache, small_spec):
     """The ViT search's form (one outcome per candidate) through the same call for a proxy as for an ensemble."""
     archs = list(af_small.archs[:3])
