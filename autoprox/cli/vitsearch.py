@@ -22,7 +22,7 @@ from autoprox.data.benchmark import load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.proxy import resolve_proxy
-from autoprox.proxies.scoring import ScoringProxy
+from autoprox.proxies.scoring import ScoringProxy, check_target
 
 
 def add_parser(sub) -> None:
@@ -167,8 +167,7 @@ def _scoring_statistics(proxy: ScoringProxy, args: argparse.Namespace, stats: di
     """The statistics ``proxy`` is scored with in place of the options' (:meth:`ScoringProxy.scoring_plan`: those
     an ensemble's references were scored with, where it recorded them); ProxyError when a per-target ensemble is
     given no --target of its own."""
-    if proxy.targets:
-        proxy.members_for(args.target)
+    check_target(proxy, args.target)
     given = StatsPlan(InputSpec.parse(stats["input"], stats["batch_size"]), tuple(stats["stat_seeds"]), {})
     plan = proxy.scoring_plan(given)
     if plan is given:
@@ -227,8 +226,7 @@ def _vit_search_on_bench(args: argparse.Namespace) -> int:
     proxies = resolve_proxies(args.proxy)
     _check_target(args, proxies)
     for proxy in proxies:  # a per-target ensemble without --target, or without its members, before any scoring
-        if proxy.targets:
-            proxy.members_for(args.target)
+        check_target(proxy, args.target)
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
     with executor_from_args(args) as executor:

@@ -50,7 +50,7 @@ from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.baselines import BLEND_FEATURES, blend_scores
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.proxies.proxy_input import register_proxy_file_format
-from autoprox.proxies.scoring import Outcome, ProgressFn, check_cache_and_plan, scoring_inputs
+from autoprox.proxies.scoring import Outcome, ProgressFn, check_cache_and_plan, check_target, scoring_inputs
 from autoprox.spaces.descriptors import DESCRIPTORS, descriptor_columns
 
 #: The format key of an ensemble file.
@@ -217,11 +217,7 @@ class EnsembleProxy:
         """The members that score ``target`` (None: the joint list); ProxyError when there are none."""
         if self.joint:
             return self.members[JOINT]
-        if target is None:
-            raise ProxyError(f"{self.name} is a per-target ensemble ({', '.join(self.members)}): "
-                             "name one target (--target)")
-        if target not in self.members:
-            raise ProxyError(f"{self.name} has no members for target {target!r}; it has: {', '.join(self.members)}")
+        check_target(self, target)
         return self.members[target]
 
     def for_target(self, target: str) -> "EnsembleProxy":

@@ -144,6 +144,27 @@ def test_an_ensemble_scored_without_a_cache_or_plan_says_so_as_a_proxy_does(af_s
     assert ensemble.scores(archs, session_cache, plan).shape == (2,)
 
 
+def test_check_target_asks_a_per_target_ensemble_alone_for_one_of_its_targets():
+    """The one check of ``--target`` a command makes before scoring (through ``targets``, whatever the kind), and
+    the one an ensemble's own ``members_for`` makes."""
+    from autoprox.proxies.scoring import check_target
+
+    depth = member("descriptor", "depth", [1.0, 2.0])
+    per_target = EnsembleProxy("depths", {t: (depth,) for t in TARGETS})
+    for alike in (resolve_proxy("params"), EnsembleProxy("joint", {JOINT: (depth,)})):
+        for target in (None, "c100_kd", "chaoyang_kd"):
+            check_target(alike, target)
+    check_target(per_target, "flower_kd")
+    for target, message in ((None, r"^depths is a per-target ensemble \(c100_kd, flower_kd\): name one target "
+                                   r"\(--target\)$"),
+                            ("chaoyang_kd", r"^depths has no members for target 'chaoyang_kd'; it has: c100_kd, "
+                                            r"flower_kd$")):
+        with pytest.raises(ProxyError, match=message):
+            check_target(per_target, target)
+        with pytest.raises(ProxyError, match=message):
+            per_target.members_for(target)
+
+
 def test_a_proxys_candidate_scores_are_the_mean_of_its_raw_values_over_seeds(af_small, session_cache, small_spec):
     """The ViT search's form (one outcome per candidate) through the same call for a proxy as for an ensemble."""
     archs = list(af_small.archs[:3])
