@@ -303,8 +303,8 @@ def test_vit_search_with_a_list_of_proxies_says_a_list_is_for_on_bench(tmp_path,
     assert main(["vit-search", "--space", "pit", "--proxy", "params,flops", "--samples", "2",
                  "--out", str(tmp_path / "v")]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == ("autoprox: error: --proxy params,flops: vit-search picks architectures with one proxy; a list "
-                   "(2 proxies) is compared on a benchmark's architectures with --on-bench FILE"), err
+    assert err == ("autoprox: error: --proxy params,flops: vit-search takes one proxy, not a list of 2; a list is "
+                   "compared on a benchmark's architectures with --on-bench FILE"), err
     assert not (tmp_path / "v").exists()
 
 
@@ -313,7 +313,8 @@ def test_export_of_a_list_of_proxies_says_it_writes_one(tmp_path, capsys):
     out = tmp_path / "p.py"
     assert main(["export", "params,nwot", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == "autoprox: error: params,nwot: export writes one proxy as a module; give one of these 2 at a time"
+    assert err == ("autoprox: error: params,nwot: export takes one proxy, not a list of 2; export them one at a "
+                   "time, each to its own module"), err  # the words of vit-search's line (one helper)
     assert not out.exists()
 
 
