@@ -349,3 +349,22 @@ def test_a_run_of_an_operator_not_registered_here_is_named_so(tmp_path, capsys, 
                    f"register_primitive), then read the run there (autoprox.ProxySearch.from_run({str(run)!r}), or "
                    "autoprox.cli.main.main([...]) with this command's arguments)"), err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_the_manual_says_how_long_a_first_ranking_table_takes_and_that_it_is_cached():
+    """``rank --proxy all --space autoformer`` with no zoo values cached ran for many minutes (GraSP most of it) and
+    the manual gave no time: its ranking-table section now quotes BENCHMARKS.md's figures for the whole table on a
+    2-core CPU, and says a second run reads the score cache."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    manual = (repo / "docs" / "manual.md").read_text()
+    section = " ".join(manual[manual.index("### The ranking table"):manual.index("## Searching several spaces")].split())
+    benchmarks = " ".join((repo / "BENCHMARKS.md").read_text().split())
+    recorded = re.search(r"`autoprox rank --proxy all --space SPACE --seeds 0 --workers 2` \(warm statistics cache, "
+                         r"[^)]*\): AutoFormer (\d+:\d\d), PiT (\d+:\d\d)", benchmarks)
+    assert recorded, "BENCHMARKS.md no longer records the whole ranking table's time"
+    autoformer, pit = recorded.groups()
+    assert re.search(rf"2-core CPU.*{autoformer} on AutoFormer and {pit} on PiT", section), section
+    assert "score cache" in section and "under a minute" in section and "BENCHMARKS.md#the-proxy-zoo" in section
