@@ -141,6 +141,9 @@ def test_an_ensemble_scored_without_a_cache_or_plan_says_so_as_a_proxy_does(af_s
         with pytest.raises(ConfigError) as info:
             ensemble.target_scores(archs, cache, given, ["c100_kd"])
         assert str(info.value) == expected
+        with pytest.raises(ConfigError) as info:
+            resolve_proxy("params").target_scores(archs, cache, given, ["c100_kd"])
+        assert str(info.value) == expected
     assert ensemble.scores(archs, session_cache, plan).shape == (2,)
 
 
