@@ -307,11 +307,21 @@ def order_infinities(values: np.ndarray) -> tuple[np.ndarray, int]:
     finite = values[np.isfinite(values)]
     if not finite.size:
         return np.where(infinite, np.nan, values), count
-    spread = max(float(np.ptp(finite)), float(np.max(np.abs(finite))), 1.0)
+    low, high = float(finite.min()), float(finite.max())
+    spread = max(high - low, abs(low), abs(high), 1.0)  # inf where the values span more than the largest float
     out = values.copy()
-    out[values == np.inf] = float(finite.max()) + spread
-    out[values == -np.inf] = float(finite.min()) - spread
+    out[values == np.inf] = _beyond(high, spread)
+    out[values == -np.inf] = -_beyond(-low, spread)
     return out, count
+
+
+def _beyond(high: float, spread: float) -> float:
+    """A finite value above ``high``: ``high + spread``, or the next float up where that overflows (finite values
+    near the largest float), or ``high`` itself (a tie) where ``high`` is the largest float."""
+    for value in (high + spread, math.nextafter(high, math.inf)):
+        if math.isfinite(value):
+            return value
+    return high
 
 
 def _is_comment(line: str) -> bool:
