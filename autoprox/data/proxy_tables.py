@@ -298,8 +298,9 @@ def _number(text: str) -> float:
 def order_infinities(values: np.ndarray) -> tuple[np.ndarray, int]:
     """A proxy column with each infinite value replaced by a finite one beyond every finite value of the column, so
     that ranks read ``inf`` as the largest and ``-inf`` as the smallest (those of one sign tied): ``+inf`` becomes the
-    largest finite value plus the spread of the finite values (at least 1), ``-inf`` the smallest less it. A column
-    with no finite value is returned as NaN. Also the number of infinite cells replaced."""
+    largest finite value plus the spread of the finite values (at least 1), ``-inf`` the smallest less it (the next
+    float out where that overflows). A column with no finite value is returned as NaN. Also the number of infinite
+    cells replaced. The exported module of a table search's proxy copies this function."""
     infinite = np.isinf(values)
     count = int(infinite.sum())
     if not count:
@@ -310,18 +311,11 @@ def order_infinities(values: np.ndarray) -> tuple[np.ndarray, int]:
     low, high = float(finite.min()), float(finite.max())
     spread = max(high - low, abs(low), abs(high), 1.0)  # inf where the values span more than the largest float
     out = values.copy()
-    out[values == np.inf] = _beyond(high, spread)
-    out[values == -np.inf] = -_beyond(-low, spread)
+    for sign, edge in ((1.0, high), (-1.0, low)):
+        # beyond the edge by the spread; else the next float out (finite values near the largest float); else a tie
+        steps = (edge + sign * spread, math.nextafter(edge, sign * math.inf))
+        out[values == sign * np.inf] = next((step for step in steps if math.isfinite(step)), edge)
     return out, count
-
-
-def _beyond(high: float, spread: float) -> float:
-    """A finite value above ``high``: ``high + spread``, or the next float up where that overflows (finite values
-    near the largest float), or ``high`` itself (a tie) where ``high`` is the largest float."""
-    for value in (high + spread, math.nextafter(high, math.inf)):
-        if math.isfinite(value):
-            return value
-    return high
 
 
 def _is_comment(line: str) -> bool:

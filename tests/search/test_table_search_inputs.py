@@ -86,6 +86,30 @@ def test_a_hand_edited_weighted_proxy_naming_an_unknown_column_is_scored_with_a_
     assert "lacks jacovv: read as no information" in err
 
 
+def test_an_exported_weighted_proxy_reads_infinite_cells_as_score_does(searched, tmp_path, capsys):
+    """An infinite cell (a proxy that overflowed) ranks beyond its column's finite values in ``score``; the exported
+    module read it as not measured, so its scores of the same file differed."""
+    import importlib.util
+
+    run, table = searched
+    rows = list(csv.reader(open(table, encoding="utf-8")))
+    rows[1][2], rows[2][2], rows[3][4], rows[25][5] = "inf", "inf", "-inf", "1e400"  # labelled and unlabelled rows
+    with open(tmp_path / "inf.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    code, out, err = run_cli(capsys, "score", "--proxy", run, "--bench", tmp_path / "inf.csv", "--out",
+                             tmp_path / "s.csv")
+    assert code == 0 and "infinite cell(s)" in err, err
+    code, out, err = run_cli(capsys, "export", run, "--out", tmp_path / "proxy.py")
+    assert code == 0, err
+    spec = importlib.util.spec_from_file_location("exported_inf", tmp_path / "proxy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    header = rows[0]
+    columns = {name: [float(row[j]) for row in rows[1:]] for j, name in enumerate(header) if j >= 2}
+    written = [float(row[1]) for row in list(csv.reader(open(tmp_path / "s.csv")))[1:]]
+    assert np.allclose(module.score(columns), written, rtol=1e-12, atol=1e-12)
+
+
 # ------------------------------------------------------------------ column names that are not bare names
 ODD = ("params", "my proxy", "ñwot✓", "2x", 'we"ird\\na,me(')
 
