@@ -28,10 +28,11 @@ def _several(value) -> list[str]:
     return [] if not value else [value] if isinstance(value, str) else list(value)
 
 
-def table_proxy(name: str, columns, where: str):
+def table_proxy(name: str, columns, where: str, tables=()):
     """A proxy given on a table: one of its ``columns`` by name, else what
     :func:`~autoprox.proxies.proxy.resolve_proxy` reads; a bare name that is neither is refused naming the table's
-    proxy columns and the closest of them (a built-in the table lacks cannot be scored on it anyway)."""
+    proxy columns and the closest of them (a built-in the table lacks cannot be scored on it anyway), or saying that
+    it is an accuracy column of one of ``tables`` (:meth:`~autoprox.data.proxy_tables.ProxyTable.misplaced`)."""
     import difflib
     import re
 
@@ -48,6 +49,9 @@ def table_proxy(name: str, columns, where: str):
             if problem is not None:
                 raise ProxyError(f"unknown proxy {name!r}: not a rank formula: {problem}") from None
             raise
+        misplaced = next((m for m in (t.misplaced(name, "proxy") for t in tables) if m), None)
+        if misplaced:
+            raise ProxyError(f"unknown proxy {name!r}: {misplaced}") from None
         close = difflib.get_close_matches(name, list(columns), n=1)
         raise ProxyError(f"unknown proxy {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
                          + f": not a proxy column of {where} ({', '.join(columns)}), a rank formula over them or a "
@@ -194,7 +198,7 @@ def rank_on_tables(args: argparse.Namespace) -> int:
     results = {}
     repeated: list[str] = []
     for name in names:
-        proxy = table_proxy(name, space.proxy_names, space.name)
+        proxy = table_proxy(name, space.proxy_names, space.name, space.tables)
         label = proxy if isinstance(proxy, str) else proxy.name
         if label in results:
             repeated += [] if label in repeated else [label]

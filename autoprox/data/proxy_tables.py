@@ -135,9 +135,26 @@ class ProxyTable:
             return self.targets
         unknown = [t for t in targets if t not in self.accuracies]
         if unknown:
+            placed = self.misplaced(unknown[0], "target")
             raise BenchmarkError(f"{self.source or self.name}: no accuracy column {unknown[0]!r}; "
-                                 f"its accuracy columns are {', '.join(self.targets)}")
+                                 + (f"{placed}; " if placed else "")
+                                 + f"its accuracy columns are {', '.join(self.targets) or 'none'}")
         return list(targets)
+
+    def misplaced(self, column: str, wanted: str) -> str | None:
+        """Why the file's column ``column`` cannot be read as ``wanted`` (``"proxy"`` or ``"target"``): it is a column
+        of the other kind, as its place in the header makes it (proxy columns start at the first column named as a
+        standard proxy; those before are targets). None when it is of the kind wanted, or the file lacks it."""
+        first = next(iter(self.proxies), None)
+        where = self.source or self.name
+        if wanted == "proxy" and column in self.accuracies:
+            start = f"the first column named as a standard proxy ({first})" if first else "none"
+            return (f"{column!r} is an accuracy column of {where}: its proxy columns start at {start}, and a column "
+                    f"before that is a target; put {column!r} after {first or 'params'} to read it as a proxy column")
+        if wanted == "target" and column in self.proxies:
+            return (f"{column!r} is a proxy column of {where}: its proxy columns start at {first}, the first column "
+                    f"named as a standard proxy, and a target is a column between {ID_COLUMN!r} and it")
+        return None
 
     def measured_problem(self, target: str) -> str | None:
         """Why ``target`` cannot rank this table's rows, or None: it needs :data:`MIN_ROWS` measured (non-empty)

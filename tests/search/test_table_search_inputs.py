@@ -86,6 +86,30 @@ def test_a_hand_edited_weighted_proxy_naming_an_unknown_column_is_scored_with_a_
     assert "lacks jacovv: read as no information" in err
 
 
+def test_a_column_the_proxy_reads_that_the_table_has_as_an_accuracy_column_is_refused_naming_where_it_stands(
+        tmp_path, capsys):
+    """A table's own column 'mine' placed before its first standard proxy column is an accuracy column: score and rank
+    said 'lacks mine: read as no information' of a table that has it, and scored without the column the user meant."""
+    from autoprox.search.table_run import run_table_search
+
+    run_table_search(write_table(tmp_path / "t.csv", columns=("params", "flops", "mine")), ["val_acc"],
+                     tmp_path / "run", SMALL, quiet=True)
+    with open(tmp_path / "moved.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "mine", "params", "flops"])
+        writer.writerows([[f"a{i}", i % 7, i, -i] for i in range(12)])
+    moved = tmp_path / "moved.csv"
+    for proxy in (tmp_path / "run", "lrsum(mine, params)", "mine"):
+        for command in (("score", "--out", tmp_path / "o.csv"), ("rank",)):
+            code, out, err = run_cli(capsys, command[0], "--proxy", proxy, "--bench", moved, *command[1:])
+            assert code == 2, (proxy, command, err)
+            line = one_error_line(err)
+            assert "'mine' is an accuracy column of" in line and "put 'mine' after params" in line, line
+    assert not (tmp_path / "o.csv").exists()
+    code, out, err = run_cli(capsys, "search", "--bench", moved, "--targets", "flops", "--out", tmp_path / "run2")
+    assert code == 2 and "'flops' is a proxy column of" in one_error_line(err)
+
+
 def test_an_exported_weighted_proxy_reads_infinite_cells_as_score_does(searched, tmp_path, capsys):
     """An infinite cell (a proxy that overflowed) ranks beyond its column's finite values in ``score``; the exported
     module read it as not measured, so its scores of the same file differed."""
