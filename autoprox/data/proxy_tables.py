@@ -55,9 +55,9 @@ from autoprox.core.errors import BenchmarkError
 from autoprox.core.numbers import cell_number
 from autoprox.core.resources import resource_dir
 
-__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "MISSING_SPELLINGS", "PROGRESS_BYTES",
+__all__ = ["BINARY_KINDS", "MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "MISSING_SPELLINGS", "PROGRESS_BYTES",
            "PROXY_TABLE_FOLDER", "STANDARD_PROXIES", "ProxyTable", "TableSpace",
-           "first_line", "is_proxy_table", "load_table_space", "order_infinities", "read_proxy_table",
+           "binary_kind", "first_line", "is_proxy_table", "load_table_space", "order_infinities", "read_proxy_table",
            "table_space_files", "table_space_names", "table_space_summary"]
 
 #: The 13 proxies of NAS-Bench-Suite-Zero (Krishnakumar et al., NeurIPS 2022), named as the zoo
@@ -83,6 +83,23 @@ ID_COLUMN = "id"
 #: Cells read as empty (not measured), compared without case: the spellings of a missing value that
 #: spreadsheets, pandas (its default ``na_values``), R and Python's ``str(float("nan"))`` write.
 MISSING_SPELLINGS = frozenset({"nan", "-nan", "na", "n/a", "#n/a", "#na", "null", "none", "<na>"})
+
+
+#: The first bytes of the files most often given for a CSV one that are not UTF-8 text, and what to do instead.
+BINARY_KINDS = {b"\x1f\x8b": "gzip-compressed, not CSV text: decompress it (a proxy table may also be named .csv.gz)",
+                b"PK\x03\x04": "a zip archive (a spreadsheet's .xlsx?), not CSV text: save the sheet as CSV",
+                b"\xff\xfe": "UTF-16 text (a spreadsheet's 'Unicode text'?), not UTF-8: save it as CSV UTF-8",
+                b"\xfe\xff": "UTF-16 text (a spreadsheet's 'Unicode text'?), not UTF-8: save it as CSV UTF-8"}
+
+
+def binary_kind(path: Path) -> str:
+    """What :data:`BINARY_KINDS` says of ``path`` when it starts as one of them, else ``""``."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError:
+        return ""
+    return next((kind for magic, kind in BINARY_KINDS.items() if head.startswith(magic)), "")
 
 
 @dataclass(frozen=True)
@@ -284,7 +301,8 @@ def _header_kinds(header: Sequence[str], where: str, labels: bool = True,
     first_at: dict[str, int] = {}
     for index, name in enumerate(header):
         if not name:
-            raise BenchmarkError(f"{where}: column {index + 1} has no name")
+            last = " (the last: a comma at the end of the header line?)" if index == len(header) - 1 else ""
+            raise BenchmarkError(f"{where}: column {index + 1} has no name{last}")
         if name in first_at:
             before = first_at[name]
             if raw[before] == raw[index]:
@@ -464,8 +482,9 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
             ids, values, accuracy_columns, header = _read_rows(path, lines, stored, size, progress,
                                                               labels)
         except UnicodeDecodeError as exc:
-            raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start} of a block near byte "
-                                 f"{stored.count:,}); expected a CSV proxy table") from None
+            kind = binary_kind(path) if path.suffix != ".gz" else ""
+            raise BenchmarkError(f"{path}: {kind}" if kind else f"{path}: not a UTF-8 text file (byte {exc.start} of a "
+                                 f"block near byte {stored.count:,}); expected a CSV proxy table") from None
         except (OSError, EOFError) as exc:  # a .gz file that is not gzip, or is cut short; a read that failed
             what = "not a gzip file" if path.suffix == ".gz" else "cannot read it"
             raise BenchmarkError(f"{path}: {what} ({getattr(exc, 'strerror', None) or exc})") from None

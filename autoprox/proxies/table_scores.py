@@ -140,8 +140,9 @@ def reading_note(proxy, table: ProxyTable) -> str | None:
     if not absent:
         return None
     if not isinstance(formula, RankFormula):  # a weighted formula: each column it lacks enters as 0
-        return (f"{table.source or table.name} lacks {', '.join(absent)}: read as no information (0 after "
-                f"centring); scored from {', '.join(c for c in formula.columns if c in table.proxies)}")
+        return (f"{table.source or table.name} lacks {', '.join(absent)}{_cased(absent, table)}: read as no "
+                f"information (0 after centring); scored from "
+                f"{', '.join(c for c in formula.columns if c in table.proxies)}")
     resolved = formula.resolved(table.proxies)
     shown = RankFormula(_present_only(resolved.root, table.proxies))
     lacking = [c for c in resolved.required if c not in table.proxies]
@@ -151,6 +152,14 @@ def reading_note(proxy, table: ProxyTable) -> str | None:
     if lacking:
         note += f", {', '.join(lacking)} read as no information"
     return note
+
+
+def _cased(absent, table: ProxyTable) -> str:
+    """`` (it has 'NWOT': names are case-sensitive)`` when a column of ``table`` differs from one ``absent`` only by
+    case (a renamed header), else ``""``."""
+    lowered = {name.lower(): name for name in table.proxies}
+    found = [lowered[c.lower()] for c in absent if c.lower() in lowered]
+    return f" (it has {', '.join(map(repr, found))}: names are case-sensitive)" if found else ""
 
 
 def _has_empty_lrsum(node: Node, available) -> bool:

@@ -64,6 +64,14 @@ def test_a_weighted_proxy_on_a_table_lacking_one_of_its_columns_reads_it_as_no_i
     assert "lacks jacov: read as no information" in err and "kendall" in out
 
 
+def test_a_column_renamed_only_in_case_is_named_beside_the_one_the_table_lacks(searched, tmp_path, capsys):
+    """'lacks jacov' of a table with 'JACOV' said nothing of the column the user renamed."""
+    run, _ = searched
+    upper = write_table(tmp_path / "upper.csv", columns=("params", "flops", "nwot", "JACOV"), seed=2)
+    code, out, err = run_cli(capsys, "score", "--proxy", run, "--bench", upper, "--out", tmp_path / "o.csv")
+    assert code == 0 and "upper.csv lacks jacov (it has 'JACOV': names are case-sensitive): read as no" in err, err
+
+
 def test_a_weighted_proxy_on_a_table_with_none_of_its_columns_is_refused_naming_them(searched, tmp_path, capsys):
     run, _ = searched
     other = write_table(tmp_path / "other.csv", columns=("snip", "zen"))
