@@ -76,8 +76,24 @@ def bench_from_table_run(args: argparse.Namespace) -> None:
     if not isinstance(recorded, str) or not Path(recorded).is_file():
         raise ConfigError(f"{folder} was searched on the table {recorded}, which is no longer there: give the "
                           "table to score with --bench TABLE.csv")
-    print(f"table: {recorded}, the one {folder} was searched on (--bench TABLE.csv scores another)", file=sys.stderr)
+    print(f"table: {recorded}, the one {folder} was searched on{_changed_since(recorded, config['table'])} (--bench "
+          "TABLE.csv scores another)", file=sys.stderr)
     args.bench = recorded
+
+
+def _changed_since(path: str, recorded: dict) -> str:
+    """``", changed since (...)"`` when the table at ``path`` is no longer the bytes the search read (rows added or
+    edited: scored as they are now, so the line does not say it is the table searched), else ``""``."""
+    from autoprox.data.benchmark import file_sha256
+
+    then = recorded.get("sha256")
+    try:
+        now = file_sha256(path)
+    except OSError:
+        return ""
+    if not isinstance(then, str) or now == then:
+        return ""
+    return f", changed since (sha256 {now[:12]} now, {then[:12]} then): its rows are scored as they are now"
 
 
 def wants_tables(args: argparse.Namespace) -> bool:
