@@ -145,7 +145,7 @@ def _table_scores(args: argparse.Namespace):
         raise ConfigError("score writes the scores of one table: give one --bench TABLE.csv (a packaged space of "
                           "several tables: give one of its files)")
     table = spaces[0].tables[0]
-    proxy = table_proxy(args.proxy, list(table.proxies), table.source or table.name)
+    proxy = table_proxy(args.proxy, list(table.proxies), table.source or table.name, (table,))
     note = reading_note(proxy, table)
     if note:
         print(note, file=sys.stderr)
