@@ -318,6 +318,30 @@ def test_export_of_a_list_of_proxies_says_it_writes_one(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("proxy, line", [
+    ("params,nwot", "--proxy params,nwot: score takes one proxy, not a list of 2; score each in its own run, each to "
+                    "its own --out"),
+    ("all", "--proxy all: score takes one proxy; all names every built-in (compare them with autoprox rank --proxy "
+            "all)")])
+def test_score_of_a_list_or_of_all_says_it_takes_one_proxy(tmp_path, capsys, proxy, line):
+    """``score`` refuses a list in vit-search's and export's words (one helper), and ``all`` saying what it names,
+    before the table is read or anything is written."""
+    out = tmp_path / "s.csv"
+    assert main(["score", "--proxy", proxy, "--space", "pit", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"autoprox: error: {line}"
+    assert not out.exists()
+
+
+def test_score_help_says_what_targets_picks():
+    """``score --help`` said rank's '--targets: comma-separated targets (default: all columns)', which says nothing
+    of the one target whose scores score writes."""
+    from autoprox.cli.main import build_parser
+
+    score = build_parser()._subparsers._group_actions[0].choices["score"]
+    help_text = next(a.help for a in score._actions if "--targets" in a.option_strings)
+    assert help_text.startswith("the target whose scores are written") and "all columns" not in help_text
+
+
 @pytest.mark.parametrize("argv", [["show", "{run}"], ["report", "{run}", "--out", "{tmp}/r.html"],
                                   ["export", "{run}", "--out", "{tmp}/p.py"], ["rank", "--proxy", "{run}"],
                                   ["rank", "--proxy", "{run}/best.json"], ["select", "{run}", "--out", "{tmp}/s.json"]])
