@@ -524,7 +524,9 @@ def write_selection(run_dir: str | Path, rule: str, out: str | Path, target: str
     if isinstance(selected, EnsembleProxy):
         selected = replace(selected, provenance={**selected.provenance, **split})
         return selected.save(out), selected
-    atomic_write_json(out, {"genome": selected.name, "run": best.get("run"), "selection": rule,
+    # the run read here, as an ensemble's provenance records it: rank finds its benchmark there (best.json's
+    # own "run" is where the search ran, which a copied run no longer is)
+    atomic_write_json(out, {"genome": selected.name, "run": str(run_dir), "selection": rule,
                             "stats": best.get("stats"), **split, **({"target": target} if target else {})})
     return out, selected
 

@@ -85,8 +85,9 @@ def _space_objective_help() -> str:
 #: ``evaluate``'s own options, in ``--help`` order (after every search option).
 EVALUATE_OPTIONS: tuple[Option, ...] = (
     Option("folds", None, "outer folds per repeat (default 5)", integer(), group=_PROTOCOL, commands=_EVALUATE),
-    Option("repeats", None, "repeats with other shuffles (default 1); with --resume, a larger number extends a "
-           "finished protocol by the new repeats' folds", integer(None, MAX_REPEATS), group=_PROTOCOL,
+    Option("repeats", None, "repeats with other shuffles (default 1; with --few-labels, draws per table and k, "
+           "default 10); with --resume, a larger number extends a finished protocol by the new repeats' folds (or "
+           "draws), and none given keeps the recorded number", integer(None, MAX_REPEATS), group=_PROTOCOL,
            commands=_EVALUATE),
     Option("protocol_seed", None, "seed of the outer shuffle; repeat r uses seed + r (default 0)",
            integer(), group=_PROTOCOL, commands=_EVALUATE),

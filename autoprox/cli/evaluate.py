@@ -180,7 +180,7 @@ def _few_labels_resume(args: argparse.Namespace) -> str:
 def _few_labels(args: argparse.Namespace) -> int:
     """``evaluate --few-labels 20,50,100``: the sample-efficiency protocol over proxy tables
     (:mod:`autoprox.apps.protocols.few_labels`)."""
-    from autoprox.apps.protocols.few_labels import DEFAULT_DRAWS, FEW_LABELS_FILE, format_few_labels, run_few_labels
+    from autoprox.apps.protocols.few_labels import FEW_LABELS_FILE, format_few_labels, run_few_labels
     from autoprox.cli.options import benches_given, refuse_unread_options
     from autoprox.core.errors import ConfigError
     from autoprox.data.proxy_tables import load_table_space, read_proxy_table
@@ -205,7 +205,7 @@ def _few_labels(args: argparse.Namespace) -> int:
               for target in table.check_targets(list(args.targets) if args.targets else [first])]
     if not tables:
         raise ConfigError("--few-labels needs proxy tables: --bench TABLE.csv or --space of a packaged table space")
-    record = run_few_labels(tables, ks, DEFAULT_DRAWS if args.repeats is None else args.repeats, args.out, methods=args.methods,
+    record = run_few_labels(tables, ks, args.repeats, args.out, methods=args.methods,
                             seed=args.protocol_seed or 0, workers=args.workers, resume=args.resume,
                             say=lambda line: print(line, file=sys.stderr, flush=True), progress=not args.quiet,
                             resume_command=_few_labels_resume(args))

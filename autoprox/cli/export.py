@@ -6,7 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from autoprox.cli.options import non_negative_float, positive_int
+from autoprox.cli.options import non_negative_float, positive_int, refuse_proxy_list
 
 
 def add_parser(sub) -> None:
@@ -17,17 +17,6 @@ def add_parser(sub) -> None:
     export.add_argument("--rank", type=positive_int, default=None, help="export the hall of fame's entry of this rank instead")
     export.add_argument("--no-simplify", action="store_true", help="put the formula in the docstring as built")
     export.add_argument("--timeout", type=non_negative_float, default=None, help="seconds allowed to simplify the formula (default 10)")
-
-
-def _one_source(source: str) -> None:
-    """ExportError for a comma list of proxies (``export params,flops``), which was read as one genome (its list of
-    every token); genome strings keep their commas inside their calls."""
-    from autoprox.core.errors import ExportError
-    from autoprox.proxies.proxy import split_proxy_list
-
-    parts = split_proxy_list(source)
-    if len(parts) > 1:
-        raise ExportError(f"{source}: export writes one proxy as a module; give one of these {len(parts)} at a time")
 
 
 def _ensemble_file(source: str):
@@ -66,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from autoprox.reports.weighted_export import is_weighted_source
 
     check_export_out(args.out)  # a file export did not write is refused before any work
-    _one_source(args.source)
+    refuse_proxy_list(args.source, "export", "export them one at a time, each to its own module", option=None)
 
     weighted = is_weighted_source(args.source)
     if weighted is not None:

@@ -207,6 +207,19 @@ def run_folders_as_best(args: argparse.Namespace) -> None:
         args.proxy = resolved
 
 
+def refuse_proxy_list(text: str, command: str, instead: str, option: str | None = "--proxy") -> None:
+    """ConfigError for a comma list of proxies where ``command`` takes one (``vit-search --proxy params,flops``,
+    ``export params,nwot``), which was read as one genome: 'not a genome' and the genome's list of every token,
+    nothing about the comma. Genome strings keep their commas inside their calls. ``instead``: what to do with
+    the list; ``option``: the option ``text`` was given with (None: a positional argument)."""
+    from autoprox.proxies.proxy_input import split_proxy_list
+
+    parts = split_proxy_list(text)
+    if len(parts) > 1:
+        given = f"{option} {text}" if option else text
+        raise ConfigError(f"{given}: {command} takes one proxy, not a list of {len(parts)}; {instead}")
+
+
 def check_image_input(args: argparse.Namespace) -> None:
     """``--input images:DIR`` names a folder of images, checked before the command writes anything: a search,
     protocol, transfer study or ViT search that found no images there would otherwise leave its folder behind,

@@ -7,6 +7,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Mapping
 
 from autoprox.cli.options import (
     PART_NAMES,
@@ -87,15 +88,13 @@ def cmd_rank_table(args: argparse.Namespace) -> int:
 
 
 def run_bench(args: argparse.Namespace, proxy) -> str | None:
-    """Without --bench and --space, the benchmark file a run's ``best.json`` was made with (found as
-    the run opens it: :meth:`RunContext.open`); None for any other proxy."""
+    """Without --bench and --space, the benchmark file the run of a proxy file was made with (found as the run
+    opens it: :meth:`RunContext.open`): the run holding it (its ``best.json``), or the run a file of
+    ``autoprox select`` records; None for any other proxy."""
     if args.bench or getattr(args, "space", None):
         return None
-    source = proxy.provenance.get("file") if isinstance(proxy.provenance, dict) else None
-    run_dir = Path(source).parent if isinstance(source, str) else None
-    from autoprox.search.rundir import RunDirectory
-
-    if run_dir is None or not RunDirectory(run_dir).exists():
+    run_dir = recorded_run(proxy, split_proxy_list(getattr(args, "proxy", None) or ""))
+    if run_dir is None:
         return None
     from autoprox.core.errors import ConfigError
     from autoprox.search.multispace import open_context
@@ -108,6 +107,23 @@ def run_bench(args: argparse.Namespace, proxy) -> str | None:
     bench = context.bench.source
     print(f"benchmark: {bench}, the one {run_dir} was made with (--bench FILE ranks on another)", file=sys.stderr)
     return bench
+
+
+def recorded_run(proxy, named: list[str]) -> Path | None:
+    """The run directory a proxy file came from: the folder of a run's ``best.json``, else the run the file
+    records (``run``: ``autoprox select`` writes the run it chose from, as it was given), this one only for a
+    file the user ``named`` (a ``recommended:`` proxy's packaged file records a run of the repository that
+    made it). None when neither is a run directory."""
+    from autoprox.search.rundir import RunDirectory
+
+    provenance = proxy.provenance if isinstance(proxy.provenance, Mapping) else {}
+    source, run = provenance.get("file"), provenance.get("run")
+    if not isinstance(source, str):
+        return None
+    folders = [Path(source).parent]
+    if isinstance(run, str) and run and source in {str(Path(name)) for name in named}:
+        folders.append(Path(run))
+    return next((folder for folder in folders if RunDirectory(folder).exists()), None)
 
 
 def networks_note(proxy) -> str | None:

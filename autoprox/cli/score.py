@@ -31,6 +31,10 @@ SCORE_LEAVES_OUT = ("split", "split_seed", "search_fraction", "json", "seeds", "
 PROXY_HELP = ("one proxy: a built-in, a recommended proxy (recommended:SPACE/TARGET), a genome string, a proxy JSON "
               "such as a run's best.json or a table search's best.json (or the run directory itself); on a proxy table also a proxy column or a "
               "rank formula over columns")
+TARGETS_HELP = ("the target whose scores are written, where the proxy scores targets differently (a per-target "
+                "ensemble, or statistics with each target's class count, --per-target-stats): the first given (default: "
+                "the target a recommended:SPACE/TARGET proxy was chosen for, else the benchmark's first); a proxy "
+                "table's scores do not depend on it")
 
 
 def add_parser(sub) -> None:
@@ -42,7 +46,8 @@ def add_parser(sub) -> None:
                     "(higher: predicted better; an empty score: the proxy could not score that row). Rows without a "
                     "label are scored too. A table search's proxy reads each column through its rank among the rows scored "
                     "together: score the candidates you compare in one table.")
-    add_command_options(score, "rank", leave_out=SCORE_LEAVES_OUT, overrides={"proxy": PROXY_HELP})
+    add_command_options(score, "rank", leave_out=SCORE_LEAVES_OUT, overrides={"proxy": PROXY_HELP,
+                                                                              "targets": TARGETS_HELP})
     add_stats_options(score)
     score.add_argument("--out", required=True, help="the CSV file to write (id,score)")
 
@@ -91,12 +96,15 @@ def write_scores(path: str | Path, ids, scores: np.ndarray) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from autoprox.cli.tables import bench_from_table_run, wants_tables
-    from autoprox.proxies.proxy import resolve_proxy, split_proxy_list
+    from autoprox.cli.options import refuse_proxy_list
+    from autoprox.proxies.proxy import resolve_proxy
+    from autoprox.proxies.proxy_input import split_proxy_list
     from autoprox.proxies.table_scores import UNMEASURED, unscored_warning
 
-    names = split_proxy_list(args.proxy)
-    if len(names) != 1 or names[0] == "all":
-        raise ConfigError("score writes one proxy's scores: give one --proxy")
+    refuse_proxy_list(args.proxy, "score", "score each in its own run, each to its own --out")
+    if split_proxy_list(args.proxy) in ([], ["all"]):
+        raise ConfigError(f"--proxy {args.proxy}: score takes one proxy; all names every built-in (compare them with "
+                          "autoprox rank --proxy all)")
     check_scores_out(args.out)  # before the scores' seconds are spent
     bench_from_table_run(args)
     if wants_tables(args):
@@ -145,7 +153,7 @@ def _table_scores(args: argparse.Namespace):
         raise ConfigError("score writes the scores of one table: give one --bench TABLE.csv (a packaged space of "
                           "several tables: give one of its files)")
     table = spaces[0].tables[0]
-    proxy = table_proxy(args.proxy, list(table.proxies), table.source or table.name)
+    proxy = table_proxy(args.proxy, list(table.proxies), table.source or table.name, (table,))
     note = reading_note(proxy, table)
     if note:
         print(note, file=sys.stderr)

@@ -28,10 +28,11 @@ def _several(value) -> list[str]:
     return [] if not value else [value] if isinstance(value, str) else list(value)
 
 
-def table_proxy(name: str, columns, where: str):
+def table_proxy(name: str, columns, where: str, tables=()):
     """A proxy given on a table: one of its ``columns`` by name, else what
     :func:`~autoprox.proxies.proxy.resolve_proxy` reads; a bare name that is neither is refused naming the table's
-    proxy columns and the closest of them (a built-in the table lacks cannot be scored on it anyway)."""
+    proxy columns and the closest of them (a built-in the table lacks cannot be scored on it anyway), or saying that
+    it is an accuracy column of one of ``tables`` (:meth:`~autoprox.data.proxy_tables.ProxyTable.misplaced`)."""
     import difflib
     import re
 
@@ -48,6 +49,9 @@ def table_proxy(name: str, columns, where: str):
             if problem is not None:
                 raise ProxyError(f"unknown proxy {name!r}: not a rank formula: {problem}") from None
             raise
+        misplaced = next((m for m in (t.misplaced(name, "proxy") for t in tables) if m), None)
+        if misplaced:
+            raise ProxyError(f"unknown proxy {name!r}: {misplaced}") from None
         close = difflib.get_close_matches(name, list(columns), n=1)
         raise ProxyError(f"unknown proxy {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
                          + f": not a proxy column of {where} ({', '.join(columns)}), a rank formula over them or a "
@@ -72,8 +76,24 @@ def bench_from_table_run(args: argparse.Namespace) -> None:
     if not isinstance(recorded, str) or not Path(recorded).is_file():
         raise ConfigError(f"{folder} was searched on the table {recorded}, which is no longer there: give the "
                           "table to score with --bench TABLE.csv")
-    print(f"table: {recorded}, the one {folder} was searched on (--bench TABLE.csv scores another)", file=sys.stderr)
+    print(f"table: {recorded}, the one {folder} was searched on{_changed_since(recorded, config['table'])} (--bench "
+          "TABLE.csv scores another)", file=sys.stderr)
     args.bench = recorded
+
+
+def _changed_since(path: str, recorded: dict) -> str:
+    """``", changed since (...)"`` when the table at ``path`` is no longer the bytes the search read (rows added or
+    edited: scored as they are now, so the line does not say it is the table searched), else ``""``."""
+    from autoprox.data.benchmark import file_sha256
+
+    then = recorded.get("sha256")
+    try:
+        now = file_sha256(path)
+    except OSError:
+        return ""
+    if not isinstance(then, str) or now == then:
+        return ""
+    return f", changed since (sha256 {now[:12]} now, {then[:12]} then): its rows are scored as they are now"
 
 
 def wants_tables(args: argparse.Namespace) -> bool:
@@ -194,7 +214,7 @@ def rank_on_tables(args: argparse.Namespace) -> int:
     results = {}
     repeated: list[str] = []
     for name in names:
-        proxy = table_proxy(name, space.proxy_names, space.name)
+        proxy = table_proxy(name, space.proxy_names, space.name, space.tables)
         label = proxy if isinstance(proxy, str) else proxy.name
         if label in results:
             repeated += [] if label in repeated else [label]

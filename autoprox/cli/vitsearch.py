@@ -13,6 +13,7 @@ from autoprox.cli.options import (
     cpu_only,
     executor_from_args,
     plan_from_args,
+    refuse_proxy_list,
     use_space_files,
 )
 from autoprox.core.errors import BenchmarkError, ConfigError
@@ -22,7 +23,7 @@ from autoprox.data.benchmark import load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.proxy import resolve_proxy
-from autoprox.proxies.scoring import ScoringProxy
+from autoprox.proxies.scoring import ScoringProxy, check_target
 
 
 def add_parser(sub) -> None:
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     cpu_only(args, "vit-search (sampling fresh architectures)")
     defaulted = _default_proxy(args, space)
     budget = parse_budget(args.params) if args.params else default_budget(space, args.classes)
-    _one_proxy(args.proxy)
+    refuse_proxy_list(args.proxy, "vit-search", "a list is compared on a benchmark's architectures with --on-bench FILE")
     proxy = resolve_proxy(args.proxy)
     if defaulted:
         _default_target(args, proxy)
@@ -94,18 +95,6 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(top_table(summary["top"]))
     print(f"written to {out / 'top.json'} and {out / 'top.csv'}")
     return 0
-
-
-def _one_proxy(text: str) -> None:
-    """ConfigError for a list of proxies where one picks the architectures (sampling): a list is ranked side by side
-    on a benchmark's architectures (``--on-bench``), and was otherwise read as one genome (the genome's list of every
-    token, nothing about the comma)."""
-    from autoprox.proxies.proxy import split_proxy_list
-
-    parts = split_proxy_list(text)
-    if len(parts) > 1:
-        raise ConfigError(f"--proxy {text}: vit-search picks architectures with one proxy; a list ({len(parts)} "
-                          "proxies) is compared on a benchmark's architectures with --on-bench FILE")
 
 
 def _out_label(text: str, name: str) -> str:
@@ -156,8 +145,6 @@ def _check_failures(summary: dict, out: Path) -> None:
 def _check_target(args: argparse.Namespace, proxies) -> None:
     """ConfigError when ``--target`` is given but no proxy is a per-target ensemble (it would be ignored)."""
     if args.target is not None and not any(p.targets for p in proxies):
-        from autoprox.core.errors import ConfigError
-
         raise ConfigError(f"--target {args.target} chooses the members of a per-target ensemble file; "
                           f"{', '.join(p.name if len(p.name) < 40 else 'the genome' for p in proxies)} scores every "
                           "target alike: leave --target out")
@@ -167,8 +154,7 @@ def _scoring_statistics(proxy: ScoringProxy, args: argparse.Namespace, stats: di
     """The statistics ``proxy`` is scored with in place of the options' (:meth:`ScoringProxy.scoring_plan`: those
     an ensemble's references were scored with, where it recorded them); ProxyError when a per-target ensemble is
     given no --target of its own."""
-    if proxy.targets:
-        proxy.members_for(args.target)
+    check_target(proxy, args.target)
     given = StatsPlan(InputSpec.parse(stats["input"], stats["batch_size"]), tuple(stats["stat_seeds"]), {})
     plan = proxy.scoring_plan(given)
     if plan is given:
@@ -227,8 +213,7 @@ def _vit_search_on_bench(args: argparse.Namespace) -> int:
     proxies = resolve_proxies(args.proxy)
     _check_target(args, proxies)
     for proxy in proxies:  # a per-target ensemble without --target, or without its members, before any scoring
-        if proxy.targets:
-            proxy.members_for(args.target)
+        check_target(proxy, args.target)
     plan = plan_from_args(args, targets)
     cache = StatisticsCache(args.cache_dir, args.cache_precision)
     with executor_from_args(args) as executor:

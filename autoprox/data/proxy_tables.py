@@ -55,9 +55,9 @@ from autoprox.core.errors import BenchmarkError
 from autoprox.core.numbers import cell_number
 from autoprox.core.resources import resource_dir
 
-__all__ = ["MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "MISSING_SPELLINGS", "PROGRESS_BYTES",
+__all__ = ["BINARY_KINDS", "MAX_TABLE_BYTES", "MAX_TARGET_MAGNITUDE", "MIN_ROWS", "MISSING_SPELLINGS", "PROGRESS_BYTES",
            "PROXY_TABLE_FOLDER", "STANDARD_PROXIES", "ProxyTable", "TableSpace",
-           "first_line", "is_proxy_table", "load_table_space", "order_infinities", "read_proxy_table",
+           "binary_kind", "first_line", "is_proxy_table", "load_table_space", "order_infinities", "read_proxy_table",
            "table_space_files", "table_space_names", "table_space_summary"]
 
 #: The 13 proxies of NAS-Bench-Suite-Zero (Krishnakumar et al., NeurIPS 2022), named as the zoo
@@ -83,6 +83,23 @@ ID_COLUMN = "id"
 #: Cells read as empty (not measured), compared without case: the spellings of a missing value that
 #: spreadsheets, pandas (its default ``na_values``), R and Python's ``str(float("nan"))`` write.
 MISSING_SPELLINGS = frozenset({"nan", "-nan", "na", "n/a", "#n/a", "#na", "null", "none", "<na>"})
+
+
+#: The first bytes of the files most often given for a CSV one that are not UTF-8 text, and what to do instead.
+BINARY_KINDS = {b"\x1f\x8b": "gzip-compressed, not CSV text: decompress it (a proxy table may also be named .csv.gz)",
+                b"PK\x03\x04": "a zip archive (a spreadsheet's .xlsx?), not CSV text: save the sheet as CSV",
+                b"\xff\xfe": "UTF-16 text (a spreadsheet's 'Unicode text'?), not UTF-8: save it as CSV UTF-8",
+                b"\xfe\xff": "UTF-16 text (a spreadsheet's 'Unicode text'?), not UTF-8: save it as CSV UTF-8"}
+
+
+def binary_kind(path: Path) -> str:
+    """What :data:`BINARY_KINDS` says of ``path`` when it starts as one of them, else ``""``."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError:
+        return ""
+    return next((kind for magic, kind in BINARY_KINDS.items() if head.startswith(magic)), "")
 
 
 @dataclass(frozen=True)
@@ -135,9 +152,26 @@ class ProxyTable:
             return self.targets
         unknown = [t for t in targets if t not in self.accuracies]
         if unknown:
+            placed = self.misplaced(unknown[0], "target")
             raise BenchmarkError(f"{self.source or self.name}: no accuracy column {unknown[0]!r}; "
-                                 f"its accuracy columns are {', '.join(self.targets)}")
+                                 + (f"{placed}; " if placed else "")
+                                 + f"its accuracy columns are {', '.join(self.targets) or 'none'}")
         return list(targets)
+
+    def misplaced(self, column: str, wanted: str) -> str | None:
+        """Why the file's column ``column`` cannot be read as ``wanted`` (``"proxy"`` or ``"target"``): it is a column
+        of the other kind, as its place in the header makes it (proxy columns start at the first column named as a
+        standard proxy; those before are targets). None when it is of the kind wanted, or the file lacks it."""
+        first = next(iter(self.proxies), None)
+        where = self.source or self.name
+        if wanted == "proxy" and column in self.accuracies:
+            start = f"the first column named as a standard proxy ({first})" if first else "none"
+            return (f"{column!r} is an accuracy column of {where}: its proxy columns start at {start}, and a column "
+                    f"before that is a target; put {column!r} after {first or 'params'} to read it as a proxy column")
+        if wanted == "target" and column in self.proxies:
+            return (f"{column!r} is a proxy column of {where}: its proxy columns start at {first}, the first column "
+                    f"named as a standard proxy, and a target is a column between {ID_COLUMN!r} and it")
+        return None
 
     def measured_problem(self, target: str) -> str | None:
         """Why ``target`` cannot rank this table's rows, or None: it needs :data:`MIN_ROWS` measured (non-empty)
@@ -267,7 +301,8 @@ def _header_kinds(header: Sequence[str], where: str, labels: bool = True,
     first_at: dict[str, int] = {}
     for index, name in enumerate(header):
         if not name:
-            raise BenchmarkError(f"{where}: column {index + 1} has no name")
+            last = " (the last: a comma at the end of the header line?)" if index == len(header) - 1 else ""
+            raise BenchmarkError(f"{where}: column {index + 1} has no name{last}")
         if name in first_at:
             before = first_at[name]
             if raw[before] == raw[index]:
@@ -298,8 +333,9 @@ def _number(text: str) -> float:
 def order_infinities(values: np.ndarray) -> tuple[np.ndarray, int]:
     """A proxy column with each infinite value replaced by a finite one beyond every finite value of the column, so
     that ranks read ``inf`` as the largest and ``-inf`` as the smallest (those of one sign tied): ``+inf`` becomes the
-    largest finite value plus the spread of the finite values (at least 1), ``-inf`` the smallest less it. A column
-    with no finite value is returned as NaN. Also the number of infinite cells replaced."""
+    largest finite value plus the spread of the finite values (at least 1), ``-inf`` the smallest less it (the next
+    float out where that overflows). A column with no finite value is returned as NaN. Also the number of infinite
+    cells replaced. The exported module of a table search's proxy copies this function."""
     infinite = np.isinf(values)
     count = int(infinite.sum())
     if not count:
@@ -307,10 +343,13 @@ def order_infinities(values: np.ndarray) -> tuple[np.ndarray, int]:
     finite = values[np.isfinite(values)]
     if not finite.size:
         return np.where(infinite, np.nan, values), count
-    spread = max(float(np.ptp(finite)), float(np.max(np.abs(finite))), 1.0)
+    low, high = float(finite.min()), float(finite.max())
+    spread = max(high - low, abs(low), abs(high), 1.0)  # inf where the values span more than the largest float
     out = values.copy()
-    out[values == np.inf] = float(finite.max()) + spread
-    out[values == -np.inf] = float(finite.min()) - spread
+    for sign, edge in ((1.0, high), (-1.0, low)):
+        # beyond the edge by the spread; else the next float out (finite values near the largest float); else a tie
+        steps = (edge + sign * spread, math.nextafter(edge, sign * math.inf))
+        out[values == sign * np.inf] = next((step for step in steps if math.isfinite(step)), edge)
     return out, count
 
 
@@ -443,8 +482,9 @@ def read_proxy_table(path: str | os.PathLike, name: str | None = None, limit: in
             ids, values, accuracy_columns, header = _read_rows(path, lines, stored, size, progress,
                                                               labels)
         except UnicodeDecodeError as exc:
-            raise BenchmarkError(f"{path}: not a UTF-8 text file (byte {exc.start} of a block near byte "
-                                 f"{stored.count:,}); expected a CSV proxy table") from None
+            kind = binary_kind(path) if path.suffix != ".gz" else ""
+            raise BenchmarkError(f"{path}: {kind}" if kind else f"{path}: not a UTF-8 text file (byte {exc.start} of a "
+                                 f"block near byte {stored.count:,}); expected a CSV proxy table") from None
         except (OSError, EOFError) as exc:  # a .gz file that is not gzip, or is cut short; a read that failed
             what = "not a gzip file" if path.suffix == ".gz" else "cannot read it"
             raise BenchmarkError(f"{path}: {what} ({getattr(exc, 'strerror', None) or exc})") from None

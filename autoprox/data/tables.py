@@ -30,6 +30,7 @@ from typing import Any
 
 from autoprox.core.errors import ArchitectureError, BenchmarkError
 from autoprox.core.numbers import cell_number
+from autoprox.data.proxy_tables import binary_kind
 from autoprox.networks import timm_models  # noqa: F401 (registers the timm space for model entries)
 from autoprox.spaces.architectures import parse_arch
 from autoprox.spaces.base import SearchSpace
@@ -144,18 +145,6 @@ def _cell_number(text: str) -> float | None:
     return value
 
 
-#: The first bytes of the binary files most often given for a CSV one, and what to do instead.
-BINARY_KINDS = {b"\x1f\x8b": "gzip-compressed, not CSV text: decompress it (a proxy table may also be named .csv.gz)",
-                b"PK\x03\x04": "a zip archive (a spreadsheet's .xlsx?), not CSV text: save the sheet as CSV"}
-
-
-def _binary_kind(path: Path) -> str:
-    """What :data:`BINARY_KINDS` says of ``path`` when it starts as one of them, else ``""``."""
-    with open(path, "rb") as handle:
-        head = handle.read(4)
-    return next((kind for magic, kind in BINARY_KINDS.items() if head.startswith(magic)), "")
-
-
 def read_csv_entries(path: str | Path, with_lines: bool = False) -> list[dict[str, Any]] | tuple[list, list[int]]:
     """The entries of a CSV benchmark, validated (architectures included), as JSON Lines entries.
 
@@ -166,7 +155,7 @@ def read_csv_entries(path: str | Path, with_lines: bool = False) -> list[dict[st
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        kind = _binary_kind(path)
+        kind = binary_kind(path)
         raise BenchmarkError(f"{path}: {kind}" if kind else
                              f"{path}: not a UTF-8 text file (byte {exc.start}); expected CSV") from None
     consumed: list[int] = []
@@ -198,8 +187,9 @@ def read_csv_entries(path: str | Path, with_lines: bool = False) -> list[dict[st
         problems.append(f"column{'s' if len(strangers) > 1 else ''} {shown} {'are' if len(strangers) > 1 else 'is'} "
                         f"not arch, model, space or an accuracy column <target>{ACC_SUFFIX}")
     if not any(c in header for c in ARCH_COLUMNS):
+        cased = f" ({header[0]!r} is not 'id': names are case-sensitive)" if header[0].lower() == "id" else ""
         problems.append("no arch or model column" + ("; a proxy table (id, accuracies, proxy columns) must have "
-                                                      "'id' as its first column" if strangers else ""))
+                                                      f"'id' as its first column{cased}" if strangers else ""))
     if not any(c.endswith(ACC_SUFFIX) for c in header):
         problems.append(f"no accuracy column (<target>{ACC_SUFFIX})")
     if problems:

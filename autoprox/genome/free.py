@@ -42,7 +42,7 @@ from typing import Any, ClassVar, Sequence
 from deap import gp
 
 from autoprox.core.errors import ConfigError
-from autoprox.genome.tree import (Matrix, Scalar, Score, canonical_string, op_name, parse_genome, primitive_set,
+from autoprox.genome.tree import (Matrix, Scalar, Score, TreeGenomes, canonical_string, op_name, primitive_set,
                                   typed_name)
 from autoprox.core.errors import GenomeError
 from autoprox.genome.space import AGGREGATIONS, FREE, GENOME_KINDS, GenomeSpace
@@ -432,11 +432,11 @@ def vary(parent: gp.PrimitiveTree, rng: random.Random, space: GenomeSpace,
 
 
 @dataclass(frozen=True)
-class FreeSpace:
+class FreeSpace(TreeGenomes):
     """A free-form :class:`~autoprox.genome.space.GenomeSpace` as the evolution searches it: trees drawn by
     :func:`random_tree` and varied by :func:`vary` (crossover with the population's partners among its
-    operators), within ``limits``. A :class:`~autoprox.genome.space.SearchedSpace`; no setting of the
-    evolution binds it."""
+    operators), within ``limits``. A :class:`~autoprox.genome.space.SearchedSpace` (parsing and containing
+    trees as :class:`~autoprox.genome.tree.TreeGenomes` does); no setting of the evolution binds it."""
 
     space: GenomeSpace
     limits: FreeTreeLimits = DEFAULT_LIMITS
@@ -459,14 +459,6 @@ class FreeSpace:
              partners: Sequence[gp.PrimitiveTree] = ()) -> gp.PrimitiveTree:
         """One child of ``parent`` (:func:`vary`)."""
         return vary(parent, rng, self.space, partners=partners, limits=self.limits)
-
-    def parse(self, text: str) -> gp.PrimitiveTree:
-        """The tree of a genome's text (:func:`~autoprox.genome.tree.parse_genome`)."""
-        return parse_genome(text)
-
-    def contains(self, tree: gp.PrimitiveTree) -> bool:
-        """Whether ``tree`` is within the space (:meth:`GenomeSpace.contains`)."""
-        return self.space.contains(tree)
 
     @staticmethod
     def check_seed(tree: gp.PrimitiveTree) -> None:

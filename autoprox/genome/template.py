@@ -21,7 +21,7 @@ from deap import gp
 from autoprox.core.errors import ConfigError, GenomeError
 from autoprox.genome.space import AGGREGATIONS, DEFAULT_AGGREGATION, GENOME_KINDS, TEMPLATE, GenomeSpace
 from autoprox.genome.terminals import terminal_kinds
-from autoprox.genome.tree import TEMPLATE_REDUCTION, genome_to_string, op_name, parse_genome
+from autoprox.genome.tree import TEMPLATE_REDUCTION, TreeGenomes, genome_to_string, op_name, parse_genome
 from autoprox.primitives import BINARY, UNARY
 
 
@@ -71,11 +71,12 @@ def template_genes(tree: gp.PrimitiveTree) -> TemplateGenes:
 
 
 @dataclass(frozen=True)
-class TemplateSpace:
+class TemplateSpace(TreeGenomes):
     """A template :class:`~autoprox.genome.space.GenomeSpace` as the evolution searches it: genomes drawn by
     :func:`random_template` and varied by :func:`mutate_template` with ``gene_probability``, the evolution's
     setting (``evolution.gene_probability``) that :meth:`bound` binds. A
-    :class:`~autoprox.genome.space.SearchedSpace`."""
+    :class:`~autoprox.genome.space.SearchedSpace` (parsing and containing trees as
+    :class:`~autoprox.genome.tree.TreeGenomes` does)."""
 
     space: GenomeSpace
     gene_probability: float
@@ -98,14 +99,6 @@ class TemplateSpace:
     def vary(self, parent: gp.PrimitiveTree, rng: random.Random, partners: Sequence = ()) -> gp.PrimitiveTree:
         """A mutated child of ``parent`` (:func:`mutate_template`); ``partners`` are not read."""
         return mutate_template(parent, rng, self.gene_probability, self.space)
-
-    def parse(self, text: str) -> gp.PrimitiveTree:
-        """The tree of a genome's text (:func:`~autoprox.genome.tree.parse_genome`)."""
-        return parse_genome(text)
-
-    def contains(self, tree: gp.PrimitiveTree) -> bool:
-        """Whether ``tree`` is within the space (:meth:`GenomeSpace.contains`)."""
-        return self.space.contains(tree)
 
     @staticmethod
     def check_seed(tree: gp.PrimitiveTree) -> None:

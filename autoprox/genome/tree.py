@@ -289,6 +289,20 @@ def genome_to_string(tree: gp.PrimitiveTree) -> str:
     return format_subtree(tree, 0, canonical=False)[0]
 
 
+class TreeGenomes:
+    """The ``parse`` and ``contains`` of a :class:`~autoprox.genome.space.SearchedSpace` whose genomes are trees of
+    the statistics (:class:`~autoprox.genome.template.TemplateSpace`, :class:`~autoprox.genome.free.FreeSpace`),
+    for a class with the :class:`~autoprox.genome.space.GenomeSpace` it searches as ``space``."""
+
+    def parse(self, text: str) -> gp.PrimitiveTree:
+        """The tree of a genome's text (:func:`parse_genome`)."""
+        return parse_genome(text)
+
+    def contains(self, tree: gp.PrimitiveTree) -> bool:
+        """Whether ``tree`` is within the space (:meth:`GenomeSpace.contains`)."""
+        return self.space.contains(tree)
+
+
 def canonical_string(tree: gp.PrimitiveTree) -> str:
     """A form equal for trees computing the same thing: no ``no_op``, sorted commutative operands."""
     return format_subtree(tree, 0, canonical=True)[0]

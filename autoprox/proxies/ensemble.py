@@ -50,7 +50,7 @@ from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.baselines import BLEND_FEATURES, blend_scores
 from autoprox.proxies.proxy import Proxy, resolve_proxy
 from autoprox.proxies.proxy_input import register_proxy_file_format
-from autoprox.proxies.scoring import Outcome, ProgressFn, scoring_inputs
+from autoprox.proxies.scoring import Outcome, ProgressFn, check_cache_and_plan, check_target, scoring_inputs
 from autoprox.spaces.descriptors import DESCRIPTORS, descriptor_columns
 
 #: The format key of an ensemble file.
@@ -217,11 +217,7 @@ class EnsembleProxy:
         """The members that score ``target`` (None: the joint list); ProxyError when there are none."""
         if self.joint:
             return self.members[JOINT]
-        if target is None:
-            raise ProxyError(f"{self.name} is a per-target ensemble ({', '.join(self.members)}): "
-                             "name one target (--target)")
-        if target not in self.members:
-            raise ProxyError(f"{self.name} has no members for target {target!r}; it has: {', '.join(self.members)}")
+        check_target(self, target)
         return self.members[target]
 
     def for_target(self, target: str) -> "EnsembleProxy":
@@ -250,15 +246,17 @@ class EnsembleProxy:
         """Scores of ``archs`` per target: each member scored once (``proxy`` members by
         :meth:`Proxy.score` with ``plan``'s input and seeds at the member's class count),
         its quantile against its reference, weighted and summed. Raises InvalidProxy as
-        :meth:`Proxy.score` does."""
+        :meth:`Proxy.score` does, and ConfigError (one line) when ``cache`` or ``plan`` is missing."""
+        members = {target: self.members_for(target) for target in targets}
         raw = RawMemberScores(archs, cache, plan, workers, progress, teacher)
-        return {target: _weighted_sum(self.members_for(target), raw, len(archs)) for target in targets}
+        return {target: _weighted_sum(members[target], raw, len(archs)) for target in targets}
 
     def scores(self, archs: Sequence, cache: StatisticsCache, plan: StatsPlan, target: str | None = None,
                workers: int = 1, progress: ProgressFn | None = None, teacher=None) -> np.ndarray:
-        """One score per architecture: the joint members', or ``target``'s."""
-        raw = RawMemberScores(archs, cache, plan, workers, progress, teacher)
-        return _weighted_sum(self.members_for(target), raw, len(archs))
+        """One score per architecture: the joint members', or ``target``'s; ConfigError as
+        :meth:`target_scores`."""
+        members = self.members_for(target)
+        return _weighted_sum(members, RawMemberScores(archs, cache, plan, workers, progress, teacher), len(archs))
 
     def candidate_scores(self, archs: Sequence, spec: InputSpec, seeds: Sequence[int], cache: StatisticsCache,
                          target: str | None = None, *, workers: int = 1, keep_statistics: bool = True,
@@ -346,6 +344,7 @@ class RawMemberScores:
 
     def __init__(self, archs: Sequence, cache: StatisticsCache, plan: StatsPlan, workers: int = 1,
                  progress: ProgressFn | None = None, teacher=None):
+        check_cache_and_plan(cache, plan)  # what a proxy's score says, before any member is scored
         self.archs, self.cache, self.plan = list(archs), cache, plan
         self.workers, self.progress, self.teacher = workers, progress, teacher
         self._columns: dict | None = None

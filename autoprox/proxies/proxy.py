@@ -214,7 +214,9 @@ class Proxy:
                       workers: int = 1, progress: ProgressFn | None = None,
                       teacher=None) -> dict[str, np.ndarray]:
         """Scores of ``archs`` per target: :meth:`score` at each target's class count of ``plan`` (computed
-        once per class count); ConfigError naming a target ``plan`` has no class count for."""
+        once per class count); ConfigError naming a target ``plan`` has no class count for, or what the call lacks
+        (:func:`~autoprox.proxies.scoring.check_cache_and_plan`)."""
+        check_cache_and_plan(cache, plan)
         unknown = [t for t in targets if t not in plan.target_classes]
         if unknown:
             raise ConfigError(f"{self.name}: the statistics plan has no class count for target {unknown[0]!r}; "

@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Mapping, Protocol, Sequence, runtime_chec
 
 import numpy as np
 
-from autoprox.core.errors import ConfigError
+from autoprox.core.errors import ConfigError, ProxyError
 from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.networks.statistics import InputSpec
 
@@ -126,6 +126,18 @@ def check_cache_and_plan(cache, plan) -> None:
                               "cache and plan: proxy.score_architectures(archs)")
 
 
+def check_target(proxy: ScoringProxy, target: str | None) -> None:
+    """ProxyError unless ``proxy`` scores ``target``: a proxy that scores every target alike scores any (None
+    too), a per-target ensemble one of its :attr:`~ScoringProxy.targets`, which it names (checked before any
+    scoring)."""
+    if not proxy.targets or target in proxy.targets:
+        return
+    if target is None:
+        raise ProxyError(f"{proxy.name} is a per-target ensemble ({', '.join(proxy.targets)}): "
+                         "name one target (--target)")
+    raise ProxyError(f"{proxy.name} has no members for target {target!r}; it has: {', '.join(proxy.targets)}")
+
+
 def candidate_outcomes(runs: Sequence[Sequence], set_level: bool) -> list[Outcome]:
     """Each architecture's :data:`Outcome` from one run of raw results per statistics seed: the first failure's
     reason, else the mean over seeds, or for a set-level proxy the raw value per seed (normalised over the whole
@@ -144,4 +156,4 @@ def candidate_outcomes(runs: Sequence[Sequence], set_level: bool) -> list[Outcom
 
 
 __all__ = ["Outcome", "ProgressFn", "ScoringProxy", "architectures_given", "candidate_outcomes",
-           "check_cache_and_plan", "scoring_inputs"]
+           "check_cache_and_plan", "check_target", "scoring_inputs"]

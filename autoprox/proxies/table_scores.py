@@ -24,7 +24,8 @@ from autoprox.core.errors import GenomeError, ProxyError
 from autoprox.data.proxy_tables import STANDARD_PROXIES, ProxyTable, TableSpace
 from autoprox.genome.rank_formula import Node, RankFormula, unmeasured_rows
 
-__all__ = ["UNMEASURED", "reading_note", "table_figures", "table_scores", "space_kendall", "unscored_warning"]
+__all__ = ["UNMEASURED", "check_placed", "reading_note", "table_figures", "table_scores", "space_kendall",
+           "unscored_warning"]
 
 
 def _column(proxy, table: ProxyTable) -> str | None:
@@ -56,13 +57,15 @@ def table_scores(proxy, table: ProxyTable, missing: str | None = None) -> np.nda
     Raises
     ------
     ProxyError
-        A proxy that needs networks, or reads a column the table lacks, naming it.
+        A proxy that needs networks, or reads a column the table lacks, naming it; or reads a column the table has as
+        an accuracy column (:func:`check_placed`).
     """
     if isinstance(proxy, str):
         if proxy not in table.proxies:
-            raise ProxyError(f"{table.source or table.name} has no proxy column {proxy!r} "
-                             f"(it has {', '.join(table.proxies) or 'none'})")
+            raise ProxyError(table.misplaced(proxy, "proxy") or f"{table.source or table.name} has no proxy column "
+                             f"{proxy!r} (it has {', '.join(table.proxies) or 'none'})")
         return table.proxies[proxy].copy()
+    check_placed(proxy, table)
     formula = proxy if isinstance(proxy, RankFormula) else getattr(proxy, "formula", None)
     if formula is not None and not isinstance(formula, RankFormula) \
             and not any(c in table.proxies for c in formula.columns):
@@ -88,6 +91,17 @@ def table_scores(proxy, table: ProxyTable, missing: str | None = None) -> np.nda
     raise ProxyError(f"{name} ({kind}) cannot be scored on the proxy table {table.source or table.name}: it needs "
                      f"networks or a column the table lacks (it has {', '.join(table.proxies) or 'no proxy column'}); "
                      "a table is scored by its proxy columns or a rank formula over them")
+
+
+def check_placed(proxy, table: ProxyTable) -> None:
+    """Refuse, in one line, a formula that reads a column ``table`` has as an accuracy column (one before its first
+    standard proxy column): read as a column the table lacks, it would count as no information, and the scores would
+    quietly leave out the column the user meant."""
+    formula = proxy if isinstance(proxy, RankFormula) else getattr(proxy, "formula", None)
+    for column in getattr(formula, "columns", ()):
+        problem = None if column in table.proxies else table.misplaced(column, "proxy")
+        if problem:
+            raise ProxyError(f"the proxy reads {column!r}, and {problem}")
 
 
 def _unscored_where_unmeasured(scores: np.ndarray, table: ProxyTable, read) -> np.ndarray:
@@ -121,12 +135,14 @@ def reading_note(proxy, table: ProxyTable) -> str | None:
     formula = proxy if isinstance(proxy, RankFormula) else getattr(proxy, "formula", None)
     if formula is None:
         return None
+    check_placed(formula, table)  # before any note: the error is the one line said
     absent = [c for c in formula.columns if c not in table.proxies]
     if not absent:
         return None
     if not isinstance(formula, RankFormula):  # a weighted formula: each column it lacks enters as 0
-        return (f"{table.source or table.name} lacks {', '.join(absent)}: read as no information (0 after "
-                f"centring); scored from {', '.join(c for c in formula.columns if c in table.proxies)}")
+        return (f"{table.source or table.name} lacks {', '.join(absent)}{_cased(absent, table)}: read as no "
+                f"information (0 after centring); scored from "
+                f"{', '.join(c for c in formula.columns if c in table.proxies)}")
     resolved = formula.resolved(table.proxies)
     shown = RankFormula(_present_only(resolved.root, table.proxies))
     lacking = [c for c in resolved.required if c not in table.proxies]
@@ -136,6 +152,14 @@ def reading_note(proxy, table: ProxyTable) -> str | None:
     if lacking:
         note += f", {', '.join(lacking)} read as no information"
     return note
+
+
+def _cased(absent, table: ProxyTable) -> str:
+    """`` (it has 'NWOT': names are case-sensitive)`` when a column of ``table`` differs from one ``absent`` only by
+    case (a renamed header), else ``""``."""
+    lowered = {name.lower(): name for name in table.proxies}
+    found = [lowered[c.lower()] for c in absent if c.lower() in lowered]
+    return f" (it has {', '.join(map(repr, found))}: names are case-sensitive)" if found else ""
 
 
 def _has_empty_lrsum(node: Node, available) -> bool:

@@ -1,6 +1,7 @@
 """A weighted formula (a table search's proxy, :class:`~autoprox.genome.weighted.WeightedFormula`) as a standalone
 Python module that needs only NumPy: ``score(columns) -> array``, where ``columns`` maps each proxy column's name to
-its values on the rows to rank (NaN or None: not measured). The module computes each column's centred rank within
+its values on the rows to rank (NaN or None: not measured; an infinite value ranks beyond the column's finite ones,
+as the table reader places it). The module computes each column's centred rank within
 those rows, each member of its basis, each evolved term, and the weighted sum, exactly as ``autoprox score`` does (to float rounding): its
 transforms are the engine's own code, copied."""
 
@@ -22,13 +23,15 @@ _EXPRESSIONS = {
     "min": "np.minimum({0}, {1})", "neg": "(-{0})", "rerank": "_rank({0})",
 }
 
-#: The exported module's own helpers: a column by name, and the average ranks that the transforms it copies from
-#: :func:`~autoprox.genome.rank_formula.transforms_source` read (the engine's own use SciPy).
+#: The exported module's own helpers: a column by name (its infinite cells placed beyond its finite ones by the
+#: reader's own :func:`~autoprox.data.proxy_tables.order_infinities`, copied below, as ``score`` reads a table), and
+#: the average ranks that the transforms it copies from :func:`~autoprox.genome.rank_formula.transforms_source` read
+#: (the engine's own use SciPy).
 _OWN_RUNTIME = '''
 def _column(columns, name, length):
     if name not in columns:
         return np.full(length, np.nan)
-    return np.asarray([np.nan if v is None else v for v in columns[name]], dtype=np.float64)
+    return order_infinities(np.asarray([np.nan if v is None else v for v in columns[name]], dtype=np.float64))[0]
 
 
 def _ranks(values):
@@ -85,9 +88,10 @@ def weighted_export_source(formula: WeightedFormula, source: str = "", target: s
               f"    {_in_docstring(str(formula))}\n\n"
               "score(columns) -> numpy array: columns maps each proxy column's name to its values on the rows to\n"
               "rank (NaN or None where not measured; a column left out reads as no information; a row with none\n"
-              "measured scores NaN). Each column enters\n"
+              "measured scores NaN; inf and -inf rank above and below the column's finite values, as in autoprox\n"
+              "score). Each column enters\n"
               "through its rank within these rows, so rank the architectures you compare together. Higher: predicted\n"
-              'better. Depends on NumPy only."""\n\nimport numpy as np\n')
+              'better. Depends on NumPy only."""\n\nimport math\n\nimport numpy as np\n')
     body = ("\n\ndef score(columns):\n"
             '    """The proxy on every row of ``columns`` (a dict of equal-length sequences)."""\n'
             "    if not columns:\n        raise ValueError('no proxy column given')\n"
@@ -102,7 +106,18 @@ def weighted_export_source(formula: WeightedFormula, source: str = "", target: s
             "            measured |= ~np.isnan(_column(columns, name, length))\n"
             "    total[~measured] = np.nan  # a row with none of the columns measured: no score\n"
             "    return total\n")
-    return header + _OWN_RUNTIME + transforms_source() + body
+    return header + _OWN_RUNTIME + _reader_source() + "\n\n" + transforms_source() + body
+
+
+def _reader_source() -> str:
+    """The source of the reader's :func:`~autoprox.data.proxy_tables.order_infinities`, copied verbatim: the exported
+    module reads an infinite cell (a proxy that overflowed) as ``score`` does, a measurement beyond the column's
+    finite values, not as a missing one."""
+    import inspect
+
+    from autoprox.data.proxy_tables import order_infinities
+
+    return inspect.getsource(order_infinities)
 
 
 def is_weighted_source(source: str) -> tuple[WeightedFormula, str, str] | None:

@@ -289,6 +289,11 @@ def test_rank_of_a_select_file_defaults_to_the_run_s_test_split_as_the_run_does(
     assert {m["n"] for m in figures[str(path)].values()} == {test_size}
     if rule == "best":  # the same genome: the same figures
         assert figures[str(path)] == figures[str(run_dir)]
+    # without --bench: the file records its run, whose benchmark it is ranked on, as a run's best.json is
+    assert main(["rank", "--proxy", str(path), *common[2:]]) == 0
+    out, err = capsys.readouterr()
+    assert f"benchmark: {context.bench.source}, the one {run_dir} was made with" in err and "split: test" in err
+    assert json.loads(out) == figures[str(path)]
 
 
 def test_recommended_names_resolve_in_rank_and_export(run_dir, tmp_path, monkeypatch, capsys):
@@ -390,3 +395,15 @@ def test_cv_pick_ridge_s_ridge_part_is_ridge_on_the_terminals_ranks_kept_as_sign
         table = chosen.provenance["inner_kendall"][target]
         assert list(table) == ["best", "blend", "best+blend", "coarse", "ridge", "best+ridge"]
         assert table[chosen.provenance["chosen"][target]] == max(table.values())
+
+
+def test_a_select_file_records_the_run_it_was_read_from_not_where_that_run_was_searched(run_copy, tmp_path):
+    """A copied run's ``best.json`` names the folder its search ran in; the genome file ``select`` writes
+    records the run it read, as an ensemble's provenance does, where ``rank`` finds the benchmark."""
+    import json
+
+    from autoprox.apps.selection import write_selection
+
+    assert json.loads((run_copy / "best.json").read_text())["run"] != str(run_copy)
+    path, _ = write_selection(run_copy, "best", tmp_path / "best.json")
+    assert json.loads(path.read_text())["run"] == str(run_copy)

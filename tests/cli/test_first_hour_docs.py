@@ -303,8 +303,8 @@ def test_vit_search_with_a_list_of_proxies_says_a_list_is_for_on_bench(tmp_path,
     assert main(["vit-search", "--space", "pit", "--proxy", "params,flops", "--samples", "2",
                  "--out", str(tmp_path / "v")]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == ("autoprox: error: --proxy params,flops: vit-search picks architectures with one proxy; a list "
-                   "(2 proxies) is compared on a benchmark's architectures with --on-bench FILE"), err
+    assert err == ("autoprox: error: --proxy params,flops: vit-search takes one proxy, not a list of 2; a list is "
+                   "compared on a benchmark's architectures with --on-bench FILE"), err
     assert not (tmp_path / "v").exists()
 
 
@@ -313,8 +313,33 @@ def test_export_of_a_list_of_proxies_says_it_writes_one(tmp_path, capsys):
     out = tmp_path / "p.py"
     assert main(["export", "params,nwot", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == "autoprox: error: params,nwot: export writes one proxy as a module; give one of these 2 at a time"
+    assert err == ("autoprox: error: params,nwot: export takes one proxy, not a list of 2; export them one at a "
+                   "time, each to its own module"), err  # the words of vit-search's line (one helper)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("proxy, line", [
+    ("params,nwot", "--proxy params,nwot: score takes one proxy, not a list of 2; score each in its own run, each to "
+                    "its own --out"),
+    ("all", "--proxy all: score takes one proxy; all names every built-in (compare them with autoprox rank --proxy "
+            "all)")])
+def test_score_of_a_list_or_of_all_says_it_takes_one_proxy(tmp_path, capsys, proxy, line):
+    """``score`` refuses a list in vit-search's and export's words (one helper), and ``all`` saying what it names,
+    before the table is read or anything is written."""
+    out = tmp_path / "s.csv"
+    assert main(["score", "--proxy", proxy, "--space", "pit", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"autoprox: error: {line}"
+    assert not out.exists()
+
+
+def test_score_help_says_what_targets_picks():
+    """``score --help`` said rank's '--targets: comma-separated targets (default: all columns)', which says nothing
+    of the one target whose scores score writes."""
+    from autoprox.cli.main import build_parser
+
+    score = build_parser()._subparsers._group_actions[0].choices["score"]
+    help_text = next(a.help for a in score._actions if "--targets" in a.option_strings)
+    assert help_text.startswith("the target whose scores are written") and "all columns" not in help_text
 
 
 @pytest.mark.parametrize("argv", [["show", "{run}"], ["report", "{run}", "--out", "{tmp}/r.html"],
@@ -348,3 +373,22 @@ def test_a_run_of_an_operator_not_registered_here_is_named_so(tmp_path, capsys, 
                    f"register_primitive), then read the run there (autoprox.ProxySearch.from_run({str(run)!r}), or "
                    "autoprox.cli.main.main([...]) with this command's arguments)"), err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_the_manual_says_how_long_a_first_ranking_table_takes_and_that_it_is_cached():
+    """``rank --proxy all --space autoformer`` with no zoo values cached ran for many minutes (GraSP most of it) and
+    the manual gave no time: its ranking-table section now quotes BENCHMARKS.md's figures for the whole table on a
+    2-core CPU, and says a second run reads the score cache."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    manual = (repo / "docs" / "manual.md").read_text()
+    section = " ".join(manual[manual.index("### The ranking table"):manual.index("## Searching several spaces")].split())
+    benchmarks = " ".join((repo / "BENCHMARKS.md").read_text().split())
+    recorded = re.search(r"`autoprox rank --proxy all --space SPACE --seeds 0 --workers 2` \(warm statistics cache, "
+                         r"[^)]*\): AutoFormer (\d+:\d\d), PiT (\d+:\d\d)", benchmarks)
+    assert recorded, "BENCHMARKS.md no longer records the whole ranking table's time"
+    autoformer, pit = recorded.groups()
+    assert re.search(rf"2-core CPU.*{autoformer} on AutoFormer and {pit} on PiT", section), section
+    assert "score cache" in section and "under a minute" in section and "BENCHMARKS.md#the-proxy-zoo" in section

@@ -71,6 +71,24 @@ def test_score_of_a_table_run_whose_table_is_gone_asks_for_bench(table_run, tmp_
     assert not (tmp_path / "s.csv").exists()
 
 
+def test_score_of_a_table_run_without_bench_says_when_its_table_changed_since_the_search(table_run, tmp_path, capsys):
+    """Rows appended to the table searched (the workflow the manual suggests) were scored under the line 'the one RUN
+    was searched on', as if it were still that table."""
+    run, table = table_run
+    moved, copy = tmp_path / "run", tmp_path / "pit-40.csv"
+    shutil.copytree(run, moved)
+    shutil.copy(table, copy)
+    (moved / "config.json").write_text((moved / "config.json").read_text().replace(str(table), str(copy)))
+    code, out, err = run_cli(capsys, "score", "--proxy", str(moved), "--out", str(tmp_path / "a.csv"))
+    assert code == 0 and f"the one {moved} was searched on (--bench" in err, err
+    width = len(copy.read_text().splitlines()[0].split(","))
+    with open(copy, "a", newline="") as handle:
+        handle.write("new-candidate,," + ",".join(["1.5"] * (width - 2)) + "\n")
+    code, out, err = run_cli(capsys, "score", "--proxy", str(moved), "--out", str(tmp_path / "b.csv"))
+    assert code == 0 and f"the one {moved} was searched on, changed since (sha256 " in err, err
+    assert "its rows are scored as they are now" in err and "101 scores" in out
+
+
 @pytest.mark.parametrize("formula", [None, "x", [1]])
 def test_a_weighted_formula_file_without_its_formula_object_says_so(table_run, tmp_path, capsys, formula):
     """It used to say 'a weighted formula record is a JSON object' of a file that is one, its 'formula' missing."""

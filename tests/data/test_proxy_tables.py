@@ -7,6 +7,7 @@ import csv
 import gzip
 import json
 import random
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -117,6 +118,20 @@ def test_an_infinite_proxy_value_ranks_beyond_the_finite_ones_and_is_noted(tmp_p
     assert cli(["rank", "--proxy", "synflow", "--bench", str(path)]) == 0
     err = capsys.readouterr().err
     assert "3 infinite cell(s)" in err
+
+
+def test_an_infinite_value_beside_finite_ones_near_the_largest_float_still_ranks_beyond_them(tmp_path):
+    """'inf' was replaced by the largest finite value plus the spread, which overflowed back to inf when the finite
+    values came near 1.8e308: the cell was read as not measured (its row left out of the correlations) and NumPy
+    printed 'overflow encountered in subtract'."""
+    path = _write(tmp_path / "t.csv", ["id", "val_acc", "params", "synflow"],
+                  [["a", 1, 2, "-inf"], ["b", 2, 3, "-1e308"], ["c", 3, 4, 5.0], ["d", 4, 5, "1e308"],
+                   ["e", 5, 6, "inf"], ["f", 6, 7, "1.7976931348623157e308"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        values = read_proxy_table(path).proxies["synflow"]
+    assert np.isfinite(values).all()
+    assert values[0] < values[1] < values[2] < values[3] < values[5] == values[4]  # inf ties the largest float
 
 
 def test_comment_lines_are_skipped_as_the_vit_csv_reader_skips_them_and_lines_are_counted_in_the_file(tmp_path,

@@ -334,3 +334,22 @@ def test_a_table_of_another_format_is_named_as_such_and_a_benchmark_under_anothe
     renamed = tmp_path / "gt_pit.bin"
     renamed.write_bytes(PIT_FILE.read_bytes())
     assert len(load_benchmark(renamed).archs) == 100
+
+
+def test_a_utf16_table_a_trailing_comma_and_an_id_column_in_capitals_are_named_as_such(tmp_path, capsys):
+    """A spreadsheet's 'Unicode text' (UTF-16) was 'not a UTF-8 text file (byte 0)'; a header ending in a comma was
+    'column 5 has no name'; 'ID' first was read as a ViT benchmark's stranger column with no word of the case."""
+    text = _good(tmp_path / "t.csv").read_text(encoding="utf-8")
+    (tmp_path / "u16.csv").write_text(text, encoding="utf-16")
+    lines = text.splitlines()
+    (tmp_path / "comma.csv").write_text("\n".join(line + "," for line in lines) + "\n", encoding="utf-8")
+    (tmp_path / "caps.csv").write_text("\n".join(["ID" + lines[0][2:], *lines[1:]]) + "\n", encoding="utf-8")
+    for name, said in (("u16.csv", "UTF-16 text (a spreadsheet's 'Unicode text'?), not UTF-8: save it as CSV UTF-8"),
+                       ("comma.csv", "column 5 has no name (the last: a comma at the end of the header line?)"),
+                       ("caps.csv", "('ID' is not 'id': names are case-sensitive)")):
+        for command in (("search", "--out", tmp_path / "run"), ("score", "--proxy", "nwot", "--out", tmp_path / "s.csv"),
+                        ("evaluate", "--few-labels", "5", "--out", tmp_path / "ev")):
+            code, out, err = run_cli(capsys, *command, "--bench", tmp_path / name)
+            line = one_error_line(err)
+            assert code == 2 and (said in line or (name == "caps.csv" and command[0] == "evaluate")), (command, line)
+    assert not any((tmp_path / out).exists() for out in ("run", "s.csv", "ev"))

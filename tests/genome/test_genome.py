@@ -381,6 +381,13 @@ def test_each_tree_kind_is_searched_by_its_module_s_operators_bound_to_the_evolu
         [genome_to_string(vary(trees[0], random.Random(s), free_space, trees[1:])) for s in range(20)]
     assert genome_to_string(free.parse(PUBLISHED)) == PUBLISHED == genome_to_string(template.parse(PUBLISHED))
     assert template.contains(parse_genome(PUBLISHED)) and free.contains(parse_genome(PUBLISHED))
+    outside = parse_genome("block_mean(no_op(A_depth))")  # an architecture terminal neither space reads
+    assert not template.contains(outside) and not free.contains(outside)
+    from autoprox.genome.tree import TreeGenomes
+
+    # the two kinds of trees parse and contain alike, by one definition
+    assert type(free).parse is type(template).parse is TreeGenomes.parse
+    assert type(free).contains is type(template).contains is TreeGenomes.contains
 
 
 # ------------------------------------------------------------------- evaluation

@@ -123,6 +123,51 @@ def test_an_ensembles_score_architectures_refuses_as_a_proxys_does(af_small, tmp
     assert per_target.score_architectures(archs, cache_dir=str(cache), target="flower_kd").shape == (1,)
 
 
+def test_an_ensemble_scored_without_a_cache_or_plan_says_so_as_a_proxy_does(af_small, session_cache):
+    """``scores`` (and ``target_scores``) with a None plan or cache: the one line a proxy's ``scores`` raises, not
+    an AttributeError from inside a member's scoring."""
+    archs = list(af_small.archs[:2])
+    depth = descriptor_columns(archs)["depth"]
+    ensemble = EnsembleProxy("e", {JOINT: (member("proxy", "params", [1.0, 2.0]), member("descriptor", "depth", depth))})
+    plan = StatsPlan.default()
+    for cache, given, missing in ((session_cache, None, "plan"), (None, plan, "cache")):
+        with pytest.raises(ConfigError) as info:
+            resolve_proxy("params").scores(archs, cache, given)
+        expected = str(info.value)
+        assert expected.startswith(f"score: {missing} is None: give a ")
+        with pytest.raises(ConfigError) as info:
+            ensemble.scores(archs, cache, given)
+        assert str(info.value) == expected
+        with pytest.raises(ConfigError) as info:
+            ensemble.target_scores(archs, cache, given, ["c100_kd"])
+        assert str(info.value) == expected
+        with pytest.raises(ConfigError) as info:
+            resolve_proxy("params").target_scores(archs, cache, given, ["c100_kd"])
+        assert str(info.value) == expected
+    assert ensemble.scores(archs, session_cache, plan).shape == (2,)
+
+
+def test_check_target_asks_a_per_target_ensemble_alone_for_one_of_its_targets():
+    """The one check of ``--target`` a command makes before scoring (through ``targets``, whatever the kind), and
+    the one an ensemble's own ``members_for`` makes."""
+    from autoprox.proxies.scoring import check_target
+
+    depth = member("descriptor", "depth", [1.0, 2.0])
+    per_target = EnsembleProxy("depths", {t: (depth,) for t in TARGETS})
+    for alike in (resolve_proxy("params"), EnsembleProxy("joint", {JOINT: (depth,)})):
+        for target in (None, "c100_kd", "chaoyang_kd"):
+            check_target(alike, target)
+    check_target(per_target, "flower_kd")
+    for target, message in ((None, r"^depths is a per-target ensemble \(c100_kd, flower_kd\): name one target "
+                                   r"\(--target\)$"),
+                            ("chaoyang_kd", r"^depths has no members for target 'chaoyang_kd'; it has: c100_kd, "
+                                            r"flower_kd$")):
+        with pytest.raises(ProxyError, match=message):
+            check_target(per_target, target)
+        with pytest.raises(ProxyError, match=message):
+            per_target.members_for(target)
+
+
 def test_a_proxys_candidate_scores_are_the_mean_of_its_raw_values_over_seeds(af_small, session_cache, small_spec):
     """The ViT search's form (one outcome per candidate) through the same call for a proxy as for an ensemble."""
     archs = list(af_small.archs[:3])

@@ -64,6 +64,14 @@ def test_a_weighted_proxy_on_a_table_lacking_one_of_its_columns_reads_it_as_no_i
     assert "lacks jacov: read as no information" in err and "kendall" in out
 
 
+def test_a_column_renamed_only_in_case_is_named_beside_the_one_the_table_lacks(searched, tmp_path, capsys):
+    """'lacks jacov' of a table with 'JACOV' said nothing of the column the user renamed."""
+    run, _ = searched
+    upper = write_table(tmp_path / "upper.csv", columns=("params", "flops", "nwot", "JACOV"), seed=2)
+    code, out, err = run_cli(capsys, "score", "--proxy", run, "--bench", upper, "--out", tmp_path / "o.csv")
+    assert code == 0 and "upper.csv lacks jacov (it has 'JACOV': names are case-sensitive): read as no" in err, err
+
+
 def test_a_weighted_proxy_on_a_table_with_none_of_its_columns_is_refused_naming_them(searched, tmp_path, capsys):
     run, _ = searched
     other = write_table(tmp_path / "other.csv", columns=("snip", "zen"))
@@ -84,6 +92,54 @@ def test_a_hand_edited_weighted_proxy_naming_an_unknown_column_is_scored_with_a_
     code, out, err = run_cli(capsys, "score", "--proxy", edited, "--bench", table, "--out", tmp_path / "o.csv")
     assert code == 0, err
     assert "lacks jacovv: read as no information" in err
+
+
+def test_a_column_the_proxy_reads_that_the_table_has_as_an_accuracy_column_is_refused_naming_where_it_stands(
+        tmp_path, capsys):
+    """A table's own column 'mine' placed before its first standard proxy column is an accuracy column: score and rank
+    said 'lacks mine: read as no information' of a table that has it, and scored without the column the user meant."""
+    from autoprox.search.table_run import run_table_search
+
+    run_table_search(write_table(tmp_path / "t.csv", columns=("params", "flops", "mine")), ["val_acc"],
+                     tmp_path / "run", SMALL, quiet=True)
+    with open(tmp_path / "moved.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "mine", "params", "flops"])
+        writer.writerows([[f"a{i}", i % 7, i, -i] for i in range(12)])
+    moved = tmp_path / "moved.csv"
+    for proxy in (tmp_path / "run", "lrsum(mine, params)", "mine"):
+        for command in (("score", "--out", tmp_path / "o.csv"), ("rank",)):
+            code, out, err = run_cli(capsys, command[0], "--proxy", proxy, "--bench", moved, *command[1:])
+            assert code == 2, (proxy, command, err)
+            line = one_error_line(err)
+            assert "'mine' is an accuracy column of" in line and "put 'mine' after params" in line, line
+    assert not (tmp_path / "o.csv").exists()
+    code, out, err = run_cli(capsys, "search", "--bench", moved, "--targets", "flops", "--out", tmp_path / "run2")
+    assert code == 2 and "'flops' is a proxy column of" in one_error_line(err)
+
+
+def test_an_exported_weighted_proxy_reads_infinite_cells_as_score_does(searched, tmp_path, capsys):
+    """An infinite cell (a proxy that overflowed) ranks beyond its column's finite values in ``score``; the exported
+    module read it as not measured, so its scores of the same file differed."""
+    import importlib.util
+
+    run, table = searched
+    rows = list(csv.reader(open(table, encoding="utf-8")))
+    rows[1][2], rows[2][2], rows[3][4], rows[25][5] = "inf", "inf", "-inf", "1e400"  # labelled and unlabelled rows
+    with open(tmp_path / "inf.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    code, out, err = run_cli(capsys, "score", "--proxy", run, "--bench", tmp_path / "inf.csv", "--out",
+                             tmp_path / "s.csv")
+    assert code == 0 and "infinite cell(s)" in err, err
+    code, out, err = run_cli(capsys, "export", run, "--out", tmp_path / "proxy.py")
+    assert code == 0, err
+    spec = importlib.util.spec_from_file_location("exported_inf", tmp_path / "proxy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    header = rows[0]
+    columns = {name: [float(row[j]) for row in rows[1:]] for j, name in enumerate(header) if j >= 2}
+    written = [float(row[1]) for row in list(csv.reader(open(tmp_path / "s.csv")))[1:]]
+    assert np.allclose(module.score(columns), written, rtol=1e-12, atol=1e-12)
 
 
 # ------------------------------------------------------------------ column names that are not bare names

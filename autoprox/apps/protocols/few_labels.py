@@ -22,6 +22,7 @@ atomically after each table, and the same command goes on from it.
 
 from __future__ import annotations
 
+import json
 import math
 import zlib
 from dataclasses import dataclass
@@ -238,7 +239,7 @@ def summarise(draws: Sequence[Mapping[str, float]], reference: str = "engine") -
     return {"mean": mean, "difference": difference}
 
 
-def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], repeats: int, out: str | Path,
+def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], repeats: int | None, out: str | Path,
                    methods: Sequence[str] | None = None, seed: int = 0, workers: int = 1, resume: bool = False,
                    say: Callable[[str], None] = print, progress: bool = False,
                    resume_command: str | None = None) -> dict:
@@ -252,8 +253,10 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         A table may come with several targets: each (table, target) is its own entry (:func:`entry_names`).
     ks : sequence of int
         Labelled rows per draw; a k above 60 % of a table's labelled rows is skipped there (and said).
-    repeats : int
-        Draws per (table, k).
+    repeats : int or None
+        Draws per (table, k). None: the recorded number when ``resume`` finds a record, else
+        :data:`DEFAULT_DRAWS`. With ``resume``, a number larger than the recorded one extends every (table, k) by the
+        new draws, to the figures a protocol of that many draws gives.
     methods : sequence of str, optional
         Keys of :data:`FEW_LABEL_METHODS`, at least one, none twice (default: all; ``forest`` left out with a warning without scikit-learn).
     progress : bool
@@ -268,6 +271,8 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
     """
     if not ks or min(ks) < MIN_K:
         raise ConfigError(f"--few-labels takes labelled-row counts of at least {MIN_K}, got {', '.join(map(str, ks))}")
+    if repeats is None:
+        repeats = (_recorded_repeats(Path(out)) if resume else None) or DEFAULT_DRAWS
     if repeats < 1:
         raise ConfigError(f"--repeats must be at least 1 (draws per table and k), got {repeats}")
     chosen = methods is not None
@@ -316,13 +321,29 @@ def run_few_labels(tables: Sequence[tuple[ProxyTable, str]], ks: Sequence[int], 
         record = read_json_file(path, "a few-label protocol record", RunDirError)
         if not resume:
             raise RunDirError(f"{out} already holds a few-label protocol; go on with --resume or choose another --out")
-        check_recorded(path, {"protocol options": [key for key in spec if record.get("spec", {}).get(key) != spec[key]]},
-                       "choose another --out")
+        recorded = record.get("spec", {})
+        more = isinstance(recorded.get("repeats"), int) and repeats > recorded["repeats"]
+        check_recorded(path, {"protocol options": [key for key in spec if recorded.get(key) != spec[key]
+                                                   and not (key == "repeats" and more)]},
+                       "choose another --out (a larger --repeats extends it)")
+        if more:  # each finished (table, k) goes on from its draws: a draw is seeded by its table, k and number
+            say(f"few labels: {recorded['repeats']} draws per table and k recorded, extended to {repeats}")
+            record["spec"] = {**recorded, "repeats": repeats}
     else:
         check_new_folder(out, FEW_LABELS_FILE)
         out.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, "spec": spec, "results": {}}
     return run_cuts(out, _FewLabelCells(tables, methods, workers, out, say, progress, resume_command), record, say)
+
+
+def _recorded_repeats(out: Path) -> int | None:
+    """The draws per (table, k) of the record in ``out``, or None (none there, or unreadable: the resume's own
+    reading of it then says what is wrong)."""
+    try:
+        repeats = json.loads((out / FEW_LABELS_FILE).read_text(encoding="utf-8"))["spec"]["repeats"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return repeats if isinstance(repeats, int) and not isinstance(repeats, bool) and repeats >= 1 else None
 
 
 class _FewLabelCells(CutProtocol):
@@ -347,8 +368,12 @@ class _FewLabelCells(CutProtocol):
         return [f"{name} k={k}" for name in self.tables for k in record["spec"]["ks"]]
 
     def done(self, record: Mapping, cut: str) -> bool:
+        """Whether the cut is skipped or holds every draw of the spec (a resume with a larger ``repeats`` extends
+        the others)."""
         name, k = self._cell(cut)
-        return k in record["results"].get(name, {})
+        outcome = record["results"].get(name, {}).get(k)
+        return outcome is not None and ("skipped" in outcome
+                                        or len(outcome.get("draws", ())) >= record["spec"]["repeats"])
 
     def run(self, record: dict, pending: list[str]) -> Iterable[tuple[str, Any]]:
         from joblib import Parallel, delayed
@@ -363,7 +388,8 @@ class _FewLabelCells(CutProtocol):
                 yield cut, {"skipped": f"k={k} is more than {SKIP_SHARE * 100:g} % of the {len(labelled)} labelled rows"}
                 continue
             partial = record.setdefault("partial", {})
-            draws = list(partial.get(cut, []))
+            finished = record["results"].get(name, {}).get(k, {}).get("draws", [])
+            draws = list(partial.get(cut) or finished)
             if draws:
                 self.say(f"resuming {cut} at draw {len(draws) + 1} of {spec['repeats']}")
             line = Progress(f"{name} k={k} draws", every=10) if self.progress else None

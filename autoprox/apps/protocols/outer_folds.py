@@ -299,8 +299,9 @@ class _OuterFolds(CutProtocol):
     def run(self, record: dict, pending: list[str]):
         spec, settings, bench, made = record["protocol"], self.context.settings, self.bench, self.made
         indices = [self.cuts(record).index(cut) for cut in pending]
+        finished = len(made) - len(pending)
         log(f"{bench.space}, {len(bench)} architectures, {spec['folds']} folds x {spec['repeats']} repeat(s): "
-            f"{len(made) - len(pending)} folds finished, {len(pending)} to run, "
+            f"{finished} fold{'' if finished == 1 else 's'} finished, {len(pending)} to run, "
             f"{self.asked_workers} at a time, "
             f"into {self.out}", self.quiet)
         if pending:

@@ -17,6 +17,7 @@ from autoprox.apps.protocols.few_labels import (
     run_few_labels,
     summarise,
 )
+from autoprox.core.errors import RunDirError
 from autoprox.data.proxy_tables import read_proxy_table
 from tests.commands import one_error_line, run_cli
 
@@ -110,6 +111,34 @@ def test_a_cell_interrupted_between_draws_keeps_its_finished_draws_and_the_resum
     assert computed == [0, 1, "interrupted", 2, 3]
     assert "resuming t k=10 at draw 3 of 4" in lines
     assert again["results"] == whole["results"] and "partial" not in again
+
+
+def test_a_resume_with_more_repeats_extends_each_cell_to_the_figures_of_that_many_draws(tmp_path):
+    """``--repeats`` larger on ``--resume`` extends a finished protocol by the new draws (the help said so, and the
+    resume refused it as 'another protocol (repeats)'); none given keeps the recorded number; fewer is refused."""
+    table = read_proxy_table(write_table(tmp_path / "t.csv"))
+    options = dict(methods=["size", "ridge"], say=lambda line: None)
+    whole = run_few_labels([(table, "val_acc")], [10, 20], 4, tmp_path / "whole", **options)
+    run_few_labels([(table, "val_acc")], [10, 20], 2, tmp_path / "p", **options)
+    lines = []
+    kept = run_few_labels([(table, "val_acc")], [10, 20], None, tmp_path / "p", resume=True,
+                          **(options | {"say": lines.append}))
+    assert kept["spec"]["repeats"] == 2 and len(kept["results"]["t"]["10"]["draws"]) == 2
+    assert not any("extended" in line for line in lines)
+    extended = run_few_labels([(table, "val_acc")], [10, 20], 4, tmp_path / "p", resume=True,
+                              **(options | {"say": lines.append}))
+    assert "few labels: 2 draws per table and k recorded, extended to 4" in lines
+    assert "resuming t k=10 at draw 3 of 4" in lines
+    assert extended["spec"] == whole["spec"]
+    for k in ("10", "20"):
+        got, want = extended["results"]["t"][k], whole["results"]["t"][k]
+        assert len(got["draws"]) == 4
+        for method in ("size", "ridge"):
+            assert got["mean"][method] == pytest.approx(want["mean"][method], abs=1e-12)
+    on_disk = json.loads((tmp_path / "p" / "few_labels.json").read_text())
+    assert on_disk["spec"]["repeats"] == 4 and "partial" not in on_disk
+    with pytest.raises(RunDirError, match=r"other protocol options \(repeats\)"):
+        run_few_labels([(table, "val_acc")], [10, 20], 3, tmp_path / "p", resume=True, **options)
 
 
 def test_summarise_pairs_the_engine_with_each_method():

@@ -176,7 +176,7 @@ def test_summary_is_the_per_fold_figures_summarised(protocol):
     assert "c100_kd" in table and "JCM" in table and "- coarse" in table and "3 of 3 folds finished" in table
 
 
-def test_resume_after_an_interrupted_fold_gives_the_same_figures(protocol, settings, tmp_path, monkeypatch):
+def test_resume_after_an_interrupted_fold_gives_the_same_figures(protocol, settings, tmp_path, monkeypatch, capsys):
     _, whole = protocol
     out = tmp_path / "interrupted"
     started = ["autoprox", "evaluate", "--folds", str(FOLDS), "--out", str(out)]
@@ -202,10 +202,13 @@ def test_resume_after_an_interrupted_fold_gives_the_same_figures(protocol, setti
 
     monkeypatch.setattr("autoprox.apps.protocols.jobs.run_search", searched_again)
     record = json.loads((out / PROTOCOL_FILE).read_text())
-    record["folds"][1]["result"] = None
+    for fold in record["folds"][1:]:
+        fold["result"] = None
     (out / PROTOCOL_FILE).write_text(json.dumps(record))
-    again = run_protocol(None, out, resume=True, quiet=True)
+    capsys.readouterr()
+    again = run_protocol(None, out, resume=True, quiet=False)
     assert figures_of(again) == figures_of(whole)
+    assert f"1 fold finished, {FOLDS - 1} to run" in capsys.readouterr().err  # one fold, not "1 folds"
 
 
 def test_fold_workers_do_not_change_the_figures(protocol, settings, tmp_path):
