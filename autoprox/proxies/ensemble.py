@@ -49,7 +49,7 @@ from autoprox.data.cache import StatisticsCache, StatsPlan
 from autoprox.networks.statistics import InputSpec
 from autoprox.proxies.baselines import BLEND_FEATURES, blend_scores
 from autoprox.proxies.proxy import Proxy, resolve_proxy
-from autoprox.proxies.proxy_input import register_proxy_file_format
+from autoprox.proxies.proxy_input import check_recorded_split, register_proxy_file_format
 from autoprox.proxies.scoring import Outcome, ProgressFn, check_cache_and_plan, check_target, scoring_inputs
 from autoprox.spaces.descriptors import DESCRIPTORS, descriptor_columns
 
@@ -418,6 +418,8 @@ def ensemble_from_json(data: Mapping, where: str = "ensemble") -> EnsembleProxy:
         if not any(m.weight > 0 for m in members[key]):
             raise ProxyError(f"{where}: '{field_name}' has no member with a positive weight")
     provenance = dict(data.get("provenance") or {}) if isinstance(data.get("provenance", {}), dict) else {}
+    if provenance.get("split") is not None:  # rank reads it as the run's split, as a genome file's
+        check_recorded_split(Path(where), provenance["split"])
     return EnsembleProxy(name, members, plan, provenance)
 
 

@@ -271,3 +271,22 @@ def test_an_ensemble_file_s_plan_is_checked_before_any_statistics(tmp_path, caps
         resolve_proxy(str(path))
     assert main(["rank", "--proxy", str(path), "--space", "pit"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("split, says", [
+    ("x", "'split' must be an object with the run's search and test parts, got 'x'"),
+    ({"seed": [1], "search_fraction": 0.6}, "'split': 'seed' must be an integer, got [1]"),
+    ({"seed": 0, "search_fraction": "x"}, "'split': 'search_fraction' must be a number in (0, 1], got 'x'"),
+], ids=["string", "seed-list", "fraction-string"])
+def test_an_ensemble_file_s_recorded_split_is_checked_as_a_genome_file_s(tmp_path, capsys, split, says):
+    """``select`` records the run's split in an ensemble's provenance, which ``rank --proxy FILE`` reads as the
+    split to rank on; one edited to the wrong type ended rank in an AttributeError or TypeError traceback, where a
+    genome file's is checked when read."""
+    path = tmp_path / "ensemble.json"
+    path.write_text(json.dumps({"format": "autoprox-ensemble/1", "name": "e", "provenance": {"split": split},
+                                "members": [{"proxy": "params", "weight": 1.0, "reference": [1.0, 2.0, 3.0]}]}))
+    with pytest.raises(ProxyError) as refused:
+        resolve_proxy(str(path))
+    assert str(refused.value) == f"{path}: {says}"
+    assert main(["rank", "--proxy", str(path), "--space", "pit"]) == 2
+    assert capsys.readouterr().err == f"autoprox: error: {path}: {says}\n"
