@@ -260,9 +260,6 @@ def check_table_rank_options(args: argparse.Namespace) -> None:
     fraction = getattr(args, "search_fraction", None)
     if fraction is not None and not 0 < fraction < 1:
         raise ConfigError(f"search fraction must be in (0, 1), got {fraction}")
-    seeds = getattr(args, "seeds", None)
-    if seeds is not None and any(seed < 0 for seed in seeds):
-        raise ConfigError(f"--seeds are 0 or more, got {', '.join(map(str, seeds))}")
     given = [flag for name, flag in _NOT_ON_TABLES.items() if getattr(args, name, None) is not None]
     if getattr(args, "split", None) not in (None, "all"):
         given.insert(0, f"--split {args.split}")

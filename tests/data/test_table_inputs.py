@@ -225,14 +225,15 @@ def test_rank_on_a_table_writes_csv_json_and_markdown_when_asked(tmp_path, capsy
 @pytest.mark.parametrize("option, said", [
     (("--search-fraction", "2"), "search fraction must be in (0, 1), got 2.0"),
     (("--search-fraction", "-0.5"), "search fraction must be in (0, 1), got -0.5"),
-    (("--seeds", "-1"), "--seeds are 0 or more, got -1"),
     (("--seeds", "0,1"), "--seeds does not apply to a proxy table"),
     (("--search-fraction", "0.5"), "--search-fraction does not apply to a proxy table"),
     (("--split", "test"), "--split test does not apply to a proxy table"),
     (("--split-seed", "3"), "--split-seed does not apply to a proxy table"),
 ])
 def test_rank_on_a_table_refuses_the_options_of_a_split_or_of_seeds(option, said, tmp_path, capsys):
-    """``--search-fraction 2``, ``-0.5`` and ``--seeds -1`` were accepted silently on a table (and meant nothing)."""
+    """``--search-fraction 2``, ``-0.5`` and ``--seeds -1`` were accepted silently on a table (and meant nothing).
+    ``--seeds -1`` is now refused where it is typed, by the option's own type, on a table as on a benchmark
+    (``tests/search/test_conversions.py``)."""
     path = _good(tmp_path / "mine.csv")
     code, out, err = run_cli(capsys, "rank", "--proxy", "params", "--bench", path, *option)
     assert code == 2 and not out and said in one_error_line(err)
