@@ -22,7 +22,6 @@ atomically after each table, and the same command goes on from it.
 
 from __future__ import annotations
 
-import json
 import math
 import zlib
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from autoprox.apps.protocols.runner import CutProtocol, check_recorded, run_cuts
-from autoprox.core.atomic import atomic_write_json, check_new_folder, json_safe, read_json_file
+from autoprox.core.atomic import atomic_write_json, check_new_folder, json_safe, load_json, read_json_file
 from autoprox.core.correlation import kendall_or_zero
 from autoprox.core.errors import AutoproxError, BenchmarkError, ConfigError, RunDirError, one_line
 from autoprox.core.progress import Progress
@@ -340,7 +339,7 @@ def _recorded_repeats(out: Path) -> int | None:
     """The draws per (table, k) of the record in ``out``, or None (none there, or unreadable: the resume's own
     reading of it then says what is wrong)."""
     try:
-        repeats = json.loads((out / FEW_LABELS_FILE).read_text(encoding="utf-8"))["spec"]["repeats"]
+        repeats = load_json((out / FEW_LABELS_FILE).read_text(encoding="utf-8"))["spec"]["repeats"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return repeats if isinstance(repeats, int) and not isinstance(repeats, bool) and repeats >= 1 else None

@@ -141,6 +141,17 @@ def test_a_resume_with_more_repeats_extends_each_cell_to_the_figures_of_that_man
         run_few_labels([(table, "val_acc")], [10, 20], 3, tmp_path / "p", resume=True, **options)
 
 
+def test_a_resume_of_a_record_nested_too_deeply_is_one_line(tmp_path):
+    """Without ``--repeats`` the resume reads the recorded number first: a record nested 100,000 deep (a hand edit)
+    is the one line the record's own reading gives, not a RecursionError traceback from that first look."""
+    table = read_proxy_table(write_table(tmp_path / "t.csv"))
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "few_labels.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(RunDirError, match=r"few_labels.json: not a few-label protocol record \(nested too deeply"):
+        run_few_labels([(table, "val_acc")], [10], None, tmp_path / "p", methods=["size"], resume=True,
+                       say=lambda line: None)
+
+
 def test_summarise_pairs_the_engine_with_each_method():
     draws = [{"engine": 0.5, "ridge": 0.4}, {"engine": 0.6, "ridge": 0.6}, {"engine": 0.7, "ridge": 0.5}]
     summary = summarise(draws)
