@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
@@ -25,11 +24,8 @@ from autoprox.core.progress import Progress
 from autoprox.data.benchmark import BENCH_FILE_NAMES, load_benchmark, split_benchmark
 from autoprox.data.cache import StatisticsCache
 from autoprox.proxies.ensemble import EnsembleProxy
-from autoprox.proxies.proxy import (
-    resolve_proxies,
-    resolve_proxy,
-    split_proxy_list,
-)
+from autoprox.proxies.proxy import resolve_proxies, resolve_proxy
+from autoprox.proxies.proxy_input import split_proxy_list
 
 #: What this command prints is its product (a listing): a closed output pipe (``| head``) ends it with status 0
 #: (:data:`autoprox.cli.main.LISTINGS`).

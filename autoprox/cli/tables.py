@@ -34,9 +34,9 @@ def table_proxy(name: str, columns, where: str, tables=()):
     proxy columns and the closest of them (a built-in the table lacks cannot be scored on it anyway), or saying that
     it is an accuracy column of one of ``tables`` (:meth:`~autoprox.data.proxy_tables.ProxyTable.misplaced`)."""
     import difflib
-    import re
 
-    from autoprox.proxies.proxy import formula_problem, resolve_proxy
+    from autoprox.proxies.proxy import resolve_proxy
+    from autoprox.proxies.proxy_input import BARE_WORD, formula_problem
 
     if name in columns:
         return name
@@ -44,7 +44,7 @@ def table_proxy(name: str, columns, where: str, tables=()):
         return resolve_proxy(name)
     except ProxyError:
         # a path (resolve_proxy names one that is missing), a formula or a genome: its own error
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name):
+        if not BARE_WORD.fullmatch(name):
             problem = formula_problem(name, operators=True)  # a table scores no genome: any formula word counts
             if problem is not None:
                 raise ProxyError(f"unknown proxy {name!r}: not a rank formula: {problem}") from None
@@ -194,7 +194,8 @@ def check_rankable(space: TableSpace, pairs=None) -> None:
 def rank_on_tables(args: argparse.Namespace) -> int:
     """``rank --proxy P --bench TABLE.csv`` (or ``--space nb201``): the proxy's correlations on each
     table's targets, from the table's columns alone; several proxies (``all``, ``a,b``) as one ranking table."""
-    from autoprox.proxies.proxy import repeated_proxies_warning, split_proxy_list
+    from autoprox.proxies.proxy import repeated_proxies_warning
+    from autoprox.proxies.proxy_input import split_proxy_list
     from autoprox.proxies.table_scores import reading_note, table_figures, table_scores
 
     check_table_rank_options(args)

@@ -307,7 +307,6 @@ class EnsembleProxy:
         from autoprox.core.progress import Progress
 
         parsed, cache, plan = scoring_inputs(archs, workers, cache_dir, cache, plan)
-        self.members_for(target)
         return self.scores(parsed, cache, self.scoring_plan(plan), target, workers=workers,
                            progress=Progress("statistics") if progress else None)
 
