@@ -40,7 +40,6 @@ from __future__ import annotations
 import ast
 import datetime as _dt
 import inspect
-import json
 import math
 import os
 import textwrap
